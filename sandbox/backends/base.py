@@ -1,0 +1,30 @@
+"""The interface every sandbox backend implements: turn a prepared job folder into a command."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from sandbox.contract import DeviceMode, Limits
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """How to start one sandbox: argv and the environment of the launcher itself."""
+
+    argv: list[str]
+    env: dict[str, str]
+
+
+class SandboxUnavailable(RuntimeError):
+    """The backend cannot run here (tool missing, no user namespaces, ...): our failure, not the student's."""
+
+
+class SandboxBackend(Protocol):
+    name: str
+
+    def check(self) -> None:
+        """Raise SandboxUnavailable with a readable reason if this backend cannot run here."""
+
+    def launch_spec(self, *, job_dir: Path, verdict_fd: int, mode: DeviceMode, device_index: int, limits: Limits) -> LaunchSpec:
+        """The command that runs the harness on `job_dir`, writing frames to `verdict_fd`."""

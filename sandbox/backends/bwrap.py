@@ -1,0 +1,115 @@
+"""bubblewrap backend: new user/pid/net/ipc/uts/cgroup namespaces, read-only system, private /tmp.
+
+The sandbox sees: /usr (and the merged-/usr symlinks), the dynamic linker cache, the Python
+environment read-only, the job folder read-only at /job, a fresh /proc and a minimal /dev (plus
+the NVIDIA device nodes of exactly one GPU in GPU mode), and a size-capped tmpfs at /tmp. Nothing
+else: not the repository, the exercises' solutions, the database or the service's environment
+(`--clearenv`). Paths that must stay hidden but lie inside a bound folder (a data directory under
+a virtualenv, say) are covered with an empty tmpfs.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from sandbox.backends.base import LaunchSpec, SandboxUnavailable
+from sandbox.contract import DeviceMode, Limits
+
+SANDBOX_UID = 65534
+NVIDIA_SHARED_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-caps")
+MERGED_USR_LINKS = ("/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
+
+
+def python_roots(python: str) -> list[Path]:
+    """Folders that hold the Python environment `python` runs in (venv and its base install)."""
+    if Path(python).resolve() == Path(sys.executable).resolve():
+        prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    else:  # another interpreter: its prefix is the folder above bin/
+        prefixes = {str(Path(python).parent.parent), str(Path(python).resolve().parent.parent)}
+    roots: set[Path] = set()
+    for prefix in prefixes:
+        roots.add(Path(prefix))
+        roots.add(Path(prefix).resolve())
+    # Drop roots already covered by /usr or by another root.
+    kept = sorted(r for r in roots if not _is_within(r, Path("/usr")))
+    return [r for r in kept if not any(r != o and _is_within(r, o) for o in kept)]
+
+
+def _is_within(path: Path, folder: Path) -> bool:
+    try:
+        path.relative_to(folder)
+        return True
+    except ValueError:
+        return False
+
+
+class BwrapBackend:
+    name = "bwrap"
+
+    def __init__(self, *, python: str, hidden_paths: list[Path]) -> None:
+        self.python = python
+        self.hidden_paths = [p.resolve() for p in hidden_paths]
+
+    def check(self) -> None:
+        if shutil.which("bwrap") is None:
+            raise SandboxUnavailable("bubblewrap (bwrap) is not installed: apt-get install bubblewrap")
+        if shutil.which("prlimit") is None:
+            raise SandboxUnavailable("prlimit (util-linux) is not installed")
+
+    def launch_spec(self, *, job_dir: Path, verdict_fd: int, mode: DeviceMode, device_index: int, limits: Limits) -> LaunchSpec:
+        args = [
+            "bwrap",
+            "--unshare-all",  # user, pid, net, ipc, uts, cgroup: no network at all
+            "--die-with-parent",
+            "--new-session",  # no TIOCSTI into the caller's terminal
+            "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
+            "--hostname", "sandbox",
+            "--ro-bind", "/usr", "/usr",
+        ]
+        for link in MERGED_USR_LINKS:
+            if os.path.islink(link):
+                args += ["--symlink", os.readlink(link), link]
+            elif os.path.isdir(link):
+                args += ["--ro-bind", link, link]
+        for etc_file in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/nsswitch.conf"):
+            if os.path.exists(etc_file):
+                args += ["--ro-bind", etc_file, etc_file]
+        if os.path.isdir("/etc/ld.so.conf.d"):
+            args += ["--ro-bind", "/etc/ld.so.conf.d", "/etc/ld.so.conf.d"]
+        roots = python_roots(self.python)
+        for root in roots:
+            args += ["--ro-bind", str(root), str(root)]
+        for hidden in self.hidden_paths:
+            if any(_is_within(hidden, r) for r in [*roots, Path("/usr")]):
+                args += ["--tmpfs", str(hidden)]
+        args += ["--proc", "/proc", "--dev", "/dev"]
+        if mode is DeviceMode.gpu:
+            for node in (*NVIDIA_SHARED_NODES, f"/dev/nvidia{device_index}"):
+                if os.path.exists(node):
+                    args += ["--dev-bind", node, node]
+        args += [
+            "--size", str(limits.tmpfs_bytes), "--tmpfs", "/tmp",
+            "--ro-bind", str(job_dir), "/job",
+            "--chdir", "/tmp",
+            "--clearenv",
+            "--setenv", "PATH", "/usr/bin:/bin",
+            "--setenv", "HOME", "/tmp",
+            "--setenv", "TRITON_CACHE_DIR", "/tmp/triton-cache",
+            "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
+        ]
+        if mode is DeviceMode.interpreter:
+            args += ["--setenv", "TRITON_INTERPRET", "1"]
+        args += ["--", self.python, "-I", "-B", "/job/harness.py", "/job", str(verdict_fd)]
+
+        rlimits = [
+            f"--cpu={limits.cpu_time_s}",
+            f"--fsize={limits.file_size_bytes}",
+            f"--nofile={limits.open_files}",
+            f"--nproc={limits.processes}",
+            "--core=0",
+        ]
+        if mode is DeviceMode.interpreter:
+            rlimits.append(f"--as={limits.memory_bytes}")
+        return LaunchSpec(argv=["prlimit", *rlimits, "--", *args], env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})

@@ -1,0 +1,106 @@
+"""The types both sides of the sandbox share: limits, the job description and the run result.
+
+The harness never imports this module (it reads the job as plain JSON); the trusted side builds
+the job with these models so that its shape is checked in one place.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+GiB = 1 << 30
+MiB = 1 << 20
+
+
+class DeviceMode(str, enum.Enum):
+    gpu = "gpu"
+    interpreter = "interpreter"
+
+
+class Limits(BaseModel):
+    """Every limit of one sandboxed run; units in the names."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    startup_timeout_s: float = Field(120.0, gt=0, description="until the harness is ready (imports, CUDA, canary)")
+    case_timeout_s: float = Field(60.0, gt=0, description="one call of the entry point, or the given check")
+    run_timeout_s: float = Field(600.0, gt=0, description="all attempts of one submission together")
+    kill_grace_s: float = Field(5.0, gt=0, description="watchdog: how long after the kill we wait for the exit")
+    cpu_time_s: int = Field(900, gt=0, description="RLIMIT_CPU of the sandbox")
+    memory_bytes: int = Field(16 * GiB, gt=0, description="RLIMIT_AS on the interpreter; unset on GPU (CUDA reserves huge address ranges)")
+    file_size_bytes: int = Field(64 * MiB, gt=0, description="RLIMIT_FSIZE")
+    open_files: int = Field(256, gt=0, description="RLIMIT_NOFILE")
+    processes: int = Field(512, gt=0, description="RLIMIT_NPROC (counted per host user)")
+    tmpfs_bytes: int = Field(512 * MiB, gt=0, description="size of the private /tmp")
+    output_bytes: int = Field(64 * MiB, gt=0, description="cap of the whole verdict channel")
+    case_output_bytes: int = Field(16 * MiB, gt=0, description="cap of one case's tensors")
+    log_bytes: int = Field(64 * 1024, gt=0, description="stdout/stderr kept from the sandbox")
+    max_restarts: int = Field(3, ge=0, description="fresh sandboxes after a crash or a timeout")
+
+
+class TensorArg(BaseModel):
+    """An input tensor stored under `key`; `columns` makes it a view of the first columns."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str
+    columns: int | None = None
+
+
+class CaseJob(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    args: list[TensorArg]
+    outputs: list[str]
+
+
+class Job(BaseModel):
+    """What the harness reads from /job/job.json."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: DeviceMode
+    entry_point: str
+    run_given_check: bool
+    given_seed: int
+    cases: list[CaseJob]
+
+
+@dataclass
+class CaseRun:
+    """One case as it came back from the sandbox (tensors already parsed, not yet compared)."""
+
+    id: str
+    status: Literal["ok", "error", "crashed", "timeout", "skipped"]
+    error: str | None = None
+    outputs: dict[str, Any] = field(default_factory=dict)
+    elapsed_s: float | None = None
+
+
+@dataclass
+class GivenRun:
+    """The template's own module-level check, run as written."""
+
+    status: Literal["passed", "failed", "crashed", "timeout", "skipped"]
+    output: str = ""
+    elapsed_s: float | None = None
+
+
+@dataclass
+class RunResult:
+    """Everything one submission's sandbox runs produced. `infra_error` means *we* failed."""
+
+    backend: str
+    mode: DeviceMode
+    infra_error: str | None = None
+    environment: dict[str, str] = field(default_factory=dict)
+    given: GivenRun | None = None
+    cases: list[CaseRun] = field(default_factory=list)
+    attempts: int = 0
+    startup_s: list[float] = field(default_factory=list)
+    elapsed_s: float = 0.0
+    log_tail: str = ""

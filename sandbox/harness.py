@@ -1,0 +1,196 @@
+"""Runs inside the sandbox: imports the submitted program and calls its entry point on each case.
+
+Standard library plus torch/triton/safetensors only, and `wire` from the job folder: this file is
+copied into every job as-is. It never decides whether a result is right; it only returns outputs
+on the verdict channel (a pipe fd), never on stdout, which the student's code also writes to.
+
+Usage: python -I -B harness.py JOB_DIR VERDICT_FD
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import sys
+import time
+import traceback
+
+EXIT_OK = 0
+EXIT_BAD_JOB = 3
+EXIT_GPU_POISONED = 4  # a CUDA fault left the context unusable: the rest needs a fresh sandbox
+
+MAX_TEXT = 8000
+_JOB_DIR = "/job/"
+
+
+def _truncate(text: str, limit: int = MAX_TEXT) -> str:
+    text = text.replace("\x00", "")
+    if len(text) <= limit:
+        return text
+    return text[: limit // 2] + f"\n… [{len(text) - limit} characters cut] …\n" + text[-limit // 2 :]
+
+
+def _student_traceback(exc: BaseException) -> str:
+    """The exception and only the frames in the student's program (not the harness, not torch)."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith(_JOB_DIR)]
+    lines = traceback.format_list(frames[-6:]) if frames else []
+    lines += traceback.format_exception_only(type(exc), exc)
+    return _truncate("".join(lines))
+
+
+def main() -> int:
+    global _JOB_DIR
+    job_dir, verdict_fd = sys.argv[1], int(sys.argv[2])
+    _JOB_DIR = os.path.join(os.path.realpath(job_dir), "")
+    sys.path.insert(0, job_dir)
+    import wire  # noqa: E402  (from the job folder)
+
+    def send(message: dict, blob: bytes = b"") -> None:
+        wire.write_frame(verdict_fd, message, blob)
+
+    with open(os.path.join(job_dir, "job.json"), encoding="utf-8") as fh:
+        job = json.load(fh)
+    mode = job["mode"]
+    if mode == "interpreter" and os.environ.get("TRITON_INTERPRET") != "1":
+        # Must be set before triton is first imported; the backend does that, we only verify.
+        send({"type": "fatal", "error": "TRITON_INTERPRET=1 was not set before start-up"})
+        return EXIT_BAD_JOB
+
+    started = time.perf_counter()
+    import torch
+    import triton
+    import triton.language as tl
+    from safetensors.torch import load_file, save
+
+    device = "cuda" if mode == "gpu" else "cpu"
+    if mode == "gpu":
+        if not torch.cuda.is_available():
+            send({"type": "fatal", "error": "GPU mode requested but torch sees no CUDA device"})
+            return EXIT_BAD_JOB
+        torch.cuda.init()
+        device_name = torch.cuda.get_device_name(0)
+    else:
+        device_name = "cpu (Triton interpreter)"
+
+    # Canary: a kernel with a known answer. Some interpreter versions silently returned zeros.
+    @triton.jit
+    def _canary(out, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(out + offs, offs * 2 + 1, mask=offs < n)
+
+    canary = torch.zeros(16, dtype=torch.int32, device=device)
+    _canary[(1,)](canary, 13, BLOCK=16)
+    expected = [2 * i + 1 for i in range(13)] + [0, 0, 0]
+    if canary.cpu().tolist() != expected:
+        send({"type": "fatal", "error": f"canary kernel returned {canary.cpu().tolist()}, expected {expected}"})
+        return EXIT_BAD_JOB
+
+    send({
+        "type": "hello",
+        "mode": mode,
+        "device": device_name,
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "python": sys.version.split()[0],
+        "startup_s": time.perf_counter() - started,
+    })
+
+    def gpu_poisoned() -> bool:
+        if mode != "gpu":
+            return False
+        try:
+            torch.cuda.synchronize()
+            return False
+        except Exception:  # noqa: BLE001 - any failure here means the context is gone
+            return True
+
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("submission", os.path.join(job_dir, "submission.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["submission"] = module
+    try:
+        spec.loader.exec_module(module)
+        entry = getattr(module, job["entry_point"])
+    except BaseException as exc:  # noqa: BLE001 - the student's program failed to load
+        send({"type": "load_error", "error": _student_traceback(exc)})
+        return EXIT_OK
+
+    if job["run_given_check"]:
+        send({"type": "given_start"})
+        with open(os.path.join(job_dir, "given_check.py"), encoding="utf-8") as fh:
+            check_code = compile(fh.read(), os.path.join(job_dir, "given_check.py"), "exec")
+        captured = io.StringIO()
+        torch.manual_seed(job["given_seed"])
+        status = "passed"
+        t0 = time.perf_counter()
+        with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
+            try:
+                with _cuda_as_cpu() if mode == "interpreter" else contextlib.nullcontext():
+                    exec(check_code, module.__dict__)  # noqa: S102 - the canonical program, in the sandbox
+                if mode == "gpu":
+                    torch.cuda.synchronize()
+            except BaseException as exc:  # noqa: BLE001
+                status = "failed"
+                captured.write(_student_traceback(exc))
+        send({"type": "given", "status": status, "output": _truncate(captured.getvalue()),
+              "elapsed_s": time.perf_counter() - t0})
+        if gpu_poisoned():
+            return EXIT_GPU_POISONED
+
+    inputs = load_file(os.path.join(job_dir, "inputs.safetensors"))
+    for case in job["cases"]:
+        send({"type": "case_start", "id": case["id"]})
+        t0 = time.perf_counter()
+        try:
+            args = []
+            for arg in case["args"]:
+                tensor = inputs[arg["key"]].to(device)
+                if arg.get("columns") is not None:
+                    tensor = tensor[:, : arg["columns"]]
+                args.append(tensor)
+            result = entry(*args)
+            if mode == "gpu":
+                torch.cuda.synchronize()
+            results = result if isinstance(result, (tuple, list)) else (result,)
+            names = case["outputs"]
+            if len(results) != len(names):
+                raise TypeError(f"{job['entry_point']} returned {len(results)} values, expected {len(names)} ({', '.join(names)})")
+            tensors = {}
+            for name, value in zip(names, results):
+                if type(value) is not torch.Tensor:  # exact type: no subclasses that fake their data
+                    raise TypeError(f"output '{name}' is a {type(value).__name__}, expected a torch.Tensor")
+                tensors[name] = value.detach().to("cpu").contiguous().clone()
+            blob = save(tensors)
+        except BaseException as exc:  # noqa: BLE001 - a failing case is a result, not a crash
+            send({"type": "case", "id": case["id"], "status": "error", "error": _student_traceback(exc),
+                  "elapsed_s": time.perf_counter() - t0})
+            if gpu_poisoned():
+                return EXIT_GPU_POISONED
+            continue
+        send({"type": "case", "id": case["id"], "status": "ok", "elapsed_s": time.perf_counter() - t0}, blob)
+    send({"type": "done"})
+    return EXIT_OK
+
+
+@contextlib.contextmanager
+def _cuda_as_cpu():
+    """Run the lesson's `device="cuda"` check unchanged on the CPU under the Triton interpreter."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    class CudaAsCpu(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = dict(kwargs or {})
+            device = kwargs.get("device")
+            if device is not None and str(device).startswith("cuda"):
+                kwargs["device"] = "cpu"
+            return func(*args, **kwargs)
+
+    with CudaAsCpu():
+        yield
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,280 @@
+"""Runs one submission's cases in fresh sandboxes and collects what came back, crashes included.
+
+The trusted side writes the job folder (program, inputs, harness), starts the backend's command
+with a pipe as the verdict channel, and reads frames under size caps and deadlines. A case that
+crashes the process or outlives its deadline is recorded as such, the sandbox is killed, and the
+remaining cases run in a fresh sandbox, so one bad case never decides the others. Nothing is ever
+read back from the filesystem the sandbox could write to.
+"""
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+from safetensors.numpy import load as load_tensors
+from safetensors.numpy import save_file
+
+from sandbox.backends.base import SandboxBackend, SandboxUnavailable
+from sandbox.contract import CaseJob, CaseRun, DeviceMode, GivenRun, Job, Limits, RunResult
+from sandbox.wire import FrameError, FrameReader
+
+HARNESS_FILES = ("harness.py", "wire.py")
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+EXIT_GPU_POISONED = 4
+
+
+class _LogSink:
+    """Drains a pipe in a thread, keeping at most `limit` bytes (head and tail) with a marker."""
+
+    def __init__(self, stream, limit: int) -> None:
+        self._stream, self._limit = stream, limit
+        self._head = bytearray()
+        self._tail = bytearray()
+        self._dropped = 0
+        self._thread = threading.Thread(target=self._drain, daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        half = self._limit // 2
+        for chunk in iter(lambda: self._stream.read1(65536), b""):
+            room = half - len(self._head)
+            if room > 0:
+                self._head += chunk[:room]
+                chunk = chunk[room:]
+            self._tail += chunk
+            if len(self._tail) > half:
+                self._dropped += len(self._tail) - half
+                del self._tail[: len(self._tail) - half]
+
+    def text(self) -> str:
+        self._thread.join(timeout=2)
+        marker = f"\n… [{self._dropped} bytes cut] …\n".encode() if self._dropped else b""
+        return (bytes(self._head) + marker + bytes(self._tail)).decode("utf-8", "replace").replace("\x00", "")
+
+
+def _signal_name(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            return signal.Signals(-returncode).name
+        except ValueError:
+            return f"signal {-returncode}"
+    return f"exit code {returncode}"
+
+
+class SandboxRunner:
+    def __init__(self, *, backend: SandboxBackend, limits: Limits, work_root: Path | None = None) -> None:
+        self.backend = backend
+        self.limits = limits
+        self.work_root = work_root
+
+    def run(
+        self,
+        *,
+        program: str,
+        given_check: str | None,
+        given_seed: int,
+        entry_point: str,
+        cases: list[CaseJob],
+        inputs: dict[str, np.ndarray],
+        mode: DeviceMode,
+        device_index: int = 0,
+    ) -> RunResult:
+        result = RunResult(backend=self.backend.name, mode=mode)
+        started = time.monotonic()
+        try:
+            self.backend.check()
+        except SandboxUnavailable as exc:
+            result.infra_error = str(exc)
+            return result
+        pending = list(cases)
+        run_given = given_check is not None
+        run_deadline = started + self.limits.run_timeout_s
+        job_root = Path(tempfile.mkdtemp(prefix="kg-job-", dir=self.work_root))
+        try:
+            self._write_static(job_root, program=program, given_check=given_check or "", inputs=inputs)
+            while (pending or run_given) and result.infra_error is None:
+                if result.attempts > self.limits.max_restarts or time.monotonic() >= run_deadline:
+                    reason = "运行时间预算已用完" if time.monotonic() >= run_deadline else "沙箱多次崩溃后不再重试"
+                    for case in pending:
+                        result.cases.append(CaseRun(id=case.id, status="skipped", error=f"未运行：{reason}"))
+                    if run_given:
+                        result.given = GivenRun(status="skipped", output=f"未运行：{reason}")
+                    break
+                job = Job(mode=mode, entry_point=entry_point, run_given_check=run_given, given_seed=given_seed, cases=pending)
+                (job_root / "job.json").write_text(job.model_dump_json(), encoding="utf-8")
+                done_ids = self._attempt(job_root, job, result, device_index=device_index, run_deadline=run_deadline)
+                run_given = False
+                pending = [c for c in pending if c.id not in done_ids]
+        finally:
+            shutil.rmtree(job_root, ignore_errors=True)
+        result.elapsed_s = time.monotonic() - started
+        return result
+
+    def _write_static(self, job_root: Path, *, program: str, given_check: str, inputs: dict[str, np.ndarray]) -> None:
+        for name in HARNESS_FILES:
+            shutil.copyfile(_PACKAGE_DIR / name, job_root / name)
+        (job_root / "submission.py").write_text(program, encoding="utf-8")
+        (job_root / "given_check.py").write_text(given_check, encoding="utf-8")
+        save_file({k: np.ascontiguousarray(v) for k, v in inputs.items()}, str(job_root / "inputs.safetensors"))
+        os.chmod(job_root, 0o755)
+        for child in job_root.iterdir():
+            os.chmod(child, 0o644)
+
+    def _attempt(self, job_root: Path, job: Job, result: RunResult, *, device_index: int, run_deadline: float) -> set[str]:
+        """One sandbox process. Returns the ids of cases that are settled (passed, failed, crashed)."""
+        limits = self.limits
+        result.attempts += 1
+        read_fd, write_fd = os.pipe()
+        spec = self.backend.launch_spec(job_dir=job_root, verdict_fd=write_fd, mode=job.mode,
+                                        device_index=device_index, limits=limits)
+        try:
+            proc = subprocess.Popen(spec.argv, env=spec.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, pass_fds=(write_fd,), start_new_session=True)
+        except OSError as exc:
+            os.close(read_fd)
+            os.close(write_fd)
+            result.infra_error = f"could not start the sandbox ({self.backend.name}): {exc}"
+            return set()
+        os.close(write_fd)
+        log = _LogSink(proc.stdout, limits.log_bytes)
+        reader = FrameReader(max_blob_bytes=limits.case_output_bytes, max_total_bytes=limits.output_bytes)
+        settled: set[str] = set()
+        current: str | None = None  # case id, "<given>", or None between cases
+        phase_started = time.monotonic()
+        attempt_started = phase_started
+        ready = False
+        stop_reason: str | None = None  # why we killed it
+        broken_channel: str | None = None
+        try:
+            while True:
+                budget = limits.case_timeout_s if ready else limits.startup_timeout_s
+                deadline = min(phase_started + budget, run_deadline)
+                wait = deadline - time.monotonic()
+                if wait <= 0:
+                    stop_reason = "timeout"
+                    break
+                readable, _, _ = select.select([read_fd], [], [], min(wait, 1.0))
+                if not readable:
+                    continue
+                chunk = os.read(read_fd, 1 << 20)
+                if not chunk:
+                    break  # the sandbox closed the channel (exited)
+                try:
+                    for message, blob in reader.feed(chunk):
+                        current, ready, phase_started = self._handle(
+                            message, blob, job=job, result=result, settled=settled, current=current,
+                            ready=ready, phase_started=phase_started, attempt_started=attempt_started)
+                except FrameError as exc:
+                    broken_channel = str(exc)
+                    stop_reason = "channel"
+                    break
+        finally:
+            if proc.poll() is None:
+                self._kill(proc)
+            try:
+                proc.wait(timeout=limits.kill_grace_s)
+            except subprocess.TimeoutExpired:
+                self._kill(proc)
+                proc.wait()
+            os.close(read_fd)
+        result.log_tail = log.text()
+
+        if stop_reason == "channel":
+            error = f"沙箱输出违反协议或超出上限：{broken_channel}"
+        elif stop_reason == "timeout":
+            elapsed = time.monotonic() - phase_started
+            error = f"超时：运行 {elapsed:.1f} 秒仍未结束，已强制终止（单个用例上限 {limits.case_timeout_s:g} 秒）"
+        elif proc.returncode == EXIT_GPU_POISONED:
+            error = "GPU 出现致命错误（例如非法地址访问），CUDA 上下文已不可用"
+        else:
+            error = f"进程异常退出（{_signal_name(proc.returncode)}）"
+
+        if not ready and result.infra_error is None:
+            # Never got as far as running student code: that is our failure, not theirs.
+            what = "did not start in time" if stop_reason == "timeout" else f"died during start-up ({_signal_name(proc.returncode)})"
+            result.infra_error = f"sandbox {what}; log tail:\n{result.log_tail[-2000:]}"
+            return settled
+        if current == "<given>":
+            result.given = GivenRun(status="timeout" if stop_reason == "timeout" else "crashed", output=error)
+        elif current is not None:
+            status = "timeout" if stop_reason == "timeout" else "crashed"
+            result.cases.append(CaseRun(id=current, status=status, error=error))
+            settled.add(current)
+        elif stop_reason == "channel":
+            result.infra_error = f"sandbox output could not be read: {broken_channel}"
+        return settled
+
+    def _handle(self, message: dict, blob: bytes, *, job: Job, result: RunResult, settled: set[str],
+                current: str | None, ready: bool, phase_started: float, attempt_started: float):
+        """Apply one frame to the result; returns the new (current case, ready, phase start)."""
+        kind = message["type"]
+        if kind == "hello":
+            ready = True
+            result.startup_s.append(time.monotonic() - attempt_started)
+            result.environment = {k: str(message.get(k, "")) for k in ("mode", "device", "torch", "triton", "python")}
+        elif kind == "fatal":
+            result.infra_error = f"sandbox harness refused to run: {message.get('error')}"
+        elif kind == "load_error":
+            error = f"程序无法加载：\n{message.get('error', '')}"
+            if job.run_given_check:
+                result.given = GivenRun(status="failed", output=error)
+            for case in job.cases:
+                result.cases.append(CaseRun(id=case.id, status="error", error=error))
+                settled.add(case.id)
+        elif kind == "given_start":
+            current = "<given>"
+        elif kind == "given":
+            status = "passed" if message.get("status") == "passed" else "failed"
+            result.given = GivenRun(status=status, output=str(message.get("output", "")),
+                                    elapsed_s=_as_float(message.get("elapsed_s")))
+            current = None
+        elif kind == "case_start":
+            current = str(message.get("id"))
+        elif kind == "case":
+            settled.add(self._record_case(result, job, message, blob))
+            current = None
+        if kind in ("hello", "given_start", "case_start", "given", "case"):
+            phase_started = time.monotonic()
+        return current, ready, phase_started
+
+    def _record_case(self, result: RunResult, job: Job, message: dict, blob: bytes) -> str:
+        case_id = str(message.get("id"))
+        known = {c.id: c for c in job.cases}
+        if case_id not in known:
+            raise FrameError(f"result for unknown case {case_id!r}")
+        elapsed = _as_float(message.get("elapsed_s"))
+        if message.get("status") != "ok":
+            result.cases.append(CaseRun(id=case_id, status="error", error=str(message.get("error", ""))[:20000], elapsed_s=elapsed))
+            return case_id
+        try:
+            tensors = load_tensors(blob)  # safetensors: no pickle, header validated by the library
+        except Exception as exc:  # noqa: BLE001 - anything malformed is the submission's result
+            result.cases.append(CaseRun(id=case_id, status="error", error=f"输出无法解析：{exc}", elapsed_s=elapsed))
+            return case_id
+        result.cases.append(CaseRun(id=case_id, status="ok", outputs=dict(tensors), elapsed_s=elapsed))
+        return case_id
+
+    @staticmethod
+    def _kill(proc: subprocess.Popen) -> None:
+        # The launcher leads its own process group; bwrap's --die-with-parent and the pid
+        # namespace take everything inside down with it.
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _as_float(value) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None

@@ -1,0 +1,238 @@
+"""Exercises are folders: `exercise.yaml` (checked by these models), the template, the reference
+solution, a small trusted module (`checks.py`: reference computation and diagnoses) and mutants.
+
+No exercise id appears in the pipeline: everything specific to an exercise lives in its folder.
+"""
+from __future__ import annotations
+
+import importlib.util
+import math
+import re
+from functools import cached_property
+from pathlib import Path
+from types import ModuleType
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+CaseKind = Literal["regular", "boundary", "probe"]
+ReportCaseKind = Literal["given", "regular", "boundary", "probe"]
+_ID = r"^[a-z0-9][a-z0-9_.\-]*$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Tolerance(_Strict):
+    atol: float = Field(ge=0)
+    rtol: float = Field(ge=0)
+
+
+class DataSpec(_Strict):
+    """How one case's input rows are drawn: per-row offset and scale, then optional shaping."""
+
+    loc: tuple[float, float] = (0.0, 0.0)
+    scale: tuple[float, float] = (1.0, 1.0)
+    zeros_fraction: float = Field(0.0, ge=0, le=1, description="valid lanes set to exactly 0.0")
+    sign: Literal["any", "negative", "positive"] = "any"
+
+
+class CaseSpec(_Strict):
+    id: str = Field(pattern=_ID)
+    kind: CaseKind
+    rows: int = Field(ge=1, le=1 << 16)
+    cols: int = Field(ge=1, le=1 << 16)
+    stride: int | None = Field(None, description="row stride > cols: the input is a view of a wider tensor")
+    seed: int = Field(ge=0)
+    secret: bool = Field(True, description="mix the per-submission secret seed into this case's data")
+    data: DataSpec = DataSpec()
+    description: str
+    targets: str | None = Field(None, description="the misconception a probe is built to expose")
+
+    @model_validator(mode="after")
+    def _check(self) -> "CaseSpec":
+        if self.stride is not None and self.stride <= self.cols:
+            raise ValueError(f"case {self.id}: stride {self.stride} must exceed cols {self.cols}")
+        if self.kind == "probe" and not self.targets:
+            raise ValueError(f"probe {self.id} must name the misconception it targets")
+        return self
+
+    @property
+    def row_stride(self) -> int:
+        return self.stride or self.cols
+
+    @property
+    def block(self) -> int:
+        return 1 << max(0, math.ceil(math.log2(self.cols)))
+
+
+class GivenCheck(_Strict):
+    seed: int = Field(ge=0)
+    description: str
+
+
+class Concept(_Strict):
+    id: str = Field(pattern=_ID)
+    label: str
+    patterns: list[str] = Field(min_length=1, description="regular expressions, case-insensitive")
+
+    @field_validator("patterns")
+    @classmethod
+    def _compiles(cls, patterns: list[str]) -> list[str]:
+        for p in patterns:
+            re.compile(p)
+        return patterns
+
+
+class Question(_Strict):
+    id: str = Field(pattern=_ID)
+    prompt: str
+    reference_answer: str
+    concepts: list[Concept] = Field(min_length=1)
+
+
+class RubricItem(_Strict):
+    id: str = Field(pattern=_ID)
+    title: str
+    points: float = Field(gt=0)
+    source: Literal["cases", "text"]
+    case_kinds: list[ReportCaseKind] = []
+    scoring: Literal["all", "fraction"] = "all"
+    question: str | None = Field(None, description="for text items: the question (or 'explanation') it grades")
+
+    @model_validator(mode="after")
+    def _check(self) -> "RubricItem":
+        if self.source == "cases" and not self.case_kinds:
+            raise ValueError(f"rubric item {self.id}: a cases item needs case_kinds")
+        if self.source == "text" and not self.question:
+            raise ValueError(f"rubric item {self.id}: a text item needs the question it grades")
+        return self
+
+
+class ExerciseSpec(_Strict):
+    id: str = Field(pattern=_ID)
+    version: int = Field(ge=1)
+    title: str
+    language: Literal["zh", "en"]
+    source: str | None = None
+    template: str = "template.py"
+    solution: str = "solution.py"
+    checks: str = "checks.py"
+    entry_point: str
+    outputs: dict[str, Tolerance] = Field(min_length=1)
+    given_check: GivenCheck
+    pass_threshold: float
+    rubric: list[RubricItem] = Field(min_length=1)
+    questions: list[Question] = []
+    cases: list[CaseSpec] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> "ExerciseSpec":
+        ids = [c.id for c in self.cases]
+        if len(ids) != len(set(ids)):
+            raise ValueError("case ids must be unique")
+        known_questions = {q.id for q in self.questions}
+        for item in self.rubric:
+            if item.source == "text" and item.question not in known_questions:
+                raise ValueError(f"rubric item {item.id} grades unknown question {item.question!r}")
+        if self.pass_threshold > sum(i.points for i in self.rubric):
+            raise ValueError("pass_threshold exceeds the total points")
+        return self
+
+    @property
+    def max_points(self) -> float:
+        return sum(i.points for i in self.rubric)
+
+
+class MutantExpectation(_Strict):
+    code_points: float = Field(description="points of the cases items together")
+    vetoes: list[str] = []
+    diagnoses: list[str] = []
+    failing_cases: list[str] = Field([], description="case ids or kinds that must fail")
+    rejected: bool = Field(False, description="the fill is refused before anything runs")
+
+
+class Mutant(_Strict):
+    id: str = Field(pattern=_ID)
+    description: str
+    fill: str | None = None
+    file: str | None = None
+    expect: MutantExpectation
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "Mutant":
+        if (self.fill is None) == (self.file is None):
+            raise ValueError(f"mutant {self.id}: give exactly one of fill or file")
+        return self
+
+
+class ExerciseNotFound(LookupError):
+    pass
+
+
+class Exercise:
+    """A loaded exercise folder."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.spec = ExerciseSpec.model_validate(yaml.safe_load((root / "exercise.yaml").read_text(encoding="utf-8")))
+        if self.spec.id != root.name:
+            raise ValueError(f"exercise id {self.spec.id!r} does not match its folder {root.name!r}")
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    @cached_property
+    def template(self) -> str:
+        return (self.root / self.spec.template).read_text(encoding="utf-8")
+
+    @cached_property
+    def solution(self) -> str:
+        return (self.root / self.spec.solution).read_text(encoding="utf-8")
+
+    @cached_property
+    def checks(self) -> ModuleType:
+        """The exercise's trusted module (reference and diagnoses): our code, never the student's."""
+        path = self.root / self.spec.checks
+        spec = importlib.util.spec_from_file_location(f"kernelgrade_exercise_{self.id}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        for name in ("reference", "diagnose"):
+            if not callable(getattr(module, name, None)):
+                raise ValueError(f"{path} must define {name}()")
+        return module
+
+    @cached_property
+    def mutants(self) -> list[Mutant]:
+        path = self.root / "mutants.yaml"
+        if not path.exists():
+            return []
+        return [Mutant.model_validate(m) for m in yaml.safe_load(path.read_text(encoding="utf-8"))]
+
+    def mutant_code(self, mutant: Mutant) -> str:
+        if mutant.file is not None:
+            return (self.root / mutant.file).read_text(encoding="utf-8")
+        return self.template.replace("______", mutant.fill, 1)
+
+    def question(self, question_id: str) -> Question:
+        return next(q for q in self.spec.questions if q.id == question_id)
+
+
+class ExerciseCatalog:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._cache: dict[str, Exercise] = {}
+
+    def ids(self) -> list[str]:
+        return sorted(p.name for p in self.root.iterdir() if (p / "exercise.yaml").is_file())
+
+    def get(self, exercise_id: str) -> Exercise:
+        if not re.fullmatch(_ID, exercise_id) or not (self.root / exercise_id / "exercise.yaml").is_file():
+            known = ", ".join(self.ids()) or "none"
+            raise ExerciseNotFound(f"unknown exercise {exercise_id!r} (known: {known})")
+        if exercise_id not in self._cache:
+            self._cache[exercise_id] = Exercise(self.root / exercise_id)
+        return self._cache[exercise_id]

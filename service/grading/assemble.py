@@ -1,0 +1,52 @@
+"""Step 2: the program that runs is the template with each blank replaced by its canonical fill.
+
+Identical answers therefore give byte-identical programs (the key for compile caching and
+verdict memoisation). The template's module-level statements that are not definitions are the
+lesson's "given check"; they are split off, keeping line numbers, so the harness can run the
+definitions and the check separately.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import io
+import tokenize
+from dataclasses import dataclass
+
+from service.grading.extract import BLANK
+
+_DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign)
+
+
+@dataclass(frozen=True)
+class Program:
+    source: str  # template + canonical fills, the whole cell
+    module: str  # definitions only (check lines blanked, line numbers kept)
+    given_check: str  # the check only (other lines blanked)
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(self.source.encode("utf-8")).hexdigest()
+
+
+def assemble(template_src: str, fills: list[str]) -> Program:
+    spots = [tok for tok in tokenize.generate_tokens(io.StringIO(template_src).readline)
+             if tok.type == tokenize.NAME and tok.string == BLANK]
+    if len(spots) != len(fills):
+        raise ValueError(f"template has {len(spots)} blanks, got {len(fills)} fills")
+    lines = template_src.splitlines(keepends=True)
+    for tok, fill in sorted(zip(spots, fills), key=lambda pair: pair[0].start, reverse=True):
+        (row, col), (_, end_col) = tok.start, tok.end
+        line = lines[row - 1]
+        lines[row - 1] = line[:col] + fill + line[end_col:]
+    source = "".join(lines)
+    tree = ast.parse(source)  # the fills were parsed already; this guards the substitution
+
+    check_lines: set[int] = set()
+    for stmt in tree.body:
+        if not isinstance(stmt, _DEFINITIONS):
+            check_lines.update(range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1))
+    source_lines = source.splitlines(keepends=True)
+    module = "".join("\n" if i + 1 in check_lines else line for i, line in enumerate(source_lines))
+    check = "".join(line if i + 1 in check_lines else "\n" for i, line in enumerate(source_lines))
+    return Program(source=source, module=module, given_check=check)

@@ -1,0 +1,282 @@
+"""Step 1 of the pipeline: find each blank's fill and every edit outside the blanks.
+
+The submission and the template are compared as syntax trees, so whitespace and comments are
+never edits. Statements are aligned like a diff (an inserted line does not shift every later
+comparison); inside an aligned pair the trees are walked in parallel, and wherever the template
+has the blank (`______`) the submission's expression there is that blank's fill.
+"""
+from __future__ import annotations
+
+import ast
+import difflib
+from dataclasses import dataclass, field
+from typing import Literal
+
+BLANK = "______"
+
+BOUNDARY_CHECK_REMOVED = "boundary_check_removed"
+MODIFIED_OUTSIDE_BLANK = "modified_outside_blank"
+_TOLERANCE_KEYWORDS = ("atol", "rtol")
+
+
+@dataclass
+class Edit:
+    """One change outside the blanks, as the student should see it."""
+
+    kind: Literal["changed", "inserted", "deleted"]
+    rule: str
+    reason: str
+    template_line: int | None
+    submission_line: int | None
+    template_text: str
+    submission_text: str
+    hint: str | None = None
+
+
+@dataclass
+class Extraction:
+    fills: list[ast.expr | None]
+    edits: list[Edit] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def fill_sources(self) -> list[str | None]:
+        return [ast.unparse(f) if f is not None else None for f in self.fills]
+
+
+def blank_positions(tree: ast.AST) -> list[tuple[int, int]]:
+    spots = [(n.lineno, n.col_offset) for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == BLANK]
+    return sorted(spots)
+
+
+def _dump(node: ast.AST) -> str:
+    return ast.dump(node, annotate_fields=False, include_attributes=False)
+
+
+def _is_docstring(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
+
+
+def _calls(node: ast.AST, name: str) -> list[ast.Call]:
+    found = []
+    for n in ast.walk(node):
+        if isinstance(n, ast.Call):
+            func = n.func
+            tail = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if tail == name:
+                found.append(n)
+    return found
+
+
+def _keyword(call: ast.Call, name: str) -> ast.expr | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def _number(node: ast.expr | None) -> float | None:
+    try:
+        value = ast.literal_eval(node) if node is not None else None
+    except ValueError:
+        return None
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def classify(template_stmt: ast.stmt | None, submission_stmt: ast.stmt | None) -> tuple[str, str]:
+    """Which veto rule an edit raises, and why, in the lesson's words."""
+    t = template_stmt
+    s = submission_stmt
+    if t is not None and any(isinstance(n, ast.Assert) for n in ast.walk(t)):
+        kept = s is not None and sum(isinstance(n, ast.Assert) for n in ast.walk(s)) >= sum(isinstance(n, ast.Assert) for n in ast.walk(t))
+        if not kept or _assert_weakened(t, s):
+            return BOUNDARY_CHECK_REMOVED, "删除或改动了断言（assert）：断言是边界检查的一部分，不能删改"
+    t_checks = _calls(t, "assert_close") if t is not None else []
+    if t_checks:
+        s_checks = _calls(s, "assert_close") if s is not None else []
+        if len(s_checks) < len(t_checks):
+            return BOUNDARY_CHECK_REMOVED, "删除了给定检查中的 assert_close：不能删除断言"
+        for tc, sc in zip(t_checks, s_checks):
+            if _dump(tc.args[0]) != _dump(sc.args[0]) if tc.args and sc.args else len(tc.args) != len(sc.args):
+                return BOUNDARY_CHECK_REMOVED, "改动了 assert_close 比较的对象：给定检查被削弱"
+            for kw in _TOLERANCE_KEYWORDS:
+                before, after = _number(_keyword(tc, kw)), _number(_keyword(sc, kw))
+                if before is not None and (after is None or after > before):
+                    return BOUNDARY_CHECK_REMOVED, f"放宽了误差（{kw}: {before:g} → {after if after is not None else '删除'}）：不能放宽误差"
+            if len(tc.args) != len(sc.args) or len(tc.keywords) != len(sc.keywords):
+                return BOUNDARY_CHECK_REMOVED, "改动了 assert_close 的参数：给定检查被削弱"
+    if t is not None and _touches_mask(t, s):
+        return BOUNDARY_CHECK_REMOVED, "删除或改动了边界 mask（tl.load/tl.store 的 mask，或 mask 的定义）"
+    return MODIFIED_OUTSIDE_BLANK, "改动了填空以外的代码：只允许修改 ______ 所在位置"
+
+
+def _assert_weakened(t: ast.stmt, s: ast.stmt | None) -> bool:
+    t_asserts = [_dump(n) for n in ast.walk(t) if isinstance(n, ast.Assert)]
+    s_asserts = {_dump(n) for n in ast.walk(s) if isinstance(n, ast.Assert)} if s is not None else set()
+    return any(a not in s_asserts for a in t_asserts)
+
+
+def _touches_mask(t: ast.stmt, s: ast.stmt | None) -> bool:
+    def mask_parts(stmt: ast.stmt | None) -> list[str]:
+        if stmt is None:
+            return []
+        parts = []
+        for call in _calls(stmt, "load") + _calls(stmt, "store"):
+            value = _keyword(call, "mask")
+            parts.append(_dump(value) if value is not None else "<no mask>")
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Assign) and any(isinstance(tg, ast.Name) and tg.id == "mask" for tg in n.targets):
+                parts.append("mask=" + _dump(n.value))
+        return parts
+
+    before = mask_parts(t)
+    return bool(before) and before != mask_parts(s)
+
+
+def _static_hint(t: ast.stmt | None, s: ast.stmt | None) -> str | None:
+    """Name the misconception an edit points to, when it is one the lesson lists."""
+    if s is None:
+        return None
+    divisors = lambda stmt: [_dump(n.right) for n in ast.walk(stmt) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div)]  # noqa: E731
+    before, after = divisors(t) if t is not None else [], divisors(s)
+    if _dump(ast.Name("BLOCK", ast.Load())) in after and _dump(ast.Name("BLOCK", ast.Load())) not in before:
+        return "把分母从 N 改成了 BLOCK：BLOCK ≥ N，统计量会被缩小 N/BLOCK 倍；分母必须是真实有效元素数 N"
+    if any("Sub(Name('N'" in d and "Constant(1)" in d for d in after) and not any("Constant(1)" in d for d in before):
+        return "分母用了 N − 1（Bessel 校正，样本方差）：本课要求总体方差，分母为 N；N = 1 时还会除以 0"
+    return None
+
+
+class _Matcher:
+    def __init__(self, template_src: str, submission_src: str) -> None:
+        self.t_src, self.s_src = template_src, submission_src
+        self.fills: dict[tuple[int, int], ast.expr] = {}
+        self.changed: list[tuple[ast.stmt, ast.stmt]] = []
+        self.edits: list[Edit] = []
+        self._stmt: tuple[ast.stmt, ast.stmt] | None = None
+
+    # -- statements ---------------------------------------------------------------------
+    def stmts(self, t_list: list[ast.stmt], s_list: list[ast.stmt]) -> None:
+        s_list = [s for s in s_list if not _is_docstring(s) or any(_dump(s) == _dump(t) for t in t_list)]
+        t_keys = [_dump(t) for t in t_list]
+        s_keys = [_dump(s) for s in s_list]
+        ops = difflib.SequenceMatcher(a=t_keys, b=s_keys, autojunk=False).get_opcodes()
+        for tag, i1, i2, j1, j2 in ops:
+            if tag == "equal":
+                for t, s in zip(t_list[i1:i2], s_list[j1:j2]):
+                    if any(isinstance(n, ast.Name) and n.id == BLANK for n in ast.walk(t)):
+                        self._stmt_pair(t, s)  # the blank left as it was: record it as its own fill
+                continue
+            self._pair_block(t_list[i1:i2], s_list[j1:j2])
+
+    def _pair_block(self, ts: list[ast.stmt], ss: list[ast.stmt]) -> None:
+        """Pair statements of a replaced block by type and similarity, in order."""
+        next_s = 0
+        for t in ts:
+            best, best_ratio = None, 0.0
+            for j in range(next_s, len(ss)):
+                if type(ss[j]) is not type(t):
+                    continue
+                ratio = difflib.SequenceMatcher(a=_dump(t), b=_dump(ss[j]), autojunk=False).ratio()
+                if ratio > best_ratio:
+                    best, best_ratio = j, ratio
+            if best is not None and (best_ratio >= 0.5 or len(ts) == len(ss) == 1):
+                for j in range(next_s, best):
+                    self._edit("inserted", None, ss[j])
+                self._stmt_pair(t, ss[best])
+                next_s = best + 1
+            else:
+                self._edit("deleted", t, None)
+        for j in range(next_s, len(ss)):
+            self._edit("inserted", None, ss[j])
+
+    def _stmt_pair(self, t: ast.stmt, s: ast.stmt) -> None:
+        outer = self._stmt
+        self._stmt = (t, s)
+        before = len(self.changed)
+        self.node(t, s)
+        self._stmt = outer
+        # Compound statements (for, def) report their inner edits themselves: only a statement
+        # that differs in its own parts becomes an edit here.
+        if any(pair[0] is t for pair in self.changed[before:]):
+            self._edit("changed", t, s)
+
+    # -- expressions --------------------------------------------------------------------
+    def node(self, t: ast.AST, s: ast.AST | None) -> None:
+        if isinstance(t, ast.Name) and t.id == BLANK:
+            if isinstance(s, ast.expr):
+                self.fills[(t.lineno, t.col_offset)] = s
+            else:
+                self._mark()
+            return
+        if s is None or type(t) is not type(s):
+            self._mark()
+            return
+        for name in t._fields:
+            tv, sv = getattr(t, name, None), getattr(s, name, None)
+            if isinstance(tv, list) and (any(isinstance(x, ast.stmt) for x in tv) or any(isinstance(x, ast.stmt) for x in sv or [])):
+                self.stmts(tv, sv or [])
+            elif isinstance(tv, list):
+                if not isinstance(sv, list) or len(tv) != len(sv):
+                    self._mark()
+                    for a, b in zip(tv, sv or []):  # still look for fills in what lines up
+                        if isinstance(a, ast.AST):
+                            self._find_fills_only(a, b)
+                    continue
+                for a, b in zip(tv, sv):
+                    if isinstance(a, ast.AST):
+                        self.node(a, b)
+                    elif a != b:
+                        self._mark()
+            elif isinstance(tv, ast.AST):
+                self.node(tv, sv)
+            elif tv != sv:
+                self._mark()
+
+    def _find_fills_only(self, t: ast.AST, s: ast.AST | None) -> None:
+        if s is None or not any(isinstance(n, ast.Name) and n.id == BLANK for n in ast.walk(t)):
+            return
+        self.node(t, s)
+
+    def _mark(self) -> None:
+        if self._stmt is not None:
+            self.changed.append(self._stmt)
+
+    def _edit(self, kind: str, t: ast.stmt | None, s: ast.stmt | None) -> None:
+        rule, reason = classify(t, s)
+        self.edits.append(Edit(
+            kind=kind, rule=rule, reason=reason,
+            template_line=getattr(t, "lineno", None), submission_line=getattr(s, "lineno", None),
+            template_text=_first_lines(ast.get_source_segment(self.t_src, t)) if t is not None else "",
+            submission_text=_first_lines(ast.get_source_segment(self.s_src, s)) if s is not None else "",
+            hint=_static_hint(t, s),
+        ))
+
+
+def _first_lines(text: str | None, limit: int = 6) -> str:
+    lines = (text or "").splitlines()
+    return "\n".join(lines[:limit] + (["…"] if len(lines) > limit else []))
+
+
+def extract(template_src: str, submission_src: str) -> Extraction:
+    template = ast.parse(template_src)
+    spots = blank_positions(template)
+    if "\x00" in submission_src:
+        return Extraction(fills=[None] * len(spots), error="代码中含有 NUL 字节（\\x00），无法解析")
+    try:
+        submission = ast.parse(submission_src)
+    except SyntaxError as exc:
+        where = f"第 {exc.lineno} 行" if exc.lineno else "某处"
+        return Extraction(fills=[None] * len(spots), error=f"代码有语法错误（{where}）：{exc.msg}")
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return Extraction(fills=[None] * len(spots), error=f"代码无法解析：{type(exc).__name__}")
+    matcher = _Matcher(template_src, submission_src)
+    try:
+        matcher.stmts(template.body, submission.body)
+    except RecursionError:
+        return Extraction(fills=[None] * len(spots), error="代码嵌套过深，无法比较")
+    fills = [matcher.fills.get(spot) for spot in spots]
+    extraction = Extraction(fills=fills, edits=matcher.edits)
+    missing = [i + 1 for i, f in enumerate(fills) if f is None]
+    if missing:
+        extraction.error = (
+            f"找不到第 {', '.join(map(str, missing))} 个填空：包含 ______ 的那一行被改写或删除了。"
+            "请只替换 ______ 本身，保留这一行的其余部分。"
+        )
+    return extraction

@@ -1,0 +1,91 @@
+"""Which expressions may fill a blank: names in scope, `tl.*` calls, operators and constants.
+
+Checked on the syntax tree, before anything runs. Everything else (imports, attribute walks,
+lambdas, walrus, comprehensions, strings, subscripts) is refused with a message that says what
+was found and what is allowed.
+"""
+from __future__ import annotations
+
+import ast
+
+from service.grading.extract import BLANK
+
+MAX_FILL_CHARS = 400
+MAX_FILL_NODES = 120
+MAX_FILL_DEPTH = 24
+
+_ALLOWED = (
+    ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Compare, ast.IfExp, ast.Call, ast.keyword, ast.Name,
+    ast.Attribute, ast.Constant, ast.Tuple, ast.Load,
+    ast.And, ast.Or, ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow,
+    ast.LShift, ast.RShift, ast.BitOr, ast.BitXor, ast.BitAnd,
+    ast.Invert, ast.Not, ast.UAdd, ast.USub,
+    ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE,
+)
+_NAMES = {
+    ast.Lambda: "lambda", ast.NamedExpr: "海象运算符 :=", ast.ListComp: "列表推导式", ast.SetComp: "集合推导式",
+    ast.DictComp: "字典推导式", ast.GeneratorExp: "生成器表达式", ast.Subscript: "下标 [...]", ast.Starred: "星号展开 *",
+    ast.JoinedStr: "f-string", ast.Await: "await", ast.Yield: "yield", ast.YieldFrom: "yield from",
+    ast.List: "列表", ast.Dict: "字典", ast.Set: "集合", ast.Slice: "切片", ast.MatMult: "@ 运算",
+}
+
+
+def names_in_scope(template: ast.Module, blank_index: int = 0) -> set[str]:
+    """Names a fill may use: the enclosing function's parameters and earlier assignments, and `tl`."""
+    spots = sorted((n.lineno, n.col_offset) for n in ast.walk(template) if isinstance(n, ast.Name) and n.id == BLANK)
+    line = spots[blank_index][0]
+    names = {"tl"}
+    scope: ast.AST = template
+    for node in ast.walk(template):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line <= (node.end_lineno or line):
+            scope = node
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        args = scope.args
+        names |= {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.lineno < line:
+            names.add(node.id)
+    return names
+
+
+def check_fill(fill: ast.expr, source: str, *, allowed_names: set[str], blank_number: int = 1) -> str | None:
+    """None if the fill may run; otherwise the message for the student."""
+    prefix = f"第 {blank_number} 个填空"
+    if isinstance(fill, ast.Name) and fill.id == BLANK:
+        return f"{prefix}还没有填写（仍然是 ______）"
+    if len(source) > MAX_FILL_CHARS:
+        return f"{prefix}太长（{len(source)} 个字符，上限 {MAX_FILL_CHARS}）：这里只需要一个简短的表达式"
+    nodes = list(ast.walk(fill))
+    if len(nodes) > MAX_FILL_NODES:
+        return f"{prefix}太复杂（{len(nodes)} 个语法节点，上限 {MAX_FILL_NODES}）"
+    if _depth(fill) > MAX_FILL_DEPTH:
+        return f"{prefix}嵌套太深（上限 {MAX_FILL_DEPTH} 层）"
+    rule = "填空只能是一个表达式：作用域内的变量、tl.* 函数调用、算术/比较/逻辑运算和数值常数"
+    for node in nodes:
+        if not isinstance(node, _ALLOWED):
+            what = _NAMES.get(type(node), type(node).__name__)
+            return f"{prefix}中不允许使用 {what}。{rule}"
+        if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float, bool, type(None))):
+            return f"{prefix}中不允许使用 {type(node.value).__name__} 常量 {node.value!r:.40}。{rule}"
+        if isinstance(node, ast.Name) and node.id not in allowed_names:
+            shown = ", ".join(sorted(allowed_names))
+            return f"{prefix}中的名字 `{node.id[:40]}` 在这里不可用。可用的名字：{shown}"
+        if isinstance(node, ast.Attribute):
+            if node.attr.startswith("_"):
+                return f"{prefix}中不允许访问以下划线开头的属性 `{node.attr[:40]}`"
+            root = node
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if not (isinstance(root, ast.Name) and root.id == "tl"):
+                return f"{prefix}中只允许 tl.* 的属性（例如 tl.full、tl.float32），不允许 `{ast.unparse(node)[:60]}`"
+        if isinstance(node, ast.Call):
+            if not isinstance(node.func, ast.Attribute):
+                return f"{prefix}中只允许调用 tl.* 函数，不允许调用 `{ast.unparse(node.func)[:60]}`"
+            if any(k.arg is None for k in node.keywords):
+                return f"{prefix}中不允许 ** 展开参数"
+    return None
+
+
+def _depth(node: ast.AST) -> int:
+    children = list(ast.iter_child_nodes(node))
+    return 1 + (max(map(_depth, children)) if children else 0)

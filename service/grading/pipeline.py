@@ -1,0 +1,187 @@
+"""The grading pipeline: extract -> assemble -> run -> compare -> diagnose -> score -> report.
+
+`Grader.grade` returns a report in every case; failures of the service become `not_gradable`
+reports (costing the student nothing), failures of the submission become graded reports.
+"""
+from __future__ import annotations
+
+import ast
+import secrets
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import numpy as np
+
+from sandbox.contract import CaseJob, DeviceMode, RunResult, TensorArg
+from sandbox.runner import SandboxRunner
+from service.exercises import Exercise, ExerciseCatalog
+from service.grading import rubric
+from service.grading.assemble import Program, assemble
+from service.grading.compare import compare_outputs
+from service.grading.diagnose import CaseEvidence
+from service.grading.extract import Extraction, extract
+from service.grading.fills import check_fill, names_in_scope
+from service.grading.inputs import case_seed, draw_rows, storage
+from service.report import (
+    CaseReport, EditReport, Environment, ExerciseRef, GivenCheckReport, ProgramReport, Report, Score, Seeds,
+)
+from service.submission import Submission
+
+GIVEN_CASE_ID = "given"
+
+
+@dataclass
+class Grader:
+    catalog: ExerciseCatalog
+    runner: SandboxRunner
+    mode: DeviceMode
+    device_index: int = 0
+
+    def grade(self, submission: Submission, *, submission_id: str | None = None, secret_seed: int | None = None) -> Report:
+        started = time.monotonic()
+        exercise = self.catalog.get(submission.exercise)
+        submission_id = submission_id or uuid.uuid4().hex
+        secret_seed = secrets.randbits(63) if secret_seed is None else secret_seed
+        spec = exercise.spec
+
+        extraction = extract(exercise.template, submission.code)
+        not_run_reason = extraction.error or _rejected_fill(exercise, extraction)
+        seeds = {c.id: case_seed(c, secret_seed) for c in spec.cases}
+        rows = {c.id: draw_rows(c, seeds[c.id]) for c in spec.cases}
+
+        program: Program | None = None
+        run: RunResult | None = None
+        if not_run_reason is None:
+            program = assemble(exercise.template, extraction.fill_sources)
+            run = self.runner.run(
+                program=program.module, given_check=program.given_check, given_seed=spec.given_check.seed,
+                entry_point=spec.entry_point,
+                cases=[CaseJob(id=c.id, args=[TensorArg(key=f"{c.id}.x", columns=c.cols if c.stride else None)],
+                               outputs=list(spec.outputs)) for c in spec.cases],
+                inputs={f"{c.id}.x": storage(c, rows[c.id]) for c in spec.cases},
+                mode=self.mode, device_index=self.device_index,
+            )
+            if run.infra_error is not None:
+                return self._not_gradable(exercise, submission_id, run, started)
+
+        cases, evidence = self._cases(exercise, run, rows, seeds)
+        diagnoses = exercise.checks.diagnose(evidence) if run is not None else []
+        items = rubric.score_items(exercise, submission, cases, not_run_reason=not_run_reason, diagnoses=diagnoses)
+        vetoes = rubric.edit_vetoes(extraction.edits)
+        if (veto := rubric.coincidental_pass_veto(cases, diagnoses)) is not None:
+            vetoes.append(veto)
+        given = run.given if run is not None else None
+        return Report(
+            submission_id=submission_id,
+            exercise=ExerciseRef(id=exercise.id, version=spec.version),
+            status="graded",
+            language=spec.language,
+            score=rubric.total_score(exercise, items, vetoes),
+            items=items, cases=cases, diagnoses=diagnoses, vetoes=vetoes,
+            environment=self._environment(run),
+            timing=_timing(run, started),
+            seeds=Seeds(secret=secret_seed, given=spec.given_check.seed, cases=seeds),
+            program=ProgramReport(
+                digest=program.digest if program else None, fills=extraction.fill_sources, ran=program is not None,
+                not_run_reason=not_run_reason,
+                edits=[EditReport(**e.__dict__) for e in extraction.edits],
+            ),
+            given_check=GivenCheckReport(status=given.status if given else "not_run",
+                                         output=given.output if given else "",
+                                         claimed_output=submission.claimed_output),
+            created_at=datetime.now(timezone.utc),
+        )
+
+    def _cases(self, exercise: Exercise, run: RunResult | None, rows: dict[str, np.ndarray],
+               seeds: dict[str, int]) -> tuple[list[CaseReport], list[CaseEvidence]]:
+        spec = exercise.spec
+        tolerance = {name: t.model_dump() for name, t in spec.outputs.items()}
+        reports: list[CaseReport] = []
+        if run is not None:
+            given = run.given
+            reports.append(CaseReport(
+                id=GIVEN_CASE_ID, kind="given", description=spec.given_check.description, shape=[], seed=spec.given_check.seed,
+                passed=given is not None and given.status == "passed", tolerance=tolerance,
+                error=None if given is None or given.status == "passed" else (given.output or given.status),
+                elapsed_s=given.elapsed_s if given else None,
+            ))
+        runs = {c.id: c for c in run.cases} if run is not None else {}
+        evidence = []
+        for case in spec.cases:
+            base = dict(id=case.id, kind=case.kind, description=case.description, shape=[case.rows, case.cols],
+                        stride=case.stride, seed=seeds[case.id], tolerance=tolerance, targets=case.targets)
+            outcome = runs.get(case.id)
+            if outcome is None or outcome.status != "ok":
+                error = "未运行" if outcome is None else (outcome.error or outcome.status)
+                reports.append(CaseReport(**base, passed=False, error=error,
+                                          elapsed_s=outcome.elapsed_s if outcome else None))
+                if outcome is not None:
+                    evidence.append(CaseEvidence(case, rows[case.id].astype(np.float64), None, {}, False))
+                continue
+            x64 = rows[case.id].astype(np.float64)
+            expected = exercise.checks.reference(x64)
+            result = compare_outputs(outcome.outputs, expected, spec.outputs)
+            reports.append(CaseReport(**base, passed=result.passed, max_abs_err=result.max_abs_err,
+                                      max_rel_err=result.max_rel_err, error_ratio=result.error_ratio,
+                                      first_mismatch=result.first_mismatch, error=result.error,
+                                      elapsed_s=outcome.elapsed_s))
+            observed = outcome.outputs if result.error is None else None
+            evidence.append(CaseEvidence(case, x64, observed, expected, result.passed))
+        return reports, evidence
+
+    def _environment(self, run: RunResult | None) -> Environment:
+        env = run.environment if run is not None else {}
+        return Environment(backend=self.mode.value, sandbox=self.runner.backend.name, device=env.get("device", ""),
+                           torch=env.get("torch", ""), triton=env.get("triton", ""), python=env.get("python", ""))
+
+    def _not_gradable(self, exercise: Exercise, submission_id: str, run: RunResult, started: float) -> Report:
+        return Report(
+            submission_id=submission_id,
+            exercise=ExerciseRef(id=exercise.id, version=exercise.spec.version),
+            status="not_gradable",
+            language=exercise.spec.language,
+            message=("评分服务自身出错，这不是你的问题：这次提交不计分，也不算一次尝试，请稍后重试或联系助教。"
+                     f"（内部原因：{run.infra_error[:2000]}）"),
+            score=Score(total=0.0, max=exercise.spec.max_points, pass_threshold=exercise.spec.pass_threshold,
+                        passed=False, provisional=False),
+            environment=self._environment(run),
+            timing=_timing(run, started),
+            created_at=datetime.now(timezone.utc),
+        )
+
+
+def _rejected_fill(exercise: Exercise, extraction: Extraction) -> str | None:
+    template = ast.parse(exercise.template)
+    for index, (fill, source) in enumerate(zip(extraction.fills, extraction.fill_sources)):
+        message = check_fill(fill, source, allowed_names=names_in_scope(template, index), blank_number=index + 1)
+        if message is not None:
+            return message
+    return None
+
+
+def _timing(run: RunResult | None, started: float) -> dict[str, float]:
+    timing = {"total_s": time.monotonic() - started}
+    if run is not None:
+        timing["sandbox_s"] = run.elapsed_s
+        timing["attempts"] = float(run.attempts)
+        if run.startup_s:
+            timing["startup_s"] = sum(run.startup_s)
+        case_times = [c.elapsed_s for c in run.cases if c.elapsed_s is not None]
+        if case_times:
+            timing["cases_s"] = sum(case_times)
+        if run.given is not None and run.given.elapsed_s is not None:
+            timing["given_check_s"] = run.given.elapsed_s
+    return timing
+
+
+def build_grader(settings) -> Grader:
+    """A grader wired from settings (sandbox backend, limits, device)."""
+    from sandbox.backends import make_backend
+    from service.config import UNSAFE_LOCAL_CONSENT
+
+    backend = make_backend(settings.sandbox, python=settings.sandbox_python, hidden_paths=settings.hidden_paths(),
+                           allow_unsafe_local=settings.allow_unsafe_local_sandbox == UNSAFE_LOCAL_CONSENT)
+    return Grader(catalog=ExerciseCatalog(settings.exercises_dir), runner=SandboxRunner(backend=backend, limits=settings.limits),
+                  mode=settings.device_mode(), device_index=settings.gpu_index)

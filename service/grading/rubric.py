@@ -1,0 +1,100 @@
+"""Step 6: points per rubric item, vetoes, and the score."""
+from __future__ import annotations
+
+import math
+
+from service.exercises import Exercise, RubricItem
+from service.grading.extract import Edit
+from service.grading.freetext import score_text
+from service.report import CaseReport, Diagnosis, Item, Score, Veto
+from service.submission import Submission
+
+_KIND_NAMES = {"given": "给定检查", "regular": "正常输入", "boundary": "边界输入", "probe": "探针"}
+
+
+def score_cases_item(item: RubricItem, cases: list[CaseReport], *, not_run_reason: str | None,
+                     diagnoses: list[Diagnosis]) -> Item:
+    if not_run_reason is not None:
+        return Item(id=item.id, title=item.title, points=0.0, max_points=item.points, status="fail",
+                    feedback=f"代码没有运行：{not_run_reason}")
+    mine = [c for c in cases if c.kind in item.case_kinds]
+    passed = [c for c in mine if c.passed]
+    failed = [c for c in mine if not c.passed]
+    if not failed:
+        points, status = item.points, "pass"
+    elif item.scoring == "fraction":
+        points = math.floor(len(passed) / len(mine) * item.points * 2) / 2
+        status = "partial" if points > 0 else "fail"
+    else:
+        points, status = 0.0, "fail"
+    kinds = "、".join(_KIND_NAMES[k] for k in item.case_kinds)
+    lines = [f"{kinds}：通过 {len(passed)}/{len(mine)} 个用例。"]
+    for case in failed:
+        lines.append(f"- {case.id}（{case.description}）：{_case_failure(case)}")
+    related = [d for d in diagnoses if any(e.get("case") in {c.id for c in failed} for e in d.evidence.get("cases", []))]
+    if related:
+        lines.append("诊断：")
+        lines += [f"- {d.message}" for d in related]
+    return Item(id=item.id, title=item.title, points=points, max_points=item.points, status=status,
+                feedback="\n".join(lines),
+                evidence={"passed": [c.id for c in passed], "failed": [c.id for c in failed],
+                          "diagnoses": [d.id for d in related]})
+
+
+def _case_failure(case: CaseReport) -> str:
+    if case.error:
+        return case.error.strip().splitlines()[-1][:300] if case.error.strip() else "运行出错"
+    m = case.first_mismatch
+    if m is None:
+        return "未通过"
+    observed = "NaN/inf" if m.observed is None else f"{m.observed:.6g}"
+    return (f"输出 {m.output}{m.index} 得到 {observed}，应为 {m.expected:.6g}"
+            f"（允许误差 {m.allowed_error:.3g}，最大误差是允许值的 {case.error_ratio:.3g} 倍）")
+
+
+def score_items(exercise: Exercise, submission: Submission, cases: list[CaseReport], *,
+                not_run_reason: str | None, diagnoses: list[Diagnosis]) -> list[Item]:
+    items = []
+    for item in exercise.spec.rubric:
+        if item.source == "cases":
+            items.append(score_cases_item(item, cases, not_run_reason=not_run_reason, diagnoses=diagnoses))
+        else:
+            items.append(score_text(item_id=item.id, title=item.title, max_points=item.points,
+                                    question=exercise.question(item.question), answer=submission.answer(item.question)))
+    return items
+
+
+def edit_vetoes(edits: list[Edit]) -> list[Veto]:
+    vetoes = []
+    for rule in ("boundary_check_removed", "modified_outside_blank"):
+        mine = [e for e in edits if e.rule == rule]
+        if mine:
+            vetoes.append(Veto(rule=rule, status="confirmed", needs_review=False, evidence={
+                "edits": [{"kind": e.kind, "template_line": e.template_line, "submission_line": e.submission_line,
+                           "template": e.template_text, "submission": e.submission_text, "reason": e.reason,
+                           "hint": e.hint} for e in mine],
+                "note": "填空以外的改动没有运行；评分用的是模板 + 你的填空。",
+            }))
+    return vetoes
+
+
+def coincidental_pass_veto(cases: list[CaseReport], diagnoses: list[Diagnosis]) -> Veto | None:
+    """The lesson's own check passes while a probe shows the reasoning is wrong: a TA decides."""
+    given = next((c for c in cases if c.kind == "given"), None)
+    failed_probes = [c for c in cases if c.kind == "probe" and not c.passed]
+    if given is None or not given.passed or not failed_probes:
+        return None
+    return Veto(rule="coincidental_pass", status="suspected", needs_review=True, evidence={
+        "given_check": "passed",
+        "failed_probes": [{"case": c.id, "targets": c.targets, "error_ratio": c.error_ratio} for c in failed_probes],
+        "diagnoses": [d.id for d in diagnoses],
+        "note": "给定检查通过，但针对具体误区的探针失败：结果可能是碰巧正确。由助教确认。",
+    })
+
+
+def total_score(exercise: Exercise, items: list[Item], vetoes: list[Veto]) -> Score:
+    total = sum(i.points for i in items)
+    blocking = any(v.status in ("confirmed", "suspected") for v in vetoes)
+    provisional = any(i.status == "needs_review" for i in items) or any(v.status == "suspected" for v in vetoes)
+    return Score(total=total, max=exercise.spec.max_points, pass_threshold=exercise.spec.pass_threshold,
+                 passed=total >= exercise.spec.pass_threshold and not blocking, provisional=provisional)

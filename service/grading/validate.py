@@ -1,0 +1,90 @@
+"""`kernelgrade exercises validate`: the solution earns every code point with margin, and every
+mutant gets exactly the verdict its author wrote down. A mutant that escapes is a hole in the cases."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from service.exercises import Exercise, Mutant
+from service.grading.pipeline import Grader
+from service.report import Report
+from service.submission import Submission
+
+CORRECT_MAX_ERROR_RATIO = 0.1  # a correct kernel's error stays within a tenth of the tolerance
+BUG_MIN_ERROR_RATIO = 100.0  # a probe that targets a bug misses by a hundred tolerances or more
+
+
+@dataclass
+class Outcome:
+    name: str
+    report: Report
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def code_points(report: Report, exercise: Exercise) -> float:
+    case_items = {i.id for i in exercise.spec.rubric if i.source == "cases"}
+    return sum(i.points for i in report.items if i.id in case_items)
+
+
+def check_solution(exercise: Exercise, report: Report) -> list[str]:
+    problems = []
+    if report.status != "graded":
+        return [f"solution not graded: {report.message}"]
+    full = sum(i.points for i in exercise.spec.rubric if i.source == "cases")
+    if (got := code_points(report, exercise)) != full:
+        problems.append(f"solution earns {got}/{full} code points")
+    problems += [f"solution raises veto {v.rule}" for v in report.vetoes]
+    for case in report.cases:
+        if not case.passed:
+            problems.append(f"solution fails case {case.id}: {case.error or case.first_mismatch}")
+        elif case.error_ratio is not None and case.error_ratio > CORRECT_MAX_ERROR_RATIO:
+            problems.append(f"solution's error on {case.id} is {case.error_ratio:.3g} of the tolerance (> {CORRECT_MAX_ERROR_RATIO})")
+    return problems
+
+
+def check_mutant(exercise: Exercise, mutant: Mutant, report: Report) -> list[str]:
+    expect = mutant.expect
+    if report.status != "graded":
+        return [f"not graded: {report.message}"]
+    problems = []
+    if (got := code_points(report, exercise)) != expect.code_points:
+        problems.append(f"code points {got}, expected {expect.code_points}")
+    rules = sorted(v.rule for v in report.vetoes)
+    if rules != sorted(expect.vetoes):
+        problems.append(f"vetoes {rules}, expected {sorted(expect.vetoes)}")
+    found = {d.id for d in report.diagnoses}
+    if missing := [d for d in expect.diagnoses if d not in found]:
+        problems.append(f"diagnoses {sorted(found)} lack {missing}")
+    ran = report.program is not None and report.program.ran
+    if expect.rejected == ran:
+        problems.append("was run, expected to be refused" if ran else f"was refused: {report.program.not_run_reason}")
+    for wanted in expect.failing_cases:
+        chosen = [c for c in report.cases if c.id == wanted or c.kind == wanted]
+        if not chosen:
+            problems.append(f"no case {wanted!r}")
+        for case in chosen:
+            if case.passed:
+                problems.append(f"case {case.id} passes, expected it to fail")
+            elif case.kind == "probe" and case.error is None and (case.error_ratio or 0) < BUG_MIN_ERROR_RATIO:
+                problems.append(f"probe {case.id} misses by only {case.error_ratio:.3g} tolerances (< {BUG_MIN_ERROR_RATIO:g})")
+    full = sum(i.points for i in exercise.spec.rubric if i.source == "cases")
+    if ran and expect.code_points == full:  # a correct answer: every case passes
+        problems += [f"case {c.id} fails: {c.error or c.first_mismatch}" for c in report.cases if not c.passed]
+    return problems
+
+
+def validate_exercise(grader: Grader, exercise: Exercise, *, secret_seed: int,
+                      on_result: Callable[[Outcome], None] = lambda _: None) -> list[Outcome]:
+    outcomes = []
+    report = grader.grade(Submission(exercise=exercise.id, code=exercise.solution), secret_seed=secret_seed)
+    outcomes.append(Outcome("solution", report, check_solution(exercise, report)))
+    on_result(outcomes[-1])
+    for mutant in exercise.mutants:
+        report = grader.grade(Submission(exercise=exercise.id, code=exercise.mutant_code(mutant)), secret_seed=secret_seed)
+        outcomes.append(Outcome(mutant.id, report, check_mutant(exercise, mutant, report)))
+        on_result(outcomes[-1])
+    return outcomes

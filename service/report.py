@@ -1,0 +1,141 @@
+"""The report contract, `kernelgrade.report/v1`: one model for the CLI, the API, the database
+and the pages. Fields named in DESIGN.md never change meaning; fields may be added."""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA = "kernelgrade.report/v1"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ExerciseRef(_Model):
+    id: str
+    version: int
+
+
+class Score(_Model):
+    total: float
+    max: float
+    pass_threshold: float
+    passed: bool
+    provisional: bool = Field(description="some points wait for a TA (needs_review items or suspected vetoes)")
+
+
+class Item(_Model):
+    id: str
+    title: str
+    points: float
+    max_points: float
+    status: Literal["pass", "fail", "partial", "needs_review"]
+    feedback: str
+    evidence: dict[str, Any] = {}
+
+
+class Mismatch(_Model):
+    output: str
+    index: list[int]
+    observed: float | None
+    expected: float
+    allowed_error: float
+
+
+class CaseReport(_Model):
+    id: str
+    kind: Literal["regular", "boundary", "probe", "given"]
+    description: str
+    shape: list[int]
+    stride: int | None = None
+    seed: int
+    passed: bool
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    error_ratio: float | None = Field(None, description="largest error / allowed error (<= 1 passes)")
+    tolerance: dict[str, dict[str, float]] = {}
+    first_mismatch: Mismatch | None = None
+    error: str | None = None
+    targets: str | None = None
+    elapsed_s: float | None = None
+
+
+class Diagnosis(_Model):
+    id: str
+    message: str
+    evidence: dict[str, Any] = {}
+
+
+class Veto(_Model):
+    rule: Literal["modified_outside_blank", "boundary_check_removed", "unverified_claim", "coincidental_pass"]
+    status: Literal["suspected", "confirmed", "dismissed"]
+    evidence: dict[str, Any] = {}
+    needs_review: bool
+
+
+class Environment(_Model):
+    backend: Literal["gpu", "interpreter"]
+    sandbox: str
+    device: str = ""
+    torch: str = ""
+    triton: str = ""
+    python: str = ""
+
+
+class EditReport(_Model):
+    kind: Literal["changed", "inserted", "deleted"]
+    rule: str
+    reason: str
+    template_line: int | None
+    submission_line: int | None
+    template_text: str
+    submission_text: str
+    hint: str | None = None
+
+
+class ProgramReport(_Model):
+    digest: str | None = Field(None, description="sha256 of the canonical program that ran")
+    fills: list[str | None] = []
+    ran: bool
+    not_run_reason: str | None = None
+    edits: list[EditReport] = []
+
+
+class GivenCheckReport(_Model):
+    status: Literal["passed", "failed", "crashed", "timeout", "skipped", "not_run"]
+    output: str
+    claimed_output: str = ""
+
+
+class Seeds(_Model):
+    secret: int
+    given: int
+    cases: dict[str, int]
+
+
+class Report(_Model):
+    schema_: Literal["kernelgrade.report/v1"] = Field(SCHEMA, alias="schema")
+    submission_id: str
+    exercise: ExerciseRef
+    status: Literal["graded", "not_gradable"]
+    message: str | None = Field(None, description="for not_gradable: what failed on our side")
+    language: Literal["zh", "en"] = "zh"
+    score: Score
+    items: list[Item] = []
+    cases: list[CaseReport] = []
+    diagnoses: list[Diagnosis] = []
+    vetoes: list[Veto] = []
+    environment: Environment
+    timing: dict[str, float] = {}
+    seeds: Seeds | None = None
+    program: ProgramReport | None = None
+    given_check: GivenCheckReport | None = None
+    created_at: datetime
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    def to_json(self) -> str:
+        return self.model_dump_json(by_alias=True, indent=2)
