@@ -62,12 +62,14 @@ class _LogSink:
 
 
 def _signal_name(returncode: int) -> str:
-    if returncode < 0:
-        try:
-            return signal.Signals(-returncode).name
-        except ValueError:
-            return f"signal {-returncode}"
-    return f"exit code {returncode}"
+    """bwrap reports a child killed by signal N as exit code 128 + N."""
+    number = -returncode if returncode < 0 else returncode - 128 if 128 < returncode < 128 + 65 else None
+    if number is None:
+        return f"exit code {returncode}"
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 class SandboxRunner:
@@ -178,13 +180,19 @@ class SandboxRunner:
                     stop_reason = "channel"
                     break
         finally:
+            if stop_reason is None:
+                # The channel closed: the harness exited or crashed. Let it finish dying so the
+                # exit status names the real cause (a segfault, not our kill).
+                try:
+                    proc.wait(timeout=limits.kill_grace_s)
+                except subprocess.TimeoutExpired:
+                    pass
             if proc.poll() is None:
                 self._kill(proc)
-            try:
-                proc.wait(timeout=limits.kill_grace_s)
-            except subprocess.TimeoutExpired:
-                self._kill(proc)
-                proc.wait()
+                try:
+                    proc.wait(timeout=limits.kill_grace_s)
+                except subprocess.TimeoutExpired:
+                    proc.wait()
             os.close(read_fd)
         result.log_tail = log.text()
 

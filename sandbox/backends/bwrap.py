@@ -91,7 +91,12 @@ class BwrapBackend:
                     args += ["--dev-bind", node, node]
         args += [
             "--size", str(limits.tmpfs_bytes), "--tmpfs", "/tmp",
+            "--size", str(limits.tmpfs_bytes), "--tmpfs", "/dev/shm",
             "--ro-bind", str(job_dir), "/job",
+            # bwrap's own root and /dev are uncapped tmpfs mounts: make them read-only so the
+            # only writable space is the two capped ones above.
+            "--remount-ro", "/dev",
+            "--remount-ro", "/",
             "--chdir", "/tmp",
             "--clearenv",
             "--setenv", "PATH", "/usr/bin:/bin",

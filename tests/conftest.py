@@ -1,0 +1,89 @@
+"""Shared fixtures: a real bubblewrap sandbox runner and a helper that runs named probes in it."""
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from sandbox.backends import make_backend
+from sandbox.contract import CaseJob, CaseRun, DeviceMode, Limits, RunResult, TensorArg
+from sandbox.runner import SandboxRunner
+from service.config import Settings
+
+BWRAP_MISSING_REASON = "bubblewrap (bwrap) is not installed: the sandbox tests need the real sandbox"
+
+# Prepended to every probe program. Each case's only input is its own name (UTF-8 bytes as a
+# uint8 tensor); the entry point `probe` calls the module-level function `probe_<name>`, so one
+# sandbox start can run several independent probes, each settling as its own case.
+PROBE_PRELUDE = '''
+import torch
+
+
+def probe(name):
+    return globals()["probe_" + bytes(name.tolist()).decode()]()
+
+
+def outcome(succeeded, detail=0.0):
+    """[1.0 if the forbidden thing worked else 0.0, a detail such as the errno]."""
+    return torch.tensor([1.0 if succeeded else 0.0, float(detail)], dtype=torch.float64)
+
+
+def attempt(action):
+    """Run `action`; outcome(True) if it returned, outcome(False, errno) if it raised OSError."""
+    try:
+        action()
+    except OSError as exc:
+        return outcome(False, exc.errno if exc.errno is not None else -1)
+    return outcome(True)
+'''
+
+
+@pytest.fixture(scope="session")
+def bwrap_backend():
+    if shutil.which("bwrap") is None:
+        pytest.skip(BWRAP_MISSING_REASON)
+    return make_backend("bwrap", python=sys.executable, hidden_paths=Settings().hidden_paths())
+
+
+@pytest.fixture
+def bwrap_runner(bwrap_backend) -> Callable[..., SandboxRunner]:
+    """Factory: `bwrap_runner(case_timeout_s=3)` is a runner with those Limits overrides."""
+
+    def make(**limit_overrides) -> SandboxRunner:
+        return SandboxRunner(backend=bwrap_backend, limits=Limits(**limit_overrides))
+
+    return make
+
+
+def name_input(name: str) -> np.ndarray:
+    return np.frombuffer(name.encode(), dtype=np.uint8).copy()
+
+
+def run_probes(runner: SandboxRunner, body: str, names: list[str]) -> tuple[RunResult, dict[str, CaseRun]]:
+    """Run `PROBE_PRELUDE + body` with one case per name (each calls `probe_<name>()`)."""
+    result = runner.run(
+        program=PROBE_PRELUDE + body,
+        given_check=None,
+        given_seed=0,
+        entry_point="probe",
+        cases=[CaseJob(id=name, args=[TensorArg(key=name)], outputs=["out"]) for name in names],
+        inputs={name: name_input(name) for name in names},
+        mode=DeviceMode.interpreter,
+    )
+    assert result.infra_error is None, f"the sandbox itself failed: {result.infra_error}"
+    cases = {case.id: case for case in result.cases}
+    assert sorted(cases) == sorted(names), f"cases came back as {[(c.id, c.status) for c in result.cases]}"
+    return result, cases
+
+
+@pytest.fixture
+def probes(bwrap_runner) -> Callable[..., tuple[RunResult, dict[str, CaseRun]]]:
+    """`probes(body, names, **limit_overrides)`: run the probes in one fresh bwrap sandbox."""
+
+    def run(body: str, names: list[str], **limit_overrides):
+        return run_probes(bwrap_runner(**limit_overrides), body, names)
+
+    return run

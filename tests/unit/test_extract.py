@@ -1,0 +1,83 @@
+"""Fill extraction and edit classification on the lesson-6 template (no sandbox needed)."""
+from __future__ import annotations
+
+import pytest
+
+from service.config import REPO_ROOT
+from service.grading.extract import BOUNDARY_CHECK_REMOVED, MODIFIED_OUTSIDE_BLANK, extract
+
+TEMPLATE = (REPO_ROOT / "exercises/lesson06_mean_var/template.py").read_text(encoding="utf-8")
+BLANK_LINE = "centered_sq = tl.where(______, (values - mean) * (values - mean), 0.0)  # TODO"
+
+
+def filled(fill: str) -> str:
+    return TEMPLATE.replace("______", fill, 1)
+
+
+def test_fill_is_found_and_nothing_else_changed():
+    result = extract(TEMPLATE, filled("mask"))
+    assert result.error is None
+    assert result.fill_sources == ["mask"]
+    assert result.edits == []
+
+
+def test_fill_is_canonicalised():
+    result = extract(TEMPLATE, filled("(  cols<N )"))
+    assert result.fill_sources == ["cols < N"]
+
+
+def test_comments_whitespace_and_blank_lines_are_not_edits():
+    code = filled("mask").replace("# TODO", "# re-mask here").replace("def mean_var(x):", "\n\n# helper\ndef mean_var(x):   ")
+    result = extract(TEMPLATE, code)
+    assert result.edits == [] and result.fill_sources == ["mask"]
+
+
+def test_unfilled_blank_is_reported_as_its_own_fill():
+    result = extract(TEMPLATE, TEMPLATE)
+    assert result.error is None and result.fill_sources == ["______"]
+
+
+@pytest.mark.parametrize(("old", "new", "rule"), [
+    ("    assert x.ndim == 2 and x.stride(1) == 1\n", "", BOUNDARY_CHECK_REMOVED),
+    ("atol=2e-4, rtol=2e-4", "atol=1e-2, rtol=2e-4", BOUNDARY_CHECK_REMOVED),
+    ("mask=mask, other=0.0)", "other=0.0)", BOUNDARY_CHECK_REMOVED),
+    ("    mask = cols < N\n", "    mask = cols < BLOCK\n", BOUNDARY_CHECK_REMOVED),
+    ("    torch.testing.assert_close(m, x.mean(1), atol=1e-4, rtol=1e-4)\n", "", BOUNDARY_CHECK_REMOVED),
+    ("mean = tl.sum(values, axis=0) / N", "mean = tl.sum(values, axis=0) / BLOCK", MODIFIED_OUTSIDE_BLANK),
+    ("    return means, variances\n", "    print(means)\n    return means, variances\n", MODIFIED_OUTSIDE_BLANK),
+])
+def test_edits_outside_the_blank_raise_the_lesson_rule(old, new, rule):
+    assert old in TEMPLATE
+    result = extract(TEMPLATE, filled("mask").replace(old, new, 1))
+    assert result.fill_sources == ["mask"], "the fill is still found next to other edits"
+    assert [e.rule for e in result.edits] == [rule]
+
+
+def test_tightened_tolerance_is_an_edit_but_not_a_removed_check():
+    result = extract(TEMPLATE, filled("mask").replace("atol=2e-4, rtol=2e-4", "atol=1e-4, rtol=2e-4"))
+    assert [e.rule for e in result.edits] == [MODIFIED_OUTSIDE_BLANK]
+
+
+def test_edit_in_the_blank_line_outside_the_blank():
+    code = filled("mask").replace("(values - mean) * (values - mean)", "(values - mean) ** 2")
+    result = extract(TEMPLATE, code)
+    assert result.fill_sources == ["mask"]
+    assert [(e.kind, e.rule) for e in result.edits] == [("changed", MODIFIED_OUTSIDE_BLANK)]
+
+
+def test_divide_by_block_edit_carries_a_hint():
+    code = filled("mask").replace("mean = tl.sum(values, axis=0) / N", "mean = tl.sum(values, axis=0) / BLOCK")
+    (edit,) = extract(TEMPLATE, code).edits
+    assert "N/BLOCK" in edit.hint and edit.template_line == 12
+
+
+def test_rewritten_blank_line_is_an_error_not_a_guess():
+    code = TEMPLATE.replace(BLANK_LINE, "centered_sq = (values - mean) * (values - mean)")
+    result = extract(TEMPLATE, code)
+    assert result.error is not None and "______" in result.error
+
+
+@pytest.mark.parametrize("code", ["def f(:\n", "x = 1\x00\n"])
+def test_unparseable_code_is_an_error(code):
+    result = extract(TEMPLATE, code)
+    assert result.error is not None and result.fills == [None]

@@ -1,0 +1,55 @@
+"""Which fills may run."""
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from service.config import REPO_ROOT
+from service.grading.fills import check_fill, names_in_scope
+
+TEMPLATE = ast.parse((REPO_ROOT / "exercises/lesson06_mean_var/template.py").read_text(encoding="utf-8"))
+SCOPE = names_in_scope(TEMPLATE)
+
+
+def verdict(source: str) -> str | None:
+    return check_fill(ast.parse(source, mode="eval").body, source, allowed_names=SCOPE)
+
+
+def test_scope_is_the_kernel_before_the_blank():
+    assert {"mask", "cols", "N", "BLOCK", "values", "mean", "row", "x", "tl"} <= SCOPE
+    assert "var" not in SCOPE and "torch" not in SCOPE and "mean_var" not in SCOPE
+
+
+@pytest.mark.parametrize("source", ["mask", "cols < N", "mask & (cols >= 0)", "values != 0", "True",
+                                    "tl.full((BLOCK,), 1, tl.int1)", "(cols < N) if N > 0 else mask"])
+def test_allowed(source):
+    assert verdict(source) is None
+
+
+@pytest.mark.parametrize(("source", "words"), [
+    ("__import__('os').system('id')", "tl.*"),
+    ("().__class__.__bases__", "下划线"),
+    ("(lambda: mask)()", "lambda"),
+    ("(m := mask)", "海象"),
+    ("[c for c in cols]", "推导式"),
+    ("values[0] > 0", "下标"),
+    ("'mask'", "str"),
+    ("open('/etc/passwd')", "tl.*"),
+    ("tl.sum.__globals__", "下划线"),
+    ("torch.ones(1)", "tl.*"),
+    ("mask" + " & mask" * 80, "太"),
+    ("(" * 30 + "mask" + ")" * 30 + " & " + "~" * 30 + "mask", "嵌套"),
+])
+def test_refused_with_a_reason(source, words):
+    message = verdict(source)
+    assert message is not None and words in message, message
+
+
+def test_unfilled_blank_is_named():
+    assert "还没有填写" in verdict("______")
+
+
+def test_names_out_of_scope_are_listed():
+    message = verdict("secret_value > 0")
+    assert "secret_value" in message and "mask" in message
