@@ -78,20 +78,24 @@ class BwrapBackend:
                 args += ["--ro-bind", etc_file, etc_file]
         if os.path.isdir("/etc/ld.so.conf.d"):
             args += ["--ro-bind", "/etc/ld.so.conf.d", "/etc/ld.so.conf.d"]
+        args += ["--proc", "/proc", "--dev", "/dev"]
+        if mode is DeviceMode.gpu:
+            for node in (*NVIDIA_SHARED_NODES, f"/dev/nvidia{device_index}"):
+                if os.path.exists(node):
+                    args += ["--dev-bind", node, node]
+        # The private scratch space first: the Python environment may live under /tmp on the
+        # host (a CI checkout), and a later tmpfs would cover its bind.
+        args += [
+            "--size", str(limits.tmpfs_bytes), "--tmpfs", "/tmp",
+            "--size", str(limits.tmpfs_bytes), "--tmpfs", "/dev/shm",
+        ]
         roots = python_roots(self.python)
         for root in roots:
             args += ["--ro-bind", str(root), str(root)]
         for hidden in self.hidden_paths:
             if any(_is_within(hidden, r) for r in [*roots, Path("/usr")]):
                 args += ["--tmpfs", str(hidden)]
-        args += ["--proc", "/proc", "--dev", "/dev"]
-        if mode is DeviceMode.gpu:
-            for node in (*NVIDIA_SHARED_NODES, f"/dev/nvidia{device_index}"):
-                if os.path.exists(node):
-                    args += ["--dev-bind", node, node]
         args += [
-            "--size", str(limits.tmpfs_bytes), "--tmpfs", "/tmp",
-            "--size", str(limits.tmpfs_bytes), "--tmpfs", "/dev/shm",
             "--ro-bind", str(job_dir), "/job",
             # bwrap's own root and /dev are uncapped tmpfs mounts: make them read-only so the
             # only writable space is the two capped ones above.
