@@ -154,17 +154,25 @@ class MutantExpectation(_Strict):
     rejected: bool = Field(False, description="the fill is refused before anything runs")
 
 
+class Replacement(_Strict):
+    old: str = Field(min_length=1)
+    new: str
+
+
 class Mutant(_Strict):
+    """A known answer: a fill for the blank, edits applied to the reference solution, or a whole file."""
+
     id: str = Field(pattern=_ID)
     description: str
     fill: str | None = None
+    edits: list[Replacement] | None = None
     file: str | None = None
     expect: MutantExpectation
 
     @model_validator(mode="after")
     def _one_source(self) -> "Mutant":
-        if (self.fill is None) == (self.file is None):
-            raise ValueError(f"mutant {self.id}: give exactly one of fill or file")
+        if sum(x is not None for x in (self.fill, self.edits, self.file)) != 1:
+            raise ValueError(f"mutant {self.id}: give exactly one of fill, edits or file")
         return self
 
 
@@ -215,6 +223,13 @@ class Exercise:
     def mutant_code(self, mutant: Mutant) -> str:
         if mutant.file is not None:
             return (self.root / mutant.file).read_text(encoding="utf-8")
+        if mutant.edits is not None:
+            code = self.solution
+            for edit in mutant.edits:
+                if code.count(edit.old) != 1:
+                    raise ValueError(f"mutant {mutant.id}: {edit.old!r} must occur exactly once in the solution")
+                code = code.replace(edit.old, edit.new)
+            return code
         return self.template.replace("______", mutant.fill, 1)
 
     def question(self, question_id: str) -> Question:
