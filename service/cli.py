@@ -24,6 +24,10 @@ app = typer.Typer(help="kernelgrade: grade Triton kernel exercises in a sandbox.
                   pretty_exceptions_enable=False)
 exercises_app = typer.Typer(help="List and validate exercises.", no_args_is_help=True)
 app.add_typer(exercises_app, name="exercises")
+keys_app = typer.Typer(help="Per-course API keys (stored hashed; shown once).", no_args_is_help=True)
+courses_app = typer.Typer(help="Courses: each has its keys, submissions and webhook secret.", no_args_is_help=True)
+app.add_typer(keys_app, name="keys")
+app.add_typer(courses_app, name="courses")
 err = Console(stderr=True)
 
 DeviceOpt = Annotated[Literal["auto", "gpu", "interpreter"] | None,
@@ -177,6 +181,134 @@ def validate(
         raise _fail(f"{len(failed)} of {len(outcomes)} answers did not get their expected verdict: "
                     + ", ".join(o.name for o in failed), code=1)
     err.print(f"[green]all {len(outcomes)} answers got their expected verdicts[/]")
+
+
+def _sessions(settings: Settings):
+    from service.db.migrate import upgrade
+    from service.db.session import make_engine, make_sessionmaker
+
+    upgrade(settings.db_url())
+    return make_sessionmaker(make_engine(settings.db_url()))
+
+
+@courses_app.command("create")
+def create_course(course_id: Annotated[str, typer.Argument(help="short id, e.g. triton-2026")],
+                  name: Annotated[str, typer.Option(help="display name")] = "") -> None:
+    """Create a course; prints its webhook signing secret (for the platform to verify callbacks)."""
+    from service.db import store
+
+    with _sessions(Settings())() as session:
+        if session.get(__import__("service.db.models", fromlist=["Course"]).Course, course_id) is not None:
+            raise _fail(f"course {course_id!r} exists already")
+        course = store.create_course(session, course_id, name or course_id)
+        print(f"course {course.id} created\nwebhook secret: {course.webhook_secret}")
+
+
+@courses_app.command("list")
+def list_courses() -> None:
+    from sqlalchemy import select
+
+    from service.db.models import Course
+
+    with _sessions(Settings())() as session:
+        for course in session.scalars(select(Course).order_by(Course.id)):
+            print(f"{course.id}\t{course.name}")
+
+
+@keys_app.command("create")
+def create_key(course: Annotated[str, typer.Option(help="course id")],
+               scope: Annotated[list[str], typer.Option(help="submit, read, review or admin; repeat for several")],
+               label: Annotated[str, typer.Option(help="who holds it")] = "") -> None:
+    """Create a key and print it once (only its hash is stored)."""
+    from service.db import store
+
+    with _sessions(Settings())() as session:
+        try:
+            row, key = store.create_key(session, course_id=course, scopes=scope, label=label)
+        except (ValueError, LookupError) as exc:
+            raise _fail(str(exc)) from None
+        err.print(f"key {row.id} for course {course} with scopes {', '.join(row.scopes)} (shown once):")
+        print(key)
+
+
+@keys_app.command("list")
+def list_keys(course: Annotated[str | None, typer.Option(help="only this course")] = None) -> None:
+    from sqlalchemy import select
+
+    from service.db.models import ApiKey
+
+    with _sessions(Settings())() as session:
+        query = select(ApiKey).order_by(ApiKey.created_at)
+        if course:
+            query = query.where(ApiKey.course_id == course)
+        for key in session.scalars(query):
+            state = f"revoked {key.revoked_at:%Y-%m-%d}" if key.revoked_at else "active"
+            print(f"{key.id}\t{key.course_id}\t{','.join(key.scopes)}\t{state}\t{key.label}")
+
+
+@keys_app.command("revoke")
+def revoke_key(key_id: Annotated[str, typer.Argument(help="the id shown by `keys list` (kg_<id>_...)")]) -> None:
+    from service.db import store
+
+    with _sessions(Settings())() as session:
+        if not store.revoke_key(session, key_id):
+            raise _fail(f"no active key {key_id!r}")
+        print(f"key {key_id} revoked")
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port")] = 8000,
+    device: DeviceOpt = None,
+    sandbox: SandboxOpt = None,
+    bootstrap_demo: Annotated[bool, typer.Option(help="on an empty database, create course 'demo' and an admin key in <data_dir>/demo-key.txt")] = False,
+) -> None:
+    """The whole system on one machine: the API and in-process grading workers (SQLite by default)."""
+    import uvicorn
+
+    from service.main import create_app
+
+    settings = _settings(device, sandbox)
+    if settings.sandbox == "local" and settings.allow_unsafe_local_sandbox != "yes-i-understand":
+        raise _fail("refusing to serve with the unsafe 'local' sandbox: student code would run unisolated. "
+                    "Set KERNELGRADE_ALLOW_UNSAFE_LOCAL_SANDBOX=yes-i-understand if you really mean it.")
+    if bootstrap_demo:
+        _bootstrap_demo(settings)
+    err.print(f"kernelgrade on http://{host}:{port} (docs at /docs); database {settings.db_url()}; "
+              f"{settings.queue} workers; device {settings.device_mode().value}; sandbox {settings.sandbox}")
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+
+
+def _bootstrap_demo(settings: Settings) -> None:
+    from sqlalchemy import select
+
+    from service.db import store
+    from service.db.models import Course
+
+    path = settings.data_dir / "demo-key.txt"
+    with _sessions(settings)() as session:
+        if session.scalar(select(Course).limit(1)) is not None:
+            if path.exists():
+                err.print(f"demo key in {path}")
+            return
+        store.create_course(session, "demo", "demo course")
+        _, key = store.create_key(session, course_id="demo", scopes=["admin"], label="bootstrap")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(key + "\n", encoding="utf-8")
+    path.chmod(0o600)
+    err.print(f"created course 'demo' and an admin key in {path}")
+
+
+@app.command()
+def worker(concurrency: Annotated[int, typer.Option(help="grading threads; default one per GPU (1 on the interpreter)")] = 0) -> None:
+    """A Celery worker over Redis (KERNELGRADE_QUEUE=celery, KERNELGRADE_BROKER_URL)."""
+    from service.worker.celery_app import celery_app
+
+    settings = Settings()
+    threads = concurrency or settings.worker_count()
+    celery_app().worker_main(["worker", "--pool", "threads", "--concurrency", str(threads), "--loglevel", "INFO",
+                              "--without-gossip", "--without-mingle"])
 
 
 def main() -> None:

@@ -27,10 +27,39 @@ class Settings(BaseSettings):
     sandbox_python: str = Field(sys.executable, description="the interpreter that runs inside the sandbox")
     limits: Limits = Limits()
 
+    # --- the service --------------------------------------------------------------------------
+    database_url: str | None = Field(None, description="default: SQLite (WAL) at <data_dir>/kernelgrade.db")
+    queue: Literal["inprocess", "celery"] = Field("inprocess", description="who grades: threads of `serve`, or Celery workers")
+    broker_url: str = Field("redis://127.0.0.1:6379/0", description="Celery broker (queue=celery)")
+    workers: int = Field(0, ge=0, description="in-process grading threads; 0 = one per GPU, or 1 on the interpreter")
+    lease_s: float = Field(60.0, gt=0, description="a worker's hold on a submission, renewed while it grades")
+    max_attempts: int = Field(3, ge=1, description="leases a submission may lose (dead workers) before it is not_gradable")
+    max_queue: int = Field(2000, ge=1, description="queued + running submissions before POST answers 503")
+    max_body_bytes: int = Field(256 * 1024, gt=0, description="request body cap")
+    max_wait_s: float = Field(30.0, ge=0, description="upper bound of POST ?wait=")
+    max_batch: int = Field(100, ge=1, description="submissions in one batch request")
+    rate_limit_per_minute: int = Field(600, ge=1, description="requests per API key per minute")
+    webhook_allowed_hosts: list[str] = Field(default_factory=list,
+                                             description="hosts that may get http:// or private-address callbacks (tests, intranets)")
+    webhook_timeout_s: float = Field(10.0, gt=0)
+    webhook_backoff_s: list[float] = Field(default_factory=lambda: [10, 60, 300, 1800, 7200],
+                                           description="waits between delivery attempts")
+    public_url: str = Field("", description="base URL used in links (default: the request's)")
+
     def device_mode(self) -> DeviceMode:
         if self.device == "auto":
             return DeviceMode.gpu if gpu_present(self.gpu_index) else DeviceMode.interpreter
         return DeviceMode(self.device)
+
+    def db_url(self) -> str:
+        return self.database_url or f"sqlite:///{(self.data_dir / 'kernelgrade.db').resolve()}"
+
+    def worker_count(self) -> int:
+        if self.workers:
+            return self.workers
+        if self.device_mode() is DeviceMode.gpu:
+            return max(1, sum(1 for p in Path("/dev").glob("nvidia[0-9]*")))
+        return 1
 
     def hidden_paths(self) -> list[Path]:
         """Folders the sandbox must never see, even if they sit inside a bound folder."""

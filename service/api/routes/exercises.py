@@ -1,0 +1,39 @@
+"""/v1/exercises: what a student may see. Never the solution, the cases' data or the mutants."""
+from __future__ import annotations
+
+from collections import Counter
+
+from fastapi import APIRouter, HTTPException, Request
+
+from service.api.deps import ReadKey
+from service.api.schemas import ExerciseSummary, ExerciseView, QuestionView, RubricPoints
+from service.exercises import Exercise, ExerciseNotFound
+
+router = APIRouter(prefix="/v1/exercises", tags=["exercises"])
+
+
+def summary(ex: Exercise) -> ExerciseSummary:
+    s = ex.spec
+    return ExerciseSummary(id=s.id, version=s.version, title=s.title, language=s.language, max_points=s.max_points,
+                           pass_threshold=s.pass_threshold)
+
+
+@router.get("", response_model=list[ExerciseSummary])
+def list_exercises(request: Request, key: ReadKey) -> list[ExerciseSummary]:
+    catalog = request.app.state.grader_catalog
+    return [summary(catalog.get(i)) for i in catalog.ids()]
+
+
+@router.get("/{exercise_id}", response_model=ExerciseView)
+def get_exercise(request: Request, exercise_id: str, key: ReadKey) -> ExerciseView:
+    try:
+        ex = request.app.state.grader_catalog.get(exercise_id)
+    except ExerciseNotFound as exc:
+        raise HTTPException(404, str(exc)) from None
+    s = ex.spec
+    return ExerciseView(
+        **summary(ex).model_dump(), template=ex.template, entry_point=s.entry_point,
+        rubric=[RubricPoints(id=i.id, title=i.title, points=i.points) for i in s.rubric],
+        questions=[QuestionView(id=q.id, prompt=q.prompt) for q in s.questions],
+        case_kinds={"given": 1, **Counter(c.kind for c in s.cases)},
+    )

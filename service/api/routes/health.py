@@ -1,0 +1,42 @@
+"""Liveness, readiness and Prometheus metrics."""
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy import text
+
+from service.db import store
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz")
+def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/readyz")
+def readyz(request: Request) -> JSONResponse:
+    """Ready when the database answers and at least one sandbox slot exists to grade."""
+    checks: dict[str, str] = {}
+    try:
+        with request.app.state.sessions() as session:
+            session.execute(text("SELECT 1"))
+        checks["database"] = "ok"
+    except Exception as exc:  # noqa: BLE001
+        checks["database"] = f"unreachable: {type(exc).__name__}"
+    slots = request.app.state.dispatcher.slots()
+    checks["sandbox_slots"] = str(slots) if slots > 0 else "none"
+    ready = checks["database"] == "ok" and slots > 0
+    return JSONResponse({"ready": ready, "checks": checks}, status_code=200 if ready else 503)
+
+
+@router.get("/metrics", include_in_schema=False)
+def metrics(request: Request) -> Response:
+    m = request.app.state.metrics
+    with request.app.state.sessions() as session:
+        counts = store.counts_by_status(session)
+    for status in ("queued", "running"):
+        m.queue_depth.labels(status).set(counts.get(status, 0))
+    return Response(generate_latest(m.registry), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,164 @@
+"""/v1/submissions: create (single, batch, idempotent), read, export, regrade."""
+from __future__ import annotations
+
+import time
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Header, HTTPException, Query, Request
+from fastapi.responses import JSONResponse
+from sqlalchemy.orm import Session
+
+from service.api.deps import ReadKey, ReviewKey, SessionDep, SettingsDep, SubmitKey
+from service.api.exports import gradescope, prairielearn
+from service.api.schemas import (
+    BatchCreate, BatchView, Links, ReportVersion, SubmissionCreate, SubmissionView, WebhookAttempt,
+)
+from service.config import Settings
+from service.db import store
+from service.db.models import Submission
+from service.exercises import ExerciseNotFound
+from service.report import Report
+from service.submission import Submission as SubmissionBody
+from service.worker.webhooks import CallbackRefused, check_callback_url
+
+router = APIRouter(prefix="/v1/submissions", tags=["submissions"])
+FINAL = ("graded", "not_gradable")
+NOT_GRADABLE_MESSAGE = "kernelgrade failed to grade this submission (our failure, not the student's); it costs the student nothing."
+
+
+def field_error(field: str, message: str) -> HTTPException:
+    return HTTPException(422, [{"loc": ["body", field], "msg": message, "type": "value_error"}])
+
+
+def base_url(request: Request, settings: Settings) -> str:
+    return (settings.public_url or str(request.base_url)).rstrip("/")
+
+
+def view(request: Request, session: Session, row: Submission, settings: Settings) -> SubmissionView:
+    base = base_url(request, settings)
+    current = store.current_report(session, row)
+    history = store.report_history(session, row.id)
+    return SubmissionView(
+        id=row.id, status=row.status, exercise=row.exercise_id, created_at=row.created_at, updated_at=row.updated_at,
+        attempts=row.attempts, message=NOT_GRADABLE_MESSAGE if row.status == "not_gradable" else None,
+        links=Links(self=f"{base}/v1/submissions/{row.id}", report=f"{base}/v1/submissions/{row.id}/report",
+                    feedback=f"{base}/v1/feedback/{row.feedback_token}"),
+        report=Report.model_validate(current.report) if current is not None and row.status in FINAL else None,
+        history=[ReportVersion(seq=r.seq, reason=r.reason, status=r.status, created_at=r.created_at,
+                               score=(r.report.get("score") or {}).get("total"), current=r.id == row.current_report_id)
+                 for r in history],
+        webhooks=[WebhookAttempt(url=d.url, attempts=d.attempt, delivered=d.delivered, last_status_code=d.last_status_code,
+                                 last_error=d.last_error, next_attempt_at=d.next_attempt_at)
+                  for d in store.deliveries(session, row.id)],
+    )
+
+
+def owned(session: Session, submission_id: str, course_id: str) -> Submission:
+    row = session.get(Submission, submission_id) if len(submission_id) <= 64 else None
+    if row is None or row.course_id != course_id:  # another course's submission does not exist for this key
+        raise HTTPException(404, f"no submission {submission_id[:64]!r}")
+    return row
+
+
+def _accept(request: Request, session: Session, settings: Settings, *, course_id: str, item: SubmissionCreate,
+            idempotency_key: str | None, field_prefix: str = "") -> tuple[Submission, bool]:
+    try:
+        request.app.state.grader_catalog.get(item.exercise)
+    except ExerciseNotFound as exc:
+        raise field_error(f"{field_prefix}exercise", str(exc)) from None
+    if item.callback_url is not None:
+        try:
+            check_callback_url(item.callback_url, allowed_hosts=settings.webhook_allowed_hosts)
+        except CallbackRefused as exc:
+            raise field_error(f"{field_prefix}callback_url", str(exc)) from None
+    body = SubmissionBody.model_validate(item.model_dump(include=set(SubmissionBody.model_fields)))
+    try:
+        return store.create_submission(session, course_id=course_id, body=body, callback_url=item.callback_url,
+                                       idempotency_key=idempotency_key)
+    except store.IdempotencyConflict:
+        raise HTTPException(409, f"Idempotency-Key {idempotency_key!r} was already used with a different body") from None
+
+
+def _check_capacity(session: Session, settings: Settings, incoming: int) -> None:
+    if store.queue_depth(session) + incoming > settings.max_queue:
+        raise HTTPException(503, f"the grading queue is full ({settings.max_queue}); retry later",
+                            headers={"Retry-After": "30"})
+
+
+@router.post("", status_code=202, response_model=SubmissionView,
+             responses={200: {"model": SubmissionView, "description": "graded within `wait`"},
+                        409: {"description": "Idempotency-Key reused with a different body"},
+                        422: {"description": "invalid submission (the field is named)"},
+                        429: {"description": "rate limit (see Retry-After)"}, 503: {"description": "queue full (see Retry-After)"}})
+def create_submission(
+    request: Request, item: SubmissionCreate, session: SessionDep, settings: SettingsDep, key: SubmitKey,
+    idempotency_key: Annotated[str | None, Header(max_length=200, description="same key + same body: the same submission")] = None,
+    wait: Annotated[float, Query(ge=0, description="seconds to wait for the report (bounded by the server's max_wait_s)")] = 0,
+) -> JSONResponse:
+    """Store a submission (it is acknowledged only once stored) and queue it for grading."""
+    if wait > settings.max_wait_s:
+        raise HTTPException(422, [{"loc": ["query", "wait"], "msg": f"wait must be at most {settings.max_wait_s:g} s", "type": "value_error"}])
+    existing = None
+    if idempotency_key is not None:
+        existing = session.query(Submission).filter_by(course_id=key.course_id, idempotency_key=idempotency_key).one_or_none()
+    if existing is None:
+        _check_capacity(session, settings, 1)
+    row, created = _accept(request, session, settings, course_id=key.course_id, item=item, idempotency_key=idempotency_key)
+    if created:
+        request.app.state.dispatcher.submitted(row.id)
+    deadline = time.monotonic() + wait
+    while row.status not in FINAL and time.monotonic() < deadline:
+        time.sleep(0.1)
+        session.expire_all()
+        row = session.get(Submission, row.id)
+    result = view(request, session, row, settings)
+    return JSONResponse(result.model_dump(mode="json"), status_code=200 if row.status in FINAL else 202,
+                        headers={"Location": result.links.self})
+
+
+@router.post("/batch", status_code=202, response_model=BatchView)
+def create_batch(request: Request, batch: BatchCreate, session: SessionDep, settings: SettingsDep, key: SubmitKey) -> BatchView:
+    """Up to `max_batch` submissions in one request; each may carry its own idempotency key."""
+    if len(batch.submissions) > settings.max_batch:
+        raise field_error("submissions", f"at most {settings.max_batch} submissions per batch (got {len(batch.submissions)})")
+    _check_capacity(session, settings, len(batch.submissions))
+    rows = []
+    for index, item in enumerate(batch.submissions):
+        row, created = _accept(request, session, settings, course_id=key.course_id, item=item,
+                               idempotency_key=item.idempotency_key, field_prefix=f"submissions.{index}.")
+        if created:
+            request.app.state.dispatcher.submitted(row.id)
+        rows.append(row)
+    return BatchView(submissions=[view(request, session, row, settings) for row in rows])
+
+
+@router.get("/{submission_id}", response_model=SubmissionView)
+def get_submission(request: Request, submission_id: str, session: SessionDep, settings: SettingsDep, key: ReadKey) -> SubmissionView:
+    """Status, the current report when graded, earlier reports, and webhook delivery attempts."""
+    return view(request, session, owned(session, submission_id, key.course_id), settings)
+
+
+@router.get("/{submission_id}/report", responses={409: {"description": "not graded yet"}})
+def get_report(submission_id: str, session: SessionDep, key: ReadKey,
+               format: Literal["json", "gradescope", "prairielearn"] = "json") -> JSONResponse:
+    """The current report, as kernelgrade.report/v1 or mapped onto Gradescope / PrairieLearn results."""
+    row = owned(session, submission_id, key.course_id)
+    current = store.current_report(session, row)
+    if current is None or row.status not in FINAL:
+        raise HTTPException(409, f"submission {row.id} is not graded yet (status: {row.status})")
+    report = Report.model_validate(current.report)
+    body = {"json": lambda r: r.model_dump(mode="json", by_alias=True), "gradescope": gradescope,
+            "prairielearn": prairielearn}[format](report)
+    return JSONResponse(body)
+
+
+@router.post("/{submission_id}/regrade", status_code=202, response_model=SubmissionView,
+             responses={409: {"description": "still being graded"}})
+def regrade(request: Request, submission_id: str, session: SessionDep, settings: SettingsDep, key: ReviewKey) -> SubmissionView:
+    """Grade again (for instance after an exercise fix); earlier reports stay in `history`."""
+    row = owned(session, submission_id, key.course_id)
+    if not store.request_regrade(session, row.id):
+        raise HTTPException(409, f"submission {row.id} is still being graded (status: {row.status})")
+    request.app.state.dispatcher.submitted(row.id)
+    session.expire_all()
+    return view(request, session, session.get(Submission, row.id), settings)

@@ -1,0 +1,1 @@
+"""Persistence: SQLAlchemy models, sessions, and the queries the service and workers share."""

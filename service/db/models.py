@@ -1,0 +1,96 @@
+"""Tables: courses, API keys, submissions (the queue's source of truth), reports (with history),
+webhook deliveries."""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, Boolean, DateTime, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from service.db.base import Base, utcnow
+
+TZDateTime = DateTime(timezone=True)
+
+
+class Course(Base):
+    __tablename__ = "courses"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    webhook_secret: Mapped[str] = mapped_column(String(64))  # HMAC key for this course's callbacks
+    created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+
+
+class ApiKey(Base):
+    """Only a SHA-256 of the secret is stored: keys are 256-bit random, so no slow hash is needed."""
+
+    __tablename__ = "api_keys"
+
+    id: Mapped[str] = mapped_column(String(16), primary_key=True)  # the public prefix, "kg_<id>_..."
+    course_id: Mapped[str] = mapped_column(ForeignKey("courses.id"), index=True)
+    secret_hash: Mapped[str] = mapped_column(String(64))
+    scopes: Mapped[list[str]] = mapped_column(JSON)
+    label: Mapped[str] = mapped_column(String(200), default="")
+    created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(TZDateTime, nullable=True)
+
+
+class Submission(Base):
+    __tablename__ = "submissions"
+    __table_args__ = (
+        UniqueConstraint("course_id", "idempotency_key"),
+        Index("ix_submissions_status_created_at", "status", "created_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    course_id: Mapped[str] = mapped_column(ForeignKey("courses.id"), index=True)
+    exercise_id: Mapped[str] = mapped_column(String(100))
+    body: Mapped[dict[str, Any]] = mapped_column(JSON)
+    body_sha256: Mapped[str] = mapped_column(String(64))
+    idempotency_key: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    callback_url: Mapped[str | None] = mapped_column(String(2000), nullable=True)
+    feedback_token: Mapped[str] = mapped_column(String(64), unique=True)
+    secret_seed: Mapped[int] = mapped_column(BigInteger)
+    status: Mapped[str] = mapped_column(String(16), default="queued")  # queued|running|graded|not_gradable
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    lease_token: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(TZDateTime, nullable=True)
+    current_report_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow, onupdate=utcnow)
+
+    reports: Mapped[list["ReportRow"]] = relationship(back_populates="submission", lazy="raise", order_by="ReportRow.seq")
+
+
+class ReportRow(Base):
+    """Every report ever issued for a submission; `submissions.current_report_id` names the current one."""
+
+    __tablename__ = "reports"
+    __table_args__ = (UniqueConstraint("submission_id", "seq"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    submission_id: Mapped[str] = mapped_column(ForeignKey("submissions.id"), index=True)
+    seq: Mapped[int] = mapped_column(Integer)
+    reason: Mapped[str] = mapped_column(String(32))  # initial | regrade
+    status: Mapped[str] = mapped_column(String(16))
+    report: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+
+    submission: Mapped[Submission] = relationship(back_populates="reports", lazy="raise")
+
+
+class WebhookDelivery(Base):
+    __tablename__ = "webhook_deliveries"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    submission_id: Mapped[str] = mapped_column(ForeignKey("submissions.id"), index=True)
+    report_id: Mapped[int] = mapped_column(ForeignKey("reports.id"))
+    url: Mapped[str] = mapped_column(String(2000))
+    attempt: Mapped[int] = mapped_column(Integer, default=0)
+    delivered: Mapped[bool] = mapped_column(Boolean, default=False)
+    last_status_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    next_attempt_at: Mapped[datetime | None] = mapped_column(TZDateTime, nullable=True, index=True)
+    created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow, onupdate=utcnow)

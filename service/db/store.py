@@ -1,0 +1,222 @@
+"""The queries the API and the workers share. The database is the source of truth for every
+submission: a submission is queued when it is stored, a worker holds it under a lease, and a
+report becomes current only if the worker still holds the lease when it writes."""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import secrets
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import func, or_, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from service.db.base import utcnow
+from service.db.models import ApiKey, Course, ReportRow, Submission, WebhookDelivery
+from service.report import Report
+from service.submission import Submission as SubmissionBody
+
+SCOPES = ("submit", "read", "review", "admin")
+KEY_PREFIX = "kg"
+
+
+class IdempotencyConflict(Exception):
+    """The same Idempotency-Key was used with a different body."""
+
+
+# --- courses and keys ------------------------------------------------------------------------
+
+def create_course(session: Session, course_id: str, name: str) -> Course:
+    course = Course(id=course_id, name=name, webhook_secret=secrets.token_hex(32))
+    session.add(course)
+    session.commit()
+    return course
+
+
+def _hash_secret(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def create_key(session: Session, *, course_id: str, scopes: list[str], label: str = "") -> tuple[ApiKey, str]:
+    """Returns the row and the full key, which is shown once and never stored."""
+    unknown = sorted(set(scopes) - set(SCOPES))
+    if unknown or not scopes:
+        raise ValueError(f"unknown scopes {unknown}; choose from {', '.join(SCOPES)}" if unknown else "give at least one scope")
+    if session.get(Course, course_id) is None:
+        raise LookupError(f"no course {course_id!r}")
+    key_id = secrets.token_hex(6)
+    secret = secrets.token_urlsafe(32)
+    row = ApiKey(id=key_id, course_id=course_id, secret_hash=_hash_secret(secret), scopes=sorted(set(scopes)), label=label)
+    session.add(row)
+    session.commit()
+    return row, f"{KEY_PREFIX}_{key_id}_{secret}"
+
+
+def authenticate(session: Session, presented: str) -> ApiKey | None:
+    parts = presented.split("_", 2)
+    if len(parts) != 3 or parts[0] != KEY_PREFIX:
+        return None
+    row = session.get(ApiKey, parts[1])
+    if row is None or row.revoked_at is not None:
+        return None
+    return row if hmac.compare_digest(row.secret_hash, _hash_secret(parts[2])) else None
+
+
+def revoke_key(session: Session, key_id: str) -> bool:
+    row = session.get(ApiKey, key_id)
+    if row is None or row.revoked_at is not None:
+        return False
+    row.revoked_at = utcnow()
+    session.commit()
+    return True
+
+
+# --- submissions -------------------------------------------------------------------------------
+
+def body_digest(body: SubmissionBody, callback_url: str | None) -> str:
+    canonical = json.dumps({"body": body.model_dump(), "callback_url": callback_url}, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def create_submission(session: Session, *, course_id: str, body: SubmissionBody, callback_url: str | None,
+                      idempotency_key: str | None) -> tuple[Submission, bool]:
+    """Store a submission (queued). Returns (row, created); an idempotent replay returns the original."""
+    digest = body_digest(body, callback_url)
+    if idempotency_key is not None:
+        existing = session.scalar(select(Submission).where(Submission.course_id == course_id,
+                                                           Submission.idempotency_key == idempotency_key))
+        if existing is not None:
+            if existing.body_sha256 != digest:
+                raise IdempotencyConflict(idempotency_key)
+            return existing, False
+    row = Submission(id=uuid.uuid4().hex, course_id=course_id, exercise_id=body.exercise, body=body.model_dump(),
+                     body_sha256=digest, idempotency_key=idempotency_key, callback_url=callback_url,
+                     feedback_token=secrets.token_urlsafe(32), secret_seed=secrets.randbits(62), status="queued")
+    session.add(row)
+    try:
+        session.commit()
+    except IntegrityError:  # a concurrent request with the same key won the race
+        session.rollback()
+        if idempotency_key is None:
+            raise
+        return create_submission(session, course_id=course_id, body=body, callback_url=callback_url,
+                                 idempotency_key=idempotency_key)
+    return row, True
+
+
+def queue_depth(session: Session) -> int:
+    return session.scalar(select(func.count()).select_from(Submission).where(Submission.status.in_(("queued", "running")))) or 0
+
+
+def counts_by_status(session: Session) -> dict[str, int]:
+    return dict(session.execute(select(Submission.status, func.count()).group_by(Submission.status)).all())
+
+
+@dataclass(frozen=True)
+class Claim:
+    submission_id: str
+    token: str
+    attempt: int
+
+
+def _claimable(now: datetime):
+    return or_(Submission.status == "queued",
+               (Submission.status == "running") & (Submission.lease_expires_at < now))
+
+
+def claim(session: Session, *, lease_s: float, submission_id: str | None = None) -> Claim | None:
+    """Take one submission (a given one, or the oldest claimable) under a fresh lease.
+
+    The conditional UPDATE is the lock: of two workers racing for the same row, exactly one sees
+    rowcount 1. Works the same on SQLite and PostgreSQL.
+    """
+    for _ in range(5):
+        now = utcnow()
+        query = select(Submission.id).where(_claimable(now))
+        if submission_id is not None:
+            query = query.where(Submission.id == submission_id)
+        candidate = session.scalar(query.order_by(Submission.created_at).limit(1))
+        if candidate is None:
+            session.rollback()
+            return None
+        token = secrets.token_hex(16)
+        result = session.execute(
+            update(Submission)
+            .where(Submission.id == candidate, _claimable(now))
+            .values(status="running", lease_token=token, lease_expires_at=now + timedelta(seconds=lease_s),
+                    attempts=Submission.attempts + 1, updated_at=now)
+        )
+        session.commit()
+        if result.rowcount == 1:
+            attempts = session.scalar(select(Submission.attempts).where(Submission.id == candidate))
+            return Claim(candidate, token, attempts)
+    return None
+
+
+def renew_lease(session: Session, claim_: Claim, *, lease_s: float) -> bool:
+    result = session.execute(
+        update(Submission)
+        .where(Submission.id == claim_.submission_id, Submission.lease_token == claim_.token, Submission.status == "running")
+        .values(lease_expires_at=utcnow() + timedelta(seconds=lease_s))
+    )
+    session.commit()
+    return result.rowcount == 1
+
+
+def finish(session: Session, claim_: Claim, report: Report) -> ReportRow | None:
+    """Write the report and make it current, only if this worker still holds the lease.
+
+    One transaction: the report row, the submission's status and its current report, and the
+    webhook delivery (if a callback was asked for). A worker that lost its lease writes nothing.
+    """
+    # The conditional UPDATE comes first: it takes the row (PostgreSQL) or the write lock
+    # (SQLite), so nobody can re-claim between our check and our write.
+    result = session.execute(
+        update(Submission)
+        .where(Submission.id == claim_.submission_id, Submission.lease_token == claim_.token,
+               Submission.status == "running")
+        .values(status=report.status, lease_token=None, lease_expires_at=None, updated_at=utcnow())
+    )
+    if result.rowcount != 1:
+        session.rollback()
+        return None
+    row = session.get(Submission, claim_.submission_id)
+    seq = (session.scalar(select(func.max(ReportRow.seq)).where(ReportRow.submission_id == row.id)) or 0) + 1
+    report_row = ReportRow(submission_id=row.id, seq=seq, reason="initial" if seq == 1 else "regrade",
+                           status=report.status, report=json.loads(report.to_json()))
+    session.add(report_row)
+    session.flush()
+    row.current_report_id = report_row.id
+    if row.callback_url:
+        session.add(WebhookDelivery(submission_id=row.id, report_id=report_row.id, url=row.callback_url,
+                                    next_attempt_at=utcnow()))
+    session.commit()
+    return report_row
+
+
+def request_regrade(session: Session, submission_id: str) -> bool:
+    """Queue a graded submission again; its earlier reports stay as history."""
+    result = session.execute(
+        update(Submission)
+        .where(Submission.id == submission_id, Submission.status.in_(("graded", "not_gradable")))
+        .values(status="queued", attempts=0, lease_token=None, lease_expires_at=None, updated_at=utcnow())
+    )
+    session.commit()
+    return result.rowcount == 1
+
+
+def current_report(session: Session, row: Submission) -> ReportRow | None:
+    return session.get(ReportRow, row.current_report_id) if row.current_report_id is not None else None
+
+
+def report_history(session: Session, submission_id: str) -> list[ReportRow]:
+    return list(session.scalars(select(ReportRow).where(ReportRow.submission_id == submission_id).order_by(ReportRow.seq)))
+
+
+def deliveries(session: Session, submission_id: str) -> list[WebhookDelivery]:
+    return list(session.scalars(select(WebhookDelivery).where(WebhookDelivery.submission_id == submission_id)
+                                .order_by(WebhookDelivery.id)))

@@ -1,0 +1,108 @@
+"""create_app(): the FastAPI application, its lifespan (migrations, workers) and error mapping."""
+from __future__ import annotations
+
+import logging
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from service.api.deps import RateLimiter
+from service.api.routes import exercises, feedback, health, submissions
+from service.config import Settings, get_settings
+from service.db.migrate import upgrade
+from service.db.session import make_engine, make_sessionmaker
+from service.exercises import ExerciseCatalog
+from service.worker.dispatch import make_dispatcher
+from service.worker.metrics import Metrics
+
+log = logging.getLogger("kernelgrade.api")
+
+
+class BodySizeLimit:
+    """Refuse request bodies over the cap before they are read into memory (413)."""
+
+    def __init__(self, app, max_bytes: int) -> None:
+        self.app, self.max_bytes = app, max_bytes
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope.get("headers") or {}).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            return await self._refuse(send)
+        seen = 0
+
+        async def limited_receive():
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    raise _TooLarge()
+            return message
+
+        try:
+            await self.app(scope, limited_receive, send)
+        except _TooLarge:
+            await self._refuse(send)
+
+    async def _refuse(self, send) -> None:
+        body = f'{{"detail":"request body exceeds {self.max_bytes} bytes"}}'.encode()
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _validation_errors(exc: RequestValidationError) -> list[dict]:
+    """FastAPI's errors without echoing the input back (it may be a whole program)."""
+    return [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")} for e in exc.errors()]
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        upgrade(settings.db_url())
+        app.state.dispatcher.start()
+        try:
+            yield
+        finally:
+            app.state.dispatcher.stop()
+            app.state.engine.dispose()
+
+    app = FastAPI(title="kernelgrade", version="1", lifespan=lifespan,
+                  description="Autograder for Triton kernel exercises. Authenticate with `Authorization: Bearer <key>`.")
+    engine = make_engine(settings.db_url())
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.sessions = make_sessionmaker(engine)
+    app.state.metrics = Metrics()
+    app.state.rate_limiter = RateLimiter(settings.rate_limit_per_minute)
+    app.state.grader_catalog = ExerciseCatalog(settings.exercises_dir)
+    app.state.dispatcher = make_dispatcher(settings, sessions=app.state.sessions, metrics=app.state.metrics)
+
+    @app.exception_handler(RequestValidationError)
+    async def on_validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"detail": _validation_errors(exc)}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def on_http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(Exception)
+    async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return JSONResponse({"detail": "internal error (logged); nothing was lost: retry the request"}, status_code=500)
+
+    for router in (submissions.router, exercises.router, feedback.router, health.router):
+        app.include_router(router)
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    return app

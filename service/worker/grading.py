@@ -1,0 +1,92 @@
+"""Grade one claimed submission: the step both the in-process pool and Celery workers run.
+
+A heartbeat renews the lease while the sandbox runs; the report is written only if the lease is
+still ours (see store.finish), so a submission retried after a dead worker still ends with
+exactly one current report.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from datetime import datetime, timezone
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from service.db import store
+from service.db.models import Submission
+from service.exercises import ExerciseNotFound
+from service.grading.pipeline import Grader
+from service.report import Environment, ExerciseRef, Report, Score
+from service.submission import Submission as SubmissionBody
+from service.worker.metrics import Metrics
+
+log = logging.getLogger("kernelgrade.worker")
+
+
+class _Heartbeat:
+    def __init__(self, sessions: sessionmaker[Session], claim: store.Claim, lease_s: float) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(sessions, claim, lease_s), daemon=True,
+                                        name=f"lease-{claim.submission_id[:8]}")
+
+    def _run(self, sessions: sessionmaker[Session], claim: store.Claim, lease_s: float) -> None:
+        while not self._stop.wait(lease_s / 3):
+            try:
+                with sessions() as session:
+                    if not store.renew_lease(session, claim, lease_s=lease_s):
+                        log.warning("lost the lease on %s", claim.submission_id)
+                        return
+            except Exception:  # noqa: BLE001 - a failed renewal is retried at the next beat
+                log.exception("lease renewal failed for %s", claim.submission_id)
+
+    def __enter__(self) -> "_Heartbeat":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
+def gave_up_report(row: Submission, exercise_version: int, max_points: float, threshold: float, reason: str) -> Report:
+    return Report(
+        submission_id=row.id, exercise=ExerciseRef(id=row.exercise_id, version=exercise_version), status="not_gradable",
+        message=f"评分服务自身出错，这不是你的问题：这次提交不计分，也不算一次尝试。（内部原因：{reason}）",
+        score=Score(total=0, max=max_points, pass_threshold=threshold, passed=False, provisional=False),
+        environment=Environment(backend="interpreter", sandbox="none"), created_at=datetime.now(timezone.utc),
+    )
+
+
+def grade_claimed(sessions: sessionmaker[Session], grader: Grader, claim: store.Claim, *, lease_s: float,
+                  max_attempts: int, metrics: Metrics | None = None) -> str | None:
+    """Grade a claimed submission and write its report. Returns the final status, or None if the
+    lease was lost to another worker (nothing written)."""
+    with sessions() as session:
+        row = session.get(Submission, claim.submission_id)
+        body = SubmissionBody.model_validate(row.body)
+    started = time.monotonic()
+    try:
+        exercise = grader.catalog.get(body.exercise)
+    except ExerciseNotFound as exc:  # the exercise left the catalog after the submission was accepted
+        report = gave_up_report(row, 0, 10, 8, str(exc))
+    else:
+        if claim.attempt > max_attempts:
+            report = gave_up_report(row, exercise.spec.version, exercise.spec.max_points, exercise.spec.pass_threshold,
+                                    f"grading was interrupted {claim.attempt - 1} times (worker died or timed out)")
+        else:
+            with _Heartbeat(sessions, claim, lease_s):
+                try:
+                    report = grader.grade(body, submission_id=row.id, secret_seed=row.secret_seed)
+                except Exception as exc:  # noqa: BLE001 - our bug must become not_gradable, never a lost submission
+                    log.exception("grading %s failed", row.id)
+                    report = gave_up_report(row, exercise.spec.version, exercise.spec.max_points,
+                                            exercise.spec.pass_threshold, f"{type(exc).__name__}: {exc}")
+    with sessions() as session:
+        written = store.finish(session, claim, report)
+    if written is None:
+        log.warning("lease on %s was lost; discarded this worker's report", claim.submission_id)
+        return None
+    if metrics is not None:
+        metrics.graded(report, time.monotonic() - started)
+    return report.status

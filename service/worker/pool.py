@@ -1,0 +1,83 @@
+"""The in-process worker pool of `kernelgrade serve`: grading threads that claim submissions from
+the database, and one thread that delivers webhooks. Nothing else to start on one machine."""
+from __future__ import annotations
+
+import logging
+import threading
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from service.config import Settings
+from service.db import store
+from service.grading.pipeline import Grader
+from service.worker.grading import grade_claimed
+from service.worker.metrics import Metrics
+from service.worker.webhooks import deliver_due
+
+log = logging.getLogger("kernelgrade.pool")
+
+
+class InProcessPool:
+    def __init__(self, *, sessions: sessionmaker[Session], grader: Grader | None, settings: Settings, metrics: Metrics,
+                 grading_threads: int) -> None:
+        self.sessions, self.grader, self.settings, self.metrics = sessions, grader, settings, metrics
+        self.grading_threads = grading_threads if grader is not None else 0
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.busy = 0
+        self._busy_lock = threading.Lock()
+
+    def start(self) -> None:
+        for i in range(self.grading_threads):
+            self._threads.append(threading.Thread(target=self._grade_loop, name=f"grader-{i}", daemon=True))
+        self._threads.append(threading.Thread(target=self._webhook_loop, name="webhooks", daemon=True))
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        for thread in self._threads:
+            thread.join(timeout=2)
+
+    def wake(self) -> None:
+        """A submission was stored: don't wait for the next poll."""
+        self._wake.set()
+
+    @property
+    def free_slots(self) -> int:
+        return self.grading_threads - self.busy
+
+    def _grade_loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                with self.sessions() as session:
+                    claim = store.claim(session, lease_s=self.settings.lease_s)
+            except Exception:  # noqa: BLE001 - the database may be restarting: try again shortly
+                log.exception("claiming failed")
+                self._stop.wait(2)
+                continue
+            if claim is None:
+                self._wake.wait(1.0)
+                self._wake.clear()
+                continue
+            with self._busy_lock:
+                self.busy += 1
+            try:
+                grade_claimed(self.sessions, self.grader, claim, lease_s=self.settings.lease_s,
+                              max_attempts=self.settings.max_attempts, metrics=self.metrics)
+            except Exception:  # noqa: BLE001 - the lease expires and the submission is retried
+                log.exception("worker failed on %s", claim.submission_id)
+            finally:
+                with self._busy_lock:
+                    self.busy -= 1
+
+    def _webhook_loop(self) -> None:
+        while not self._stop.wait(0.5):
+            try:
+                deliver_due(self.sessions, allowed_hosts=self.settings.webhook_allowed_hosts,
+                            timeout_s=self.settings.webhook_timeout_s, backoff_s=self.settings.webhook_backoff_s,
+                            on_attempt=lambda ok: self.metrics.webhooks.labels("delivered" if ok else "failed").inc())
+            except Exception:  # noqa: BLE001
+                log.exception("webhook delivery loop failed")

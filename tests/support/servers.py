@@ -1,0 +1,70 @@
+"""Real things for tests: fresh databases (SQLite file or a new PostgreSQL database) and a real
+uvicorn server on a loopback port, in a thread of the test process."""
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+
+import httpx
+import psycopg
+import uvicorn
+
+from service.config import Settings
+
+POSTGRES_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def database(kind: str, tmp_path) -> Iterator[str]:
+    """A SQLAlchemy URL of an empty database of `kind` ("sqlite" or "postgresql"), dropped afterwards."""
+    if kind == "sqlite":
+        yield f"sqlite:///{tmp_path / 'kernelgrade.db'}"
+        return
+    name = f"kg_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
+    finally:
+        with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+class LiveServer:
+    def __init__(self, settings: Settings) -> None:
+        from service.main import create_app
+
+        self.app = create_app(settings)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning"))
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+
+    def __enter__(self) -> "LiveServer":
+        self._thread.start()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        raise RuntimeError("server did not start")
+
+    def __exit__(self, *exc) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=15)
+
+    @property
+    def sessions(self):
+        return self.app.state.sessions
