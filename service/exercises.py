@@ -73,17 +73,35 @@ class GivenCheck(_Strict):
     description: str
 
 
+def _compiles(patterns: list[str]) -> list[str]:
+    for p in patterns:
+        re.compile(p)
+    return patterns
+
+
 class Concept(_Strict):
     id: str = Field(pattern=_ID)
     label: str
-    patterns: list[str] = Field(min_length=1, description="regular expressions, case-insensitive")
+    weight: float = Field(1.0, gt=0)
+    patterns: list[str] = Field(min_length=1, description="regular expressions on NFKC-normalised lower-case text")
 
     @field_validator("patterns")
     @classmethod
-    def _compiles(cls, patterns: list[str]) -> list[str]:
-        for p in patterns:
-            re.compile(p)
-        return patterns
+    def _valid_patterns(cls, patterns: list[str]) -> list[str]:
+        return _compiles(patterns)
+
+
+class Misconception(_Strict):
+    id: str = Field(pattern=_ID)
+    label: str
+    patterns: list[str] = Field(min_length=1)
+    penalty: float = Field(0.25, ge=0, le=1, description="share of the question's points taken off")
+    negatable: bool = Field(True, description="'不能除以 BLOCK' does not state the misconception")
+
+    @field_validator("patterns")
+    @classmethod
+    def _valid_patterns(cls, patterns: list[str]) -> list[str]:
+        return _compiles(patterns)
 
 
 class Question(_Strict):
@@ -91,6 +109,15 @@ class Question(_Strict):
     prompt: str
     reference_answer: str
     concepts: list[Concept] = Field(min_length=1)
+    chain: list[str] = Field(default_factory=list, description="concept ids in causal order")
+    misconceptions: list[Misconception] = []
+
+    @model_validator(mode="after")
+    def _chain_known(self) -> "Question":
+        known = {c.id for c in self.concepts}
+        if unknown := [c for c in self.chain if c not in known]:
+            raise ValueError(f"question {self.id}: chain names unknown concepts {unknown}")
+        return self
 
 
 class RubricItem(_Strict):
@@ -125,7 +152,7 @@ class ExerciseSpec(_Strict):
     given_check: GivenCheck
     pass_threshold: float
     rubric: list[RubricItem] = Field(min_length=1)
-    questions: list[Question] = []
+    questions: list[Question] = Field([], description="inline, or in questions.yaml beside exercise.yaml")
     cases: list[CaseSpec] = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -185,7 +212,12 @@ class Exercise:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.spec = ExerciseSpec.model_validate(yaml.safe_load((root / "exercise.yaml").read_text(encoding="utf-8")))
+        data = yaml.safe_load((root / "exercise.yaml").read_text(encoding="utf-8"))
+        if (root / "questions.yaml").is_file() and "questions" not in data:
+            questions = yaml.safe_load((root / "questions.yaml").read_text(encoding="utf-8"))
+            # Keys other than `questions` (x-patterns, ...) hold YAML anchors shared between questions.
+            data["questions"] = questions["questions"] if isinstance(questions, dict) else questions
+        self.spec = ExerciseSpec.model_validate(data)
         if self.spec.id != root.name:
             raise ValueError(f"exercise id {self.spec.id!r} does not match its folder {root.name!r}")
 

@@ -1,41 +1,242 @@
-"""Provisional scoring of written answers: which of the question's concepts appear, quoted.
+"""Scoring written answers against a question's concept rubric, with the causal chain checked.
 
-This is a placeholder until the free-text grader lands (issue #4): it never decides alone. Any
-non-empty answer is `needs_review` with provisional points, so the score stays provisional
-until a TA confirms it. Empty answers score 0 and need no review.
+Written by hand because the judgement is specific and must explain itself: every point is tied
+to a quote from the student's text. For each question the rubric (in the exercise folder) lists
+concepts with the ways students say them, the order in which a causal chain links them, and known
+misconceptions. An answer earns
+
+- half of the points for the concepts it states (by weight), and
+- half for the *links* of the chain: consecutive concepts that appear in order and are joined by
+  words that make one the cause of the next (变成, 所以, 导致, →, becomes, so, ...), not merely
+  listed side by side. A list of terms earns little and is flagged as keyword stuffing;
+
+minus a penalty per misconception stated (not negated: "不能除以 BLOCK" is not the misconception).
+Every score carries a confidence; below the threshold the item is `needs_review`, and a TA's
+decision replaces it. Empty and off-topic answers score 0 with high confidence and no flag.
 """
 from __future__ import annotations
 
 import math
 import re
+import unicodedata
+from dataclasses import dataclass, field
 
 from service.exercises import Question
 from service.report import Item
 
-_QUOTE_CONTEXT = 24
+REVIEW_THRESHOLD = 0.7
+_QUOTE = 20
+
+# Words that make one statement the cause or the consequence of the next.
+_LINKS = re.compile(
+    r"(所以|因此|因而|导致|使得|使|变成|变为|变|成为|成了|得到|就会|就|会|于是|从而|进而|之后|然后|接着|再|后|因为|由于|结果|造成|引起|"
+    r"即|也就是|等于|是|为|加上|多加|多出|带来|产生|发生|出现|引发|需要|必须|应该|如果|否则|不然|要是|→|->|=>|⇒|\s=\s|"
+    r"\b(so|thus|therefore|hence|because|since|become|becomes|turns?|gives?|yields?|leads?|causes?|results?|then|after|"
+    r"which|means|adds?|makes?|is|are|equals?|need|needs|must|should|get|gets|when|occurs?|happens?|if|otherwise|unless)\b)",
+    re.IGNORECASE,
+)
+_ARROWS = re.compile(r"→|->|=>|⇒")
+_CONDITIONAL = re.compile(r"(如果|若|要是|否则|不然|\bif\b|\botherwise\b|\bunless\b)", re.IGNORECASE)
+_NEGATIONS = re.compile(r"(不|别|没|非|避免|而不是|绝不|\bnot\b|n't|\bnever\b|\binstead of\b|\bavoid|\brather than\b|\bno\b)",
+                        re.IGNORECASE)
+_SENTENCE_END = re.compile(r"(?:[。！？!?；;\n]|\.(?=\s|$))+")
+
+
+@dataclass
+class _Match:
+    concept: str
+    start: int
+    end: int
+    sentence: int
+
+
+@dataclass
+class TextScore:
+    points: float
+    confidence: float
+    found: list[dict] = field(default_factory=list)
+    missing: list[dict] = field(default_factory=list)
+    links: list[dict] = field(default_factory=list)
+    missing_links: list[dict] = field(default_factory=list)
+    misconceptions: list[dict] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+    kind: str = "scored"  # empty | off_topic | scored
+
+
+def normalise(text: str) -> str:
+    """NFKC folds full-width forms and compatibility characters (μ, ² → μ, 2), then lower-case."""
+    return unicodedata.normalize("NFKC", text.replace("\x00", "")).lower()
+
+
+def _sentences(text: str) -> list[tuple[int, int]]:
+    spans, start = [], 0
+    for m in _SENTENCE_END.finditer(text):
+        spans.append((start, m.start()))
+        start = m.end()
+    spans.append((start, len(text)))
+    return spans
+
+
+def _sentence_of(spans: list[tuple[int, int]], position: int) -> int:
+    for i, (a, b) in enumerate(spans):
+        if a <= position <= b:
+            return i
+    return len(spans) - 1
+
+
+def _quote(text: str, start: int, end: int) -> str:
+    return text[max(0, start - _QUOTE):min(len(text), end + _QUOTE)].strip()
+
+
+def _negated(text: str, start: int, spans: list[tuple[int, int]]) -> bool:
+    sentence_start = spans[_sentence_of(spans, start)][0]
+    window = text[max(sentence_start, start - 12):start]
+    return bool(_NEGATIONS.search(window))
+
+
+def _conditional(text: str, start: int, spans: list[tuple[int, int]]) -> bool:
+    """'如果这里不用 mask，……' describes what would go wrong; it does not recommend it."""
+    sentence_start = spans[_sentence_of(spans, start)][0]
+    return bool(_CONDITIONAL.search(text[max(sentence_start, start - 10):start]))
+
+
+def _prose(sentence: str) -> bool:
+    return bool(_LINKS.search(_ARROWS.sub(" ", sentence)))
+
+
+def score_answer(question: Question, answer: str, max_points: float) -> TextScore:
+    text = normalise(answer).strip()
+    if not text or len(text) < 3:
+        return TextScore(0.0, 0.95, kind="empty", missing=[{"concept": c.id, "label": c.label} for c in question.concepts])
+    spans = _sentences(text)
+    matches: dict[str, list[_Match]] = {}
+    for concept in question.concepts:
+        for pattern in concept.patterns:
+            for m in re.finditer(pattern, text, re.IGNORECASE):
+                matches.setdefault(concept.id, []).append(_Match(concept.id, m.start(), m.end(), _sentence_of(spans, m.start())))
+    misconceptions = _misconceptions(question, text, spans)
+    if not matches and not misconceptions:
+        return TextScore(0.0, 0.9, kind="off_topic", missing=[{"concept": c.id, "label": c.label} for c in question.concepts])
+
+    by_id = {c.id: c for c in question.concepts}
+    total_weight = sum(c.weight for c in question.concepts)
+    found = [{"concept": cid, "label": by_id[cid].label, "quote": _quote(text, ms[0].start, ms[0].end)}
+             for cid, ms in matches.items()]
+    missing = [{"concept": c.id, "label": c.label} for c in question.concepts if c.id not in matches]
+    concept_share = sum(by_id[cid].weight for cid in matches) / total_weight if matches else 0.0
+
+    links, missing_links = [], []
+    chain = question.chain
+    for before, after in zip(chain, chain[1:]):
+        evidence = _link(text, spans, matches.get(before, []), matches.get(after, []))
+        pair = {"from": before, "to": after, "label": f"{by_id[before].label} → {by_id[after].label}"}
+        if evidence is not None:
+            links.append({**pair, "quote": evidence})
+        else:
+            missing_links.append(pair)
+    link_share = len(links) / max(1, len(chain) - 1)
+
+    flags = []
+    stuffed = _looks_stuffed(text, matches, links, chain)
+    if stuffed:
+        flags.append("keyword_stuffing")
+        raw = max_points * 0.25 * concept_share
+    else:
+        raw = max_points * (0.5 * concept_share + 0.5 * link_share)
+    if misconceptions:  # the worst one counts: a TA sees them all
+        raw -= max_points * max(w.penalty for w in question.misconceptions
+                                if w.id in {m["misconception"] for m in misconceptions})
+    if misconceptions:
+        flags.append("misconception")
+    points = max(0.0, min(max_points, math.floor(raw * 2 + 0.5) / 2))  # nearest half point, halves up
+
+    clear = not flags and (points == max_points or (points == 0 and concept_share < 0.2))
+    confidence = 0.85 if clear else (0.4 if flags else 0.6)
+    return TextScore(points, confidence, found, missing, links, missing_links, misconceptions, flags)
+
+
+def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]]) -> list[dict]:
+    found = []
+    for wrong in question.misconceptions:
+        for pattern in wrong.patterns:
+            m = re.search(pattern, text, re.IGNORECASE)
+            if m and not (wrong.negatable and _negated(text, m.start(), spans)) and not _conditional(text, m.start(), spans):
+                found.append({"misconception": wrong.id, "label": wrong.label, "quote": _quote(text, m.start(), m.end())})
+                break
+    return found
+
+
+def _link(text: str, spans: list[tuple[int, int]], befores: list[_Match], afters: list[_Match]) -> str | None:
+    """A quote showing `before` leading to `after`: in order, at most two sentences apart, joined
+    by a linking word or told as consecutive sentences (not merely listed with commas)."""
+    for a in befores:
+        for b in afters:
+            if b.start < a.end or b.sentence - a.sentence > 2:
+                continue
+            between = text[a.end:b.start]
+            told_in_sentences = b.sentence > a.sentence and (
+                _prose(text[slice(*spans[a.sentence])]) or _prose(text[slice(*spans[b.sentence])]))
+            if _LINKS.search(between) or told_in_sentences:
+                return _quote(text, a.start, b.end)
+    return None
+
+
+def _looks_stuffed(text: str, matches: dict[str, list[_Match]], links: list[dict], chain: list[str]) -> bool:
+    """Many concepts, few links, and little text besides the terms themselves."""
+    if len(matches) < 3:
+        return False
+    covered = sorted((m.start, m.end) for ms in matches.values() for m in ms)
+    merged, end = 0, -1
+    for s, e in covered:
+        if e <= end:
+            continue
+        merged += e - max(s, end)
+        end = e
+    words = re.sub(r"[\s,，、;；:：/|·\-\.。>→]+", "", text)
+    term_share = merged / max(1, len(words))
+    outside = list(text)
+    for ms in matches.values():
+        for m in ms:
+            outside[m.start:m.end] = " " * (m.end - m.start)
+    prose_links = len(_LINKS.findall(_ARROWS.sub(" ", "".join(outside))))
+    few_links = len(links) <= max(0, (len(chain) - 1) // 3)
+    # A list of terms, or terms strung together by arrows with no prose between them.
+    return prose_links <= 1 and (few_links or term_share > 0.5)
 
 
 def score_text(*, item_id: str, title: str, max_points: float, question: Question, answer: str) -> Item:
-    text = answer.replace("\x00", "").strip()
-    if not text:
-        return Item(id=item_id, title=title, points=0.0, max_points=max_points, status="fail",
-                    feedback="未作答。", evidence={"answer_chars": 0})
-    found, missing = [], []
-    for concept in question.concepts:
-        match = next((m for p in concept.patterns if (m := re.search(p, text, re.IGNORECASE))), None)
-        if match:
-            start, end = max(0, match.start() - _QUOTE_CONTEXT), min(len(text), match.end() + _QUOTE_CONTEXT)
-            found.append({"concept": concept.id, "label": concept.label, "quote": text[start:end]})
-        else:
-            missing.append({"concept": concept.id, "label": concept.label})
-    coverage = len(found) / len(question.concepts)
-    points = math.floor(coverage * max_points * 2) / 2
-    lines = ["自动初评，待助教复核（暂定分数）。"]
-    if found:
-        lines.append("提到的概念：" + "；".join(f["label"] for f in found) + "。")
-    if missing:
-        lines.append("没有找到：" + "；".join(m["label"] for m in missing) + "。请说明因果链，而不是只列术语。")
-    return Item(id=item_id, title=title, points=points, max_points=max_points, status="needs_review",
-                feedback="\n".join(lines),
-                evidence={"found": found, "missing": missing, "coverage": coverage, "confidence": 0.3,
-                          "method": "concept patterns (provisional)"})
+    """The rubric item for one written answer, with feedback the student can act on."""
+    result = score_answer(question, answer, max_points)
+    points = min(result.points, max_points)
+    status = "needs_review" if result.confidence < REVIEW_THRESHOLD else ("pass" if points == max_points else
+                                                                          "fail" if points == 0 else "partial")
+    return Item(id=item_id, title=title, points=points, max_points=max_points, status=status,
+                feedback=_feedback(question, result),
+                evidence={"found": result.found, "missing": result.missing, "links": result.links,
+                          "missing_links": result.missing_links, "misconceptions": result.misconceptions,
+                          "flags": result.flags, "confidence": result.confidence, "kind": result.kind,
+                          "method": "concept rubric + causal links (automatic)"})
+
+
+def _feedback(question: Question, result: TextScore) -> str:
+    if result.kind == "empty":
+        return "未作答。"
+    if result.kind == "off_topic":
+        return "答案没有涉及本题的内容：" + "；".join(c.label for c in question.concepts[:3]) + "……"
+    lines = []
+    if result.found:
+        lines.append("你讲到了：" + "；".join(f"{f['label']}（“{f['quote']}”）" for f in result.found) + "。")
+    if result.links:
+        lines.append("因果链中讲清楚的环节：" + "；".join(link["label"] for link in result.links) + "。")
+    if result.missing:
+        lines.append("缺少：" + "；".join(m["label"] for m in result.missing) + "。")
+    if result.missing_links and "keyword_stuffing" not in result.flags:
+        lines.append("没有说明的因果环节：" + "；".join(m["label"] for m in result.missing_links)
+                     + "。请写出前一步如何导致后一步。")
+    if "keyword_stuffing" in result.flags:
+        lines.append("答案主要是术语的罗列，没有说明它们之间的因果关系：请用完整的句子说明每一步如何导致下一步。")
+    for wrong in result.misconceptions:
+        lines.append(f"误区：{wrong['label']}（“{wrong['quote']}”）。")
+    if result.confidence < REVIEW_THRESHOLD:
+        lines.append("这一项是自动初评，待助教复核。")
+    return "\n".join(lines)

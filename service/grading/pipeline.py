@@ -19,6 +19,7 @@ from sandbox.runner import SandboxRunner
 from service.exercises import Exercise, ExerciseCatalog
 from service.grading import rubric
 from service.grading.assemble import Program, assemble
+from service.grading.claims import unverified_claim
 from service.grading.compare import compare_outputs
 from service.grading.diagnose import CaseEvidence
 from service.grading.extract import Extraction, extract
@@ -70,9 +71,12 @@ class Grader:
         diagnoses = exercise.checks.diagnose(evidence) if run is not None else []
         items = rubric.score_items(exercise, submission, cases, not_run_reason=not_run_reason, diagnoses=diagnoses)
         vetoes = rubric.edit_vetoes(extraction.edits)
-        if (veto := rubric.coincidental_pass_veto(cases, diagnoses)) is not None:
-            vetoes.append(veto)
         given = run.given if run is not None else None
+        coincidental = rubric.coincidental_pass_veto(cases, diagnoses) or rubric.wrong_chain_veto(cases, items)
+        claim = unverified_claim(claimed_output=submission.claimed_output, program_ran=program is not None,
+                                 given_status=given.status if given else None, real_output=given.output if given else "",
+                                 not_run_reason=not_run_reason)
+        vetoes += [v for v in (coincidental, claim) if v is not None]
         return Report(
             submission_id=submission_id,
             exercise=ExerciseRef(id=exercise.id, version=spec.version),

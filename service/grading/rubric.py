@@ -92,6 +92,20 @@ def coincidental_pass_veto(cases: list[CaseReport], diagnoses: list[Diagnosis]) 
     })
 
 
+def wrong_chain_veto(cases: list[CaseReport], items: list[Item]) -> Veto | None:
+    """The code is right, but a written answer states a misconception: right by accident?"""
+    ran = [c for c in cases if c.kind != "given"]
+    if not ran or not all(c.passed and c.error is None for c in cases):
+        return None
+    stated = [{"item": i.id, **m} for i in items for m in i.evidence.get("misconceptions", [])]
+    if not stated:
+        return None
+    return Veto(rule="coincidental_pass", status="suspected", needs_review=True, evidence={
+        "misconceptions": stated,
+        "note": "代码全部通过，但书面回答里的因果链是错的：结果可能是碰巧正确。由助教确认。",
+    })
+
+
 def total_score(exercise: Exercise, items: list[Item], vetoes: list[Veto]) -> Score:
     total = sum(i.points for i in items)
     blocking = any(v.status in ("confirmed", "suspected") for v in vetoes)

@@ -43,7 +43,8 @@ def test_example_submission_earns_every_code_point_without_veto(grader):
     assert report.vetoes == [] and report.diagnoses == []
     assert report.given_check.status == "passed"
     assert all(c.passed for c in report.cases) and len(report.cases) == 1 + len(grader.catalog.get("lesson06_mean_var").spec.cases)
-    assert report.score.provisional, "written answers wait for a TA until the free-text grader lands"
+    assert all(items[q].status == "pass" and items[q].evidence["confidence"] >= 0.7 for q in ("q1", "q2", "q3"))
+    assert report.score.total == 10 and report.score.passed and not report.score.provisional
     assert report.environment.sandbox == "bwrap" and report.environment.triton
 
 
@@ -113,3 +114,30 @@ def test_report_round_trips_through_its_schema(corpus):
     assert Report.model_validate(data) == report
     assert {v["rule"]: v["status"] for v in data["vetoes"]} == {"coincidental_pass": "suspected"}
     assert data["score"]["provisional"] is True and data["score"]["passed"] is False
+
+
+def _answer(exercise, fill: str, **fields) -> Submission:
+    return Submission(exercise=exercise.id, code=exercise.template.replace("______", fill, 1), **fields)
+
+
+def test_claimed_pass_over_a_failing_check_is_a_suspected_unverified_claim(grader, exercise):
+    report = grader.grade(_answer(exercise, "True", claimed_output="两个 assert_close 都通过了，没有输出。"), secret_seed=SEED)
+    veto = next(v for v in report.vetoes if v.rule == "unverified_claim")
+    assert veto.status == "suspected" and veto.needs_review
+    assert report.given_check.status == "failed" and "AssertionError" in veto.evidence["real_output"]
+    assert report.score.provisional and not report.score.passed
+
+
+def test_honest_static_review_is_not_a_veto(grader, exercise):
+    report = grader.grade(_answer(exercise, "True", claimed_output="没有 GPU，仅静态审查。"), secret_seed=SEED)
+    assert "unverified_claim" not in {v.rule for v in report.vetoes}
+
+
+def test_right_code_with_a_wrong_causal_chain_is_a_suspected_coincidental_pass(grader, exercise):
+    answers = {"q2": "其实不会污染：load 时 other=0.0，padding 全是 0，0 的平方还是 0，对方差没有贡献。"}
+    report = grader.grade(_answer(exercise, "mask", answers=answers), secret_seed=SEED)
+    assert all(c.passed for c in report.cases)
+    veto = next(v for v in report.vetoes if v.rule == "coincidental_pass")
+    assert veto.status == "suspected" and veto.evidence["misconceptions"][0]["item"] == "q2"
+    q2 = next(i for i in report.items if i.id == "q2")
+    assert q2.points == 0 and q2.status == "needs_review" and "误区" in q2.feedback
