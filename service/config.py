@@ -46,6 +46,11 @@ class Settings(BaseSettings):
                                            description="waits between delivery attempts")
     public_url: str = Field("", description="base URL used in links (default: the request's)")
 
+    # --- optional model-assisted review of written answers (off unless a URL is set) ----------
+    model_assist_url: str | None = Field(None, description="OpenAI-compatible base URL, e.g. http://host:8000/v1")
+    model_assist_model: str = Field("", description="model name sent to that endpoint")
+    model_assist_api_key: str = Field("", description="bearer token for that endpoint (from the environment)")
+
     def device_mode(self) -> DeviceMode:
         if self.device == "auto":
             return DeviceMode.gpu if gpu_present(self.gpu_index) else DeviceMode.interpreter

@@ -25,6 +25,7 @@ from service.grading.diagnose import CaseEvidence
 from service.grading.extract import Extraction, extract
 from service.grading.fills import check_fill, names_in_scope
 from service.grading.inputs import case_seed, draw_rows, storage
+from service.grading.model_assist import ModelAssist
 from service.report import (
     CaseReport, EditReport, Environment, ExerciseRef, GivenCheckReport, ProgramReport, Report, Score, Seeds,
 )
@@ -39,6 +40,7 @@ class Grader:
     runner: SandboxRunner
     mode: DeviceMode
     device_index: int = 0
+    assist: ModelAssist | None = None  # optional second opinion on written answers
 
     def grade(self, submission: Submission, *, submission_id: str | None = None, secret_seed: int | None = None) -> Report:
         started = time.monotonic()
@@ -69,7 +71,8 @@ class Grader:
 
         cases, evidence = self._cases(exercise, run, rows, seeds)
         diagnoses = exercise.checks.diagnose(evidence) if run is not None else []
-        items = rubric.score_items(exercise, submission, cases, not_run_reason=not_run_reason, diagnoses=diagnoses)
+        items = rubric.score_items(exercise, submission, cases, not_run_reason=not_run_reason, diagnoses=diagnoses,
+                                   assist=self.assist)
         vetoes = rubric.edit_vetoes(extraction.edits)
         given = run.given if run is not None else None
         coincidental = rubric.coincidental_pass_veto(cases, diagnoses) or rubric.wrong_chain_veto(cases, items)
@@ -187,5 +190,9 @@ def build_grader(settings) -> Grader:
 
     backend = make_backend(settings.sandbox, python=settings.sandbox_python, hidden_paths=settings.hidden_paths(),
                            allow_unsafe_local=settings.allow_unsafe_local_sandbox == UNSAFE_LOCAL_CONSENT)
+    assist = None
+    if settings.model_assist_url:
+        assist = ModelAssist(base_url=settings.model_assist_url, model=settings.model_assist_model,
+                             api_key=settings.model_assist_api_key)
     return Grader(catalog=ExerciseCatalog(settings.exercises_dir), runner=SandboxRunner(backend=backend, limits=settings.limits),
-                  mode=settings.device_mode(), device_index=settings.gpu_index)
+                  mode=settings.device_mode(), device_index=settings.gpu_index, assist=assist)

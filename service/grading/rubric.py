@@ -6,6 +6,7 @@ import math
 from service.exercises import Exercise, RubricItem
 from service.grading.extract import Edit
 from service.grading.freetext import score_text
+from service.grading.model_assist import ModelAssist
 from service.report import CaseReport, Diagnosis, Item, Score, Veto
 from service.submission import Submission
 
@@ -53,14 +54,15 @@ def _case_failure(case: CaseReport) -> str:
 
 
 def score_items(exercise: Exercise, submission: Submission, cases: list[CaseReport], *,
-                not_run_reason: str | None, diagnoses: list[Diagnosis]) -> list[Item]:
+                not_run_reason: str | None, diagnoses: list[Diagnosis], assist: ModelAssist | None = None) -> list[Item]:
     items = []
     for item in exercise.spec.rubric:
         if item.source == "cases":
             items.append(score_cases_item(item, cases, not_run_reason=not_run_reason, diagnoses=diagnoses))
-        else:
-            items.append(score_text(item_id=item.id, title=item.title, max_points=item.points,
-                                    question=exercise.question(item.question), answer=submission.answer(item.question)))
+            continue
+        question, answer = exercise.question(item.question), submission.answer(item.question)
+        scored = score_text(item_id=item.id, title=item.title, max_points=item.points, question=question, answer=answer)
+        items.append(assist.annotate(scored, question, answer) if assist is not None else scored)
     return items
 
 
