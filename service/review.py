@@ -1,0 +1,78 @@
+"""TA decisions: override an item's points, confirm or dismiss a veto. A decision never edits a
+report in place: it produces the next report (history kept), with the decision in its evidence."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from service.report import Report, Score
+
+
+class DecisionRequest(BaseModel):
+    """What a TA decides. Exactly one target: an item (with new points) or a veto (confirm/dismiss)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    item: str | None = Field(None, max_length=100, description="rubric item id, e.g. q2")
+    points: float | None = Field(None, ge=0, description="the item's new points")
+    veto: Literal["modified_outside_blank", "boundary_check_removed", "unverified_claim", "coincidental_pass"] | None = None
+    action: Literal["confirm", "dismiss"] | None = None
+    reason: str = Field(min_length=3, max_length=4000, description="why; shown to the student and kept in the audit")
+
+    @model_validator(mode="after")
+    def _one_target(self) -> "DecisionRequest":
+        if (self.item is None) == (self.veto is None):
+            raise ValueError("decide on exactly one of `item` (with `points`) or `veto` (with `action`)")
+        if self.item is not None and (self.points is None or self.action is not None):
+            raise ValueError("an item decision needs `points` (and no `action`)")
+        if self.veto is not None and (self.action is None or self.points is not None):
+            raise ValueError("a veto decision needs `action`: confirm or dismiss (and no `points`)")
+        return self
+
+    @property
+    def target(self) -> str:
+        return f"item:{self.item}" if self.item is not None else f"veto:{self.veto}"
+
+
+class DecisionError(ValueError):
+    pass
+
+
+def apply_decision(report: Report, decision: DecisionRequest, *, actor: str) -> tuple[Report, dict, dict]:
+    """The next report, and the decided thing before and after (for the audit)."""
+    stamp = {"by": actor, "at": datetime.now(timezone.utc).isoformat(), "reason": decision.reason}
+    items, vetoes = list(report.items), list(report.vetoes)
+    if decision.item is not None:
+        index = next((i for i, it in enumerate(items) if it.id == decision.item), None)
+        if index is None:
+            raise DecisionError(f"no rubric item {decision.item!r} in this report ({', '.join(i.id for i in items)})")
+        old = items[index]
+        if decision.points > old.max_points:
+            raise DecisionError(f"{old.id} is worth at most {old.max_points:g} points")
+        status = "pass" if decision.points == old.max_points else "fail" if decision.points == 0 else "partial"
+        new = old.model_copy(update={
+            "points": decision.points, "status": status,
+            "feedback": f"{old.feedback}\n助教复核：{decision.points:g}/{old.max_points:g}。{decision.reason}",
+            "evidence": {**old.evidence, "ta_decision": {**stamp, "points_before": old.points}},
+        })
+        items[index] = new
+        before, after = {"points": old.points, "status": old.status}, {"points": new.points, "status": new.status}
+    else:
+        index = next((i for i, v in enumerate(vetoes) if v.rule == decision.veto), None)
+        if index is None:
+            raise DecisionError(f"this report raises no {decision.veto!r} veto")
+        old = vetoes[index]
+        status = "confirmed" if decision.action == "confirm" else "dismissed"
+        new = old.model_copy(update={"status": status, "needs_review": False,
+                                     "evidence": {**old.evidence, "ta_decision": {**stamp, "status_before": old.status}}})
+        vetoes[index] = new
+        before, after = {"status": old.status}, {"status": new.status}
+    total = sum(i.points for i in items)
+    blocking = any(v.status in ("confirmed", "suspected") for v in vetoes)
+    provisional = any(i.status == "needs_review" for i in items) or any(v.status == "suspected" for v in vetoes)
+    score = Score(total=total, max=report.score.max, pass_threshold=report.score.pass_threshold,
+                  passed=total >= report.score.pass_threshold and not blocking, provisional=provisional)
+    return (report.model_copy(update={"items": items, "vetoes": vetoes, "score": score,
+                                      "created_at": datetime.now(timezone.utc)}), before, after)
