@@ -277,7 +277,7 @@ class ExerciseCatalog:
         return sorted(p.name for p in self.root.iterdir() if (p / "exercise.yaml").is_file())
 
     def get(self, exercise_id: str) -> Exercise:
-        if not re.fullmatch(_ID, exercise_id) or not (self.root / exercise_id / "exercise.yaml").is_file():
+        if len(exercise_id) > 100 or not re.fullmatch(_ID, exercise_id) or not (self.root / exercise_id / "exercise.yaml").is_file():
             known = ", ".join(self.ids()) or "none"
             raise ExerciseNotFound(f"unknown exercise {exercise_id!r} (known: {known})")
         if exercise_id not in self._cache:

@@ -33,31 +33,32 @@ class BodySizeLimit:
         declared = dict(scope.get("headers") or {}).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
             return await self._refuse(send)
+        # Read the body here, up to the cap, then hand it on: without a Content-Length (chunked) the
+        # cap can only be seen while streaming, and an error raised from receive() inside the app
+        # would not reach us (FastAPI turns any failure while reading the body into a 400).
+        buffered: list[dict] = []
         seen = 0
-
-        async def limited_receive():
-            nonlocal seen
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    raise _TooLarge()
-            return message
+            buffered.append(message)
+            if message["type"] != "http.request":
+                break
+            seen += len(message.get("body", b""))
+            if seen > self.max_bytes:
+                return await self._refuse(send)
+            if not message.get("more_body", False):
+                break
 
-        try:
-            await self.app(scope, limited_receive, send)
-        except _TooLarge:
-            await self._refuse(send)
+        async def replay():
+            return buffered.pop(0) if buffered else await receive()
+
+        await self.app(scope, replay, send)
 
     async def _refuse(self, send) -> None:
         body = f'{{"detail":"request body exceeds {self.max_bytes} bytes"}}'.encode()
         await send({"type": "http.response.start", "status": 413,
                     "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": body})
-
-
-class _TooLarge(Exception):
-    pass
 
 
 def _validation_errors(exc: RequestValidationError) -> list[dict]:

@@ -22,12 +22,14 @@ class FeedbackView(BaseModel):
 
 @router.get("/{token}", response_model=FeedbackView)
 def feedback(token: str, session: SessionDep) -> FeedbackView:
-    row = session.scalar(select(Submission).where(Submission.feedback_token == token)) if len(token) <= 64 else None
+    row = (session.scalar(select(Submission).where(Submission.feedback_token == token))
+           if len(token) <= 64 and "\x00" not in token else None)
     if row is None:
         raise HTTPException(404, "no such feedback link")
     current = store.current_report(session, row)
     report = dict(current.report) if current is not None and row.status in ("graded", "not_gradable") else None
-    if report and report.get("seeds"):
-        # The secret seed stays with the course: it would reveal the hidden data of a regrade.
-        report["seeds"] = {k: v for k, v in report["seeds"].items() if k != "secret"}
+    if report:
+        # Seeds stay with the course: they determine the hidden inputs, which a regrade reuses.
+        report.pop("seeds", None)
+        report["cases"] = [{k: v for k, v in case.items() if k != "seed"} for case in report.get("cases", [])]
     return FeedbackView(status=row.status, exercise=row.exercise_id, report=report)

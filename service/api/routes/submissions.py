@@ -54,14 +54,14 @@ def view(request: Request, session: Session, row: Submission, settings: Settings
 
 
 def owned(session: Session, submission_id: str, course_id: str) -> Submission:
-    row = session.get(Submission, submission_id) if len(submission_id) <= 64 else None
+    row = session.get(Submission, submission_id) if len(submission_id) <= 64 and "\x00" not in submission_id else None
     if row is None or row.course_id != course_id:  # another course's submission does not exist for this key
         raise HTTPException(404, f"no submission {submission_id[:64]!r}")
     return row
 
 
-def _accept(request: Request, session: Session, settings: Settings, *, course_id: str, item: SubmissionCreate,
-            idempotency_key: str | None, field_prefix: str = "") -> tuple[Submission, bool]:
+def _check(request: Request, settings: Settings, item: SubmissionCreate, field_prefix: str = "") -> SubmissionBody:
+    """Everything that can refuse an item (422) short of storing it; returns the stored body."""
     try:
         request.app.state.grader_catalog.get(item.exercise)
     except ExerciseNotFound as exc:
@@ -71,7 +71,12 @@ def _accept(request: Request, session: Session, settings: Settings, *, course_id
             check_callback_url(item.callback_url, allowed_hosts=settings.webhook_allowed_hosts)
         except CallbackRefused as exc:
             raise field_error(f"{field_prefix}callback_url", str(exc)) from None
-    body = SubmissionBody.model_validate(item.model_dump(include=set(SubmissionBody.model_fields)))
+    return SubmissionBody.model_validate(item.model_dump(include=set(SubmissionBody.model_fields)))
+
+
+def _accept(request: Request, session: Session, settings: Settings, *, course_id: str, item: SubmissionCreate,
+            idempotency_key: str | None, field_prefix: str = "") -> tuple[Submission, bool]:
+    body = _check(request, settings, item, field_prefix)
     try:
         return store.create_submission(session, course_id=course_id, body=body, callback_url=item.callback_url,
                                        idempotency_key=idempotency_key)
@@ -108,11 +113,11 @@ def create_submission(
         request.app.state.dispatcher.submitted(row.id)
     deadline = time.monotonic() + wait
     while row.status not in FINAL and time.monotonic() < deadline:
+        session.close()  # no pooled connection held while we sleep: waiting requests must not starve the workers
         time.sleep(0.1)
-        session.expire_all()
         row = session.get(Submission, row.id)
     result = view(request, session, row, settings)
-    return JSONResponse(result.model_dump(mode="json"), status_code=200 if row.status in FINAL else 202,
+    return JSONResponse(result.model_dump(mode="json", by_alias=True), status_code=200 if row.status in FINAL else 202,
                         headers={"Location": result.links.self})
 
 
@@ -122,6 +127,16 @@ def create_batch(request: Request, batch: BatchCreate, session: SessionDep, sett
     if len(batch.submissions) > settings.max_batch:
         raise field_error("submissions", f"at most {settings.max_batch} submissions per batch (got {len(batch.submissions)})")
     _check_capacity(session, settings, len(batch.submissions))
+    # Check every item before storing any: a refused batch (422, 409) stores nothing.
+    digests: dict[str, str] = {}
+    for index, item in enumerate(batch.submissions):
+        body = _check(request, settings, item, field_prefix=f"submissions.{index}.")
+        if item.idempotency_key is not None:
+            digest = store.body_digest(body, item.callback_url)
+            existing = session.query(Submission).filter_by(course_id=key.course_id,
+                                                           idempotency_key=item.idempotency_key).one_or_none()
+            if digests.setdefault(item.idempotency_key, digest) != digest or (existing and existing.body_sha256 != digest):
+                raise HTTPException(409, f"Idempotency-Key {item.idempotency_key!r} was already used with a different body")
     rows = []
     for index, item in enumerate(batch.submissions):
         row, created = _accept(request, session, settings, course_id=key.course_id, item=item,

@@ -1,0 +1,105 @@
+"""/v1/exercises: what a student may see (template, questions, rubric points) and never what
+grades them (the solution, reference answers, concepts, mutants, the cases' data)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from service.exercises import ExerciseCatalog
+from tests.api.support import BLANK, EXERCISE
+
+pytestmark = pytest.mark.sandbox
+
+
+@pytest.fixture(scope="module")
+def exercise(service):
+    return ExerciseCatalog(service.settings.exercises_dir).get(EXERCISE)
+
+
+@pytest.fixture(scope="module")
+def reader(service):
+    return service.new_course().client("read")
+
+
+def public_text(exercise) -> str:
+    """What the student is shown anyway: a secret that is a substring of this is no secret."""
+    spec = exercise.spec
+    parts = [exercise.template, spec.title, *(q.prompt for q in spec.questions), *(i.title for i in spec.rubric)]
+    return "\n".join(parts)
+
+
+def secrets_of(exercise) -> list[str]:
+    """Every piece of grading material that must never reach a student."""
+    template_lines = set(exercise.template.splitlines())
+    found = [line.strip() for line in exercise.solution.splitlines() if line not in template_lines and line.strip()]
+    for question in exercise.spec.questions:
+        found.append(question.reference_answer)
+        for concept in question.concepts:
+            found += [concept.label, *concept.patterns]
+        for misconception in getattr(question, "misconceptions", []):
+            found += [misconception.label, *misconception.patterns]
+    mutants = exercise.mutants() if callable(exercise.mutants) else exercise.mutants
+    for mutant in mutants:
+        found.append(mutant.description)
+        if mutant.fill:
+            found.append(mutant.fill)
+        found += [edit.new for edit in (mutant.edits or [])]
+        found.append(exercise.mutant_code(mutant))
+    for case in exercise.spec.cases:
+        found += [case.description, *([case.targets] if case.targets else [])]
+    public = public_text(exercise)
+    return [s for s in {s.strip() for s in found} if len(s) >= 4 and s not in public]
+
+
+def test_list_exercises(reader, exercise):
+    response = reader.get("/v1/exercises")
+    assert response.status_code == 200, response.text
+    listed = {e["id"]: e for e in response.json()}
+    assert EXERCISE in listed
+    summary = listed[EXERCISE]
+    assert summary["title"] == exercise.spec.title
+    assert summary["max_points"] == exercise.spec.max_points == sum(i.points for i in exercise.spec.rubric)
+    assert summary["pass_threshold"] == exercise.spec.pass_threshold
+    assert summary["version"] == exercise.spec.version
+
+
+def test_exercise_shows_template_questions_and_rubric(reader, exercise):
+    response = reader.get(f"/v1/exercises/{EXERCISE}")
+    assert response.status_code == 200, response.text
+    view = response.json()
+    assert view["template"] == exercise.template and BLANK in view["template"]
+    assert view["entry_point"] == exercise.spec.entry_point
+    assert [(q["id"], q["prompt"]) for q in view["questions"]] == [(q.id, q.prompt) for q in exercise.spec.questions]
+    assert len(view["questions"]) >= 1
+    assert [(r["id"], r["points"]) for r in view["rubric"]] == [(i.id, i.points) for i in exercise.spec.rubric]
+    assert sum(r["points"] for r in view["rubric"]) == view["max_points"]
+    kinds = view["case_kinds"]
+    assert kinds["given"] == 1
+    assert sum(kinds.values()) == 1 + len(exercise.spec.cases)
+
+
+@pytest.mark.parametrize("path", ["/v1/exercises", f"/v1/exercises/{EXERCISE}"])
+def test_exercise_never_shows_the_solution_or_grading_material(reader, exercise, path):
+    response = reader.get(path)
+    assert response.status_code == 200
+    text = response.text
+    decoded = json.dumps(response.json(), ensure_ascii=False)  # the same, with non-ASCII unescaped
+    assert "tl.where(mask," not in text and "tl.where(mask," not in decoded
+    assert exercise.solution not in decoded
+    for question in exercise.spec.questions:
+        assert question.reference_answer not in decoded
+    secrets = secrets_of(exercise)
+    assert len(secrets) > 20, "the exercise should have plenty of grading material to keep secret"
+    leaked = [s for s in secrets if s in decoded]
+    assert leaked == [], f"grading material in {path}: {leaked[:5]}"
+    for field in ("reference_answer", "concepts", "patterns", "mutants", "solution", "seed", "targets", "misconceptions"):
+        assert f'"{field}"' not in decoded
+
+
+def test_unknown_exercise_is_404(reader):
+    for exercise_id in ("lesson99_nope", "..", "lesson06_mean_var.bak", "a" * 1000):
+        response = reader.get(f"/v1/exercises/{exercise_id}")
+        assert response.status_code == 404, (exercise_id, response.text)
+    traversal = reader.get("/v1/exercises/..%2F..%2Fexercises%2Flesson06_mean_var")
+    assert traversal.status_code == 404

@@ -1,0 +1,87 @@
+"""Signed webhooks to a real HTTP receiver on 127.0.0.1 that fails the first delivery: the
+retry, the signature, the body, and the attempts recorded on the submission."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from service.report import SCHEMA
+from service.worker.webhooks import SIGNATURE_HEADER, verify
+from tests.api.support import Receiver, cheap_body, wait_final, wait_for, webhook_secret
+
+pytestmark = pytest.mark.sandbox
+
+
+def delivered(client, submission_id: str, count: int = 1):
+    def check():
+        view = client.get(f"/v1/submissions/{submission_id}").json()
+        hooks = view["webhooks"]
+        return view if len(hooks) >= count and all(h["delivered"] or h["next_attempt_at"] is None for h in hooks) else None
+
+    return wait_for(check, timeout=60, interval=0.2, what=f"webhook deliveries of {submission_id}")
+
+
+def test_webhook_is_retried_signed_and_recorded(service, course, receiver):
+    client = course.client("submit", "read", "review")
+    response = client.post("/v1/submissions", json={**cheap_body(), "callback_url": receiver.url})
+    assert response.status_code == 202, response.text
+    submission_id = response.json()["id"]
+
+    view = delivered(client, submission_id)
+    received = receiver.snapshot()
+    assert [r.answered for r in received] == [500, 200], "one failure, then one retry that succeeded"
+    secret = webhook_secret(service, course.id)
+    assert secret == course.webhook_secret
+    for request in received:
+        assert request.path == "/hooks/kernelgrade"
+        assert request.headers["content-type"] == "application/json"
+        assert request.headers["kernelgrade-event"] == "submission.graded"
+        assert verify(secret, request.body, request.headers[SIGNATURE_HEADER.lower()])
+        # Any other secret, or a tampered body, does not verify.
+        assert not verify(service.new_course().webhook_secret, request.body, request.headers[SIGNATURE_HEADER.lower()])
+        assert not verify(secret, request.body + b" ", request.headers[SIGNATURE_HEADER.lower()])
+    assert received[0].headers["kernelgrade-delivery"] == received[1].headers["kernelgrade-delivery"]
+
+    payload = json.loads(received[-1].body)
+    assert payload["event"] == "submission.graded"
+    assert payload["submission_id"] == submission_id
+    assert payload["status"] == "graded" and payload["report_seq"] == 1
+    assert payload["report"]["schema"] == SCHEMA
+    assert payload["report"]["submission_id"] == submission_id
+    assert payload["report"] == view["report"]
+
+    hooks = view["webhooks"]
+    assert len(hooks) == 1
+    assert hooks[0]["url"] == receiver.url
+    assert hooks[0]["attempts"] == 2
+    assert hooks[0]["delivered"] is True
+    assert hooks[0]["last_status_code"] == 200 and hooks[0]["last_error"] is None
+    assert hooks[0]["next_attempt_at"] is None
+
+
+def test_regrade_sends_the_new_report(service, course, receiver):
+    client = course.client("submit", "read", "review")
+    submission_id = client.post("/v1/submissions", json={**cheap_body(), "callback_url": receiver.url}).json()["id"]
+    delivered(client, submission_id)
+    wait_final(client, submission_id)
+    assert client.post(f"/v1/submissions/{submission_id}/regrade").status_code == 202
+    wait_final(client, submission_id)
+    view = delivered(client, submission_id, count=2)
+    assert [(h["attempts"], h["delivered"]) for h in view["webhooks"]] == [(2, True), (1, True)]
+    last = json.loads(receiver.snapshot()[-1].body)
+    assert last["report_seq"] == 2 and last["report"] == view["report"]
+
+
+def test_a_receiver_that_never_accepts_is_given_up_after_the_backoff(service, course):
+    with Receiver(fail_first=10**6) as failing:
+        client = course.client("submit", "read")
+        submission_id = client.post("/v1/submissions", json={**cheap_body(), "callback_url": failing.url}).json()["id"]
+        view = delivered(client, submission_id)
+        attempts = 1 + len(service.settings.webhook_backoff_s)
+        assert [r.answered for r in failing.snapshot()] == [500] * attempts
+    hook = view["webhooks"][0]
+    assert hook["attempts"] == attempts and hook["delivered"] is False
+    assert hook["last_status_code"] == 500 and "500" in hook["last_error"]
+    assert hook["next_attempt_at"] is None, "given up: no further attempt is scheduled"
+    assert view["status"] == "graded", "a failing webhook does not change the submission"
