@@ -28,6 +28,8 @@ keys_app = typer.Typer(help="Per-course API keys (stored hashed; shown once).", 
 courses_app = typer.Typer(help="Courses: each has its keys, submissions and webhook secret.", no_args_is_help=True)
 app.add_typer(keys_app, name="keys")
 app.add_typer(courses_app, name="courses")
+review_app = typer.Typer(help="TA review: the queue of reports waiting for a TA, and decisions.", no_args_is_help=True)
+app.add_typer(review_app, name="review")
 err = Console(stderr=True)
 
 DeviceOpt = Annotated[Literal["auto", "gpu", "interpreter"] | None,
@@ -254,6 +256,46 @@ def revoke_key(key_id: Annotated[str, typer.Argument(help="the id shown by `keys
         if not store.revoke_key(session, key_id):
             raise _fail(f"no active key {key_id!r}")
         print(f"key {key_id} revoked")
+
+
+@review_app.command("queue")
+def review_queue(course: Annotated[str, typer.Option(help="course id")],
+                 exercise: Annotated[str | None, typer.Option(help="only this exercise")] = None) -> None:
+    """Graded submissions whose report waits for a TA, with the reasons."""
+    from service.db import decisions
+
+    with _sessions(Settings())() as session:
+        for submission, reasons in decisions.review_queue(session, course, exercise=exercise):
+            print(f"{submission.id}\t{submission.exercise_id}\t{submission.created_at:%Y-%m-%d %H:%M}\t{', '.join(reasons)}")
+
+
+@review_app.command("decide")
+def review_decide(
+    submission_id: Annotated[str, typer.Argument(help="the submission")],
+    reason: Annotated[str, typer.Option(help="why (kept in the audit, shown to the student)")],
+    by: Annotated[str, typer.Option(help="who decides (name or e-mail)")],
+    item: Annotated[str | None, typer.Option(help="rubric item to re-score, e.g. q2")] = None,
+    points: Annotated[float | None, typer.Option(help="the item's new points")] = None,
+    veto: Annotated[str | None, typer.Option(help="veto rule to decide, e.g. coincidental_pass")] = None,
+    confirm: Annotated[bool | None, typer.Option("--confirm/--dismiss", help="confirm or dismiss the veto")] = None,
+) -> None:
+    """Record a TA decision; it issues the next report (history kept) and notifies the webhook."""
+    from service.db import decisions
+    from service.review import DecisionError, DecisionRequest
+
+    action = None if confirm is None else ("confirm" if confirm else "dismiss")
+    try:
+        request = DecisionRequest(item=item, points=points, veto=veto, action=action, reason=reason)
+    except ValidationError as exc:
+        raise _fail("; ".join(e["msg"] for e in exc.errors())) from None
+    with _sessions(Settings())() as session:
+        try:
+            decision = decisions.decide(session, submission_id, request, actor=f"cli:{by}")
+        except decisions.NotDecidable:
+            raise _fail(f"submission {submission_id!r} does not exist or is not graded yet") from None
+        except DecisionError as exc:
+            raise _fail(str(exc)) from None
+        print(f"decision {decision.id}: {decision.target} {decision.before} -> {decision.after}; report {decision.new_report_id} is current")
 
 
 @app.command()

@@ -94,3 +94,20 @@ class WebhookDelivery(Base):
     next_attempt_at: Mapped[datetime | None] = mapped_column(TZDateTime, nullable=True, index=True)
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow, onupdate=utcnow)
+
+
+class Decision(Base):
+    """A TA's decision on one item or veto of a report, and the report it produced (audit trail)."""
+
+    __tablename__ = "decisions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    submission_id: Mapped[str] = mapped_column(ForeignKey("submissions.id"), index=True)
+    report_id: Mapped[int] = mapped_column(ForeignKey("reports.id"))  # the report decided on
+    new_report_id: Mapped[int] = mapped_column(ForeignKey("reports.id"))  # the report it issued
+    target: Mapped[str] = mapped_column(String(120))  # item:<id> | veto:<rule>
+    before: Mapped[dict[str, Any]] = mapped_column(JSON)
+    after: Mapped[dict[str, Any]] = mapped_column(JSON)
+    reason: Mapped[str] = mapped_column(Text)
+    actor: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)

@@ -67,3 +67,38 @@ def test_validate_fails_loudly_when_a_mutant_escapes(tmp_path):
                           env={**__import__("os").environ, "KERNELGRADE_EXERCISES_DIR": str(broken)})
     assert proc.returncode == 1
     assert "wrong.claimed_correct" in proc.stderr and "code points 1.5, expected 3" in proc.stderr
+
+
+def test_review_queue_and_decide_from_the_command_line(tmp_path):
+    """A graded submission waiting for a TA (a partial Q2 answer), decided with the CLI."""
+    import os
+
+    from service.config import Settings
+    from service.db import store
+    from service.db.migrate import upgrade
+    from service.db.session import make_engine, make_sessionmaker
+    from service.grading.pipeline import build_grader
+    from service.submission import Submission
+
+    settings = Settings(data_dir=tmp_path)
+    upgrade(settings.db_url())
+    sessions = make_sessionmaker(make_engine(settings.db_url()))
+    body = Submission(exercise="lesson06_mean_var", code="x = 1\n",  # not the template: graded without the sandbox
+                      answers={"q2": "减掉均值以后 padding 变成 -mean，平方以后是 mean^2，所以方差偏大。"})
+    with sessions() as session:
+        store.create_course(session, "c1", "c1")
+        row, _ = store.create_submission(session, course_id="c1", body=body, callback_url=None, idempotency_key=None)
+        claim = store.claim(session, lease_s=60)
+        assert store.finish(session, claim, build_grader(settings).grade(body, submission_id=row.id)) is not None
+
+    env = {**os.environ, "KERNELGRADE_DATA_DIR": str(tmp_path)}
+    run = lambda *a: subprocess.run([sys.executable, "-c", "from service.cli import main; main()", *a],  # noqa: E731
+                                    capture_output=True, text=True, cwd=REPO_ROOT, timeout=120, env=env)
+    queue = run("review", "queue", "--course", "c1")
+    assert queue.returncode == 0 and row.id in queue.stdout and "item:q2" in queue.stdout
+    bad = run("review", "decide", row.id, "--item", "q2", "--points", "9", "--reason", "x" * 5, "--by", "ta@example.org")
+    assert bad.returncode == 2 and "at most 2" in bad.stderr
+    done = run("review", "decide", row.id, "--item", "q2", "--points", "1.5", "--reason", "链条基本完整", "--by", "ta@example.org")
+    assert done.returncode == 0, done.stderr
+    assert "item:q2" in done.stdout and "'points': 1.5" in done.stdout
+    assert row.id not in run("review", "queue", "--course", "c1").stdout

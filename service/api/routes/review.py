@@ -1,0 +1,77 @@
+"""TA review hooks: the queue of reports waiting for a TA, and decisions on items and vetoes."""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query, Request
+from pydantic import BaseModel
+
+from service.api.deps import ReadKey, ReviewKey, SessionDep, SettingsDep
+from service.api.routes.submissions import owned, view
+from service.api.schemas import SubmissionView
+from service.db import decisions
+from service.review import DecisionError, DecisionRequest
+
+router = APIRouter(tags=["review"])
+
+
+class DecisionView(BaseModel):
+    id: int
+    target: str
+    before: dict
+    after: dict
+    reason: str
+    actor: str
+    created_at: datetime
+    report_id: int
+    new_report_id: int
+
+
+class DecisionResult(BaseModel):
+    decision: DecisionView
+    submission: SubmissionView
+
+
+class QueueEntry(BaseModel):
+    id: str
+    exercise: str
+    created_at: datetime
+    reasons: list[str]
+
+
+def _decision_view(d) -> DecisionView:
+    return DecisionView(id=d.id, target=d.target, before=d.before, after=d.after, reason=d.reason, actor=d.actor,
+                        created_at=d.created_at, report_id=d.report_id, new_report_id=d.new_report_id)
+
+
+@router.post("/v1/submissions/{submission_id}/decisions", status_code=201, response_model=DecisionResult,
+             responses={409: {"description": "not graded yet"}, 422: {"description": "no such item or veto"}})
+def decide(request: Request, submission_id: str, body: DecisionRequest, session: SessionDep, settings: SettingsDep,
+           key: ReviewKey) -> DecisionResult:
+    """A TA's decision: new points for an item, or confirm/dismiss a veto. It issues the next report
+    (the earlier ones stay in `history`), is recorded with who/when/before/after/why, and fires the webhook."""
+    row = owned(session, submission_id, key.course_id)
+    actor = f"key:{key.id}" + (f" ({key.label})" if key.label else "")
+    try:
+        decision = decisions.decide(session, row.id, body, actor=actor)
+    except decisions.NotDecidable:
+        raise HTTPException(409, f"submission {row.id} is not graded yet (status: {row.status})") from None
+    except DecisionError as exc:
+        raise HTTPException(422, [{"loc": ["body", "item" if body.item else "veto"], "msg": str(exc), "type": "value_error"}]) from None
+    session.expire_all()
+    return DecisionResult(decision=_decision_view(decision), submission=view(request, session, owned(session, row.id, key.course_id), settings))
+
+
+@router.get("/v1/submissions/{submission_id}/decisions", response_model=list[DecisionView])
+def list_decisions(submission_id: str, session: SessionDep, key: ReadKey) -> list[DecisionView]:
+    row = owned(session, submission_id, key.course_id)
+    return [_decision_view(d) for d in decisions.decisions_for(session, row.id)]
+
+
+@router.get("/v1/review/queue", response_model=list[QueueEntry])
+def queue(session: SessionDep, key: ReviewKey,
+          exercise: Annotated[str | None, Query(max_length=100)] = None) -> list[QueueEntry]:
+    """Graded submissions of this course whose report waits for a TA (suspected vetoes, needs_review items)."""
+    return [QueueEntry(id=s.id, exercise=s.exercise_id, created_at=s.created_at, reasons=reasons)
+            for s, reasons in decisions.review_queue(session, key.course_id, exercise=exercise)]
