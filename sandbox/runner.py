@@ -30,6 +30,19 @@ HARNESS_FILES = ("harness.py", "wire.py")
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 EXIT_GPU_POISONED = 4
+JOB_PREFIX = "kg-job-"
+
+
+def remove_stale_jobs(work_root: Path | None = None) -> int:
+    """Delete job folders left by runners that died (kill -9): their pid is in the name."""
+    root = Path(work_root or tempfile.gettempdir())
+    removed = 0
+    for path in root.glob(f"{JOB_PREFIX}*-*"):
+        pid = path.name[len(JOB_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(path, ignore_errors=True)
+            removed += 1
+    return removed
 
 
 class _LogSink:
@@ -77,6 +90,7 @@ class SandboxRunner:
         self.backend = backend
         self.limits = limits
         self.work_root = work_root
+        remove_stale_jobs(work_root)
 
     def run(
         self,
@@ -100,7 +114,7 @@ class SandboxRunner:
         pending = list(cases)
         run_given = given_check is not None
         run_deadline = started + self.limits.run_timeout_s
-        job_root = Path(tempfile.mkdtemp(prefix="kg-job-", dir=self.work_root))
+        job_root = Path(tempfile.mkdtemp(prefix=f"{JOB_PREFIX}{os.getpid()}-", dir=self.work_root))
         try:
             self._write_static(job_root, program=program, given_check=given_check or "", inputs=inputs)
             while (pending or run_given) and result.infra_error is None:

@@ -7,6 +7,7 @@ two current reports. acks_late + reject_on_worker_lost make a killed worker's ta
 from __future__ import annotations
 
 import logging
+import threading
 from functools import lru_cache
 
 from celery import Celery
@@ -30,9 +31,18 @@ def make_celery(settings: Settings) -> Celery:
     return app
 
 
-@lru_cache
+_state_lock = threading.Lock()
+
+
 def _worker_state():
-    """Per worker process: settings, sessions and a grader (built once, not per task)."""
+    """Per worker process: settings, sessions and a grader, built once (the lock keeps the
+    worker's threads from migrating and building it concurrently)."""
+    with _state_lock:
+        return _build_worker_state()
+
+
+@lru_cache
+def _build_worker_state():
     from service.db.migrate import upgrade
     from service.db.session import make_engine, make_sessionmaker
     from service.grading.pipeline import build_grader

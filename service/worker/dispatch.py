@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from datetime import timedelta, timezone
 
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session, sessionmaker
@@ -73,17 +74,18 @@ class CeleryDispatcher:
         return len(replies)
 
     def sweep_once(self) -> int:
+        """Re-publish submissions that look stranded: queued for longer than a lease, or running
+        under an expired lease (its worker died). Only ids and times are read."""
         now = utcnow()
-        stale_before = now.timestamp() - self.settings.lease_s
+        stale_before = now - timedelta(seconds=self.settings.lease_s)
         with self.sessions() as session:
-            ids = list(session.scalars(select(Submission.id).where(or_(
+            rows = session.execute(select(Submission.id, Submission.status, Submission.updated_at).where(or_(
                 (Submission.status == "running") & (Submission.lease_expires_at < now),
-                Submission.status == "queued")).limit(500)))
-            rows = {r.id: r for r in session.scalars(select(Submission).where(Submission.id.in_(ids)))}
+                Submission.status == "queued")).limit(500)).all()
         republished = 0
-        for submission_id, row in rows.items():
-            updated = row.updated_at.timestamp() if row.updated_at.tzinfo else row.updated_at.replace(tzinfo=now.tzinfo).timestamp()
-            if row.status == "running" or updated < stale_before:
+        for submission_id, status, updated_at in rows:
+            updated = updated_at if updated_at.tzinfo else updated_at.replace(tzinfo=timezone.utc)
+            if status == "running" or updated < stale_before:
                 self.submitted(submission_id)
                 republished += 1
         return republished
