@@ -10,7 +10,8 @@ from __future__ import annotations
 import ast
 import difflib
 from dataclasses import dataclass, field
-from typing import Literal
+
+from service.report import EditReport
 
 BLANK = "______"
 
@@ -20,23 +21,9 @@ _TOLERANCE_KEYWORDS = ("atol", "rtol")
 
 
 @dataclass
-class Edit:
-    """One change outside the blanks, as the student should see it."""
-
-    kind: Literal["changed", "inserted", "deleted"]
-    rule: str
-    reason: str
-    template_line: int | None
-    submission_line: int | None
-    template_text: str
-    submission_text: str
-    hint: str | None = None
-
-
-@dataclass
 class Extraction:
     fills: list[ast.expr | None]
-    edits: list[Edit] = field(default_factory=list)
+    edits: list[EditReport] = field(default_factory=list)
     error: str | None = None
 
     @property
@@ -148,7 +135,7 @@ class _Matcher:
         self.t_src, self.s_src = template_src, submission_src
         self.fills: dict[tuple[int, int], ast.expr] = {}
         self.changed: list[tuple[ast.stmt, ast.stmt]] = []
-        self.edits: list[Edit] = []
+        self.edits: list[EditReport] = []
         self._stmt: tuple[ast.stmt, ast.stmt] | None = None
 
     # -- statements ---------------------------------------------------------------------
@@ -240,7 +227,7 @@ class _Matcher:
 
     def _edit(self, kind: str, t: ast.stmt | None, s: ast.stmt | None) -> None:
         rule, reason = classify(t, s)
-        self.edits.append(Edit(
+        self.edits.append(EditReport(
             kind=kind, rule=rule, reason=reason,
             template_line=getattr(t, "lineno", None), submission_line=getattr(s, "lineno", None),
             template_text=_first_lines(ast.get_source_segment(self.t_src, t)) if t is not None else "",

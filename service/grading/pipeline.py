@@ -27,7 +27,7 @@ from service.grading.fills import check_fill, names_in_scope
 from service.grading.inputs import case_seed, draw_rows, storage
 from service.grading.model_assist import ModelAssist
 from service.report import (
-    CaseReport, EditReport, Environment, ExerciseRef, GivenCheckReport, ProgramReport, Report, Score, Seeds,
+    CaseReport, Environment, ExerciseRef, GivenCheckReport, ProgramReport, Report, Score, Seeds,
 )
 from service.submission import Submission
 
@@ -93,7 +93,7 @@ class Grader:
             program=ProgramReport(
                 digest=program.digest if program else None, fills=extraction.fill_sources, ran=program is not None,
                 not_run_reason=not_run_reason,
-                edits=[EditReport(**e.__dict__) for e in extraction.edits],
+                edits=extraction.edits,
             ),
             given_check=GivenCheckReport(status=given.status if given else "not_run",
                                          output=given.output if given else "",

@@ -4,10 +4,9 @@ from __future__ import annotations
 import math
 
 from service.exercises import Exercise, RubricItem
-from service.grading.extract import Edit
 from service.grading.freetext import score_text
 from service.grading.model_assist import ModelAssist
-from service.report import CaseReport, Diagnosis, Item, Score, Veto
+from service.report import CaseReport, Diagnosis, EditReport, Item, Score, Veto
 from service.submission import Submission
 
 _KIND_NAMES = {"given": "给定检查", "regular": "正常输入", "boundary": "边界输入", "probe": "探针"}
@@ -66,7 +65,7 @@ def score_items(exercise: Exercise, submission: Submission, cases: list[CaseRepo
     return items
 
 
-def edit_vetoes(edits: list[Edit]) -> list[Veto]:
+def edit_vetoes(edits: list[EditReport]) -> list[Veto]:
     vetoes = []
     for rule in ("boundary_check_removed", "modified_outside_blank"):
         mine = [e for e in edits if e.rule == rule]

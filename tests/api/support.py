@@ -22,6 +22,7 @@ from service.db import store
 from service.db.models import Course as CourseRow
 from service.db.models import Submission
 from service.submission import Submission as SubmissionBody
+from tests.support.waiting import wait_for  # noqa: F401  (re-exported)
 from tests.support.servers import POSTGRES_ADMIN, LiveServer
 
 EXERCISE = "lesson06_mean_var"
@@ -157,17 +158,6 @@ def api_settings(url: str, data_dir: Path, **overrides) -> Settings:
 
 
 # --- waiting ---------------------------------------------------------------------------------
-
-def wait_for(predicate: Callable[[], Any], *, timeout: float = 90, interval: float = 0.1, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(interval)
-
 
 def wait_final(client: httpx.Client, submission_id: str, *, timeout: float = 120) -> dict[str, Any]:
     """Poll GET /v1/submissions/{id} until it is graded or not_gradable; returns the view."""

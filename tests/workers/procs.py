@@ -25,6 +25,7 @@ from sqlalchemy.engine import Engine
 
 from service.config import REPO_ROOT
 from service.db.models import ReportRow, Submission
+from tests.support.waiting import wait_for  # noqa: F401  (re-exported)
 from tests.support.servers import free_port
 
 KERNELGRADE = str(Path(sys.executable).parent / "kernelgrade")
@@ -38,20 +39,6 @@ FINAL = ("graded", "not_gradable")
 # edit) to make one grading last long enough to be killed in the middle, reliably.
 SLOW_LINE = "import time; time.sleep({s})\n"
 CHECK_ANCHOR = "for shape in ((3, 17), (4, 128)):"
-
-
-def wait_for(predicate: Callable[[], object], *, timeout: float, interval: float = 0.1, what: str = "condition",
-             on_timeout: Callable[[], str] | None = None):
-    """Poll until `predicate()` is truthy; returns its value. Fails with `what` (and diagnostics)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            extra = on_timeout() if on_timeout is not None else ""
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}\n{extra}")
-        time.sleep(interval)
 
 
 # --- processes -----------------------------------------------------------------------------
