@@ -34,7 +34,7 @@ err = Console(stderr=True)
 
 DeviceOpt = Annotated[Literal["auto", "gpu", "interpreter"] | None,
                       typer.Option("--device", help="where kernels run (default: GPU if present, else the Triton interpreter)")]
-SandboxOpt = Annotated[Literal["bwrap", "local"] | None, typer.Option("--sandbox", help="sandbox backend (default: bwrap)")]
+SandboxOpt = Annotated[Literal["bwrap", "docker", "local"] | None, typer.Option("--sandbox", help="sandbox backend (default: bwrap)")]
 SeedOpt = Annotated[int | None, typer.Option("--secret-seed", help="replay a run: the secret seed from its report")]
 
 

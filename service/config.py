@@ -20,7 +20,8 @@ class Settings(BaseSettings):
 
     exercises_dir: Path = Field(REPO_ROOT / "exercises", description="folder of exercise folders")
     data_dir: Path = Field(Path("data"), description="database, job scratch, logs")
-    sandbox: Literal["bwrap", "local"] = "bwrap"
+    # docker: one container per run; its settings are KERNELGRADE_DOCKER_* (sandbox/backends/docker.py: DockerOptions)
+    sandbox: Literal["bwrap", "docker", "local"] = "bwrap"
     allow_unsafe_local_sandbox: str = Field("", description=f"must be '{UNSAFE_LOCAL_CONSENT}' to use the local backend")
     device: Literal["auto", "gpu", "interpreter"] = "auto"
     gpu_index: int = Field(0, ge=0)

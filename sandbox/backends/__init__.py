@@ -20,4 +20,9 @@ def make_backend(name: str, *, python: str, hidden_paths: list[Path], allow_unsa
                 "Set KERNELGRADE_ALLOW_UNSAFE_LOCAL_SANDBOX=yes-i-understand to use it anyway."
             )
         return UnsafeLocalBackend(python=python)
-    raise SandboxUnavailable(f"unknown sandbox backend {name!r} (known: bwrap, local)")
+    if name == "docker":
+        # Settings of this backend come from KERNELGRADE_DOCKER_* (sandbox/backends/docker.py).
+        from sandbox.backends.docker import DockerBackend
+
+        return DockerBackend(hidden_paths=hidden_paths)
+    raise SandboxUnavailable(f"unknown sandbox backend {name!r} (known: bwrap, docker, local)")

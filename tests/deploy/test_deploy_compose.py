@@ -1,0 +1,127 @@
+"""docker-compose.yml and the deploy/ overrides, checked by the Compose CLI's own `config`.
+
+`docker-compose config` (Debian's docker-compose 1.29 package, installed by .ci/run) parses,
+interpolates and validates a file against the Compose schema without any Docker engine. It cannot
+start anything: whether the stack RUNS was not verified here (see docs/deploy.md).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPOSE = ROOT / "docker-compose.yml"
+SECRETS = {"POSTGRES_PASSWORD": "pg-secret-123", "REDIS_PASSWORD": "redis-secret-456"}
+
+if shutil.which("docker-compose") is None:
+    if os.environ.get("CI"):
+        raise RuntimeError("CI must have docker-compose (.ci/run installs Debian's docker-compose package)")
+    pytest.skip("docker-compose is not installed (apt-get install docker-compose)", allow_module_level=True)
+
+
+_EMPTY_ENV = Path(tempfile.mkdtemp(prefix="kg-compose-test-")) / "empty.env"
+_EMPTY_ENV.write_text("")
+
+
+def compose(*files: Path, env: dict[str, str], args=("config",)) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith(("POSTGRES_", "REDIS_", "KERNELGRADE_", "DOCKER_", "COMPOSE_"))}
+    argv = ["docker-compose", "--project-directory", str(ROOT)]
+    for f in files:
+        argv += ["-f", str(f)]
+    # An empty --env-file: a developer's own .env must not make these tests pass.
+    return subprocess.run([*argv, "--env-file", str(_EMPTY_ENV), *args], cwd=ROOT, env={**clean, **env},
+                          capture_output=True, text=True, timeout=60)
+
+
+def rendered(*files: Path, env: dict[str, str] = SECRETS) -> dict:
+    out = compose(*files, env=env)
+    assert out.returncode == 0, out.stderr
+    return yaml.safe_load(out.stdout)
+
+
+@pytest.mark.parametrize("missing", ["POSTGRES_PASSWORD", "REDIS_PASSWORD"])
+def test_refuses_to_render_without_each_secret(missing):
+    env = {k: v for k, v in SECRETS.items() if k != missing}
+    out = compose(COMPOSE, env=env)
+    assert out.returncode != 0
+    assert f"set {missing} in .env" in out.stderr
+
+
+def test_refuses_with_an_empty_secret():
+    out = compose(COMPOSE, env={**SECRETS, "POSTGRES_PASSWORD": ""})
+    assert out.returncode != 0 and "set POSTGRES_PASSWORD" in out.stderr
+
+
+def test_services_healthchecks_volumes_and_secrets():
+    config = rendered(COMPOSE)
+    services = config["services"]
+    assert set(services) == {"api", "worker", "postgres", "redis"}
+    for name, service in services.items():
+        assert service["healthcheck"]["test"], name
+        assert service["restart"] == "unless-stopped"
+    assert set(config["volumes"]) == {"kernelgrade-data", "postgres-data", "redis-data"}
+    assert services["postgres"]["environment"]["POSTGRES_PASSWORD"] == "pg-secret-123"
+    assert "redis-secret-456" in services["api"]["environment"]["KERNELGRADE_BROKER_URL"]
+    assert "pg-secret-123" in services["worker"]["environment"]["KERNELGRADE_DATABASE_URL"]
+    assert services["worker"]["environment"]["KERNELGRADE_QUEUE"] == "celery"
+    assert "--requirepass" in " ".join(services["redis"]["command"])
+
+
+def test_database_and_broker_sit_on_an_internal_network_with_nothing_published():
+    config = rendered(COMPOSE)
+    services = config["services"]
+    assert config["networks"]["backend"]["internal"] is True
+    for name in ("postgres", "redis"):
+        assert set(services[name]["networks"]) == {"backend"}
+        assert "ports" not in services[name]
+    assert set(services["worker"]["networks"]) == {"backend"} and "ports" not in services["worker"]
+    assert services["api"]["ports"][0].startswith("127.0.0.1:8000:8000")  # loopback unless the operator says otherwise
+
+
+def test_worker_reserves_exactly_one_gpu_by_index():
+    worker = rendered(COMPOSE)["services"]["worker"]
+    assert worker["deploy"]["resources"]["reservations"]["devices"] == [
+        {"driver": "nvidia", "device_ids": ["0"], "capabilities": ["gpu"]}]
+    assert worker["environment"]["KERNELGRADE_GPU_INDEX"] == "0"
+
+
+def test_generated_gpu_workers_each_pin_their_own_gpu(tmp_path):
+    extra = tmp_path / "compose.gpus.yml"
+    out = subprocess.run([sys.executable, str(ROOT / "deploy" / "gpu_workers.py"), "1", "2", "3"],
+                         capture_output=True, text=True, check=True)
+    extra.write_text(out.stdout)
+    services = rendered(COMPOSE, extra)["services"]
+    for gpu in (1, 2, 3):
+        worker = services[f"worker-gpu{gpu}"]
+        assert worker["deploy"]["resources"]["reservations"]["devices"][0]["device_ids"] == [str(gpu)]
+        assert worker["environment"]["KERNELGRADE_GPU_INDEX"] == str(gpu)
+        assert "pg-secret-123" in worker["environment"]["KERNELGRADE_DATABASE_URL"]
+    assert compose(COMPOSE, extra, env={"REDIS_PASSWORD": "x"}).returncode != 0  # still refuses without secrets
+
+
+def test_docker_sandbox_override():
+    override = ROOT / "deploy" / "compose.docker-sandbox.yml"
+    assert compose(COMPOSE, override, env=SECRETS).returncode != 0  # DOCKER_GID is required
+    worker = rendered(COMPOSE, override, env={**SECRETS, "DOCKER_GID": "998"})["services"]["worker"]
+    assert worker["environment"]["KERNELGRADE_SANDBOX"] == "docker"
+    assert worker["environment"]["TMPDIR"] == "/var/lib/kernelgrade-jobs"
+    assert "/var/lib/kernelgrade-jobs:/var/lib/kernelgrade-jobs:rw" in worker["volumes"]
+    assert worker["group_add"] == ["998"]
+
+
+def test_worker_host_file_needs_both_urls():
+    host = ROOT / "deploy" / "compose.worker-host.yml"
+    urls = {"KERNELGRADE_DATABASE_URL": "postgresql+psycopg://kg:s@db:5432/kg", "KERNELGRADE_BROKER_URL": "redis://:s@db:6379/0"}
+    for missing in urls:
+        out = compose(host, env={k: v for k, v in urls.items() if k != missing})
+        assert out.returncode != 0 and f"set {missing}" in out.stderr
+    worker = rendered(host, env=urls)["services"]["worker"]
+    assert worker["environment"]["KERNELGRADE_QUEUE"] == "celery"
