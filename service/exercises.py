@@ -148,6 +148,9 @@ class ExerciseSpec(_Strict):
     solution: str = "solution.py"
     checks: str = "checks.py"
     entry_point: str
+    fill_policy: Literal["expression", "any"] = Field(
+        "expression", description="expression: a fill is a restricted expression; any: whitelisting is off (a whole "
+                                  "body may be the blank) and the sandbox is the only defence")
     outputs: dict[str, Tolerance] = Field(min_length=1)
     given_check: GivenCheck
     pass_threshold: float

@@ -101,6 +101,8 @@ class ProgramReport(_Model):
     fills: list[str | None] = []
     ran: bool
     not_run_reason: str | None = None
+    fill_policy: Literal["expression", "any"] = Field(
+        "expression", description="any: whitelisting was off; the fill (a whole body) ran as written, in the sandbox")
     edits: list[EditReport] = []
 
 

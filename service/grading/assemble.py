@@ -38,7 +38,11 @@ def assemble(template_src: str, fills: list[str]) -> Program:
     for tok, fill in sorted(zip(spots, fills), key=lambda pair: pair[0].start, reverse=True):
         (row, col), (_, end_col) = tok.start, tok.end
         line = lines[row - 1]
-        lines[row - 1] = line[:col] + fill + line[end_col:]
+        if line.strip() == BLANK:  # a block blank: the fill's statements, indented like the blank
+            indent = line[:col]
+            lines[row - 1] = "".join(f"{indent}{fill_line}\n" for fill_line in fill.splitlines())
+        else:
+            lines[row - 1] = line[:col] + fill + line[end_col:]
     source = "".join(lines)
     tree = ast.parse(source)  # the fills were parsed already; this guards the substitution
 

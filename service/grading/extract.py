@@ -22,13 +22,26 @@ _TOLERANCE_KEYWORDS = ("atol", "rtol")
 
 @dataclass
 class Extraction:
-    fills: list[ast.expr | None]
+    fills: list[ast.expr | list[ast.stmt] | None]
     edits: list[EditReport] = field(default_factory=list)
     error: str | None = None
 
     @property
     def fill_sources(self) -> list[str | None]:
-        return [ast.unparse(f) if f is not None else None for f in self.fills]
+        return [_unparse_fill(f) for f in self.fills]
+
+
+def _unparse_fill(fill: ast.expr | list[ast.stmt] | None) -> str | None:
+    if fill is None:
+        return None
+    if isinstance(fill, list):  # a block blank: the statements, one per line, unindented
+        return "\n".join(ast.unparse(stmt) for stmt in fill)
+    return ast.unparse(fill)
+
+
+def is_block_blank(stmt: ast.AST) -> bool:
+    """A line holding only `______`: the blank is a block of statements (a whole body)."""
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Name) and stmt.value.id == BLANK
 
 
 def blank_positions(tree: ast.AST) -> list[tuple[int, int]]:
@@ -141,6 +154,9 @@ class _Matcher:
     # -- statements ---------------------------------------------------------------------
     def stmts(self, t_list: list[ast.stmt], s_list: list[ast.stmt]) -> None:
         s_list = [s for s in s_list if not _is_docstring(s) or any(_dump(s) == _dump(t) for t in t_list)]
+        block = next((i for i, t in enumerate(t_list) if is_block_blank(t)), None)
+        if block is not None:
+            return self._block(t_list, s_list, block)
         t_keys = [_dump(t) for t in t_list]
         s_keys = [_dump(s) for s in s_list]
         ops = difflib.SequenceMatcher(a=t_keys, b=s_keys, autojunk=False).get_opcodes()
@@ -152,6 +168,28 @@ class _Matcher:
                 continue
             self._pair_block(t_list[i1:i2], s_list[j1:j2])
 
+    def _block(self, t_list: list[ast.stmt], s_list: list[ast.stmt], index: int) -> None:
+        """The statements around a block blank anchor it: what the submission has between the
+        template's statements before and after the blank is the fill."""
+        before, after = t_list[:index], t_list[index + 1:]
+        head = 0
+        while head < min(len(before), len(s_list)) and _dump(before[head]) == _dump(s_list[head]):
+            head += 1
+        tail = 0
+        while (tail < min(len(after), len(s_list) - head)
+               and _dump(after[len(after) - 1 - tail]) == _dump(s_list[len(s_list) - 1 - tail])):
+            tail += 1
+        middle = s_list[head:len(s_list) - tail]
+        # Template statements not found at the ends were edited: pair them with the ends of the middle.
+        lost_before, lost_after = before[head:], after[:len(after) - tail]
+        fill = middle[len(lost_before):len(middle) - len(lost_after) or None] if (lost_before or lost_after) else middle
+        if lost_before:
+            self._pair_block(lost_before, middle[:len(lost_before)])
+        if lost_after:
+            self._pair_block(lost_after, middle[len(middle) - len(lost_after):])
+        blank = t_list[index].value
+        self.fills[(blank.lineno, blank.col_offset)] = fill  # may be empty or still `______`: fills.py says so
+
     def _pair_block(self, ts: list[ast.stmt], ss: list[ast.stmt]) -> None:
         """Pair statements of a replaced block by type and similarity, in order."""
         next_s = 0
@@ -160,6 +198,9 @@ class _Matcher:
             for j in range(next_s, len(ss)):
                 if type(ss[j]) is not type(t):
                     continue
+                if getattr(t, "name", None) is not None and getattr(ss[j], "name", None) == t.name:
+                    best, best_ratio = j, 1.0  # a def or class pairs with the one of the same name
+                    break
                 ratio = difflib.SequenceMatcher(a=_dump(t), b=_dump(ss[j]), autojunk=False).ratio()
                 if ratio > best_ratio:
                     best, best_ratio = j, ratio

@@ -48,6 +48,23 @@ def names_in_scope(template: ast.Module, blank_index: int = 0) -> set[str]:
     return names
 
 
+MAX_BLOCK_CHARS = 20_000
+MAX_BLOCK_STATEMENTS = 400
+
+
+def check_block_fill(fill: list[ast.stmt], source: str, *, blank_number: int = 1) -> str | None:
+    """A block blank (a whole body) in an exercise whose fill policy is `any`: anything may run, in
+    the sandbox, which is then the only defence; only its size is bounded."""
+    prefix = f"第 {blank_number} 个填空"
+    if not fill or any(isinstance(s, ast.Expr) and isinstance(s.value, ast.Name) and s.value.id == BLANK for s in fill):
+        return f"{prefix}还没有填写（仍然是 ______）"
+    if len(source) > MAX_BLOCK_CHARS:
+        return f"{prefix}太长（{len(source)} 个字符，上限 {MAX_BLOCK_CHARS}）"
+    if sum(1 for node in ast.walk(ast.Module(body=fill, type_ignores=[])) if isinstance(node, ast.stmt)) > MAX_BLOCK_STATEMENTS:
+        return f"{prefix}的语句太多（上限 {MAX_BLOCK_STATEMENTS}）"
+    return None
+
+
 def check_fill(fill: ast.expr, source: str, *, allowed_names: set[str], blank_number: int = 1) -> str | None:
     """None if the fill may run; otherwise the message for the student."""
     prefix = f"第 {blank_number} 个填空"

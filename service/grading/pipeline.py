@@ -23,7 +23,7 @@ from service.grading.claims import unverified_claim
 from service.grading.compare import compare_outputs
 from service.grading.diagnose import CaseEvidence
 from service.grading.extract import Extraction, extract
-from service.grading.fills import check_fill, names_in_scope
+from service.grading.fills import check_block_fill, check_fill, names_in_scope
 from service.grading.inputs import case_seed, draw_rows, storage
 from service.grading.model_assist import ModelAssist
 from service.report import (
@@ -92,7 +92,7 @@ class Grader:
             seeds=Seeds(secret=secret_seed, given=spec.given_check.seed, cases=seeds),
             program=ProgramReport(
                 digest=program.digest if program else None, fills=extraction.fill_sources, ran=program is not None,
-                not_run_reason=not_run_reason,
+                not_run_reason=not_run_reason, fill_policy=spec.fill_policy,
                 edits=extraction.edits,
             ),
             given_check=GivenCheckReport(status=given.status if given else "not_run",
@@ -162,7 +162,14 @@ class Grader:
 def _rejected_fill(exercise: Exercise, extraction: Extraction) -> str | None:
     template = ast.parse(exercise.template)
     for index, (fill, source) in enumerate(zip(extraction.fills, extraction.fill_sources)):
-        message = check_fill(fill, source, allowed_names=names_in_scope(template, index), blank_number=index + 1)
+        if isinstance(fill, list):
+            if exercise.spec.fill_policy != "any":
+                return f"第 {index + 1} 个填空应是一个表达式，不是一段语句"
+            message = check_block_fill(fill, source, blank_number=index + 1)
+        elif exercise.spec.fill_policy == "any":
+            message = None if not (isinstance(fill, ast.Name) and fill.id == "______") else f"第 {index + 1} 个填空还没有填写"
+        else:
+            message = check_fill(fill, source, allowed_names=names_in_scope(template, index), blank_number=index + 1)
         if message is not None:
             return message
     return None

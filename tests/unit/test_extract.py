@@ -81,3 +81,36 @@ def test_rewritten_blank_line_is_an_error_not_a_guess():
 def test_unparseable_code_is_an_error(code):
     result = extract(TEMPLATE, code)
     assert result.error is not None and result.fills == [None]
+
+
+BLOCK_TEMPLATE = '''import torch
+
+def scale(x):
+    """double it"""
+    y = torch.empty_like(x)
+    ______
+    return y
+
+print("check")
+'''
+
+
+def test_block_blank_takes_the_statements_between_its_neighbours():
+    code = BLOCK_TEMPLATE.replace("    ______\n", "    for i in range(2):\n        y = x * 2  # loop\n    import os\n")
+    result = extract(BLOCK_TEMPLATE, code)
+    assert result.error is None and result.edits == []
+    assert result.fill_sources == ["for i in range(2):\n    y = x * 2\nimport os"]
+
+
+def test_block_blank_with_an_edit_around_it():
+    code = BLOCK_TEMPLATE.replace("    ______\n", "    y = x * 2\n").replace("    return y\n", "    return y + 1\n")
+    result = extract(BLOCK_TEMPLATE, code)
+    assert result.fill_sources == ["y = x * 2"]
+    assert [(e.kind, e.rule) for e in result.edits] == [("changed", MODIFIED_OUTSIDE_BLANK)]
+
+
+def test_block_blank_assembles_with_the_blank_indentation():
+    from service.grading.assemble import assemble
+
+    program = assemble(BLOCK_TEMPLATE, ["for i in range(2):\n    y = x * 2"])
+    assert "    for i in range(2):\n        y = x * 2\n    return y\n" in program.source
