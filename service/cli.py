@@ -198,9 +198,10 @@ def create_course(course_id: Annotated[str, typer.Argument(help="short id, e.g. 
                   name: Annotated[str, typer.Option(help="display name")] = "") -> None:
     """Create a course; prints its webhook signing secret (for the platform to verify callbacks)."""
     from service.db import store
+    from service.db.models import Course
 
     with _sessions(Settings())() as session:
-        if session.get(__import__("service.db.models", fromlist=["Course"]).Course, course_id) is not None:
+        if session.get(Course, course_id) is not None:
             raise _fail(f"course {course_id!r} exists already")
         course = store.create_course(session, course_id, name or course_id)
         print(f"course {course.id} created\nwebhook secret: {course.webhook_secret}")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -64,15 +65,13 @@ def test_validate_fails_loudly_when_a_mutant_escapes(tmp_path):
     mutants.write_text("- id: wrong.claimed_correct\n  description: x\n  fill: 'True'\n  expect: {code_points: 3}\n")
     proc = subprocess.run([sys.executable, "-c", "from service.cli import main; main()", "exercises", "validate",
                            "lesson06_mean_var"], capture_output=True, text=True, cwd=REPO_ROOT, timeout=900,
-                          env={**__import__("os").environ, "KERNELGRADE_EXERCISES_DIR": str(broken)})
+                          env={**os.environ, "KERNELGRADE_EXERCISES_DIR": str(broken)})
     assert proc.returncode == 1
     assert "wrong.claimed_correct" in proc.stderr and "code points 1.5, expected 3" in proc.stderr
 
 
 def test_review_queue_and_decide_from_the_command_line(tmp_path):
     """A graded submission waiting for a TA (a partial Q2 answer), decided with the CLI."""
-    import os
-
     from service.config import Settings
     from service.db import store
     from service.db.migrate import upgrade

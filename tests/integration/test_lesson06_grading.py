@@ -5,6 +5,7 @@ import json
 import shutil
 
 import pytest
+import yaml
 
 from service.config import REPO_ROOT, Settings
 from service.grading.pipeline import build_grader
@@ -54,7 +55,7 @@ def test_solution_has_margin(corpus, exercise):
     assert max(c.error_ratio for c in outcome.report.cases if c.error_ratio is not None) <= 0.1
 
 
-MUTANT_IDS = [m["id"] for m in __import__("yaml").safe_load((REPO_ROOT / "exercises/lesson06_mean_var/mutants.yaml").read_text())]
+MUTANT_IDS = [m["id"] for m in yaml.safe_load((REPO_ROOT / "exercises/lesson06_mean_var/mutants.yaml").read_text())]
 
 
 @pytest.mark.parametrize("mutant_id", MUTANT_IDS)
