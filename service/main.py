@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from service.api.deps import RateLimiter
@@ -61,6 +62,25 @@ class BodySizeLimit:
         await send({"type": "http.response.body", "body": body})
 
 
+DATABASE_RETRY_AFTER_S = 5
+
+
+def database_unavailable(exc: BaseException) -> bool:
+    """The database cannot be reached or dropped the connection (restart, failover, network), the
+    pool is exhausted, or SQLite stayed locked: a condition to retry later (503), not a bug (500)."""
+    if isinstance(exc, (sa_exc.DisconnectionError, sa_exc.TimeoutError)):
+        return True
+    if not isinstance(exc, sa_exc.DBAPIError):
+        return False
+    if exc.connection_invalidated:
+        return True
+    if isinstance(exc, (sa_exc.OperationalError, sa_exc.InterfaceError)):
+        if type(exc.orig).__module__.startswith("sqlite3"):  # SQLite also says OperationalError for "no such table"
+            return "locked" in str(exc.orig) or "busy" in str(exc.orig)
+        return True
+    return False
+
+
 def _validation_errors(exc: RequestValidationError) -> list[dict]:
     """FastAPI's errors without echoing the input back (it may be a whole program)."""
     return [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")} for e in exc.errors()]
@@ -97,6 +117,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.exception_handler(StarletteHTTPException)
     async def on_http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(sa_exc.SQLAlchemyError)
+    async def on_database_error(request: Request, exc: sa_exc.SQLAlchemyError) -> JSONResponse:
+        if not database_unavailable(exc):
+            return await on_unexpected(request, exc)
+        # Nothing was acknowledged: the client retries (with its Idempotency-Key, it cannot store twice).
+        log.warning("database unavailable on %s %s: %s", request.method, request.url.path,
+                    str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        return JSONResponse({"detail": "the database is unavailable for the moment; retry the request"},
+                            status_code=503, headers={"Retry-After": str(DATABASE_RETRY_AFTER_S)})
 
     @app.exception_handler(Exception)
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:

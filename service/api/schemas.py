@@ -135,4 +135,45 @@ class ExerciseView(ExerciseSummary):
 
 
 class ErrorBody(BaseModel):
-    detail: Any
+    """Every error but 422: what went wrong, in words."""
+
+    detail: str
+
+
+class FieldError(BaseModel):
+    loc: list[str | int] = Field(description='where: ["body", "exercise"], ["query", "wait"], ...')
+    msg: str
+    type: str
+
+
+class ValidationErrorBody(BaseModel):
+    """422: each refused input, located (the input itself is never echoed back)."""
+
+    detail: list[FieldError]
+
+
+def error(description: str, *, model: type[BaseModel] = ErrorBody, headers: dict[str, str] | None = None) -> dict[str, Any]:
+    """One documented error answer of a route (for `responses=`); `headers` are always sent with it."""
+    doc: dict[str, Any] = {"model": model, "description": description}
+    if headers:
+        doc["headers"] = {name: {"description": text, "required": True, "schema": {"type": "string"}}
+                          for name, text in headers.items()}
+    return doc
+
+
+RETRY_AFTER = {"Retry-After": "seconds to wait before retrying"}
+# What any route that reads the database may answer while it is unreachable (service/main.py).
+DATABASE_UNAVAILABLE = error("the database is unavailable for the moment", headers=RETRY_AFTER)
+# What any route behind an API key may answer (service/api/deps.py: get_key, require).
+KEYED_ERRORS: dict[int | str, dict[str, Any]] = {
+    401: error("missing, invalid or revoked API key", headers={"WWW-Authenticate": "Bearer"}),
+    403: error("the key lacks the scope"),
+    429: error("per-key rate limit", headers=RETRY_AFTER),
+    503: DATABASE_UNAVAILABLE,
+}
+# What any route with a JSON body may answer besides 422: FastAPI refuses a body that is not text
+# (invalid UTF-8) with 400, and BodySizeLimit (service/main.py) one over the cap with 413.
+BODY_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: error("the body could not be read (not UTF-8 text)"),
+    413: error("request body over max_body_bytes"),
+}

@@ -6,10 +6,10 @@ from collections import Counter
 from fastapi import APIRouter, HTTPException, Request
 
 from service.api.deps import ReadKey
-from service.api.schemas import ExerciseSummary, ExerciseView, QuestionView, RubricPoints
+from service.api.schemas import KEYED_ERRORS, ExerciseSummary, ExerciseView, QuestionView, RubricPoints, error
 from service.exercises import Exercise, ExerciseNotFound
 
-router = APIRouter(prefix="/v1/exercises", tags=["exercises"])
+router = APIRouter(prefix="/v1/exercises", tags=["exercises"], responses=KEYED_ERRORS)
 
 
 def summary(ex: Exercise) -> ExerciseSummary:
@@ -24,7 +24,7 @@ def list_exercises(request: Request, key: ReadKey) -> list[ExerciseSummary]:
     return [summary(catalog.get(i)) for i in catalog.ids()]
 
 
-@router.get("/{exercise_id}", response_model=ExerciseView)
+@router.get("/{exercise_id}", response_model=ExerciseView, responses={404: error("no such exercise")})
 def get_exercise(request: Request, exercise_id: str, key: ReadKey) -> ExerciseView:
     try:
         if len(exercise_id) > 100:  # exercise ids are short; a longer name fails the file system (ENAMETOOLONG)

@@ -8,6 +8,7 @@ from pydantic import BaseModel
 from sqlalchemy import select
 
 from service.api.deps import SessionDep
+from service.api.schemas import DATABASE_UNAVAILABLE, error
 from service.db import store
 from service.db.models import Submission
 
@@ -20,7 +21,8 @@ class FeedbackView(BaseModel):
     report: dict[str, Any] | None = None
 
 
-@router.get("/{token}", response_model=FeedbackView)
+@router.get("/{token}", response_model=FeedbackView,
+            responses={404: error("no such feedback link"), 503: DATABASE_UNAVAILABLE})
 def feedback(token: str, session: SessionDep) -> FeedbackView:
     row = (session.scalar(select(Submission).where(Submission.feedback_token == token))
            if len(token) <= 64 and "\x00" not in token else None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import BaseModel
 from sqlalchemy import text
 
 from service.db import store
@@ -11,12 +12,19 @@ from service.db import store
 router = APIRouter(tags=["health"])
 
 
+class ReadyView(BaseModel):
+    ready: bool
+    checks: dict[str, str]
+
+
 @router.get("/healthz")
 def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz")
+@router.get("/readyz", response_model=ReadyView,
+            responses={503: {"model": ReadyView,
+                             "description": "not ready: the database does not answer, or no grading slot"}})
 def readyz(request: Request) -> JSONResponse:
     """Ready when the database answers and at least one sandbox slot exists to grade."""
     checks: dict[str, str] = {}
@@ -29,7 +37,7 @@ def readyz(request: Request) -> JSONResponse:
     slots = request.app.state.dispatcher.slots()
     checks["sandbox_slots"] = str(slots) if slots > 0 else "none"
     ready = checks["database"] == "ok" and slots > 0
-    return JSONResponse({"ready": ready, "checks": checks}, status_code=200 if ready else 503)
+    return JSONResponse(ReadyView(ready=ready, checks=checks).model_dump(), status_code=200 if ready else 503)
 
 
 @router.get("/metrics", include_in_schema=False)

@@ -1,19 +1,18 @@
 """TA review hooks: the queue of reports waiting for a TA, and decisions on items and vetoes."""
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from pydantic import BaseModel
 
 from service.api.deps import ReadKey, ReviewKey, SessionDep, SettingsDep
-from service.api.routes.submissions import owned, view
-from service.api.schemas import SubmissionView
+from service.api.routes.submissions import NOT_FOUND, owned, view
+from service.api.schemas import BODY_ERRORS, KEYED_ERRORS, SubmissionView, UTCDateTime, ValidationErrorBody, error
 from service.db import decisions
 from service.review import DecisionError, DecisionRequest
 
-router = APIRouter(tags=["review"])
+router = APIRouter(tags=["review"], responses=KEYED_ERRORS)
 
 
 class DecisionView(BaseModel):
@@ -23,7 +22,7 @@ class DecisionView(BaseModel):
     after: dict
     reason: str
     actor: str
-    created_at: datetime
+    created_at: UTCDateTime  # SQLite gives naive datetimes back: without a zone it is no RFC 3339 date-time
     report_id: int
     new_report_id: int
 
@@ -36,7 +35,7 @@ class DecisionResult(BaseModel):
 class QueueEntry(BaseModel):
     id: str
     exercise: str
-    created_at: datetime
+    created_at: UTCDateTime  # SQLite gives naive datetimes back: without a zone it is no RFC 3339 date-time
     reasons: list[str]
 
 
@@ -46,7 +45,9 @@ def _decision_view(d) -> DecisionView:
 
 
 @router.post("/v1/submissions/{submission_id}/decisions", status_code=201, response_model=DecisionResult,
-             responses={409: {"description": "not graded yet"}, 422: {"description": "no such item or veto"}})
+             responses={**NOT_FOUND, 409: error("not graded yet"), **BODY_ERRORS,
+                        422: error("an invalid decision, or no such item or veto in the report",
+                                   model=ValidationErrorBody)})
 def decide(request: Request, submission_id: str, body: DecisionRequest, session: SessionDep, settings: SettingsDep,
            key: ReviewKey) -> DecisionResult:
     """A TA's decision: new points for an item, or confirm/dismiss a veto. It issues the next report
@@ -63,7 +64,7 @@ def decide(request: Request, submission_id: str, body: DecisionRequest, session:
     return DecisionResult(decision=_decision_view(decision), submission=view(request, session, owned(session, row.id, key.course_id), settings))
 
 
-@router.get("/v1/submissions/{submission_id}/decisions", response_model=list[DecisionView])
+@router.get("/v1/submissions/{submission_id}/decisions", response_model=list[DecisionView], responses=NOT_FOUND)
 def list_decisions(submission_id: str, session: SessionDep, key: ReadKey) -> list[DecisionView]:
     row = owned(session, submission_id, key.course_id)
     return [_decision_view(d) for d in decisions.decisions_for(session, row.id)]

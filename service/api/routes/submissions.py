@@ -11,7 +11,8 @@ from sqlalchemy.orm import Session
 from service.api.deps import ReadKey, ReviewKey, SessionDep, SettingsDep, SubmitKey
 from service.api.exports import gradescope, prairielearn
 from service.api.schemas import (
-    BatchCreate, BatchView, Links, ReportVersion, SubmissionCreate, SubmissionView, WebhookAttempt,
+    BODY_ERRORS, KEYED_ERRORS, RETRY_AFTER, BatchCreate, BatchView, Links, ReportVersion, SubmissionCreate, SubmissionView,
+    ValidationErrorBody, WebhookAttempt, error,
 )
 from service.config import Settings
 from service.db import store
@@ -21,9 +22,13 @@ from service.report import Report
 from service.submission import Submission as SubmissionBody
 from service.worker.webhooks import CallbackRefused, check_callback_url
 
-router = APIRouter(prefix="/v1/submissions", tags=["submissions"])
+router = APIRouter(prefix="/v1/submissions", tags=["submissions"], responses=KEYED_ERRORS)
 FINAL = ("graded", "not_gradable")
 NOT_GRADABLE_MESSAGE = "kernelgrade failed to grade this submission (our failure, not the student's); it costs the student nothing."
+NOT_FOUND = {404: error("no such submission for this key's course")}
+QUEUE_FULL = error("the grading queue is full (max_queue), or the database is unavailable for the moment",
+                   headers=RETRY_AFTER)
+LOCATION = {"Location": {"description": "the submission's URL", "required": True, "schema": {"type": "string"}}}
 
 
 def field_error(field: str, message: str) -> HTTPException:
@@ -91,10 +96,11 @@ def _check_capacity(session: Session, settings: Settings, incoming: int) -> None
 
 
 @router.post("", status_code=202, response_model=SubmissionView,
-             responses={200: {"model": SubmissionView, "description": "graded within `wait`"},
-                        409: {"description": "Idempotency-Key reused with a different body"},
-                        422: {"description": "invalid submission (the field is named)"},
-                        429: {"description": "rate limit (see Retry-After)"}, 503: {"description": "queue full (see Retry-After)"}})
+             responses={202: {"description": "stored and queued (not graded within `wait`)", "headers": LOCATION},
+                        200: {"model": SubmissionView, "description": "graded within `wait`", "headers": LOCATION},
+                        409: error("Idempotency-Key reused with a different body"), **BODY_ERRORS,
+                        422: error("invalid submission (the field is named)", model=ValidationErrorBody),
+                        503: QUEUE_FULL})
 def create_submission(
     request: Request, item: SubmissionCreate, session: SessionDep, settings: SettingsDep, key: SubmitKey,
     idempotency_key: Annotated[str | None, Header(max_length=200, description="same key + same body: the same submission")] = None,
@@ -121,7 +127,12 @@ def create_submission(
                         headers={"Location": result.links.self})
 
 
-@router.post("/batch", status_code=202, response_model=BatchView)
+@router.post("/batch", status_code=202, response_model=BatchView,
+             responses={409: error("an item's idempotency key was used with a different body (nothing stored)"),
+                        **BODY_ERRORS,
+                        422: error("an invalid item, named submissions.<index>.<field> (nothing stored)",
+                                   model=ValidationErrorBody),
+                        503: QUEUE_FULL})
 def create_batch(request: Request, batch: BatchCreate, session: SessionDep, settings: SettingsDep, key: SubmitKey) -> BatchView:
     """Up to `max_batch` submissions in one request; each may carry its own idempotency key."""
     if len(batch.submissions) > settings.max_batch:
@@ -147,13 +158,13 @@ def create_batch(request: Request, batch: BatchCreate, session: SessionDep, sett
     return BatchView(submissions=[view(request, session, row, settings) for row in rows])
 
 
-@router.get("/{submission_id}", response_model=SubmissionView)
+@router.get("/{submission_id}", response_model=SubmissionView, responses=NOT_FOUND)
 def get_submission(request: Request, submission_id: str, session: SessionDep, settings: SettingsDep, key: ReadKey) -> SubmissionView:
     """Status, the current report when graded, earlier reports, and webhook delivery attempts."""
     return view(request, session, owned(session, submission_id, key.course_id), settings)
 
 
-@router.get("/{submission_id}/report", responses={409: {"description": "not graded yet"}})
+@router.get("/{submission_id}/report", responses={**NOT_FOUND, 409: error("not graded yet")})
 def get_report(submission_id: str, session: SessionDep, key: ReadKey,
                format: Literal["json", "gradescope", "prairielearn"] = "json") -> JSONResponse:
     """The current report, as kernelgrade.report/v1 or mapped onto Gradescope / PrairieLearn results."""
@@ -168,7 +179,7 @@ def get_report(submission_id: str, session: SessionDep, key: ReadKey,
 
 
 @router.post("/{submission_id}/regrade", status_code=202, response_model=SubmissionView,
-             responses={409: {"description": "still being graded"}})
+             responses={**NOT_FOUND, 409: error("still being graded")})
 def regrade(request: Request, submission_id: str, session: SessionDep, settings: SettingsDep, key: ReviewKey) -> SubmissionView:
     """Grade again (for instance after an exercise fix); earlier reports stay in `history`."""
     row = owned(session, submission_id, key.course_id)
