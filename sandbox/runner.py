@@ -225,14 +225,21 @@ class SandboxRunner:
             what = "did not start in time" if stop_reason == "timeout" else f"died during start-up ({_signal_name(proc.returncode)})"
             result.infra_error = f"sandbox {what}; log tail:\n{result.log_tail[-2000:]}"
             return settled
-        if current == "<given>":
+        if stop_reason == "channel":
+            # Student code ran and broke the verdict channel: that is the submission's failure, for
+            # every phase still open (no fresh sandbox: a retry would reward the tampering).
+            if job.run_given_check and result.given is None:
+                result.given = GivenRun(status="crashed", output=error)
+            for case in job.cases:
+                if case.id not in settled:
+                    result.cases.append(CaseRun(id=case.id, status="crashed", error=error))
+                    settled.add(case.id)
+        elif current == "<given>":
             result.given = GivenRun(status="timeout" if stop_reason == "timeout" else "crashed", output=error)
         elif current is not None:
             status = "timeout" if stop_reason == "timeout" else "crashed"
             result.cases.append(CaseRun(id=current, status=status, error=error))
             settled.add(current)
-        elif stop_reason == "channel":
-            result.infra_error = f"sandbox output could not be read: {broken_channel}"
         return settled
 
     def _handle(self, message: dict, blob: bytes, *, job: Job, result: RunResult, settled: set[str],
@@ -244,6 +251,8 @@ class SandboxRunner:
             result.startup_s.append(time.monotonic() - attempt_started)
             result.environment = {k: str(message.get(k, "")) for k in ("mode", "device", "torch", "triton", "python")}
         elif kind == "fatal":
+            if ready:  # the harness sends `fatal` only before `hello`; after it, student code wrote it
+                raise FrameError("a 'fatal' frame after start-up (written by the submission, not the harness)")
             result.infra_error = f"sandbox harness refused to run: {message.get('error')}"
         elif kind == "load_error":
             error = f"程序无法加载：\n{message.get('error', '')}"

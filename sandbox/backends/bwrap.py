@@ -79,6 +79,12 @@ class BwrapBackend:
         if os.path.isdir("/etc/ld.so.conf.d"):
             args += ["--ro-bind", "/etc/ld.so.conf.d", "/etc/ld.so.conf.d"]
         args += ["--proc", "/proc", "--dev", "/dev"]
+        # Kernel settings stay read-only, as in Docker: when the service runs as root, the
+        # sandbox's uid maps to host root and /proc/sys would accept global sysctl writes
+        # (kernel.core_pattern runs a program as root on the next crash).
+        for proc_path in ("/proc/sys", "/proc/sysrq-trigger", "/proc/fs"):
+            if os.path.exists(proc_path):
+                args += ["--ro-bind", proc_path, proc_path]
         if mode is DeviceMode.gpu:
             for node in (*NVIDIA_SHARED_NODES, f"/dev/nvidia{device_index}"):
                 if os.path.exists(node):

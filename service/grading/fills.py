@@ -22,6 +22,17 @@ _ALLOWED = (
     ast.Invert, ast.Not, ast.UAdd, ast.USub,
     ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE,
 )
+# The parts of triton.language a fill may use: element-wise math, comparisons, reductions,
+# constructors and dtypes. Nothing that reaches modules, memory or the program's control.
+TL_ALLOWED = frozenset({
+    "where", "full", "zeros", "zeros_like", "full_like", "arange", "broadcast_to", "reshape", "expand_dims",
+    "sum", "max", "min", "argmax", "argmin", "maximum", "minimum", "clamp", "abs", "exp", "exp2", "log", "log2",
+    "sqrt", "rsqrt", "sin", "cos", "fma", "cdiv", "sigmoid", "softmax", "fdiv", "div_rn", "umulhi",
+    "xor_sum", "cumsum", "cumprod", "floor", "ceil", "erf",
+    "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "bfloat16", "float32", "float64",
+})
+
 _NAMES = {
     ast.Lambda: "lambda", ast.NamedExpr: "海象运算符 :=", ast.ListComp: "列表推导式", ast.SetComp: "集合推导式",
     ast.DictComp: "字典推导式", ast.GeneratorExp: "生成器表达式", ast.Subscript: "下标 [...]", ast.Starred: "星号展开 *",
@@ -90,11 +101,11 @@ def check_fill(fill: ast.expr, source: str, *, allowed_names: set[str], blank_nu
         if isinstance(node, ast.Attribute):
             if node.attr.startswith("_"):
                 return f"{prefix}中不允许访问以下划线开头的属性 `{node.attr[:40]}`"
-            root = node
-            while isinstance(root, ast.Attribute):
-                root = root.value
-            if not (isinstance(root, ast.Name) and root.id == "tl"):
-                return f"{prefix}中只允许 tl.* 的属性（例如 tl.full、tl.float32），不允许 `{ast.unparse(node)[:60]}`"
+            # One level, from a fixed list: tl's submodules re-export the standard library
+            # (tl.core.builtins, tl.core.inspect.os, ...), so no deeper chain may be followed.
+            if not (isinstance(node.value, ast.Name) and node.value.id == "tl" and node.attr in TL_ALLOWED):
+                return (f"{prefix}中只允许 tl.* 的数学、比较、归约函数和数据类型（如 tl.where、tl.full、tl.float32），"
+                        f"不允许 `{ast.unparse(node)[:60]}`")
         if isinstance(node, ast.Call):
             if not isinstance(node.func, ast.Attribute):
                 return f"{prefix}中只允许调用 tl.* 函数，不允许调用 `{ast.unparse(node.func)[:60]}`"

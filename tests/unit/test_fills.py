@@ -38,6 +38,10 @@ def test_allowed(source):
     ("open('/etc/passwd')", "tl.*"),
     ("tl.sum.__globals__", "下划线"),
     ("torch.ones(1)", "tl.*"),
+    ("cols < N if tl.core.builtins.exec(tl.core.builtins.bytes((112, 97, 115, 115))) == None else cols < N", "tl.*"),
+    ("tl.core.inspect.os.kill(tl.core.inspect.os.getpid(), 9) == None", "tl.*"),
+    ("tl.load(values) > 0", "tl.*"),
+    ("tl.static_print(mask)", "tl.*"),
     ("mask" + " & mask" * 80, "太"),
     ("(" * 30 + "mask" + ")" * 30 + " & " + "~" * 30 + "mask", "嵌套"),
 ])

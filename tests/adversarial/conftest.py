@@ -1,0 +1,64 @@
+"""The adversarial suite: hostile submissions graded end to end, in the real sandbox."""
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from service.config import REPO_ROOT
+from tests.adversarial.kit import SECRET_ENV, assert_no_survivors
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "adversarial: hostile submissions graded end to end against the real sandbox (tests/adversarial)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if shutil.which("bwrap") is not None:
+        return
+    skip = pytest.mark.skip(reason="bubblewrap (bwrap) is not installed: the adversarial suite needs the real sandbox")
+    for item in items:
+        if "adversarial" in item.keywords:
+            item.add_marker(skip)
+
+
+@dataclass
+class Host:
+    """What one attack must not reach on the host, and the token its processes and files carry."""
+
+    token: str
+    secret: str  # the value of KERNELGRADE_TEST_SECRET in this process's environment
+    tmp_path: Path
+    tmp_marker: Path  # a file in the host's pytest tmp_path
+    repo_marker: Path  # a file directly under REPO_ROOT
+
+    def assert_untouched(self) -> None:
+        """(b): no marker on the host, no file named with the token, no process left behind."""
+        for marker in (self.tmp_marker, self.repo_marker):
+            assert not marker.exists(), f"the sandboxed code created {marker} on the host"
+        for folder in (REPO_ROOT, self.tmp_path, Path("/tmp")):
+            named = [p for p in folder.glob(f"*{self.token}*")]
+            assert not named, f"files named with the attack's token appeared on the host: {named}"
+        assert_no_survivors(self.token)
+
+
+@pytest.fixture
+def host(tmp_path, monkeypatch) -> Host:
+    token = f"kgadv{uuid.uuid4().hex[:16]}"
+    secret = f"kgsecret{uuid.uuid4().hex}"
+    monkeypatch.setenv(SECRET_ENV, secret)
+    assert os.environ[SECRET_ENV] == secret
+    h = Host(token=token, secret=secret, tmp_path=tmp_path, tmp_marker=tmp_path / f"escaped-{token}.txt",
+             repo_marker=REPO_ROOT / f"escaped-{token}.txt")
+    yield h
+    # Safety net even when the test failed early: never leave a breach's files in the repository.
+    leaked = [p for p in (h.tmp_marker, h.repo_marker) if p.exists()]
+    for p in leaked:
+        p.unlink()
+    assert not leaked, f"the sandboxed code created {leaked} on the host"
+    assert_no_survivors(token)

@@ -1,0 +1,363 @@
+"""Resource attacks: fork bomb, memory bomb, disk fill, descriptors, endless loops and sleeps,
+processes that try to outlive the sandbox, and attacks on the sandbox's parent. Small Limits keep
+each one quick; after each, the correct solution is graded normally.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from tests.adversarial.kit import (
+    DENIED, assert_denied, assert_failed, assert_graded_normally, case, denied_details, grade, guarded,
+    host_processes_with,
+    interpreter_only, submission,
+)
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.adversarial]
+
+MiB = 1 << 20
+GiB = 1 << 30
+TIMEOUT_LIMITS = dict(case_timeout_s=1.5, run_timeout_s=40, kill_grace_s=2)
+
+FORK_LIMIT = 16
+ROOT_NPROC_WEAKNESS = (
+    "WEAKNESS: RLIMIT_NPROC (Limits.processes) does not bind when the worker runs as root: the sandbox's "
+    "uid 65534 maps to host uid 0, which the kernel exempts from RLIMIT_NPROC, and there is no pids cgroup "
+    f"or other cap, so with processes={FORK_LIMIT} the submission started 64 processes (a real fork bomb "
+    "is bounded only by the host's pid_max / threads-max). Fix: run the worker unprivileged (the Docker "
+    "image does, uid 10001) or put each sandbox in a pids-limited cgroup")
+
+
+@pytest.mark.xfail(os.geteuid() == 0, strict=True, reason=ROOT_NPROC_WEAKNESS)
+def test_fork_bomb_is_bounded_by_the_process_limit(host):
+    # Bounded on purpose (64 children, each exec'd into `sleep` with the token as its argv[0]):
+    # enough to show whether Limits.processes holds, without risking the machine if it does not.
+    report = grade(guarded('''
+def attack(x, y):
+    def bomb():
+        started = 0
+        for _ in range(4 * @LIMIT@):
+            try:
+                pid = os.fork()
+            except OSError:
+                break
+            if pid == 0:
+                try:
+                    os.execv("/usr/bin/sleep", [@TOKEN@, "60"])
+                finally:
+                    os._exit(0)
+            started += 1
+        return started
+    started = once("forks", bomb)
+    return started > @LIMIT@, started
+''', LIMIT=FORK_LIMIT, TOKEN=host.token), processes=FORK_LIMIT)
+    # Whatever happened inside, every child is gone once the grading is over.
+    host.assert_untouched()
+    assert_graded_normally()
+    assert_failed(report)
+    if report.status == "graded" and report.program.ran:
+        started = [c.first_mismatch.observed - DENIED for c in report.cases
+                   if c.kind == "regular" and c.first_mismatch is not None and c.first_mismatch.observed is not None]
+        assert all(n <= FORK_LIMIT for n in started), started
+
+
+@interpreter_only("RLIMIT_AS is set only on the interpreter (CUDA reserves huge address ranges)")
+def test_memory_bomb_is_refused(host):
+    limit = 2 * GiB
+    report = grade(guarded('''
+def attack(x, y):
+    # Reserve twice the limit at once (untouched), then touch memory in chunks up to twice the limit.
+    try:
+        reserved = torch.empty(2 * @LIMIT@, dtype=torch.uint8)
+        return True, 0
+    except (RuntimeError, MemoryError):
+        pass
+    chunks = []
+    try:
+        while len(chunks) * (128 << 20) < 2 * @LIMIT@:
+            chunks.append(torch.ones(128 << 20, dtype=torch.uint8))
+    except (RuntimeError, MemoryError):
+        pass
+    touched = len(chunks) * (128 << 20)
+    del chunks
+    return touched >= @LIMIT@, 12
+''', LIMIT=limit), memory_bytes=limit)
+    assert_denied(report, details={12.0})
+    host.assert_untouched()
+    assert_graded_normally()
+
+
+def test_disk_fill_stops_at_the_tmpfs_cap(host):
+    cap = 8 * MiB
+    report = grade(guarded('''
+def attack(x, y):
+    codes = []
+    for path in ("/tmp/fill.bin", "/dev/shm/fill.bin", "/tmp/triton-cache/fill.bin"):
+        written = 0
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as fh:
+                for _ in range(4 * @CAP@ // (1 << 20)):
+                    fh.write(b"x" * (1 << 20))
+                    fh.flush()
+                    written += 1 << 20
+        except OSError as exc:
+            codes.append(exc.errno)
+        finally:
+            if os.path.exists(path):
+                os.unlink(path)
+        if written > @CAP@:
+            return True, 0
+    return False, codes[0] if len(set(codes)) == 1 and len(codes) == 3 else 0
+''', CAP=cap), tmpfs_bytes=cap)
+    assert_denied(report, errnos={errno.ENOSPC})
+    host.assert_untouched()
+    assert_graded_normally()
+
+
+def test_file_size_limit(host):
+    limit = 4 * MiB
+    report = grade(guarded('''
+def attack(x, y):
+    written = 0
+    try:
+        with open("/tmp/big.bin", "wb") as fh:
+            for _ in range(4 * @LIMIT@ // (1 << 20)):
+                fh.write(b"x" * (1 << 20))
+                fh.flush()
+                written += 1 << 20
+    except OSError as exc:
+        return written > @LIMIT@, exc.errno
+    finally:
+        os.unlink("/tmp/big.bin")
+    return True, 0
+''', LIMIT=limit), file_size_bytes=limit, tmpfs_bytes=64 * MiB)
+    assert_denied(report, errnos={errno.EFBIG})
+    host.assert_untouched()
+    assert_graded_normally()
+
+
+def test_open_file_limit(host):
+    limit = 64
+    report = grade(guarded('''
+def attack(x, y):
+    fds = []
+    try:
+        for _ in range(4 * @LIMIT@):
+            fds.append(os.open("/dev/null", os.O_RDONLY))
+    except OSError as exc:
+        code = exc.errno
+    else:
+        code = 0
+    for fd in fds:
+        os.close(fd)
+    return len(fds) >= @LIMIT@, code
+''', LIMIT=limit), open_files=limit)
+    assert_denied(report, errnos={errno.EMFILE})
+    host.assert_untouched()
+    assert_graded_normally()
+
+
+def assert_timed_out(report, *, given: bool, cases: tuple[str, ...], started: float) -> None:
+    """The hanging phases ended as timeouts (each costing a fresh sandbox), within a bounded time."""
+    assert_failed(report)
+    assert report.status == "graded" and report.program.ran
+    if given:
+        assert report.given_check.status == "timeout", report.given_check
+    for case_id in cases:
+        c = case(report, case_id)
+        assert not c.passed and "超时" in (c.error or ""), c
+    assert report.timing["attempts"] == 1 + given + len(cases)
+    elapsed = time.monotonic() - started
+    assert elapsed < 30, f"{int(given) + len(cases)} timeouts of {TIMEOUT_LIMITS['case_timeout_s']} s took {elapsed:.1f} s"
+
+
+# Hangs in the given check and in the first case (regular.n32, the only 4 x 32 input); the last
+# case returns normally in the fresh sandbox that follows.
+HANGS_HERE = "in_given_check() or tuple(x.shape) == (4, 32)"
+
+
+def test_endless_python_loop_is_killed_on_time(host):
+    started = time.monotonic()
+    report = grade(guarded(f'''
+def attack(x, y):
+    while {HANGS_HERE}:
+        pass
+    return False, 7
+'''), **TIMEOUT_LIMITS)
+    assert_timed_out(report, given=True, cases=("regular.n32",), started=started)
+    assert case(report, "regular.n17").first_mismatch.observed == DENIED + 7
+    host.assert_untouched()
+    assert_graded_normally()
+
+
+@interpreter_only("a Python `while` in the kernel body runs as Python only under the interpreter")
+def test_endless_loop_inside_the_kernel_is_killed_on_time(host):
+    started = time.monotonic()
+    report = grade(submission(kernel='''
+row = tl.program_id(0)
+cols = tl.arange(0, BLOCK)
+mask = cols < N
+while N == 32:
+    row = row + 0
+values = tl.load(x + row * N + cols, mask=mask, other=0.0)
+tl.store(y + row * N + cols, values * 2, mask=mask)
+'''), **TIMEOUT_LIMITS)
+    # Only regular.n32 (N = 32) loops; the given check and regular.n17 are right.
+    assert_timed_out(report, given=False, cases=("regular.n32",), started=started)
+    assert report.given_check.status == "passed" and case(report, "regular.n17").passed
+    host.assert_untouched()
+    assert_graded_normally()
+
+
+def test_sleeping_past_the_timeout_is_killed(host):
+    started = time.monotonic()
+    report = grade(guarded('''
+def attack(x, y):
+    if in_given_check():
+        time.sleep(3600)
+    return False, 7
+'''), **TIMEOUT_LIMITS)
+    assert_timed_out(report, given=True, cases=(), started=started)
+    assert denied_details(report) == [7.0, 7.0]
+    host.assert_untouched()
+    assert_graded_normally()
+
+
+DAEMON = '''
+import os
+import subprocess
+
+
+def daemonize():
+    # setsid + double fork + exec: a daemon in its own session with the token in its argv and env.
+    pid = os.fork()
+    if pid == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.execve("/usr/bin/sleep", [@TOKEN@, "300"], {"KG_ADV": @TOKEN@})
+        os._exit(0)
+    os.waitpid(pid, 0)
+    subprocess.Popen(["/usr/bin/sleep", "300", @TOKEN@], start_new_session=True, env={"KG_ADV": @TOKEN@})
+    return 2
+
+
+started = once("daemons", daemonize)
+'''
+
+
+def test_daemons_do_not_outlive_the_sandbox(host):
+    """Daemons (setsid, double fork) started in the given check, which then hangs until the sandbox
+    is killed; and again in the fresh sandbox of the cases, which return normally. None survives."""
+    started = time.monotonic()
+    report = grade(guarded(DAEMON.replace("@TOKEN@", repr(host.token)) + '''
+def attack(x, y):
+    while in_given_check():
+        time.sleep(1)
+    return False, started
+'''), **TIMEOUT_LIMITS)
+    assert_timed_out(report, given=True, cases=(), started=started)
+    assert denied_details(report) == [2.0, 2.0]
+    host.assert_untouched()  # no process with the token in its argv or environment is left
+    assert_graded_normally()
+
+
+@pytest.fixture
+def host_sleeper(host):
+    """A host process the sandbox must not be able to signal (its pid is given to the attack)."""
+    marker = f"kg-host-sleeper-{uuid.uuid4().hex}"  # not the token: it is meant to survive
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", marker])
+    proc.marker = marker
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def test_signals_do_not_reach_the_parent_or_the_host(host, host_sleeper):
+    report = grade(guarded('''
+import signal
+
+
+def attack(x, y):
+    # The sandbox's parent (bwrap as its pid 1) and everything it may signal: only its own.
+    for target in (os.getppid(), 1, -1):
+        for sig in (signal.SIGTERM, signal.SIGSTOP, signal.SIGKILL):
+            attempt(lambda: os.kill(target, sig))
+    denied = 0
+    for pid in (@SLEEPER@, @RUNNER@):
+        for sig in (0, signal.SIGKILL):
+            worked, code = attempt(lambda: os.kill(pid, sig))
+            if worked:
+                return True, 0
+            denied += code == 3  # ESRCH: no such process in this pid namespace
+    return False, denied
+''', SLEEPER=host_sleeper.pid, RUNNER=os.getpid()))
+    assert_denied(report, details={4.0})
+    assert host_sleeper.poll() is None, "the host process was killed from inside the sandbox"
+    assert host_processes_with(host_sleeper.marker)
+    host.assert_untouched()
+    assert_graded_normally()
+
+
+def test_ptrace_and_memory_of_the_parent(host, host_sleeper):
+    """Host processes (the runner, a sleeper) cannot be traced or read. The sandbox's own init (bwrap,
+    pid 1 inside, its parent) can be: no seccomp filter forbids it, but it holds no capability and the
+    same uid, so tracing it gains nothing; the attack checks that too."""
+    report = grade(guarded('''
+import ctypes
+
+
+def attack(x, y):
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+    libc.ptrace.restype = ctypes.c_long
+    PTRACE_ATTACH, PTRACE_SEIZE, PTRACE_DETACH = 16, 0x4206, 17
+    denied = 0
+    for pid in (@SLEEPER@, @RUNNER@):
+        for request in (PTRACE_ATTACH, PTRACE_SEIZE):
+            if libc.ptrace(request, pid, None, None) == 0:
+                libc.ptrace(PTRACE_DETACH, pid, None, None)
+                return True, 0
+            denied += ctypes.get_errno() == 3  # ESRCH: not in this pid namespace
+        worked, code = attempt(lambda: open("/proc/%d/mem" % pid, "rb").close())
+        if worked:
+            return True, 0
+        denied += code == 2  # ENOENT
+    for pid in (1, os.getppid()):
+        with open("/proc/%d/status" % pid) as fh:
+            status = dict(line.split(":", 1) for line in fh.read().splitlines() if ":" in line)
+        if int(status["CapEff"], 16) != 0 or status["Uid"].split() != [str(os.getuid())] * 4:
+            return True, 0  # the parent is more privileged than us: tracing it would escalate
+    return False, denied
+''', SLEEPER=host_sleeper.pid, RUNNER=os.getpid()))
+    assert_denied(report, details={6.0})
+    assert host_sleeper.poll() is None
+    host.assert_untouched()
+    assert_graded_normally()
+
+
+def test_stdout_and_stderr_floods_are_capped(host):
+    started = time.monotonic()
+    report = grade(guarded('''
+def attack(x, y):
+    chunk = ("flood " + @TOKEN@ + " ") * 8192
+    for _ in range(40):  # about 9 MB on each stream, through Python and straight to the fds
+        print(chunk)
+        print(chunk, file=sys.stderr)
+    for _ in range(40):
+        os.write(1, chunk.encode())
+        os.write(2, chunk.encode())
+    return False, 1
+''', TOKEN=host.token))
+    assert_denied(report, details={1.0})
+    assert len(report.to_json()) < 200_000, f"the report holds {len(report.to_json())} characters"
+    assert len(report.given_check.output) < 20_000
+    assert time.monotonic() - started < 60
+    host.assert_untouched()
+    assert_graded_normally()

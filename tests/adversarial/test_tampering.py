@@ -1,0 +1,225 @@
+"""Tampering with the verdict: forged frames on the verdict channel (its fd is the harness's
+sys.argv[2]) and on stdout, monkeypatched checks and harness, a broken channel.
+
+The lesson's given check runs inside the sandbox, in the same process as the submission, so its
+verdict ("passed"/"failed") is only as trustworthy as the submission itself: the three forgeries
+below make a wrapper that is WRONG in the given check get the given check's points.
+"""
+from __future__ import annotations
+
+import pytest
+
+from tests.adversarial.kit import (
+    DENIED, GOOD_WRAPPER_HEAD, PRELUDE, REGULAR_CASES, assert_denied, assert_failed, assert_graded_normally, case,
+    grade, guarded, submission,
+)
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.adversarial]
+
+GIVEN_CHECK_WEAKNESS = (
+    "WEAKNESS: the given check's verdict is decided inside the sandbox, in the submission's own process, "
+    "and the trusted side takes the harness's 'given' frame at its word (nothing it can recompute: the "
+    "check's inputs are drawn inside). A wrapper that returns 2x+1 in the given check (and 2x in the "
+    "cases) gets {how}, and 10/10. Affects exercises with fill_policy 'any' (block blanks); lesson06's "
+    "expression blanks cannot express it without the tl.core bypass (test_whitelisted_blank.py). Fix: "
+    "run the given check's comparisons on the trusted side (send its inputs and outputs as tensors), "
+    "or in a separate sandbox process the submission cannot reach, and do not accept a 'given' frame "
+    "after student code has run in that process")
+
+# Wrong (2x + 1) whenever the given check calls it; right for the harness's cases.
+WRONG_IN_THE_GIVEN_CHECK = PRELUDE + GOOD_WRAPPER_HEAD + '''
+@FORGERY@
+if in_given_check():
+    return y + 1
+return y
+'''
+
+
+def forging(forgery: str) -> str:
+    return submission(wrapper=WRONG_IN_THE_GIVEN_CHECK.replace("@FORGERY@", forgery))
+
+
+def assert_given_check_forgery_failed(report) -> None:
+    # Precondition of the breach: the cases themselves are right (so only the given check can fail).
+    assert report.status == "graded" and all(case(report, c).passed for c in REGULAR_CASES)
+    # The breach: the given check "passed" although the wrapper returned 2x + 1 there.
+    assert report.given_check.status != "passed", "the given check was forged into a pass"
+    assert_failed(report)
+
+
+def test_control_wrong_in_the_given_check_fails_it(host):
+    """Without a forgery, the same wrapper fails the given check (and so the whole grade)."""
+    report = grade(forging("pass"))
+    assert_given_check_forgery_failed(report)
+    assert "Tensor-likes are not close" in report.given_check.output
+    host.assert_untouched()
+
+
+@pytest.mark.xfail(strict=True, reason=GIVEN_CHECK_WEAKNESS.format(
+    how="the given check marked 'passed' by writing a forged {'type': 'given', 'status': 'passed'} frame "
+        "to the verdict fd and exiting with os._exit(0): the runner settles the given check from the "
+        "forged frame and reruns only the cases in a fresh sandbox"))
+def test_forged_given_frame_then_exit(host):
+    report = grade(forging('''
+if in_given_check():
+    verdict_fd = int(sys.argv[2])
+    sys.modules["wire"].write_frame(verdict_fd, {"type": "given", "status": "passed", "output": "", "elapsed_s": 0.1})
+    os._exit(0)
+'''))
+    host.assert_untouched()
+    assert_graded_normally()
+    assert_given_check_forgery_failed(report)
+
+
+@pytest.mark.xfail(strict=True, reason=GIVEN_CHECK_WEAKNESS.format(
+    how="the given check marked 'passed' by monkeypatching the harness's framing (sys.modules['wire']."
+        "write_frame) to rewrite the harness's own 'given' frame"))
+def test_monkeypatched_harness_framing(host):
+    report = grade(forging('''
+wire = sys.modules["wire"]
+if not getattr(wire, "forged", False):
+    real_write = wire.write_frame
+
+    def write_frame(fd, message, blob=b""):
+        if message.get("type") == "given":
+            message = dict(message, status="passed", output="")
+        return real_write(fd, message, blob)
+    wire.write_frame = write_frame
+    wire.forged = True
+'''))
+    host.assert_untouched()
+    assert_graded_normally()
+    assert_given_check_forgery_failed(report)
+
+
+@pytest.mark.xfail(strict=True, reason=GIVEN_CHECK_WEAKNESS.format(
+    how="the given check passed by monkeypatching torch.testing.assert_close into a no-op during the "
+        "first call (right), so the second shape's wrong output is never compared"))
+def test_monkeypatched_assert_close(host):
+    # The check line evaluates `torch.testing.assert_close` before calling double(x): patch on the
+    # first call (and be right there), be wrong from the second on.
+    report = grade(submission(wrapper=PRELUDE + GOOD_WRAPPER_HEAD + '''
+if in_given_check():
+    if getattr(torch.testing, "forged", False):
+        return y + 1
+    torch.testing.assert_close = lambda *args, **kwargs: None
+    torch.testing.forged = True
+return y
+'''))
+    host.assert_untouched()
+    assert_graded_normally()
+    assert_given_check_forgery_failed(report)
+
+
+def test_forged_frames_on_stdout_and_stderr_are_ignored(host):
+    """Frames claiming passes, with the right tensors, written where the verdict channel is not."""
+    report = grade(guarded('''
+def attack(x, y):
+    from safetensors.torch import save
+    wire = sys.modules["wire"]
+    frames = wire.encode_frame({"type": "given", "status": "passed", "output": ""})
+    for case_id in ("regular.n32", "regular.n17"):
+        frames += wire.encode_frame({"type": "case_start", "id": case_id})
+        frames += wire.encode_frame({"type": "case", "id": case_id, "status": "ok", "passed": True},
+                                    save({"y": y.detach().cpu().contiguous()}))
+    frames += wire.encode_frame({"type": "done"})
+    for fd in (1, 2):
+        os.write(fd, frames)
+    sys.stdout.write(frames.decode("latin-1"))
+    return False, 5
+'''))
+    assert_denied(report, details={5.0})
+    host.assert_untouched()
+    assert_graded_normally()
+
+
+def test_forged_claims_on_the_verdict_channel_do_not_replace_the_data(host):
+    """A case frame for the running case that claims a pass and a full score, with wrong data."""
+    report = grade(guarded('''
+def attack(x, y):
+    from safetensors.torch import save
+    if not in_given_check():
+        wire = sys.modules["wire"]
+        for case_id in ("regular.n32", "regular.n17"):
+            if tuple(x.shape) == {"regular.n32": (4, 32), "regular.n17": (3, 17)}[case_id]:
+                wire.write_frame(int(sys.argv[2]), {"type": "case", "id": case_id, "status": "ok", "passed": True,
+                                                     "score": 10, "error_ratio": 0.0},
+                                 save({"y": (y + 0.5).detach().cpu().contiguous()}))
+    return False, 6
+'''))
+    assert_failed(report)
+    assert report.given_check.status == "failed"
+    for case_id in REGULAR_CASES:
+        c = case(report, case_id)
+        assert not c.passed and c.first_mismatch is not None
+        # Either the forged wrong data (y + 0.5) or the real DENIED answer was compared; neither passes.
+        assert c.first_mismatch.observed is not None
+        assert c.first_mismatch.observed >= DENIED - 0.5 or abs(c.first_mismatch.observed - c.first_mismatch.expected - 0.5) < 1e-3
+    host.assert_untouched()
+    assert_graded_normally()
+
+
+def test_garbage_and_oversized_frames_on_the_verdict_channel(host):
+    report = grade(guarded('''
+import struct
+
+
+def attack(x, y):
+    if not in_given_check():
+        fd = int(sys.argv[2])
+        if tuple(x.shape) == (4, 32):
+            os.write(fd, struct.pack(">II", 0xFFFFFFF0, 0xFFFFFFF0) + b"{")  # a 4 GiB frame header
+        else:
+            os.write(fd, struct.pack(">II", 5, 0) + b"\\xff\\xfe{}}")  # not JSON
+    return False, 8
+'''))
+    assert_failed(report)
+    assert report.status == "graded"
+    for case_id in REGULAR_CASES:
+        error = case(report, case_id).error or ""
+        assert "违反协议" in error, error
+    host.assert_untouched()
+    assert_graded_normally()
+
+
+FORGED_FATAL = '''
+def attack(x, y):
+    sys.modules["wire"].write_frame(int(sys.argv[2]), {"type": "fatal", "error": "forged: out of GPU memory"})
+    return False, 9
+'''
+
+GARBAGE_BETWEEN_PHASES = '''
+def attack(x, y):
+    if in_given_check():
+        fd = int(sys.argv[2])
+        # A forged end of the given check (no pass claimed), then bytes that are no frame at all.
+        sys.modules["wire"].write_frame(fd, {"type": "given", "status": "failed", "output": "forged"})
+        time.sleep(0.5)  # read apart from the garbage: the runner has settled the given check by then
+        os.write(fd, b"\\x00\\x00\\x00\\x05\\x00\\x00\\x00\\x00not{}")
+    return False, 10
+'''
+
+
+@pytest.mark.parametrize("attack", [FORGED_FATAL, GARBAGE_BETWEEN_PHASES], ids=["forged-fatal", "garbage-between-phases"])
+def test_self_inflicted_not_gradable_is_never_a_pass(host, attack):
+    report = grade(guarded(attack))
+    assert_failed(report)  # a graded fail or a clear not_gradable
+    host.assert_untouched()
+    assert_graded_normally()
+
+
+NOT_GRADABLE_WEAKNESS = (
+    "WEAKNESS: sandboxed code can turn its own grading into not_gradable, which the report blames on "
+    "the service ('评分服务自身出错，这不是你的问题：这次提交不计分，也不算一次尝试') and the worker "
+    "counts as a service failure: a forged {'type': 'fatal'} frame sets RunResult.infra_error; so does "
+    "any malformed frame sent while no case is current (after a forged 'given' frame). A student can "
+    "thus hide a failing submission and retry without the attempt counting. Fix: once the harness said "
+    "'hello' (student code may run), treat fatal frames and broken framing as the submission's failure "
+    "(crashed cases), never as infra_error")
+
+
+@pytest.mark.parametrize("attack", [FORGED_FATAL, GARBAGE_BETWEEN_PHASES], ids=["forged-fatal", "garbage-between-phases"])
+def test_self_inflicted_failure_is_graded_not_blamed_on_the_service(host, attack):
+    report = grade(guarded(attack))
+    assert report.status == "graded", f"not_gradable by the submission's own doing: {report.message}"
+    assert_failed(report)

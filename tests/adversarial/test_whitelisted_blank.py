@@ -1,0 +1,122 @@
+"""lesson06's blank takes only a whitelisted expression (names in scope, tl.* calls, operators,
+numbers): every attack here must be refused before anything runs (`report.program.ran is False`,
+no sandbox started, no points)."""
+from __future__ import annotations
+
+import pytest
+
+from sandbox.contract import Limits
+from service.config import REPO_ROOT, Settings
+from service.grading.pipeline import build_grader
+from service.submission import Submission
+from tests.adversarial.kit import QUICK, SECRET_SEED, assert_graded_normally
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.adversarial]
+
+LESSON = "lesson06_mean_var"
+TEMPLATE = (REPO_ROOT / "exercises" / LESSON / "template.py").read_text(encoding="utf-8")
+SOLUTION = (REPO_ROOT / "exercises" / LESSON / "solution.py").read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def lesson_grader():
+    return build_grader(Settings(limits=Limits(**QUICK)))
+
+
+def fill(expression: str) -> str:
+    assert TEMPLATE.count("______") == 1
+    return TEMPLATE.replace("______", expression, 1)
+
+
+def grade_lesson(grader, code: str):
+    return grader.grade(Submission(exercise=LESSON, code=code), secret_seed=SECRET_SEED)
+
+
+def assert_refused_before_running(report, *, reason: str = "") -> None:
+    assert report.status == "graded"
+    assert report.program.ran is False, f"the fill ran: {report.program.fills}"
+    assert report.program.not_run_reason and reason in report.program.not_run_reason, report.program.not_run_reason
+    assert report.environment.torch == "" and "sandbox_s" not in report.timing, "a sandbox was started"
+    assert all(not c.passed and c.error == "未运行" for c in report.cases)
+    code_items = [i for i in report.items if i.id.startswith("code.") and i.id != "code.explanation"]
+    assert code_items and all(i.points == 0 for i in code_items)
+    assert not report.score.passed
+
+
+# (id, fill, a word of the refusal). Each would run arbitrary code or reach outside the lesson's names.
+REFUSED = [
+    ("dunder-import", "__import__('os').system('id') == 0", "__import__"),
+    ("attribute-walk", "().__class__.__bases__[0].__subclasses__()", "下划线"),
+    ("tl-dunder", "tl.__dict__", "下划线"),
+    ("tl-private", "tl.core._unwrap_if_constexpr(cols < N)", "下划线"),
+    ("lambda", "(lambda: cols < N)()", "lambda"),
+    ("walrus", "(m := cols < N)", "海象"),
+    ("comprehension", "[c < N for c in cols]", "推导式"),
+    ("subscript", "cols[0] < N", "下标"),
+    ("f-string", "f'{cols}' == 0", "f-string"),
+    ("string-constant", "tl.where(mask, 'x', 0) != 0", "str"),
+    ("eval-name", "eval(cols < N)", "eval"),
+    ("builtin-open", "open(0) == None", "open"),
+    ("starred", "tl.where(*cols)", "星号"),
+    ("double-star", "tl.full(**mask)", "**"),
+    ("call-on-result", "tl.arange(0, BLOCK).reshape(BLOCK) < N", "只允许 tl.*"),
+    ("method-on-name", "cols.to(tl.int32) < N", "只允许 tl.*"),
+    ("too-long", "cols < N" + " + 0" * 110, "太长"),
+    ("too-many-nodes", " & ".join(["(cols < N)"] * 30), "太复杂"),
+    ("too-deep", "-" * 40 + "(cols < N)", "嵌套太深"),
+    ("nul-byte", "cols < N\x00", "NUL"),
+    ("fullwidth-eval", "ｅｖａｌ(cols < N)", "eval"),  # NFKC: the parser reads `eval`
+    ("math-bold-open", "𝐨𝐩𝐞𝐧(0) == None", "open"),  # NFKC again: `open`
+    ("cyrillic-homoglyph", "сols < N", "сols"),  # U+0441, not the scope's `cols`
+    ("zero-width-space", "cols\u200b < N", "语法错误"),
+    ("bidi-override", "cols < N \u202e", "语法错误"),
+    ("bom-inside", "cols <\ufeff N", "语法错误"),
+]
+
+
+@pytest.mark.parametrize("expression, reason", [(f, r) for _, f, r in REFUSED], ids=[i for i, _, _ in REFUSED])
+def test_hostile_fill_is_refused_before_running(lesson_grader, host, expression, reason):
+    report = grade_lesson(lesson_grader, fill(expression))
+    assert_refused_before_running(report, reason=reason)
+    host.assert_untouched()
+
+
+def as_bytes_tuple(text: str) -> str:
+    return "(" + ",".join(str(b) for b in text.encode()) + ",)"
+
+
+BYPASS_WEAKNESS = (
+    "WEAKNESS: the fill whitelist (service/grading/fills.py) allows any attribute chain rooted at `tl` "
+    "without a leading underscore, and tl's modules re-export the standard library: tl.core.builtins is "
+    "`builtins`, tl.core.inspect.os / .sys / .importlib are `os`, `sys`, `importlib`, tl.core.knobs."
+    "subprocess is `subprocess` (triton 3.9). With ints and tuples allowed, "
+    "`tl.core.builtins.exec(tl.core.builtins.bytes((…ints…,)))` runs arbitrary Python from lesson06's "
+    "blank (the Triton interpreter executes the kernel body as Python), and `tl.core.inspect.os.kill(...)` "
+    "needs no string at all; the fill is accepted and runs (program.ran True), in the sandbox. Fix: "
+    "whitelist tl attributes by name (tl.<function> and dtypes only, at depth one), not by root")
+
+BYPASSES = [
+    ("tl-core-builtins-exec",
+     "cols < N if tl.core.builtins.exec(tl.core.builtins.bytes(" + as_bytes_tuple("raise SystemError('KGBYPASS')")
+     + ")) == None else cols < N"),
+    ("tl-core-inspect-os-kill", "cols < N if tl.core.inspect.os.kill(tl.core.inspect.os.getpid(), 9) == None else cols < N"),
+]
+
+
+@pytest.mark.parametrize("expression", [f for _, f in BYPASSES], ids=[i for i, _ in BYPASSES])
+def test_stdlib_reached_through_tl_attributes_is_refused(lesson_grader, host, expression):
+    assert len(expression) <= 400
+    report = grade_lesson(lesson_grader, fill(expression))
+    host.assert_untouched()
+    assert not report.score.passed
+    assert_refused_before_running(report)
+
+
+def test_zz_next_submissions_are_graded_normally(lesson_grader, host):
+    report = grade_lesson(lesson_grader, SOLUTION)
+    assert report.status == "graded" and report.program.ran
+    assert all(c.passed for c in report.cases), [c.id for c in report.cases if not c.passed]
+    code = {i.id: i for i in report.items if i.id in ("code.regular", "code.boundary")}
+    assert all(i.points == i.max_points for i in code.values())
+    assert_graded_normally()
+    host.assert_untouched()
