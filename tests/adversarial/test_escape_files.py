@@ -277,8 +277,9 @@ def attack(x, y):
 ''', TOKEN=host.token, TARGETS=targets))
     # Paths under /tmp (the host's pytest tmp_path is one) reach only the sandbox's private tmpfs,
     # where writing is allowed: the host checks below say whether anything got out.
+    # (The repository itself lies under /tmp when CI clones it there.)
     private = [t for t in targets if t.startswith(("/tmp/", "/proc/1/root/tmp/"))]
-    assert len(private) == 2, private
+    assert len(private) >= 2, private
     assert_denied(report, details={float(len(targets) - len(private) + 4)})
     assert sha256(LESSON06_SOLUTION) == solution_sha256()
     assert not list(site.glob(f"*{host.token}*"))

@@ -112,6 +112,10 @@ else:
     assert_failed(report)
     assert report.given_check.status == "failed"
     # All six refused (the host tmp marker's folder does not exist in the private /tmp: ENOENT).
-    assert denied_details(report) == [6.0, 6.0]
+    # A checkout under /tmp (CI) has its venv's parent folders in the private /tmp, so writing the
+    # repository marker there lands in the sandbox's own tmpfs: five refusals, and the host check decides.
+    expected = {5.0, 6.0} if str(host.repo_marker).startswith("/tmp/") else {6.0}
+    details = denied_details(report)
+    assert len(details) == 2 and set(details) <= expected, details
     host.assert_untouched()
     assert_graded_normally()
