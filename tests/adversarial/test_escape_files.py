@@ -280,7 +280,9 @@ def attack(x, y):
     # (The repository itself lies under /tmp when CI clones it there.)
     private = [t for t in targets if t.startswith(("/tmp/", "/proc/1/root/tmp/"))]
     assert len(private) >= 2, private
-    assert_denied(report, details={float(len(targets) - len(private) + 4)})
+    # Writes into the private /tmp may work or not (bwrap's own mount-point folders): any count
+    # from "only the non-private targets refused" to "all refused"; the host checks decide.
+    assert_denied(report, details={float(n) for n in range(len(targets) - len(private) + 4, len(targets) + 5)})
     assert sha256(LESSON06_SOLUTION) == solution_sha256()
     assert not list(site.glob(f"*{host.token}*"))
     host.assert_untouched()
