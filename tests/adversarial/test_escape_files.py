@@ -290,14 +290,6 @@ def attack(x, y):
 
 
 PRINTK_RATELIMIT = Path("/proc/sys/kernel/printk_ratelimit")
-ROOT_WORKER_WEAKNESS = (
-    "WEAKNESS: with the worker running as root (scripts/run as root, this CI), bwrap maps the sandbox's "
-    "uid 65534 to host uid 0 (/proc/self/uid_map: '65534 0 1') and leaves /proc/sys writable (only /proc/irq "
-    "and /proc/bus are remounted read-only): the kernel's sysctl permission check sees the global root uid, "
-    "so the submission can change global kernel settings (it set kernel.printk_ratelimit, visible on the "
-    "host) and open kernel.core_pattern for writing, the classic route to running a program as host root "
-    "on the next crash. Fix: --remount-ro /proc/sys (or --ro-bind /proc/sys), and never map the sandbox "
-    "to uid 0 (run the worker unprivileged, or a --userns/subuid mapping)")
 
 
 @pytest.mark.skipif(not PRINTK_RATELIMIT.exists(), reason="no /proc/sys/kernel/printk_ratelimit on this kernel")

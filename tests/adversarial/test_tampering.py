@@ -208,14 +208,6 @@ def test_self_inflicted_not_gradable_is_never_a_pass(host, attack):
     assert_graded_normally()
 
 
-NOT_GRADABLE_WEAKNESS = (
-    "WEAKNESS: sandboxed code can turn its own grading into not_gradable, which the report blames on "
-    "the service ('评分服务自身出错，这不是你的问题：这次提交不计分，也不算一次尝试') and the worker "
-    "counts as a service failure: a forged {'type': 'fatal'} frame sets RunResult.infra_error; so does "
-    "any malformed frame sent while no case is current (after a forged 'given' frame). A student can "
-    "thus hide a failing submission and retry without the attempt counting. Fix: once the harness said "
-    "'hello' (student code may run), treat fatal frames and broken framing as the submission's failure "
-    "(crashed cases), never as infra_error")
 
 
 @pytest.mark.parametrize("attack", [FORGED_FATAL, GARBAGE_BETWEEN_PHASES], ids=["forged-fatal", "garbage-between-phases"])

@@ -85,15 +85,6 @@ def as_bytes_tuple(text: str) -> str:
     return "(" + ",".join(str(b) for b in text.encode()) + ",)"
 
 
-BYPASS_WEAKNESS = (
-    "WEAKNESS: the fill whitelist (service/grading/fills.py) allows any attribute chain rooted at `tl` "
-    "without a leading underscore, and tl's modules re-export the standard library: tl.core.builtins is "
-    "`builtins`, tl.core.inspect.os / .sys / .importlib are `os`, `sys`, `importlib`, tl.core.knobs."
-    "subprocess is `subprocess` (triton 3.9). With ints and tuples allowed, "
-    "`tl.core.builtins.exec(tl.core.builtins.bytes((…ints…,)))` runs arbitrary Python from lesson06's "
-    "blank (the Triton interpreter executes the kernel body as Python), and `tl.core.inspect.os.kill(...)` "
-    "needs no string at all; the fill is accepted and runs (program.ran True), in the sandbox. Fix: "
-    "whitelist tl attributes by name (tl.<function> and dtypes only, at depth one), not by root")
 
 BYPASSES = [
     ("tl-core-builtins-exec",
