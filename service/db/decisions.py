@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 
-from sqlalchemy import func, select, update
+from datetime import datetime
+
+from sqlalchemy import exists, func, select, update
 from sqlalchemy.orm import Session
 
+from service.db import store
 from service.db.base import utcnow
-from service.db.models import Decision, ReportRow, Submission, WebhookDelivery
+from service.db.models import Decision, ReportRow, ReviewFlag, Submission, WebhookDelivery
 from service.report import Report
 from service.review import DecisionRequest, apply_decision
 
@@ -37,6 +40,7 @@ def decide(session: Session, submission_id: str, request: DecisionRequest, *, ac
     session.add(issued)
     session.flush()
     row.current_report_id = issued.id
+    store.set_review_flags(session, row, issued.report)
     decision = Decision(submission_id=row.id, report_id=current.id, new_report_id=issued.id, target=request.target,
                         before=before, after=after, reason=request.reason, actor=actor)
     session.add(decision)
@@ -50,18 +54,31 @@ def decisions_for(session: Session, submission_id: str) -> list[Decision]:
     return list(session.scalars(select(Decision).where(Decision.submission_id == submission_id).order_by(Decision.id)))
 
 
-def review_queue(session: Session, course_id: str, *, exercise: str | None = None, limit: int = 200) -> list[tuple[Submission, list[str]]]:
-    """Graded submissions of a course whose current report waits for a TA, with the reasons."""
-    query = (select(Submission, ReportRow).join(ReportRow, ReportRow.id == Submission.current_report_id)
-             .where(Submission.course_id == course_id, Submission.status == "graded").order_by(Submission.created_at))
+def review_queue(session: Session, course_id: str, *, exercise: str | None = None, kind: str | None = None,
+                 graded_before: datetime | None = None, limit: int = 200) -> list[tuple[Submission, list[str]]]:
+    """Graded submissions of a course whose current report waits for a TA, oldest first, with the
+    reasons (`veto:<rule>`, `item:<id>`). Filters: exercise, flag kind (a veto rule or
+    `needs_review`), and graded before a time (age). All in SQL, on the review columns."""
+    query = (select(Submission).where(Submission.course_id == course_id, Submission.status == "graded",
+                                      Submission.needs_review.is_(True))
+             .order_by(Submission.graded_at, Submission.created_at, Submission.id).limit(limit))
     if exercise:
         query = query.where(Submission.exercise_id == exercise)
-    waiting = []
-    for submission, report in session.execute(query).all():
-        reasons = [f"veto:{v['rule']}" for v in report.report.get("vetoes", []) if v.get("status") == "suspected"]
-        reasons += [f"item:{i['id']}" for i in report.report.get("items", []) if i.get("status") == "needs_review"]
-        if reasons:
-            waiting.append((submission, reasons))
-            if len(waiting) >= limit:
-                break
-    return waiting
+    if kind:
+        query = query.where(exists().where(ReviewFlag.submission_id == Submission.id, ReviewFlag.kind == kind))
+    if graded_before is not None:
+        query = query.where(Submission.graded_at <= graded_before)
+    rows = list(session.scalars(query))
+    reasons: dict[str, list[str]] = {row.id: [] for row in rows}
+    flags = session.scalars(select(ReviewFlag).where(ReviewFlag.submission_id.in_(list(reasons)))) if rows else []
+    for flag in flags:
+        reasons[flag.submission_id].append(flag.target)
+    # Vetoes before items, as the report lists them.
+    return [(row, sorted(reasons[row.id], key=lambda t: (not t.startswith("veto:"), t))) for row in rows]
+
+
+def course_decisions(session: Session, course_id: str) -> list[tuple[Decision, Submission]]:
+    """Every decision on the course's submissions, oldest first (the CSV export)."""
+    return [tuple(pair) for pair in session.execute(
+        select(Decision, Submission).join(Submission, Submission.id == Decision.submission_id)
+        .where(Submission.course_id == course_id).order_by(Decision.created_at, Decision.id)).all()]

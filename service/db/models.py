@@ -1,11 +1,11 @@
 """Tables: courses, API keys, submissions (the queue's source of truth), reports (with history),
-webhook deliveries."""
+webhook deliveries, TA decisions and the review flags of each current report."""
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Boolean, DateTime, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Boolean, DateTime, ForeignKey, Index, Integer, String, Text, UniqueConstraint, false
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from service.db.base import Base, utcnow
@@ -41,6 +41,7 @@ class Submission(Base):
     __table_args__ = (
         UniqueConstraint("course_id", "idempotency_key"),
         Index("ix_submissions_status_created_at", "status", "created_at"),
+        Index("ix_submissions_course_id_needs_review", "course_id", "needs_review"),
     )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
@@ -57,6 +58,10 @@ class Submission(Base):
     lease_token: Mapped[str | None] = mapped_column(String(32), nullable=True)
     lease_expires_at: Mapped[datetime | None] = mapped_column(TZDateTime, nullable=True)
     current_report_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # Kept in sync with the current report on every write (store.finish, decisions.decide), so the
+    # review queue filters in SQL: does it wait for a TA, and since when was it graded.
+    needs_review: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    graded_at: Mapped[datetime | None] = mapped_column(TZDateTime, nullable=True)  # the grading report, not a TA's re-issue
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow, onupdate=utcnow)
 
@@ -111,3 +116,14 @@ class Decision(Base):
     reason: Mapped[str] = mapped_column(Text)
     actor: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+
+
+class ReviewFlag(Base):
+    """One reason the current report waits for a TA: a suspected veto or a needs_review item.
+    Rewritten with every report that becomes current; the review queue filters on `kind`."""
+
+    __tablename__ = "review_flags"
+
+    submission_id: Mapped[str] = mapped_column(ForeignKey("submissions.id"), primary_key=True)
+    target: Mapped[str] = mapped_column(String(120), primary_key=True)  # veto:<rule> | item:<id>
+    kind: Mapped[str] = mapped_column(String(32), index=True)  # the veto rule, or needs_review for an item

@@ -11,12 +11,12 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from service.db.base import utcnow
-from service.db.models import ApiKey, Course, ReportRow, Submission, WebhookDelivery
+from service.db.models import ApiKey, Course, ReportRow, ReviewFlag, Submission, WebhookDelivery
 from service.report import Report
 from service.submission import Submission as SubmissionBody
 
@@ -191,11 +191,29 @@ def finish(session: Session, claim_: Claim, report: Report) -> ReportRow | None:
     session.add(report_row)
     session.flush()
     row.current_report_id = report_row.id
+    row.graded_at = utcnow()
+    set_review_flags(session, row, report_row.report)
     if row.callback_url:
         session.add(WebhookDelivery(submission_id=row.id, report_id=report_row.id, url=row.callback_url,
                                     next_attempt_at=utcnow()))
     session.commit()
     return report_row
+
+
+def review_flags(report: dict) -> list[tuple[str, str]]:
+    """Why a report waits for a TA, as (target, kind): each suspected veto (kind: its rule) and each
+    needs_review item (kind: needs_review)."""
+    flags = [(f"veto:{v['rule']}", v["rule"]) for v in report.get("vetoes", []) if v.get("status") == "suspected"]
+    flags += [(f"item:{i['id']}", "needs_review") for i in report.get("items", []) if i.get("status") == "needs_review"]
+    return flags
+
+
+def set_review_flags(session: Session, row: Submission, report: dict) -> None:
+    """Make the submission's review columns match the report that is becoming current (same transaction)."""
+    flags = review_flags(report)
+    session.execute(delete(ReviewFlag).where(ReviewFlag.submission_id == row.id))
+    session.add_all(ReviewFlag(submission_id=row.id, target=target, kind=kind) for target, kind in flags)
+    row.needs_review = bool(flags)
 
 
 def request_regrade(session: Session, submission_id: str) -> bool:
