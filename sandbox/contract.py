@@ -42,12 +42,27 @@ class Limits(BaseModel):
 
 
 class TensorArg(BaseModel):
-    """An input tensor stored under `key`; `columns` makes it a view of the first columns."""
+    """An input tensor stored under `key`; `columns` makes it a view of the first columns;
+    `requires_grad` makes it a leaf whose gradient the case returns (see `CaseJob.grads`)."""
 
     model_config = ConfigDict(extra="forbid")
 
     key: str
     columns: int | None = None
+    requires_grad: bool = False
+
+
+Scalar = int | float | bool | str
+
+
+class GradJob(BaseModel):
+    """After the forward call: `torch.autograd.backward(outputs, grad_outputs)`, then each named
+    argument's `.grad` is returned under its output name."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    grad_outputs: dict[str, str] = Field(description="forward output name -> input key of its upstream gradient")
+    grads: dict[str, str] = Field(description="argument key -> output name of its gradient")
 
 
 class CaseJob(BaseModel):
@@ -55,7 +70,10 @@ class CaseJob(BaseModel):
 
     id: str
     args: list[TensorArg]
-    outputs: list[str]
+    kwargs: dict[str, Scalar] = {}
+    outputs: list[str] = Field(description="the forward outputs, in the order the entry point returns them")
+    calls: int = Field(1, ge=1, le=8, description="call the entry point this often on the same tensors; the last call's outputs count")
+    backward: GradJob | None = None
 
 
 class Job(BaseModel):

@@ -144,24 +144,47 @@ def main() -> int:
         send({"type": "case_start", "id": case["id"]})
         t0 = time.perf_counter()
         try:
-            args = []
+            args, leaves = [], {}
             for arg in case["args"]:
                 tensor = inputs[arg["key"]].to(device)
                 if arg.get("columns") is not None:
                     tensor = tensor[:, : arg["columns"]]
+                if arg.get("requires_grad"):
+                    tensor = tensor.detach().requires_grad_(True)
+                    leaves[arg["key"]] = tensor
                 args.append(tensor)
-            result = entry(*args)
+            # The same tensors on every call: a kernel that leaves state in a buffer it was given
+            # (an unzeroed accumulator) shows it on the second call.
+            for _ in range(case.get("calls", 1)):
+                for leaf in leaves.values():
+                    leaf.grad = None
+                result = entry(*args, **case.get("kwargs", {}))
             if mode == "gpu":
                 torch.cuda.synchronize()
             results = result if isinstance(result, (tuple, list)) else (result,)
             names = case["outputs"]
             if len(results) != len(names):
                 raise TypeError(f"{job['entry_point']} returned {len(results)} values, expected {len(names)} ({', '.join(names)})")
-            tensors = {}
             for name, value in zip(names, results):
                 if type(value) is not torch.Tensor:  # exact type: no subclasses that fake their data
                     raise TypeError(f"output '{name}' is a {type(value).__name__}, expected a torch.Tensor")
-                tensors[name] = value.detach().to("cpu").contiguous().clone()
+            named = dict(zip(names, results))
+            tensors = {name: value.detach().to("cpu").contiguous().clone() for name, value in named.items()}
+            backward = case.get("backward")
+            if backward:
+                outs = [named[name] for name in backward["grad_outputs"]]
+                grads_in = [inputs[key].to(device) for key in backward["grad_outputs"].values()]
+                if not all(o.requires_grad for o in outs):
+                    raise TypeError("the forward outputs carry no autograd graph: "
+                                    "the entry point must be differentiable (torch.autograd.Function)")
+                torch.autograd.backward(outs, grads_in)
+                if mode == "gpu":
+                    torch.cuda.synchronize()
+                for key, name in backward["grads"].items():
+                    grad = leaves[key].grad
+                    if type(grad) is not torch.Tensor:
+                        raise TypeError(f"no gradient reached input '{key}' (its .grad is None after backward)")
+                    tensors[name] = grad.detach().to("cpu").contiguous().clone()
             blob = save(tensors)
         except BaseException as exc:  # noqa: BLE001 - a failing case is a result, not a crash
             send({"type": "case", "id": case["id"], "status": "error", "error": _student_traceback(exc),

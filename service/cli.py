@@ -16,7 +16,7 @@ from rich.table import Table
 from service.config import Settings
 from service.exercises import ExerciseCatalog, ExerciseNotFound
 from service.grading.pipeline import build_grader
-from service.grading.validate import Outcome, code_points, validate_exercise
+from service.grading.validate import Outcome, Summary, code_points, summarize, validate_exercise
 from service.report import Report
 from service.submission import Submission
 
@@ -144,24 +144,51 @@ def list_exercises() -> None:
 
 @exercises_app.command("validate")
 def validate(
-    exercise_id: Annotated[str, typer.Argument(help="exercise id, e.g. lesson06_mean_var")],
+    exercise_id: Annotated[str | None, typer.Argument(help="exercise id, e.g. lesson06_mean_var (default: every exercise)")] = None,
     secret_seed: SeedOpt = None,
     device: DeviceOpt = None,
     sandbox: SandboxOpt = None,
-    report_dir: Annotated[Path | None, typer.Option(help="also write every report as JSON here")] = None,
+    report_dir: Annotated[Path | None, typer.Option(help="also write every report as JSON here (one folder per exercise)")] = None,
+    details: Annotated[bool, typer.Option("--details/--no-details", help="a table of every answer per exercise")] = True,
 ) -> None:
-    """Grade the reference solution and every mutant; exit 1 if the solution loses a code point or a mutant escapes."""
+    """Grade each reference solution and every mutant; exit 1 if a solution loses a code point or a mutant escapes.
+
+    An exercise that needs a GPU is checked, on the interpreter, to be refused with its reason."""
     settings = _settings(device, sandbox)
     grader = build_grader(settings)
     try:
-        exercise = grader.catalog.get(exercise_id)
+        exercises = [grader.catalog.get(exercise_id)] if exercise_id else [grader.catalog.get(i) for i in grader.catalog.ids()]
     except ExerciseNotFound as exc:
         raise _fail(str(exc)) from None
     seed = secret_seed if secret_seed is not None else secrets.randbits(63)
+    summaries: list[Summary] = []
+    failed: list[str] = []
+    for exercise in exercises:
+        outcomes = _validate_one(grader, exercise, seed, report_dir, details)
+        summaries.append(summarize(exercise, outcomes))
+        failed += [f"{exercise.id}/{o.name}" for o in outcomes if not o.ok]
+
+    table = Table("exercise", "mode", "solution", "mutants caught", "worst correct err/tol", "worst bug err/tol",
+                  title=f"kernelgrade exercises validate ({grader.mode.value}, secret seed {seed})")
+    for s in summaries:
+        ratio = lambda r: "-" if r is None else f"{r:.3g}"  # noqa: E731
+        if s.refused:
+            table.add_row(s.exercise, grader.mode.value, "refused (needs GPU)", f"-/{s.mutants}", "-", "-")
+        else:
+            table.add_row(s.exercise, grader.mode.value, "ok" if s.solution_ok else "FAIL", f"{s.caught}/{s.mutants}",
+                          ratio(s.worst_correct_ratio), ratio(s.worst_bug_ratio))
+    Console(width=max(120, Console().width)).print(table)  # never cut an exercise id in the summary
+    if failed:
+        raise _fail(f"{len(failed)} answers did not get their expected verdict: " + ", ".join(failed), code=1)
+    answers = sum(1 + s.mutants for s in summaries if not s.refused)
+    err.print(f"[green]all {answers} answers got their expected verdicts[/] ({len(summaries)} exercise(s))")
+
+
+def _validate_one(grader, exercise, seed: int, report_dir: Path | None, details: bool) -> list[Outcome]:
     total = 1 + len(exercise.mutants)
-    err.print(f"validating {exercise_id}: solution + {len(exercise.mutants)} mutants on {grader.mode.value} "
-              f"({grader.runner.backend.name} sandbox), secret seed {seed}")
-    table = Table("answer", "verdict", "code pts", "vetoes", "diagnoses", "time s")
+    err.print(f"validating {exercise.id}: solution + {len(exercise.mutants)} mutants on {grader.mode.value} "
+              f"({grader.runner.backend.name} sandbox)")
+    table = Table("answer", "verdict", "code pts", "vetoes", "diagnoses", "time s", title=exercise.id)
     done = []
 
     def show(outcome: Outcome) -> None:
@@ -173,16 +200,13 @@ def validate(
         table.add_row(outcome.name, "ok" if outcome.ok else "FAIL", f"{code_points(r, exercise):g}",
                       ",".join(v.rule for v in r.vetoes), ",".join(d.id for d in r.diagnoses), f"{r.timing.get('total_s', 0):.1f}")
         if report_dir is not None:
-            report_dir.mkdir(parents=True, exist_ok=True)
-            (report_dir / f"{outcome.name}.json").write_text(r.to_json(), encoding="utf-8")
+            (report_dir / exercise.id).mkdir(parents=True, exist_ok=True)
+            (report_dir / exercise.id / f"{outcome.name}.json").write_text(r.to_json(), encoding="utf-8")
 
     outcomes = validate_exercise(grader, exercise, secret_seed=seed, on_result=show)
-    Console().print(table)
-    failed = [o for o in outcomes if not o.ok]
-    if failed:
-        raise _fail(f"{len(failed)} of {len(outcomes)} answers did not get their expected verdict: "
-                    + ", ".join(o.name for o in failed), code=1)
-    err.print(f"[green]all {len(outcomes)} answers got their expected verdicts[/]")
+    if details:
+        Console().print(table)
+    return outcomes
 
 
 def _sessions(settings: Settings):

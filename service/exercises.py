@@ -11,10 +11,13 @@ import re
 from functools import cached_property
 from pathlib import Path
 from types import ModuleType
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+if TYPE_CHECKING:
+    import numpy as np
 
 CaseKind = Literal["regular", "boundary", "probe"]
 ReportCaseKind = Literal["given", "regular", "boundary", "probe"]
@@ -39,15 +42,21 @@ class DataSpec(_Strict):
     sign: Literal["any", "negative", "positive"] = "any"
 
 
+Scalar = int | float | bool | str
+
+
 class CaseSpec(_Strict):
     id: str = Field(pattern=_ID)
     kind: CaseKind
-    rows: int = Field(ge=1, le=1 << 16)
-    cols: int = Field(ge=1, le=1 << 16)
-    stride: int | None = Field(None, description="row stride > cols: the input is a view of a wider tensor")
+    rows: int = Field(1, ge=1, le=1 << 16)
+    cols: int = Field(ge=1, le=1 << 20)
+    stride: int | None = Field(None, description="row stride > cols: the first argument is a view of a wider tensor")
     seed: int = Field(ge=0)
     secret: bool = Field(True, description="mix the per-submission secret seed into this case's data")
     data: DataSpec = DataSpec()
+    params: dict[str, Scalar | list[Scalar]] = Field({}, description="read by the exercise's make_inputs()")
+    kwargs: dict[str, Scalar] = Field({}, description="keyword arguments of the entry point for this case")
+    calls: int = Field(1, ge=1, le=8, description="call the entry point this often on the same tensors; the last call counts")
     description: str
     targets: str | None = Field(None, description="the misconception a probe is built to expose")
 
@@ -138,6 +147,13 @@ class RubricItem(_Strict):
         return self
 
 
+class GradSpec(_Strict):
+    """Backward grading: upstream gradients are inputs, the arguments' gradients are outputs."""
+
+    grad_outputs: dict[str, str] = Field(min_length=1, description="forward output -> input holding its upstream gradient")
+    grads: dict[str, str] = Field(min_length=1, description="argument -> output name of its gradient")
+
+
 class ExerciseSpec(_Strict):
     id: str = Field(pattern=_ID)
     version: int = Field(ge=1)
@@ -148,6 +164,11 @@ class ExerciseSpec(_Strict):
     solution: str = "solution.py"
     checks: str = "checks.py"
     entry_point: str
+    args: list[str] = Field(["x"], min_length=1, description="inputs passed to the entry point, in order")
+    backward: GradSpec | None = None
+    requires_gpu: str | None = Field(None, description="why the Triton interpreter cannot grade this exercise; "
+                                                       "unset: the interpreter grades it like the GPU")
+    deterministic: bool = Field(True, description="identical programs give identical outputs (false: atomics, ...)")
     fill_policy: Literal["expression", "any"] = Field(
         "expression", description="expression: a fill is a restricted expression; any: whitelisting is off (a whole "
                                   "body may be the blank) and the sandbox is the only defence")
@@ -169,7 +190,20 @@ class ExerciseSpec(_Strict):
                 raise ValueError(f"rubric item {item.id} grades unknown question {item.question!r}")
         if self.pass_threshold > sum(i.points for i in self.rubric):
             raise ValueError("pass_threshold exceeds the total points")
+        if self.backward is not None:
+            if unknown := [o for o in self.backward.grad_outputs if o not in self.forward_outputs]:
+                raise ValueError(f"backward.grad_outputs names unknown forward outputs {unknown}")
+            if unknown := [a for a in self.backward.grads if a not in self.args]:
+                raise ValueError(f"backward.grads names {unknown}, which are not in args {self.args}")
+            if unknown := [o for o in self.backward.grads.values() if o not in self.outputs]:
+                raise ValueError(f"backward.grads outputs {unknown} need a tolerance under outputs")
         return self
+
+    @property
+    def forward_outputs(self) -> list[str]:
+        """What the entry point returns, in order: the outputs that are not gradients."""
+        grads = set(self.backward.grads.values()) if self.backward else set()
+        return [name for name in self.outputs if name not in grads]
 
     @property
     def max_points(self) -> float:
@@ -247,6 +281,18 @@ class Exercise:
             if not callable(getattr(module, name, None)):
                 raise ValueError(f"{path} must define {name}()")
         return module
+
+    def make_inputs(self, case: CaseSpec, seed: int) -> dict[str, "np.ndarray"]:
+        """The case's inputs by name, as the kernel sees them (no stride padding): the exercise's
+        own `make_inputs(case, seed)` when checks.py has one, else rows drawn from `case.data` as `x`."""
+        from service.grading.inputs import draw_rows
+
+        custom = getattr(self.checks, "make_inputs", None)
+        arrays = custom(case, seed) if custom is not None else {"x": draw_rows(case, seed)}
+        needed = list(self.spec.args) + (list(self.spec.backward.grad_outputs.values()) if self.spec.backward else [])
+        if missing := [name for name in needed if name not in arrays]:
+            raise ValueError(f"{self.id}: make_inputs gave {sorted(arrays)} for case {case.id}, missing {missing}")
+        return arrays
 
     @cached_property
     def mutants(self) -> list[Mutant]:

@@ -5,7 +5,7 @@ Each exercise's checks.py turns failing cases into diagnoses: a probe's *signatu
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -15,7 +15,8 @@ from service.exercises import CaseSpec
 @dataclass
 class CaseEvidence:
     case: CaseSpec
-    inputs: np.ndarray  # the valid data the kernel saw, as float64 (rows, cols)
+    inputs: np.ndarray  # the first argument's valid data, as float64 (for row exercises: rows x cols)
     observed: dict[str, np.ndarray] | None  # None when the case did not return outputs
     expected: dict[str, np.ndarray]
     passed: bool
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)  # every input by name, float ones as float64

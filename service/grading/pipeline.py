@@ -14,9 +14,9 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from sandbox.contract import CaseJob, DeviceMode, RunResult, TensorArg
+from sandbox.contract import CaseJob, DeviceMode, GradJob, RunResult, TensorArg
 from sandbox.runner import SandboxRunner
-from service.exercises import Exercise, ExerciseCatalog
+from service.exercises import CaseSpec, Exercise, ExerciseCatalog, ExerciseSpec
 from service.grading import rubric
 from service.grading.assemble import Program, assemble
 from service.grading.claims import unverified_claim
@@ -24,7 +24,7 @@ from service.grading.compare import compare_outputs
 from service.grading.diagnose import CaseEvidence
 from service.grading.extract import Extraction, extract
 from service.grading.fills import check_block_fill, check_fill, names_in_scope
-from service.grading.inputs import case_seed, draw_rows, storage
+from service.grading.inputs import case_seed, storage
 from service.grading.model_assist import ModelAssist
 from service.report import (
     CaseReport, Environment, ExerciseRef, GivenCheckReport, ProgramReport, Report, Score, Seeds,
@@ -49,10 +49,15 @@ class Grader:
         secret_seed = secrets.randbits(63) if secret_seed is None else secret_seed
         spec = exercise.spec
 
+        if self.mode is DeviceMode.interpreter and spec.requires_gpu:
+            return self._not_gradable(exercise, submission_id, None, started, message=(
+                "这个练习只能在 GPU 上评分，本服务现在用的是 Triton 解释器（没有 GPU）：这次提交不计分，也不算一次尝试。"
+                f"原因：{spec.requires_gpu}"))
+
         extraction = extract(exercise.template, submission.code)
         not_run_reason = extraction.error or _rejected_fill(exercise, extraction)
         seeds = {c.id: case_seed(c, secret_seed) for c in spec.cases}
-        rows = {c.id: draw_rows(c, seeds[c.id]) for c in spec.cases}
+        arrays = {c.id: exercise.make_inputs(c, seeds[c.id]) for c in spec.cases}
 
         program: Program | None = None
         run: RunResult | None = None
@@ -60,16 +65,13 @@ class Grader:
             program = assemble(exercise.template, extraction.fill_sources)
             run = self.runner.run(
                 program=program.module, given_check=program.given_check, given_seed=spec.given_check.seed,
-                entry_point=spec.entry_point,
-                cases=[CaseJob(id=c.id, args=[TensorArg(key=f"{c.id}.x", columns=c.cols if c.stride else None)],
-                               outputs=list(spec.outputs)) for c in spec.cases],
-                inputs={f"{c.id}.x": storage(c, rows[c.id]) for c in spec.cases},
-                mode=self.mode, device_index=self.device_index,
+                entry_point=spec.entry_point, cases=[_case_job(spec, c) for c in spec.cases],
+                inputs=_sandbox_inputs(spec, arrays), mode=self.mode, device_index=self.device_index,
             )
             if run.infra_error is not None:
                 return self._not_gradable(exercise, submission_id, run, started)
 
-        cases, evidence = self._cases(exercise, run, rows, seeds)
+        cases, evidence = self._cases(exercise, run, arrays, seeds)
         diagnoses = exercise.checks.diagnose(evidence) if run is not None else []
         items = rubric.score_items(exercise, submission, cases, not_run_reason=not_run_reason, diagnoses=diagnoses,
                                    assist=self.assist)
@@ -101,7 +103,7 @@ class Grader:
             created_at=datetime.now(timezone.utc),
         )
 
-    def _cases(self, exercise: Exercise, run: RunResult | None, rows: dict[str, np.ndarray],
+    def _cases(self, exercise: Exercise, run: RunResult | None, arrays: dict[str, dict[str, np.ndarray]],
                seeds: dict[str, int]) -> tuple[list[CaseReport], list[CaseEvidence]]:
         spec = exercise.spec
         tolerance = {name: t.model_dump() for name, t in spec.outputs.items()}
@@ -117,7 +119,9 @@ class Grader:
         runs = {c.id: c for c in run.cases} if run is not None else {}
         evidence = []
         for case in spec.cases:
-            base = dict(id=case.id, kind=case.kind, description=case.description, shape=[case.rows, case.cols],
+            inputs64 = {name: a.astype(np.float64) if a.dtype.kind == "f" else a for name, a in arrays[case.id].items()}
+            primary = inputs64[spec.args[0]]
+            base = dict(id=case.id, kind=case.kind, description=case.description, shape=list(primary.shape),
                         stride=case.stride, seed=seeds[case.id], tolerance=tolerance, targets=case.targets)
             outcome = runs.get(case.id)
             if outcome is None or outcome.status != "ok":
@@ -125,17 +129,16 @@ class Grader:
                 reports.append(CaseReport(**base, passed=False, error=error,
                                           elapsed_s=outcome.elapsed_s if outcome else None))
                 if outcome is not None:
-                    evidence.append(CaseEvidence(case, rows[case.id].astype(np.float64), None, {}, False))
+                    evidence.append(CaseEvidence(case, primary, None, {}, False, inputs64))
                 continue
-            x64 = rows[case.id].astype(np.float64)
-            expected = exercise.checks.reference(x64)
+            expected = exercise.checks.reference(**inputs64)
             result = compare_outputs(outcome.outputs, expected, spec.outputs)
             reports.append(CaseReport(**base, passed=result.passed, max_abs_err=result.max_abs_err,
                                       max_rel_err=result.max_rel_err, error_ratio=result.error_ratio,
                                       first_mismatch=result.first_mismatch, error=result.error,
                                       elapsed_s=outcome.elapsed_s))
             observed = outcome.outputs if result.error is None else None
-            evidence.append(CaseEvidence(case, x64, observed, expected, result.passed))
+            evidence.append(CaseEvidence(case, primary, observed, expected, result.passed, inputs64))
         return reports, evidence
 
     def _environment(self, run: RunResult | None) -> Environment:
@@ -143,14 +146,15 @@ class Grader:
         return Environment(backend=self.mode.value, sandbox=self.runner.backend.name, device=env.get("device", ""),
                            torch=env.get("torch", ""), triton=env.get("triton", ""), python=env.get("python", ""))
 
-    def _not_gradable(self, exercise: Exercise, submission_id: str, run: RunResult, started: float) -> Report:
+    def _not_gradable(self, exercise: Exercise, submission_id: str, run: RunResult | None, started: float, *,
+                      message: str | None = None) -> Report:
         return Report(
             submission_id=submission_id,
             exercise=ExerciseRef(id=exercise.id, version=exercise.spec.version),
             status="not_gradable",
             language=exercise.spec.language,
-            message=("评分服务自身出错，这不是你的问题：这次提交不计分，也不算一次尝试，请稍后重试或联系助教。"
-                     f"（内部原因：{run.infra_error[:2000]}）"),
+            message=message or ("评分服务自身出错，这不是你的问题：这次提交不计分，也不算一次尝试，请稍后重试或联系助教。"
+                                f"（内部原因：{(run.infra_error if run else '')[:2000]}）"),
             score=Score(total=0.0, max=exercise.spec.max_points, pass_threshold=exercise.spec.pass_threshold,
                         passed=False, provisional=False),
             environment=self._environment(run),
@@ -173,6 +177,28 @@ def _rejected_fill(exercise: Exercise, extraction: Extraction) -> str | None:
         if message is not None:
             return message
     return None
+
+
+def _case_job(spec: ExerciseSpec, case: CaseSpec) -> CaseJob:
+    grads = spec.backward.grads if spec.backward else {}
+    args = [TensorArg(key=f"{case.id}.{name}", columns=case.cols if case.stride and index == 0 else None,
+                      requires_grad=name in grads) for index, name in enumerate(spec.args)]
+    backward = None
+    if spec.backward is not None:
+        backward = GradJob(grad_outputs={out: f"{case.id}.{name}" for out, name in spec.backward.grad_outputs.items()},
+                           grads={f"{case.id}.{arg}": out for arg, out in grads.items()})
+    return CaseJob(id=case.id, args=args, kwargs=dict(case.kwargs), outputs=spec.forward_outputs, calls=case.calls,
+                   backward=backward)
+
+
+def _sandbox_inputs(spec: ExerciseSpec, arrays: dict[str, dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """Every case's inputs under `case.name`; a strided case's first argument inside its wider buffer."""
+    cases = {c.id: c for c in spec.cases}
+    stored = {}
+    for case_id, named in arrays.items():
+        for name, array in named.items():
+            stored[f"{case_id}.{name}"] = storage(cases[case_id], array) if name == spec.args[0] else array
+    return stored
 
 
 def _timing(run: RunResult | None, started: float) -> dict[str, float]:

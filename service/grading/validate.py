@@ -77,12 +77,49 @@ def check_mutant(exercise: Exercise, mutant: Mutant, report: Report) -> list[str
     return problems
 
 
+@dataclass
+class Summary:
+    """One exercise's line of the validate table."""
+
+    exercise: str
+    solution_ok: bool
+    caught: int
+    mutants: int
+    worst_correct_ratio: float | None  # the solution's largest error / tolerance (<= 0.1 holds)
+    worst_bug_ratio: float | None  # the smallest error / tolerance of a wrong answer on a case it must fail (>= 100 holds)
+    refused: str | None = None  # the exercise cannot be graded in this mode (the not_gradable reason)
+
+    @property
+    def ok(self) -> bool:
+        return self.refused is not None or (self.solution_ok and self.caught == self.mutants)
+
+
+def summarize(exercise: Exercise, outcomes: list[Outcome]) -> Summary:
+    solution, mutants = outcomes[0], outcomes[1:]
+    if solution.report.status == "not_gradable" and exercise.spec.requires_gpu:
+        return Summary(exercise.id, False, 0, len(mutants), None, None, refused=solution.report.message)
+    correct = [c.error_ratio for c in solution.report.cases if c.error_ratio is not None]
+    bugs = []
+    by_id = {m.id: m for m in exercise.mutants}
+    for outcome in mutants:
+        wanted = by_id[outcome.name].expect.failing_cases
+        for case in outcome.report.cases:
+            if not case.passed and case.error is None and case.error_ratio is not None and \
+                    (case.id in wanted or case.kind in wanted) and case.kind == "probe":
+                bugs.append(case.error_ratio)
+    return Summary(exercise.id, solution.ok, sum(o.ok for o in mutants), len(mutants),
+                   max(correct) if correct else None, min(bugs) if bugs else None)
+
+
 def validate_exercise(grader: Grader, exercise: Exercise, *, secret_seed: int,
                       on_result: Callable[[Outcome], None] = lambda _: None) -> list[Outcome]:
     outcomes = []
     report = grader.grade(Submission(exercise=exercise.id, code=exercise.solution), secret_seed=secret_seed)
     outcomes.append(Outcome("solution", report, check_solution(exercise, report)))
     on_result(outcomes[-1])
+    if report.status == "not_gradable" and exercise.spec.requires_gpu:
+        outcomes[-1].problems.clear()  # refused on purpose, with its reason: nothing more to run here
+        return outcomes
     for mutant in exercise.mutants:
         report = grader.grade(Submission(exercise=exercise.id, code=exercise.mutant_code(mutant)), secret_seed=secret_seed)
         outcomes.append(Outcome(mutant.id, report, check_mutant(exercise, mutant, report)))
