@@ -51,12 +51,6 @@ def test_bad_input_is_refused_with_a_reason(tmp_path, content, suffix, words):
     assert words in proc.stderr
 
 
-def test_validate_passes_on_the_shipped_exercise():
-    proc = kernelgrade("exercises", "validate", "lesson06_mean_var", "--secret-seed", "99")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "answers got their expected verdicts" in proc.stderr
-
-
 def test_validate_fails_loudly_when_a_mutant_escapes(tmp_path):
     broken = tmp_path / "exercises"
     shutil.copytree(REPO_ROOT / "exercises", broken)

@@ -1,0 +1,41 @@
+"""The shipped catalog: every exercise the interpreter can grade is validated here (its solution earns
+every code point with margin, every mutant gets its expected verdict), and every exercise that needs
+a GPU is refused on the interpreter with its reason. `kernelgrade exercises validate ID` as a process."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from service.config import REPO_ROOT
+from service.exercises import ExerciseCatalog
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")]
+CATALOG = ExerciseCatalog(REPO_ROOT / "exercises")
+
+
+def test_the_catalog_has_the_course_exercises():
+    ids = set(CATALOG.ids())
+    assert {"lesson06_mean_var"} <= ids
+    for exercise_id in ids:
+        exercise = CATALOG.get(exercise_id)
+        assert len(exercise.mutants) >= 5, f"{exercise_id} has {len(exercise.mutants)} mutants (< 5)"
+        assert exercise.spec.max_points == 10
+        assert {c.kind for c in exercise.spec.cases} == {"regular", "boundary", "probe"}, exercise_id
+
+
+@pytest.mark.parametrize("exercise_id", CATALOG.ids())
+def test_every_exercise_validates_on_the_interpreter(exercise_id):
+    proc = subprocess.run([sys.executable, "-c", "from service.cli import main; main()", "exercises", "validate",
+                           exercise_id, "--device", "interpreter", "--secret-seed", "99", "--no-details"],
+                          capture_output=True, text=True, cwd=REPO_ROOT, timeout=1200, env={**os.environ, "COLUMNS": "200"})
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    if CATALOG.get(exercise_id).spec.requires_gpu:
+        assert "refused (needs GPU)" in proc.stdout
+    else:
+        assert "answers got their expected verdicts" in proc.stderr
+        line = next(row for row in proc.stdout.splitlines() if exercise_id in row)
+        assert "ok" in line
