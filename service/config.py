@@ -47,6 +47,11 @@ class Settings(BaseSettings):
                                            description="waits between delivery attempts")
     public_url: str = Field("", description="base URL used in links (default: the request's)")
 
+    # --- the pages (student feedback, TA review) ----------------------------------------------
+    session_secret: str = Field("", description="signs the TA pages' session cookie; empty: a random one per "
+                                                "process (TAs sign in again after a restart)")
+    session_max_age_s: int = Field(8 * 3600, gt=0, description="how long a TA's sign-in lasts")
+
     # --- optional model-assisted review of written answers (off unless a URL is set) ----------
     model_assist_url: str | None = Field(None, description="OpenAI-compatible base URL, e.g. http://host:8000/v1")
     model_assist_model: str = Field("", description="model name sent to that endpoint")

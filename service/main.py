@@ -16,6 +16,7 @@ from service.config import Settings, get_settings
 from service.db.migrate import upgrade
 from service.db.session import make_engine, make_sessionmaker
 from service.exercises import ExerciseCatalog
+from service.web import mount_pages
 from service.worker.dispatch import make_dispatcher
 from service.worker.metrics import Metrics
 
@@ -135,5 +136,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     for router in (submissions.router, review.router, exercises.router, feedback.router, health.router):
         app.include_router(router)
+    mount_pages(app, settings)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     return app

@@ -67,7 +67,8 @@ class BatchCreate(BaseModel):
 class Links(BaseModel):
     self: str
     report: str
-    feedback: str
+    feedback: str = Field(description="the student's feedback as JSON, through an unguessable link (no key)")
+    feedback_page: str = Field(description="the same feedback as a page for the student to read (HTML)")
 
 
 class ReportVersion(BaseModel):

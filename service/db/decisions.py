@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from service.db import store
 from service.db.base import utcnow
-from service.db.models import Decision, ReportRow, ReviewFlag, Submission, WebhookDelivery
+from service.db.models import ApiKey, Decision, ReportRow, ReviewFlag, Submission, WebhookDelivery
 from service.report import Report
 from service.review import DecisionRequest, apply_decision
 
@@ -20,6 +20,11 @@ FINAL = ("graded", "not_gradable")
 
 class NotDecidable(Exception):
     """The submission is not graded (queued or running): there is nothing to decide on yet."""
+
+
+def actor_of(key: ApiKey) -> str:
+    """Who decided, as the audit records it (the API and the review pages alike)."""
+    return f"key:{key.id}" + (f" ({key.label})" if key.label else "")
 
 
 def decide(session: Session, submission_id: str, request: DecisionRequest, *, actor: str) -> Decision:

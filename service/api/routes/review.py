@@ -53,9 +53,8 @@ def decide(request: Request, submission_id: str, body: DecisionRequest, session:
     """A TA's decision: new points for an item, or confirm/dismiss a veto. It issues the next report
     (the earlier ones stay in `history`), is recorded with who/when/before/after/why, and fires the webhook."""
     row = owned(session, submission_id, key.course_id)
-    actor = f"key:{key.id}" + (f" ({key.label})" if key.label else "")
     try:
-        decision = decisions.decide(session, row.id, body, actor=actor)
+        decision = decisions.decide(session, row.id, body, actor=decisions.actor_of(key))
     except decisions.NotDecidable:
         raise HTTPException(409, f"submission {row.id} is not graded yet (status: {row.status})") from None
     except DecisionError as exc:

@@ -47,7 +47,8 @@ def view(request: Request, session: Session, row: Submission, settings: Settings
         id=row.id, status=row.status, exercise=row.exercise_id, created_at=row.created_at, updated_at=row.updated_at,
         attempts=row.attempts, message=NOT_GRADABLE_MESSAGE if row.status == "not_gradable" else None,
         links=Links(self=f"{base}/v1/submissions/{row.id}", report=f"{base}/v1/submissions/{row.id}/report",
-                    feedback=f"{base}/v1/feedback/{row.feedback_token}"),
+                    feedback=f"{base}/v1/feedback/{row.feedback_token}",
+                    feedback_page=f"{base}/feedback/{row.feedback_token}"),
         report=Report.model_validate(current.report) if current is not None and row.status in FINAL else None,
         history=[ReportVersion(seq=r.seq, reason=r.reason, status=r.status, created_at=r.created_at,
                                score=(r.report.get("score") or {}).get("total"), current=r.id == row.current_report_id)

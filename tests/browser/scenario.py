@@ -1,0 +1,42 @@
+"""The submissions the browser tests (and scripts/screenshots) grade for real: three flagged
+cases of one course, each waiting for a TA for a different reason, and one whose written
+answers, explanation and code comment carry HTML and script."""
+from __future__ import annotations
+
+from typing import Any
+
+from tests.api.support import example_body, template_body
+
+PARTIAL_Q2 = "减掉均值以后 padding 变成 -mean，平方以后是 mean^2，所以方差偏大。"
+XSS = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2"><b>bold?</b>'
+
+
+def _with_answers(body: dict[str, Any], **answers: str) -> dict[str, Any]:
+    example = example_body()
+    return {**body, "answers": {**example["answers"], **answers}, "explanation": example["explanation"]}
+
+
+def coincidental_pass() -> dict[str, Any]:
+    """`values != 0`: the lesson's check passes, the zeros probe fails (suspected veto); a partial Q2."""
+    return _with_answers(template_body("values != 0"), q2=PARTIAL_Q2)
+
+
+def unverified_claim() -> dict[str, Any]:
+    """The re-mask is missing (`cols < BLOCK`): the given check fails, yet the claim says it passed."""
+    return {**_with_answers(template_body("cols < BLOCK")), "claimed_output": example_body()["claimed_output"]}
+
+
+def low_confidence() -> dict[str, Any]:
+    """Correct code; a Q2 answer the rubric scores with low confidence (needs_review)."""
+    return {**example_body(), "answers": {**example_body()["answers"], "q2": PARTIAL_Q2}}
+
+
+def hostile_text() -> dict[str, Any]:
+    body = example_body()
+    code = body["code"].replace("    mask = cols < N\n", f"    mask = cols < N  # {XSS}\n")
+    q2 = f"减掉均值以后 padding 变成 -mean{XSS}，平方以后是 mean^2，所以方差偏大。"
+    return {**body, "code": code, "answers": {**body["answers"], "q2": q2}, "explanation": XSS + body["explanation"],
+            "claimed_output": XSS}
+
+
+FLAGGED = {"coincidental_pass": coincidental_pass, "unverified_claim": unverified_claim, "low_confidence": low_confidence}

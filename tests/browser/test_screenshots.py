@@ -1,0 +1,31 @@
+"""Screenshots of both pages, desktop and phone width. Written to a temporary folder in the suite
+(so the pages are shown to render at both widths); `scripts/screenshots` runs this with
+KERNELGRADE_SCREENSHOTS=docs/screenshots to refresh the committed ones."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tests.browser.conftest import DESKTOP, PHONE, sign_in
+
+
+def test_screenshots(browser, graded, service, tmp_path):
+    out = Path(os.environ.get("KERNELGRADE_SCREENSHOTS") or tmp_path)
+    out.mkdir(parents=True, exist_ok=True)
+    feedback = graded.views["unverified_claim"]["links"]["feedback_page"]
+    case = f"{service.url}/review/cases/{graded.views['coincidental_pass']['id']}"
+    for width, viewport, extra in (("desktop", DESKTOP, {}), ("phone", PHONE, {"is_mobile": True, "has_touch": True})):
+        context = browser.new_context(viewport=viewport, device_scale_factor=1, locale="zh-CN", **extra)
+        try:
+            page = context.new_page()
+            page.goto(feedback)
+            page.locator('#failed-cases article[data-case="probe.large_mean"]').scroll_into_view_if_needed()
+            page.screenshot(path=out / f"feedback-{width}.png", full_page=True)
+            sign_in(page, service.url, graded.ta_key)
+            page.screenshot(path=out / f"review-queue-{width}.png", full_page=True)
+            page.goto(case)
+            page.screenshot(path=out / f"review-case-{width}.png", full_page=True)
+        finally:
+            context.close()
+    shots = sorted(p.name for p in out.glob("*.png"))
+    assert {f"{kind}-{w}.png" for kind in ("feedback", "review-queue", "review-case") for w in ("desktop", "phone")} <= set(shots)
