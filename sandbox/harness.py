@@ -4,7 +4,12 @@ Standard library plus torch/triton/safetensors only, and `wire` from the job fol
 copied into every job as-is. It never decides whether a result is right; it only returns outputs
 on the verdict channel (a pipe fd), never on stdout, which the student's code also writes to.
 
-Usage: python -I -B harness.py JOB_DIR VERDICT_FD
+Usage: python -I -B harness.py JOB_DIR VERDICT_FD [--warm MODE CONTROL_FD]
+
+With --warm the sandbox is started before its job exists (a warm pool): the harness imports
+torch/triton, brings CUDA up, runs the canary and says hello, then blocks on CONTROL_FD until the
+trusted side has written the job into JOB_DIR (bound read-only) and sends one byte `g`. End of
+file instead means the pool is shutting down. Then it runs the job exactly as a cold start does.
 """
 from __future__ import annotations
 
@@ -42,6 +47,7 @@ def _student_traceback(exc: BaseException) -> str:
 def main() -> int:
     global _JOB_DIR
     job_dir, verdict_fd = sys.argv[1], int(sys.argv[2])
+    warm = len(sys.argv) == 6 and sys.argv[3] == "--warm"
     _JOB_DIR = os.path.join(os.path.realpath(job_dir), "")
     sys.path.insert(0, job_dir)
     import wire  # noqa: E402  (from the job folder)
@@ -49,9 +55,15 @@ def main() -> int:
     def send(message: dict, blob: bytes = b"") -> None:
         wire.write_frame(verdict_fd, message, blob)
 
-    with open(os.path.join(job_dir, "job.json"), encoding="utf-8") as fh:
-        job = json.load(fh)
-    mode = job["mode"]
+    def read_job() -> dict:
+        with open(os.path.join(job_dir, "job.json"), encoding="utf-8") as fh:
+            return json.load(fh)
+
+    if warm:
+        mode, control_fd = sys.argv[4], int(sys.argv[5])
+    else:
+        job = read_job()
+        mode = job["mode"]
     if mode == "interpreter" and os.environ.get("TRITON_INTERPRET") != "1":
         # Must be set before triton is first imported; the backend does that, we only verify.
         send({"type": "fatal", "error": "TRITON_INTERPRET=1 was not set before start-up"})
@@ -95,6 +107,15 @@ def main() -> int:
         "python": sys.version.split()[0],
         "startup_s": time.perf_counter() - started,
     })
+
+    if warm:
+        go = os.read(control_fd, 1)  # blocks until the job is written (or the pool closes the pipe)
+        os.close(control_fd)
+        if go != b"g":
+            return EXIT_OK
+        job = read_job()
+        if job["mode"] != mode:
+            return EXIT_BAD_JOB  # a trusted-side bug; 'fatal' is not accepted after hello
 
     def gpu_poisoned() -> bool:
         if mode != "gpu":

@@ -5,6 +5,10 @@ with a pipe as the verdict channel, and reads frames under size caps and deadlin
 crashes the process or outlives its deadline is recorded as such, the sandbox is killed, and the
 remaining cases run in a fresh sandbox, so one bad case never decides the others. Nothing is ever
 read back from the filesystem the sandbox could write to.
+
+With a warm pool for the run's (mode, device index) (`start_pool`), an attempt takes a sandbox
+that is already past its imports and writes the job into that sandbox's own folder; with none
+ready, it starts one cold as before. Either way one sandbox runs one attempt and is killed.
 """
 from __future__ import annotations
 
@@ -14,7 +18,6 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -24,13 +27,10 @@ from safetensors.numpy import save_file
 
 from sandbox.backends.base import SandboxBackend, SandboxUnavailable
 from sandbox.contract import CaseJob, CaseRun, DeviceMode, GivenRun, Job, Limits, RunResult
-from sandbox.wire import FrameError, FrameReader
-
-HARNESS_FILES = ("harness.py", "wire.py")
-_PACKAGE_DIR = Path(__file__).resolve().parent
+from sandbox.pool import JOB_PREFIX, Sandbox, WarmPool, copy_harness, new_job_dir, start_sandbox
+from sandbox.wire import FrameError
 
 EXIT_GPU_POISONED = 4
-JOB_PREFIX = "kg-job-"
 
 
 def remove_stale_jobs(work_root: Path | None = None) -> int:
@@ -43,35 +43,6 @@ def remove_stale_jobs(work_root: Path | None = None) -> int:
             shutil.rmtree(path, ignore_errors=True)
             removed += 1
     return removed
-
-
-class _LogSink:
-    """Drains a pipe in a thread, keeping at most `limit` bytes (head and tail) with a marker."""
-
-    def __init__(self, stream, limit: int) -> None:
-        self._stream, self._limit = stream, limit
-        self._head = bytearray()
-        self._tail = bytearray()
-        self._dropped = 0
-        self._thread = threading.Thread(target=self._drain, daemon=True)
-        self._thread.start()
-
-    def _drain(self) -> None:
-        half = self._limit // 2
-        for chunk in iter(lambda: self._stream.read1(65536), b""):
-            room = half - len(self._head)
-            if room > 0:
-                self._head += chunk[:room]
-                chunk = chunk[room:]
-            self._tail += chunk
-            if len(self._tail) > half:
-                self._dropped += len(self._tail) - half
-                del self._tail[: len(self._tail) - half]
-
-    def text(self) -> str:
-        self._thread.join(timeout=2)
-        marker = f"\n… [{self._dropped} bytes cut] …\n".encode() if self._dropped else b""
-        return (bytes(self._head) + marker + bytes(self._tail)).decode("utf-8", "replace").replace("\x00", "")
 
 
 def _signal_name(returncode: int) -> str:
@@ -90,7 +61,25 @@ class SandboxRunner:
         self.backend = backend
         self.limits = limits
         self.work_root = work_root
+        self.pools: dict[tuple[DeviceMode, int], WarmPool] = {}
         remove_stale_jobs(work_root)
+
+    def start_pool(self, *, mode: DeviceMode, device_index: int, size: int) -> WarmPool | None:
+        """Keep `size` sandboxes of (mode, device index) started ahead of demand (0: none)."""
+        key = (mode, device_index)
+        if size <= 0 or key in self.pools or not getattr(self.backend, "supports_warm", False):
+            return self.pools.get(key)
+        self.backend.check()
+        pool = WarmPool(backend=self.backend, limits=self.limits, mode=mode, device_index=device_index, size=size,
+                        work_root=self.work_root)
+        self.pools[key] = pool.start()
+        return pool
+
+    def close(self) -> None:
+        """Kill every waiting sandbox (the service's shutdown)."""
+        pools, self.pools = self.pools, {}
+        for pool in pools.values():
+            pool.close()
 
     def run(
         self,
@@ -114,9 +103,10 @@ class SandboxRunner:
         pending = list(cases)
         run_given = given_check is not None
         run_deadline = started + self.limits.run_timeout_s
-        job_root = Path(tempfile.mkdtemp(prefix=f"{JOB_PREFIX}{os.getpid()}-", dir=self.work_root))
+        job_root = new_job_dir(self.work_root)
         try:
-            self._write_static(job_root, program=program, given_check=given_check or "", inputs=inputs)
+            copy_harness(job_root)
+            files = self._write_static(job_root, program=program, given_check=given_check or "", inputs=inputs)
             while (pending or run_given) and result.infra_error is None:
                 if result.attempts > self.limits.max_restarts or time.monotonic() >= run_deadline:
                     reason = "运行时间预算已用完" if time.monotonic() >= run_deadline else "沙箱多次崩溃后不再重试"
@@ -126,8 +116,7 @@ class SandboxRunner:
                         result.given = GivenRun(status="skipped", output=f"未运行：{reason}")
                     break
                 job = Job(mode=mode, entry_point=entry_point, run_given_check=run_given, given_seed=given_seed, cases=pending)
-                (job_root / "job.json").write_text(job.model_dump_json(), encoding="utf-8")
-                done_ids = self._attempt(job_root, job, result, device_index=device_index, run_deadline=run_deadline)
+                done_ids = self._attempt(job_root, files, job, result, device_index=device_index, run_deadline=run_deadline)
                 run_given = False
                 pending = [c for c in pending if c.id not in done_ids]
         finally:
@@ -135,42 +124,65 @@ class SandboxRunner:
         result.elapsed_s = time.monotonic() - started
         return result
 
-    def _write_static(self, job_root: Path, *, program: str, given_check: str, inputs: dict[str, np.ndarray]) -> None:
-        for name in HARNESS_FILES:
-            shutil.copyfile(_PACKAGE_DIR / name, job_root / name)
+    @staticmethod
+    def _write_static(job_root: Path, *, program: str, given_check: str, inputs: dict[str, np.ndarray]) -> list[str]:
+        """The submission's files (harness excluded) in `job_root`; returns their names, which
+        a warm attempt copies into its sandbox's folder."""
         (job_root / "submission.py").write_text(program, encoding="utf-8")
         (job_root / "given_check.py").write_text(given_check, encoding="utf-8")
         save_file({k: np.ascontiguousarray(v) for k, v in inputs.items()}, str(job_root / "inputs.safetensors"))
-        os.chmod(job_root, 0o755)
-        for child in job_root.iterdir():
-            os.chmod(child, 0o644)
+        names = ["submission.py", "given_check.py", "inputs.safetensors"]
+        for name in names:
+            os.chmod(job_root / name, 0o644)
+        return names
 
-    def _attempt(self, job_root: Path, job: Job, result: RunResult, *, device_index: int, run_deadline: float) -> set[str]:
+    @staticmethod
+    def _write_job(target: Path, job: Job, *, source: Path, files: list[str]) -> None:
+        if target != source:
+            for name in files:
+                shutil.copyfile(source / name, target / name)
+                os.chmod(target / name, 0o644)
+        (target / "job.json").write_text(job.model_dump_json(), encoding="utf-8")
+        os.chmod(target / "job.json", 0o644)
+
+    def _sandbox_for(self, job_root: Path, files: list[str], job: Job, *, device_index: int) -> Sandbox:
+        """A warm sandbox with the job written into its folder, or a cold one started on `job_root`."""
+        pool = self.pools.get((job.mode, device_index))
+        sandbox = pool.acquire() if pool is not None else None
+        if sandbox is not None:
+            try:
+                self._write_job(sandbox.job_dir, job, source=job_root, files=files)
+                sandbox.go()
+                return sandbox
+            except OSError:  # it died after it was taken (the pipe broke): start one cold instead
+                sandbox.kill(self.limits.kill_grace_s)
+        self._write_job(job_root, job, source=job_root, files=files)
+        return start_sandbox(backend=self.backend, limits=self.limits, job_dir=job_root, mode=job.mode,
+                             device_index=device_index, warm=False)
+
+    def _attempt(self, job_root: Path, files: list[str], job: Job, result: RunResult, *, device_index: int,
+                 run_deadline: float) -> set[str]:
         """One sandbox process. Returns the ids of cases that are settled (passed, failed, crashed)."""
         limits = self.limits
         result.attempts += 1
-        read_fd, write_fd = os.pipe()
-        spec = self.backend.launch_spec(job_dir=job_root, verdict_fd=write_fd, mode=job.mode,
-                                        device_index=device_index, limits=limits)
+        attempt_started = time.monotonic()
         try:
-            proc = subprocess.Popen(spec.argv, env=spec.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, pass_fds=(write_fd,), start_new_session=True)
-        except OSError as exc:
-            os.close(read_fd)
-            os.close(write_fd)
+            sandbox = self._sandbox_for(job_root, files, job, device_index=device_index)
+        except (OSError, SandboxUnavailable) as exc:
             result.infra_error = f"could not start the sandbox ({self.backend.name}): {exc}"
             return set()
-        os.close(write_fd)
-        log = _LogSink(proc.stdout, limits.log_bytes)
-        reader = FrameReader(max_blob_bytes=limits.case_output_bytes, max_total_bytes=limits.output_bytes)
+        proc, read_fd, reader, log = sandbox.proc, sandbox.read_fd, sandbox.reader, sandbox.log
         settled: set[str] = set()
         current: str | None = None  # case id, "<given>", or None between cases
-        phase_started = time.monotonic()
-        attempt_started = phase_started
+        phase_started = attempt_started
         ready = False
         stop_reason: str | None = None  # why we killed it
         broken_channel: str | None = None
         try:
+            for message, blob in sandbox.early_frames:  # a warm sandbox's hello, read by the pool
+                current, ready, phase_started = self._handle(
+                    message, blob, job=job, result=result, settled=settled, current=current,
+                    ready=ready, phase_started=phase_started, attempt_started=attempt_started)
             while True:
                 budget = limits.case_timeout_s if ready else limits.startup_timeout_s
                 deadline = min(phase_started + budget, run_deadline)
@@ -201,13 +213,7 @@ class SandboxRunner:
                     proc.wait(timeout=limits.kill_grace_s)
                 except subprocess.TimeoutExpired:
                     pass
-            if proc.poll() is None:
-                self._kill(proc)
-                try:
-                    proc.wait(timeout=limits.kill_grace_s)
-                except subprocess.TimeoutExpired:
-                    proc.wait()
-            os.close(read_fd)
+            sandbox.kill(limits.kill_grace_s)  # also closes the channel and removes a warm sandbox's folder
         result.log_tail = log.text()
 
         if stop_reason == "channel":
@@ -293,15 +299,6 @@ class SandboxRunner:
             return case_id
         result.cases.append(CaseRun(id=case_id, status="ok", outputs=dict(tensors), elapsed_s=elapsed))
         return case_id
-
-    @staticmethod
-    def _kill(proc: subprocess.Popen) -> None:
-        # The launcher leads its own process group; bwrap's --die-with-parent and the pid
-        # namespace take everything inside down with it.
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def _as_float(value) -> float | None:

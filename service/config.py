@@ -27,6 +27,10 @@ class Settings(BaseSettings):
     gpu_index: int = Field(0, ge=0)
     sandbox_python: str = Field(sys.executable, description="the interpreter that runs inside the sandbox")
     limits: Limits = Limits()
+    warm_pool: int = Field(2, ge=0, description="sandboxes per (mode, GPU) started ahead of demand by the service's "
+                                                "workers (torch imported, CUDA up); 0: every attempt starts cold")
+    verdict_memo: bool = Field(True, description="the service reuses code results of byte-identical programs "
+                                                 "(deterministic exercises; written answers are always re-scored)")
 
     # --- the service --------------------------------------------------------------------------
     database_url: str | None = Field(None, description="default: SQLite (WAL) at <data_dir>/kernelgrade.db")

@@ -104,6 +104,10 @@ class ProgramReport(_Model):
     fill_policy: Literal["expression", "any"] = Field(
         "expression", description="any: whitelisting was off; the fill (a whole body) ran as written, in the sandbox")
     edits: list[EditReport] = []
+    reused: bool = Field(False, description="the code results (cases, given check, diagnoses, seeds) were reused from an "
+                                            "earlier run of this byte-identical program (verdict memo); written answers "
+                                            "are always scored afresh")
+    memo_key: str | None = Field(None, description="the verdict memo entry these code results were stored under or read from")
 
 
 class GivenCheckReport(_Model):

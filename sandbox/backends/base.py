@@ -22,9 +22,12 @@ class SandboxUnavailable(RuntimeError):
 
 class SandboxBackend(Protocol):
     name: str
+    supports_warm: bool  # can start before the job is written (a control fd reaches the harness)
 
     def check(self) -> None:
         """Raise SandboxUnavailable with a readable reason if this backend cannot run here."""
 
-    def launch_spec(self, *, job_dir: Path, verdict_fd: int, mode: DeviceMode, device_index: int, limits: Limits) -> LaunchSpec:
-        """The command that runs the harness on `job_dir`, writing frames to `verdict_fd`."""
+    def launch_spec(self, *, job_dir: Path, verdict_fd: int, mode: DeviceMode, device_index: int, limits: Limits,
+                    control_fd: int | None = None) -> LaunchSpec:
+        """The command that runs the harness on `job_dir`, writing frames to `verdict_fd`. With
+        `control_fd` (backends whose `supports_warm` is true): a warm start, see harness.py."""

@@ -47,6 +47,7 @@ def _is_within(path: Path, folder: Path) -> bool:
 
 class BwrapBackend:
     name = "bwrap"
+    supports_warm = True
 
     def __init__(self, *, python: str, hidden_paths: list[Path]) -> None:
         self.python = python
@@ -58,7 +59,8 @@ class BwrapBackend:
         if shutil.which("prlimit") is None:
             raise SandboxUnavailable("prlimit (util-linux) is not installed")
 
-    def launch_spec(self, *, job_dir: Path, verdict_fd: int, mode: DeviceMode, device_index: int, limits: Limits) -> LaunchSpec:
+    def launch_spec(self, *, job_dir: Path, verdict_fd: int, mode: DeviceMode, device_index: int, limits: Limits,
+                    control_fd: int | None = None) -> LaunchSpec:
         args = [
             "bwrap",
             "--unshare-all",  # user, pid, net, ipc, uts, cgroup: no network at all
@@ -117,6 +119,8 @@ class BwrapBackend:
         if mode is DeviceMode.interpreter:
             args += ["--setenv", "TRITON_INTERPRET", "1"]
         args += ["--", self.python, "-I", "-B", "/job/harness.py", "/job", str(verdict_fd)]
+        if control_fd is not None:
+            args += ["--warm", mode.value, str(control_fd)]
 
         rlimits = [
             f"--cpu={limits.cpu_time_s}",

@@ -156,6 +156,7 @@ def container_spec(*, job_dir: Path | str, mode: DeviceMode, device_index: int, 
 
 class DockerBackend:
     name = "docker"
+    supports_warm = False  # the job folder is mounted when the container is created
 
     def __init__(self, *, options: DockerOptions | None = None, hidden_paths: list[Path] = ()) -> None:
         self.options = options or DockerOptions()
@@ -178,7 +179,10 @@ class DockerBackend:
         finally:
             client.close()
 
-    def launch_spec(self, *, job_dir: Path, verdict_fd: int, mode: DeviceMode, device_index: int, limits: Limits) -> LaunchSpec:
+    def launch_spec(self, *, job_dir: Path, verdict_fd: int, mode: DeviceMode, device_index: int, limits: Limits,
+                    control_fd: int | None = None) -> LaunchSpec:
+        if control_fd is not None:
+            raise SandboxUnavailable("the docker backend has no warm start")
         spec = container_spec(job_dir=job_dir, mode=mode, device_index=device_index, limits=limits,
                               options=self.options, hidden_paths=self.hidden_paths)
         hard_timeout = limits.startup_timeout_s + limits.run_timeout_s + limits.kill_grace_s

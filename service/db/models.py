@@ -1,5 +1,5 @@
 """Tables: courses, API keys, submissions (the queue's source of truth), reports (with history),
-webhook deliveries, TA decisions and the review flags of each current report."""
+webhook deliveries, TA decisions, the review flags of each current report and the verdict memo."""
 from __future__ import annotations
 
 from datetime import datetime
@@ -127,3 +127,18 @@ class ReviewFlag(Base):
     submission_id: Mapped[str] = mapped_column(ForeignKey("submissions.id"), primary_key=True)
     target: Mapped[str] = mapped_column(String(120), primary_key=True)  # veto:<rule> | item:<id>
     kind: Mapped[str] = mapped_column(String(32), index=True)  # the veto rule, or needs_review for an item
+
+
+class VerdictMemoRow(Base):
+    """The code results of one canonical program (service.grading.memo): reused for an identical
+    program, exercise version, case set and environment. Never holds written answers."""
+
+    __tablename__ = "verdict_memo"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)  # sha256, see memo.memo_key
+    exercise_id: Mapped[str] = mapped_column(String(100), index=True)
+    exercise_version: Mapped[int] = mapped_column(Integer)
+    program_digest: Mapped[str] = mapped_column(String(64))
+    submission_id: Mapped[str] = mapped_column(String(32))  # whose sandbox run produced it (no FK: rows outlive nothing)
+    result: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)

@@ -9,7 +9,8 @@ import ast
 import secrets
 import time
 import uuid
-from dataclasses import dataclass
+import logging
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 import numpy as np
@@ -25,13 +26,23 @@ from service.grading.diagnose import CaseEvidence
 from service.grading.extract import Extraction, extract
 from service.grading.fills import check_block_fill, check_fill, names_in_scope
 from service.grading.inputs import case_seed, storage
+from service.grading.memo import MemoEntry, VerdictMemo, memo_key, memoisable
 from service.grading.model_assist import ModelAssist
 from service.report import (
-    CaseReport, Environment, ExerciseRef, GivenCheckReport, ProgramReport, Report, Score, Seeds,
+    CaseReport, Diagnosis, Environment, ExerciseRef, GivenCheckReport, Item, ProgramReport, Report, Score, Seeds,
 )
 from service.submission import Submission
 
 GIVEN_CASE_ID = "given"
+log = logging.getLogger("kernelgrade.grader")
+
+_REUSED_NOTE = {
+    "zh": "（这些代码结果复用自此前对逐字节相同程序的一次评分：同一练习版本、同一组用例、同一设备与 Triton 版本。"
+          "报告里的种子是那次运行实际用的种子。书面回答每次都重新评分。）",
+    "en": "(These code results were reused from an earlier grading of a byte-identical program: same exercise "
+          "version, case set, device and Triton version. The seeds in this report are the ones that run used. "
+          "Written answers are always scored afresh.)",
+}
 
 
 @dataclass
@@ -41,6 +52,19 @@ class Grader:
     mode: DeviceMode
     device_index: int = 0
     assist: ModelAssist | None = None  # optional second opinion on written answers
+    memo: VerdictMemo | None = None  # reuse code results of identical programs (deterministic exercises)
+    warm_pool: int = 0  # sandboxes kept started ahead of demand once start() is called
+    _environment_seen: dict[str, str] | None = field(default=None, repr=False)  # the last sandbox's hello
+
+    def start(self) -> None:
+        """Start the warm sandbox pool (the service's workers; one-off graders never do)."""
+        pool = self.runner.start_pool(mode=self.mode, device_index=self.device_index, size=self.warm_pool)
+        if pool is not None and pool.environment and self._environment_seen is None:
+            self._environment_seen = dict(pool.environment)
+
+    def close(self) -> None:
+        """Kill the waiting sandboxes."""
+        self.runner.close()
 
     def grade(self, submission: Submission, *, submission_id: str | None = None, secret_seed: int | None = None) -> Report:
         started = time.monotonic()
@@ -56,32 +80,58 @@ class Grader:
 
         extraction = extract(exercise.template, submission.code)
         not_run_reason = extraction.error or _rejected_fill(exercise, extraction)
-        seeds = {c.id: case_seed(c, secret_seed) for c in spec.cases}
-        arrays = {c.id: exercise.make_inputs(c, seeds[c.id]) for c in spec.cases}
+        seeds = Seeds(secret=secret_seed, given=spec.given_check.seed,
+                      cases={c.id: case_seed(c, secret_seed) for c in spec.cases})
 
         program: Program | None = None
         run: RunResult | None = None
+        memo_key: str | None = None
+        reused: MemoEntry | None = None
+        cases: list[CaseReport] = []
+        diagnoses: list[Diagnosis] = []
+        given_status, given_output = "not_run", ""
+        environment = self._environment(None)
         if not_run_reason is None:
             program = assemble(exercise.template, extraction.fill_sources)
-            run = self.runner.run(
-                program=program.module, given_check=program.given_check, given_seed=spec.given_check.seed,
-                entry_point=spec.entry_point, cases=[_case_job(spec, c) for c in spec.cases],
-                inputs=_sandbox_inputs(spec, arrays), mode=self.mode, device_index=self.device_index,
-            )
-            if run.infra_error is not None:
-                return self._not_gradable(exercise, submission_id, run, started)
+            memo_key = self._memo_key(exercise, program, self._environment_seen or self._pool_environment())
+            reused = self.memo.get(memo_key) if memo_key is not None else None
+            if reused is not None:
+                cases, diagnoses, seeds = reused.cases, reused.diagnoses, reused.seeds
+                given_status, given_output, environment = reused.given_status, reused.given_output, reused.environment
+            else:
+                arrays = {c.id: exercise.make_inputs(c, seeds.cases[c.id]) for c in spec.cases}
+                run = self.runner.run(
+                    program=program.module, given_check=program.given_check, given_seed=spec.given_check.seed,
+                    entry_point=spec.entry_point, cases=[_case_job(spec, c) for c in spec.cases],
+                    inputs=_sandbox_inputs(spec, arrays), mode=self.mode, device_index=self.device_index,
+                )
+                if run.infra_error is not None:
+                    return self._not_gradable(exercise, submission_id, run, started)
+                self._environment_seen = dict(run.environment)
+                cases, evidence = self._cases(exercise, run, arrays, seeds.cases)
+                diagnoses = exercise.checks.diagnose(evidence)
+                if run.given is not None:
+                    given_status, given_output = run.given.status, run.given.output
+                environment = self._environment(run)
+                memo_key = self._remember(exercise, program, run, submission_id=submission_id, cases=cases,
+                                          diagnoses=diagnoses, seeds=seeds, environment=environment)
+        else:
+            arrays = {c.id: exercise.make_inputs(c, seeds.cases[c.id]) for c in spec.cases}
+            cases, _ = self._cases(exercise, None, arrays, seeds.cases)
 
-        cases, evidence = self._cases(exercise, run, arrays, seeds)
-        diagnoses = exercise.checks.diagnose(evidence) if run is not None else []
         items = rubric.score_items(exercise, submission, cases, not_run_reason=not_run_reason, diagnoses=diagnoses,
                                    assist=self.assist)
+        if reused is not None:
+            items = [_mark_reused(item, spec) if _is_cases_item(item, spec) else item for item in items]
         vetoes = rubric.edit_vetoes(extraction.edits)
-        given = run.given if run is not None else None
         coincidental = rubric.coincidental_pass_veto(cases, diagnoses) or rubric.wrong_chain_veto(cases, items)
         claim = unverified_claim(claimed_output=submission.claimed_output, program_ran=program is not None,
-                                 given_status=given.status if given else None, real_output=given.output if given else "",
+                                 given_status=None if given_status == "not_run" else given_status, real_output=given_output,
                                  not_run_reason=not_run_reason)
         vetoes += [v for v in (coincidental, claim) if v is not None]
+        timing = _timing(run, started)
+        if reused is not None:
+            timing["reused"] = 1.0
         return Report(
             submission_id=submission_id,
             exercise=ExerciseRef(id=exercise.id, version=spec.version),
@@ -89,19 +139,53 @@ class Grader:
             language=spec.language,
             score=rubric.total_score(exercise, items, vetoes),
             items=items, cases=cases, diagnoses=diagnoses, vetoes=vetoes,
-            environment=self._environment(run),
-            timing=_timing(run, started),
-            seeds=Seeds(secret=secret_seed, given=spec.given_check.seed, cases=seeds),
+            environment=environment,
+            timing=timing,
+            seeds=seeds,
             program=ProgramReport(
                 digest=program.digest if program else None, fills=extraction.fill_sources, ran=program is not None,
                 not_run_reason=not_run_reason, fill_policy=spec.fill_policy,
-                edits=extraction.edits,
+                edits=extraction.edits, reused=reused is not None, memo_key=memo_key,
             ),
-            given_check=GivenCheckReport(status=given.status if given else "not_run",
-                                         output=given.output if given else "",
+            given_check=GivenCheckReport(status=given_status, output=given_output,
                                          claimed_output=submission.claimed_output),
             created_at=datetime.now(timezone.utc),
         )
+
+    def _pool_environment(self) -> dict[str, str] | None:
+        pool = self.runner.pools.get((self.mode, self.device_index))
+        return dict(pool.environment) if pool is not None and pool.environment else None
+
+    def _memo_key(self, exercise: Exercise, program: Program, environment: dict[str, str] | None) -> str | None:
+        """The memo key of this program here, or None when nothing may be reused: no memo, an
+        exercise that opts out, or no sandbox has told us its device and Triton version yet."""
+        if self.memo is None or not memoisable(exercise) or not environment:
+            return None
+        if environment.get("mode") != self.mode.value or not environment.get("triton"):
+            return None
+        return memo_key(program_digest=program.digest, exercise=exercise, mode=self.mode.value,
+                        device=environment.get("device", ""), triton=environment["triton"])
+
+    def _remember(self, exercise: Exercise, program: Program, run: RunResult, *, submission_id: str,
+                  cases: list[CaseReport], diagnoses: list[Diagnosis], seeds: Seeds, environment: Environment) -> str | None:
+        """Store a run's code results if they are a property of the program alone: every phase
+        ran to an answer (no crash, timeout or skipped case, which may be the machine's doing)."""
+        key = self._memo_key(exercise, program, run.environment)
+        if key is None:
+            return None
+        settled = (run.given is None or run.given.status in ("passed", "failed")) and \
+            all(c.status in ("ok", "error") for c in run.cases)
+        if not settled:
+            return None
+        entry = MemoEntry(submission_id=submission_id, program_digest=program.digest, cases=cases, diagnoses=diagnoses,
+                          given_status=run.given.status if run.given else "not_run",
+                          given_output=run.given.output if run.given else "", seeds=seeds, environment=environment)
+        try:
+            self.memo.put(key, entry, exercise_id=exercise.id, exercise_version=exercise.spec.version)
+        except Exception:  # noqa: BLE001 - the memo is an optimisation: a failed write costs a re-run later
+            log.exception("could not store the verdict memo entry for %s", submission_id)
+            return None
+        return key
 
     def _cases(self, exercise: Exercise, run: RunResult | None, arrays: dict[str, dict[str, np.ndarray]],
                seeds: dict[str, int]) -> tuple[list[CaseReport], list[CaseEvidence]]:
@@ -163,6 +247,15 @@ class Grader:
         )
 
 
+def _is_cases_item(item: Item, spec: ExerciseSpec) -> bool:
+    return any(r.id == item.id and r.source == "cases" for r in spec.rubric)
+
+
+def _mark_reused(item: Item, spec: ExerciseSpec) -> Item:
+    return item.model_copy(update={"feedback": f"{item.feedback}\n{_REUSED_NOTE[spec.language]}",
+                                   "evidence": {**item.evidence, "reused": True}})
+
+
 def _rejected_fill(exercise: Exercise, extraction: Extraction) -> str | None:
     template = ast.parse(exercise.template)
     for index, (fill, source) in enumerate(zip(extraction.fills, extraction.fill_sources)):
@@ -216,8 +309,9 @@ def _timing(run: RunResult | None, started: float) -> dict[str, float]:
     return timing
 
 
-def build_grader(settings) -> Grader:
-    """A grader wired from settings (sandbox backend, limits, device)."""
+def build_grader(settings, *, sessions=None) -> Grader:
+    """A grader wired from settings (sandbox backend, limits, device). With `sessions` (the
+    service's database) and `settings.verdict_memo`, code results are memoised in the database."""
     from sandbox.backends import make_backend
     from service.config import UNSAFE_LOCAL_CONSENT
 
@@ -227,5 +321,11 @@ def build_grader(settings) -> Grader:
     if settings.model_assist_url:
         assist = ModelAssist(base_url=settings.model_assist_url, model=settings.model_assist_model,
                              api_key=settings.model_assist_api_key)
+    memo = None
+    if sessions is not None and settings.verdict_memo:
+        from service.grading.memo import DbMemo
+
+        memo = DbMemo(sessions)
     return Grader(catalog=ExerciseCatalog(settings.exercises_dir), runner=SandboxRunner(backend=backend, limits=settings.limits),
-                  mode=settings.device_mode(), device_index=settings.gpu_index, assist=assist)
+                  mode=settings.device_mode(), device_index=settings.gpu_index, assist=assist, memo=memo,
+                  warm_pool=settings.warm_pool)

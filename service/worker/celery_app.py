@@ -6,6 +6,7 @@ two current reports. acks_late + reject_on_worker_lost make a killed worker's ta
 """
 from __future__ import annotations
 
+import atexit
 import logging
 import threading
 from functools import lru_cache
@@ -50,7 +51,14 @@ def _build_worker_state():
 
     settings = get_settings()
     upgrade(settings.db_url())
-    return settings, make_sessionmaker(make_engine(settings.db_url())), build_grader(settings), Metrics()
+    sessions = make_sessionmaker(make_engine(settings.db_url()))
+    grader = build_grader(settings, sessions=sessions)
+    try:
+        grader.start()  # warm sandboxes for this worker process; they die with it (bwrap --die-with-parent)
+        atexit.register(grader.close)
+    except Exception:  # noqa: BLE001 - grading still works cold
+        log.exception("could not start the warm sandbox pool")
+    return settings, sessions, grader, Metrics()
 
 
 def _grade_task(task, submission_id: str) -> str | None:

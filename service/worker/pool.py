@@ -29,6 +29,11 @@ class InProcessPool:
         self._busy_lock = threading.Lock()
 
     def start(self) -> None:
+        if self.grader is not None and self.grading_threads:
+            try:
+                self.grader.start()  # warm sandboxes; grading still works cold if this fails
+            except Exception:  # noqa: BLE001
+                log.exception("could not start the warm sandbox pool")
         for i in range(self.grading_threads):
             self._threads.append(threading.Thread(target=self._grade_loop, name=f"grader-{i}", daemon=True))
         self._threads.append(threading.Thread(target=self._webhook_loop, name="webhooks", daemon=True))
@@ -40,6 +45,8 @@ class InProcessPool:
         self._wake.set()
         for thread in self._threads:
             thread.join(timeout=2)
+        if self.grader is not None:
+            self.grader.close()
 
     def wake(self) -> None:
         """A submission was stored: don't wait for the next poll."""

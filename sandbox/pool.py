@@ -1,0 +1,311 @@
+"""Started sandboxes: one process with its verdict channel, and a warm pool of them.
+
+A warm sandbox is started before its job is known: the harness imports torch/triton, brings CUDA
+up, runs the canary and says hello, then blocks on a control pipe. Its job folder (on the trusted
+side, bound read-only at /job) holds only the harness until the runner writes the job into it and
+sends `g`. Each sandbox runs exactly one attempt of one submission and is then killed: nothing
+survives from one student to the next. The pool keeps `size` of them per (mode, device index),
+refills in a background thread, replaces any that die while waiting, and kills them all on close.
+
+The refill thread starts the processes itself and lives as long as the pool: bwrap's
+--die-with-parent follows the thread that started it, so the sandboxes die with the pool.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sandbox.backends.base import SandboxBackend, SandboxUnavailable
+from sandbox.contract import DeviceMode, Limits
+from sandbox.wire import FrameError, FrameReader
+
+log = logging.getLogger("kernelgrade.sandbox.pool")
+
+HARNESS_FILES = ("harness.py", "wire.py")
+JOB_PREFIX = "kg-job-"
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+class _LogSink:
+    """Drains a pipe in a thread, keeping at most `limit` bytes (head and tail) with a marker."""
+
+    def __init__(self, stream, limit: int) -> None:
+        self._stream, self._limit = stream, limit
+        self._head = bytearray()
+        self._tail = bytearray()
+        self._dropped = 0
+        self._thread = threading.Thread(target=self._drain, daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        half = self._limit // 2
+        for chunk in iter(lambda: self._stream.read1(65536), b""):
+            room = half - len(self._head)
+            if room > 0:
+                self._head += chunk[:room]
+                chunk = chunk[room:]
+            self._tail += chunk
+            if len(self._tail) > half:
+                self._dropped += len(self._tail) - half
+                del self._tail[: len(self._tail) - half]
+
+    def text(self) -> str:
+        self._thread.join(timeout=2)
+        marker = f"\n… [{self._dropped} bytes cut] …\n".encode() if self._dropped else b""
+        return (bytes(self._head) + marker + bytes(self._tail)).decode("utf-8", "replace").replace("\x00", "")
+
+
+def new_job_dir(work_root: Path | None) -> Path:
+    """A job folder named after this process (remove_stale_jobs deletes those of dead ones)."""
+    return Path(tempfile.mkdtemp(prefix=f"{JOB_PREFIX}{os.getpid()}-", dir=work_root))
+
+
+def copy_harness(job_dir: Path) -> None:
+    for name in HARNESS_FILES:
+        shutil.copyfile(_PACKAGE_DIR / name, job_dir / name)
+        os.chmod(job_dir / name, 0o644)
+    os.chmod(job_dir, 0o755)
+
+
+@dataclass
+class Sandbox:
+    """One started sandbox process and the trusted end of its verdict channel."""
+
+    proc: subprocess.Popen
+    read_fd: int
+    reader: FrameReader
+    log: _LogSink
+    job_dir: Path
+    control_fd: int | None = None  # warm: write end of the control pipe
+    owns_job_dir: bool = False  # warm: the folder is this sandbox's, removed with it
+    started_at: float = field(default_factory=time.monotonic)
+    early_frames: list[tuple[dict, bytes]] = field(default_factory=list)  # read before the runner took it
+    hello: dict | None = None
+
+    def go(self) -> None:
+        """The job is written: let the harness run it (warm sandboxes only)."""
+        assert self.control_fd is not None
+        try:
+            os.write(self.control_fd, b"g")
+        finally:
+            os.close(self.control_fd)
+            self.control_fd = None
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self, grace_s: float = 5.0) -> None:
+        """SIGKILL the process group (bwrap's pid namespace takes everything inside with it)."""
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                self.proc.wait()
+        self.dispose()
+
+    def dispose(self) -> None:
+        """Close our ends of the pipes and remove the folder it owned (the process is gone)."""
+        for name in ("control_fd", "read_fd"):
+            fd = getattr(self, name)
+            if fd is not None and fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+                setattr(self, name, None if name == "control_fd" else -1)
+        if self.owns_job_dir:
+            shutil.rmtree(self.job_dir, ignore_errors=True)
+
+
+def start_sandbox(*, backend: SandboxBackend, limits: Limits, job_dir: Path, mode: DeviceMode, device_index: int,
+                  warm: bool) -> Sandbox:
+    """Start the harness on `job_dir`. Raises OSError (or SandboxUnavailable) if it cannot start."""
+    read_fd, write_fd = os.pipe()
+    control_r, control_w = os.pipe() if warm else (None, None)
+    pass_fds = (write_fd,) if control_r is None else (write_fd, control_r)
+    try:
+        spec = backend.launch_spec(job_dir=job_dir, verdict_fd=write_fd, mode=mode, device_index=device_index,
+                                   limits=limits, **({"control_fd": control_r} if warm else {}))
+        proc = subprocess.Popen(spec.argv, env=spec.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, pass_fds=pass_fds, start_new_session=True)
+    except BaseException:
+        for fd in (read_fd, control_w):
+            if fd is not None:
+                os.close(fd)
+        raise
+    finally:
+        for fd in (write_fd, control_r):
+            if fd is not None:
+                os.close(fd)
+    return Sandbox(proc=proc, read_fd=read_fd, control_fd=control_w, job_dir=job_dir, owns_job_dir=warm,
+                   reader=FrameReader(max_blob_bytes=limits.case_output_bytes, max_total_bytes=limits.output_bytes),
+                   log=_LogSink(proc.stdout, limits.log_bytes))
+
+
+class WarmPool:
+    """`size` sandboxes of one (mode, device index), started ahead of demand."""
+
+    def __init__(self, *, backend: SandboxBackend, limits: Limits, mode: DeviceMode, device_index: int, size: int,
+                 work_root: Path | None = None) -> None:
+        if not getattr(backend, "supports_warm", False):
+            raise SandboxUnavailable(f"the {backend.name} backend cannot start sandboxes ahead of their job")
+        self.backend, self.limits, self.mode, self.device_index = backend, limits, mode, device_index
+        self.size, self.work_root = size, work_root
+        self.environment: dict[str, str] = {}  # the last hello: device, torch, triton, python
+        self.started_total = 0  # sandboxes this pool ever started (tests, metrics)
+        self.replaced_total = 0  # of those, how many died or failed while waiting
+        self._waiting: list[Sandbox] = []
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._failures = 0
+        self._thread = threading.Thread(target=self._loop, name=f"warm-pool-{mode.value}-{device_index}", daemon=True)
+
+    def start(self) -> "WarmPool":
+        self._thread.start()
+        return self
+
+    def acquire(self) -> Sandbox | None:
+        """A sandbox that said hello, or None (none ready: the caller starts one cold)."""
+        with self._lock:
+            for index, sandbox in enumerate(self._waiting):
+                if sandbox.hello is not None and sandbox.alive():
+                    del self._waiting[index]
+                    self._wake.set()
+                    return sandbox
+        return None
+
+    def ready_count(self) -> int:
+        with self._lock:
+            return sum(1 for s in self._waiting if s.hello is not None and s.alive())
+
+    def pids(self) -> list[int]:
+        with self._lock:
+            return [s.proc.pid for s in self._waiting]
+
+    def wait_ready(self, count: int, timeout_s: float) -> bool:
+        """Block until `count` sandboxes are ready (benchmarks and tests)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.ready_count() >= count:
+                return True
+            time.sleep(0.05)
+        return False
+
+    def close(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=10)
+        with self._lock:
+            waiting, self._waiting = self._waiting, []
+        for sandbox in waiting:
+            sandbox.kill(self.limits.kill_grace_s)
+
+    # --- the refill thread --------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        backoff_until = 0.0
+        while not self._stop.is_set():
+            self._reap()
+            now = time.monotonic()
+            if now >= backoff_until:
+                with self._lock:
+                    missing = self.size - len(self._waiting)
+                for _ in range(max(0, missing)):
+                    if self._stop.is_set():
+                        break
+                    try:
+                        self._start_one()
+                    except (OSError, SandboxUnavailable) as exc:
+                        log.error("warm pool could not start a sandbox: %s", exc)
+                        self._failures += 1
+                        break
+            if self._failures:
+                backoff_until = time.monotonic() + min(60.0, 0.5 * 2 ** min(self._failures, 7))
+                self._failures = 0
+            self._poll(timeout_s=0.2)
+        with self._lock:
+            waiting, self._waiting = self._waiting, []
+        for sandbox in waiting:
+            sandbox.kill(self.limits.kill_grace_s)
+
+    def _start_one(self) -> None:
+        job_dir = new_job_dir(self.work_root)
+        try:
+            copy_harness(job_dir)
+            sandbox = start_sandbox(backend=self.backend, limits=self.limits, job_dir=job_dir, mode=self.mode,
+                                    device_index=self.device_index, warm=True)
+        except BaseException:
+            shutil.rmtree(job_dir, ignore_errors=True)
+            raise
+        self.started_total += 1
+        with self._lock:
+            self._waiting.append(sandbox)
+
+    def _discard(self, sandbox: Sandbox, why: str) -> None:
+        """Called with the lock held."""
+        self._waiting.remove(sandbox)
+        self.replaced_total += 1
+        self._failures += sandbox.hello is None  # died before hello: back off before trying again
+        log.warning("warm sandbox %d discarded (%s); log tail: %s", sandbox.proc.pid, why, sandbox.log.text()[-500:]
+                    if sandbox.proc.poll() is not None else "")
+        sandbox.kill(self.limits.kill_grace_s)
+
+    def _reap(self) -> None:
+        with self._lock:
+            for sandbox in list(self._waiting):
+                if not sandbox.alive():
+                    self._discard(sandbox, f"exited with {sandbox.proc.returncode} while waiting")
+                elif sandbox.hello is None and time.monotonic() - sandbox.started_at > self.limits.startup_timeout_s:
+                    self._discard(sandbox, "no hello within the start-up timeout")
+
+    def _poll(self, timeout_s: float) -> None:
+        with self._lock:
+            fds = {s.read_fd: s for s in self._waiting}
+        if not fds:
+            self._wake.wait(timeout_s)
+            self._wake.clear()
+            return
+        try:
+            readable, _, _ = select.select(list(fds), [], [], timeout_s)
+        except (OSError, ValueError):
+            return  # a sandbox was taken and its fd closed meanwhile: poll again
+        with self._lock:
+            for fd in readable:
+                sandbox = fds[fd]
+                if sandbox not in self._waiting:
+                    continue  # handed to a runner after the select: its frames are the runner's now
+                try:
+                    chunk = os.read(fd, 1 << 16)
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    self._discard(sandbox, "closed its verdict channel while waiting")
+                    continue
+                try:
+                    frames = sandbox.reader.feed(chunk)
+                except FrameError as exc:
+                    self._discard(sandbox, f"broke the framing before its job: {exc}")
+                    continue
+                for message, blob in frames:
+                    if message["type"] == "hello" and sandbox.hello is None:
+                        sandbox.hello = message
+                        self.environment = {k: str(message.get(k, "")) for k in ("mode", "device", "torch", "triton", "python")}
+                        sandbox.early_frames.append((message, blob))
+                    else:
+                        self._discard(sandbox, f"sent {message['type']!r} before its job")
+                        break
