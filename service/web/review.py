@@ -163,27 +163,26 @@ def _case_context(request: Request, session, keys: list[ApiKey], row: Submission
     }
 
 
-def _reviewable(session, keys: list[ApiKey], submission_id: str) -> Submission | None:
+def _reviewable(request: Request, session, submission_id: str) -> tuple[list[ApiKey], Submission] | Response:
+    """The signed-in keys and the case, or the page to answer instead (sign in; not found)."""
+    keys = auth.review_keys(request, session)
+    if not keys:
+        return _to_sign_in(request)
     row = session.get(Submission, submission_id) if len(submission_id) <= 64 and "\x00" not in submission_id else None
     if row is None or row.course_id not in {k.course_id for k in keys} or row.current_report_id is None:
-        return None  # another course's submission does not exist for this TA
-    return row
-
-
-def _not_found(request: Request) -> Response:
-    return render(request, "not_found.html", {"title": "Not found", "message": "No such case in your courses."},
-                  status_code=404)
+        # Another course's submission does not exist for this TA.
+        return render(request, "not_found.html", {"title": "Not found", "message": "No such case in your courses."},
+                      status_code=404)
+    return keys, row
 
 
 @router.get("/review/cases/{submission_id}")
 def case_page(request: Request, session: SessionDep, submission_id: str, course: Text = "", exercise: Text = "",
               flag: Text = "", age: Text = "") -> Response:
-    keys = auth.review_keys(request, session)
-    if not keys:
-        return _to_sign_in(request)
-    row = _reviewable(session, keys, submission_id)
-    if row is None:
-        return _not_found(request)
+    found = _reviewable(request, session, submission_id)
+    if isinstance(found, Response):
+        return found
+    keys, row = found
     return render(request, "review_case.html", _case_context(request, session, keys, row, Filters(course, exercise, flag, age)))
 
 
@@ -191,12 +190,10 @@ def case_page(request: Request, session: SessionDep, submission_id: str, course:
 def decide(request: Request, session: SessionDep, submission_id: str, csrf: FormText = "", target: FormText = "",
            action: FormText = "", points: FormText = "", reason: Annotated[str, Form(max_length=4000)] = "",
            course: FormText = "", exercise: FormText = "", flag: FormText = "", age: FormText = "") -> Response:
-    keys = auth.review_keys(request, session)
-    if not keys:
-        return _to_sign_in(request)
-    row = _reviewable(session, keys, submission_id)
-    if row is None:
-        return _not_found(request)
+    found = _reviewable(request, session, submission_id)
+    if isinstance(found, Response):
+        return found
+    keys, row = found
     filters = Filters(course, exercise, flag, age)
 
     def refuse(message: str, status: int) -> Response:
