@@ -103,7 +103,7 @@ def classify(template_stmt: ast.stmt | None, submission_stmt: ast.stmt | None) -
             if len(tc.args) != len(sc.args) or len(tc.keywords) != len(sc.keywords):
                 return BOUNDARY_CHECK_REMOVED, "改动了 assert_close 的参数：给定检查被削弱"
     if t is not None and _touches_mask(t, s):
-        return BOUNDARY_CHECK_REMOVED, "删除或改动了边界 mask（tl.load/tl.store 的 mask，或 mask 的定义）"
+        return BOUNDARY_CHECK_REMOVED, "删除或改动了边界 mask（tl.load/tl.store 的 mask 或 boundary_check，或 mask 的定义）"
     return MODIFIED_OUTSIDE_BLANK, "改动了填空以外的代码：只允许修改 ______ 所在位置"
 
 
@@ -121,6 +121,8 @@ def _touches_mask(t: ast.stmt, s: ast.stmt | None) -> bool:
         for call in _calls(stmt, "load") + _calls(stmt, "store"):
             value = _keyword(call, "mask")
             parts.append(_dump(value) if value is not None else "<no mask>")
+            if (check := _keyword(call, "boundary_check")) is not None:  # block pointers' mask
+                parts.append("boundary_check=" + _dump(check))
         for n in ast.walk(stmt):
             if isinstance(n, ast.Assign) and any(isinstance(tg, ast.Name) and tg.id == "mask" for tg in n.targets):
                 parts.append("mask=" + _dump(n.value))

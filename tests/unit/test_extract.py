@@ -114,3 +114,14 @@ def test_block_blank_assembles_with_the_blank_indentation():
 
     program = assemble(BLOCK_TEMPLATE, ["for i in range(2):\n    y = x * 2"])
     assert "    for i in range(2):\n        y = x * 2\n    return y\n" in program.source
+
+
+def test_removed_boundary_check_of_a_block_pointer_load_is_the_boundary_rule():
+    exercise_dir = REPO_ROOT / "exercises/weighted_sum_fwd_bwd"
+    template = (exercise_dir / "template.py").read_text()
+    solution = (exercise_dir / "solution.py").read_text()
+    old = 'weight = tl.load(weight_block_ptr, boundary_check=(0,), padding_option="zero")'
+    assert old in template
+    result = extract(template, solution.replace(old, 'weight = tl.load(weight_block_ptr, padding_option="zero")'))
+    assert [e.rule for e in result.edits] == [BOUNDARY_CHECK_REMOVED]
+    assert "boundary_check" in result.edits[0].reason
