@@ -122,6 +122,6 @@ def test_removed_boundary_check_of_a_block_pointer_load_is_the_boundary_rule():
     solution = (exercise_dir / "solution.py").read_text()
     old = 'weight = tl.load(weight_block_ptr, boundary_check=(0,), padding_option="zero")'
     assert old in template
-    result = extract(template, solution.replace(old, 'weight = tl.load(weight_block_ptr, padding_option="zero")'))
+    result = extract(template, solution.replace(old, 'weight = tl.load(weight_block_ptr, padding_option="zero")', 1))
     assert [e.rule for e in result.edits] == [BOUNDARY_CHECK_REMOVED]
     assert "boundary_check" in result.edits[0].reason
