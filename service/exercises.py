@@ -224,19 +224,21 @@ class Replacement(_Strict):
 
 
 class Mutant(_Strict):
-    """A known answer: a fill for the blank, edits applied to the reference solution, or a whole file."""
+    """A known answer: a fill for the (first) blank, fills for every blank in order, edits applied
+    to the reference solution, or a whole file."""
 
     id: str = Field(pattern=_ID)
     description: str
     fill: str | None = None
+    fills: list[str] | None = Field(None, min_length=1)
     edits: list[Replacement] | None = None
     file: str | None = None
     expect: MutantExpectation
 
     @model_validator(mode="after")
     def _one_source(self) -> "Mutant":
-        if sum(x is not None for x in (self.fill, self.edits, self.file)) != 1:
-            raise ValueError(f"mutant {self.id}: give exactly one of fill, edits or file")
+        if sum(x is not None for x in (self.fill, self.fills, self.edits, self.file)) != 1:
+            raise ValueError(f"mutant {self.id}: give exactly one of fill, fills, edits or file")
         return self
 
 
@@ -311,6 +313,11 @@ class Exercise:
                     raise ValueError(f"mutant {mutant.id}: {edit.old!r} must occur exactly once in the solution")
                 code = code.replace(edit.old, edit.new)
             return code
+        if mutant.fills is not None:
+            parts = self.template.split("______")
+            if len(parts) - 1 != len(mutant.fills):
+                raise ValueError(f"mutant {mutant.id}: {len(mutant.fills)} fills for {len(parts) - 1} blanks")
+            return parts[0] + "".join(fill + rest for fill, rest in zip(mutant.fills, parts[1:]))
         return self.template.replace("______", mutant.fill, 1)
 
     def question(self, question_id: str) -> Question:
