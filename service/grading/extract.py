@@ -175,12 +175,16 @@ class _Matcher:
         template's statements before and after the blank is the fill."""
         before, after = t_list[:index], t_list[index + 1:]
         head = 0
-        while head < min(len(before), len(s_list)) and _dump(before[head]) == _dump(s_list[head]):
+        while head < min(len(before), len(s_list)) and _fits(before[head], s_list[head]):
             head += 1
         tail = 0
         while (tail < min(len(after), len(s_list) - head)
-               and _dump(after[len(after) - 1 - tail]) == _dump(s_list[len(s_list) - 1 - tail])):
+               and _fits(after[len(after) - 1 - tail], s_list[len(s_list) - 1 - tail])):
             tail += 1
+        for t, s in [*zip(before[:head], s_list[:head]),
+                     *zip(after[len(after) - tail:], s_list[len(s_list) - tail:])]:
+            if _has_blank(t):
+                self._stmt_pair(t, s)  # an expression blank beside the block blank: record its fill
         middle = s_list[head:len(s_list) - tail]
         # Template statements not found at the ends were edited: pair them with the ends of the middle.
         lost_before, lost_after = before[head:], after[:len(after) - tail]
@@ -202,6 +206,9 @@ class _Matcher:
                     continue
                 if getattr(t, "name", None) is not None and getattr(ss[j], "name", None) == t.name:
                     best, best_ratio = j, 1.0  # a def or class pairs with the one of the same name
+                    break
+                if _fits(t, ss[j]):
+                    best, best_ratio = j, 1.0  # the template statement with its blanks filled
                     break
                 ratio = difflib.SequenceMatcher(a=_dump(t), b=_dump(ss[j]), autojunk=False).ratio()
                 if ratio > best_ratio:
@@ -277,6 +284,32 @@ class _Matcher:
             submission_text=_first_lines(ast.get_source_segment(self.s_src, s)) if s is not None else "",
             hint=_static_hint(t, s),
         ))
+
+
+def _has_blank(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == BLANK for n in ast.walk(node))
+
+
+def _fits(t: ast.AST, s: ast.AST) -> bool:
+    """`s` is `t` with each expression blank replaced by some expression (a long fill makes the
+    two dumps look unalike, so similarity alone would not pair them)."""
+    if isinstance(t, ast.Name) and t.id == BLANK:
+        return isinstance(s, ast.expr)
+    if type(t) is not type(s):
+        return False
+    for name in t._fields:
+        tv, sv = getattr(t, name, None), getattr(s, name, None)
+        if isinstance(tv, list):
+            if not isinstance(sv, list) or len(tv) != len(sv):
+                return False
+            if not all(_fits(a, b) if isinstance(a, ast.AST) else a == b for a, b in zip(tv, sv)):
+                return False
+        elif isinstance(tv, ast.AST):
+            if not isinstance(sv, ast.AST) or not _fits(tv, sv):
+                return False
+        elif tv != sv:
+            return False
+    return True
 
 
 def _first_lines(text: str | None, limit: int = 6) -> str:

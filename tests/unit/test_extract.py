@@ -125,3 +125,38 @@ def test_removed_boundary_check_of_a_block_pointer_load_is_the_boundary_rule():
     result = extract(template, solution.replace(old, 'weight = tl.load(weight_block_ptr, padding_option="zero")', 1))
     assert [e.rule for e in result.edits] == [BOUNDARY_CHECK_REMOVED]
     assert "boundary_check" in result.edits[0].reason
+
+
+NEIGHBOUR_BLANKS = """\
+def kernel(x, N):
+    mask = ______
+    other = ______
+    return mask, other
+"""
+
+
+def test_neighbouring_blanks_with_long_fills_pair_with_their_lines():
+    long_fill = "(tl.arange(0, 64) < N) & (tl.arange(0, 64) >= 0) & (tl.arange(0, 64) < N + 0)"
+    submission = NEIGHBOUR_BLANKS.replace("______", long_fill, 1).replace("______", "0.0", 1)
+    submission = submission.replace("    return mask, other\n", "    extra = 1\n    return mask, other\n")
+    result = extract(NEIGHBOUR_BLANKS, submission)
+    assert result.error is None
+    assert result.fill_sources == [long_fill, "0.0"]
+    assert [e.kind for e in result.edits] == ["inserted"]  # only the added line is an edit
+
+
+EXPRESSION_BESIDE_BLOCK = """\
+def kernel(x, N):
+    scale = ______
+    ______
+    return scale
+"""
+
+
+def test_expression_blank_beside_a_block_blank():
+    long_fill = "tl.sum(tl.load(x + tl.arange(0, 128), mask=tl.arange(0, 128) < N, other=0.0), axis=0)"
+    submission = EXPRESSION_BESIDE_BLOCK.replace("______", long_fill, 1).replace("    ______\n", "    y = scale\n    z = y\n")
+    result = extract(EXPRESSION_BESIDE_BLOCK, submission)
+    assert result.error is None and result.edits == []
+    assert result.fill_sources[0] == long_fill
+    assert result.fill_sources[1] == "y = scale\nz = y"
