@@ -71,6 +71,7 @@ def graded(service) -> Iterator[Graded]:
             if name == "unverified_claim":
                 body["callback_url"] = receiver.url
             views[name] = wait_final(client, client.post("/v1/submissions", json=body).json()["id"])
+            assert views[name]["status"] == "graded", f"{name}: {views[name].get('message')}"
         yield Graded(course, ta_key, views, receiver, order=list(scenario.FLAGGED))
 
 

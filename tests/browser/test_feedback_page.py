@@ -83,3 +83,11 @@ def test_a_link_reaches_its_own_report_only(graded, service):
     assert "script-src 'self'" in headers["content-security-policy"]
     assert "set-cookie" not in headers, "the student page sets no cookie"
     assert headers["cache-control"] == "no-store"
+
+
+def test_a_submission_being_graded_says_so_and_refreshes(service):
+    course = service.new_course()
+    row = service.block_queue(course)  # held as `running` by the test
+    response = httpx.get(f"{service.url}/feedback/{row.feedback_token}")
+    assert response.status_code == 200
+    assert "正在评分" in response.text and '<meta http-equiv="refresh" content="5">' in response.text

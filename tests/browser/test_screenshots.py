@@ -18,13 +18,18 @@ def test_screenshots(browser, graded, service, tmp_path):
         context = browser.new_context(viewport=viewport, device_scale_factor=1, locale="zh-CN", **extra)
         try:
             page = context.new_page()
+
+            def shoot(name: str) -> None:
+                overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+                assert overflow <= 0, f"{name} is {overflow}px wider than the {width} screen"
+                page.screenshot(path=out / f"{name}-{width}.png", full_page=True)
+
             page.goto(feedback)
-            page.locator('#failed-cases article[data-case="probe.large_mean"]').scroll_into_view_if_needed()
-            page.screenshot(path=out / f"feedback-{width}.png", full_page=True)
+            shoot("feedback")
             sign_in(page, service.url, graded.ta_key)
-            page.screenshot(path=out / f"review-queue-{width}.png", full_page=True)
+            shoot("review-queue")
             page.goto(case)
-            page.screenshot(path=out / f"review-case-{width}.png", full_page=True)
+            shoot("review-case")
         finally:
             context.close()
     shots = sorted(p.name for p in out.glob("*.png"))
