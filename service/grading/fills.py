@@ -1,6 +1,7 @@
 """Which expressions may fill a blank: names in scope, `tl.*` calls, operators and constants.
 
-Checked on the syntax tree, before anything runs. Everything else (imports, attribute walks,
+Checked on the syntax tree, before anything runs. `float("-inf")` and its kin count as numbers.
+Everything else (imports, attribute walks,
 lambdas, walrus, comprehensions, strings, subscripts) is refused with a message that says what
 was found and what is allowed.
 """
@@ -89,7 +90,10 @@ def check_fill(fill: ast.expr, source: str, *, allowed_names: set[str], blank_nu
     if _depth(fill) > MAX_FILL_DEPTH:
         return f"{prefix}嵌套太深（上限 {MAX_FILL_DEPTH} 层）"
     rule = "填空只能是一个表达式：作用域内的变量、tl.* 函数调用、算术/比较/逻辑运算和数值常数"
+    literal = {id(n) for call in nodes if _is_float_literal(call) for n in ast.walk(call)}
     for node in nodes:
+        if id(node) in literal:
+            continue
         if not isinstance(node, _ALLOWED):
             what = _NAMES.get(type(node), type(node).__name__)
             return f"{prefix}中不允许使用 {what}。{rule}"
@@ -112,6 +116,17 @@ def check_fill(fill: ast.expr, source: str, *, allowed_names: set[str], blank_nu
             if any(k.arg is None for k in node.keywords):
                 return f"{prefix}中不允许 ** 展开参数"
     return None
+
+
+_FLOAT_WORDS = frozenset({"inf", "-inf", "+inf", "infinity", "-infinity", "+infinity", "nan"})
+
+
+def _is_float_literal(node: ast.AST) -> bool:
+    """`float("-inf")`, `float("inf")`, `float("nan")`: the idiomatic spelling of a constant
+    (softmax pads with -inf), so it counts as a number rather than a call outside tl."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "float"
+            and not node.keywords and len(node.args) == 1 and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str) and node.args[0].value.strip().lower() in _FLOAT_WORDS)
 
 
 def _depth(node: ast.AST) -> int:

@@ -57,3 +57,14 @@ def test_unfilled_blank_is_named():
 def test_names_out_of_scope_are_listed():
     message = verdict("secret_value > 0")
     assert "secret_value" in message and "mask" in message
+
+
+@pytest.mark.parametrize("source", ['-float("inf")', "float('-inf')", 'tl.where(mask, values, float("nan"))'])
+def test_float_literals_count_as_numbers(source):
+    assert verdict(source) is None
+
+
+@pytest.mark.parametrize("source", ['float("1e308")', "float(values)", 'float("inf", 1)', "float(*'x')",
+                                    'float(x="inf")', 'float.__call__("inf")'])
+def test_other_float_calls_are_refused(source):
+    assert verdict(source) is not None
