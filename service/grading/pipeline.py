@@ -66,7 +66,9 @@ class Grader:
         """Kill the waiting sandboxes."""
         self.runner.close()
 
-    def grade(self, submission: Submission, *, submission_id: str | None = None, secret_seed: int | None = None) -> Report:
+    def grade(self, submission: Submission, *, submission_id: str | None = None, secret_seed: int | None = None,
+              reuse: bool = True) -> Report:
+        """`reuse=False` (a regrade) runs the program even when the memo holds its results."""
         started = time.monotonic()
         exercise = self.catalog.get(submission.exercise)
         submission_id = submission_id or uuid.uuid4().hex
@@ -94,7 +96,7 @@ class Grader:
         if not_run_reason is None:
             program = assemble(exercise.template, extraction.fill_sources)
             memo_key = self._memo_key(exercise, program, self._environment_seen or self._pool_environment())
-            reused = self.memo.get(memo_key) if memo_key is not None else None
+            reused = self.memo.get(memo_key) if memo_key is not None and reuse else None
             if reused is not None:
                 cases, diagnoses, seeds = reused.cases, reused.diagnoses, reused.seeds
                 given_status, given_output, environment = reused.given_status, reused.given_output, reused.environment

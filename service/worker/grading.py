@@ -11,10 +11,11 @@ import threading
 import time
 from datetime import datetime, timezone
 
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.db import store
-from service.db.models import Submission
+from service.db.models import ReportRow, Submission
 from service.exercises import ExerciseNotFound
 from service.grading.pipeline import Grader
 from service.report import Environment, ExerciseRef, Report, Score
@@ -65,6 +66,8 @@ def grade_claimed(sessions: sessionmaker[Session], grader: Grader, claim: store.
     with sessions() as session:
         row = session.get(Submission, claim.submission_id)
         body = SubmissionBody.model_validate(row.body)
+        # A regrade asks for a fresh run: never answer it from the verdict memo.
+        regrade = session.scalar(select(func.count()).select_from(ReportRow).where(ReportRow.submission_id == row.id)) > 0
     started = time.monotonic()
     try:
         exercise = grader.catalog.get(body.exercise)
@@ -77,7 +80,7 @@ def grade_claimed(sessions: sessionmaker[Session], grader: Grader, claim: store.
         else:
             with _Heartbeat(sessions, claim, lease_s):
                 try:
-                    report = grader.grade(body, submission_id=row.id, secret_seed=row.secret_seed)
+                    report = grader.grade(body, submission_id=row.id, secret_seed=row.secret_seed, reuse=not regrade)
                 except Exception as exc:  # noqa: BLE001 - our bug must become not_gradable, never a lost submission
                     log.exception("grading %s failed", row.id)
                     report = gave_up_report(row, exercise.spec.version, exercise.spec.max_points,

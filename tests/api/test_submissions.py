@@ -341,6 +341,7 @@ def test_regrade_keeps_the_history(graded):
     assert view["report"]["submission_id"] == graded.low_id
     assert view["report"]["created_at"] != first["report"]["created_at"], "the current report is the new one"
     assert view["report"]["score"] == first["report"]["score"], "same code, same secret seed: same score"
+    assert view["report"]["program"]["reused"] is False, "a regrade runs the program again, never from the memo"
     assert history[1]["score"] == view["report"]["score"]["total"]
 
 
