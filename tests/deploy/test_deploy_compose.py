@@ -18,7 +18,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"
-SECRETS = {"POSTGRES_PASSWORD": "pg-secret-123", "REDIS_PASSWORD": "redis-secret-456"}
+SECRETS = {"POSTGRES_PASSWORD": "pg-secret-123", "REDIS_PASSWORD": "redis-secret-456", "SESSION_SECRET": "session-secret-789"}
 
 if shutil.which("docker-compose") is None:
     if os.environ.get("CI"):
@@ -47,7 +47,7 @@ def rendered(*files: Path, env: dict[str, str] = SECRETS) -> dict:
     return yaml.safe_load(out.stdout)
 
 
-@pytest.mark.parametrize("missing", ["POSTGRES_PASSWORD", "REDIS_PASSWORD"])
+@pytest.mark.parametrize("missing", ["POSTGRES_PASSWORD", "REDIS_PASSWORD", "SESSION_SECRET"])
 def test_refuses_to_render_without_each_secret(missing):
     env = {k: v for k, v in SECRETS.items() if k != missing}
     out = compose(COMPOSE, env=env)
