@@ -1,0 +1,296 @@
+"""Grading speed side by side: the fresh-process lesson cell, kernelgrade cold, warm pool, and
+warm pool + verdict memo; one submission at a time and a class-sized burst.
+
+    python bench/grade_speed.py --device auto --out bench-out/
+
+The submissions are lesson 6 fills drawn from a realistic mix (seeded): 70% `mask` (the
+reference fill), 10% `cols < N`, 20% spread over the mutant set's wrong fills (`wrong.*` with a
+`fill`), each with the example submission's written answers (free text is scored every time).
+
+Modes (all in this one process, one after the other):
+- naive: the lesson's cell (the reference solution) in a fresh `python` process, as a TA would
+  run it by hand; on the interpreter with TRITON_INTERPRET=1 and device "cpu". The burst runs
+  `--workers` such processes at a time (a sample of `--naive-burst` of them).
+- cold: the grader with no warm pool and no memo (every attempt starts a sandbox; Triton's cache
+  is private to each sandbox, so every specialization compiles).
+- warm: a warm pool of `--pool` sandboxes per device, no memo. One-at-a-time waits for the pool
+  to refill between submissions (students do not submit back to back).
+- warm+memo: the same pool plus the verdict memo (the service's database memo on a fresh SQLite
+  file when SQLAlchemy/Alembic are importable, else the in-process memo; printed).
+
+One-at-a-time: `--single` submissions in sequence; latency = one grade() call. Burst: all
+submissions queued at t=0, `--workers` grading threads sharing one grader (the service's
+in-process pool); latency = grade() duration, and also queue-inclusive completion time. cold and
+warm bursts are capped at `--cold-burst` submissions (every one costs a full sandbox run, so the
+rate is stationary; the sample says so in the output). Figures: p50/p95 latency, submissions per
+second, and the ratio of throughput to the naive baseline; for warm+memo also p50 split by fills
+seen before (results reused) and new ones.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from sandbox.contract import DeviceMode  # noqa: E402
+from service.config import REPO_ROOT, Settings  # noqa: E402
+from service.grading.pipeline import build_grader  # noqa: E402
+from service.submission import Submission  # noqa: E402
+
+EXERCISE = "lesson06_mean_var"
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def draw_mix(exercise, count: int, seed: int) -> list[tuple[str, Submission]]:
+    """(label, submission) pairs: 70% mask, 10% cols < N, 20% over the wrong fills."""
+    example = json.loads((exercise.root / "example_submission.json").read_text(encoding="utf-8"))
+    wrong = [m.fill for m in exercise.mutants if m.fill is not None and m.id.startswith("wrong.")]
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        r = rng.random()
+        fill = "mask" if r < 0.7 else "cols < N" if r < 0.8 else rng.choice(wrong)
+        code = exercise.template.replace("______", fill, 1)
+        body = Submission(exercise=exercise.id, code=code, answers=example["answers"], explanation=example["explanation"],
+                          claimed_output=example.get("claimed_output", ""))
+        out.append((fill, body))
+    return out
+
+
+# --- naive: the lesson cell in a fresh process ------------------------------------------------
+
+def naive_runs(cell: str, *, count: int, parallel: int, interpreter: bool) -> tuple[list[float], float]:
+    """Wall time of each fresh-process run, and the wall time of all of them (`parallel` at a time)."""
+    env = dict(os.environ)
+    if interpreter:
+        env["TRITON_INTERPRET"] = "1"
+        cell = cell.replace('device="cuda"', 'device="cpu"')
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "cell.py"
+        path.write_text(cell, encoding="utf-8")
+
+        def one(_: int) -> float:
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, str(path)], check=True, capture_output=True, env=env, cwd=tmp)
+            return time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(parallel) as pool:
+            times = list(pool.map(one, range(count)))
+        return times, time.perf_counter() - t0
+
+
+# --- kernelgrade ----------------------------------------------------------------------------
+
+def make_grader(args, *, pool: int, memo: bool, tmp: Path):
+    tmp.mkdir(parents=True, exist_ok=True)
+    settings = Settings(device=args.device, warm_pool=pool, data_dir=tmp)
+    sessions, kind = None, "none"
+    if memo:
+        try:
+            from service.db.migrate import upgrade
+            from service.db.session import make_engine, make_sessionmaker
+
+            url = f"sqlite:///{tmp / 'memo.db'}"
+            upgrade(url)
+            sessions, kind = make_sessionmaker(make_engine(url)), "database (SQLite)"
+        except ImportError:
+            kind = "in-process"
+    grader = build_grader(settings, sessions=sessions)
+    if memo and grader.memo is None:
+        from service.grading.memo import InMemoryMemo
+
+        grader.memo = InMemoryMemo()
+    if pool:
+        grader.start()
+        ready = grader.runner.pools[(grader.mode, grader.device_index)].wait_ready(pool, args.ready_timeout_s)
+        log(f"  warm pool: {pool} sandbox(es) {'ready' if ready else 'NOT all ready'}")
+    return grader, kind
+
+
+def wait_refill(grader, size: int, timeout_s: float) -> None:
+    pool = grader.runner.pools.get((grader.mode, grader.device_index))
+    if pool is not None:
+        pool.wait_ready(size, timeout_s)
+
+
+def grade_one(grader, body: Submission, seed: int) -> dict:
+    t0 = time.perf_counter()
+    report = grader.grade(body, secret_seed=seed)
+    wall = time.perf_counter() - t0
+    return {"wall_s": wall, "status": report.status, "reused": bool(report.program and report.program.reused),
+            "total": report.score.total, "startup_s": report.timing.get("startup_s"), "device": report.environment.device,
+            "triton": report.environment.triton, "torch": report.environment.torch}
+
+
+def single(grader, mix, *, pool: int, timeout_s: float) -> list[dict]:
+    rows = []
+    for i, (label, body) in enumerate(mix):
+        wait_refill(grader, pool, timeout_s)
+        row = grade_one(grader, body, 1000 + i)
+        row["fill"] = label
+        rows.append(row)
+        log(f"    {i + 1}/{len(mix)} {label!r}: {row['wall_s']:.2f} s{' (reused)' if row['reused'] else ''}")
+    return rows
+
+
+def burst(grader, mix, *, workers: int) -> tuple[list[dict], float]:
+    started = time.perf_counter()
+    done = [0]
+    lock = threading.Lock()
+
+    def one(item):
+        i, (label, body) = item
+        row = grade_one(grader, body, 5000 + i)
+        row["fill"] = label
+        row["completed_s"] = time.perf_counter() - started
+        with lock:
+            done[0] += 1
+            if done[0] % max(1, len(mix) // 10) == 0:
+                log(f"    {done[0]}/{len(mix)} after {row['completed_s']:.1f} s")
+        return row
+
+    with ThreadPoolExecutor(workers) as executor:
+        rows = list(executor.map(one, enumerate(mix)))
+    return rows, time.perf_counter() - started
+
+
+def summarise(rows: list[dict], wall_s: float, *, naive_rate: float | None, sample_of: int | None = None) -> dict:
+    walls = [r["wall_s"] for r in rows]
+    rate = len(rows) / wall_s if wall_s else None
+    seen = [r["wall_s"] for r in rows if r.get("reused")]
+    new = [r["wall_s"] for r in rows if not r.get("reused")]
+    out = {"n": len(rows), "p50_s": percentile(walls, 0.5), "p95_s": percentile(walls, 0.95),
+           "spread_s": [min(walls), max(walls)] if walls else None, "per_s": rate,
+           "vs_naive": rate / naive_rate if rate and naive_rate else None,
+           "p50_seen_before_s": percentile(seen, 0.5), "p50_new_s": percentile(new, 0.5), "reused": len(seen)}
+    completed = [r["completed_s"] for r in rows if "completed_s" in r]
+    if completed:
+        out["completion_p50_s"] = percentile(completed, 0.5)
+        out["completion_p95_s"] = percentile(completed, 0.95)
+    if sample_of is not None and sample_of != len(rows):
+        out["note"] = f"sample of {len(rows)} of the {sample_of}-submission burst"
+    return out
+
+
+def fmt(value, unit: str = "") -> str:
+    if value is None:
+        return "–"
+    return f"{value:.3g}{unit}" if value < 100 else f"{value:.0f}{unit}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", choices=["auto", "gpu", "interpreter"], default="auto")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--burst", type=int, default=300, help="submissions in the class burst (warm+memo)")
+    parser.add_argument("--cold-burst", type=int, default=40, help="cap of the cold and warm (no memo) bursts")
+    parser.add_argument("--single", type=int, default=5, help="submissions graded one at a time per mode")
+    parser.add_argument("--workers", type=int, default=0, help="grading threads (default: 4 on GPU, CPU cores on the interpreter)")
+    parser.add_argument("--pool", type=int, default=0, help="warm sandboxes (default: = workers)")
+    parser.add_argument("--naive-runs", type=int, default=3, help="fresh-process runs one at a time")
+    parser.add_argument("--naive-burst", type=int, default=0, help="fresh-process runs in the burst sample (default 2 x workers)")
+    parser.add_argument("--modes", default="naive,cold,warm,warm+memo")
+    parser.add_argument("--seed", type=int, default=6)
+    parser.add_argument("--ready-timeout-s", type=float, default=180)
+    args = parser.parse_args()
+
+    probe = Settings(device=args.device)
+    mode = probe.device_mode()
+    args.device = mode.value
+    workers = args.workers or (4 if mode is DeviceMode.gpu else max(1, os.cpu_count() or 1))
+    pool_size = args.pool or workers
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    args.out.mkdir(parents=True, exist_ok=True)
+    exercise = build_grader(probe).catalog.get(EXERCISE)
+    single_mix = draw_mix(exercise, args.single, args.seed)
+    burst_mix = draw_mix(exercise, args.burst, args.seed + 1)
+    log(f"device mode {mode.value}, {workers} workers, pool {pool_size}, burst {args.burst} "
+        f"(cold/warm sample {min(args.burst, args.cold_burst)}), single {args.single}")
+
+    results: dict = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "host": platform.node(),
+                     "machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "python": platform.python_version(),
+                     "mode": mode.value, "workers": workers, "pool": pool_size, "burst": args.burst,
+                     "command": " ".join([Path(sys.executable).name, *sys.argv]), "modes": {}}
+    naive_rate_single = naive_rate_burst = None
+    if "naive" in modes:
+        log("naive: the lesson cell in fresh processes")
+        times, wall = naive_runs(exercise.solution, count=args.naive_runs, parallel=1, interpreter=mode is DeviceMode.interpreter)
+        naive_rate_single = len(times) / wall
+        count = args.naive_burst or 2 * workers
+        btimes, bwall = naive_runs(exercise.solution, count=count, parallel=workers, interpreter=mode is DeviceMode.interpreter)
+        naive_rate_burst = count / bwall
+        results["modes"]["naive"] = {
+            "single": summarise([{"wall_s": t} for t in times], wall, naive_rate=naive_rate_single),
+            "burst": {**summarise([{"wall_s": t} for t in btimes], bwall, naive_rate=naive_rate_burst),
+                      "note": f"{count} fresh processes, {workers} at a time"}}
+        log(f"  single p50 {fmt(percentile(times, 0.5), ' s')}; burst {naive_rate_burst:.2f}/s")
+
+    for name in [m for m in modes if m != "naive"]:
+        pool = pool_size if name.startswith("warm") else 0
+        memo = name.endswith("memo")
+        with tempfile.TemporaryDirectory(prefix="kg-bench-") as tmp:
+            log(f"{name}: pool {pool}, memo {'on' if memo else 'off'}")
+            grader, memo_kind = make_grader(args, pool=pool, memo=memo, tmp=Path(tmp))
+            try:
+                log("  one at a time")
+                rows_single = single(grader, single_mix, pool=pool, timeout_s=args.ready_timeout_s)
+                wall_single = sum(r["wall_s"] for r in rows_single)
+                if memo:  # the burst starts from an empty memo, like a class's first deadline
+                    grader.close()
+                    grader, memo_kind = make_grader(args, pool=pool, memo=memo, tmp=Path(tmp) / "burst")
+                size = args.burst if memo else min(args.burst, args.cold_burst)
+                log(f"  burst of {size}")
+                wait_refill(grader, pool, args.ready_timeout_s)
+                rows_burst, wall_burst = burst(grader, burst_mix[:size], workers=workers)
+            finally:
+                grader.close()
+        env = next((r for r in rows_single + rows_burst if r.get("device")), {})
+        results.setdefault("environment", {"device": env.get("device"), "triton": env.get("triton"), "torch": env.get("torch")})
+        results["modes"][name] = {
+            "memo": memo_kind,
+            "single": summarise(rows_single, wall_single, naive_rate=naive_rate_single),
+            "burst": summarise(rows_burst, wall_burst, naive_rate=naive_rate_burst, sample_of=args.burst),
+            "statuses": sorted({r["status"] for r in rows_single + rows_burst}),
+        }
+        b = results["modes"][name]["burst"]
+        log(f"  burst: p50 {fmt(b['p50_s'], ' s')}, p95 {fmt(b['p95_s'], ' s')}, {fmt(b['per_s'])}/s")
+
+    (args.out / "grade_speed.json").write_text(json.dumps(results, indent=2, ensure_ascii=False), encoding="utf-8")
+    print()
+    print(f"{results['date']}  {results['machine']}  mode {mode.value}  device {results.get('environment', {}).get('device')}")
+    print("| mode | one at a time p50 / p95 | per s | × naive | burst n | burst p50 / p95 | seen-before p50 | new p50 | per s | × naive |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for name, r in results["modes"].items():
+        s, b = r["single"], r["burst"]
+        print(f"| {name} | {fmt(s['p50_s'])} / {fmt(s['p95_s'])} s | {fmt(s['per_s'])} | {fmt(s['vs_naive'])} | {b['n']} | "
+              f"{fmt(b['p50_s'])} / {fmt(b['p95_s'])} s | {fmt(b['p50_seen_before_s'])} | {fmt(b['p50_new_s'])} | "
+              f"{fmt(b['per_s'])} | {fmt(b['vs_naive'])} |")
+    print(f"\nwritten: {args.out / 'grade_speed.json'}")
+
+
+if __name__ == "__main__":
+    main()
