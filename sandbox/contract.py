@@ -106,6 +106,8 @@ class GivenRun:
     status: Literal["passed", "failed", "crashed", "timeout", "skipped"]
     output: str = ""
     elapsed_s: float | None = None
+    # Each recorded call of the entry point during the check: (tensor arguments, tensor outputs).
+    calls: list[tuple[list[Any], list[Any]]] = field(default_factory=list)
 
 
 @dataclass

@@ -26,6 +26,8 @@ EXIT_BAD_JOB = 3
 EXIT_GPU_POISONED = 4  # a CUDA fault left the context unusable: the rest needs a fresh sandbox
 
 MAX_TEXT = 8000
+MAX_RECORDED_CALLS = 16  # of the entry point during the given check
+MAX_RECORDED_BYTES = 8 << 20
 _JOB_DIR = "/job/"
 
 
@@ -145,18 +147,46 @@ def main() -> int:
         captured = io.StringIO()
         torch.manual_seed(job["given_seed"])
         status = "passed"
+        # The check runs in its own globals, where the entry point is wrapped to record each
+        # call's inputs (before the call) and outputs: the trusted side recomputes them, so a
+        # check that "passed" in here counts only if its outputs were right.
+        recorded: dict = {}
+        calls = [0]
+        real_entry = getattr(module, job["entry_point"])
+
+        def recording_entry(*args, **kwargs):
+            index = calls[0]
+            calls[0] += 1
+            keep = index < MAX_RECORDED_CALLS and sum(t.numel() * t.element_size() for t in recorded.values()) < MAX_RECORDED_BYTES
+            before = [a.detach().to("cpu").contiguous().clone() for a in args if type(a) is torch.Tensor] if keep else []
+            result = real_entry(*args, **kwargs)
+            if keep:
+                outs = result if isinstance(result, (tuple, list)) else (result,)
+                for j, arg in enumerate(before):
+                    recorded[f"call{index}.arg{j}"] = arg
+                for k, out in enumerate(outs):
+                    if type(out) is torch.Tensor:
+                        recorded[f"call{index}.out{k}"] = out.detach().to("cpu").contiguous().clone()
+            return result
+
+        check_globals = dict(module.__dict__)
+        check_globals[job["entry_point"]] = recording_entry
         t0 = time.perf_counter()
         with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
             try:
                 with _cuda_as_cpu() if mode == "interpreter" else contextlib.nullcontext():
-                    exec(check_code, module.__dict__)  # noqa: S102 - the canonical program, in the sandbox
+                    exec(check_code, check_globals)  # noqa: S102 - the canonical program, in the sandbox
                 if mode == "gpu":
                     torch.cuda.synchronize()
             except BaseException as exc:  # noqa: BLE001
                 status = "failed"
                 captured.write(_student_traceback(exc))
+        try:
+            record_blob = save(recorded) if recorded else b""
+        except Exception:  # noqa: BLE001 - unrecordable outputs: the trusted side finds no calls
+            record_blob = b""
         send({"type": "given", "status": status, "output": _truncate(captured.getvalue()),
-              "elapsed_s": time.perf_counter() - t0})
+              "elapsed_s": time.perf_counter() - t0, "calls": calls[0]}, record_blob)
         if gpu_poisoned():
             return EXIT_GPU_POISONED
 

@@ -13,6 +13,7 @@ ready, it starts one cold as before. Either way one sandbox runs one attempt and
 from __future__ import annotations
 
 import os
+import re
 import select
 import shutil
 import signal
@@ -272,7 +273,7 @@ class SandboxRunner:
         elif kind == "given":
             status = "passed" if message.get("status") == "passed" else "failed"
             result.given = GivenRun(status=status, output=str(message.get("output", "")),
-                                    elapsed_s=_as_float(message.get("elapsed_s")))
+                                    elapsed_s=_as_float(message.get("elapsed_s")), calls=_given_calls(blob))
             current = None
         elif kind == "case_start":
             current = str(message.get("id"))
@@ -299,6 +300,24 @@ class SandboxRunner:
             return case_id
         result.cases.append(CaseRun(id=case_id, status="ok", outputs=dict(tensors), elapsed_s=elapsed))
         return case_id
+
+
+def _given_calls(blob: bytes) -> list[tuple[list, list]]:
+    """The entry point's recorded calls during the given check (`callN.argJ`, `callN.outK`)."""
+    if not blob:
+        return []
+    try:
+        tensors = load_tensors(blob)  # safetensors: no pickle
+    except Exception:  # noqa: BLE001 - a malformed record is no record: the check is then unverified
+        return []
+    calls: dict[int, tuple[dict[int, object], dict[int, object]]] = {}
+    for name, array in tensors.items():
+        match = re.fullmatch(r"call(\d{1,3})\.(arg|out)(\d{1,3})", name)
+        if match is None:
+            continue
+        args, outs = calls.setdefault(int(match.group(1)), ({}, {}))
+        (args if match.group(2) == "arg" else outs)[int(match.group(3))] = array
+    return [([a[j] for j in sorted(a)], [o[k] for k in sorted(o)]) for _, (a, o) in sorted(calls.items())]
 
 
 def _as_float(value) -> float | None:

@@ -80,6 +80,8 @@ class CaseSpec(_Strict):
 class GivenCheck(_Strict):
     seed: int = Field(ge=0)
     description: str
+    calls: int | None = Field(None, ge=1, description="how often the check calls the entry point; when set, a check "
+                                                      "that recorded another number of calls does not count as passed")
 
 
 def _compiles(patterns: list[str]) -> list[str]:

@@ -22,6 +22,7 @@ from service.grading import rubric
 from service.grading.assemble import Program, assemble
 from service.grading.claims import unverified_claim
 from service.grading.compare import compare_outputs
+from service.grading.given import verify_given
 from service.grading.diagnose import CaseEvidence
 from service.grading.extract import Extraction, extract
 from service.grading.fills import check_block_fill, check_fill, names_in_scope
@@ -110,6 +111,7 @@ class Grader:
                 if run.infra_error is not None:
                     return self._not_gradable(exercise, submission_id, run, started)
                 self._environment_seen = dict(run.environment)
+                run.given = verify_given(exercise, run.given)
                 cases, evidence = self._cases(exercise, run, arrays, seeds.cases)
                 diagnoses = exercise.checks.diagnose(evidence)
                 if run.given is not None:

@@ -16,15 +16,9 @@ from tests.adversarial.kit import (
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.adversarial]
 
-GIVEN_CHECK_WEAKNESS = (
-    "WEAKNESS: the given check's verdict is decided inside the sandbox, in the submission's own process, "
-    "and the trusted side takes the harness's 'given' frame at its word (nothing it can recompute: the "
-    "check's inputs are drawn inside). A wrapper that returns 2x+1 in the given check (and 2x in the "
-    "cases) gets {how}, and 10/10. Affects exercises with fill_policy 'any' (block blanks); lesson06's "
-    "expression blanks cannot express it without the tl.core bypass (test_whitelisted_blank.py). Fix: "
-    "run the given check's comparisons on the trusted side (send its inputs and outputs as tensors), "
-    "or in a separate sandbox process the submission cannot reach, and do not accept a 'given' frame "
-    "after student code has run in that process")
+# Fixed weakness (the given check's verdict was decided inside the sandbox): the harness records
+# each call of the entry point during the check and the trusted side recomputes it
+# (service/grading/given.py), so each forgery below must leave the given check failed.
 
 # Wrong (2x + 1) whenever the given check calls it; right for the harness's cases.
 WRONG_IN_THE_GIVEN_CHECK = PRELUDE + GOOD_WRAPPER_HEAD + '''
@@ -55,10 +49,6 @@ def test_control_wrong_in_the_given_check_fails_it(host):
     host.assert_untouched()
 
 
-@pytest.mark.xfail(strict=True, reason=GIVEN_CHECK_WEAKNESS.format(
-    how="the given check marked 'passed' by writing a forged {'type': 'given', 'status': 'passed'} frame "
-        "to the verdict fd and exiting with os._exit(0): the runner settles the given check from the "
-        "forged frame and reruns only the cases in a fresh sandbox"))
 def test_forged_given_frame_then_exit(host):
     report = grade(forging('''
 if in_given_check():
@@ -71,9 +61,6 @@ if in_given_check():
     assert_given_check_forgery_failed(report)
 
 
-@pytest.mark.xfail(strict=True, reason=GIVEN_CHECK_WEAKNESS.format(
-    how="the given check marked 'passed' by monkeypatching the harness's framing (sys.modules['wire']."
-        "write_frame) to rewrite the harness's own 'given' frame"))
 def test_monkeypatched_harness_framing(host):
     report = grade(forging('''
 wire = sys.modules["wire"]
@@ -92,9 +79,6 @@ if not getattr(wire, "forged", False):
     assert_given_check_forgery_failed(report)
 
 
-@pytest.mark.xfail(strict=True, reason=GIVEN_CHECK_WEAKNESS.format(
-    how="the given check passed by monkeypatching torch.testing.assert_close into a no-op during the "
-        "first call (right), so the second shape's wrong output is never compared"))
 def test_monkeypatched_assert_close(host):
     # The check line evaluates `torch.testing.assert_close` before calling double(x): patch on the
     # first call (and be right there), be wrong from the second on.
