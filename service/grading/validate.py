@@ -97,7 +97,7 @@ class Summary:
 def summarize(exercise: Exercise, outcomes: list[Outcome]) -> Summary:
     solution, mutants = outcomes[0], outcomes[1:]
     if solution.report.status == "not_gradable" and exercise.spec.requires_gpu:
-        return Summary(exercise.id, False, 0, len(mutants), None, None, refused=solution.report.message)
+        return Summary(exercise.id, False, 0, len(exercise.mutants), None, None, refused=solution.report.message)
     correct = [c.error_ratio for c in solution.report.cases if c.error_ratio is not None]
     bugs = []
     by_id = {m.id: m for m in exercise.mutants}
