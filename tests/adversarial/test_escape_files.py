@@ -358,7 +358,8 @@ def attack(x, y):
         time.sleep(0.05)
     return False, count
 ''', TOKEN=host.token))
-    assert_denied(report, details={8.0})
+    # 8 traps planted; 7 on a GPU, where Triton's own cache already occupies /tmp/triton-cache (EEXIST).
+    assert_denied(report, details={7.0, 8.0} if os.path.exists("/dev/nvidia0") else {8.0})
     assert time.monotonic() - started < 60
     host.assert_untouched()
     assert_graded_normally()
