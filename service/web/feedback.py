@@ -69,11 +69,10 @@ def padding_picture(case: CaseReport, *, n: int, block: int, counted: int | None
     if case.passed:
         counted = n
     row = PaddingRow(n=n, block=block, counted=counted, padding_sum=0.0 if case.passed else None)
-    which, note = 0, t["padding_ok"] if case.passed else ""
+    note = t["padding_ok"] if case.passed else ""
     mismatch = case.first_mismatch
     if not case.passed and counted is not None and mismatch is not None and mismatch.output == "var" \
             and mismatch.observed is not None:
-        which = mismatch.index[0] if mismatch.index else 0
         observed_sum, true_sum = mismatch.observed * n, mismatch.expected * n
         pad = max(0, min(counted, block) - n)
         padding_sum = max(0.0, observed_sum - true_sum) if pad else 0.0
