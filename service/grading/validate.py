@@ -89,10 +89,6 @@ class Summary:
     worst_bug_ratio: float | None  # the smallest error / tolerance of a wrong answer on a case it must fail (>= 100 holds)
     refused: str | None = None  # the exercise cannot be graded in this mode (the not_gradable reason)
 
-    @property
-    def ok(self) -> bool:
-        return self.refused is not None or (self.solution_ok and self.caught == self.mutants)
-
 
 def summarize(exercise: Exercise, outcomes: list[Outcome]) -> Summary:
     solution, mutants = outcomes[0], outcomes[1:]
