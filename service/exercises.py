@@ -271,6 +271,19 @@ class Exercise:
         return (self.root / self.spec.template).read_text(encoding="utf-8")
 
     @cached_property
+    def blank_scopes(self) -> tuple[frozenset[str], ...]:
+        """The names a fill may use at each blank, in template order (`fills.names_in_scope`):
+        the template is parsed once per loaded exercise, not once per submission."""
+        import ast
+
+        from service.grading.extract import BLANK
+        from service.grading.fills import names_in_scope
+
+        tree = ast.parse(self.template)
+        blanks = sum(1 for node in ast.walk(tree) if isinstance(node, ast.Name) and node.id == BLANK)
+        return tuple(frozenset(names_in_scope(tree, index)) for index in range(blanks))
+
+    @cached_property
     def solution(self) -> str:
         return (self.root / self.spec.solution).read_text(encoding="utf-8")
 

@@ -8,6 +8,7 @@ was found and what is allowed.
 from __future__ import annotations
 
 import ast
+from collections.abc import Set as AbstractSet
 
 from service.grading.extract import BLANK
 
@@ -77,7 +78,7 @@ def check_block_fill(fill: list[ast.stmt], source: str, *, blank_number: int = 1
     return None
 
 
-def check_fill(fill: ast.expr, source: str, *, allowed_names: set[str], blank_number: int = 1) -> str | None:
+def check_fill(fill: ast.expr, source: str, *, allowed_names: AbstractSet[str], blank_number: int = 1) -> str | None:
     """None if the fill may run; otherwise the message for the student."""
     prefix = f"第 {blank_number} 个填空"
     if isinstance(fill, ast.Name) and fill.id == BLANK:

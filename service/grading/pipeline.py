@@ -25,7 +25,7 @@ from service.grading.compare import compare_outputs
 from service.grading.given import verify_given
 from service.grading.diagnose import CaseEvidence
 from service.grading.extract import Extraction, extract
-from service.grading.fills import check_block_fill, check_fill, names_in_scope
+from service.grading.fills import check_block_fill, check_fill
 from service.grading.inputs import case_seed, storage
 from service.grading.memo import MemoEntry, VerdictMemo, memo_key, memoisable
 from service.grading.model_assist import ModelAssist
@@ -261,7 +261,6 @@ def _mark_reused(item: Item, spec: ExerciseSpec) -> Item:
 
 
 def _rejected_fill(exercise: Exercise, extraction: Extraction) -> str | None:
-    template = ast.parse(exercise.template)
     for index, (fill, source) in enumerate(zip(extraction.fills, extraction.fill_sources)):
         if isinstance(fill, list):
             if exercise.spec.fill_policy != "any":
@@ -270,7 +269,7 @@ def _rejected_fill(exercise: Exercise, extraction: Extraction) -> str | None:
         elif exercise.spec.fill_policy == "any":
             message = None if not (isinstance(fill, ast.Name) and fill.id == "______") else f"第 {index + 1} 个填空还没有填写"
         else:
-            message = check_fill(fill, source, allowed_names=names_in_scope(template, index), blank_number=index + 1)
+            message = check_fill(fill, source, allowed_names=exercise.blank_scopes[index], blank_number=index + 1)
         if message is not None:
             return message
     return None

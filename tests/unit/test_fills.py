@@ -68,3 +68,19 @@ def test_float_literals_count_as_numbers(source):
                                     'float(x="inf")', 'float.__call__("inf")'])
 def test_other_float_calls_are_refused(source):
     assert verdict(source) is not None
+
+
+def test_exercise_blank_scopes_are_computed_once_per_exercise():
+    """The pipeline reads each blank's names from the loaded exercise (parsed once), not from a
+    fresh parse of the template for every submission."""
+    from service.exercises import ExerciseCatalog
+
+    catalog = ExerciseCatalog(REPO_ROOT / "exercises")
+    for exercise_id in catalog.ids():
+        exercise = catalog.get(exercise_id)
+        tree = ast.parse(exercise.template)
+        scopes = exercise.blank_scopes
+        assert scopes is exercise.blank_scopes
+        assert len(scopes) == exercise.template.count("______")
+        assert list(scopes) == [names_in_scope(tree, i) for i in range(len(scopes))]
+    assert catalog.get("lesson06_mean_var").blank_scopes == (SCOPE,)
