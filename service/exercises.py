@@ -156,6 +156,87 @@ class GradSpec(_Strict):
     grads: dict[str, str] = Field(min_length=1, description="argument -> output name of its gradient")
 
 
+_BYTES_OPS = {"Add": lambda a, b: a + b, "Sub": lambda a, b: a - b, "Mult": lambda a, b: a * b,
+              "FloorDiv": lambda a, b: a // b}
+
+
+def bytes_moved(formula: str, *, M: int, N: int) -> int:
+    """Evaluate an exercise's `speed.bytes` formula: integers, M, N, + - * // and parentheses only."""
+    import ast
+
+    def value(node: ast.AST) -> int:
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.Name) and node.id in ("M", "N"):
+            return M if node.id == "M" else N
+        if isinstance(node, ast.BinOp) and type(node.op).__name__ in _BYTES_OPS:
+            return _BYTES_OPS[type(node.op).__name__](value(node.left), value(node.right))
+        raise ValueError(f"speed.bytes {formula!r}: only integers, M, N, + - * // and parentheses are allowed")
+
+    try:
+        tree = ast.parse(formula, mode="eval")
+    except SyntaxError as exc:
+        raise ValueError(f"speed.bytes {formula!r} is not an expression: {exc}") from None
+    return value(tree.body)
+
+
+class BaselineSpec(_Strict):
+    label: str = Field(description="what the baseline is, as the report shows it")
+    code: str = Field(description="a Python expression over `torch` and the entry point's arguments (by their names in "
+                                  "`args`), run in the sandbox on the same GPU: the exercise author's code, never the student's")
+
+    @field_validator("code")
+    @classmethod
+    def _expression(cls, code: str) -> str:
+        try:
+            compile(code, "<speed.baseline>", "eval")
+        except SyntaxError as exc:
+            raise ValueError(f"speed.baseline.code must be one Python expression: {exc}") from None
+        return code
+
+
+class SpeedSpec(_Strict):
+    """GPU only, informational (no points): time the entry point on one large input against the
+    HBM ceiling and a torch baseline. The input is drawn like a case's (make_inputs), `draw_rows`
+    rows at a time; the sandbox stacks `rows // draw_rows` copies of each argument along its first
+    dimension, so a large shape costs no large file."""
+
+    rows: int = Field(ge=1, le=1 << 24, description="M of the timed shape")
+    cols: int = Field(ge=1, le=1 << 20, description="N of the timed shape")
+    draw_rows: int = Field(ge=1, le=1 << 16, description="rows drawn on the trusted side (a divisor of rows)")
+    seed: int = Field(ge=0)
+    data: DataSpec = DataSpec()
+    params: dict[str, Scalar | list[Scalar]] = {}
+    kwargs: dict[str, Scalar] = {}
+    bytes: str = Field(description="bytes the ideal kernel moves to and from HBM, over M and N (e.g. 4*M*N + 2*4*M)")
+    bytes_note: str = Field(description="what the formula counts, in the lesson's language")
+    baseline: BaselineSpec
+    claim: str = Field(description="the lesson's own words on this kernel's memory traffic, shown beside the figures")
+    claim_source: str = Field(description="where the claim is written")
+
+    @model_validator(mode="after")
+    def _check(self) -> "SpeedSpec":
+        if self.rows % self.draw_rows:
+            raise ValueError(f"speed: draw_rows {self.draw_rows} must divide rows {self.rows}")
+        if self.ideal_bytes <= 0:
+            raise ValueError(f"speed.bytes {self.bytes!r} gives {self.ideal_bytes} bytes for the timed shape")
+        return self
+
+    @property
+    def repeat(self) -> int:
+        return self.rows // self.draw_rows
+
+    @property
+    def ideal_bytes(self) -> int:
+        return bytes_moved(self.bytes, M=self.rows, N=self.cols)
+
+    def case(self) -> CaseSpec:
+        """The drawn block as a case (never graded): what make_inputs() builds the timed input from."""
+        return CaseSpec(id="speed", kind="regular", rows=self.draw_rows, cols=self.cols, seed=self.seed, secret=False,
+                        data=self.data, params=self.params, kwargs=self.kwargs,
+                        description=f"speed: {self.draw_rows} rows drawn, stacked to {self.rows} × {self.cols}")
+
+
 class ExerciseSpec(_Strict):
     id: str = Field(pattern=_ID)
     version: int = Field(ge=1)
@@ -180,6 +261,7 @@ class ExerciseSpec(_Strict):
     rubric: list[RubricItem] = Field(min_length=1)
     questions: list[Question] = Field([], description="inline, or in questions.yaml beside exercise.yaml")
     cases: list[CaseSpec] = Field(min_length=1)
+    speed: SpeedSpec | None = Field(None, description="GPU only, informational: time the kernel on a large shape")
 
     @model_validator(mode="after")
     def _check(self) -> "ExerciseSpec":
@@ -199,6 +281,13 @@ class ExerciseSpec(_Strict):
                 raise ValueError(f"backward.grads names {unknown}, which are not in args {self.args}")
             if unknown := [o for o in self.backward.grads.values() if o not in self.outputs]:
                 raise ValueError(f"backward.grads outputs {unknown} need a tolerance under outputs")
+        if self.speed is not None:
+            import ast
+
+            tree = ast.parse(self.speed.baseline.code, mode="eval")
+            bound = {"torch", *self.args} | {a.arg for n in ast.walk(tree) if isinstance(n, ast.Lambda) for a in n.args.args}
+            if unknown := sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - bound):
+                raise ValueError(f"speed.baseline.code names {unknown}: it sees only torch and the arguments {self.args}")
         return self
 
     @property

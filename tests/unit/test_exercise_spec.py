@@ -23,3 +23,53 @@ def test_fills_replace_every_blank_in_order():
 def test_a_mutant_has_exactly_one_source():
     with pytest.raises(ValidationError, match="exactly one of fill, fills, edits or file"):
         Mutant(id="m", description="d", fill="x", fills=["x"], expect={"code_points": 0})
+
+
+def _speed(**overrides) -> dict:
+    speed = {"rows": 64, "cols": 1024, "draw_rows": 16, "seed": 1, "bytes": "4*M*N + 2*4*M", "bytes_note": "read x once",
+             "baseline": {"label": "torch", "code": "(torch.mean(x, dim=1), torch.var(x, dim=1, unbiased=False))"},
+             "claim": "reads the matrix once", "claim_source": "lesson"}
+    return {**speed, **overrides}
+
+
+def test_lesson06_speed_section_parses_and_builds_its_input_with_make_inputs():
+    exercise = Exercise(REPO_ROOT / "exercises/lesson06_mean_var")
+    speed = exercise.spec.speed
+    assert speed is not None
+    assert (speed.rows, speed.cols, speed.repeat) == (16384, 4096, 32)
+    assert speed.ideal_bytes == 4 * 16384 * 4096 + 2 * 4 * 16384
+    assert "读取矩阵一次" in speed.claim and "x.mean()" in speed.claim
+    arrays = exercise.make_inputs(speed.case(), speed.seed)
+    assert arrays["x"].shape == (speed.draw_rows, speed.cols) and arrays["x"].dtype.name == "float32"
+
+
+def test_speed_section_is_checked():
+    from service.exercises import SpeedSpec, bytes_moved
+
+    assert bytes_moved("4*M*(N + 1) // 2 - M", M=3, N=5) == 33
+    assert SpeedSpec.model_validate(_speed()).repeat == 4
+    with pytest.raises(ValidationError, match="must divide rows"):
+        SpeedSpec.model_validate(_speed(draw_rows=48))
+    with pytest.raises(ValidationError, match="only integers"):
+        SpeedSpec.model_validate(_speed(bytes="__import__('os').getpid()"))
+    with pytest.raises(ValidationError, match="only integers"):
+        SpeedSpec.model_validate(_speed(bytes="M ** N"))
+    with pytest.raises(ValidationError, match="not an expression"):
+        SpeedSpec.model_validate(_speed(bytes="4 *"))
+    with pytest.raises(ValidationError):
+        SpeedSpec.model_validate(_speed(baseline={"label": "t", "code": "x = 1"}))  # a statement, not an expression
+
+
+def test_speed_baseline_sees_only_torch_and_the_arguments():
+    import yaml
+
+    exercise = Exercise(REPO_ROOT / "exercises/lesson06_mean_var")
+    data = yaml.safe_load((exercise.root / "exercise.yaml").read_text(encoding="utf-8"))
+    data["questions"] = exercise.spec.model_dump(mode="json")["questions"]
+    data["speed"] = _speed(baseline={"label": "t", "code": "open('/etc/passwd')"})
+    from service.exercises import ExerciseSpec
+
+    with pytest.raises(ValidationError, match=r"names \['open'\]"):
+        ExerciseSpec.model_validate(data)
+    data["speed"] = _speed(baseline={"label": "t", "code": "(lambda m: (m, torch.var(x, dim=1)))(x.mean(dim=1))"})
+    assert ExerciseSpec.model_validate(data).speed.baseline.label == "t"
