@@ -124,3 +124,5 @@ class RunResult:
     startup_s: list[float] = field(default_factory=list)
     elapsed_s: float = 0.0
     log_tail: str = ""
+    # Kernels found in the shared compile cache / compiled in the sandbox (GPU with the cache only).
+    triton_cache: dict[str, int] = field(default_factory=dict)

@@ -29,6 +29,12 @@ class Settings(BaseSettings):
     limits: Limits = Limits()
     warm_pool: int = Field(2, ge=0, description="sandboxes per (mode, GPU) started ahead of demand by the service's "
                                                 "workers (torch imported, CUDA up); 0: every attempt starts cold")
+    compile_cache: bool = Field(True, description="GPU mode, bwrap: every sandbox reads compiled kernels from a shared "
+                                                  "read-only cache that only the trusted side fills (reference, mutants, "
+                                                  "programs graded before)")
+    compile_cache_dir: Path | None = Field(None, description="default: <data_dir>/triton-shared")
+    compile_cache_prewarm: bool = Field(True, description="when the service starts, compile every exercise's reference "
+                                                          "solution and mutants into the shared cache (background)")
     verdict_memo: bool = Field(True, description="the service reuses code results of byte-identical programs "
                                                  "(deterministic exercises; written answers are always re-scored)")
 

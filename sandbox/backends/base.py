@@ -16,6 +16,19 @@ class LaunchSpec:
     env: dict[str, str]
 
 
+@dataclass(frozen=True)
+class TritonCacheMount:
+    """The shared Triton compile cache as sandboxes see it (GPU mode only): read-only for every
+    grading sandbox; writable only in the trusted side's compile runs (sandbox/compile_cache.py),
+    each of which gets a fresh staging folder that is published only after the run."""
+
+    host_dir: Path
+    writable: bool = False
+
+
+TRITON_CACHE_MOUNT_POINT = "/triton-shared"
+
+
 class SandboxUnavailable(RuntimeError):
     """The backend cannot run here (tool missing, no user namespaces, ...): our failure, not the student's."""
 

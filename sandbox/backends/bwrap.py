@@ -14,7 +14,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from sandbox.backends.base import LaunchSpec, SandboxUnavailable
+from sandbox.backends.base import TRITON_CACHE_MOUNT_POINT, LaunchSpec, SandboxUnavailable, TritonCacheMount
 from sandbox.contract import DeviceMode, Limits
 
 SANDBOX_UID = 65534
@@ -49,9 +49,29 @@ class BwrapBackend:
     name = "bwrap"
     supports_warm = True
 
-    def __init__(self, *, python: str, hidden_paths: list[Path]) -> None:
+    def __init__(self, *, python: str, hidden_paths: list[Path], triton_cache: TritonCacheMount | None = None) -> None:
         self.python = python
         self.hidden_paths = [p.resolve() for p in hidden_paths]
+        self.triton_cache = triton_cache
+
+    def with_triton_cache(self, mount: TritonCacheMount | None) -> "BwrapBackend":
+        """The same backend with another view of the shared compile cache."""
+        return BwrapBackend(python=self.python, hidden_paths=self.hidden_paths, triton_cache=mount)
+
+    def _triton_cache_args(self, mode: DeviceMode) -> tuple[list[str], list[str]]:
+        """(mounts, environment) for the compile cache. The interpreter compiles nothing, so
+        only GPU sandboxes see the shared cache. Mounts go before `--remount-ro /`, and the
+        environment after `--clearenv`, which drops any variable set before it."""
+        mount = self.triton_cache
+        if mode is not DeviceMode.gpu or mount is None or not mount.host_dir.is_dir():
+            return [], ["--setenv", "TRITON_CACHE_DIR", "/tmp/triton-cache"]
+        if mount.writable:  # a trusted compile run: Triton writes straight into the staging folder
+            return (["--bind", str(mount.host_dir), TRITON_CACHE_MOUNT_POINT],
+                    ["--setenv", "TRITON_CACHE_DIR", TRITON_CACHE_MOUNT_POINT])
+        return (["--ro-bind", str(mount.host_dir), TRITON_CACHE_MOUNT_POINT],
+                ["--setenv", "TRITON_CACHE_DIR", "/tmp/triton-cache",
+                 "--setenv", "KERNELGRADE_SHARED_TRITON_CACHE", TRITON_CACHE_MOUNT_POINT,
+                 "--setenv", "TRITON_CACHE_MANAGER", "shared_triton_cache:SharedFirstCacheManager"])
 
     def check(self) -> None:
         if shutil.which("bwrap") is None:
@@ -98,6 +118,7 @@ class BwrapBackend:
             "--size", str(limits.tmpfs_bytes), "--tmpfs", "/dev/shm",
         ]
         roots = python_roots(self.python)
+        cache_mounts, cache_env = self._triton_cache_args(mode)
         for root in roots:
             args += ["--ro-bind", str(root), str(root)]
         for hidden in self.hidden_paths:
@@ -105,6 +126,7 @@ class BwrapBackend:
                 args += ["--tmpfs", str(hidden)]
         args += [
             "--ro-bind", str(job_dir), "/job",
+            *cache_mounts,
             # bwrap's own root and /dev are uncapped tmpfs mounts: make them read-only so the
             # only writable space is the two capped ones above.
             "--remount-ro", "/dev",
@@ -113,8 +135,8 @@ class BwrapBackend:
             "--clearenv",
             "--setenv", "PATH", "/usr/bin:/bin",
             "--setenv", "HOME", "/tmp",
-            "--setenv", "TRITON_CACHE_DIR", "/tmp/triton-cache",
             "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
+            *cache_env,
         ]
         if mode is DeviceMode.interpreter:
             args += ["--setenv", "TRITON_INTERPRET", "1"]

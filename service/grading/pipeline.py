@@ -12,6 +12,7 @@ import uuid
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -34,6 +35,9 @@ from service.report import (
 )
 from service.submission import Submission
 
+if TYPE_CHECKING:
+    from service.grading.compile_warm import CompileWarmer
+
 GIVEN_CASE_ID = "given"
 log = logging.getLogger("kernelgrade.grader")
 
@@ -55,10 +59,16 @@ class Grader:
     assist: ModelAssist | None = None  # optional second opinion on written answers
     memo: VerdictMemo | None = None  # reuse code results of identical programs (deterministic exercises)
     warm_pool: int = 0  # sandboxes kept started ahead of demand once start() is called
+    compile_cache: "CompileWarmer | None" = None  # fills the shared Triton cache (GPU); None: each sandbox compiles alone
+    prewarm: bool = False  # start(): queue every exercise's solution and mutants for the compile cache
     _environment_seen: dict[str, str] | None = field(default=None, repr=False)  # the last sandbox's hello
 
     def start(self) -> None:
         """Start the warm sandbox pool (the service's workers; one-off graders never do)."""
+        if self.compile_cache is not None:
+            self.compile_cache.start()
+            if self.prewarm:
+                self.compile_cache.submit_catalog(self.catalog)
         pool = self.runner.start_pool(mode=self.mode, device_index=self.device_index, size=self.warm_pool)
         if pool is not None and pool.environment and self._environment_seen is None:
             self._environment_seen = dict(pool.environment)
@@ -66,6 +76,8 @@ class Grader:
     def close(self) -> None:
         """Kill the waiting sandboxes."""
         self.runner.close()
+        if self.compile_cache is not None:
+            self.compile_cache.close()
 
     def grade(self, submission: Submission, *, submission_id: str | None = None, secret_seed: int | None = None,
               reuse: bool = True) -> Report:
@@ -111,6 +123,8 @@ class Grader:
                 if run.infra_error is not None:
                     return self._not_gradable(exercise, submission_id, run, started)
                 self._environment_seen = dict(run.environment)
+                if self.compile_cache is not None:
+                    self.compile_cache.submit(exercise, program)  # the next student with this fill compiles nothing
                 run.given = verify_given(exercise, run.given)
                 cases, evidence = self._cases(exercise, run, arrays, seeds.cases)
                 diagnoses = exercise.checks.diagnose(evidence)
@@ -309,6 +323,8 @@ def _timing(run: RunResult | None, started: float) -> dict[str, float]:
             timing["cases_s"] = sum(case_times)
         if run.given is not None and run.given.elapsed_s is not None:
             timing["given_check_s"] = run.given.elapsed_s
+        for name, count in run.triton_cache.items():  # kernels_shared_hits, kernels_compiled
+            timing[f"kernels_{name}"] = float(count)
     return timing
 
 
@@ -329,6 +345,16 @@ def build_grader(settings, *, sessions=None) -> Grader:
         from service.grading.memo import DbMemo
 
         memo = DbMemo(sessions)
+    mode = settings.device_mode()
+    warmer = None
+    if settings.compile_cache and mode is DeviceMode.gpu and hasattr(backend, "with_triton_cache"):
+        from sandbox.backends.base import TritonCacheMount
+        from sandbox.compile_cache import SharedCompileCache
+        from service.grading.compile_warm import CompileWarmer
+
+        cache = SharedCompileCache(settings.compile_cache_dir or settings.data_dir.resolve() / "triton-shared")
+        backend = backend.with_triton_cache(TritonCacheMount(cache.root))
+        warmer = CompileWarmer(cache=cache, backend=backend, limits=settings.limits, device_index=settings.gpu_index)
     return Grader(catalog=ExerciseCatalog(settings.exercises_dir), runner=SandboxRunner(backend=backend, limits=settings.limits),
-                  mode=settings.device_mode(), device_index=settings.gpu_index, assist=assist, memo=memo,
-                  warm_pool=settings.warm_pool)
+                  mode=mode, device_index=settings.gpu_index, assist=assist, memo=memo,
+                  warm_pool=settings.warm_pool, compile_cache=warmer, prewarm=settings.compile_cache_prewarm)

@@ -1,0 +1,150 @@
+"""Fills the shared Triton compile cache (sandbox/compile_cache.py) in the background, GPU only.
+
+What gets compiled is chosen here, on the trusted side, never by a student: each exercise's
+reference solution and mutants when the service starts, and each canonical program that has just
+been graded. Only `fill_policy: expression` exercises qualify: their programs are the template
+with whitelisted expressions substituted, so a compile run executes nothing a student wrote
+beyond those expressions. A compile run is an ordinary sandbox run of the program's cases and
+given check (the same specialisations a grading run compiles), with a fresh staging folder as
+Triton's writable cache; `SharedCompileCache.publish` then moves what compiled into the cache.
+
+One run at a time, in one daemon thread, behind the grading (a compile run never holds up a
+submission); each program digest is compiled at most once per process.
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from dataclasses import dataclass, field
+
+from sandbox.backends.base import TritonCacheMount
+from sandbox.compile_cache import SharedCompileCache
+from sandbox.contract import DeviceMode, Limits
+from sandbox.runner import SandboxRunner
+from service.exercises import Exercise, ExerciseCatalog
+from service.grading.assemble import Program, assemble
+from service.grading.extract import extract
+
+log = logging.getLogger("kernelgrade.compile_cache")
+
+COMPILE_SEED = 0  # inputs only fix shapes and dtypes here; the values do not matter
+
+
+@dataclass
+class WarmStats:
+    queued: int = 0
+    compiled: int = 0
+    failed: int = 0
+    published: int = 0  # key folders added to the cache
+
+
+@dataclass
+class CompileWarmer:
+    cache: SharedCompileCache
+    backend: object  # a backend with `with_triton_cache` (bwrap)
+    limits: Limits
+    device_index: int = 0
+    max_queue: int = 256
+    stats: WarmStats = field(default_factory=WarmStats)
+    _queue: "queue.Queue[tuple[Exercise, Program] | None]" = field(default=None, repr=False)
+    _seen: set[str] = field(default_factory=set, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _thread: threading.Thread | None = field(default=None, repr=False)
+    _idle: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    def __post_init__(self) -> None:
+        self._queue = queue.Queue(maxsize=self.max_queue)
+        self._idle.set()
+
+    def start(self) -> "CompileWarmer":
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="compile-cache", daemon=True)
+            self._thread.start()
+        return self
+
+    def submit(self, exercise: Exercise, program: Program) -> bool:
+        """Queue a program for compiling into the shared cache; False when it does not qualify,
+        was queued before, or the queue is full (then it simply compiles again where it runs)."""
+        if exercise.spec.fill_policy != "expression":
+            return False
+        with self._lock:
+            if program.digest in self._seen:
+                return False
+            try:
+                self._queue.put_nowait((exercise, program))
+            except queue.Full:
+                return False
+            self._seen.add(program.digest)
+            self.stats.queued += 1
+            self._idle.clear()
+        return True
+
+    def submit_catalog(self, catalog: ExerciseCatalog) -> int:
+        """Queue every exercise's reference solution, then its mutants (the wrong fills students
+        most often submit are the ones the author wrote down)."""
+        queued = 0
+        for exercise in map(catalog.get, catalog.ids()):
+            if exercise.spec.fill_policy != "expression":
+                continue
+            codes = [exercise.solution]
+            for mutant in exercise.mutants:
+                try:
+                    codes.append(exercise.mutant_code(mutant))
+                except Exception:  # noqa: BLE001 - a broken mutant is validate's business, not ours
+                    continue
+            for code in codes:
+                extraction = extract(exercise.template, code)
+                if extraction.error is None and not extraction.edits:
+                    queued += self.submit(exercise, assemble(exercise.template, extraction.fill_sources))
+        return queued
+
+    def wait_idle(self, timeout_s: float) -> bool:
+        return self._idle.wait(timeout_s)
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def _loop(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            try:
+                self._compile(*item)
+            except Exception:  # noqa: BLE001 - the cache is an optimisation: log and go on
+                self.stats.failed += 1
+                log.exception("compile run failed")
+            finally:
+                with self._lock:
+                    if self._queue.empty():
+                        self._idle.set()
+
+    def _compile(self, exercise: Exercise, program: Program) -> None:
+        from service.grading.pipeline import _case_job, _sandbox_inputs
+
+        spec = exercise.spec
+        staging = self.cache.new_staging()
+        runner = SandboxRunner(backend=self.backend.with_triton_cache(TritonCacheMount(staging, writable=True)),
+                               limits=self.limits)
+        arrays = {c.id: exercise.make_inputs(c, COMPILE_SEED) for c in spec.cases}
+        try:
+            run = runner.run(program=program.module, given_check=program.given_check, given_seed=spec.given_check.seed,
+                             entry_point=spec.entry_point, cases=[_case_job(spec, c) for c in spec.cases],
+                             inputs=_sandbox_inputs(spec, arrays), mode=DeviceMode.gpu, device_index=self.device_index)
+        except BaseException:
+            self.cache.discard(staging)
+            raise
+        if run.infra_error is not None:
+            self.cache.discard(staging)
+            self.stats.failed += 1
+            log.warning("compile run for %s %s: %s", exercise.id, program.digest[:12], run.infra_error)
+            return
+        published = self.cache.publish(staging)
+        self.stats.compiled += 1
+        self.stats.published += published.added
+        log.info("compiled %s %s into the shared cache: %d new, %d already there, %d refused",
+                 exercise.id, program.digest[:12], published.added, published.already, published.refused)

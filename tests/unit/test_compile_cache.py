@@ -1,0 +1,156 @@
+"""The shared compile cache: what publish accepts from a staging folder, and how the in-sandbox
+cache manager layers the shared folder under the private one (with Triton's real FileCacheManager)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from sandbox.compile_cache import STAGING, SharedCompileCache
+
+KEY = "A" * 52
+OTHER = "B" * 52
+
+
+def _key_folder(parent: Path, name: str, files: dict[str, bytes]) -> Path:
+    folder = parent / name
+    folder.mkdir()
+    for filename, data in files.items():
+        (folder / filename).write_bytes(data)
+    return folder
+
+
+def test_publish_moves_new_key_folders_and_drops_everything_else(tmp_path):
+    cache = SharedCompileCache(tmp_path / "cache")
+    staging = cache.new_staging()
+    _key_folder(staging, KEY, {"kernel.cubin": b"\x7fELF", "__grp__kernel.json": b"{}"})
+    planted = _key_folder(staging, OTHER, {"kernel.cubin": b"x"})
+    os.symlink("/etc/passwd", planted / "kernel.json")  # a link inside a key folder
+    os.symlink(str(tmp_path), staging / ("C" * 52))  # a link as a key folder
+    os.mkfifo(staging / ("D" * 52))
+    _key_folder(staging, "not a key", {"x": b"y"})
+    nested = _key_folder(staging, "E" * 52, {})
+    (nested / "tmp.pid_1_x").mkdir()  # Triton's unfinished write
+
+    published = cache.publish(staging)
+
+    assert (published.added, published.refused) == (1, 5)
+    assert sorted(p.name for p in cache.root.iterdir() if p.name != STAGING) == [KEY]
+    assert (cache.root / KEY / "kernel.cubin").read_bytes() == b"\x7fELF"
+    assert not staging.exists(), "the staging folder is removed after publishing"
+    assert Path("/etc/passwd").exists() and tmp_path.exists(), "nothing a link pointed at was touched"
+
+
+def test_the_first_published_folder_for_a_key_stays(tmp_path):
+    cache = SharedCompileCache(tmp_path / "cache")
+    first, second = cache.new_staging(), cache.new_staging()
+    _key_folder(first, KEY, {"kernel.cubin": b"first"})
+    _key_folder(second, KEY, {"kernel.cubin": b"second"})
+    assert cache.publish(first).added == 1
+    assert cache.publish(second).already == 1
+    assert (cache.root / KEY / "kernel.cubin").read_bytes() == b"first"
+
+
+def test_publish_keeps_to_the_size_caps(tmp_path):
+    cache = SharedCompileCache(tmp_path / "cache", max_total_bytes=100, max_entry_bytes=60)
+    staging = cache.new_staging()
+    _key_folder(staging, KEY, {"a": b"x" * 50})
+    _key_folder(staging, OTHER, {"a": b"x" * 70})  # over the entry cap
+    assert cache.publish(staging).added == 1
+    staging = cache.new_staging()
+    _key_folder(staging, "C" * 52, {"a": b"x" * 55})  # would pass the total cap
+    assert cache.publish(staging).refused == 1
+    assert cache.entries() == 1 and cache.size_bytes() == 50
+
+
+def test_staging_folders_of_dead_processes_are_removed(tmp_path):
+    root = tmp_path / "cache"
+    SharedCompileCache(root)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = root / STAGING / f"{dead.pid}-abc"
+    stale.mkdir()
+    mine = root / STAGING / f"{os.getpid()}-abc"
+    mine.mkdir()
+    SharedCompileCache(root)
+    assert not stale.exists() and mine.exists()
+
+
+def test_the_sandbox_cache_manager_reads_the_shared_folder_first(tmp_path):
+    """Run in a child with the environment the bwrap backend sets, against Triton itself."""
+    shared, private = tmp_path / "shared", tmp_path / "private"
+    script = f'''
+import json, os, sys
+sys.path.insert(0, {str(Path(__file__).resolve().parents[2] / "sandbox")!r})
+os.environ["TRITON_CACHE_DIR"] = {str(shared)!r}
+from triton.runtime.cache import FileCacheManager
+writer = FileCacheManager("{KEY}")  # the trusted compile run writes straight into the shared folder
+path = writer.put(b"cubin", "k.cubin")
+writer.put_group("k.json", {{"k.cubin": path}})
+os.environ["TRITON_CACHE_DIR"] = {str(private)!r}
+os.environ["KERNELGRADE_SHARED_TRITON_CACHE"] = {str(shared)!r}
+import shared_triton_cache as c
+reader = c.SharedFirstCacheManager("{KEY}")
+found = reader.get_group("k.json")
+missing = reader.get_group("other.json")
+written = reader.put(b"mine", "other.cubin")
+reader.put_group("other.json", {{"other.cubin": written}})
+print(json.dumps({{"found": found, "file": reader.get_file("k.cubin"), "missing": missing,
+                  "written": written, "own": reader.get_group("other.json"), "counts": c.counts}}))
+'''
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    result = json.loads(out)
+    assert result["found"] == {"k.cubin": str(shared / KEY / "k.cubin")}
+    assert result["file"] == str(shared / KEY / "k.cubin")
+    assert result["missing"] is None
+    assert result["written"].startswith(str(private / KEY)), "writes go to the private cache only"
+    assert result["own"] == {"other.cubin": result["written"]}
+    assert result["counts"] == {"shared_hits": 1, "compiled": 1}
+
+
+def _bwrap_argv(backend, job_dir: Path, mode) -> list[str]:
+    """The backend's real command line, with the harness swapped for a probe shell command."""
+    from sandbox.contract import Limits
+
+    argv = backend.launch_spec(job_dir=job_dir, verdict_fd=1, mode=mode, device_index=0, limits=Limits()).argv
+    return argv[: argv.index(backend.python) ]
+
+
+def test_grading_sandboxes_see_the_shared_cache_read_only(tmp_path):
+    import shutil
+
+    import pytest
+
+    from sandbox.backends.base import TritonCacheMount
+    from sandbox.backends.bwrap import BwrapBackend
+    from sandbox.contract import DeviceMode
+
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed")
+    cache = SharedCompileCache(tmp_path / "cache")
+    _key_folder(cache.root, KEY, {"k.cubin": b"shared"})
+    job = tmp_path / "job"
+    job.mkdir()
+    base = BwrapBackend(python=sys.executable, hidden_paths=[])
+    probe = ("cat /triton-shared/" + KEY + "/k.cubin; echo; "
+             "touch /triton-shared/planted 2>/dev/null && echo WROTE; "
+             "echo $TRITON_CACHE_DIR $KERNELGRADE_SHARED_TRITON_CACHE $TRITON_CACHE_MANAGER")
+
+    reader = base.with_triton_cache(TritonCacheMount(cache.root))
+    out = subprocess.run([*_bwrap_argv(reader, job, DeviceMode.gpu), "/bin/sh", "-c", probe],
+                         capture_output=True, text=True, timeout=60)
+    assert out.stdout.split("\n") == [
+        "shared", "/tmp/triton-cache /triton-shared shared_triton_cache:SharedFirstCacheManager", ""], out
+    assert not (cache.root / "planted").exists()
+
+    staging = cache.new_staging()  # a trusted compile run: Triton's own cache is the staging folder
+    writer = base.with_triton_cache(TritonCacheMount(staging, writable=True))
+    out = subprocess.run([*_bwrap_argv(writer, job, DeviceMode.gpu), "/bin/sh", "-c", "touch /triton-shared/k && echo $TRITON_CACHE_DIR"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "/triton-shared" and (staging / "k").exists(), out
+
+    out = subprocess.run([*_bwrap_argv(reader, job, DeviceMode.interpreter), "/bin/sh", "-c", "ls /triton-shared; echo $TRITON_CACHE_DIR"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "/tmp/triton-cache", "the interpreter compiles nothing: no shared cache"
