@@ -17,6 +17,10 @@ Modes (all in this one process, one after the other):
   to refill between submissions (students do not submit back to back).
 - warm+memo: the same pool plus the verdict memo (the service's database memo on a fresh SQLite
   file when SQLAlchemy/Alembic are importable, else the in-process memo; printed).
+- warm+cache, warm+memo+cache (GPU only): the same, with the shared read-only compile cache,
+  prewarmed with lesson 6's reference and mutants before timing starts (as the service does when
+  it starts); fills graded during the run are compiled into it in the background. Modes without
+  "cache" in their name run with the compile cache off.
 
 One-at-a-time: `--single` submissions in sequence; latency = one grade() call. Burst: all
 submissions queued at t=0, `--workers` grading threads sharing one grader (the service's
@@ -105,9 +109,10 @@ def naive_runs(cell: str, *, count: int, parallel: int, interpreter: bool) -> tu
 
 # --- kernelgrade ----------------------------------------------------------------------------
 
-def make_grader(args, *, pool: int, memo: bool, tmp: Path):
+def make_grader(args, *, pool: int, memo: bool, tmp: Path, cache: bool = False):
     tmp.mkdir(parents=True, exist_ok=True)
-    settings = Settings(device=args.device, warm_pool=pool, data_dir=tmp)
+    settings = Settings(device=args.device, warm_pool=pool, data_dir=tmp, compile_cache=cache,
+                        compile_cache_prewarm=False, compile_cache_threads=args.compile_threads)
     sessions, kind = None, "none"
     if memo:
         try:
@@ -128,6 +133,16 @@ def make_grader(args, *, pool: int, memo: bool, tmp: Path):
         grader.start()
         ready = grader.runner.pools[(grader.mode, grader.device_index)].wait_ready(pool, args.ready_timeout_s)
         log(f"  warm pool: {pool} sandbox(es) {'ready' if ready else 'NOT all ready'}")
+    if grader.compile_cache is not None:
+        t0 = time.perf_counter()
+        grader.compile_cache.start()
+        queued = grader.compile_cache.submit_catalog(grader.catalog, only=[EXERCISE])
+        done = grader.compile_cache.wait_idle(args.ready_timeout_s * 4)
+        stats = grader.compile_cache.stats
+        log(f"  compile cache prewarmed in {time.perf_counter() - t0:.1f} s: {queued} programs, {stats.compiled} compiled, "
+            f"{stats.failed} failed, {grader.compile_cache.cache.entries()} entries{'' if done else ' (NOT finished)'}")
+    elif cache:
+        log("  compile cache: not available here (GPU mode with bwrap only)")
     return grader, kind
 
 
@@ -142,6 +157,7 @@ def grade_one(grader, body: Submission, seed: int) -> dict:
     report = grader.grade(body, secret_seed=seed)
     wall = time.perf_counter() - t0
     return {"wall_s": wall, "status": report.status, "reused": bool(report.program and report.program.reused),
+            "compiled": report.timing.get("kernels_compiled"), "shared_hits": report.timing.get("kernels_shared_hits"),
             "total": report.score.total, "startup_s": report.timing.get("startup_s"), "device": report.environment.device,
             "triton": report.environment.triton, "torch": report.environment.torch}
 
@@ -187,6 +203,12 @@ def summarise(rows: list[dict], wall_s: float, *, naive_rate: float | None, samp
            "spread_s": [min(walls), max(walls)] if walls else None, "per_s": rate,
            "vs_naive": rate / naive_rate if rate and naive_rate else None,
            "p50_seen_before_s": percentile(seen, 0.5), "p50_new_s": percentile(new, 0.5), "reused": len(seen)}
+    ran = [r for r in rows if not r.get("reused") and r.get("compiled") is not None]
+    if ran:  # runs with the shared compile cache: did the sandbox compile anything?
+        out["p50_ran_nothing_compiled_s"] = percentile([r["wall_s"] for r in ran if r["compiled"] == 0], 0.5)
+        out["p50_ran_compiled_s"] = percentile([r["wall_s"] for r in ran if r["compiled"] > 0], 0.5)
+        out["ran_nothing_compiled"] = sum(1 for r in ran if r["compiled"] == 0)
+        out["ran"] = len(ran)
     completed = [r["completed_s"] for r in rows if "completed_s" in r]
     if completed:
         out["completion_p50_s"] = percentile(completed, 0.5)
@@ -213,7 +235,8 @@ def main() -> None:
     parser.add_argument("--pool", type=int, default=0, help="warm sandboxes (default: = workers)")
     parser.add_argument("--naive-runs", type=int, default=3, help="fresh-process runs one at a time")
     parser.add_argument("--naive-burst", type=int, default=0, help="fresh-process runs in the burst sample (default 2 x workers)")
-    parser.add_argument("--modes", default="naive,cold,warm,warm+memo")
+    parser.add_argument("--modes", default="naive,cold,warm,warm+memo,warm+cache,warm+memo+cache")
+    parser.add_argument("--compile-threads", type=int, default=4, help="compile runs at a time when prewarming the cache")
     parser.add_argument("--seed", type=int, default=6)
     parser.add_argument("--ready-timeout-s", type=float, default=180)
     args = parser.parse_args()
@@ -251,17 +274,21 @@ def main() -> None:
 
     for name in [m for m in modes if m != "naive"]:
         pool = pool_size if name.startswith("warm") else 0
-        memo = name.endswith("memo")
+        memo = "memo" in name.split("+")
+        cache = "cache" in name.split("+")
+        if cache and mode is not DeviceMode.gpu:
+            log(f"{name}: skipped (the compile cache is GPU only: the interpreter compiles nothing)")
+            continue
         with tempfile.TemporaryDirectory(prefix="kg-bench-") as tmp:
-            log(f"{name}: pool {pool}, memo {'on' if memo else 'off'}")
-            grader, memo_kind = make_grader(args, pool=pool, memo=memo, tmp=Path(tmp))
+            log(f"{name}: pool {pool}, memo {'on' if memo else 'off'}, compile cache {'on' if cache else 'off'}")
+            grader, memo_kind = make_grader(args, pool=pool, memo=memo, tmp=Path(tmp), cache=cache)
             try:
                 log("  one at a time")
                 rows_single = single(grader, single_mix, pool=pool, timeout_s=args.ready_timeout_s)
                 wall_single = sum(r["wall_s"] for r in rows_single)
                 if memo:  # the burst starts from an empty memo, like a class's first deadline
                     grader.close()
-                    grader, memo_kind = make_grader(args, pool=pool, memo=memo, tmp=Path(tmp) / "burst")
+                    grader, memo_kind = make_grader(args, pool=pool, memo=memo, tmp=Path(tmp) / "burst", cache=cache)
                 size = args.burst if memo else min(args.burst, args.cold_burst)
                 log(f"  burst of {size}")
                 wait_refill(grader, pool, args.ready_timeout_s)
@@ -289,6 +316,11 @@ def main() -> None:
         print(f"| {name} | {fmt(s['p50_s'])} / {fmt(s['p95_s'])} s | {fmt(s['per_s'])} | {fmt(s['vs_naive'])} | {b['n']} | "
               f"{fmt(b['p50_s'])} / {fmt(b['p95_s'])} s | {fmt(b['p50_seen_before_s'])} | {fmt(b['p50_new_s'])} | "
               f"{fmt(b['per_s'])} | {fmt(b['vs_naive'])} |")
+    for name, r in results["modes"].items():
+        b = r["burst"]
+        if "ran" in b:
+            print(f"{name}: of {b['ran']} burst runs, {b['ran_nothing_compiled']} compiled nothing "
+                  f"(p50 {fmt(b['p50_ran_nothing_compiled_s'])} s), the rest compiled (p50 {fmt(b['p50_ran_compiled_s'])} s)")
     print(f"\nwritten: {args.out / 'grade_speed.json'}")
 
 

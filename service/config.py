@@ -35,6 +35,7 @@ class Settings(BaseSettings):
     compile_cache_dir: Path | None = Field(None, description="default: <data_dir>/triton-shared")
     compile_cache_prewarm: bool = Field(True, description="when the service starts, compile every exercise's reference "
                                                           "solution and mutants into the shared cache (background)")
+    compile_cache_threads: int = Field(2, ge=1, description="compile runs at a time when filling the shared cache")
     verdict_memo: bool = Field(True, description="the service reuses code results of byte-identical programs "
                                                  "(deterministic exercises; written answers are always re-scored)")
 

@@ -8,8 +8,8 @@ beyond those expressions. A compile run is an ordinary sandbox run of the progra
 given check (the same specialisations a grading run compiles), with a fresh staging folder as
 Triton's writable cache; `SharedCompileCache.publish` then moves what compiled into the cache.
 
-One run at a time, in one daemon thread, behind the grading (a compile run never holds up a
-submission); each program digest is compiled at most once per process.
+`threads` runs at a time (daemon threads), behind the grading: a compile run never holds up a
+submission. Each program digest is compiled at most once per process.
 """
 from __future__ import annotations
 
@@ -45,12 +45,14 @@ class CompileWarmer:
     backend: object  # a backend with `with_triton_cache` (bwrap)
     limits: Limits
     device_index: int = 0
+    threads: int = 2
     max_queue: int = 256
     stats: WarmStats = field(default_factory=WarmStats)
     _queue: "queue.Queue[tuple[Exercise, Program] | None]" = field(default=None, repr=False)
     _seen: set[str] = field(default_factory=set, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _thread: threading.Thread | None = field(default=None, repr=False)
+    _threads: list[threading.Thread] = field(default_factory=list, repr=False)
+    _pending: int = field(default=0, repr=False)
     _idle: threading.Event = field(default_factory=threading.Event, repr=False)
 
     def __post_init__(self) -> None:
@@ -58,9 +60,10 @@ class CompileWarmer:
         self._idle.set()
 
     def start(self) -> "CompileWarmer":
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name="compile-cache", daemon=True)
-            self._thread.start()
+        while len(self._threads) < self.threads:
+            thread = threading.Thread(target=self._loop, name=f"compile-cache-{len(self._threads)}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
         return self
 
     def submit(self, exercise: Exercise, program: Program) -> bool:
@@ -77,14 +80,15 @@ class CompileWarmer:
                 return False
             self._seen.add(program.digest)
             self.stats.queued += 1
+            self._pending += 1
             self._idle.clear()
         return True
 
-    def submit_catalog(self, catalog: ExerciseCatalog) -> int:
+    def submit_catalog(self, catalog: ExerciseCatalog, only: list[str] | None = None) -> int:
         """Queue every exercise's reference solution, then its mutants (the wrong fills students
         most often submit are the ones the author wrote down)."""
         queued = 0
-        for exercise in map(catalog.get, catalog.ids()):
+        for exercise in map(catalog.get, only or catalog.ids()):
             if exercise.spec.fill_policy != "expression":
                 continue
             codes = [exercise.solution]
@@ -103,10 +107,15 @@ class CompileWarmer:
         return self._idle.wait(timeout_s)
 
     def close(self) -> None:
-        if self._thread is not None:
-            self._queue.put(None)
-            self._thread.join(timeout=5)
-            self._thread = None
+        """Stop taking work; a run in progress finishes in its daemon thread (not waited for)."""
+        threads, self._threads = self._threads, []
+        for _ in threads:
+            try:
+                self._queue.put_nowait(None)
+            except queue.Full:
+                break
+        for thread in threads:
+            thread.join(timeout=1)
 
     def _loop(self) -> None:
         while True:
@@ -120,7 +129,8 @@ class CompileWarmer:
                 log.exception("compile run failed")
             finally:
                 with self._lock:
-                    if self._queue.empty():
+                    self._pending -= 1
+                    if self._pending == 0:
                         self._idle.set()
 
     def _compile(self, exercise: Exercise, program: Program) -> None:

@@ -354,7 +354,8 @@ def build_grader(settings, *, sessions=None) -> Grader:
 
         cache = SharedCompileCache(settings.compile_cache_dir or settings.data_dir.resolve() / "triton-shared")
         backend = backend.with_triton_cache(TritonCacheMount(cache.root))
-        warmer = CompileWarmer(cache=cache, backend=backend, limits=settings.limits, device_index=settings.gpu_index)
+        warmer = CompileWarmer(cache=cache, backend=backend, limits=settings.limits, device_index=settings.gpu_index,
+                               threads=settings.compile_cache_threads)
     return Grader(catalog=ExerciseCatalog(settings.exercises_dir), runner=SandboxRunner(backend=backend, limits=settings.limits),
                   mode=mode, device_index=settings.gpu_index, assist=assist, memo=memo,
                   warm_pool=settings.warm_pool, compile_cache=warmer, prewarm=settings.compile_cache_prewarm)
