@@ -76,6 +76,23 @@ class CaseJob(BaseModel):
     backward: GradJob | None = None
 
 
+class SpeedJob(BaseModel):
+    """GPU only, informational: after the cases, time the entry point on one large input, then the
+    exercise author's torch baseline and a plain copy on the same input (warm-up, L2 flushed before
+    every repetition, CUDA events; `triton.testing.do_bench`). Each argument is stacked `repeat`
+    times along its first dimension in the sandbox."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    args: list[TensorArg]
+    names: list[str] = Field(description="the arguments' names, as the baseline expression uses them")
+    repeat: int = Field(1, ge=1, le=1 << 16)
+    kwargs: dict[str, Scalar] = {}
+    baseline: str = Field(description="a torch expression over `names` (the exercise author's code)")
+    warmup_ms: int = Field(25, ge=1, le=1000, description="do_bench's warm-up time per timed function")
+    rep_ms: int = Field(100, ge=1, le=2000, description="do_bench's repetition time per timed function")
+
+
 class Job(BaseModel):
     """What the harness reads from /job/job.json."""
 
@@ -86,6 +103,7 @@ class Job(BaseModel):
     run_given_check: bool
     given_seed: int
     cases: list[CaseJob]
+    speed: SpeedJob | None = None
 
 
 @dataclass
@@ -111,6 +129,23 @@ class GivenRun:
 
 
 @dataclass
+class SpeedRun:
+    """The speed phase as it came back: timings in ms (median_ms, p20_ms, p80_ms, min_ms, max_ms,
+    reps) of the kernel, the baseline and a copy of the first argument; the device's own figures."""
+
+    status: Literal["ok", "error", "crashed", "timeout", "skipped"]
+    error: str | None = None
+    shape: list[int] = field(default_factory=list)
+    kernel: dict[str, float] = field(default_factory=dict)
+    baseline: dict[str, float] = field(default_factory=dict)
+    copy: dict[str, float] = field(default_factory=dict)
+    copy_bytes: int | None = None
+    device: dict[str, Any] = field(default_factory=dict)
+    method: dict[str, Any] = field(default_factory=dict)
+    elapsed_s: float | None = None
+
+
+@dataclass
 class RunResult:
     """Everything one submission's sandbox runs produced. `infra_error` means *we* failed."""
 
@@ -120,6 +155,7 @@ class RunResult:
     environment: dict[str, str] = field(default_factory=dict)
     given: GivenRun | None = None
     cases: list[CaseRun] = field(default_factory=list)
+    speed: SpeedRun | None = None  # only when the job asked for it (GPU, an exercise with `speed:`)
     attempts: int = 0
     startup_s: list[float] = field(default_factory=list)
     elapsed_s: float = 0.0

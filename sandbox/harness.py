@@ -244,9 +244,80 @@ def main() -> int:
                 return EXIT_GPU_POISONED
             continue
         send({"type": "case", "id": case["id"], "status": "ok", "elapsed_s": time.perf_counter() - t0}, blob)
+    if job.get("speed") and mode == "gpu":  # informational timing on one large input, after every case
+        send({"type": "speed_start"})
+        send(_speed(job["speed"], entry, inputs, torch))
+        if gpu_poisoned():
+            return EXIT_GPU_POISONED
     cache = sys.modules.get("shared_triton_cache")  # loaded by Triton only when the shared cache is mounted
     send({"type": "done", **({"triton_cache": dict(cache.counts)} if cache is not None else {})})
     return EXIT_OK
+
+
+def _stats(times: list) -> dict:
+    """median, p20, p80, min, max (ms, linear interpolation) and the number of repetitions."""
+    ordered = sorted(float(t) for t in times)
+
+    def quantile(q: float) -> float:
+        pos = q * (len(ordered) - 1)
+        low = int(pos)
+        high = min(low + 1, len(ordered) - 1)
+        return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+    return {"median_ms": quantile(0.5), "p20_ms": quantile(0.2), "p80_ms": quantile(0.8),
+            "min_ms": ordered[0], "max_ms": ordered[-1], "reps": len(ordered)}
+
+
+def _speed(spec: dict, entry, inputs: dict, torch) -> dict:
+    """GPU only: time the entry point on the job's large input, then the exercise author's torch
+    baseline and a plain copy of the first argument, each with triton.testing.do_bench (a first
+    call that compiles, warm-up, the L2 flushed by zeroing a 256 MB buffer before every repetition,
+    CUDA events around each call). Returns the `speed` message."""
+    import triton
+    from triton.testing import do_bench
+
+    t0 = time.perf_counter()
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    device = {"name": props.name, "memory_clock_khz": getattr(props, "memory_clock_rate", None),
+              "memory_bus_width_bits": getattr(props, "memory_bus_width", None),
+              "l2_bytes": getattr(props, "L2_cache_size", None), "sm_count": props.multi_processor_count}
+    try:
+        flush = triton.runtime.driver.active.get_empty_cache_for_benchmark()
+        flush_bytes = flush.numel() * flush.element_size()
+        del flush
+    except Exception:  # noqa: BLE001 - only the method's description loses a number
+        flush_bytes = None
+    method = {"tool": "triton.testing.do_bench", "warmup_ms": spec["warmup_ms"], "rep_ms": spec["rep_ms"],
+              "l2_flush_bytes": flush_bytes, "timer": "CUDA events", "triton": triton.__version__}
+
+    def bench(fn) -> dict:
+        return _stats(do_bench(fn, warmup=spec["warmup_ms"], rep=spec["rep_ms"], return_mode="all"))
+
+    message = {"type": "speed", "device": device, "method": method}
+    try:
+        args = []
+        for arg in spec["args"]:
+            tensor = inputs[arg["key"]].to("cuda")
+            if spec["repeat"] > 1:
+                tensor = tensor.repeat((spec["repeat"],) + (1,) * (tensor.ndim - 1))
+            args.append(tensor.contiguous())
+        kwargs = spec.get("kwargs", {})
+        message["shape"] = list(args[0].shape)
+        message["kernel"] = bench(lambda: entry(*args, **kwargs))
+    except BaseException as exc:  # noqa: BLE001 - the student's kernel failed on the large input
+        return {**message, "status": "error", "error": _student_traceback(exc), "elapsed_s": time.perf_counter() - t0}
+    try:
+        # The exercise author's expression (sent in the job from exercise.yaml), not the student's code.
+        baseline = eval(compile(f"lambda {', '.join(spec['names'])}: {spec['baseline']}", "<speed.baseline>", "eval"),
+                        {"torch": torch})
+        message["baseline"] = bench(lambda: baseline(*args))
+        source = args[0]
+        target = torch.empty_like(source)
+        message["copy"] = bench(lambda: target.copy_(source))
+        message["copy_bytes"] = 2 * source.numel() * source.element_size()  # read once, written once
+    except Exception as exc:  # noqa: BLE001 - the kernel's own figure still stands
+        message["baseline_error"] = _truncate(f"{type(exc).__name__}: {exc}", 2000)
+    return {**message, "status": "ok", "elapsed_s": time.perf_counter() - t0}
 
 
 @contextlib.contextmanager

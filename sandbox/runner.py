@@ -27,7 +27,7 @@ from safetensors.numpy import load as load_tensors
 from safetensors.numpy import save_file
 
 from sandbox.backends.base import SandboxBackend, SandboxUnavailable
-from sandbox.contract import CaseJob, CaseRun, DeviceMode, GivenRun, Job, Limits, RunResult
+from sandbox.contract import CaseJob, CaseRun, DeviceMode, GivenRun, Job, Limits, RunResult, SpeedJob, SpeedRun
 from sandbox.pool import JOB_PREFIX, Sandbox, WarmPool, copy_harness, new_job_dir, start_sandbox
 from sandbox.wire import FrameError
 
@@ -93,7 +93,10 @@ class SandboxRunner:
         inputs: dict[str, np.ndarray],
         mode: DeviceMode,
         device_index: int = 0,
+        speed: SpeedJob | None = None,
     ) -> RunResult:
+        """`speed` (GPU): after the cases, time the entry point on one large input; asked again of a
+        fresh sandbox only while it has not come back (a crash or timeout in it is its result)."""
         result = RunResult(backend=self.backend.name, mode=mode)
         started = time.monotonic()
         try:
@@ -115,8 +118,11 @@ class SandboxRunner:
                         result.cases.append(CaseRun(id=case.id, status="skipped", error=f"未运行：{reason}"))
                     if run_given:
                         result.given = GivenRun(status="skipped", output=f"未运行：{reason}")
+                    if speed is not None and result.speed is None:
+                        result.speed = SpeedRun(status="skipped", error=f"未运行：{reason}")
                     break
-                job = Job(mode=mode, entry_point=entry_point, run_given_check=run_given, given_seed=given_seed, cases=pending)
+                job = Job(mode=mode, entry_point=entry_point, run_given_check=run_given, given_seed=given_seed, cases=pending,
+                          speed=speed if result.speed is None else None)
                 done_ids = self._attempt(job_root, files, job, result, device_index=device_index, run_deadline=run_deadline)
                 run_given = False
                 pending = [c for c in pending if c.id not in done_ids]
@@ -241,6 +247,10 @@ class SandboxRunner:
                 if case.id not in settled:
                     result.cases.append(CaseRun(id=case.id, status="crashed", error=error))
                     settled.add(case.id)
+            if job.speed is not None and result.speed is None:
+                result.speed = SpeedRun(status="crashed", error=error)
+        elif current == "<speed>":
+            result.speed = SpeedRun(status="timeout" if stop_reason == "timeout" else "crashed", error=error)
         elif current == "<given>":
             result.given = GivenRun(status="timeout" if stop_reason == "timeout" else "crashed", output=error)
         elif current is not None:
@@ -280,6 +290,15 @@ class SandboxRunner:
         elif kind == "case":
             settled.add(self._record_case(result, job, message, blob))
             current = None
+        elif kind == "speed_start":
+            if job.speed is None or current is not None or result.speed is not None:
+                raise FrameError("a 'speed_start' frame the job did not ask for")
+            current, phase_started = "<speed>", time.monotonic()
+        elif kind == "speed":
+            if current != "<speed>":
+                raise FrameError("a 'speed' frame outside the speed phase")
+            result.speed = _speed_run(message)
+            current, phase_started = None, time.monotonic()
         elif kind == "done":
             counts = message.get("triton_cache")
             if isinstance(counts, dict):  # told by the sandbox: shown in timing, never graded; summed over attempts
@@ -325,6 +344,52 @@ def _given_calls(blob: bytes) -> list[tuple[list, list]]:
         args, outs = calls.setdefault(int(match.group(1)), ({}, {}))
         (args if match.group(2) == "arg" else outs)[int(match.group(3))] = array
     return [([a[j] for j in sorted(a)], [o[k] for k in sorted(o)]) for _, (a, o) in sorted(calls.items())]
+
+
+_STATS = ("median_ms", "p20_ms", "p80_ms", "min_ms", "max_ms")
+
+
+def _timings(value) -> dict[str, float]:
+    """One timed function's figures from the sandbox, or {} when any is missing or not a finite positive number."""
+    if not isinstance(value, dict):
+        return {}
+    stats = {key: _as_float(value.get(key)) for key in _STATS}
+    reps = value.get("reps")
+    if any(v is None or not 0 < v < 1e7 for v in stats.values()) or type(reps) is not int or not 0 < reps < 1 << 24:
+        return {}
+    return {**stats, "reps": reps}
+
+
+def _plain(value, limit: int = 16) -> dict:
+    """A flat dict of short strings and numbers (the device's and the method's description)."""
+    if not isinstance(value, dict):
+        return {}
+    kept = {}
+    for key, item in list(value.items())[:limit]:
+        if isinstance(item, str):
+            kept[str(key)[:64]] = item[:200]
+        elif isinstance(item, (int, float)) and not isinstance(item, bool) and item == item and abs(item) < 1e18:
+            kept[str(key)[:64]] = item
+    return kept
+
+
+def _speed_run(message: dict) -> SpeedRun:
+    """The `speed` frame, checked field by field (it comes from the sandbox, like every frame)."""
+    elapsed = _as_float(message.get("elapsed_s"))
+    device, method = _plain(message.get("device")), _plain(message.get("method"))
+    if message.get("status") != "ok":
+        return SpeedRun(status="error", error=str(message.get("error", ""))[:20000], device=device, method=method,
+                        elapsed_s=elapsed)
+    kernel = _timings(message.get("kernel"))
+    shape = message.get("shape")
+    if not kernel or not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape) or len(shape) > 8:
+        return SpeedRun(status="error", error="测速结果无法解析", device=device, method=method, elapsed_s=elapsed)
+    copy_bytes = message.get("copy_bytes")
+    return SpeedRun(status="ok", shape=shape, kernel=kernel, baseline=_timings(message.get("baseline")),
+                    copy=_timings(message.get("copy")),
+                    copy_bytes=copy_bytes if type(copy_bytes) is int and copy_bytes > 0 else None,
+                    error=str(message["baseline_error"])[:2000] if message.get("baseline_error") else None,
+                    device=device, method=method, elapsed_s=elapsed)
 
 
 def _as_float(value) -> float | None:
