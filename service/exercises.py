@@ -213,6 +213,8 @@ class SpeedSpec(_Strict):
     baseline: BaselineSpec
     claim: str = Field(description="the lesson's own words on this kernel's memory traffic, shown beside the figures")
     claim_source: str = Field(description="where the claim is written")
+    predicted_speedup: float | None = Field(None, gt=0, description="the speed-up over the baseline the claim implies "
+                                                                    "(reads once where the baseline reads twice: 2)")
 
     @model_validator(mode="after")
     def _check(self) -> "SpeedSpec":

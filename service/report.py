@@ -122,6 +122,57 @@ class Seeds(_Model):
     cases: dict[str, int]
 
 
+class BenchTiming(_Model):
+    """One timed function: milliseconds over `reps` repetitions (CUDA events, L2 flushed before each)."""
+
+    median_ms: float
+    p20_ms: float
+    p80_ms: float
+    min_ms: float
+    max_ms: float
+    reps: int
+
+
+class Performance(_Model):
+    """GPU only and informational: the kernel's speed on the exercise's large input, next to the
+    lesson's claim about its memory traffic. It never changes points. Present for every graded
+    report of an exercise with a `speed:` section; `status` says whether figures are in it."""
+
+    status: Literal["measured", "not_measured", "failed"] = Field(
+        description="measured: figures below; not_measured: on the interpreter, or the run never got there (reason); "
+                    "failed: the kernel failed or crashed on the large input (reason)")
+    reason: str | None = None
+    informational: Literal[True] = Field(True, description="never graded")
+    shape: list[int] = Field(description="the timed shape [M, N] the formula is evaluated at")
+    timed_shape: list[int] = Field([], description="the first argument's shape as the sandbox timed it")
+    ideal_bytes: int = Field(description="bytes the ideal kernel moves to and from HBM at this shape")
+    bytes_formula: str
+    bytes_note: str
+    device: str = ""
+    kernel: BenchTiming | None = None
+    achieved_gbps: float | None = Field(None, description="ideal_bytes / kernel median, GB/s (1e9 B/s)")
+    peak_gbps: float | None = Field(None, description="the device's HBM ceiling, GB/s")
+    peak_source: str | None = None
+    percent_of_peak: float | None = None
+    copy_timing: BenchTiming | None = Field(None, description="torch copy_ of the first argument (read + write): "
+                                                              "an achievable ceiling")
+    copy_gbps: float | None = None
+    percent_of_copy: float | None = None
+    baseline_label: str
+    baseline: BenchTiming | None = None
+    baseline_gbps: float | None = Field(None, description="ideal_bytes / baseline median: the baseline's effective bandwidth")
+    speedup_vs_baseline: float | None = Field(None, description="baseline median / kernel median")
+    predicted_speedup: float | None = Field(None, description="the speed-up the claim implies")
+    claim: str
+    claim_source: str
+    method: dict[str, Any] = {}
+    cases_passed: bool | None = Field(None, description="every case of this report passed (a wrong kernel's speed means little)")
+    plausible: bool = Field(True, description="false: faster than the device's HBM ceiling allows")
+    note: str | None = None
+    reused: bool = Field(False, description="reused with the code results of a byte-identical program (same exercise "
+                                            "version, device name and Triton version): measured on that run")
+
+
 class Report(_Model):
     schema_: Literal["kernelgrade.report/v1"] = Field(SCHEMA, alias="schema")
     submission_id: str
@@ -139,6 +190,7 @@ class Report(_Model):
     seeds: Seeds | None = None
     program: ProgramReport | None = None
     given_check: GivenCheckReport | None = None
+    performance: Performance | None = Field(None, description="GPU speed, informational (exercises with `speed:`)")
     created_at: datetime
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Protocol
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from service.exercises import Exercise
-from service.report import CaseReport, Diagnosis, Environment, Seeds
+from service.report import CaseReport, Diagnosis, Environment, Performance, Seeds
 
 if TYPE_CHECKING:  # the database is imported only by DbMemo: the grader runs without SQLAlchemy
     from sqlalchemy.orm import Session, sessionmaker
@@ -47,14 +47,18 @@ class MemoEntry(BaseModel):
     given_output: str
     seeds: Seeds
     environment: Environment
+    performance: Performance | None = None  # the speed figures of that run (exercises with `speed:`)
 
 
 def exercise_fingerprint(exercise: Exercise) -> str:
     """sha256 of what decides a run's results besides the program: cases, tolerances, the call,
-    the given check, and the trusted checks.py (reference, inputs, diagnoses)."""
+    the given check, the speed section where there is one, and the trusted checks.py (reference,
+    inputs, diagnoses)."""
     spec = exercise.spec
     shape = spec.model_dump(mode="json", include={"entry_point", "args", "backward", "outputs", "given_check", "cases",
                                                   "fill_policy", "requires_gpu"})
+    if spec.speed is not None:  # only then: the keys of exercises without one stay as they were
+        shape["speed"] = spec.speed.model_dump(mode="json")
     digest = hashlib.sha256(json.dumps(shape, sort_keys=True).encode())
     digest.update((exercise.root / spec.checks).read_bytes())
     return digest.hexdigest()

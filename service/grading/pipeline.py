@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sandbox.contract import CaseJob, DeviceMode, GradJob, RunResult, TensorArg
+from sandbox.contract import CaseJob, DeviceMode, GradJob, RunResult, SpeedJob, TensorArg
 from sandbox.runner import SandboxRunner
 from service.exercises import CaseSpec, Exercise, ExerciseCatalog, ExerciseSpec
 from service.grading import rubric
@@ -29,10 +29,12 @@ from service.grading.extract import Extraction, extract
 from service.grading.fills import check_block_fill, check_fill
 from service.grading.inputs import case_seed, storage
 from service.grading.memo import MemoEntry, VerdictMemo, memo_key, memoisable
+from service.grading.speed import performance as speed_performance, speed_inputs, speed_job
 from service.grading.model_assist import ModelAssist
 from service.report import (
     CaseReport, Diagnosis, Environment, ExerciseRef, GivenCheckReport, Item, ProgramReport, Report, Score, Seeds,
 )
+from service.report import Performance
 from service.submission import Submission
 
 if TYPE_CHECKING:
@@ -105,6 +107,7 @@ class Grader:
         cases: list[CaseReport] = []
         diagnoses: list[Diagnosis] = []
         given_status, given_output = "not_run", ""
+        performance: Performance | None = None  # exercises with `speed:` only
         environment = self._environment(None)
         if not_run_reason is None:
             program = assemble(exercise.template, extraction.fill_sources)
@@ -112,13 +115,17 @@ class Grader:
             reused = self.memo.get(memo_key) if memo_key is not None and reuse else None
             if reused is not None:
                 cases, diagnoses, seeds = reused.cases, reused.diagnoses, reused.seeds
+                if reused.performance is not None:  # measured with the code results, on that run
+                    performance = reused.performance.model_copy(update={"reused": True})
                 given_status, given_output, environment = reused.given_status, reused.given_output, reused.environment
             else:
                 arrays = {c.id: exercise.make_inputs(c, seeds.cases[c.id]) for c in spec.cases}
+                speed, speed_in = self._speed_request(exercise)
                 run = self.runner.run(
                     program=program.module, given_check=program.given_check, given_seed=spec.given_check.seed,
                     entry_point=spec.entry_point, cases=[_case_job(spec, c) for c in spec.cases],
-                    inputs=_sandbox_inputs(spec, arrays), mode=self.mode, device_index=self.device_index,
+                    inputs={**_sandbox_inputs(spec, arrays), **speed_in}, mode=self.mode, device_index=self.device_index,
+                    speed=speed,
                 )
                 if run.infra_error is not None:
                     return self._not_gradable(exercise, submission_id, run, started)
@@ -131,11 +138,14 @@ class Grader:
                 if run.given is not None:
                     given_status, given_output = run.given.status, run.given.output
                 environment = self._environment(run)
+                performance = self._performance(exercise, run, cases)
                 memo_key = self._remember(exercise, program, run, submission_id=submission_id, cases=cases,
-                                          diagnoses=diagnoses, seeds=seeds, environment=environment)
+                                          diagnoses=diagnoses, seeds=seeds, environment=environment,
+                                          performance=performance)
         else:
             arrays = {c.id: exercise.make_inputs(c, seeds.cases[c.id]) for c in spec.cases}
             cases, _ = self._cases(exercise, None, arrays, seeds.cases)
+            performance = self._performance(exercise, None, cases)
 
         items = rubric.score_items(exercise, submission, cases, not_run_reason=not_run_reason, diagnoses=diagnoses,
                                    assist=self.assist)
@@ -167,6 +177,7 @@ class Grader:
             ),
             given_check=GivenCheckReport(status=given_status, output=given_output,
                                          claimed_output=submission.claimed_output),
+            performance=performance,
             created_at=datetime.now(timezone.utc),
         )
 
@@ -184,20 +195,39 @@ class Grader:
         return memo_key(program_digest=program.digest, exercise=exercise, mode=self.mode.value,
                         device=environment.get("device", ""), triton=environment["triton"])
 
+    def _speed_request(self, exercise: Exercise) -> tuple[SpeedJob | None, dict[str, np.ndarray]]:
+        """On a GPU, for an exercise with `speed:`: the speed job and its drawn input (trusted side)."""
+        speed = exercise.spec.speed
+        if self.mode is not DeviceMode.gpu or speed is None:
+            return None, {}
+        return speed_job(exercise.spec), speed_inputs(exercise.make_inputs(speed.case(), speed.seed))
+
+    def _performance(self, exercise: Exercise, run: RunResult | None, cases: list[CaseReport]) -> Performance | None:
+        """The report's `performance` (None for an exercise without `speed:`); never points."""
+        spec = exercise.spec
+        if spec.speed is None:
+            return None
+        return speed_performance(spec.speed, run.speed if run is not None else None, mode=self.mode,
+                                 language=spec.language, cases_passed=all(c.passed for c in cases) if cases else None)
+
     def _remember(self, exercise: Exercise, program: Program, run: RunResult, *, submission_id: str,
-                  cases: list[CaseReport], diagnoses: list[Diagnosis], seeds: Seeds, environment: Environment) -> str | None:
+                  cases: list[CaseReport], diagnoses: list[Diagnosis], seeds: Seeds, environment: Environment,
+                  performance: Performance | None = None) -> str | None:
         """Store a run's code results if they are a property of the program alone: every phase
-        ran to an answer (no crash, timeout or skipped case, which may be the machine's doing)."""
+        ran to an answer (no crash, timeout or skipped case or speed phase, which may be the
+        machine's doing). The speed figures go with them: same program, same device name."""
         key = self._memo_key(exercise, program, run.environment)
         if key is None:
             return None
         settled = (run.given is None or run.given.status in ("passed", "failed")) and \
-            all(c.status in ("ok", "error") for c in run.cases)
+            all(c.status in ("ok", "error") for c in run.cases) and \
+            (run.speed is None or run.speed.status in ("ok", "error"))
         if not settled:
             return None
         entry = MemoEntry(submission_id=submission_id, program_digest=program.digest, cases=cases, diagnoses=diagnoses,
                           given_status=run.given.status if run.given else "not_run",
-                          given_output=run.given.output if run.given else "", seeds=seeds, environment=environment)
+                          given_output=run.given.output if run.given else "", seeds=seeds, environment=environment,
+                          performance=performance)
         try:
             self.memo.put(key, entry, exercise_id=exercise.id, exercise_version=exercise.spec.version)
         except Exception:  # noqa: BLE001 - the memo is an optimisation: a failed write costs a re-run later

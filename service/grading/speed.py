@@ -1,0 +1,139 @@
+"""The speed of a student's kernel (issue #6 item 4): GPU only, informational, never points.
+
+The sandbox times the entry point on the exercise's large input (`speed:` in exercise.yaml), then
+the author's torch baseline and a plain copy of the input, with `triton.testing.do_bench` (see
+sandbox/harness.py `_speed`). Here, on the trusted side, those times become figures next to the
+lesson's claim: achieved bandwidth (the bytes the ideal kernel moves / the median time), its share
+of the device's HBM ceiling and of the measured copy bandwidth, and the speed-up over the baseline.
+
+The times are measured in the sandbox, in the same process as the student's code, so a submission
+that sets out to could fake them: they are shown, never graded, and a figure above the device's
+HBM ceiling is marked implausible.
+"""
+from __future__ import annotations
+
+from sandbox.contract import DeviceMode, SpeedJob, SpeedRun, TensorArg
+from service.exercises import ExerciseSpec, SpeedSpec
+from service.report import BenchTiming, Performance
+
+SPEED_KEY = "@speed"  # prefix of the speed input's keys in inputs.safetensors (case ids cannot start with @)
+
+# Vendor spec-sheet HBM bandwidth (GB/s = 1e9 B/s), by a substring of torch's device name; the
+# fallback when the device properties give no memory clock and bus width. Most specific first.
+KNOWN_PEAKS_GBPS: tuple[tuple[str, float], ...] = (
+    ("H200", 4800.0),
+    ("H100 80GB HBM3", 3350.0),  # H100 SXM
+    ("H100 NVL", 3900.0),
+    ("H100 PCIe", 2000.0),
+    ("A100-SXM4-80GB", 2039.0),
+    ("A100 80GB PCIe", 1935.0),
+    ("A100-SXM4-40GB", 1555.0),
+    ("A100-PCIE-40GB", 1555.0),
+)
+
+PLAUSIBLE_SHARE = 1.05  # achieved bandwidth above this share of the ceiling cannot be a real read
+
+_TEXT = {
+    "zh": {
+        "interpreter": "没有测速：这次在 CPU 上的 Triton 解释器里评分，解释器的耗时与 GPU 上的带宽无关。只有在 GPU 上评分时才测速。",
+        "not_run": "没有测速：程序没有运行到测速这一步（例如无法加载，或沙箱在这之前结束了）。",
+        "skipped": "没有测速：{error}",
+        "error": "你的内核在测速用的大输入上出错了：\n{error}",
+        "crashed": "测速时沙箱异常结束：{error}",
+        "timeout": "测速超时：{error}",
+        "implausible": "测得的带宽高于设备的 HBM 上限，不可能是真实读取：这个数字不可信（测速在你的代码所在的进程里进行）。",
+        "cases_failed": "注意：有用例没有通过，一个算错的内核跑得快没有意义。",
+        "baseline_error": "基线没有测成（练习作者的代码出错，与你无关）：{error}",
+    },
+    "en": {
+        "interpreter": "Not measured: this was graded by the Triton interpreter on a CPU, whose run time says nothing about "
+                       "bandwidth on a GPU. Speed is measured only when a GPU grades the submission.",
+        "not_run": "Not measured: the program did not get as far as the timing (it did not load, or the sandbox ended first).",
+        "skipped": "Not measured: {error}",
+        "error": "Your kernel failed on the large input used for timing:\n{error}",
+        "crashed": "The sandbox ended abnormally while timing: {error}",
+        "timeout": "Timing ran out of time: {error}",
+        "implausible": "The measured bandwidth is above the device's HBM ceiling, which no real read can reach: this figure "
+                       "is not to be trusted (the timing runs in the same process as your code).",
+        "cases_failed": "Note: some cases failed; a wrong kernel being fast means little.",
+        "baseline_error": "The baseline could not be timed (the exercise author's code failed, not yours): {error}",
+    },
+}
+
+
+def speed_job(spec: ExerciseSpec) -> SpeedJob:
+    """What the harness needs: the drawn arguments (stacked `repeat` times there), their names for
+    the baseline expression, the entry point's keyword arguments and the baseline."""
+    speed = spec.speed
+    assert speed is not None
+    return SpeedJob(args=[TensorArg(key=f"{SPEED_KEY}.{name}") for name in spec.args], names=list(spec.args),
+                    repeat=speed.repeat, kwargs=dict(speed.kwargs), baseline=speed.baseline.code)
+
+
+def speed_inputs(arrays: dict) -> dict:
+    """The speed input's arrays under their job keys."""
+    return {f"{SPEED_KEY}.{name}": array for name, array in arrays.items()}
+
+
+def gbps(num_bytes: float, ms: float) -> float:
+    """Bandwidth in GB/s (1e9 bytes per second) of moving `num_bytes` in `ms` milliseconds."""
+    return num_bytes / (ms * 1e-3) / 1e9
+
+
+def hbm_peak_gbps(device: dict) -> tuple[float | None, str | None]:
+    """The device's HBM ceiling and where it comes from: its own properties (double data rate:
+    2 × memory clock × bus width), else the spec sheet by name, else unknown."""
+    clock_khz, bus_bits = device.get("memory_clock_khz"), device.get("memory_bus_width_bits")
+    if isinstance(clock_khz, (int, float)) and isinstance(bus_bits, (int, float)) and clock_khz > 0 and bus_bits > 0:
+        return 2 * clock_khz * 1e3 * bus_bits / 8 / 1e9, "device properties: 2 × memory clock × bus width"
+    name = str(device.get("name", ""))
+    for needle, peak in KNOWN_PEAKS_GBPS:
+        if needle in name:
+            return peak, f"spec sheet ({needle})"
+    return None, None
+
+
+def _timing(stats: dict) -> BenchTiming | None:
+    return BenchTiming(**stats) if stats else None
+
+
+def performance(speed: SpeedSpec, run: SpeedRun | None, *, mode: DeviceMode, language: str,
+                cases_passed: bool | None) -> Performance:
+    """The report's `performance` object for an exercise with a `speed:` section."""
+    text = _TEXT.get(language, _TEXT["zh"])
+    base = dict(shape=[speed.rows, speed.cols], ideal_bytes=speed.ideal_bytes, bytes_formula=speed.bytes,
+                bytes_note=speed.bytes_note, baseline_label=speed.baseline.label, predicted_speedup=speed.predicted_speedup,
+                claim=speed.claim, claim_source=speed.claim_source, cases_passed=cases_passed)
+    if mode is DeviceMode.interpreter:
+        return Performance(status="not_measured", reason=text["interpreter"], **base)
+    if run is None:
+        return Performance(status="not_measured", reason=text["not_run"], **base)
+    device, method = run.device, run.method
+    if run.status == "skipped":
+        return Performance(status="not_measured", reason=text["skipped"].format(error=run.error or ""), **base)
+    if run.status != "ok":
+        return Performance(status="failed", reason=text[run.status].format(error=run.error or ""),
+                           device=str(device.get("name", "")), method=method, **base)
+
+    kernel_ms = run.kernel["median_ms"]
+    achieved = gbps(speed.ideal_bytes, kernel_ms)
+    peak, peak_source = hbm_peak_gbps(device)
+    copy_gbps = gbps(run.copy_bytes, run.copy["median_ms"]) if run.copy and run.copy_bytes else None
+    baseline_ms = run.baseline["median_ms"] if run.baseline else None
+    plausible = peak is None or achieved <= PLAUSIBLE_SHARE * peak
+    notes = []
+    if not plausible:
+        notes.append(text["implausible"])
+    if cases_passed is False:
+        notes.append(text["cases_failed"])
+    if not run.baseline and run.error:
+        notes.append(text["baseline_error"].format(error=run.error))
+    return Performance(
+        status="measured", device=str(device.get("name", "")), timed_shape=run.shape, kernel=_timing(run.kernel),
+        achieved_gbps=achieved, peak_gbps=peak, peak_source=peak_source,
+        percent_of_peak=100 * achieved / peak if peak else None,
+        copy_timing=_timing(run.copy), copy_gbps=copy_gbps, percent_of_copy=100 * achieved / copy_gbps if copy_gbps else None,
+        baseline=_timing(run.baseline), baseline_gbps=gbps(speed.ideal_bytes, baseline_ms) if baseline_ms else None,
+        speedup_vs_baseline=baseline_ms / kernel_ms if baseline_ms else None,
+        method={**method, "statistic": "median of the repetitions; p20 and p80 for the spread"},
+        plausible=plausible, note="\n".join(notes) or None, **base)
