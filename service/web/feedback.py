@@ -14,7 +14,7 @@ from service.api.deps import SessionDep
 from service.db import store
 from service.db.models import Submission
 from service.exercises import Exercise, ExerciseNotFound
-from service.report import CaseReport, Report
+from service.report import BenchTiming, CaseReport, Performance, Report
 from service.web.i18n import texts
 from service.web.pages import render
 from service.web.svg import PaddingRow, padding_row, score_bar
@@ -99,6 +99,54 @@ def case_views(report: Report, exercise: Exercise | None, t: dict[str, str]) -> 
     return views
 
 
+@dataclass
+class PerformanceView:
+    """The report's `performance` in the page's words: (label, value) rows next to the claim."""
+    p: Performance
+    rows: list[tuple[str, str]]
+    bytes_line: str
+    method: str
+
+
+def _duration(ms: float) -> str:
+    return f"{ms * 1000:.1f} µs" if ms < 1 else f"{ms:.3g} ms"
+
+
+def _times(timing: BenchTiming, t: dict[str, str]) -> str:
+    return t["perf_time"].format(median=_duration(timing.median_ms), p20=_duration(timing.p20_ms),
+                                 p80=_duration(timing.p80_ms), reps=timing.reps)
+
+
+def performance_view(report: Report, t: dict[str, str]) -> PerformanceView | None:
+    p = report.performance
+    if p is None:
+        return None
+    rows: list[tuple[str, str]] = []
+    method = ""
+    if p.status == "measured" and p.kernel is not None and p.achieved_gbps is not None:
+        rows.append((t["perf_shape"], " × ".join(map(str, p.timed_shape or p.shape))))
+        rows.append((t["perf_kernel"], _times(p.kernel, t)))
+        rows.append((t["perf_bandwidth"], t["perf_bandwidth_value"].format(gbps=f"{p.achieved_gbps:,.0f}")))
+        if p.percent_of_peak is not None and p.peak_gbps is not None:
+            rows.append((t["perf_peak"], t["perf_peak_value"].format(percent=f"{p.percent_of_peak:.0f}",
+                                                                     peak=f"{p.peak_gbps:,.0f}", source=p.peak_source)))
+        if p.percent_of_copy is not None and p.copy_gbps is not None:
+            rows.append((t["perf_copy"], t["perf_copy_value"].format(percent=f"{p.percent_of_copy:.0f}",
+                                                                     copy=f"{p.copy_gbps:,.0f}")))
+        if p.baseline is not None and p.baseline_gbps is not None:
+            rows.append((t["perf_baseline"].format(label=p.baseline_label),
+                         t["perf_baseline_value"].format(time=_times(p.baseline, t), gbps=f"{p.baseline_gbps:,.0f}")))
+        if p.speedup_vs_baseline is not None:
+            predicted = t["perf_predicted"].format(predicted=f"×{p.predicted_speedup:g}") if p.predicted_speedup else ""
+            rows.append((t["perf_speedup"], f"×{p.speedup_vs_baseline:.2f}{predicted}"))
+        m = p.method
+        flush = m.get("l2_flush_bytes")
+        method = t["perf_method"].format(tool=m.get("tool", "?"), warmup=m.get("warmup_ms", "?"), rep=m.get("rep_ms", "?"),
+                                         flush=f"{flush / 1e6:.0f}" if isinstance(flush, (int, float)) else "?")
+    bytes_line = t["perf_bytes"].format(note=p.bytes_note, mb=f"{p.ideal_bytes / 1e6:,.1f}")
+    return PerformanceView(p=p, rows=rows, bytes_line=bytes_line, method=method)
+
+
 def pending(report: Report) -> list[str]:
     """What still waits for a TA, in the report's words."""
     t = texts(report.language)
@@ -127,5 +175,5 @@ def feedback_page(request: Request, token: str, session: SessionDep) -> Response
             score_svg=score_bar(total=score.total, maximum=score.max, pass_threshold=score.pass_threshold,
                                 label=f"{t['score']} {score.total:g} / {score.max:g}",
                                 pass_label=f"{t['pass_line']} {score.pass_threshold:g}"),
-            cases=case_views(report, exercise, t), pending=pending(report))
+            cases=case_views(report, exercise, t), pending=pending(report), performance=performance_view(report, t))
     return render(request, "feedback.html", context)

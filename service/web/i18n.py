@@ -66,6 +66,25 @@ _ZH = {
     "not_found_title": "找不到这个反馈链接",
     "not_found": "链接不对或已失效。请从课程平台重新打开你的反馈。",
     "ta_note": "助教复核",
+    "perf_title": "速度（仅供参考，不计分）",
+    "perf_intro": "在 GPU 上用一个大输入给你的内核计时，和课程里关于访存量的说法放在一起看。这一项不影响分数。",
+    "perf_claim": "课程的说法",
+    "perf_shape": "计时的形状（fp32）",
+    "perf_kernel": "你的内核",
+    "perf_time": "中位数 {median}（p20–p80：{p20}–{p80}，{reps} 次）",
+    "perf_bandwidth": "达到的带宽",
+    "perf_bandwidth_value": "{gbps} GB/s（理想访存量 ÷ 中位耗时）",
+    "perf_peak": "占 HBM 带宽上限",
+    "perf_peak_value": "{percent}%（上限 {peak} GB/s，来源：{source}）",
+    "perf_copy": "占实测拷贝带宽",
+    "perf_copy_value": "{percent}%（同一输入 copy_：{copy} GB/s）",
+    "perf_baseline": "基线：{label}",
+    "perf_baseline_value": "{time}；按理想访存量折合 {gbps} GB/s",
+    "perf_speedup": "相对基线的加速比",
+    "perf_predicted": "（按课程的说法约为 {predicted}）",
+    "perf_bytes": "理想内核的访存量：{note} = {mb} MB",
+    "perf_method": "方法：{tool}；每个函数先预热约 {warmup} ms，再重复约 {rep} ms；每次重复前清空 L2（写 {flush} MB 缓冲区），用 CUDA event 计时，取中位数。测速与你的代码在同一个沙箱进程里进行。",
+    "perf_reused": "这些数字来自此前对逐字节相同程序的一次测速（同一练习版本、同一设备型号与 Triton 版本）。",
 }
 
 _EN = {
@@ -129,6 +148,29 @@ _EN = {
     "not_found_title": "No such feedback link",
     "not_found": "The link is wrong or no longer valid. Open your feedback again from the course platform.",
     "ta_note": "TA review",
+    "perf_title": "Speed (for information, no points)",
+    "perf_intro": "Your kernel timed on a GPU on one large input, next to what the lesson says about its memory traffic. "
+                  "It does not change your score.",
+    "perf_claim": "What the lesson says",
+    "perf_shape": "timed shape (fp32)",
+    "perf_kernel": "your kernel",
+    "perf_time": "median {median} (p20–p80: {p20}–{p80}, {reps} runs)",
+    "perf_bandwidth": "achieved bandwidth",
+    "perf_bandwidth_value": "{gbps} GB/s (ideal bytes ÷ median time)",
+    "perf_peak": "share of the HBM ceiling",
+    "perf_peak_value": "{percent}% (ceiling {peak} GB/s, from {source})",
+    "perf_copy": "share of the measured copy bandwidth",
+    "perf_copy_value": "{percent}% (copy_ of the same input: {copy} GB/s)",
+    "perf_baseline": "baseline: {label}",
+    "perf_baseline_value": "{time}; {gbps} GB/s at the ideal bytes",
+    "perf_speedup": "speed-up over the baseline",
+    "perf_predicted": " (the lesson implies about {predicted})",
+    "perf_bytes": "Bytes the ideal kernel moves: {note} = {mb} MB",
+    "perf_method": "Method: {tool}; each function warmed up for about {warmup} ms, then repeated for about {rep} ms; "
+                   "the L2 cache flushed before every repetition (a {flush} MB buffer written), CUDA events, the median. "
+                   "The timing runs in the same sandbox process as your code.",
+    "perf_reused": "These figures come from an earlier timing of a byte-identical program (same exercise version, "
+                   "device model and Triton version).",
 }
 
 TEXTS: dict[str, dict[str, str]] = {"zh": _ZH, "en": _EN}
