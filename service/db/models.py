@@ -1,5 +1,6 @@
 """Tables: courses, API keys, submissions (the queue's source of truth), reports (with history),
-webhook deliveries, TA decisions, the review flags of each current report and the verdict memo."""
+webhook deliveries, TA decisions, the review flags of each current report, the verdict memo and its
+claims."""
 from __future__ import annotations
 
 from datetime import datetime
@@ -141,4 +142,16 @@ class VerdictMemoRow(Base):
     program_digest: Mapped[str] = mapped_column(String(64))
     submission_id: Mapped[str] = mapped_column(String(32))  # whose sandbox run produced it (no FK: rows outlive nothing)
     result: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+
+
+class MemoClaimRow(Base):
+    """A grading running a new program holds its memo key here until the result is stored (or it
+    gives up): identical programs graded meanwhile wait for that result (service.grading.memo)."""
+
+    __tablename__ = "memo_claims"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)  # the memo key (VerdictMemoRow.key)
+    owner: Mapped[str] = mapped_column(String(32))  # the submission id of the claiming grading
+    expires_at: Mapped[datetime] = mapped_column(TZDateTime)  # past it, anyone may take the claim over
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)

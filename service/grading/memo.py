@@ -15,12 +15,28 @@ the report records those seeds (not this submission's secret seed), so it can st
 Two implementations: `InMemoryMemo` (one process: the benchmark, tests) and `DbMemo` (the service:
 a table shared by every worker; two identical programs finishing together both try to insert,
 and the second insert is simply dropped).
+
+In-flight de-duplication (a class burst: many students submit the same new fill at once). Before
+running a program the memo does not hold, a grading *claims* its key (`claim`); only one claim on
+a key is live at a time. The others `wait_released` until that claim is gone, then look the key
+up again: the result is there (they reuse it, `program.reused`), or it is not (the first run
+failed, crashed, was not memoisable or was stored under another key), and each of them runs the
+program itself, as it would have without the claim. A claim is released as soon as the result is
+stored (or the grading gives up), and it expires after `ttl_s`, so a claimant that died never
+holds the others for longer than a run may take. A grading that takes over a claim with its own
+owner (its submission retried after its worker died) holds it again at once. `InMemoryMemo`
+claims live in the process (the in-process pool's threads); `DbMemo` claims are rows of
+`memo_claims` (migration 0005), so they hold across processes and hosts (Celery workers sharing
+the database); waiters in the claimant's process are woken at once, others poll every
+`POLL_S`. Claims only ever decide who runs first: a lost, expired or failed claim costs a
+duplicate run, never a wrong or missing result.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import threading
+import time
 from typing import TYPE_CHECKING, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -83,6 +99,37 @@ class VerdictMemo(Protocol):
 
     def put(self, key: str, entry: MemoEntry, *, exercise_id: str, exercise_version: int) -> None: ...
 
+    # In-flight de-duplication (optional: a memo without these is looked up, never waited on).
+    def claim(self, key: str, *, owner: str, ttl_s: float) -> bool:
+        """True if `owner` now holds the only live claim on `key` (it should run the program)."""
+
+    def release(self, key: str, *, owner: str) -> None:
+        """Drop `owner`'s claim on `key` (a no-op if it holds none)."""
+
+    def wait_released(self, key: str, *, timeout_s: float) -> bool:
+        """Block until no live claim on `key` remains (True) or `timeout_s` passed (False)."""
+
+
+POLL_S = 0.25  # how often a waiter in another process looks at a claim
+
+
+class _Releases:
+    """Wakes the waiters of this process when a claim is released (any key: they re-check). A
+    waiter notes `generation` before it looks, so a release in between is not missed."""
+
+    def __init__(self) -> None:
+        self.condition = threading.Condition()
+        self.generation = 0
+
+    def notify(self) -> None:
+        with self.condition:
+            self.generation += 1
+            self.condition.notify_all()
+
+    def wait(self, since: int, timeout_s: float) -> None:
+        with self.condition:
+            self.condition.wait_for(lambda: self.generation != since, max(0.0, timeout_s))
+
 
 def _encode(entry: MemoEntry) -> dict:
     # Through JSON text as reports are stored (store.finish): NaN/inf become null the same way.
@@ -101,7 +148,9 @@ def _decode(value: dict | None) -> MemoEntry | None:
 class InMemoryMemo:
     def __init__(self) -> None:
         self._entries: dict[str, dict] = {}
+        self._claims: dict[str, tuple[str, float]] = {}  # key -> (owner, monotonic expiry)
         self._lock = threading.Lock()
+        self._released = threading.Condition(self._lock)
 
     def get(self, key: str) -> MemoEntry | None:
         with self._lock:
@@ -114,6 +163,33 @@ class InMemoryMemo:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def claim(self, key: str, *, owner: str, ttl_s: float) -> bool:
+        now = time.monotonic()
+        with self._lock:
+            held = self._claims.get(key)
+            if held is not None and held[0] != owner and held[1] > now:
+                return False
+            self._claims[key] = (owner, now + ttl_s)
+            return True
+
+    def release(self, key: str, *, owner: str) -> None:
+        with self._lock:
+            if self._claims.get(key, ("",))[0] == owner:
+                del self._claims[key]
+                self._released.notify_all()
+
+    def wait_released(self, key: str, *, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        with self._lock:
+            while True:
+                held = self._claims.get(key)
+                now = time.monotonic()
+                if held is None or held[1] <= now:
+                    return True
+                if now >= deadline:
+                    return False
+                self._released.wait(min(deadline, held[1]) - now)
+
 
 class DbMemo:
     """The `verdict_memo` table (migration 0004). The first result for a key wins; a concurrent
@@ -121,6 +197,7 @@ class DbMemo:
 
     def __init__(self, sessions: "sessionmaker[Session]") -> None:
         self.sessions = sessions
+        self._releases = _Releases()
 
     def get(self, key: str) -> MemoEntry | None:
         from service.db.models import VerdictMemoRow
@@ -144,3 +221,62 @@ class DbMemo:
                 session.commit()
             except IntegrityError:
                 session.rollback()  # an identical program finished first: its result is as good
+
+    def claim(self, key: str, *, owner: str, ttl_s: float) -> bool:
+        """Insert the claim row; an expired row (its holder died) is deleted first, and a row of
+        the same owner (an earlier attempt of this submission) is taken over. The primary key
+        decides between two claimants racing for a free key, on SQLite and PostgreSQL alike."""
+        from datetime import timedelta
+
+        from sqlalchemy import delete, update
+        from sqlalchemy.exc import IntegrityError
+
+        from service.db.base import utcnow
+        from service.db.models import MemoClaimRow
+
+        now = utcnow()
+        expires = now + timedelta(seconds=ttl_s)
+        with self.sessions() as session:
+            taken = session.execute(update(MemoClaimRow)
+                                    .where(MemoClaimRow.key == key, MemoClaimRow.owner == owner)
+                                    .values(expires_at=expires)).rowcount
+            if taken:
+                session.commit()
+                return True
+            session.execute(delete(MemoClaimRow).where(MemoClaimRow.key == key, MemoClaimRow.expires_at <= now))
+            session.add(MemoClaimRow(key=key, owner=owner, expires_at=expires, created_at=now))
+            try:
+                session.commit()
+            except IntegrityError:
+                session.rollback()  # a live claim of someone else
+                return False
+            return True
+
+    def release(self, key: str, *, owner: str) -> None:
+        from sqlalchemy import delete
+
+        from service.db.models import MemoClaimRow
+
+        with self.sessions() as session:
+            session.execute(delete(MemoClaimRow).where(MemoClaimRow.key == key, MemoClaimRow.owner == owner))
+            session.commit()
+        self._releases.notify()
+
+    def wait_released(self, key: str, *, timeout_s: float) -> bool:
+        from sqlalchemy import select
+
+        from service.db.base import utcnow
+        from service.db.models import MemoClaimRow
+
+        deadline = time.monotonic() + timeout_s
+        while True:
+            seen = self._releases.generation
+            with self.sessions() as session:
+                live = session.scalar(select(MemoClaimRow.key)
+                                      .where(MemoClaimRow.key == key, MemoClaimRow.expires_at > utcnow()))
+            if live is None:
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            self._releases.wait(seen, min(POLL_S, left))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import secrets
+import threading
 import time
 import uuid
 import logging
@@ -52,6 +53,32 @@ _REUSED_NOTE = {
 }
 
 
+CLAIM_MARGIN_S = 60.0  # a memo claim outlives the run's time budget by this (inputs, comparison)
+
+
+@dataclass
+class GradeCounts:
+    """What one grader's gradings did with their programs (tests and bench/grade_speed.py read it):
+    sandbox runs, code results reused from the memo, and of those the ones that waited for an
+    identical program in flight; `ran_after_wait`: waited, found nothing to reuse, ran it."""
+
+    sandbox_runs: int = 0
+    reused: int = 0
+    reused_after_wait: int = 0
+    ran_after_wait: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, **deltas: int) -> None:
+        with self._lock:
+            for name, delta in deltas.items():
+                setattr(self, name, getattr(self, name) + delta)
+
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return {"sandbox_runs": self.sandbox_runs, "reused": self.reused,
+                    "reused_after_wait": self.reused_after_wait, "ran_after_wait": self.ran_after_wait}
+
+
 @dataclass
 class Grader:
     catalog: ExerciseCatalog
@@ -64,6 +91,7 @@ class Grader:
     compile_cache: "CompileWarmer | None" = None  # fills the shared Triton cache (GPU); None: each sandbox compiles alone
     prewarm: bool = False  # start(): queue every exercise's solution and mutants for the compile cache
     _environment_seen: dict[str, str] | None = field(default=None, repr=False)  # the last sandbox's hello
+    counts: GradeCounts = field(default_factory=GradeCounts, repr=False)
 
     def start(self) -> None:
         """Start the warm sandbox pool (the service's workers; one-off graders never do)."""
@@ -83,7 +111,17 @@ class Grader:
 
     def grade(self, submission: Submission, *, submission_id: str | None = None, secret_seed: int | None = None,
               reuse: bool = True) -> Report:
-        """`reuse=False` (a regrade) runs the program even when the memo holds its results."""
+        """`reuse=False` (a regrade) runs the program even when the memo holds its results, and
+        never waits for an identical program in flight (`_lookup`)."""
+        claims: list[tuple[str, str]] = []  # the memo claim this grading holds: released however it ends
+        try:
+            return self._grade(submission, submission_id=submission_id, secret_seed=secret_seed, reuse=reuse,
+                               claims=claims)
+        finally:
+            self._release(claims)
+
+    def _grade(self, submission: Submission, *, submission_id: str | None, secret_seed: int | None, reuse: bool,
+               claims: list[tuple[str, str]]) -> Report:
         started = time.monotonic()
         exercise = self.catalog.get(submission.exercise)
         submission_id = submission_id or uuid.uuid4().hex
@@ -104,6 +142,7 @@ class Grader:
         run: RunResult | None = None
         memo_key: str | None = None
         reused: MemoEntry | None = None
+        waited_s: float | None = None  # spent waiting for an identical program in flight
         cases: list[CaseReport] = []
         diagnoses: list[Diagnosis] = []
         given_status, given_output = "not_run", ""
@@ -112,7 +151,8 @@ class Grader:
         if not_run_reason is None:
             program = assemble(exercise.template, extraction.fill_sources)
             memo_key = self._memo_key(exercise, program, self._environment_seen or self._pool_environment())
-            reused = self.memo.get(memo_key) if memo_key is not None and reuse else None
+            if memo_key is not None and reuse:
+                reused, waited_s = self._lookup(memo_key, submission_id, claims)
             if reused is not None:
                 cases, diagnoses, seeds = reused.cases, reused.diagnoses, reused.seeds
                 if reused.performance is not None:  # measured with the code results, on that run
@@ -120,6 +160,7 @@ class Grader:
                 given_status, given_output, environment = reused.given_status, reused.given_output, reused.environment
             else:
                 arrays = {c.id: exercise.make_inputs(c, seeds.cases[c.id]) for c in spec.cases}
+                self.counts.add(sandbox_runs=1, ran_after_wait=int(waited_s is not None))
                 speed, speed_in = self._speed_request(exercise)
                 run = self.runner.run(
                     program=program.module, given_check=program.given_check, given_seed=spec.given_check.seed,
@@ -142,6 +183,7 @@ class Grader:
                 memo_key = self._remember(exercise, program, run, submission_id=submission_id, cases=cases,
                                           diagnoses=diagnoses, seeds=seeds, environment=environment,
                                           performance=performance)
+                self._release(claims)  # stored (or not storable): the waiting gradings go on now
         else:
             arrays = {c.id: exercise.make_inputs(c, seeds.cases[c.id]) for c in spec.cases}
             cases, _ = self._cases(exercise, None, arrays, seeds.cases)
@@ -160,6 +202,8 @@ class Grader:
         timing = _timing(run, started)
         if reused is not None:
             timing["reused"] = 1.0
+        if waited_s is not None:
+            timing["memo_wait_s"] = waited_s
         return Report(
             submission_id=submission_id,
             exercise=ExerciseRef(id=exercise.id, version=spec.version),
@@ -194,6 +238,40 @@ class Grader:
             return None
         return memo_key(program_digest=program.digest, exercise=exercise, mode=self.mode.value,
                         device=environment.get("device", ""), triton=environment["triton"])
+
+    def _lookup(self, key: str, owner: str, claims: list[tuple[str, str]]) -> tuple[MemoEntry | None, float | None]:
+        """The memo's entry for `key`, or None: then this grading runs the program. In-flight
+        de-duplication (service/grading/memo.py): with no entry yet, claim the key; the grading
+        that gets the claim runs the program (the claim goes into `claims`, released once the
+        result is stored); the others wait until that claim is gone (released, or expired because
+        its holder died: at most the run's time budget), then look again, and run the program
+        themselves if nothing was stored. Second: the seconds spent waiting (None: no wait)."""
+        entry, waited_s = self.memo.get(key), None
+        if entry is None and callable(getattr(self.memo, "claim", None)):
+            ttl_s = self.runner.limits.run_timeout_s + CLAIM_MARGIN_S
+            try:
+                if self.memo.claim(key, owner=owner, ttl_s=ttl_s):
+                    claims.append((key, owner))
+                    entry = self.memo.get(key)  # stored between the first look and the claim
+                else:
+                    waiting = time.monotonic()
+                    self.memo.wait_released(key, timeout_s=ttl_s)
+                    waited_s = time.monotonic() - waiting
+                    entry = self.memo.get(key)
+            except Exception:  # noqa: BLE001 - de-duplication is an optimisation: run the program
+                log.exception("memo claim or wait on %s failed; running the program", key[:12])
+        if entry is not None:
+            self._release(claims)
+            self.counts.add(reused=1, reused_after_wait=int(waited_s is not None))
+        return entry, waited_s
+
+    def _release(self, claims: list[tuple[str, str]]) -> None:
+        while claims:
+            key, owner = claims.pop()
+            try:
+                self.memo.release(key, owner=owner)
+            except Exception:  # noqa: BLE001 - the claim expires by itself; waiters then run the program
+                log.exception("could not release the memo claim on %s", key[:12])
 
     def _speed_request(self, exercise: Exercise) -> tuple[SpeedJob | None, dict[str, np.ndarray]]:
         """On a GPU, for an exercise with `speed:`: the speed job and its drawn input (trusted side)."""
