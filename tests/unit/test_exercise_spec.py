@@ -73,3 +73,12 @@ def test_speed_baseline_sees_only_torch_and_the_arguments():
         ExerciseSpec.model_validate(data)
     data["speed"] = _speed(baseline={"label": "t", "code": "(lambda m: (m, torch.var(x, dim=1)))(x.mean(dim=1))"})
     assert ExerciseSpec.model_validate(data).speed.baseline.label == "t"
+
+
+def test_fused_mean_var_atomic_speed_section_stacks_every_argument():
+    exercise = Exercise(REPO_ROOT / "exercises/fused_mean_var_atomic")
+    speed = exercise.spec.speed
+    assert speed is not None and speed.repeat == 32 and speed.kwargs == {"block": 2048}
+    assert "the naive two-kernel form reads 8 MB" in speed.claim and speed.predicted_speedup == 2.0
+    arrays = exercise.make_inputs(speed.case(), speed.seed)
+    assert {name: a.shape for name, a in arrays.items()} == {"x": (2, 1 << 20), "sums": (2,), "sumsqs": (2,)}
