@@ -431,6 +431,8 @@ def _timing(run: RunResult | None, started: float) -> dict[str, float]:
             timing["cases_s"] = sum(case_times)
         if run.given is not None and run.given.elapsed_s is not None:
             timing["given_check_s"] = run.given.elapsed_s
+        if run.speed is not None and run.speed.elapsed_s is not None:
+            timing["speed_s"] = run.speed.elapsed_s  # the speed phase (GPU, exercises with `speed:`)
         for name, count in run.triton_cache.items():  # kernels_shared_hits, kernels_compiled
             timing[f"kernels_{name}"] = float(count)
     return timing
