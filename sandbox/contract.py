@@ -115,6 +115,9 @@ class CaseRun:
     error: str | None = None
     outputs: dict[str, Any] = field(default_factory=dict)
     elapsed_s: float | None = None
+    # Guards around the case's buffers that the kernel changed (a write out of bounds), as the
+    # runner validated them from the harness's evidence: see `sandbox.runner._out_of_bounds`.
+    out_of_bounds: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass

@@ -196,8 +196,9 @@ def main() -> int:
         t0 = time.perf_counter()
         try:
             args, leaves = [], {}
+            guards = _Guards(torch, job["entry_point"])
             for arg in case["args"]:
-                tensor = inputs[arg["key"]].to(device)
+                tensor = guards.input(_arg_name(case["id"], arg["key"]), inputs[arg["key"]], device)
                 if arg.get("columns") is not None:
                     tensor = tensor[:, : arg["columns"]]
                 if arg.get("requires_grad"):
@@ -209,7 +210,8 @@ def main() -> int:
             for _ in range(case.get("calls", 1)):
                 for leaf in leaves.values():
                     leaf.grad = None
-                result = entry(*args, **case.get("kwargs", {}))
+                with guards.allocations():
+                    result = entry(*args, **case.get("kwargs", {}))
             if mode == "gpu":
                 torch.cuda.synchronize()
             results = result if isinstance(result, (tuple, list)) else (result,)
@@ -220,17 +222,20 @@ def main() -> int:
                 if type(value) is not torch.Tensor:  # exact type: no subclasses that fake their data
                     raise TypeError(f"output '{name}' is a {type(value).__name__}, expected a torch.Tensor")
             named = dict(zip(names, results))
+            guards.check(named)
             tensors = {name: value.detach().to("cpu").contiguous().clone() for name, value in named.items()}
             backward = case.get("backward")
             if backward:
                 outs = [named[name] for name in backward["grad_outputs"]]
-                grads_in = [inputs[key].to(device) for key in backward["grad_outputs"].values()]
+                grads_in = [guards.input(_arg_name(case["id"], key), inputs[key], device)
+                            for key in backward["grad_outputs"].values()]
                 if not all(o.requires_grad for o in outs):
                     raise TypeError("the forward outputs carry no autograd graph: "
                                     "the entry point must be differentiable (torch.autograd.Function)")
                 torch.autograd.backward(outs, grads_in)
                 if mode == "gpu":
                     torch.cuda.synchronize()
+                guards.check(named)
                 for key, name in backward["grads"].items():
                     grad = leaves[key].grad
                     if type(grad) is not torch.Tensor:
@@ -238,8 +243,12 @@ def main() -> int:
                     tensors[name] = grad.detach().to("cpu").contiguous().clone()
             blob = save(tensors)
         except BaseException as exc:  # noqa: BLE001 - a failing case is a result, not a crash
-            send({"type": "case", "id": case["id"], "status": "error", "error": _student_traceback(exc),
-                  "elapsed_s": time.perf_counter() - t0})
+            if isinstance(exc, _GuardBreach):  # the trusted side words it from the evidence
+                send({"type": "case", "id": case["id"], "status": "error", "error": str(exc),
+                      "out_of_bounds": exc.evidence, "elapsed_s": time.perf_counter() - t0})
+            else:
+                send({"type": "case", "id": case["id"], "status": "error", "error": _student_traceback(exc),
+                      "elapsed_s": time.perf_counter() - t0})
             if gpu_poisoned():
                 return EXIT_GPU_POISONED
             continue
@@ -336,6 +345,173 @@ def _cuda_as_cpu():
 
     with CudaAsCpu():
         yield
+
+
+# Guard regions. Every input of a case, and every tensor the entry point allocates with a torch
+# factory, lives inside a larger buffer with GUARD_BYTES (at least GUARD_ELEMENTS elements) of a
+# known pattern before and after its data. Floating-point guards hold NaN with a payload that
+# arithmetic does not produce (a stray read brings NaN into the result); after the call, each
+# guard is compared bitwise with its pattern (a stray write is reported, not graded).
+GUARD_ELEMENTS = 64
+GUARD_BYTES = 256
+GUARD_ALIGN = 128  # the data starts on this boundary (Triton specializes pointers on 16)
+MAX_GUARDED_ALLOCATIONS = 64  # per case; later allocations are left as torch made them, and so
+MAX_GUARDED_BYTES = 1 << 30  # are those past this many bytes (the guarded ones live until the check)
+MAX_BREACHES = 16
+
+
+class _GuardBreach(Exception):
+    """A guard changed during the case: `evidence` goes on the verdict channel."""
+
+    def __init__(self, evidence: list) -> None:
+        self.evidence = evidence
+        first = evidence[0]
+        where = f"output '{first['output']}'" if first.get("output") else first["buffer"]
+        super().__init__(f"out-of-bounds write: {first['changed']} element(s) {first['side']} the data of {where} "
+                         f"changed (nearest at distance {first['distance']})")
+
+
+class _Guards:
+    """The guarded buffers of one case. The same code serves CPU (interpreter) and CUDA tensors."""
+
+    def __init__(self, torch, entry_point: str) -> None:
+        self.torch = torch
+        self.entry_point = entry_point
+        self.buffers: list[dict] = []
+        self.allocated = 0
+        self.allocated_bytes = 0
+
+    def _guarded(self, dtype, device, span: int):
+        """A buffer with room for `span` elements; returns (buffer, start) with the pattern in
+        buffer[:start] and buffer[start + span:], and the data at a GUARD_ALIGN boundary."""
+        torch = self.torch
+        size = dtype.itemsize
+        guard = max(GUARD_ELEMENTS, -(-GUARD_BYTES // size))
+        guard = -(-guard * size // GUARD_ALIGN) * GUARD_ALIGN // size
+        slack = GUARD_ALIGN // size
+        buffer = torch.empty(slack + guard + span + guard, dtype=dtype, device=device)
+        start = (-buffer.data_ptr()) % GUARD_ALIGN // size + guard
+        for region in (buffer[:start], buffer[start + span:]):
+            self._fill(region, salt=23 * len(self.buffers))
+        return buffer, start
+
+    def _fill(self, region, *, salt: int) -> None:
+        """The pattern: k = 1..61, shifted per buffer (`salt`), so that a kernel that copies one
+        buffer's guard into another's (x's NaN, read one past its end, into y one past its end)
+        still changes it."""
+        torch = self.torch
+        k = (torch.arange(region.numel(), device=region.device, dtype=torch.int64) + salt) % 61 + 1
+        nan_bits = {torch.float32: (torch.int32, 0x7FEB0000), torch.float64: (torch.int64, 0x7FFBAD0000000000),
+                    torch.float16: (torch.int16, 0x7E00), torch.bfloat16: (torch.int16, 0x7FC0)}
+        dtype = region.dtype
+        if dtype in nan_bits:  # quiet NaN, payload 1..61: neither the CPU's nor the GPU's own NaN
+            int_dtype, base = nan_bits[dtype]
+            region.view(int_dtype).copy_(k | base)
+        elif dtype in (torch.int8, torch.int16, torch.int32, torch.int64):
+            region.copy_(k + torch.iinfo(dtype).min)
+        elif dtype == torch.uint8:
+            region.copy_(255 - k)
+        else:  # bool, complex, float8, wider unsigned: all bits set (NaN for the float kinds)
+            region.view(torch.uint8).fill_(0xFF)
+
+    def _track(self, buffer, start: int, span: int, *, buffer_name: str, kind: str, shape, dtype) -> None:
+        torch = self.torch
+        self.buffers.append({
+            "buffer": buffer, "start": start, "span": span, "name": buffer_name, "kind": kind,
+            "shape": list(shape), "dtype": str(dtype).replace("torch.", ""),
+            "before": buffer[:start].view(torch.uint8).clone(), "after": buffer[start + span:].view(torch.uint8).clone(),
+        })
+
+    def input(self, name: str, data, device):
+        """`data` (contiguous, on the CPU) copied into a guarded buffer on `device`."""
+        torch = self.torch
+        if data.numel() == 0 or data.layout != torch.strided:
+            return data.to(device)
+        buffer, start = self._guarded(data.dtype, device, data.numel())
+        tensor = buffer.new_empty(0).set_(buffer.untyped_storage(), start, data.shape, data.stride())
+        tensor.copy_(data)
+        self._track(buffer, start, data.numel(), buffer_name=name, kind="input", shape=data.shape, dtype=data.dtype)
+        return tensor
+
+    def allocation(self, made, *, copy: bool):
+        """The tensor a torch factory `made`, moved into a guarded buffer (same shape, strides,
+        dtype, device, values and requires_grad); anything unusual is returned as it is."""
+        torch = self.torch
+        if (type(made) is not torch.Tensor or made.layout != torch.strided or made.device.type not in ("cpu", "cuda")
+                or made.numel() == 0 or made.is_quantized or self.allocated >= MAX_GUARDED_ALLOCATIONS
+                or any(s < 0 for s in made.stride()) or GUARD_ALIGN % made.element_size()):
+            return made
+        span = 1 + sum((n - 1) * s for n, s in zip(made.shape, made.stride()))
+        if self.allocated_bytes + span * made.element_size() > MAX_GUARDED_BYTES:
+            return made
+        self.allocated += 1
+        self.allocated_bytes += span * made.element_size()
+        buffer, start = self._guarded(made.dtype, made.device, span)
+        tensor = buffer.new_empty(0).set_(buffer.untyped_storage(), start, made.shape, made.stride())
+        if copy:
+            with torch.no_grad():
+                tensor.copy_(made.detach())
+        if made.requires_grad:
+            tensor.requires_grad_(True)
+        self._track(buffer, start, span, buffer_name=f"a tensor allocated in {self.entry_point}", kind="allocated",
+                    shape=made.shape, dtype=made.dtype)
+        return tensor
+
+    @contextlib.contextmanager
+    def allocations(self):
+        """While active, the torch factories return guarded tensors."""
+        torch = self.torch
+        from torch.overrides import TorchFunctionMode
+
+        filled = {torch.zeros, torch.zeros_like, torch.ones, torch.ones_like, torch.full, torch.full_like,
+                  torch.Tensor.new_zeros, torch.Tensor.new_ones, torch.Tensor.new_full}
+        empty = {torch.empty, torch.empty_like, torch.empty_strided, torch.Tensor.new_empty}
+        guards = self
+
+        class GuardAllocations(TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                kwargs = kwargs or {}
+                made = func(*args, **kwargs)  # the mode is off in here: torch's own semantics
+                if (func in filled or func in empty) and "out" not in kwargs and not kwargs.get("pin_memory"):
+                    made = guards.allocation(made, copy=func in filled)
+                return made
+
+        with GuardAllocations():
+            yield
+
+    def check(self, outputs: dict) -> None:
+        """Raise _GuardBreach if any guard differs from its pattern (call after a synchronize)."""
+        torch = self.torch
+        found = []
+        for entry in self.buffers:
+            buffer, start, span = entry["buffer"], entry["start"], entry["span"]
+            size = buffer.element_size()
+            for side, region, pattern in (("before", buffer[:start], entry["before"]),
+                                          ("after", buffer[start + span:], entry["after"])):
+                changed = (region.view(torch.uint8) != pattern).view(-1, size).any(dim=1)
+                count = int(changed.sum())
+                if not count:
+                    continue
+                where = changed.nonzero().flatten()
+                position = int(where[0]) if side == "after" else int(where[-1])  # the one nearest the data
+                distance = position if side == "after" else region.numel() - 1 - position
+                storage = buffer.untyped_storage().data_ptr()
+                names = [n for n, t in outputs.items() if type(t) is torch.Tensor and t.device == buffer.device
+                         and t.untyped_storage().data_ptr() == storage]
+                found.append({
+                    "buffer": entry["name"], "kind": entry["kind"], "output": names[0] if names else None,
+                    "side": side, "changed": count, "distance": distance,
+                    "index": span + distance if side == "after" else -1 - distance,
+                    "guard": int(region.numel()), "value": repr(region[position].item())[:40],
+                    "shape": entry["shape"], "dtype": entry["dtype"],
+                })
+        if found:
+            raise _GuardBreach(found[:MAX_BREACHES])
+
+
+def _arg_name(case_id: str, key: str) -> str:
+    """An input's name as the exercise calls it (`regular.n32.x` -> `x`)."""
+    return key[len(case_id) + 1:] if key.startswith(case_id + ".") else key
 
 
 if __name__ == "__main__":

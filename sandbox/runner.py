@@ -317,7 +317,8 @@ class SandboxRunner:
             raise FrameError(f"result for unknown case {case_id!r}")
         elapsed = _as_float(message.get("elapsed_s"))
         if message.get("status") != "ok":
-            result.cases.append(CaseRun(id=case_id, status="error", error=str(message.get("error", ""))[:20000], elapsed_s=elapsed))
+            result.cases.append(CaseRun(id=case_id, status="error", error=str(message.get("error", ""))[:20000], elapsed_s=elapsed,
+                                        out_of_bounds=_out_of_bounds(message.get("out_of_bounds"))))
             return case_id
         try:
             tensors = load_tensors(blob)  # safetensors: no pickle, header validated by the library
@@ -390,6 +391,35 @@ def _speed_run(message: dict) -> SpeedRun:
                     copy_bytes=copy_bytes if type(copy_bytes) is int and copy_bytes > 0 else None,
                     error=str(message["baseline_error"])[:2000] if message.get("baseline_error") else None,
                     device=device, method=method, elapsed_s=elapsed)
+
+
+MAX_OUT_OF_BOUNDS = 16
+
+
+def _out_of_bounds(value) -> list[dict]:
+    """The harness's evidence of changed guards, kept only where every field has the right type
+    and range (the frame comes from the sandbox, where the submission could have written it)."""
+    if not isinstance(value, list):
+        return []
+    kept = []
+    for item in value[:MAX_OUT_OF_BOUNDS]:
+        if not isinstance(item, dict):
+            continue
+        ints = {k: item.get(k) for k in ("changed", "distance", "index", "guard")}
+        shape = item.get("shape")
+        if not (all(type(v) is int and abs(v) < 1 << 62 for v in ints.values()) and ints["changed"] > 0
+                and ints["distance"] >= 0 and item.get("side") in ("before", "after")
+                and item.get("kind") in ("input", "allocated") and isinstance(item.get("buffer"), str)
+                and (item.get("output") is None or isinstance(item.get("output"), str))
+                and isinstance(shape, list) and len(shape) <= 8 and all(type(n) is int and 0 <= n < 1 << 62 for n in shape)):
+            continue
+        kept.append({
+            "buffer": item["buffer"][:200], "kind": item["kind"],
+            "output": item["output"][:100] if item.get("output") is not None else None,
+            "side": item["side"], **ints, "shape": shape,
+            "dtype": str(item.get("dtype", ""))[:20], "value": str(item.get("value", ""))[:40],
+        })
+    return kept
 
 
 def _as_float(value) -> float | None:
