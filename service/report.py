@@ -45,6 +45,24 @@ class Mismatch(_Model):
     allowed_error: float
 
 
+class OutOfBounds(_Model):
+    """A guard region next to a buffer of the case that the kernel changed: a write out of bounds.
+    The harness puts every input, and every tensor the entry point allocates with a torch factory,
+    inside a larger buffer with guard elements before and after its data (docs/grading.md)."""
+
+    buffer: str = Field(description="the input's name, or 'a tensor allocated in <entry point>'")
+    kind: Literal["input", "allocated"]
+    output: str | None = Field(None, description="the output this buffer was returned as, if it was")
+    side: Literal["before", "after"]
+    changed: int = Field(description="guard elements changed on that side")
+    distance: int = Field(description="of the changed element nearest the data: 0 = adjacent to it")
+    index: int = Field(description="that element's index counted from the first element of the data (-1: just before it)")
+    guard: int = Field(description="guard elements checked on that side")
+    value: str = Field("", description="the value written there")
+    shape: list[int] = []
+    dtype: str = ""
+
+
 class CaseReport(_Model):
     id: str
     kind: Literal["regular", "boundary", "probe", "given"]
@@ -61,6 +79,7 @@ class CaseReport(_Model):
     error: str | None = None
     targets: str | None = None
     elapsed_s: float | None = None
+    out_of_bounds: list[OutOfBounds] = Field([], description="guards the kernel changed (the case is then an error)")
 
 
 class Diagnosis(_Model):

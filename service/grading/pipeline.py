@@ -20,7 +20,7 @@ import numpy as np
 from sandbox.contract import CaseJob, DeviceMode, GradJob, RunResult, SpeedJob, TensorArg
 from sandbox.runner import SandboxRunner
 from service.exercises import CaseSpec, Exercise, ExerciseCatalog, ExerciseSpec
-from service.grading import rubric
+from service.grading import bounds, rubric
 from service.grading.assemble import Program, assemble
 from service.grading.claims import unverified_claim
 from service.grading.compare import compare_outputs
@@ -33,7 +33,8 @@ from service.grading.memo import MemoEntry, VerdictMemo, memo_key, memoisable
 from service.grading.speed import performance as speed_performance, speed_inputs, speed_job
 from service.grading.model_assist import ModelAssist
 from service.report import (
-    CaseReport, Diagnosis, Environment, ExerciseRef, GivenCheckReport, Item, ProgramReport, Report, Score, Seeds,
+    CaseReport, Diagnosis, Environment, ExerciseRef, GivenCheckReport, Item, OutOfBounds, ProgramReport, Report, Score,
+    Seeds,
 )
 from service.report import Performance
 from service.submission import Submission
@@ -336,7 +337,10 @@ class Grader:
             outcome = runs.get(case.id)
             if outcome is None or outcome.status != "ok":
                 error = "未运行" if outcome is None else (outcome.error or outcome.status)
-                reports.append(CaseReport(**base, passed=False, error=error,
+                breaches = [OutOfBounds(**b) for b in outcome.out_of_bounds] if outcome is not None else []
+                if breaches:
+                    error = bounds.describe(breaches, language=spec.language, entry_point=spec.entry_point)
+                reports.append(CaseReport(**base, passed=False, error=error, out_of_bounds=breaches,
                                           elapsed_s=outcome.elapsed_s if outcome else None))
                 if outcome is not None:
                     evidence.append(CaseEvidence(case, primary, None, {}, False, inputs64))

@@ -42,6 +42,8 @@ def score_cases_item(item: RubricItem, cases: list[CaseReport], *, not_run_reaso
 
 
 def _case_failure(case: CaseReport) -> str:
+    if case.out_of_bounds and case.error:  # one line, worded in full by service/grading/bounds.py
+        return case.error.strip()
     if case.error:
         return case.error.strip().splitlines()[-1][:300] if case.error.strip() else "运行出错"
     m = case.first_mismatch

@@ -1,0 +1,155 @@
+"""Guard regions around a case's buffers (sandbox/harness.py `_Guards`), the runner's check of the
+evidence the harness sends (sandbox/runner.py `_out_of_bounds`) and the words the student reads
+(service/grading/bounds.py). Plain CPU tensors, no sandbox: stray accesses are made by hand
+through a wider view of the same storage. tests/adversarial/test_kernel.py runs real kernels."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from sandbox import harness
+from sandbox.harness import GUARD_ALIGN, _GuardBreach, _Guards
+from sandbox.runner import _out_of_bounds
+from service.grading.bounds import describe
+from service.report import OutOfBounds
+
+
+def wider(tensor: torch.Tensor, before: int, after: int) -> torch.Tensor:
+    """A flat view of `tensor`'s storage from `before` elements before its data to `after` past it."""
+    return torch.empty(0, dtype=tensor.dtype).set_(
+        tensor.untyped_storage(), tensor.storage_offset() - before, (before + tensor.numel() + after,), (1,))
+
+
+def breach_of(guards: _Guards, outputs: dict | None = None) -> list[dict]:
+    with pytest.raises(_GuardBreach) as caught:
+        guards.check(outputs or {})
+    return caught.value.evidence
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64,
+                                   torch.int32, torch.int8, torch.uint8, torch.bool, torch.complex64])
+def test_an_input_keeps_its_values_and_alignment_and_its_guards_hold(dtype):
+    guards = _Guards(torch, "f")
+    data = (torch.arange(12) % 3).to(dtype).reshape(3, 4)
+    tensor = guards.input("x", data, "cpu")
+    assert torch.equal(tensor, data) and tensor.dtype == dtype and tensor.is_contiguous()
+    assert tensor.data_ptr() % GUARD_ALIGN == 0 and not tensor._is_view()
+    guards.check({})  # nothing changed: no breach
+
+
+def test_floating_guards_are_nan_so_a_read_past_an_input_shows():
+    guards = _Guards(torch, "f")
+    tensor = guards.input("x", torch.ones(2, 5), "cpu")
+    around = wider(tensor, 1, 1)
+    assert math.isnan(around[0].item()) and math.isnan(around[-1].item())
+    assert around[-1].item() * 0 != 0  # NaN survives the arithmetic a kernel would do with it
+
+
+def test_columns_view_and_requires_grad_leaf_of_a_guarded_input():
+    guards = _Guards(torch, "f")
+    wide = torch.arange(24, dtype=torch.float32).reshape(3, 8)  # a strided case: the trusted side's wide rows
+    leaf = guards.input("x", wide, "cpu")[:, :5].detach().requires_grad_(True)
+    assert leaf.is_leaf and leaf.stride() == (8, 1) and torch.equal(leaf, wide[:, :5])
+    (leaf * 2).sum().backward()
+    assert torch.equal(leaf.grad, torch.full((3, 5), 2.0))
+    guards.check({})
+
+
+def test_allocations_in_the_entry_point_are_guarded_with_the_same_semantics():
+    guards = _Guards(torch, "f")
+    x = torch.randn(3, 5)
+    with guards.allocations():
+        made = {
+            "empty_like": torch.empty_like(x), "zeros": torch.zeros(3, 5), "ones_like": torch.ones_like(x),
+            "full": torch.full((4,), 7), "new_zeros": x.new_zeros((2, 2)), "new_full": x.new_full((2,), 1.5),
+            "empty_strided": torch.empty_strided((2, 3), (1, 2)),
+            "zeros_grad": torch.zeros(2, 2, requires_grad=True), "int": torch.zeros(5, dtype=torch.int32),
+        }
+        meta = torch.empty(3, device="meta")
+        empty = torch.empty(0)
+    assert guards.allocated == len(made)
+    assert torch.equal(made["zeros"], torch.zeros(3, 5)) and torch.equal(made["ones_like"], torch.ones(3, 5))
+    assert torch.equal(made["full"], torch.full((4,), 7)) and made["full"].dtype == torch.int64
+    assert torch.equal(made["new_full"], torch.full((2,), 1.5)) and made["empty_strided"].stride() == (1, 2)
+    assert made["zeros_grad"].requires_grad and made["zeros_grad"].is_leaf
+    assert all(t.data_ptr() % GUARD_ALIGN == 0 and not t._is_view() for t in made.values())
+    assert meta.device.type == "meta" and empty.numel() == 0  # left as torch made them
+    for t in made.values():
+        if not t.requires_grad:
+            t.fill_(1)  # writing every element of the data is in bounds
+    guards.check({})
+
+
+def test_a_write_one_past_an_allocated_output_is_reported_with_evidence():
+    guards = _Guards(torch, "double")
+    x = guards.input("x", torch.randn(3, 17), "cpu")
+    with guards.allocations():
+        y = torch.empty_like(x)
+    y.copy_(2 * x)
+    wider(y, 0, 1)[-1] = 4.25  # one element past the end
+    [evidence] = breach_of(guards, {"y": y})
+    assert evidence == {"buffer": "a tensor allocated in double", "kind": "allocated", "output": "y", "side": "after",
+                        "changed": 1, "distance": 0, "index": 51, "guard": evidence["guard"], "value": "4.25",
+                        "shape": [3, 17], "dtype": "float32"}
+    assert evidence["guard"] >= harness.GUARD_ELEMENTS
+
+
+def test_nan_written_past_an_output_is_still_seen():
+    """The canary compares bits: the CPU's and the GPU's own NaN, and another buffer's guard
+    value at the same place (x read one past its end, stored one past y's end), all differ."""
+    for nan_bits in (0x7FC00000, 0x7FFFFFFF, None):
+        guards = _Guards(torch, "double")
+        x = guards.input("x", torch.randn(4, 8), "cpu")
+        with guards.allocations():
+            y = torch.zeros_like(x)
+        past_y = wider(y, 0, 1)
+        if nan_bits is None:
+            past_y[-1] = wider(x, 0, 1)[-1]
+        else:
+            past_y.view(torch.int32)[-1] = nan_bits
+        [evidence] = breach_of(guards, {"y": y})
+        assert evidence["value"] == "nan" and evidence["output"] == "y"
+
+
+def test_writes_before_an_input_and_past_a_temporary_are_reported():
+    guards = _Guards(torch, "f")
+    x = guards.input("x", torch.randn(10), "cpu")
+    with guards.allocations():
+        scratch = torch.empty(6, dtype=torch.int32)
+    wider(x, 3, 0)[:2] = 0.0  # elements 3 and 2 before the start
+    wider(scratch, 0, 9)[-3:] = 5  # elements 7..9 past the end
+    before, after = breach_of(guards)
+    assert (before["buffer"], before["kind"], before["side"], before["changed"], before["distance"], before["index"]) == \
+        ("x", "input", "before", 2, 1, -2)
+    assert (after["kind"], after["output"], after["side"], after["changed"], after["distance"], after["index"]) == \
+        ("allocated", None, "after", 3, 6, 12)
+
+
+def test_the_runner_keeps_only_well_formed_evidence():
+    good = {"buffer": "x", "kind": "input", "output": None, "side": "after", "changed": 1, "distance": 0,
+            "index": 17, "guard": 64, "value": "nan", "shape": [1, 17], "dtype": "float32"}
+    assert _out_of_bounds([good]) == [good]
+    assert _out_of_bounds("not a list") == [] and _out_of_bounds(None) == []
+    for broken in ({**good, "side": "inside"}, {**good, "changed": 0}, {**good, "changed": "1"},
+                   {**good, "kind": "secret"}, {**good, "shape": "big"}, {**good, "distance": -1},
+                   {**good, "output": 3}, {**good, "buffer": None}, "x"):
+        assert _out_of_bounds([broken]) == [], broken
+    long = _out_of_bounds([{**good, "buffer": "b" * 5000, "value": "v" * 500}] * 100)
+    assert len(long) == 16 and len(long[0]["buffer"]) == 200 and len(long[0]["value"]) == 40
+    OutOfBounds(**long[0])  # what the runner keeps fits the report's model
+
+
+def test_the_student_reads_what_was_written_where_and_the_misconception():
+    one_past = OutOfBounds(buffer="a tensor allocated in double", kind="allocated", output="y", side="after",
+                           changed=1, distance=0, index=51, guard=96, value="nan", shape=[3, 17], dtype="float32")
+    zh = describe([one_past], language="zh", entry_point="double")
+    assert zh.startswith("越界写入：") and "\n" not in zh
+    for part in ("输出 y", "double 里分配", "末尾之后", "1 个元素", "NaN", "mask 多放进了一个元素", "cols < N + 1", "cols <= N"):
+        assert part in zh, part
+    en = describe([one_past], language="en", entry_point="double")
+    assert en.startswith("Out-of-bounds write:") and "one element too many" in en
+    before = describe([one_past.model_copy(update={"side": "before", "kind": "input", "buffer": "x", "output": None,
+                                                   "value": "0.0", "changed": 2})], language="zh", entry_point="double")
+    assert "输入 x" in before and "开头之前" in before and "下界" in before
