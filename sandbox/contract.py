@@ -33,7 +33,9 @@ class Limits(BaseModel):
     memory_bytes: int = Field(16 * GiB, gt=0, description="RLIMIT_AS on the interpreter; unset on GPU (CUDA reserves huge address ranges)")
     file_size_bytes: int = Field(64 * MiB, gt=0, description="RLIMIT_FSIZE")
     open_files: int = Field(256, gt=0, description="RLIMIT_NOFILE")
-    processes: int = Field(512, gt=0, description="RLIMIT_NPROC (counted per host user)")
+    processes: int = Field(512, gt=0, description=(
+        "bwrap: pids.max of the sandbox's own pids cgroup where the service can write one (threads count), "
+        "and RLIMIT_NPROC always (counted per host user; the kernel does not apply it to root); docker: pids_limit"))
     tmpfs_bytes: int = Field(512 * MiB, gt=0, description="size of the private /tmp")
     output_bytes: int = Field(64 * MiB, gt=0, description="cap of the whole verdict channel")
     case_output_bytes: int = Field(16 * MiB, gt=0, description="cap of one case's tensors")
@@ -156,6 +158,7 @@ class RunResult:
     mode: DeviceMode
     infra_error: str | None = None
     environment: dict[str, str] = field(default_factory=dict)
+    process_limit: str = ""  # what capped the sandbox's processes: "pids cgroup", "RLIMIT_NPROC", ...
     given: GivenRun | None = None
     cases: list[CaseRun] = field(default_factory=list)
     speed: SpeedRun | None = None  # only when the job asked for it (GPU, an exercise with `speed:`)

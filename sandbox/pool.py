@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sandbox.backends.base import SandboxBackend, SandboxUnavailable
+from sandbox.cgroups import PIDS_CGROUP, SandboxCgroup
 from sandbox.contract import DeviceMode, Limits
 from sandbox.wire import FrameError, FrameReader
 
@@ -90,6 +91,8 @@ class Sandbox:
     started_at: float = field(default_factory=time.monotonic)
     early_frames: list[tuple[dict, bytes]] = field(default_factory=list)  # read before the runner took it
     hello: dict | None = None
+    cgroup: SandboxCgroup | None = None  # its own pids cgroup, removed with it (bwrap, where writable)
+    process_limit: str = ""  # what capped its processes: "pids cgroup", "RLIMIT_NPROC", ...
 
     def go(self) -> None:
         """The job is written: let the harness run it (warm sandboxes only)."""
@@ -104,7 +107,8 @@ class Sandbox:
         return self.proc.poll() is None
 
     def kill(self, grace_s: float = 5.0) -> None:
-        """SIGKILL the process group (bwrap's pid namespace takes everything inside with it)."""
+        """SIGKILL the process group (bwrap's pid namespace takes everything inside with it), then
+        whatever is left in its cgroup."""
         if self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
@@ -114,10 +118,14 @@ class Sandbox:
                 self.proc.wait(timeout=grace_s)
             except subprocess.TimeoutExpired:
                 self.proc.wait()
-        self.dispose()
+        self.dispose(grace_s)
 
-    def dispose(self) -> None:
-        """Close our ends of the pipes and remove the folder it owned (the process is gone)."""
+    def dispose(self, grace_s: float = 5.0) -> None:
+        """Close our ends of the pipes and remove the folder it owned (the process is gone); kill
+        anything still in its cgroup (even a process that left the process group) and remove it."""
+        if self.cgroup is not None:
+            self.cgroup.close(grace_s)
+            self.cgroup = None
         for name in ("control_fd", "read_fd"):
             fd = getattr(self, name)
             if fd is not None and fd >= 0:
@@ -136,21 +144,31 @@ def start_sandbox(*, backend: SandboxBackend, limits: Limits, job_dir: Path, mod
     read_fd, write_fd = os.pipe()
     control_r, control_w = os.pipe() if warm else (None, None)
     pass_fds = (write_fd,) if control_r is None else (write_fd, control_r)
+    cgroup = None
     try:
         spec = backend.launch_spec(job_dir=job_dir, verdict_fd=write_fd, mode=mode, device_index=device_index,
                                    limits=limits, **({"control_fd": control_r} if warm else {}))
-        proc = subprocess.Popen(spec.argv, env=spec.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        argv = spec.argv
+        new_cgroup = getattr(backend, "new_cgroup", None)  # bwrap: a pids cgroup where one is writable
+        cgroup = new_cgroup(limits) if new_cgroup is not None else None
+        if cgroup is not None:
+            argv = cgroup.wrap(argv)  # in the cgroup before its first instruction (sandbox/cgroups.py)
+        proc = subprocess.Popen(argv, env=spec.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, pass_fds=pass_fds, start_new_session=True)
     except BaseException:
         for fd in (read_fd, control_w):
             if fd is not None:
                 os.close(fd)
+        if cgroup is not None:
+            cgroup.close(limits.kill_grace_s)
         raise
     finally:
         for fd in (write_fd, control_r):
             if fd is not None:
                 os.close(fd)
+    process_limit = PIDS_CGROUP if cgroup is not None else str(getattr(backend, "process_limit", ""))
     return Sandbox(proc=proc, read_fd=read_fd, control_fd=control_w, job_dir=job_dir, owns_job_dir=warm,
+                   cgroup=cgroup, process_limit=process_limit,
                    reader=FrameReader(max_blob_bytes=limits.case_output_bytes, max_total_bytes=limits.output_bytes),
                    log=_LogSink(proc.stdout, limits.log_bytes))
 

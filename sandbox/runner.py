@@ -27,6 +27,7 @@ from safetensors.numpy import load as load_tensors
 from safetensors.numpy import save_file
 
 from sandbox.backends.base import SandboxBackend, SandboxUnavailable
+from sandbox.cgroups import remove_stale_cgroups
 from sandbox.contract import CaseJob, CaseRun, DeviceMode, GivenRun, Job, Limits, RunResult, SpeedJob, SpeedRun
 from sandbox.pool import JOB_PREFIX, Sandbox, WarmPool, copy_harness, new_job_dir, start_sandbox
 from sandbox.wire import FrameError
@@ -64,6 +65,7 @@ class SandboxRunner:
         self.work_root = work_root
         self.pools: dict[tuple[DeviceMode, int], WarmPool] = {}
         remove_stale_jobs(work_root)
+        remove_stale_cgroups()  # pids cgroups of runners that died, and anything left in them
 
     def start_pool(self, *, mode: DeviceMode, device_index: int, size: int) -> WarmPool | None:
         """Keep `size` sandboxes of (mode, device index) started ahead of demand (0: none)."""
@@ -179,6 +181,7 @@ class SandboxRunner:
             result.infra_error = f"could not start the sandbox ({self.backend.name}): {exc}"
             return set()
         proc, read_fd, reader, log = sandbox.proc, sandbox.read_fd, sandbox.reader, sandbox.log
+        result.process_limit = sandbox.process_limit
         settled: set[str] = set()
         current: str | None = None  # case id, "<given>", or None between cases
         phase_started = attempt_started

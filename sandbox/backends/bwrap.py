@@ -16,6 +16,7 @@ from pathlib import Path
 
 from sandbox.backends.base import TRITON_CACHE_MOUNT_POINT, LaunchSpec, SandboxUnavailable, TritonCacheMount
 from sandbox.contract import DeviceMode, Limits
+from sandbox.cgroups import PIDS_CGROUP, SandboxCgroup, host_pids_cgroups
 
 SANDBOX_UID = 65534
 NVIDIA_SHARED_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-caps")
@@ -78,6 +79,17 @@ class BwrapBackend:
             raise SandboxUnavailable("bubblewrap (bwrap) is not installed: apt-get install bubblewrap")
         if shutil.which("prlimit") is None:
             raise SandboxUnavailable("prlimit (util-linux) is not installed")
+
+    def new_cgroup(self, limits: Limits) -> SandboxCgroup | None:
+        """A pids cgroup for one sandbox (start_sandbox starts it inside), where one is writable;
+        None elsewhere, where RLIMIT_NPROC (set in every launch) is the only cap on processes."""
+        cgroups = host_pids_cgroups()
+        return cgroups.create(limits.processes) if cgroups is not None else None
+
+    @property
+    def process_limit(self) -> str:
+        """What caps the sandbox's processes here (the report's environment.process_limit)."""
+        return PIDS_CGROUP if host_pids_cgroups() is not None else "RLIMIT_NPROC"
 
     def launch_spec(self, *, job_dir: Path, verdict_fd: int, mode: DeviceMode, device_index: int, limits: Limits,
                     control_fd: int | None = None) -> LaunchSpec:
@@ -148,7 +160,7 @@ class BwrapBackend:
             f"--cpu={limits.cpu_time_s}",
             f"--fsize={limits.file_size_bytes}",
             f"--nofile={limits.open_files}",
-            f"--nproc={limits.processes}",
+            f"--nproc={limits.processes}",  # per host uid, not for root: see new_cgroup
             "--core=0",
         ]
         if mode is DeviceMode.interpreter:

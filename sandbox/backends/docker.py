@@ -157,6 +157,7 @@ def container_spec(*, job_dir: Path | str, mode: DeviceMode, device_index: int, 
 class DockerBackend:
     name = "docker"
     supports_warm = False  # the job folder is mounted when the container is created
+    process_limit = "docker pids_limit"
 
     def __init__(self, *, options: DockerOptions | None = None, hidden_paths: list[Path] = ()) -> None:
         self.options = options or DockerOptions()

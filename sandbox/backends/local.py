@@ -10,6 +10,7 @@ from sandbox.contract import DeviceMode, Limits
 class UnsafeLocalBackend:
     name = "local"
     supports_warm = True
+    process_limit = "none"
 
     def __init__(self, *, python: str) -> None:
         self.python = python

@@ -1,0 +1,100 @@
+"""Real bwrap sandboxes in their pids cgroups: a cold run and warm-pool sandboxes each get their
+own, Limits.processes holds inside (for root too), the report's environment says which limit
+applied, and no cgroup outlives its sandbox (normal end, kill, discard, pool shutdown). Skipped
+where this process cannot write a pids controller (then RLIMIT_NPROC is the limit, and the run
+says so)."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from sandbox.cgroups import PIDS_CGROUP, host_pids_cgroups
+from sandbox.contract import DeviceMode, Limits
+from sandbox.runner import SandboxRunner
+from tests.conftest import run_probes
+
+pytestmark = pytest.mark.sandbox
+READY_S = 120
+
+needs_pids_cgroup = pytest.mark.skipif(host_pids_cgroups() is None,
+                                       reason="no writable pids cgroup for this process here (RLIMIT_NPROC applies)")
+
+
+def _mine() -> set[str]:
+    """The sandbox cgroups this process created that still exist."""
+    found = host_pids_cgroups()
+    prefix = f"{os.stat('/proc/self/ns/pid').st_ino}-{os.getpid()}-"
+    return {p.name for p in found.parent.iterdir() if p.is_dir() and p.name.startswith(prefix)}
+
+
+FORKS = '''
+import os
+
+
+def probe_forks():
+    started = 0
+    for _ in range(64):
+        try:
+            pid = os.fork()
+        except OSError:
+            break
+        if pid == 0:
+            os.setsid()  # out of the process group: only the cgroup (and the pid namespace) still hold it
+            os.execv("/usr/bin/sleep", ["sleep", "60"])
+        started += 1
+    return outcome(started >= 12, started)
+'''
+
+
+def test_the_run_says_which_process_limit_applied(bwrap_runner):
+    result, cases = run_probes(bwrap_runner(), "def probe_nothing():\n    return outcome(False)\n", ["nothing"])
+    expected = PIDS_CGROUP if host_pids_cgroups() is not None else "RLIMIT_NPROC"
+    assert result.process_limit == expected
+
+
+@needs_pids_cgroup
+def test_a_cold_sandbox_is_capped_and_leaves_no_cgroup(bwrap_runner):
+    before = _mine()
+    result, cases = run_probes(bwrap_runner(processes=12), FORKS, ["forks"])
+    breached, started = cases["forks"].outputs["out"].tolist()
+    assert breached == 0.0 and 0 < started < 12, started
+    assert result.process_limit == PIDS_CGROUP
+    assert _mine() == before
+
+
+@needs_pids_cgroup
+def test_warm_sandboxes_each_have_their_own_cgroup_until_they_end(bwrap_backend):
+    before = _mine()
+    runner = SandboxRunner(backend=bwrap_backend, limits=Limits(case_timeout_s=30, processes=64))
+    try:
+        pool = runner.start_pool(mode=DeviceMode.interpreter, device_index=0, size=2)
+        assert pool.wait_ready(2, READY_S), "the warm sandboxes never said hello"
+        with pool._lock:
+            waiting = list(pool._waiting)
+        groups = [s.cgroup for s in waiting]
+        assert all(g is not None for g in groups) and len({g.name for g in groups}) == 2
+        for sandbox in waiting:
+            assert sandbox.proc.pid in sandbox.cgroup.pids()
+            assert (sandbox.cgroup.path / "pids.max").read_text().strip() == "64"
+            assert sandbox.process_limit == PIDS_CGROUP
+        assert {g.name for g in groups} <= _mine()
+
+        # One dies while waiting: the pool discards it (its cgroup goes) and starts another.
+        victim = waiting[0]
+        os.killpg(victim.proc.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while victim.cgroup is not None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert victim.cgroup is None and not groups[0].path.exists()
+
+        # One runs a submission: its cgroup goes when the run ends.
+        result, cases = run_probes(runner, "def probe_nothing():\n    return outcome(False)\n", ["nothing"])
+        assert result.process_limit == PIDS_CGROUP
+        assert not groups[1].path.exists()
+        assert pool.wait_ready(2, READY_S)
+    finally:
+        runner.close()
+    assert _mine() == before, "cgroups outlived the pool"
