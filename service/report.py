@@ -102,6 +102,10 @@ class Environment(_Model):
     torch: str = ""
     triton: str = ""
     python: str = ""
+    # What capped the sandbox's processes: "pids cgroup" (bwrap where the service can write a pids
+    # cgroup), "RLIMIT_NPROC" (bwrap elsewhere; does not bind when the worker runs as root),
+    # "docker pids_limit", "none" (local); "" in reports from before this field.
+    process_limit: str = ""
 
 
 class EditReport(_Model):

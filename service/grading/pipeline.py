@@ -357,8 +357,10 @@ class Grader:
 
     def _environment(self, run: RunResult | None) -> Environment:
         env = run.environment if run is not None else {}
+        process_limit = (run.process_limit if run is not None else "") or str(getattr(self.runner.backend, "process_limit", ""))
         return Environment(backend=self.mode.value, sandbox=self.runner.backend.name, device=env.get("device", ""),
-                           torch=env.get("torch", ""), triton=env.get("triton", ""), python=env.get("python", ""))
+                           torch=env.get("torch", ""), triton=env.get("triton", ""), python=env.get("python", ""),
+                           process_limit=process_limit)
 
     def _not_gradable(self, exercise: Exercise, submission_id: str, run: RunResult | None, started: float, *,
                       message: str | None = None) -> Report:
