@@ -132,6 +132,14 @@ def print_report(report: Report, console: Console) -> None:
                 console.print(f"  {edit['hint']}", markup=False, highlight=False)
         if note := veto.evidence.get("note"):
             console.print(f"  {note}", markup=False, highlight=False)
+    if (perf := report.performance) is not None:  # informational: never points
+        if perf.status == "measured" and perf.kernel is not None and perf.achieved_gbps is not None:
+            ceiling = f", {perf.percent_of_peak:.0f}% of the HBM ceiling" if perf.percent_of_peak is not None else ""
+            baseline = f", x{perf.speedup_vs_baseline:.2f} vs the baseline" if perf.speedup_vs_baseline else ""
+            line = f"{perf.kernel.median_ms * 1000:.1f} µs median, {perf.achieved_gbps:,.0f} GB/s{ceiling}{baseline}"
+        else:
+            line = f"{perf.status}: {perf.reason or ''}"
+        console.print(f"\n[bold]speed[/] (no points{', reused' if perf.reused else ''}): {escape(line)}", highlight=False)
 
 
 @exercises_app.command("list")

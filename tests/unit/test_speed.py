@@ -153,3 +153,18 @@ def test_the_page_shows_the_figures_beside_the_claim_in_the_lessons_language():
     html = _page(_report(not_measured, "zh"), "zh")
     assert 'data-status="not_measured"' in html and "解释器" in html and "读取矩阵一次" in html and "GB/s" not in html
     assert 'id="performance"' not in _page(_report(None, "zh"), "zh")
+
+
+def test_the_cli_text_report_has_a_speed_line():
+    from rich.console import Console
+
+    from service.cli import print_report
+
+    run = _speed_run(_frame([0.070] * 5, [0.140] * 5, [0.150] * 5))
+    console = Console(width=200, record=True)
+    print_report(_report(performance(SPEED, run, mode=DeviceMode.gpu, language="zh", cases_passed=True), "zh"), console)
+    assert "speed (no points): 70.0 µs median, 3,837 GB/s, 80% of the HBM ceiling, x2.00 vs the baseline" in console.export_text()
+    console = Console(width=200, record=True)
+    print_report(_report(performance(SPEED, None, mode=DeviceMode.interpreter, language="en", cases_passed=True), "en"),
+                 console)
+    assert "speed (no points): not_measured: Not measured" in console.export_text()
