@@ -51,19 +51,10 @@ tl.store(y + row * N + cols, values * 2, mask=mask)
     assert_graded_normally()
 
 
-OFF_BY_ONE_WEAKNESS = (
-    "WEAKNESS: out-of-bounds accesses that do not change the compared values go unnoticed: with the "
-    "mask off by one (cols < N + 1) the kernel reads one element past x and writes one element past "
-    "y on the last row (and the next row's first element, with the same value, on the others) and "
-    "gets 10/10. Neither the harness nor the runner puts guard regions around the buffers or checks "
-    "them (only exercises whose cases carry NaN-padded strides see stray reads, and nothing sees "
-    "stray writes). Fix: give the inputs NaN guard regions (allocate them inside larger buffers, as "
-    "inputs.storage does for strided cases) and, where the exercise's wrapper allocates the output, "
-    "check a canary past its end; on the GPU, compute-sanitizer in a validation run")
-
-
-@pytest.mark.xfail(strict=True, reason=OFF_BY_ONE_WEAKNESS)
 def test_off_by_one_mask_reads_and_writes_past_the_buffers(host):
+    """`cols < N + 1` reads one element past x and writes one past y on the last row (on the
+    others, the next row's first element, with the value it gets anyway). The harness's guard
+    regions catch the write: the case is an error with the evidence and the misconception."""
     report = grade(submission(kernel='''
 row = tl.program_id(0)
 cols = tl.arange(0, BLOCK)
@@ -74,6 +65,38 @@ tl.store(y + row * N + cols, values * 2, mask=mask)
     host.assert_untouched()
     assert_graded_normally()
     assert_failed(report)
+    assert case(report, "regular.n32").passed  # N = BLOCK = 32: no lane past N, nothing out of bounds
+    ragged = case(report, "regular.n17")
+    assert not ragged.passed and ragged.first_mismatch is None
+    [breach] = ragged.out_of_bounds
+    assert (breach.buffer, breach.kind, breach.output, breach.side, breach.changed, breach.distance, breach.index,
+            breach.shape, breach.dtype) == ("a tensor allocated in double", "allocated", "y", "after", 1, 0, 3 * 17,
+                                            [3, 17], "float32")
+    assert breach.value == "nan"  # what it wrote was x's guard, read one past its end
+    assert ragged.error.startswith("越界写入：") and "输出 y" in ragged.error and "cols < N + 1" in ragged.error
+    feedback = next(i.feedback for i in report.items if i.id == "code.regular")
+    assert ragged.error in feedback
+
+
+def test_a_read_one_past_the_input_brings_nan_into_the_output(host):
+    """Each row also loads its next element (one past x on the last row) and adds it times zero:
+    the guard after x holds NaN, so the last row's last output is NaN and both cases fail."""
+    report = grade(submission(kernel='''
+row = tl.program_id(0)
+cols = tl.arange(0, BLOCK)
+mask = cols < N
+values = tl.load(x + row * N + cols, mask=mask, other=0.0)
+following = tl.load(x + row * N + cols + 1, mask=mask, other=0.0)
+tl.store(y + row * N + cols, values * 2 + following * 0, mask=mask)
+'''))
+    host.assert_untouched()
+    assert_failed(report)
+    for case_id in REGULAR_CASES:
+        c = case(report, case_id)
+        assert not c.passed and not c.out_of_bounds and c.error is None, c
+        shape = c.shape
+        assert c.first_mismatch.observed is None and c.first_mismatch.index == [shape[0] - 1, shape[1] - 1], c
+    assert_graded_normally()
 
 
 @interpreter_only("the kernel body runs as Python only under the Triton interpreter")
