@@ -47,7 +47,8 @@ from service.report import CaseReport, Diagnosis, Environment, Performance, Seed
 if TYPE_CHECKING:  # the database is imported only by DbMemo: the grader runs without SQLAlchemy
     from sqlalchemy.orm import Session, sessionmaker
 
-MEMO_FORMAT = 1  # bump when MemoEntry or the key changes meaning: old entries then simply miss
+MEMO_FORMAT = 2  # bump when MemoEntry or the key changes meaning: old entries then simply miss
+# 2: guard regions around the buffers (an out-of-bounds write fails a case that format 1 passed)
 
 
 class MemoEntry(BaseModel):
