@@ -178,7 +178,12 @@ class SandboxCgroup:
         cgroup.procs was read has been reused since (we run as root; a wrong kill would hurt)."""
         try:
             fd = os.pidfd_open(pid)
-        except OSError:
+        except OSError as exc:
+            if exc.errno == errno.ENOSYS and self._holds(pid):  # Linux < 5.3: no pidfds, a plain kill
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
             return  # gone already (ESRCH)
         try:
             if self._holds(pid):
