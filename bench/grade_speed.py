@@ -28,7 +28,8 @@ in-process pool); latency = grade() duration, and also queue-inclusive completio
 warm bursts are capped at `--cold-burst` submissions (every one costs a full sandbox run, so the
 rate is stationary; the sample says so in the output). Figures: p50/p95 latency, submissions per
 second, and the ratio of throughput to the naive baseline; for warm+memo also p50 split by fills
-seen before (results reused) and new ones.
+seen before (results reused) and new ones, and the grader's count of the burst's sandbox runs
+(identical new fills in flight run once: the others wait for that run and reuse it).
 """
 from __future__ import annotations
 
@@ -158,6 +159,7 @@ def grade_one(grader, body: Submission, seed: int) -> dict:
     wall = time.perf_counter() - t0
     return {"wall_s": wall, "status": report.status, "reused": bool(report.program and report.program.reused),
             "compiled": report.timing.get("kernels_compiled"), "shared_hits": report.timing.get("kernels_shared_hits"),
+            "waited_s": report.timing.get("memo_wait_s"),
             "total": report.score.total, "startup_s": report.timing.get("startup_s"), "device": report.environment.device,
             "triton": report.environment.triton, "torch": report.environment.torch}
 
@@ -209,6 +211,11 @@ def summarise(rows: list[dict], wall_s: float, *, naive_rate: float | None, samp
         out["p50_ran_compiled_s"] = percentile([r["wall_s"] for r in ran if r["compiled"] > 0], 0.5)
         out["ran_nothing_compiled"] = sum(1 for r in ran if r["compiled"] == 0)
         out["ran"] = len(ran)
+    waited = [r for r in rows if r.get("waited_s") is not None]
+    if waited:  # waited for an identical program in flight (memo de-duplication), then reused it or ran it
+        out["reused_after_wait"] = sum(1 for r in waited if r.get("reused"))
+        out["ran_after_wait"] = len(waited) - out["reused_after_wait"]
+        out["p50_wait_s"] = percentile([r["waited_s"] for r in waited], 0.5)
     completed = [r["completed_s"] for r in rows if "completed_s" in r]
     if completed:
         out["completion_p50_s"] = percentile(completed, 0.5)
@@ -293,6 +300,7 @@ def main() -> None:
                 log(f"  burst of {size}")
                 wait_refill(grader, pool, args.ready_timeout_s)
                 rows_burst, wall_burst = burst(grader, burst_mix[:size], workers=workers)
+                burst_counts = grader.counts.snapshot()
             finally:
                 grader.close()
         env = next((r for r in rows_single + rows_burst if r.get("device")), {})
@@ -302,6 +310,7 @@ def main() -> None:
             "single": summarise(rows_single, wall_single, naive_rate=naive_rate_single),
             "burst": summarise(rows_burst, wall_burst, naive_rate=naive_rate_burst, sample_of=args.burst),
             "statuses": sorted({r["status"] for r in rows_single + rows_burst}),
+            "burst_counts": burst_counts,  # the grader's own count: sandbox runs, reused, after waiting
         }
         b = results["modes"][name]["burst"]
         log(f"  burst: p50 {fmt(b['p50_s'], ' s')}, p95 {fmt(b['p95_s'], ' s')}, {fmt(b['per_s'])}/s")
@@ -321,6 +330,12 @@ def main() -> None:
         if "ran" in b:
             print(f"{name}: of {b['ran']} burst runs, {b['ran_nothing_compiled']} compiled nothing "
                   f"(p50 {fmt(b['p50_ran_nothing_compiled_s'])} s), the rest compiled (p50 {fmt(b['p50_ran_compiled_s'])} s)")
+    for name, r in results["modes"].items():
+        b, c = r["burst"], r.get("burst_counts")
+        if c and "memo" in name.split("+"):
+            print(f"{name}: burst of {b['n']}: {c['sandbox_runs']} sandbox runs, {c['reused']} reused "
+                  f"({c['reused_after_wait']} of them after waiting for an identical run in flight, wait p50 "
+                  f"{fmt(b.get('p50_wait_s'))} s); {c['ran_after_wait']} waited and then ran it themselves")
     print(f"\nwritten: {args.out / 'grade_speed.json'}")
 
 
