@@ -135,16 +135,22 @@ class CompileWarmer:
 
     def _compile(self, exercise: Exercise, program: Program) -> None:
         from service.grading.pipeline import _case_job, _sandbox_inputs
+        from service.grading.speed import speed_inputs, speed_job
 
         spec = exercise.spec
         staging = self.cache.new_staging()
         runner = SandboxRunner(backend=self.backend.with_triton_cache(TritonCacheMount(staging, writable=True)),
                                limits=self.limits)
         arrays = {c.id: exercise.make_inputs(c, COMPILE_SEED) for c in spec.cases}
+        inputs = _sandbox_inputs(spec, arrays)
+        speed = None
+        if spec.speed is not None:  # the large timed shape is one more specialisation to compile
+            speed = speed_job(spec)
+            inputs.update(speed_inputs(exercise.make_inputs(spec.speed.case(), spec.speed.seed)))
         try:
             run = runner.run(program=program.module, given_check=program.given_check, given_seed=spec.given_check.seed,
                              entry_point=spec.entry_point, cases=[_case_job(spec, c) for c in spec.cases],
-                             inputs=_sandbox_inputs(spec, arrays), mode=DeviceMode.gpu, device_index=self.device_index)
+                             inputs=inputs, mode=DeviceMode.gpu, device_index=self.device_index, speed=speed)
         except BaseException:
             self.cache.discard(staging)
             raise
