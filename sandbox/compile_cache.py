@@ -47,13 +47,16 @@ class SharedCompileCache:
         self.root.mkdir(parents=True, exist_ok=True)
         os.chmod(self.root, 0o755)
         (self.root / STAGING).mkdir(exist_ok=True)
-        os.chmod(self.root / STAGING, 0o700)
+        os.chmod(self.root / STAGING, 0o711)  # an unprivileged sandbox must reach its own staging folder
         self._remove_stale_staging()
 
-    def new_staging(self) -> Path:
-        """An empty folder for one compile run (writable by the sandbox, which maps to our uid)."""
+    def new_staging(self, owner: int | None = None) -> Path:
+        """An empty folder for one compile run, writable by the sandbox: it maps to our uid, or runs
+        as host uid `owner` (root without a pids cgroup, see BwrapBackend.host_uid)."""
         path = self.root / STAGING / f"{os.getpid()}-{uuid.uuid4().hex}"
         path.mkdir(mode=0o755)
+        if owner is not None:
+            os.chown(path, owner, owner)
         return path
 
     def publish(self, staging: Path) -> Published:

@@ -9,9 +9,13 @@ a virtualenv, say) are covered with an empty tmpfs.
 """
 from __future__ import annotations
 
+import logging
 import os
 import shutil
+import subprocess
 import sys
+import tempfile
+import threading
 from pathlib import Path
 
 from sandbox.backends.base import TRITON_CACHE_MOUNT_POINT, LaunchSpec, SandboxUnavailable, TritonCacheMount
@@ -19,6 +23,9 @@ from sandbox.contract import DeviceMode, Limits
 from sandbox.cgroups import PIDS_CGROUP, SandboxCgroup, host_pids_cgroups
 
 SANDBOX_UID = 65534
+log = logging.getLogger("kernelgrade.sandbox.bwrap")
+_host_uid_lock = threading.Lock()
+_host_uid: dict[str, int | None] = {}  # per sandbox python: the probe's answer
 NVIDIA_SHARED_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-caps")
 MERGED_USR_LINKS = ("/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
 
@@ -89,10 +96,53 @@ class BwrapBackend:
     @property
     def process_limit(self) -> str:
         """What caps the sandbox's processes here (the report's environment.process_limit)."""
-        return PIDS_CGROUP if host_pids_cgroups() is not None else "RLIMIT_NPROC"
+        if host_pids_cgroups() is not None:
+            return PIDS_CGROUP
+        uid = self.host_uid()
+        return f"RLIMIT_NPROC (host uid {uid})" if uid is not None else "RLIMIT_NPROC"
+
+    def host_uid(self) -> int | None:
+        """Root without a pids cgroup: the unprivileged host uid (SANDBOX_UID) that every sandbox
+        runs as, so that RLIMIT_NPROC binds (the kernel exempts uid 0, to which the sandbox's uid
+        would otherwise map). None when not root, where a pids cgroup holds the limit, or where an
+        unprivileged bwrap cannot run here (probed once, with the real mounts; then the sandbox
+        stays root-mapped and the cgroups module has warned)."""
+        if os.geteuid() != 0 or host_pids_cgroups() is not None or shutil.which("setpriv") is None:
+            return None
+        with _host_uid_lock:
+            if self.python not in _host_uid:
+                _host_uid[self.python] = self._probe_unprivileged()
+            return _host_uid[self.python]
+
+    def _probe_unprivileged(self) -> int | None:
+        """Start the interpreter in an unprivileged sandbox with the real mounts: user namespaces
+        must be allowed to unprivileged users, and every bound folder must be reachable by them."""
+        with tempfile.TemporaryDirectory(prefix="kernelgrade-probe-") as job:
+            os.chmod(job, 0o755)
+            spec = self._spec(job_dir=Path(job), verdict_fd=1, mode=DeviceMode.interpreter, device_index=0,
+                              limits=Limits(), control_fd=None, host_uid=SANDBOX_UID,
+                              command=[self.python, "-I", "-c", "pass"])
+            try:
+                done = subprocess.run(spec.argv, env=spec.env, stdin=subprocess.DEVNULL, capture_output=True,
+                                      timeout=60, start_new_session=True)
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                log.warning("an unprivileged sandbox could not start (%s): sandboxes stay root-mapped", exc)
+                return None
+        if done.returncode != 0:
+            log.warning("an unprivileged sandbox could not start (exit %s: %s): sandboxes stay root-mapped",
+                        done.returncode, done.stderr.decode(errors="replace")[-500:])
+            return None
+        log.info("root without a pids cgroup: sandboxes run as host uid %d, where RLIMIT_NPROC binds", SANDBOX_UID)
+        return SANDBOX_UID
 
     def launch_spec(self, *, job_dir: Path, verdict_fd: int, mode: DeviceMode, device_index: int, limits: Limits,
                     control_fd: int | None = None) -> LaunchSpec:
+        return self._spec(job_dir=job_dir, verdict_fd=verdict_fd, mode=mode, device_index=device_index, limits=limits,
+                          control_fd=control_fd, host_uid=self.host_uid(), command=None)
+
+    def _spec(self, *, job_dir: Path, verdict_fd: int, mode: DeviceMode, device_index: int, limits: Limits,
+              control_fd: int | None, host_uid: int | None, command: list[str] | None) -> LaunchSpec:
+        """`command` replaces the harness (the probe); `host_uid` drops to that uid before anything."""
         args = [
             "bwrap",
             "--unshare-all",  # user, pid, net, ipc, uts, cgroup: no network at all
@@ -152,9 +202,12 @@ class BwrapBackend:
         ]
         if mode is DeviceMode.interpreter:
             args += ["--setenv", "TRITON_INTERPRET", "1"]
-        args += ["--", self.python, "-I", "-B", "/job/harness.py", "/job", str(verdict_fd)]
-        if control_fd is not None:
-            args += ["--warm", mode.value, str(control_fd)]
+        if command is not None:
+            args += ["--", *command]
+        else:
+            args += ["--", self.python, "-I", "-B", "/job/harness.py", "/job", str(verdict_fd)]
+            if control_fd is not None:
+                args += ["--warm", mode.value, str(control_fd)]
 
         rlimits = [
             f"--cpu={limits.cpu_time_s}",
@@ -165,4 +218,7 @@ class BwrapBackend:
         ]
         if mode is DeviceMode.interpreter:
             rlimits.append(f"--as={limits.memory_bytes}")
-        return LaunchSpec(argv=["prlimit", *rlimits, "--", *args], env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+        argv = ["prlimit", *rlimits, "--", *args]
+        if host_uid is not None:  # util-linux setpriv: real, effective and saved ids, no supplementary groups
+            argv = ["setpriv", f"--reuid={host_uid}", f"--regid={host_uid}", "--clear-groups", "--", *argv]
+        return LaunchSpec(argv=argv, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})

@@ -138,7 +138,8 @@ class CompileWarmer:
         from service.grading.speed import speed_inputs, speed_job
 
         spec = exercise.spec
-        staging = self.cache.new_staging()
+        host_uid = getattr(self.backend, "host_uid", None)
+        staging = self.cache.new_staging(owner=host_uid() if host_uid is not None else None)
         runner = SandboxRunner(backend=self.backend.with_triton_cache(TritonCacheMount(staging, writable=True)),
                                limits=self.limits)
         arrays = {c.id: exercise.make_inputs(c, COMPILE_SEED) for c in spec.cases}

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 
 import pytest
 
+from sandbox.backends.bwrap import BwrapBackend
 from sandbox.cgroups import PIDS_CGROUP, host_pids_cgroups
 from sandbox.contract import DeviceMode, Limits
 from sandbox.runner import SandboxRunner
@@ -51,7 +53,7 @@ def probe_forks():
 
 def test_the_run_says_which_process_limit_applied(bwrap_runner):
     result, cases = run_probes(bwrap_runner(), "def probe_nothing():\n    return outcome(False)\n", ["nothing"])
-    expected = PIDS_CGROUP if host_pids_cgroups() is not None else "RLIMIT_NPROC"
+    expected = PIDS_CGROUP if host_pids_cgroups() is not None else BwrapBackend(python=sys.executable, hidden_paths=[]).process_limit
     assert result.process_limit == expected
 
 
@@ -98,3 +100,31 @@ def test_warm_sandboxes_each_have_their_own_cgroup_until_they_end(bwrap_backend)
     finally:
         runner.close()
     assert _mine() == before, "cgroups outlived the pool"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the fallback is for a worker running as root")
+def test_root_without_a_pids_cgroup_drops_to_an_unprivileged_host_uid(monkeypatch, caplog):
+    """As root with no writable pids controller, every sandbox runs as host uid 65534, where
+    RLIMIT_NPROC binds; where an unprivileged sandbox cannot start (user namespaces refused to
+    unprivileged users, or a bound folder they cannot reach), it stays root-mapped and says so."""
+    import sandbox.backends.bwrap as bwrap
+
+    monkeypatch.setattr(bwrap, "host_pids_cgroups", lambda: None)
+    monkeypatch.setattr(bwrap, "_host_uid", {})
+    backend = BwrapBackend(python=sys.executable, hidden_paths=[])
+    with caplog.at_level("INFO", logger="kernelgrade.sandbox.bwrap"):
+        uid = backend.host_uid()
+    runner = SandboxRunner(backend=backend, limits=Limits(processes=16))
+    # Inside, the sandbox's uid is 65534 either way; the uid map says which host uid that is.
+    _, cases = run_probes(runner, '''
+def probe_host_uid():
+    fields = open("/proc/self/uid_map").read().split()
+    return outcome(False, float(fields[1]))
+''', ["host_uid"])
+    if uid is None:
+        assert "stay root-mapped" in caplog.text
+        assert backend.process_limit == "RLIMIT_NPROC"
+    else:
+        assert uid == bwrap.SANDBOX_UID and backend.process_limit == f"RLIMIT_NPROC (host uid {uid})"
+    assert cases["host_uid"].status == "ok", cases["host_uid"]
+    assert int(cases["host_uid"].outputs["out"][1]) == (uid if uid is not None else 0)
