@@ -103,10 +103,11 @@ def test_warm_sandboxes_each_have_their_own_cgroup_until_they_end(bwrap_backend)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the fallback is for a worker running as root")
-def test_root_without_a_pids_cgroup_drops_to_an_unprivileged_host_uid(monkeypatch, caplog):
-    """As root with no writable pids controller, every sandbox runs as host uid 65534, where
-    RLIMIT_NPROC binds; where an unprivileged sandbox cannot start (user namespaces refused to
-    unprivileged users, or a bound folder they cannot reach), it stays root-mapped and says so."""
+def test_root_without_a_pids_cgroup_drops_to_an_unprivileged_host_uid(monkeypatch, caplog, tmp_path):
+    """As root with no writable pids controller, every sandbox runs as host uid 65534 (setpriv),
+    where RLIMIT_NPROC binds; where an unprivileged sandbox cannot start (user namespaces refused to
+    unprivileged users, or a bound folder they cannot reach, such as a venv under /root), it stays
+    root-mapped and says so. Either way the sandbox runs."""
     import sandbox.backends.bwrap as bwrap
 
     monkeypatch.setattr(bwrap, "host_pids_cgroups", lambda: None)
@@ -114,17 +115,53 @@ def test_root_without_a_pids_cgroup_drops_to_an_unprivileged_host_uid(monkeypatc
     backend = BwrapBackend(python=sys.executable, hidden_paths=[])
     with caplog.at_level("INFO", logger="kernelgrade.sandbox.bwrap"):
         uid = backend.host_uid()
-    runner = SandboxRunner(backend=backend, limits=Limits(processes=16))
-    # Inside, the sandbox's uid is 65534 either way; the uid map says which host uid that is.
-    _, cases = run_probes(runner, '''
-def probe_host_uid():
-    fields = open("/proc/self/uid_map").read().split()
-    return outcome(False, float(fields[1]))
-''', ["host_uid"])
+    argv = backend.launch_spec(job_dir=tmp_path, verdict_fd=1, mode=DeviceMode.interpreter, device_index=0,
+                               limits=Limits()).argv
     if uid is None:
         assert "stay root-mapped" in caplog.text
-        assert backend.process_limit == "RLIMIT_NPROC"
+        assert backend.process_limit == "RLIMIT_NPROC" and argv[0] == "prlimit"
     else:
         assert uid == bwrap.SANDBOX_UID and backend.process_limit == f"RLIMIT_NPROC (host uid {uid})"
-    assert cases["host_uid"].status == "ok", cases["host_uid"]
-    assert int(cases["host_uid"].outputs["out"][1]) == (uid if uid is not None else 0)
+        assert argv[:4] == ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+    _, cases = run_probes(SandboxRunner(backend=backend, limits=Limits()),
+                          "def probe_nothing():\n    return outcome(False)\n", ["nothing"])
+    assert cases["nothing"].status == "ok", cases["nothing"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/usr/bin/python3"),
+                    reason="needs root and a system python3 an unprivileged user can reach")
+def test_as_host_uid_65534_the_process_limit_binds(monkeypatch):
+    """The fallback's mechanism with the system python3 (reachable by uid 65534, unlike a venv
+    under /root): the same fork loop in the same sandbox stops at RLIMIT_NPROC as host uid 65534,
+    and runs through it when root-mapped (the kernel exempts uid 0)."""
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    import sandbox.backends.bwrap as bwrap
+
+    monkeypatch.setattr(bwrap, "host_pids_cgroups", lambda: None)
+    monkeypatch.setattr(bwrap, "_host_uid", {})
+    backend = BwrapBackend(python="/usr/bin/python3", hidden_paths=[])
+    uid = backend.host_uid()
+    if uid is None:
+        pytest.skip("an unprivileged bwrap cannot start here (user namespaces refused to unprivileged users)")
+    fork_loop = ("import os, time\nstarted = 0\nfor _ in range(64):\n    try:\n        pid = os.fork()\n"
+                 "    except OSError:\n        break\n    if pid == 0:\n        time.sleep(3)\n        os._exit(0)\n"
+                 "    started += 1\nprint(started)")
+
+    def forks(host_uid):
+        with tempfile.TemporaryDirectory() as job:
+            os.chmod(job, 0o755)
+            spec = backend._spec(job_dir=Path(job), verdict_fd=1, mode=bwrap.DeviceMode.interpreter, device_index=0,
+                                 limits=Limits(processes=16), control_fd=None, host_uid=host_uid,
+                                 command=["/usr/bin/python3", "-I", "-c", fork_loop])
+            done = subprocess.run(spec.argv, env=spec.env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return spec.argv[0], int(done.stdout)
+
+    # The limit counts every task of uid 65534 on the host, this sandbox's own included.
+    launcher, started = forks(uid)
+    assert launcher == "setpriv" and started < 16, f"{started} forks succeeded as uid {uid} with RLIMIT_NPROC 16"
+    launcher, started = forks(None)
+    assert launcher == "prlimit" and started == 64, "root-mapped, RLIMIT_NPROC does not bind (the weakness)"
