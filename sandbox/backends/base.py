@@ -14,6 +14,7 @@ class LaunchSpec:
 
     argv: list[str]
     env: dict[str, str]
+    process_limit: str = ""  # what caps the sandbox's processes, where the backend knows it per launch
 
 
 @dataclass(frozen=True)

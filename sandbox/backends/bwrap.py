@@ -25,7 +25,7 @@ from sandbox.cgroups import PIDS_CGROUP, SandboxCgroup, host_pids_cgroups
 SANDBOX_UID = 65534
 log = logging.getLogger("kernelgrade.sandbox.bwrap")
 _host_uid_lock = threading.Lock()
-_host_uid: dict[str, int | None] = {}  # per sandbox python: the probe's answer
+_host_uid: dict[tuple[str, str, int], int | None] = {}  # per (python, mode, GPU): the probe's answer
 NVIDIA_SHARED_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-caps")
 MERGED_USR_LINKS = ("/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
 
@@ -98,30 +98,33 @@ class BwrapBackend:
         """What caps the sandbox's processes here (the report's environment.process_limit)."""
         if host_pids_cgroups() is not None:
             return PIDS_CGROUP
-        uid = self.host_uid()
-        return f"RLIMIT_NPROC (host uid {uid})" if uid is not None else "RLIMIT_NPROC"
+        return _nproc_limit(self.host_uid())
 
-    def host_uid(self) -> int | None:
+    def host_uid(self, mode: DeviceMode = DeviceMode.interpreter, device_index: int = 0) -> int | None:
         """Root without a pids cgroup: the unprivileged host uid (SANDBOX_UID) that every sandbox
         runs as, so that RLIMIT_NPROC binds (the kernel exempts uid 0, to which the sandbox's uid
         would otherwise map). None when not root, where a pids cgroup holds the limit, or where an
-        unprivileged bwrap cannot run here (probed once, with the real mounts; then the sandbox
-        stays root-mapped and the cgroups module has warned)."""
+        unprivileged bwrap cannot run here (probed once per mode and GPU, with the real mounts;
+        then the sandbox stays root-mapped, as before, and a warning says so)."""
         if os.geteuid() != 0 or host_pids_cgroups() is not None or shutil.which("setpriv") is None:
             return None
+        key = (self.python, mode.value, device_index)
         with _host_uid_lock:
-            if self.python not in _host_uid:
-                _host_uid[self.python] = self._probe_unprivileged()
-            return _host_uid[self.python]
+            if key not in _host_uid:
+                _host_uid[key] = self._probe_unprivileged(mode, device_index)
+            return _host_uid[key]
 
-    def _probe_unprivileged(self) -> int | None:
+    def _probe_unprivileged(self, mode: DeviceMode, device_index: int) -> int | None:
         """Start the interpreter in an unprivileged sandbox with the real mounts: user namespaces
-        must be allowed to unprivileged users, and every bound folder must be reachable by them."""
+        must be allowed to unprivileged users, and every bound folder must be reachable by them;
+        on a GPU, the driver must initialise for them too (the device nodes' permissions)."""
+        check = "pass" if mode is DeviceMode.interpreter else \
+            "import ctypes, sys; sys.exit(ctypes.CDLL('libcuda.so.1').cuInit(0))"
         with tempfile.TemporaryDirectory(prefix="kernelgrade-probe-") as job:
             os.chmod(job, 0o755)
-            spec = self._spec(job_dir=Path(job), verdict_fd=1, mode=DeviceMode.interpreter, device_index=0,
+            spec = self._spec(job_dir=Path(job), verdict_fd=1, mode=mode, device_index=device_index,
                               limits=Limits(), control_fd=None, host_uid=SANDBOX_UID,
-                              command=[self.python, "-I", "-c", "pass"])
+                              command=[self.python, "-I", "-c", check])
             try:
                 done = subprocess.run(spec.argv, env=spec.env, stdin=subprocess.DEVNULL, capture_output=True,
                                       timeout=60, start_new_session=True)
@@ -138,7 +141,7 @@ class BwrapBackend:
     def launch_spec(self, *, job_dir: Path, verdict_fd: int, mode: DeviceMode, device_index: int, limits: Limits,
                     control_fd: int | None = None) -> LaunchSpec:
         return self._spec(job_dir=job_dir, verdict_fd=verdict_fd, mode=mode, device_index=device_index, limits=limits,
-                          control_fd=control_fd, host_uid=self.host_uid(), command=None)
+                          control_fd=control_fd, host_uid=self.host_uid(mode, device_index), command=None)
 
     def _spec(self, *, job_dir: Path, verdict_fd: int, mode: DeviceMode, device_index: int, limits: Limits,
               control_fd: int | None, host_uid: int | None, command: list[str] | None) -> LaunchSpec:
@@ -221,4 +224,9 @@ class BwrapBackend:
         argv = ["prlimit", *rlimits, "--", *args]
         if host_uid is not None:  # util-linux setpriv: real, effective and saved ids, no supplementary groups
             argv = ["setpriv", f"--reuid={host_uid}", f"--regid={host_uid}", "--clear-groups", "--", *argv]
-        return LaunchSpec(argv=argv, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+        return LaunchSpec(argv=argv, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+                          process_limit=_nproc_limit(host_uid))
+
+
+def _nproc_limit(host_uid: int | None) -> str:
+    return f"RLIMIT_NPROC (host uid {host_uid})" if host_uid is not None else "RLIMIT_NPROC"

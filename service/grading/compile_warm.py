@@ -139,7 +139,7 @@ class CompileWarmer:
 
         spec = exercise.spec
         host_uid = getattr(self.backend, "host_uid", None)
-        staging = self.cache.new_staging(owner=host_uid() if host_uid is not None else None)
+        staging = self.cache.new_staging(owner=host_uid(DeviceMode.gpu, self.device_index) if host_uid is not None else None)
         runner = SandboxRunner(backend=self.backend.with_triton_cache(TritonCacheMount(staging, writable=True)),
                                limits=self.limits)
         arrays = {c.id: exercise.make_inputs(c, COMPILE_SEED) for c in spec.cases}
