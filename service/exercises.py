@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from service.grading import syntax
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -174,7 +176,7 @@ def bytes_moved(formula: str, *, M: int, N: int) -> int:
         raise ValueError(f"speed.bytes {formula!r}: only integers, M, N, + - * // and parentheses are allowed")
 
     try:
-        tree = ast.parse(formula, mode="eval")
+        tree = syntax.parse(formula, mode="eval")
     except SyntaxError as exc:
         raise ValueError(f"speed.bytes {formula!r} is not an expression: {exc}") from None
     return value(tree.body)
@@ -286,7 +288,7 @@ class ExerciseSpec(_Strict):
         if self.speed is not None:
             import ast
 
-            tree = ast.parse(self.speed.baseline.code, mode="eval")
+            tree = syntax.parse(self.speed.baseline.code, mode="eval")
             bound = {"torch", *self.args} | {a.arg for n in ast.walk(tree) if isinstance(n, ast.Lambda) for a in n.args.args}
             if unknown := sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - bound):
                 raise ValueError(f"speed.baseline.code names {unknown}: it sees only torch and the arguments {self.args}")
@@ -370,7 +372,7 @@ class Exercise:
         from service.grading.extract import BLANK
         from service.grading.fills import names_in_scope
 
-        tree = ast.parse(self.template)
+        tree = syntax.parse(self.template)
         blanks = sum(1 for node in ast.walk(tree) if isinstance(node, ast.Name) and node.id == BLANK)
         return tuple(frozenset(names_in_scope(tree, index)) for index in range(blanks))
 

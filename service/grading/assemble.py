@@ -13,6 +13,7 @@ import io
 import tokenize
 from dataclasses import dataclass
 
+from service.grading import syntax
 from service.grading.extract import BLANK
 
 _DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign)
@@ -44,7 +45,7 @@ def assemble(template_src: str, fills: list[str]) -> Program:
         else:
             lines[row - 1] = line[:col] + fill + line[end_col:]
     source = "".join(lines)
-    tree = ast.parse(source)  # the fills were parsed already; this guards the substitution
+    tree = syntax.parse(source)  # the fills were parsed already; this guards the substitution
 
     check_lines: set[int] = set()
     for stmt in tree.body:

@@ -11,6 +11,7 @@ import ast
 import difflib
 from dataclasses import dataclass, field
 
+from service.grading import syntax
 from service.report import EditReport
 
 BLANK = "______"
@@ -318,12 +319,12 @@ def _first_lines(text: str | None, limit: int = 6) -> str:
 
 
 def extract(template_src: str, submission_src: str) -> Extraction:
-    template = ast.parse(template_src)
+    template = syntax.parse(template_src)
     spots = blank_positions(template)
     if "\x00" in submission_src:
         return Extraction(fills=[None] * len(spots), error="代码中含有 NUL 字节（\\x00），无法解析")
     try:
-        submission = ast.parse(submission_src)
+        submission = syntax.parse(submission_src)
     except SyntaxError as exc:
         where = f"第 {exc.lineno} 行" if exc.lineno else "某处"
         return Extraction(fills=[None] * len(spots), error=f"代码有语法错误（{where}）：{exc.msg}")
