@@ -134,24 +134,16 @@ class CompileWarmer:
                         self._idle.set()
 
     def _compile(self, exercise: Exercise, program: Program) -> None:
-        from service.grading.pipeline import _case_job, _sandbox_inputs
-        from service.grading.speed import speed_inputs, speed_job
+        from service.grading.pipeline import run_program
 
-        spec = exercise.spec
         host_uid = getattr(self.backend, "host_uid", None)
         staging = self.cache.new_staging(owner=host_uid(DeviceMode.gpu, self.device_index) if host_uid is not None else None)
         runner = SandboxRunner(backend=self.backend.with_triton_cache(TritonCacheMount(staging, writable=True)),
                                limits=self.limits)
-        arrays = {c.id: exercise.make_inputs(c, COMPILE_SEED) for c in spec.cases}
-        inputs = _sandbox_inputs(spec, arrays)
-        speed = None
-        if spec.speed is not None:  # the large timed shape is one more specialisation to compile
-            speed = speed_job(spec)
-            inputs.update(speed_inputs(exercise.make_inputs(spec.speed.case(), spec.speed.seed)))
+        # The same run as a grading's (the speed phase's large shape included): the same kernels compile.
+        arrays = {c.id: exercise.make_inputs(c, COMPILE_SEED) for c in exercise.spec.cases}
         try:
-            run = runner.run(program=program.module, given_check=program.given_check, given_seed=spec.given_check.seed,
-                             entry_point=spec.entry_point, cases=[_case_job(spec, c) for c in spec.cases],
-                             inputs=inputs, mode=DeviceMode.gpu, device_index=self.device_index, speed=speed)
+            run = run_program(runner, exercise, program, arrays, mode=DeviceMode.gpu, device_index=self.device_index)
         except BaseException:
             self.cache.discard(staging)
             raise

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sandbox.contract import CaseJob, DeviceMode, GradJob, RunResult, SpeedJob, TensorArg
+from sandbox.contract import CaseJob, DeviceMode, GradJob, RunResult, TensorArg
 from sandbox.runner import SandboxRunner
 from service.exercises import CaseSpec, Exercise, ExerciseCatalog, ExerciseSpec
 from service.grading import bounds, rubric
@@ -33,10 +33,9 @@ from service.grading.memo import MemoEntry, VerdictMemo, memo_key, memoisable
 from service.grading.speed import performance as speed_performance, speed_inputs, speed_job
 from service.grading.model_assist import ModelAssist
 from service.report import (
-    CaseReport, Diagnosis, Environment, ExerciseRef, GivenCheckReport, Item, OutOfBounds, ProgramReport, Report, Score,
-    Seeds,
+    CaseReport, Diagnosis, Environment, ExerciseRef, GivenCheckReport, Item, OutOfBounds, Performance, ProgramReport,
+    Report, Score, Seeds,
 )
-from service.report import Performance
 from service.submission import Submission
 
 if TYPE_CHECKING:
@@ -162,13 +161,7 @@ class Grader:
             else:
                 arrays = {c.id: exercise.make_inputs(c, seeds.cases[c.id]) for c in spec.cases}
                 self.counts.add(sandbox_runs=1, ran_after_wait=int(waited_s is not None))
-                speed, speed_in = self._speed_request(exercise)
-                run = self.runner.run(
-                    program=program.module, given_check=program.given_check, given_seed=spec.given_check.seed,
-                    entry_point=spec.entry_point, cases=[_case_job(spec, c) for c in spec.cases],
-                    inputs={**_sandbox_inputs(spec, arrays), **speed_in}, mode=self.mode, device_index=self.device_index,
-                    speed=speed,
-                )
+                run = run_program(self.runner, exercise, program, arrays, mode=self.mode, device_index=self.device_index)
                 if run.infra_error is not None:
                     return self._not_gradable(exercise, submission_id, run, started)
                 self._environment_seen = dict(run.environment)
@@ -273,13 +266,6 @@ class Grader:
                 self.memo.release(key, owner=owner)
             except Exception:  # noqa: BLE001 - the claim expires by itself; waiters then run the program
                 log.exception("could not release the memo claim on %s", key[:12])
-
-    def _speed_request(self, exercise: Exercise) -> tuple[SpeedJob | None, dict[str, np.ndarray]]:
-        """On a GPU, for an exercise with `speed:`: the speed job and its drawn input (trusted side)."""
-        speed = exercise.spec.speed
-        if self.mode is not DeviceMode.gpu or speed is None:
-            return None, {}
-        return speed_job(exercise.spec), speed_inputs(exercise.make_inputs(speed.case(), speed.seed))
 
     def _performance(self, exercise: Exercise, run: RunResult | None, cases: list[CaseReport]) -> Performance | None:
         """The report's `performance` (None for an exercise without `speed:`); never points."""
@@ -401,6 +387,21 @@ def _rejected_fill(exercise: Exercise, extraction: Extraction) -> str | None:
         if message is not None:
             return message
     return None
+
+
+def run_program(runner: SandboxRunner, exercise: Exercise, program: Program, arrays: dict[str, dict[str, np.ndarray]], *,
+                mode: DeviceMode, device_index: int) -> RunResult:
+    """One sandbox run of `program`: the given check, every case on its drawn inputs (`arrays`,
+    by case id), and on a GPU the speed phase of an exercise with `speed:` (its input drawn here,
+    on the trusted side). The grader and the compile-cache warmer both run programs this way."""
+    spec = exercise.spec
+    speed, speed_in = None, {}
+    if mode is DeviceMode.gpu and spec.speed is not None:
+        speed, speed_in = speed_job(spec), speed_inputs(exercise.make_inputs(spec.speed.case(), spec.speed.seed))
+    return runner.run(program=program.module, given_check=program.given_check, given_seed=spec.given_check.seed,
+                      entry_point=spec.entry_point, cases=[_case_job(spec, c) for c in spec.cases],
+                      inputs={**_sandbox_inputs(spec, arrays), **speed_in}, mode=mode, device_index=device_index,
+                      speed=speed)
 
 
 def _case_job(spec: ExerciseSpec, case: CaseSpec) -> CaseJob:
