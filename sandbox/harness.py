@@ -414,6 +414,13 @@ class _Guards:
         else:  # bool, complex, float8, wider unsigned: all bits set (NaN for the float kinds)
             region.view(torch.uint8).fill_(0xFF)
 
+    def _place(self, like, span: int, device, *, buffer_name: str, kind: str):
+        """An uninitialised tensor with `like`'s shape, strides and dtype on `device`, inside a new
+        guarded buffer of `span` data elements that check() will compare."""
+        buffer, start = self._guarded(like.dtype, device, span)
+        self._track(buffer, start, span, buffer_name=buffer_name, kind=kind, shape=like.shape, dtype=like.dtype)
+        return buffer.new_empty(0).set_(buffer.untyped_storage(), start, like.shape, like.stride())
+
     def _track(self, buffer, start: int, span: int, *, buffer_name: str, kind: str, shape, dtype) -> None:
         torch = self.torch
         self.buffers.append({
@@ -427,10 +434,8 @@ class _Guards:
         torch = self.torch
         if data.numel() == 0 or data.layout != torch.strided:
             return data.to(device)
-        buffer, start = self._guarded(data.dtype, device, data.numel())
-        tensor = buffer.new_empty(0).set_(buffer.untyped_storage(), start, data.shape, data.stride())
+        tensor = self._place(data, data.numel(), device, buffer_name=name, kind="input")
         tensor.copy_(data)
-        self._track(buffer, start, data.numel(), buffer_name=name, kind="input", shape=data.shape, dtype=data.dtype)
         return tensor
 
     def allocation(self, made, *, copy: bool):
@@ -446,15 +451,13 @@ class _Guards:
             return made
         self.allocated += 1
         self.allocated_bytes += span * made.element_size()
-        buffer, start = self._guarded(made.dtype, made.device, span)
-        tensor = buffer.new_empty(0).set_(buffer.untyped_storage(), start, made.shape, made.stride())
+        tensor = self._place(made, span, made.device, buffer_name=f"a tensor allocated in {self.entry_point}",
+                             kind="allocated")
         if copy:
             with torch.no_grad():
                 tensor.copy_(made.detach())
         if made.requires_grad:
             tensor.requires_grad_(True)
-        self._track(buffer, start, span, buffer_name=f"a tensor allocated in {self.entry_point}", kind="allocated",
-                    shape=made.shape, dtype=made.dtype)
         return tensor
 
     @contextlib.contextmanager
