@@ -332,7 +332,6 @@ def _speed(spec: dict, entry, inputs: dict, torch) -> dict:
 @contextlib.contextmanager
 def _cuda_as_cpu():
     """Run the lesson's `device="cuda"` check unchanged on the CPU under the Triton interpreter."""
-    import torch
     from torch.overrides import TorchFunctionMode
 
     class CudaAsCpu(TorchFunctionMode):
