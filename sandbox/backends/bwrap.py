@@ -106,7 +106,7 @@ class BwrapBackend:
         would otherwise map). None when not root, where a pids cgroup holds the limit, or where an
         unprivileged bwrap cannot run here (probed once per mode and GPU, with the real mounts;
         then the sandbox stays root-mapped, as before, and a warning says so)."""
-        if os.geteuid() != 0 or host_pids_cgroups() is not None or shutil.which("setpriv") is None:
+        if os.geteuid() != 0 or host_pids_cgroups() is not None:
             return None
         key = (self.python, mode.value, device_index)
         with _host_uid_lock:
@@ -118,6 +118,9 @@ class BwrapBackend:
         """Start the interpreter in an unprivileged sandbox with the real mounts: user namespaces
         must be allowed to unprivileged users, and every bound folder must be reachable by them;
         on a GPU, the driver must initialise for them too (the device nodes' permissions)."""
+        if shutil.which("setpriv") is None:
+            log.warning("setpriv (util-linux) is not installed: sandboxes stay root-mapped")
+            return None
         check = "pass" if mode is DeviceMode.interpreter else \
             "import ctypes, sys; sys.exit(ctypes.CDLL('libcuda.so.1').cuInit(0))"
         with tempfile.TemporaryDirectory(prefix="kernelgrade-probe-") as job:
