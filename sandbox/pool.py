@@ -166,7 +166,7 @@ def start_sandbox(*, backend: SandboxBackend, limits: Limits, job_dir: Path, mod
         for fd in (write_fd, control_r):
             if fd is not None:
                 os.close(fd)
-    process_limit = PIDS_CGROUP if cgroup is not None else spec.process_limit or str(getattr(backend, "process_limit", ""))
+    process_limit = PIDS_CGROUP if cgroup is not None else backend.process_limit(mode, device_index)
     return Sandbox(proc=proc, read_fd=read_fd, control_fd=control_w, job_dir=job_dir, owns_job_dir=warm,
                    cgroup=cgroup, process_limit=process_limit,
                    reader=FrameReader(max_blob_bytes=limits.case_output_bytes, max_total_bytes=limits.output_bytes),

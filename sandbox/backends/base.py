@@ -14,7 +14,6 @@ class LaunchSpec:
 
     argv: list[str]
     env: dict[str, str]
-    process_limit: str = ""  # what caps the sandbox's processes, where the backend knows it per launch
 
 
 @dataclass(frozen=True)
@@ -40,6 +39,9 @@ class SandboxBackend(Protocol):
 
     def check(self) -> None:
         """Raise SandboxUnavailable with a readable reason if this backend cannot run here."""
+
+    def process_limit(self, mode: DeviceMode, device_index: int = 0) -> str:
+        """What caps the processes of this backend's sandboxes in `mode` (environment.process_limit)."""
 
     def launch_spec(self, *, job_dir: Path, verdict_fd: int, mode: DeviceMode, device_index: int, limits: Limits,
                     control_fd: int | None = None) -> LaunchSpec:

@@ -93,12 +93,12 @@ class BwrapBackend:
         cgroups = host_pids_cgroups()
         return cgroups.create(limits.processes) if cgroups is not None else None
 
-    @property
-    def process_limit(self) -> str:
-        """What caps the sandbox's processes here (the report's environment.process_limit)."""
+    def process_limit(self, mode: DeviceMode, device_index: int = 0) -> str:
+        """What caps the sandbox's processes in `mode` (the report's environment.process_limit)."""
         if host_pids_cgroups() is not None:
             return PIDS_CGROUP
-        return _nproc_limit(self.host_uid())
+        uid = self.host_uid(mode, device_index)
+        return f"RLIMIT_NPROC (host uid {uid})" if uid is not None else "RLIMIT_NPROC"
 
     def host_uid(self, mode: DeviceMode = DeviceMode.interpreter, device_index: int = 0) -> int | None:
         """Root without a pids cgroup: the unprivileged host uid (SANDBOX_UID) that every sandbox
@@ -227,9 +227,4 @@ class BwrapBackend:
         argv = ["prlimit", *rlimits, "--", *args]
         if host_uid is not None:  # util-linux setpriv: real, effective and saved ids, no supplementary groups
             argv = ["setpriv", f"--reuid={host_uid}", f"--regid={host_uid}", "--clear-groups", "--", *argv]
-        return LaunchSpec(argv=argv, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
-                          process_limit=_nproc_limit(host_uid))
-
-
-def _nproc_limit(host_uid: int | None) -> str:
-    return f"RLIMIT_NPROC (host uid {host_uid})" if host_uid is not None else "RLIMIT_NPROC"
+        return LaunchSpec(argv=argv, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})

@@ -157,7 +157,6 @@ def container_spec(*, job_dir: Path | str, mode: DeviceMode, device_index: int, 
 class DockerBackend:
     name = "docker"
     supports_warm = False  # the job folder is mounted when the container is created
-    process_limit = "docker pids_limit"
 
     def __init__(self, *, options: DockerOptions | None = None, hidden_paths: list[Path] = ()) -> None:
         self.options = options or DockerOptions()
@@ -179,6 +178,9 @@ class DockerBackend:
             raise SandboxUnavailable(f"sandbox image {self.options.image!r} is not on this Docker host: {exc}") from None
         finally:
             client.close()
+
+    def process_limit(self, mode: DeviceMode, device_index: int = 0) -> str:
+        return "docker pids_limit"
 
     def launch_spec(self, *, job_dir: Path, verdict_fd: int, mode: DeviceMode, device_index: int, limits: Limits,
                     control_fd: int | None = None) -> LaunchSpec:

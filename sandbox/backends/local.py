@@ -10,13 +10,15 @@ from sandbox.contract import DeviceMode, Limits
 class UnsafeLocalBackend:
     name = "local"
     supports_warm = True
-    process_limit = "none"
 
     def __init__(self, *, python: str) -> None:
         self.python = python
 
     def check(self) -> None:
         return None
+
+    def process_limit(self, mode: DeviceMode, device_index: int = 0) -> str:
+        return "none"
 
     def launch_spec(self, *, job_dir: Path, verdict_fd: int, mode: DeviceMode, device_index: int, limits: Limits,
                     control_fd: int | None = None) -> LaunchSpec:

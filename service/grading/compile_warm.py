@@ -19,6 +19,7 @@ import threading
 from dataclasses import dataclass, field
 
 from sandbox.backends.base import TritonCacheMount
+from sandbox.backends.bwrap import BwrapBackend
 from sandbox.compile_cache import SharedCompileCache
 from sandbox.contract import DeviceMode, Limits
 from sandbox.runner import SandboxRunner
@@ -42,7 +43,7 @@ class WarmStats:
 @dataclass
 class CompileWarmer:
     cache: SharedCompileCache
-    backend: object  # a backend with `with_triton_cache` (bwrap)
+    backend: BwrapBackend  # the one backend that mounts the shared cache (`with_triton_cache`)
     limits: Limits
     device_index: int = 0
     threads: int = 2
@@ -136,8 +137,7 @@ class CompileWarmer:
     def _compile(self, exercise: Exercise, program: Program) -> None:
         from service.grading.pipeline import run_program
 
-        host_uid = getattr(self.backend, "host_uid", None)
-        staging = self.cache.new_staging(owner=host_uid(DeviceMode.gpu, self.device_index) if host_uid is not None else None)
+        staging = self.cache.new_staging(owner=self.backend.host_uid(DeviceMode.gpu, self.device_index))
         runner = SandboxRunner(backend=self.backend.with_triton_cache(TritonCacheMount(staging, writable=True)),
                                limits=self.limits)
         # The same run as a grading's (the speed phase's large shape included): the same kernels compile.

@@ -343,7 +343,8 @@ class Grader:
 
     def _environment(self, run: RunResult | None) -> Environment:
         env = run.environment if run is not None else {}
-        process_limit = (run.process_limit if run is not None else "") or str(getattr(self.runner.backend, "process_limit", ""))
+        process_limit = ((run.process_limit if run is not None else "")
+                         or self.runner.backend.process_limit(self.mode, self.device_index))
         return Environment(backend=self.mode.value, sandbox=self.runner.backend.name, device=env.get("device", ""),
                            torch=env.get("torch", ""), triton=env.get("triton", ""), python=env.get("python", ""),
                            process_limit=process_limit)

@@ -14,10 +14,9 @@ import uuid
 import pytest
 
 from sandbox.backends.bwrap import BwrapBackend
-
 from sandbox.cgroups import host_pids_cgroups
 from tests.adversarial.kit import (
-    DENIED, assert_denied, assert_failed, assert_graded_normally, case, denied_details, grade, guarded,
+    DENIED, assert_denied, assert_failed, assert_graded_normally, case, denied_details, device_mode, grade, guarded,
     host_processes_with,
     interpreter_only, submission,
 )
@@ -65,7 +64,7 @@ def attack(x, y):
     assert all(0 <= n <= FORK_LIMIT for n in started), started
     # The report says which limit held.
     assert report.environment.process_limit == ("pids cgroup" if host_pids_cgroups() else
-                                                BwrapBackend(python=sys.executable, hidden_paths=[]).process_limit)
+                                                BwrapBackend(python=sys.executable, hidden_paths=[]).process_limit(device_mode()))
 
 
 @interpreter_only("RLIMIT_AS is set only on the interpreter (CUDA reserves huge address ranges)")

@@ -53,7 +53,7 @@ def probe_forks():
 
 def test_the_run_says_which_process_limit_applied(bwrap_runner):
     result, cases = run_probes(bwrap_runner(), "def probe_nothing():\n    return outcome(False)\n", ["nothing"])
-    expected = PIDS_CGROUP if host_pids_cgroups() is not None else BwrapBackend(python=sys.executable, hidden_paths=[]).process_limit
+    expected = PIDS_CGROUP if host_pids_cgroups() is not None else BwrapBackend(python=sys.executable, hidden_paths=[]).process_limit(DeviceMode.interpreter)
     assert result.process_limit == expected
 
 
@@ -119,9 +119,9 @@ def test_root_without_a_pids_cgroup_drops_to_an_unprivileged_host_uid(monkeypatc
                                limits=Limits()).argv
     if uid is None:
         assert "stay root-mapped" in caplog.text
-        assert backend.process_limit == "RLIMIT_NPROC" and argv[0] == "prlimit"
+        assert backend.process_limit(DeviceMode.interpreter) == "RLIMIT_NPROC" and argv[0] == "prlimit"
     else:
-        assert uid == bwrap.SANDBOX_UID and backend.process_limit == f"RLIMIT_NPROC (host uid {uid})"
+        assert uid == bwrap.SANDBOX_UID and backend.process_limit(DeviceMode.interpreter) == f"RLIMIT_NPROC (host uid {uid})"
         assert argv[:4] == ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
     _, cases = run_probes(SandboxRunner(backend=backend, limits=Limits()),
                           "def probe_nothing():\n    return outcome(False)\n", ["nothing"])

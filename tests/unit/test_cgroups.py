@@ -203,10 +203,12 @@ class _FakeBackend:
 
     name = "fake"
     supports_warm = False
-    process_limit = "RLIMIT_NPROC"
 
     def __init__(self, found: PidsCgroups | None, script: str) -> None:
         self.found, self.script = found, script
+
+    def process_limit(self, mode, device_index=0) -> str:
+        return "RLIMIT_NPROC"
 
     def new_cgroup(self, limits: Limits):
         return self.found.create(limits.processes) if self.found is not None else None
