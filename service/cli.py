@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from service.config import Settings
+from service.config_errors import settings_error
 from service.exercises import ExerciseCatalog, ExerciseNotFound
 from service.grading.pipeline import build_grader
 from service.grading.validate import Outcome, Summary, code_points, summarize, validate_exercise
@@ -388,4 +389,11 @@ def worker(concurrency: Annotated[int, typer.Option(help="grading threads; defau
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except Exception as exc:
+        message = settings_error(exc)
+        if message is None:
+            raise
+        err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+        sys.exit(2)

@@ -1,18 +1,45 @@
 """Settings from the environment (prefix KERNELGRADE_); every limit typed, with units."""
 from __future__ import annotations
 
+import json
 import sys
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from sandbox.contract import DeviceMode, Limits
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 UNSAFE_LOCAL_CONSENT = "yes-i-understand"
+
+
+def _listed(value: Any) -> Any:
+    """A list setting as the environment gives it: comma-separated (`a, b`) or a JSON array (`["a", "b"]`)."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if text.startswith("["):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"not a valid JSON array ({exc.msg}); or write the values comma-separated") from None
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _hosts(hosts: list[str]) -> list[str]:
+    for host in hosts:
+        if "://" in host or any(c.isspace() for c in host):
+            raise ValueError(f"{host!r} is not a host name or address (write 127.0.0.1, hooks.example.org; no scheme)")
+    return hosts
+
+
+# Settings that hold lists: the environment may write them comma-separated or as JSON (NoDecode keeps
+# pydantic-settings from insisting on JSON before _listed sees the text).
+HostList = Annotated[list[str], NoDecode, BeforeValidator(_listed), AfterValidator(_hosts)]
+SecondsList = Annotated[list[Annotated[float, Field(ge=0)]], NoDecode, BeforeValidator(_listed)]
 
 
 class Settings(BaseSettings):
@@ -51,11 +78,18 @@ class Settings(BaseSettings):
     max_wait_s: float = Field(30.0, ge=0, description="upper bound of POST ?wait=")
     max_batch: int = Field(100, ge=1, description="submissions in one batch request")
     rate_limit_per_minute: int = Field(600, ge=1, description="requests per API key per minute")
-    webhook_allowed_hosts: list[str] = Field(default_factory=list,
-                                             description="hosts that may get http:// or private-address callbacks (tests, intranets)")
+    rate_limit_storage_url: str | None = Field(None, description="where the per-key request counts live, as a `limits` "
+                                                                 "storage URL (redis://…, memory://); default: the broker's "
+                                                                 "Redis when queue=celery (one budget for every API "
+                                                                 "replica), else this process's memory")
+    rate_limit_key_prefix: str = Field("kernelgrade-ratelimit", min_length=1,
+                                       description="prefix of the rate limit's keys in Redis (installations sharing one Redis)")
+    webhook_allowed_hosts: HostList = Field(default_factory=list,
+                                            description="hosts that may get http:// or private-address callbacks (tests, "
+                                                        "intranets); comma-separated or a JSON array")
     webhook_timeout_s: float = Field(10.0, gt=0)
-    webhook_backoff_s: list[float] = Field(default_factory=lambda: [10, 60, 300, 1800, 7200],
-                                           description="waits between delivery attempts")
+    webhook_backoff_s: SecondsList = Field(default_factory=lambda: [10, 60, 300, 1800, 7200],
+                                           description="waits between delivery attempts; comma-separated or a JSON array")
     public_url: str = Field("", description="base URL used in links (default: the request's)")
 
     # --- the pages (student feedback, TA review) ----------------------------------------------
@@ -75,6 +109,13 @@ class Settings(BaseSettings):
 
     def db_url(self) -> str:
         return self.database_url or f"sqlite:///{(self.data_dir / 'kernelgrade.db').resolve()}"
+
+    def rate_limit_storage(self) -> str:
+        if self.rate_limit_storage_url:
+            return self.rate_limit_storage_url
+        if self.queue == "celery" and self.broker_url.startswith(("redis://", "rediss://")):
+            return self.broker_url
+        return "memory://"
 
     def worker_count(self) -> int:
         if self.workers:
