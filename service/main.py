@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from service.api.deps import RateLimiter
+from service.api.ratelimit import RateLimiter
 from service.api.routes import exercises, feedback, health, review, submissions
 from service.config import Settings, get_settings
 from service.db.migrate import upgrade
@@ -107,7 +107,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.engine = engine
     app.state.sessions = make_sessionmaker(engine)
     app.state.metrics = Metrics()
-    app.state.rate_limiter = RateLimiter(settings.rate_limit_per_minute)
+    app.state.rate_limiter = RateLimiter(settings.rate_limit_per_minute, storage_url=settings.rate_limit_storage(),
+                                         key_prefix=settings.rate_limit_key_prefix)
     app.state.grader_catalog = ExerciseCatalog(settings.exercises_dir)
     app.state.dispatcher = make_dispatcher(settings, sessions=app.state.sessions, metrics=app.state.metrics)
 

@@ -1,9 +1,7 @@
 """Dependencies written once: the session, the settings, the caller's key and its scopes."""
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
-from threading import Lock
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
@@ -28,28 +26,6 @@ def get_settings_dep(request: Request) -> Settings:
 
 SessionDep = Annotated[Session, Depends(get_session)]
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
-
-
-class RateLimiter:
-    """Token bucket per key, in this process: `rate` requests a minute, bursts up to `rate`."""
-
-    def __init__(self, per_minute: int) -> None:
-        self.rate = per_minute / 60.0
-        self.capacity = float(per_minute)
-        self._buckets: dict[str, tuple[float, float]] = {}
-        self._lock = Lock()
-
-    def take(self, key: str) -> float:
-        """0 if allowed, else seconds until a token is free."""
-        now = time.monotonic()
-        with self._lock:
-            tokens, last = self._buckets.get(key, (self.capacity, now))
-            tokens = min(self.capacity, tokens + (now - last) * self.rate)
-            if tokens >= 1:
-                self._buckets[key] = (tokens - 1, now)
-                return 0.0
-            self._buckets[key] = (tokens, now)
-            return (1 - tokens) / self.rate
 
 
 def get_key(request: Request, session: SessionDep,
@@ -78,3 +54,4 @@ def require(scope: str):
 SubmitKey = Annotated[ApiKey, require("submit")]
 ReadKey = Annotated[ApiKey, require("read")]
 ReviewKey = Annotated[ApiKey, require("review")]
+AdminKey = Annotated[ApiKey, require("admin")]
