@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi_offline import FastAPIOffline
 from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -100,8 +101,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.dispatcher.stop()
             app.state.engine.dispose()
 
-    app = FastAPI(title="kernelgrade", version="1", lifespan=lifespan,
-                  description="Autograder for Triton kernel exercises. Authenticate with `Authorization: Bearer <key>`.")
+    # /docs and /redoc from the Swagger UI and ReDoc files that fastapi-offline ships, served by this app:
+    # they work without internet. No validator badge either (Swagger UI would fetch it from outside).
+    app = FastAPIOffline(title="kernelgrade", version="1", lifespan=lifespan, swagger_ui_parameters={"validatorUrl": None},
+                         description="Autograder for Triton kernel exercises. Authenticate with `Authorization: Bearer <key>`.")
     engine = make_engine(settings.db_url())
     app.state.settings = settings
     app.state.engine = engine
