@@ -252,6 +252,25 @@ def list_courses() -> None:
             print(f"{course.id}\t{course.name}")
 
 
+@courses_app.command("webhook-secret")
+def course_webhook_secret(
+    course_id: Annotated[str, typer.Argument(help="course id, e.g. demo")],
+    rotate: Annotated[bool, typer.Option("--rotate", help="replace it first: the old secret stops verifying at once")] = False,
+) -> None:
+    """Print the secret that signs the course's webhooks (and, with --rotate, replace it first)."""
+    from service.db import store
+
+    with _sessions(Settings())() as session:
+        try:
+            secret = (store.rotate_webhook_secret(session, course_id) if rotate
+                      else store.existing_course(session, course_id).webhook_secret)
+        except LookupError as exc:
+            raise _fail(str(exc)) from None
+    if rotate:
+        err.print(f"course {course_id}: new webhook secret (every delivery from now on is signed with it):")
+    print(secret)
+
+
 @keys_app.command("create")
 def create_key(course: Annotated[str, typer.Option(help="course id")],
                scope: Annotated[list[str], typer.Option(help="submit, read, review or admin; repeat for several")],

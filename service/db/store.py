@@ -31,9 +31,16 @@ class IdempotencyConflict(Exception):
 # --- courses and keys ------------------------------------------------------------------------
 
 def create_course(session: Session, course_id: str, name: str) -> Course:
-    course = Course(id=course_id, name=name, webhook_secret=secrets.token_hex(32))
+    course = Course(id=course_id, name=name, webhook_secret=new_webhook_secret())
     session.add(course)
     session.commit()
+    return course
+
+
+def existing_course(session: Session, course_id: str) -> Course:
+    course = session.get(Course, course_id)
+    if course is None:
+        raise LookupError(f"no course {course_id!r}")
     return course
 
 
@@ -46,8 +53,7 @@ def create_key(session: Session, *, course_id: str, scopes: list[str], label: st
     unknown = sorted(set(scopes) - set(SCOPES))
     if unknown or not scopes:
         raise ValueError(f"unknown scopes {unknown}; choose from {', '.join(SCOPES)}" if unknown else "give at least one scope")
-    if session.get(Course, course_id) is None:
-        raise LookupError(f"no course {course_id!r}")
+    existing_course(session, course_id)
     key_id = secrets.token_hex(6)
     secret = secrets.token_urlsafe(32)
     row = ApiKey(id=key_id, course_id=course_id, secret_hash=_hash_secret(secret), scopes=sorted(set(scopes)), label=label)
@@ -73,6 +79,21 @@ def revoke_key(session: Session, key_id: str) -> bool:
     row.revoked_at = utcnow()
     session.commit()
     return True
+
+
+# --- the course's webhook secret ------------------------------------------------------------
+
+def new_webhook_secret() -> str:
+    return secrets.token_hex(32)
+
+
+def rotate_webhook_secret(session: Session, course_id: str) -> str:
+    """Replace the course's webhook secret and return the new one. Every delivery from now on, retries of
+    earlier reports included, is signed with it (webhooks sign when they send): the old one stops verifying."""
+    course = existing_course(session, course_id)
+    course.webhook_secret = new_webhook_secret()
+    session.commit()
+    return course.webhook_secret
 
 
 # --- submissions -------------------------------------------------------------------------------
