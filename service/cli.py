@@ -393,7 +393,8 @@ def _bootstrap_demo(settings: Settings) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(key + "\n", encoding="utf-8")
     path.chmod(0o600)
-    err.print(f"created course 'demo' and an admin key in {path}")
+    err.print(f"created course 'demo' and an admin key in {path} "
+              "(its webhook secret: kernelgrade courses webhook-secret demo)")
 
 
 @app.command()
