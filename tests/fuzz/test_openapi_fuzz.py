@@ -185,6 +185,7 @@ REACHED = {
     "POST /v1/submissions/{submission_id}/regrade": {202}, "POST /v1/submissions/{submission_id}/decisions": {201},
     "GET /v1/submissions/{submission_id}/decisions": {200}, "GET /v1/review/queue": {200},
     "GET /v1/exercises/{exercise_id}": {200}, "GET /v1/feedback/{token}": {200},
+    "GET /v1/course/webhook-secret": {200}, "POST /v1/course/webhook-secret/rotate": {200},
 }
 
 
