@@ -31,6 +31,14 @@ app.add_typer(keys_app, name="keys")
 app.add_typer(courses_app, name="courses")
 review_app = typer.Typer(help="TA review: the queue of reports waiting for a TA, and decisions.", no_args_is_help=True)
 app.add_typer(review_app, name="review")
+grades_app = typer.Typer(help="The gradebook: one row per student and assignment, under the course's policy.",
+                         no_args_is_help=True)
+app.add_typer(grades_app, name="grades")
+regrade_app = typer.Typer(help="Bulk regrades of an assignment or an exercise version (run by `kernelgrade serve`).",
+                          no_args_is_help=True)
+app.add_typer(regrade_app, name="regrade")
+kits_app = typer.Typer(help="Kits that plug kernelgrade into Gradescope and PrairieLearn.", no_args_is_help=True)
+app.add_typer(kits_app, name="kits")
 err = Console(stderr=True)
 
 DeviceOpt = Annotated[Literal["auto", "gpu", "interpreter"] | None,
@@ -81,10 +89,13 @@ def load_submission(path: Path, exercise: str | None, catalog: ExerciseCatalog) 
 def grade(
     submission: Annotated[Path, typer.Argument(help="a submission JSON, or a bare .py with the filled-in cell")],
     exercise: Annotated[str | None, typer.Option(help="exercise id (needed for a bare .py)")] = None,
-    format: Annotated[Literal["json", "text"], typer.Option("--format", help="json: exactly the report")] = "text",
+    format: Annotated[Literal["json", "text", "gradescope", "prairielearn"], typer.Option(
+        "--format", help="json: exactly the report; gradescope / prairielearn: the platform's result file")] = "text",
     secret_seed: SeedOpt = None,
     device: DeviceOpt = None,
     sandbox: SandboxOpt = None,
+    veto_policy: Annotated[Literal["capped", "zero"], typer.Option(
+        help="gradescope / prairielearn: what a confirmed veto exports")] = "capped",
 ) -> None:
     """Grade one submission and print its report (exit 0 whenever a report was produced)."""
     settings = _settings(device, sandbox)
@@ -103,6 +114,12 @@ def grade(
         raise _fail(str(exc)) from None
     if format == "json":
         sys.stdout.write(report.to_json() + "\n")
+    elif format in ("gradescope", "prairielearn"):
+        from service.grades.platforms import gradescope, prairielearn
+        from service.grades.policy import CoursePolicy
+
+        export = gradescope if format == "gradescope" else prairielearn
+        sys.stdout.write(json.dumps(export(report, policy=CoursePolicy(veto_policy=veto_policy)), ensure_ascii=False) + "\n")
     else:
         print_report(report, Console())
 
@@ -350,6 +367,136 @@ def review_decide(
         except DecisionError as exc:
             raise _fail(str(exc)) from None
         print(f"decision {decision.id}: {decision.target} {decision.before} -> {decision.after}; report {decision.new_report_id} is current")
+
+
+@courses_app.command("policy")
+def course_policy(course: Annotated[str, typer.Argument(help="course id")],
+                  grade_policy: Annotated[Literal["last", "best"] | None, typer.Option(
+                      help="which graded attempt counts: the last one or the best one")] = None,
+                  veto_policy: Annotated[Literal["capped", "zero"] | None, typer.Option(
+                      help="what a confirmed veto exports: capped below the pass line, or zero")] = None) -> None:
+    """Show the course's grade policy, or change it (defaults: last attempt, veto capped)."""
+    from service.db import store
+    from service.grades.policy import PolicyUpdate
+
+    with _sessions(Settings())() as session:
+        try:
+            policy = (store.set_course_policy(session, course, PolicyUpdate(grade_policy=grade_policy,
+                                                                            veto_policy=veto_policy))
+                      if grade_policy or veto_policy else store.course_policy(session, course))
+        except LookupError as exc:
+            raise _fail(str(exc)) from None
+        print(f"course {course}: grade policy {policy.grade_policy}, veto policy {policy.veto_policy}")
+
+
+@grades_app.command("export")
+def grades_export(course: Annotated[str, typer.Option(help="course id")],
+                  assignment: Annotated[str | None, typer.Option(help="only this assignment")] = None,
+                  format: Annotated[Literal["csv", "json"], typer.Option("--format")] = "csv",
+                  output: Annotated[Path | None, typer.Option("--output", "-o", help="file (default: stdout)")] = None) -> None:
+    """One row per student and assignment: the grade that counts, final or provisional, what blocks it, the TA's decisions."""
+    from service.db import store
+    from service.grades.gradebook import gradebook, to_csv
+
+    with _sessions(Settings())() as session:
+        try:
+            book = gradebook(session, course, store.course_policy(session, course), assignment=assignment)
+        except LookupError as exc:
+            raise _fail(str(exc)) from None
+    text = to_csv(book) if format == "csv" else book.model_dump_json(indent=2) + "\n"
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        output.write_text(text, encoding="utf-8")
+        err.print(f"{len(book.rows)} rows ({book.policy.grade_policy} attempt, veto {book.policy.veto_policy}) -> {output}")
+
+
+def _regrade_line(session, job) -> str:
+    from service.db import regrades
+
+    counts = regrades.progress(session, job)
+    scope = job.assignment if job.scope == "assignment" else f"{job.exercise_id} v{job.exercise_version}"
+    return (f"{job.id}\t{job.status}\t{job.scope} {scope}\t{counts.done}/{counts.total} done, "
+            f"{counts.queued} queued, {counts.pending} pending")
+
+
+@regrade_app.command("start")
+def regrade_start(course: Annotated[str, typer.Option(help="course id")],
+                  assignment: Annotated[str | None, typer.Option(help="every graded submission of this assignment")] = None,
+                  exercise: Annotated[str | None, typer.Option(help="every graded submission of this exercise…")] = None,
+                  version: Annotated[int | None, typer.Option(help="…graded at this exercise version")] = None,
+                  by: Annotated[str, typer.Option(help="who asks (kept on the job)")] = "cli") -> None:
+    """Start a bulk regrade (or show the one already running for the same scope). `kernelgrade serve`
+    carries it out a few submissions at a time, and resumes it after a restart."""
+    from service.db import regrades
+
+    with _sessions(Settings())() as session:
+        try:
+            job, created = regrades.start(session, course, assignment=assignment, exercise_id=exercise,
+                                          exercise_version=version, requested_by=f"cli:{by}")
+        except (ValueError, LookupError) as exc:
+            raise _fail(str(exc)) from None
+        err.print("started" if created else "already running for this scope:")
+        print(_regrade_line(session, job))
+
+
+@regrade_app.command("status")
+def regrade_status(course: Annotated[str, typer.Option(help="course id")],
+                   job: Annotated[str | None, typer.Argument(help="a job id (default: the course's jobs)")] = None) -> None:
+    """Progress of the course's bulk regrades."""
+    from service.db import regrades
+    from service.db.models import RegradeJob
+
+    with _sessions(Settings())() as session:
+        rows = [session.get(RegradeJob, job)] if job else regrades.jobs(session, course)
+        if job and (rows[0] is None or rows[0].course_id != course):
+            raise _fail(f"no bulk regrade {job!r} in course {course!r}")
+        for row in rows:
+            print(_regrade_line(session, row))
+
+
+@kits_app.command("gradescope")
+def kit_gradescope(
+    exercise: Annotated[str, typer.Option(help="the exercise the assignment grades")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="the zip to upload to Gradescope")] = Path("autograder.zip"),
+    server: Annotated[str | None, typer.Option(help="kernelgrade's URL, e.g. https://grader.example.org")] = None,
+    key_file: Annotated[Path | None, typer.Option(help="a file holding a course key with the submit and read scopes")] = None,
+    assignment: Annotated[str | None, typer.Option(help="the assignment id in kernelgrade (default: gradescope:<id>)")] = None,
+    local: Annotated[bool, typer.Option("--local", help="grade inside Gradescope's container on the interpreter "
+                                                        "(kernelgrade installed by setup.sh) instead of on a server")] = False,
+    timeout_s: Annotated[int, typer.Option(help="how long run_autograder waits for the grade")] = 540,
+    language: Annotated[Literal["zh", "en"], typer.Option(help="language of the kit's own messages")] = "zh",
+) -> None:
+    """Build the autograder zip a Gradescope programming assignment uploads (setup.sh, run_autograder)."""
+    from service.kits.build import KitConfig, gradescope_zip
+
+    key = key_file.read_text(encoding="utf-8").strip() if key_file else None
+    try:
+        config = KitConfig(mode="local" if local else "server", server_url=server, api_key=key, exercise=exercise,
+                           assignment=assignment, timeout_s=timeout_s, language=language)
+    except ValidationError as exc:
+        raise _fail("; ".join(e["msg"] for e in exc.errors())) from None
+    gradescope_zip(config, output)
+    err.print(f"wrote {output}: upload it as the assignment's autograder (docs/integrations.md)")
+
+
+@kits_app.command("prairielearn")
+def kit_prairielearn(
+    exercise: Annotated[str, typer.Option(help="the exercise the question grades")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="a folder: the grader image context and a question")] = Path("kernelgrade-prairielearn"),
+    server: Annotated[str, typer.Option(help="kernelgrade's URL as the grader container reaches it")] = "https://grader.example.org",
+    assignment: Annotated[str | None, typer.Option(help="the assignment id in kernelgrade")] = None,
+) -> None:
+    """Write the PrairieLearn external-grader image context and an example question folder."""
+    from service.exercises import ExerciseCatalog
+    from service.kits.build import prairielearn_kit
+
+    try:
+        spec = ExerciseCatalog(Settings().exercises_dir).get(exercise)
+    except ExerciseNotFound as exc:
+        raise _fail(str(exc)) from None
+    prairielearn_kit(output, exercise=spec, server_url=server, assignment=assignment)
+    err.print(f"wrote {output}/image (docker build it) and {output}/question (copy into your course's questions/)")
 
 
 @app.command()

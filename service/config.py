@@ -91,6 +91,9 @@ class Settings(BaseSettings):
     webhook_backoff_s: SecondsList = Field(default_factory=lambda: [10, 60, 300, 1800, 7200],
                                            description="waits between delivery attempts; comma-separated or a JSON array")
     public_url: str = Field("", description="base URL used in links (default: the request's)")
+    regrade_window: int = Field(8, ge=1, description="submissions of one bulk regrade in the queue at a time")
+    webhook_legacy_signature: bool = Field(True, description="also send the pre-Standard-Webhooks header "
+                                                             "Kernelgrade-Signature (deprecated; docs/api.md)")
 
     # --- the pages (student feedback, TA review) ----------------------------------------------
     session_secret: str = Field("", description="signs the TA pages' session cookie; empty: a random one per "

@@ -19,12 +19,21 @@ class ExerciseRef(_Model):
     version: int
 
 
+class Requirement(_Model):
+    """One requirement of the exercise's pass rule (DESIGN.md): met or not, and why."""
+
+    id: str
+    met: bool
+    evidence: dict[str, Any] = {}
+
+
 class Score(_Model):
     total: float
     max: float
     pass_threshold: float
     passed: bool
     provisional: bool = Field(description="some points wait for a TA (needs_review items or suspected vetoes)")
+    requirements: list[Requirement] = Field([], description="the exercise's pass rule, one entry per requirement")
 
 
 class Item(_Model):
@@ -196,6 +205,21 @@ class Performance(_Model):
                                             "version, device name and Triton version): measured on that run")
 
 
+class CarriedDecision(_Model):
+    """What a regrade did with a TA decision made on an earlier report (service/db/carry.py)."""
+
+    decision_id: int
+    target: str = Field(description="item:<id> | veto:<rule>")
+    outcome: Literal["reapplied", "returned", "lapsed", "superseded"] = Field(
+        description="reapplied: the evidence it decided on is unchanged; returned: the evidence changed, a TA "
+                    "decides again (the case is back in the queue); lapsed: the regrade no longer has the target; "
+                    "superseded: a TA decided on it again")
+    decided_by: str
+    decided_at: datetime
+    decision: dict[str, Any] = Field(description="what was decided (the audit's `after`)")
+    reason: str = Field(description="the TA's reason")
+
+
 class Report(_Model):
     schema_: Literal["kernelgrade.report/v1"] = Field(SCHEMA, alias="schema")
     submission_id: str
@@ -214,6 +238,7 @@ class Report(_Model):
     program: ProgramReport | None = None
     given_check: GivenCheckReport | None = None
     performance: Performance | None = Field(None, description="GPU speed, informational (exercises with `speed:`)")
+    carried_decisions: list[CarriedDecision] = Field([], description="TA decisions of earlier reports, after a regrade")
     created_at: datetime
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)

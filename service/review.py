@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from service.report import Report, Score
+from service.report import CarriedDecision, Item, Report, Score, Veto
 
 
 class DecisionRequest(BaseModel):
@@ -69,10 +69,21 @@ def apply_decision(report: Report, decision: DecisionRequest, *, actor: str) -> 
                                      "evidence": {**old.evidence, "ta_decision": {**stamp, "status_before": old.status}}})
         vetoes[index] = new
         before, after = {"status": old.status}, {"status": new.status}
+    carried = [c.model_copy(update={"outcome": "superseded"}) if c.target == decision.target and c.outcome == "returned"
+               else c for c in report.carried_decisions]
+    return rescored(report, items=items, vetoes=vetoes, carried=carried), before, after
+
+
+def rescored(report: Report, *, items: list[Item], vetoes: list[Veto], carried: list[CarriedDecision]) -> Report:
+    """The next report with these items, vetoes and carried decisions, its score recomputed."""
     total = sum(i.points for i in items)
     blocking = any(v.status in ("confirmed", "suspected") for v in vetoes)
-    provisional = any(i.status == "needs_review" for i in items) or any(v.status == "suspected" for v in vetoes)
+    provisional = (any(i.status == "needs_review" for i in items) or any(v.status == "suspected" for v in vetoes)
+                   or any(c.outcome == "returned" for c in carried))
+    # The pass rule's requirements stay as graded (the pass-rule issue rescores them).
+    unmet = any(not r.met for r in report.score.requirements)
     score = Score(total=total, max=report.score.max, pass_threshold=report.score.pass_threshold,
-                  passed=total >= report.score.pass_threshold and not blocking, provisional=provisional)
-    return (report.model_copy(update={"items": items, "vetoes": vetoes, "score": score,
-                                      "created_at": datetime.now(timezone.utc)}), before, after)
+                  passed=total >= report.score.pass_threshold and not blocking and not unmet, provisional=provisional,
+                  requirements=report.score.requirements)
+    return report.model_copy(update={"items": items, "vetoes": vetoes, "score": score, "carried_decisions": carried,
+                                     "created_at": datetime.now(timezone.utc)})

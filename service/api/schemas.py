@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from service.report import Report
-from service.submission import Submission
+from service.submission import Student, Submission
 
 Status = Literal["queued", "running", "graded", "not_gradable"]
 
@@ -89,7 +89,45 @@ class WebhookAttempt(BaseModel):
     next_attempt_at: UTCDateTime | None
 
 
-class SubmissionView(BaseModel):
+class Identity(BaseModel):
+    """The platform's identity of a submission, as it sent it."""
+
+    assignment: str | None = None
+    student: Student | None = None
+    attempt: int | None = None
+    external_ref: str | None = None
+    language: Literal["zh", "en"] | None = None
+
+
+class ScoreSummary(BaseModel):
+    total: float
+    max: float
+    passed: bool
+    provisional: bool
+    blocking: str | None = Field(None, description="veto:<rule>:<status> or requirement:<id> that keeps it from passing")
+
+
+class SubmissionSummary(Identity):
+    """One submission in a listing: no report, its current score."""
+
+    id: str
+    status: Status
+    exercise: str
+    exercise_version: int | None = None
+    needs_review: bool
+    score: ScoreSummary | None = Field(None, description="the current report's score (graded submissions only)")
+    created_at: UTCDateTime
+    updated_at: UTCDateTime
+    graded_at: UTCDateTime | None = None
+    links: Links
+
+
+class SubmissionPage(BaseModel):
+    items: list[SubmissionSummary]
+    next_cursor: str | None = Field(None, description="pass as `cursor` for the next page; null on the last page")
+
+
+class SubmissionView(Identity):
     id: str
     status: Status
     exercise: str

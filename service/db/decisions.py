@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from service.db import store
 from service.db.base import utcnow
-from service.db.models import ApiKey, Decision, ReportRow, ReviewFlag, Submission, WebhookDelivery
+from service.db.models import ApiKey, Decision, ReportRow, ReviewFlag, Submission
 from service.report import Report
 from service.review import DecisionRequest, apply_decision
 
@@ -45,12 +45,12 @@ def decide(session: Session, submission_id: str, request: DecisionRequest, *, ac
     session.add(issued)
     session.flush()
     row.current_report_id = issued.id
-    store.set_review_flags(session, row, issued.report)
+    store.on_current_report(session, row, issued.report)
     decision = Decision(submission_id=row.id, report_id=current.id, new_report_id=issued.id, target=request.target,
                         before=before, after=after, reason=request.reason, actor=actor)
     session.add(decision)
-    if row.callback_url:
-        session.add(WebhookDelivery(submission_id=row.id, report_id=issued.id, url=row.callback_url, next_attempt_at=utcnow()))
+    session.flush()
+    store.notify(session, row, issued, event="submission.decision_recorded", decision_id=decision.id)
     session.commit()
     return decision
 

@@ -1,12 +1,14 @@
 """Tables: courses, API keys, submissions (the queue's source of truth), reports (with history),
 webhook deliveries, TA decisions, the review flags of each current report, the verdict memo and its
-claims."""
+claims, bulk regrade jobs."""
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Boolean, DateTime, ForeignKey, Index, Integer, String, Text, UniqueConstraint, false
+from sqlalchemy import (
+    JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint, false,
+)
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from service.db.base import Base, utcnow
@@ -20,6 +22,9 @@ class Course(Base):
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     name: Mapped[str] = mapped_column(String(200))
     webhook_secret: Mapped[str] = mapped_column(String(64))  # HMAC key for this course's callbacks
+    # The course's grade policy (service/grades/policy.py): which attempt counts, what a veto exports.
+    grade_policy: Mapped[str] = mapped_column(String(8), default="last", server_default="last")  # last | best
+    veto_policy: Mapped[str] = mapped_column(String(8), default="capped", server_default="capped")  # capped | zero
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
 
 
@@ -43,6 +48,11 @@ class Submission(Base):
         UniqueConstraint("course_id", "idempotency_key"),
         Index("ix_submissions_status_created_at", "status", "created_at"),
         Index("ix_submissions_course_id_needs_review", "course_id", "needs_review"),
+        Index("ix_submissions_course_id_created_at_id", "course_id", "created_at", "id"),
+        Index("ix_submissions_course_id_assignment_student_id", "course_id", "assignment", "student_id"),
+        Index("ix_submissions_course_id_student_id", "course_id", "student_id"),
+        Index("ix_submissions_course_id_external_ref", "course_id", "external_ref"),
+        Index("ix_submissions_course_id_exercise_id_exercise_version", "course_id", "exercise_id", "exercise_version"),
     )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
@@ -63,6 +73,23 @@ class Submission(Base):
     # review queue filters in SQL: does it wait for a TA, and since when was it graded.
     needs_review: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     graded_at: Mapped[datetime | None] = mapped_column(TZDateTime, nullable=True)  # the grading report, not a TA's re-issue
+    # The platform's identity (service.submission.Submission), copied from the body to be filtered on.
+    assignment: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    student_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    student_name: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    student_email: Mapped[str | None] = mapped_column(String(320), nullable=True)
+    attempt: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    external_ref: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    language: Mapped[str | None] = mapped_column(String(2), nullable=True)
+    # The current report's grade, kept in sync like needs_review (store.on_current_report), so the
+    # listing and the grades export never parse reports: NULL while ungraded or not_gradable.
+    exercise_version: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    score_total: Mapped[float | None] = mapped_column(Float, nullable=True)
+    score_max: Mapped[float | None] = mapped_column(Float, nullable=True)
+    pass_threshold: Mapped[float | None] = mapped_column(Float, nullable=True)
+    passed: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    provisional: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    blocking: Mapped[str | None] = mapped_column(String(200), nullable=True)  # veto:<rule>:<status> | requirement:<id>
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow, onupdate=utcnow)
 
@@ -98,6 +125,9 @@ class WebhookDelivery(Base):
     last_status_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
     next_attempt_at: Mapped[datetime | None] = mapped_column(TZDateTime, nullable=True, index=True)
+    # submission.graded | submission.regraded | submission.decision_recorded (service/worker/webhook_payload.py)
+    event: Mapped[str] = mapped_column(String(40), default="submission.graded", server_default="submission.graded")
+    decision_id: Mapped[int | None] = mapped_column(Integer, nullable=True)  # for submission.decision_recorded
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow, onupdate=utcnow)
 
@@ -155,3 +185,35 @@ class MemoClaimRow(Base):
     owner: Mapped[str] = mapped_column(String(32))  # the submission id of the claiming grading
     expires_at: Mapped[datetime] = mapped_column(TZDateTime)  # past it, anyone may take the claim over
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+
+
+class RegradeJob(Base):
+    """A bulk regrade (service/db/regrades.py): every submission of an assignment, or of an exercise
+    version, graded again a window at a time; its items say how far it got, so it resumes after a restart."""
+
+    __tablename__ = "regrade_jobs"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    course_id: Mapped[str] = mapped_column(ForeignKey("courses.id"), index=True)
+    scope: Mapped[str] = mapped_column(String(16))  # assignment | exercise
+    assignment: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    exercise_id: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    exercise_version: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    status: Mapped[str] = mapped_column(String(16), default="running")  # running | done
+    total: Mapped[int] = mapped_column(Integer, default=0)
+    requested_by: Mapped[str] = mapped_column(String(200), default="")
+    created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow, onupdate=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(TZDateTime, nullable=True)
+
+
+class RegradeItem(Base):
+    """One submission of a bulk regrade: pending (not yet queued), queued, or done (regraded)."""
+
+    __tablename__ = "regrade_items"
+    __table_args__ = (Index("ix_regrade_items_job_id_state", "job_id", "state"),)
+
+    job_id: Mapped[str] = mapped_column(ForeignKey("regrade_jobs.id"), primary_key=True)
+    submission_id: Mapped[str] = mapped_column(ForeignKey("submissions.id"), primary_key=True)
+    state: Mapped[str] = mapped_column(String(16), default="pending")
+    seq_before: Mapped[int] = mapped_column(Integer, default=0)  # the highest report seq when the job started

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from service.db.base import utcnow
 from service.db.models import ApiKey, Course, ReportRow, ReviewFlag, Submission, WebhookDelivery
+from service.grades.policy import CoursePolicy, PolicyUpdate, grade_columns
 from service.report import Report
 from service.submission import Submission as SubmissionBody
 
@@ -42,6 +43,19 @@ def existing_course(session: Session, course_id: str) -> Course:
     if course is None:
         raise LookupError(f"no course {course_id!r}")
     return course
+
+
+def course_policy(session: Session, course_id: str) -> CoursePolicy:
+    course = existing_course(session, course_id)
+    return CoursePolicy(grade_policy=course.grade_policy, veto_policy=course.veto_policy)
+
+
+def set_course_policy(session: Session, course_id: str, update: PolicyUpdate) -> CoursePolicy:
+    course = existing_course(session, course_id)
+    for field, value in update.model_dump(exclude_none=True).items():
+        setattr(course, field, value)
+    session.commit()
+    return course_policy(session, course_id)
 
 
 def _hash_secret(secret: str) -> str:
@@ -114,9 +128,13 @@ def create_submission(session: Session, *, course_id: str, body: SubmissionBody,
             if existing.body_sha256 != digest:
                 raise IdempotencyConflict(idempotency_key)
             return existing, False
+    student = body.student
     row = Submission(id=uuid.uuid4().hex, course_id=course_id, exercise_id=body.exercise, body=body.model_dump(),
                      body_sha256=digest, idempotency_key=idempotency_key, callback_url=callback_url,
-                     feedback_token=secrets.token_urlsafe(32), secret_seed=secrets.randbits(62), status="queued")
+                     feedback_token=secrets.token_urlsafe(32), secret_seed=secrets.randbits(62), status="queued",
+                     assignment=body.assignment, student_id=student.id if student else None,
+                     student_name=student.name if student else None, student_email=student.email if student else None,
+                     attempt=body.attempt, external_ref=body.external_ref, language=body.language)
     session.add(row)
     try:
         session.commit()
@@ -205,27 +223,46 @@ def finish(session: Session, claim_: Claim, report: Report) -> ReportRow | None:
     if result.rowcount != 1:
         session.rollback()
         return None
+    from service.db.carry import carry_decisions  # carry imports store: import here, not at module level
+
     row = session.get(Submission, claim_.submission_id)
     seq = (session.scalar(select(func.max(ReportRow.seq)).where(ReportRow.submission_id == row.id)) or 0) + 1
+    if seq > 1:  # a regrade: the TA's decisions stay with the submission (service/db/carry.py)
+        report = carry_decisions(session, row.id, report)
     report_row = ReportRow(submission_id=row.id, seq=seq, reason="initial" if seq == 1 else "regrade",
                            status=report.status, report=json.loads(report.to_json()))
     session.add(report_row)
     session.flush()
     row.current_report_id = report_row.id
     row.graded_at = utcnow()
-    set_review_flags(session, row, report_row.report)
-    if row.callback_url:
-        session.add(WebhookDelivery(submission_id=row.id, report_id=report_row.id, url=row.callback_url,
-                                    next_attempt_at=utcnow()))
+    on_current_report(session, row, report_row.report)
+    notify(session, row, report_row, event="submission.graded" if seq == 1 else "submission.regraded")
     session.commit()
     return report_row
 
 
+def notify(session: Session, row: Submission, report_row: ReportRow, *, event: str, decision_id: int | None = None) -> None:
+    """Queue the webhook for a report that became current (same transaction), if one was asked for."""
+    if row.callback_url:
+        session.add(WebhookDelivery(submission_id=row.id, report_id=report_row.id, url=row.callback_url,
+                                    next_attempt_at=utcnow(), event=event, decision_id=decision_id))
+
+
+def on_current_report(session: Session, row: Submission, report: dict) -> None:
+    """Make the submission's review and grade columns match the report that is becoming current."""
+    set_review_flags(session, row, report)
+    for column, value in grade_columns(report).items():
+        setattr(row, column, value)
+
+
 def review_flags(report: dict) -> list[tuple[str, str]]:
-    """Why a report waits for a TA, as (target, kind): each suspected veto (kind: its rule) and each
-    needs_review item (kind: needs_review)."""
+    """Why a report waits for a TA, as (target, kind): each suspected veto (kind: its rule), each
+    needs_review item (kind: needs_review), and each TA decision a regrade could not re-apply
+    (kind: earlier_decision)."""
     flags = [(f"veto:{v['rule']}", v["rule"]) for v in report.get("vetoes", []) if v.get("status") == "suspected"]
     flags += [(f"item:{i['id']}", "needs_review") for i in report.get("items", []) if i.get("status") == "needs_review"]
+    flags += [(f"decision:{c['target']}", "earlier_decision") for c in report.get("carried_decisions", [])
+              if c.get("outcome") == "returned"]
     return flags
 
 

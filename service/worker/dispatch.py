@@ -47,8 +47,9 @@ class CeleryDispatcher:
 
         self.settings, self.sessions = settings, sessions
         self.celery = make_celery(settings)
-        # Webhooks are delivered from the API process in both modes.
-        self.pool = InProcessPool(sessions=sessions, grader=None, settings=settings, metrics=metrics, grading_threads=0)
+        # Webhooks are delivered, and bulk regrades advanced, from the API process in both modes.
+        self.pool = InProcessPool(sessions=sessions, grader=None, settings=settings, metrics=metrics, grading_threads=0,
+                                  queued=self.submitted)
         self._stop = threading.Event()
         self._sweeper = threading.Thread(target=self._sweep_loop, name="sweeper", daemon=True)
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.config import Settings
-from service.db import store
+from service.db import regrades, store
 from service.grading.pipeline import Grader
 from service.worker.grading import grade_claimed
 from service.worker.metrics import Metrics
@@ -19,8 +20,9 @@ log = logging.getLogger("kernelgrade.pool")
 
 class InProcessPool:
     def __init__(self, *, sessions: sessionmaker[Session], grader: Grader | None, settings: Settings, metrics: Metrics,
-                 grading_threads: int) -> None:
+                 grading_threads: int, queued: Callable[[str], None] | None = None) -> None:
         self.sessions, self.grader, self.settings, self.metrics = sessions, grader, settings, metrics
+        self.queued = queued or (lambda submission_id: self.wake())  # a bulk regrade queued this submission
         self.grading_threads = grading_threads if grader is not None else 0
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -37,6 +39,7 @@ class InProcessPool:
         for i in range(self.grading_threads):
             self._threads.append(threading.Thread(target=self._grade_loop, name=f"grader-{i}", daemon=True))
         self._threads.append(threading.Thread(target=self._webhook_loop, name="webhooks", daemon=True))
+        self._threads.append(threading.Thread(target=self._regrade_loop, name="regrades", daemon=True))
         for thread in self._threads:
             thread.start()
 
@@ -85,6 +88,16 @@ class InProcessPool:
             try:
                 deliver_due(self.sessions, allowed_hosts=self.settings.webhook_allowed_hosts,
                             timeout_s=self.settings.webhook_timeout_s, backoff_s=self.settings.webhook_backoff_s,
+                            legacy_signature=self.settings.webhook_legacy_signature,
                             on_attempt=lambda ok: self.metrics.webhooks.labels("delivered" if ok else "failed").inc())
             except Exception:  # noqa: BLE001
                 log.exception("webhook delivery loop failed")
+
+    def _regrade_loop(self) -> None:
+        while not self._stop.wait(1.0):
+            try:
+                with self.sessions() as session:
+                    for submission_id in regrades.advance(session, window=self.settings.regrade_window):
+                        self.queued(submission_id)
+            except Exception:  # noqa: BLE001 - the database may be restarting: the job resumes at the next step
+                log.exception("bulk regrade step failed")

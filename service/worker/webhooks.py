@@ -1,17 +1,15 @@
 """Signed webhook delivery with retries, every attempt recorded.
 
-Signature (documented in docs/api.md): header `Kernelgrade-Signature: t=<unix seconds>,v1=<hex>`
-where hex = HMAC-SHA256(course webhook secret, f"{t}.{body}"). Receivers recompute it and reject
-old timestamps. Callback URLs must be https and must not resolve to loopback, private or
+Signature (documented in docs/api.md): Standard Webhooks headers (service/worker/webhook_payload.py),
+and, while courses migrate, the legacy `Kernelgrade-Signature: t=<unix seconds>,v1=<hex>` where
+hex = HMAC-SHA256(course webhook secret, f"{t}.{body}"). Receivers reject old timestamps. Callback URLs must be https and must not resolve to loopback, private or
 link-local addresses, unless their host is in `webhook_allowed_hosts`: the service can't be
 aimed at the internal network.
 """
 from __future__ import annotations
 
-import hashlib
 import hmac
 import ipaddress
-import json
 import logging
 import socket
 import time
@@ -23,19 +21,17 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.db.base import utcnow
-from service.db.models import Course, ReportRow, Submission, WebhookDelivery
+from service.db.models import Course, Decision, ReportRow, Submission, WebhookDelivery
+from service.grades.policy import CoursePolicy, counted_report
+from service.worker.webhook_payload import LEGACY_SIGNATURE_HEADER as SIGNATURE_HEADER
+from service.worker.webhook_payload import legacy_signature as sign
+from service.worker.webhook_payload import message
 
 log = logging.getLogger("kernelgrade.webhooks")
-SIGNATURE_HEADER = "Kernelgrade-Signature"
 
 
 class CallbackRefused(ValueError):
     pass
-
-
-def sign(secret: str, body: bytes, timestamp: int) -> str:
-    digest = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
-    return f"t={timestamp},v1={digest}"
 
 
 def verify(secret: str, body: bytes, header: str, *, max_age_s: int = 300, now: float | None = None) -> bool:
@@ -78,7 +74,8 @@ def check_callback_url(url: str, *, allowed_hosts: list[str], resolve: bool = Fa
 
 
 def deliver_due(sessions: sessionmaker[Session], *, allowed_hosts: list[str], timeout_s: float,
-                backoff_s: list[float], client: httpx.Client | None = None, on_attempt=None) -> int:
+                backoff_s: list[float], client: httpx.Client | None = None, on_attempt=None,
+                legacy_signature: bool = True) -> int:
     """Try every delivery that is due once. Returns how many were attempted."""
     with sessions() as session:
         due = list(session.scalars(select(WebhookDelivery.id).where(
@@ -89,32 +86,49 @@ def deliver_due(sessions: sessionmaker[Session], *, allowed_hosts: list[str], ti
     try:
         for delivery_id in due:
             _attempt(sessions, delivery_id, client=client, allowed_hosts=allowed_hosts, backoff_s=backoff_s,
-                     on_attempt=on_attempt)
+                     on_attempt=on_attempt, legacy_signature=legacy_signature)
     finally:
         if own_client:
             client.close()
     return len(due)
 
 
+def _payload_parts(session: Session, delivery: WebhookDelivery) -> dict:
+    """What the message says besides the report: identity, the grade that counts, the decision."""
+    submission = session.get(Submission, delivery.submission_id)
+    report = session.get(ReportRow, delivery.report_id)
+    course = session.get(Course, submission.course_id)
+    counted = counted_report(report.report, CoursePolicy(grade_policy=course.grade_policy,
+                                                         veto_policy=course.veto_policy).veto_policy)
+    grade = None if counted is None else {"points": counted.points, "max": counted.max, "total": counted.total,
+                                          "rule": counted.rule, "passed": counted.passed,
+                                          "provisional": counted.provisional, "blocking": counted.blocking}
+    decision = session.get(Decision, delivery.decision_id) if delivery.decision_id is not None else None
+    student = ({"id": submission.student_id, "name": submission.student_name, "email": submission.student_email}
+               if submission.student_id else None)
+    return dict(course_secret=course.webhook_secret, delivery_id=delivery.id, event=delivery.event,
+                submission={"id": submission.id, "identity": {
+                    "assignment": submission.assignment, "student": student, "attempt": submission.attempt,
+                    "external_ref": submission.external_ref, "language": submission.language}},
+                report_seq=report.seq, report_reason=report.reason, report=report.report, grade=grade,
+                decision=None if decision is None else {
+                    "id": decision.id, "target": decision.target, "before": decision.before, "after": decision.after,
+                    "reason": decision.reason, "actor": decision.actor, "created_at": decision.created_at.isoformat()})
+
+
 def _attempt(sessions: sessionmaker[Session], delivery_id: int, *, client: httpx.Client, allowed_hosts: list[str],
-             backoff_s: list[float], on_attempt) -> None:
+             backoff_s: list[float], on_attempt, legacy_signature: bool = True) -> None:
     with sessions() as session:
         delivery = session.get(WebhookDelivery, delivery_id)
         if delivery is None or delivery.delivered:
             return
-        submission = session.get(Submission, delivery.submission_id)
-        report = session.get(ReportRow, delivery.report_id)
-        secret = session.get(Course, submission.course_id).webhook_secret
-        body = json.dumps({"event": "submission.graded", "submission_id": submission.id, "status": report.status,
-                           "report_seq": report.seq, "report": report.report}, ensure_ascii=False).encode()
+        parts = _payload_parts(session, delivery)
         url = delivery.url
     status_code, error = None, None
     try:
         check_callback_url(url, allowed_hosts=allowed_hosts, resolve=True)
-        timestamp = int(time.time())
-        response = client.post(url, content=body, headers={
-            "Content-Type": "application/json", SIGNATURE_HEADER: sign(secret, body, timestamp),
-            "Kernelgrade-Event": "submission.graded", "Kernelgrade-Delivery": str(delivery_id)})
+        signed = message(**parts, legacy=legacy_signature)
+        response = client.post(url, content=signed.body, headers=signed.headers)
         status_code = response.status_code
         ok = 200 <= status_code < 300
         if not ok:

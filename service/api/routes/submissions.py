@@ -1,24 +1,30 @@
-"""/v1/submissions: create (single, batch, idempotent), read, export, regrade."""
+"""/v1/submissions: create (single, batch, idempotent), list, read, export, regrade."""
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import time
+from datetime import datetime, timezone
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Header, HTTPException, Query, Request
 from fastapi.responses import JSONResponse
+from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
 
 from service.api.deps import ReadKey, ReviewKey, SessionDep, SettingsDep, SubmitKey
-from service.api.exports import gradescope, prairielearn
 from service.api.schemas import (
-    BODY_ERRORS, KEYED_ERRORS, RETRY_AFTER, BatchCreate, BatchView, Links, ReportVersion, SubmissionCreate, SubmissionView,
-    ValidationErrorBody, WebhookAttempt, error,
+    BODY_ERRORS, KEYED_ERRORS, RETRY_AFTER, BatchCreate, BatchView, Links, ReportVersion, ScoreSummary, Status,
+    SubmissionCreate, SubmissionPage, SubmissionSummary, SubmissionView, ValidationErrorBody, WebhookAttempt, error,
 )
 from service.config import Settings
 from service.db import store
 from service.db.models import Submission
 from service.exercises import ExerciseNotFound
+from service.grades.platforms import gradescope, prairielearn
 from service.report import Report
+from service.submission import Student
 from service.submission import Submission as SubmissionBody
 from service.worker.webhooks import CallbackRefused, check_callback_url
 
@@ -39,6 +45,17 @@ def base_url(request: Request, settings: Settings) -> str:
     return (settings.public_url or str(request.base_url)).rstrip("/")
 
 
+def links(base: str, row: Submission) -> Links:
+    return Links(self=f"{base}/v1/submissions/{row.id}", report=f"{base}/v1/submissions/{row.id}/report",
+                 feedback=f"{base}/v1/feedback/{row.feedback_token}", feedback_page=f"{base}/feedback/{row.feedback_token}")
+
+
+def identity(row: Submission) -> dict:
+    student = Student(id=row.student_id, name=row.student_name, email=row.student_email) if row.student_id else None
+    return dict(assignment=row.assignment, student=student, attempt=row.attempt, external_ref=row.external_ref,
+                language=row.language)
+
+
 def view(request: Request, session: Session, row: Submission, settings: Settings) -> SubmissionView:
     base = base_url(request, settings)
     current = store.current_report(session, row)
@@ -46,9 +63,7 @@ def view(request: Request, session: Session, row: Submission, settings: Settings
     return SubmissionView(
         id=row.id, status=row.status, exercise=row.exercise_id, created_at=row.created_at, updated_at=row.updated_at,
         attempts=row.attempts, message=NOT_GRADABLE_MESSAGE if row.status == "not_gradable" else None,
-        links=Links(self=f"{base}/v1/submissions/{row.id}", report=f"{base}/v1/submissions/{row.id}/report",
-                    feedback=f"{base}/v1/feedback/{row.feedback_token}",
-                    feedback_page=f"{base}/feedback/{row.feedback_token}"),
+        links=links(base, row), **identity(row),
         report=Report.model_validate(current.report) if current is not None and row.status in FINAL else None,
         history=[ReportVersion(seq=r.seq, reason=r.reason, status=r.status, created_at=r.created_at,
                                score=(r.report.get("score") or {}).get("total"), current=r.id == row.current_report_id)
@@ -159,6 +174,72 @@ def create_batch(request: Request, batch: BatchCreate, session: SessionDep, sett
     return BatchView(submissions=[view(request, session, row, settings) for row in rows])
 
 
+def _cursor(row: Submission) -> str:
+    moment = row.created_at if row.created_at.tzinfo else row.created_at.replace(tzinfo=timezone.utc)
+    raw = json.dumps([moment.isoformat(), row.id]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _after_cursor(cursor: str) -> tuple[datetime, str]:
+    """The (created_at, id) a cursor points after; a 422 naming `cursor` if it is not one of ours."""
+    try:
+        moment, submission_id = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        when = datetime.fromisoformat(moment)
+        if not isinstance(submission_id, str):
+            raise ValueError
+    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError):
+        raise HTTPException(422, [{"loc": ["query", "cursor"], "msg": "not a cursor this API returned",
+                                   "type": "value_error"}]) from None
+    return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)), submission_id
+
+
+def _utc(moment: datetime | None) -> datetime | None:
+    return None if moment is None else (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc))
+
+
+Filter = Annotated[str | None, Query(max_length=200)]
+
+
+@router.get("", response_model=SubmissionPage, responses={422: error("a malformed filter or cursor (named)",
+                                                                     model=ValidationErrorBody)})
+def list_submissions(
+    request: Request, session: SessionDep, settings: SettingsDep, key: ReadKey,
+    assignment: Filter = None, student: Annotated[str | None, Query(max_length=200, description="the student's platform id")] = None,
+    exercise: Annotated[str | None, Query(max_length=100)] = None, external_ref: Filter = None,
+    status: Status | None = None,
+    needs_review: Annotated[bool | None, Query(description="true: waiting for a TA")] = None,
+    created_after: Annotated[datetime | None, Query(description="ISO 8601; UTC when no zone is given")] = None,
+    created_before: Annotated[datetime | None, Query(description="ISO 8601; UTC when no zone is given")] = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: Annotated[str | None, Query(max_length=500, description="next_cursor of the previous page")] = None,
+) -> SubmissionPage:
+    """The course's submissions, newest first, with their identity and current score. Filters that
+    match nothing (an unknown assignment or student) give an empty page, not an error."""
+    query = select(Submission).where(Submission.course_id == key.course_id)
+    for column, value in ((Submission.assignment, assignment), (Submission.student_id, student),
+                          (Submission.exercise_id, exercise), (Submission.external_ref, external_ref),
+                          (Submission.status, status), (Submission.needs_review, needs_review)):
+        if value is not None:
+            query = query.where(column == value)
+    if created_after is not None:
+        query = query.where(Submission.created_at > _utc(created_after))
+    if created_before is not None:
+        query = query.where(Submission.created_at < _utc(created_before))
+    if cursor is not None:
+        when, last_id = _after_cursor(cursor)
+        query = query.where(or_(Submission.created_at < when, and_(Submission.created_at == when, Submission.id < last_id)))
+    rows = list(session.scalars(query.order_by(Submission.created_at.desc(), Submission.id.desc()).limit(limit + 1)))
+    base = base_url(request, settings)
+    items = [SubmissionSummary(
+        id=row.id, status=row.status, exercise=row.exercise_id, exercise_version=row.exercise_version,
+        needs_review=row.needs_review, created_at=row.created_at, updated_at=row.updated_at, graded_at=row.graded_at,
+        score=None if row.score_total is None else ScoreSummary(total=row.score_total, max=row.score_max,
+                                                                passed=bool(row.passed), provisional=bool(row.provisional),
+                                                                blocking=row.blocking),
+        links=links(base, row), **identity(row)) for row in rows[:limit]]
+    return SubmissionPage(items=items, next_cursor=_cursor(rows[limit - 1]) if len(rows) > limit else None)
+
+
 @router.get("/{submission_id}", response_model=SubmissionView, responses=NOT_FOUND)
 def get_submission(request: Request, submission_id: str, session: SessionDep, settings: SettingsDep, key: ReadKey) -> SubmissionView:
     """Status, the current report when graded, earlier reports, and webhook delivery attempts."""
@@ -166,23 +247,28 @@ def get_submission(request: Request, submission_id: str, session: SessionDep, se
 
 
 @router.get("/{submission_id}/report", responses={**NOT_FOUND, 409: error("not graded yet")})
-def get_report(submission_id: str, session: SessionDep, key: ReadKey,
+def get_report(request: Request, submission_id: str, session: SessionDep, settings: SettingsDep, key: ReadKey,
                format: Literal["json", "gradescope", "prairielearn"] = "json") -> JSONResponse:
-    """The current report, as kernelgrade.report/v1 or mapped onto Gradescope / PrairieLearn results."""
+    """The current report, as kernelgrade.report/v1 or as the Gradescope / PrairieLearn result a
+    platform imports (the course's veto policy applied; docs/integrations.md has the mapping)."""
     row = owned(session, submission_id, key.course_id)
     current = store.current_report(session, row)
     if current is None or row.status not in FINAL:
         raise HTTPException(409, f"submission {row.id} is not graded yet (status: {row.status})")
     report = Report.model_validate(current.report)
-    body = {"json": lambda r: r.model_dump(mode="json", by_alias=True), "gradescope": gradescope,
-            "prairielearn": prairielearn}[format](report)
-    return JSONResponse(body)
+    if format == "json":
+        return JSONResponse(report.model_dump(mode="json", by_alias=True))
+    export = {"gradescope": gradescope, "prairielearn": prairielearn}[format]
+    return JSONResponse(export(report, policy=store.course_policy(session, key.course_id),
+                               feedback_url=links(base_url(request, settings), row).feedback_page))
 
 
 @router.post("/{submission_id}/regrade", status_code=202, response_model=SubmissionView,
              responses={**NOT_FOUND, 409: error("still being graded")})
 def regrade(request: Request, submission_id: str, session: SessionDep, settings: SettingsDep, key: ReviewKey) -> SubmissionView:
-    """Grade again (for instance after an exercise fix); earlier reports stay in `history`."""
+    """Grade again (for instance after an exercise fix); earlier reports stay in `history`, and the
+    TA's decisions are re-applied where the evidence they decided on is unchanged (else the case
+    goes back to the review queue, the earlier decision shown)."""
     row = owned(session, submission_id, key.course_id)
     if not store.request_regrade(session, row.id):
         raise HTTPException(409, f"submission {row.id} is still being graded (status: {row.status})")

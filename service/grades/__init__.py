@@ -1,0 +1,1 @@
+"""Grades as a course sees them: the course's policy, exports to Gradescope and PrairieLearn, the gradebook."""

@@ -1,0 +1,128 @@
+"""The grades export: one row per student and assignment, the attempt that counts under the
+course's policy, its points after the veto policy, final or provisional, what blocks it, and the
+TA's decisions. Read from the submissions' grade columns, never from the reports."""
+from __future__ import annotations
+
+import csv
+import io
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from service.db.models import Decision, Submission
+from service.grades.policy import CoursePolicy, counted
+
+CSV_COLUMNS = ["assignment", "student_id", "student_name", "student_email", "exercise", "submission_id", "attempt",
+               "graded_attempts", "points", "max_points", "raw_total", "passed", "state", "rule", "blocking",
+               "ta_decisions", "graded_at"]
+
+
+class GradeRow(BaseModel):
+    assignment: str
+    student_id: str
+    student_name: str | None = None
+    student_email: str | None = None
+    exercise: str | None = Field(None, description="the exercise of the attempt that counts")
+    submission_id: str | None = Field(None, description="the attempt that counts (none: no graded attempt yet)")
+    attempt: int | None = None
+    graded_attempts: int = Field(description="graded submissions of this student for this assignment")
+    in_progress: int = Field(description="submissions still queued or being graded")
+    not_gradable: int = Field(description="submissions kernelgrade failed to grade (they cost the student nothing)")
+    points: float | None = Field(None, description="the grade that counts (after the course's veto policy)")
+    max_points: float | None = None
+    raw_total: float | None = Field(None, description="the rubric total of that attempt before the veto policy")
+    passed: bool | None = None
+    state: Literal["final", "provisional", "none"] = Field(
+        description="provisional: a TA's decision is still pending; none: no graded attempt yet")
+    rule: Literal["total", "capped", "zero"] | None = Field(None, description="how `points` follows from `raw_total`")
+    blocking: str | None = Field(None, description="veto:<rule>:<status> or requirement:<id> that keeps it from passing")
+    ta_decisions: list[str] = Field([], description="the TA decisions on that attempt, oldest first")
+    graded_at: datetime | None = None
+
+
+class Gradebook(BaseModel):
+    course: str
+    assignment: str | None = Field(None, description="the assignment asked for (all when absent)")
+    policy: CoursePolicy
+    rows: list[GradeRow]
+    unattributed: int = Field(description="submissions without an assignment or a student id (not in any row)")
+
+
+def _decision_text(decision: Decision) -> str:
+    if decision.target.startswith("item:"):
+        change = f"{decision.before.get('points', 0):g}→{decision.after.get('points', 0):g}"
+    else:
+        change = "confirm" if decision.after.get("status") == "confirmed" else "dismiss"
+    return f"{decision.target} {change} ({decision.actor}): {decision.reason}"
+
+
+def gradebook(session: Session, course_id: str, policy: CoursePolicy, *, assignment: str | None = None) -> Gradebook:
+    query = select(Submission).where(Submission.course_id == course_id)
+    if assignment is not None:
+        query = query.where(Submission.assignment == assignment)
+    groups: dict[tuple[str, str], list[Submission]] = {}
+    unattributed = 0
+    for row in session.scalars(query.order_by(Submission.created_at, Submission.id)):
+        if row.assignment is None or row.student_id is None:
+            unattributed += 1
+            continue
+        groups.setdefault((row.assignment, row.student_id), []).append(row)
+    chosen: dict[tuple[str, str], tuple[Submission, object]] = {}
+    for key, rows in groups.items():
+        graded = [(r, _counted(r, policy)) for r in rows if r.status == "graded" and r.score_total is not None]
+        if not graded:
+            continue
+        if policy.grade_policy == "best":
+            chosen[key] = max(graded, key=lambda pair: (pair[1].points, pair[0].attempt or 0, pair[0].created_at))
+        else:
+            chosen[key] = max(graded, key=lambda pair: (pair[0].attempt or 0, pair[0].created_at))
+    decided: dict[str, list[str]] = {}
+    ids = [row.id for row, _ in chosen.values()]
+    for start in range(0, len(ids), 500):
+        for decision in session.scalars(select(Decision).where(Decision.submission_id.in_(ids[start:start + 500]))
+                                        .order_by(Decision.id)):
+            decided.setdefault(decision.submission_id, []).append(_decision_text(decision))
+    out = []
+    for key in sorted(groups):
+        rows = groups[key]
+        latest = rows[-1]
+        base = dict(assignment=key[0], student_id=key[1], student_name=latest.student_name,
+                    student_email=latest.student_email,
+                    graded_attempts=sum(r.status == "graded" for r in rows),
+                    in_progress=sum(r.status in ("queued", "running") for r in rows),
+                    not_gradable=sum(r.status == "not_gradable" for r in rows))
+        if key not in chosen:
+            out.append(GradeRow(**base, state="none"))
+            continue
+        row, grade = chosen[key]
+        out.append(GradeRow(**base, exercise=row.exercise_id, submission_id=row.id, attempt=row.attempt,
+                            points=grade.points, max_points=grade.max, raw_total=grade.total, passed=grade.passed,
+                            state="provisional" if grade.provisional else "final", rule=grade.rule,
+                            blocking=grade.blocking, ta_decisions=decided.get(row.id, []), graded_at=row.graded_at))
+    return Gradebook(course=course_id, assignment=assignment, policy=policy, rows=out, unattributed=unattributed)
+
+
+def _counted(row: Submission, policy: CoursePolicy):
+    return counted(total=row.score_total, max_points=row.score_max, pass_threshold=row.pass_threshold,
+                   passed=bool(row.passed), provisional=bool(row.provisional), blocking=row.blocking,
+                   veto_policy=policy.veto_policy)
+
+
+def spreadsheet_safe(value: object) -> str:
+    """A spreadsheet must not read a student's name or a TA's reason as a formula."""
+    text = "" if value is None else str(value)
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def to_csv(book: Gradebook) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(CSV_COLUMNS)
+    for row in book.rows:
+        values = row.model_dump(mode="json")
+        values["ta_decisions"] = " | ".join(row.ta_decisions)
+        writer.writerow([spreadsheet_safe(values[column]) for column in CSV_COLUMNS])
+    return out.getvalue()
