@@ -117,13 +117,15 @@ def advance(session: Session, *, window: int) -> list[str]:
 
 
 def _mark_done(session: Session, job: RegradeJob) -> None:
-    """Queued items whose submission is final again with a report newer than the job's start."""
+    """Items whose submission is final again with a grading report newer than the job's start. Pending
+    ones too: a step that queued one and died before noting it, or a TA's own regrade, already did it."""
     regraded = (select(ReportRow.id).where(ReportRow.submission_id == RegradeItem.submission_id,
                                            ReportRow.seq > RegradeItem.seq_before,
                                            ReportRow.reason.in_(("initial", "regrade")))
                 .exists())
     final = select(Submission.id).where(Submission.id == RegradeItem.submission_id, Submission.status.in_(FINAL)).exists()
-    result = session.execute(update(RegradeItem).where(and_(RegradeItem.job_id == job.id, RegradeItem.state == "queued",
+    result = session.execute(update(RegradeItem).where(and_(RegradeItem.job_id == job.id,
+                                                            RegradeItem.state.in_(("pending", "queued")),
                                                             regraded, final)).values(state="done")
                              .execution_options(synchronize_session=False))
     if result.rowcount:

@@ -1,14 +1,22 @@
 """Signed webhooks to a real HTTP receiver on 127.0.0.1 that fails the first delivery: the
-retry, the signature, the body, and the attempts recorded on the submission."""
+retry, the signature (Standard Webhooks, verified with the `standardwebhooks` library as a
+receiver would; and the legacy header), the events, the body, and the attempts recorded."""
 from __future__ import annotations
 
 import json
 
 import pytest
+from standardwebhooks import Webhook, WebhookVerificationError
 
 from service.report import SCHEMA
+from service.worker.webhook_payload import signing_secret
 from service.worker.webhooks import SIGNATURE_HEADER, verify
 from tests.api.support import Receiver, cheap_body, wait_final, wait_for, webhook_secret
+
+
+def standard_verify(secret: str, request) -> dict:
+    """What a receiver does with the standardwebhooks library: raises unless the signature holds."""
+    return Webhook(signing_secret(secret)).verify(request.body, request.headers)
 
 pytestmark = pytest.mark.sandbox
 
@@ -42,9 +50,18 @@ def test_webhook_is_retried_signed_and_recorded(service, course, receiver):
         assert not verify(service.new_course().webhook_secret, request.body, request.headers[SIGNATURE_HEADER.lower()])
         assert not verify(secret, request.body + b" ", request.headers[SIGNATURE_HEADER.lower()])
     assert received[0].headers["kernelgrade-delivery"] == received[1].headers["kernelgrade-delivery"]
+    for request in received:
+        assert standard_verify(secret, request)["type"] == "submission.graded"
+        with pytest.raises(WebhookVerificationError):
+            Webhook(signing_secret(service.new_course().webhook_secret)).verify(request.body, request.headers)
+        with pytest.raises(WebhookVerificationError):
+            standard_verify(secret, type(request)(request.path, request.headers, request.body + b" ", request.answered))
+    assert received[0].headers["webhook-id"] == received[1].headers["webhook-id"], "one message id across retries"
 
     payload = json.loads(received[-1].body)
-    assert payload["event"] == "submission.graded"
+    assert payload["type"] == payload["event"] == "submission.graded"
+    assert payload["data"]["submission_id"] == submission_id and payload["data"]["reason"] == "initial"
+    assert payload["data"]["grade"]["points"] == 0 and payload["data"]["decision"] is None
     assert payload["submission_id"] == submission_id
     assert payload["status"] == "graded" and payload["report_seq"] == 1
     assert payload["report"]["schema"] == SCHEMA
@@ -71,6 +88,8 @@ def test_regrade_sends_the_new_report(service, course, receiver):
     assert [(h["attempts"], h["delivered"]) for h in view["webhooks"]] == [(2, True), (1, True)]
     last = json.loads(receiver.snapshot()[-1].body)
     assert last["report_seq"] == 2 and last["report"] == view["report"]
+    assert last["type"] == "submission.regraded" and last["data"]["reason"] == "regrade"
+    assert receiver.snapshot()[-1].headers["kernelgrade-event"] == "submission.regraded"
 
 
 def test_a_receiver_that_never_accepts_is_given_up_after_the_backoff(service, course):
@@ -85,3 +104,21 @@ def test_a_receiver_that_never_accepts_is_given_up_after_the_backoff(service, co
     assert hook["last_status_code"] == 500 and "500" in hook["last_error"]
     assert hook["next_attempt_at"] is None, "given up: no further attempt is scheduled"
     assert view["status"] == "graded", "a failing webhook does not change the submission"
+
+
+def test_a_decision_sends_decision_recorded_with_the_decision_and_identity(service, course):
+    with Receiver(fail_first=0) as receiver:
+        client = course.client("submit", "read", "review")
+        body = {**cheap_body(), "callback_url": receiver.url, "assignment": "hw6", "student": {"id": "u7"}}
+        submission_id = client.post("/v1/submissions", json=body).json()["id"]
+        delivered(client, submission_id)
+        response = client.post(f"/v1/submissions/{submission_id}/decisions",
+                               json={"item": "q1", "points": 2, "reason": "clear causal chain"})
+        assert response.status_code == 201
+        delivered(client, submission_id, count=2)
+        request = receiver.snapshot()[-1]
+    payload = standard_verify(course.webhook_secret, request)
+    assert payload["type"] == "submission.decision_recorded" and payload["report_seq"] == 2
+    assert payload["data"]["decision"]["target"] == "item:q1" and payload["data"]["decision"]["reason"] == "clear causal chain"
+    assert payload["data"]["identity"]["assignment"] == "hw6" and payload["data"]["identity"]["student"]["id"] == "u7"
+    assert payload["data"]["grade"]["total"] == 2
