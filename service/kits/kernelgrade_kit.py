@@ -183,10 +183,10 @@ class Server:
         except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
             raise KitError("unreachable", url=self.url, error=str(getattr(exc, "reason", exc))) from None
 
-    def _retrying(self, method: str, path: str, *, deadline: float, **kwargs: Any) -> tuple[int, Any]:
-        """Retry what the service asks to retry (429, 503) and lost connections, until the deadline."""
+    def _retrying(self, method: str, path: str, *, deadline: float, tries: int = 3, **kwargs: Any) -> tuple[int, Any]:
+        """Retry what the service asks to retry (429, 503) and lost connections: a few times, within the deadline."""
         pause = 2.0
-        while True:
+        for attempt in range(1, tries + 1):
             try:
                 status, data = self._call(method, path, timeout_s=max(5.0, min(60.0, deadline - time.monotonic())),
                                           **kwargs)
@@ -197,10 +197,11 @@ class Server:
                 if exc.code != "unreachable":
                     raise
                 failure = exc
-            if time.monotonic() + pause >= deadline:
+            if attempt == tries or time.monotonic() + pause >= deadline:
                 raise failure
             time.sleep(pause)
             pause = min(pause * 2, 15.0)
+        raise AssertionError("unreachable")  # the loop returns or raises
 
     def grade(self, body: dict[str, Any], *, idempotency_key: str, result_format: str, deadline: float) -> dict[str, Any]:
         """Submit (the same key gives back the same submission, with its current report), wait past
