@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -46,9 +46,9 @@ def evidence_digest(report: dict[str, Any], target: str) -> str | None:
 def _request(decision: Decision) -> DecisionRequest:
     kind, _, name = decision.target.partition(":")
     if kind == "item":
-        return DecisionRequest(item=name, points=decision.after["points"], reason=decision.reason)
+        return DecisionRequest(item=name, points=decision.after["points"], reason=decision.reason)  # type: ignore[call-arg]
     action = "confirm" if decision.after.get("status") == "confirmed" else "dismiss"
-    return DecisionRequest(veto=name, action=action, reason=decision.reason)  # type: ignore[arg-type]
+    return DecisionRequest(veto=name, action=action, reason=decision.reason)  # type: ignore[arg-type, call-arg]
 
 
 def carry_decisions(session: Session, submission_id: str, report: Report) -> Report:
@@ -61,10 +61,8 @@ def carry_decisions(session: Session, submission_id: str, report: Report) -> Rep
         decided_on = session.get(ReportRow, decision.report_id)
         before = evidence_digest(decided_on.report, decision.target) if decided_on is not None else None
         now = evidence_digest(json.loads(report.to_json()), decision.target)
-        record = dict(decision_id=decision.id, target=decision.target, decided_by=decision.actor,
-                      decided_at=decision.created_at, decision=decision.after, reason=decision.reason)
         if now is None:
-            carried.append(CarriedDecision(outcome="lapsed", **record))
+            carried.append(_carried(decision, "lapsed"))
             continue
         if before is not None and before == now:
             try:
@@ -73,11 +71,16 @@ def carry_decisions(session: Session, submission_id: str, report: Report) -> Rep
                 pass
             else:
                 report = _mark(report, decision, {"reapplied_from": decision.id})
-                carried.append(CarriedDecision(outcome="reapplied", **record))
+                carried.append(_carried(decision, "reapplied"))
                 continue
         report = _mark(report, decision, None)
-        carried.append(CarriedDecision(outcome="returned", **record))
+        carried.append(_carried(decision, "returned"))
     return rescored(report, items=list(report.items), vetoes=list(report.vetoes), carried=carried)
+
+
+def _carried(decision: Decision, outcome: Literal["reapplied", "returned", "lapsed"]) -> CarriedDecision:
+    return CarriedDecision(decision_id=decision.id, target=decision.target, outcome=outcome, decided_by=decision.actor,
+                           decided_at=decision.created_at, decision=decision.after, reason=decision.reason)
 
 
 def _mark(report: Report, decision: Decision, reapplied: dict[str, Any] | None) -> Report:

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.db.models import Decision, Submission
-from service.grades.policy import CoursePolicy, counted
+from service.grades.policy import CoursePolicy, Counted, counted
 
 CSV_COLUMNS = ["assignment", "student_id", "student_name", "student_email", "exercise", "submission_id", "attempt",
                "graded_attempts", "points", "max_points", "raw_total", "passed", "state", "rule", "blocking",
@@ -70,7 +70,7 @@ def gradebook(session: Session, course_id: str, policy: CoursePolicy, *, assignm
             unattributed += 1
             continue
         groups.setdefault((row.assignment, row.student_id), []).append(row)
-    chosen: dict[tuple[str, str], tuple[Submission, object]] = {}
+    chosen: dict[tuple[str, str], tuple[Submission, Counted]] = {}
     for key, rows in groups.items():
         graded = [(r, _counted(r, policy)) for r in rows if r.status == "graded" and r.score_total is not None]
         if not graded:
@@ -88,24 +88,25 @@ def gradebook(session: Session, course_id: str, policy: CoursePolicy, *, assignm
     out = []
     for key in sorted(groups):
         rows = groups[key]
-        latest = rows[-1]
-        base = dict(assignment=key[0], student_id=key[1], student_name=latest.student_name,
-                    student_email=latest.student_email,
-                    graded_attempts=sum(r.status == "graded" for r in rows),
-                    in_progress=sum(r.status in ("queued", "running") for r in rows),
-                    not_gradable=sum(r.status == "not_gradable" for r in rows))
+        empty = GradeRow(assignment=key[0], student_id=key[1], student_name=rows[-1].student_name,
+                         student_email=rows[-1].student_email, graded_attempts=sum(r.status == "graded" for r in rows),
+                         in_progress=sum(r.status in ("queued", "running") for r in rows),
+                         not_gradable=sum(r.status == "not_gradable" for r in rows), state="none")
         if key not in chosen:
-            out.append(GradeRow(**base, state="none"))
+            out.append(empty)
             continue
         row, grade = chosen[key]
-        out.append(GradeRow(**base, exercise=row.exercise_id, submission_id=row.id, attempt=row.attempt,
-                            points=grade.points, max_points=grade.max, raw_total=grade.total, passed=grade.passed,
-                            state="provisional" if grade.provisional else "final", rule=grade.rule,
-                            blocking=grade.blocking, ta_decisions=decided.get(row.id, []), graded_at=row.graded_at))
+        out.append(empty.model_copy(update=dict(
+            exercise=row.exercise_id, submission_id=row.id, attempt=row.attempt, points=grade.points,
+            max_points=grade.max, raw_total=grade.total, passed=grade.passed,
+            state="provisional" if grade.provisional else "final", rule=grade.rule, blocking=grade.blocking,
+            ta_decisions=decided.get(row.id, []), graded_at=row.graded_at)))
     return Gradebook(course=course_id, assignment=assignment, policy=policy, rows=out, unattributed=unattributed)
 
 
-def _counted(row: Submission, policy: CoursePolicy):
+def _counted(row: Submission, policy: CoursePolicy) -> Counted:
+    """Only for graded rows, whose grade columns are all set."""
+    assert row.score_total is not None and row.score_max is not None and row.pass_threshold is not None
     return counted(total=row.score_total, max_points=row.score_max, pass_threshold=row.pass_threshold,
                    passed=bool(row.passed), provisional=bool(row.provisional), blocking=row.blocking,
                    veto_policy=policy.veto_policy)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from service.grades.messages import Language, say, status_word
-from service.grades.policy import CoursePolicy, Counted, counted_report
+from service.grades.policy import Counted, CoursePolicy, counted_report
 from service.report import Item, Report
 
 MAX_OUTPUT_CHARS = 60_000  # PrairieLearn caps the whole results file at 1 MB; Gradescope shows long text collapsed

@@ -82,14 +82,16 @@ def counted(*, total: float, max_points: float, pass_threshold: float, passed: b
             blocking: str | None, veto_policy: str) -> Counted:
     """A report that does not pass never exports a passing score: a confirmed veto gives zero or the
     cap (the course's veto policy); a suspected veto or an unmet requirement gives at most the cap."""
-    args = dict(total=total, max=max_points, pass_threshold=pass_threshold, passed=passed, provisional=provisional,
-                blocking=blocking)
+    def made(points: float, rule: Literal["total", "capped", "zero"]) -> Counted:
+        return Counted(points=points, total=total, max=max_points, pass_threshold=pass_threshold, passed=passed,
+                       provisional=provisional, blocking=blocking, rule=rule)
+
     confirmed = bool(blocking and blocking.startswith("veto:") and blocking.endswith(":confirmed"))
     if confirmed and veto_policy == "zero":
-        return Counted(points=0.0, rule="zero", **args)
+        return made(0.0, "zero")
     if not passed and total >= pass_threshold:
-        return Counted(points=min(total, cap_below(pass_threshold)), rule="capped", **args)
-    return Counted(points=total, rule="total", **args)
+        return made(min(total, cap_below(pass_threshold)), "capped")
+    return made(total, "total")
 
 
 def counted_report(report: dict[str, Any], veto_policy: str) -> Counted | None:

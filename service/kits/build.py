@@ -67,25 +67,34 @@ def gradescope_zip(config: KitConfig, output: Path) -> Path:
     return output
 
 
+QUESTION_TEXT = {
+    "zh": {"explanation": "解释你的实现", "output": "运行输出",
+           "output_help": "粘贴给定检查的真实输出；没有运行环境时写“仅静态审查”。"},
+    "en": {"explanation": "Explain your fill", "output": "Output",
+           "output_help": "Paste what the given check really printed, or write “static review only” if you could not run it."},
+}
+
+
+def _editor(file_name: str, mode: str, lines: int) -> str:
+    return (f'<pl-file-editor file-name="{file_name}" ace-mode="ace/mode/{mode}" min-lines="{lines}" allow-blank="true">'
+            "</pl-file-editor>")
+
+
 def _question_html(exercise: Exercise) -> str:
+    """The code editor (started from the template), one editor per written question, one for the claimed output."""
     spec = exercise.spec
-    english = spec.language == "en"
-    label = (lambda zh, en: en if english else zh)  # noqa: E731
-    editors = [f'<pl-file-editor file-name="solution.py" ace-mode="ace/mode/python" source-file-name="template.py">'
-               f'</pl-file-editor>']
+    text = QUESTION_TEXT["en" if spec.language == "en" else "zh"]
+    parts = [f"<p>{html.escape(spec.title)}</p>",
+             '<pl-file-editor file-name="solution.py" ace-mode="ace/mode/python" source-file-name="template.py">'
+             "</pl-file-editor>"]
     for question in spec.questions:
-        name = "explanation" if question.id == "explanation" else question.id
-        editors.append(f"<p><strong>{html.escape(question.id.upper() if question.id != 'explanation' else label('解释你的实现', 'Explain your fill'))}"
-                       f"</strong> {html.escape(question.prompt)}</p>\n"
-                       f'<pl-file-editor file-name="{name}.md" ace-mode="ace/mode/markdown" min-lines="6" allow-blank="true">'
-                       f"</pl-file-editor>")
-    editors.append(f"<p><strong>{label('运行输出', 'Output')}</strong> "
-                   f"{label('粘贴给定检查的真实输出；没有运行环境时写“仅静态审查”。', 'Paste what the given check really printed, or write “static review only” if you could not run it.')}</p>\n"
-                   '<pl-file-editor file-name="output.txt" ace-mode="ace/mode/text" min-lines="4" allow-blank="true">'
-                   "</pl-file-editor>")
-    return (f"<pl-question-panel>\n<p>{html.escape(spec.title)}</p>\n" + "\n".join(editors) + "\n</pl-question-panel>\n\n"
-            "<pl-submission-panel>\n<pl-external-grader-results></pl-external-grader-results>\n"
-            "<pl-file-preview></pl-file-preview>\n</pl-submission-panel>\n")
+        label = text["explanation"] if question.id == "explanation" else question.id.upper()
+        parts += [f"<p><strong>{html.escape(label)}</strong> {html.escape(question.prompt)}</p>",
+                  _editor(f"{question.id}.md", "markdown", 6)]
+    parts += [f"<p><strong>{text['output']}</strong> {html.escape(text['output_help'])}</p>", _editor("output.txt", "text", 4)]
+    return ("<pl-question-panel>\n" + "\n".join(parts) + "\n</pl-question-panel>\n\n<pl-submission-panel>\n"
+            "<pl-external-grader-results></pl-external-grader-results>\n<pl-file-preview></pl-file-preview>\n"
+            "</pl-submission-panel>\n")
 
 
 def prairielearn_kit(output: Path, *, exercise: Exercise, server_url: str, assignment: str | None) -> Path:

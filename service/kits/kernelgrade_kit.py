@@ -12,7 +12,6 @@ import subprocess
 import tempfile
 import time
 import urllib.error
-
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -125,7 +124,7 @@ def submission_from_files(files: dict[str, str], *, exercise: str) -> dict[str, 
         if not isinstance(body, dict):
             raise KitError("invalid", error="submission.json is not a JSON object")
         return {**body, "exercise": body.get("exercise") or exercise}
-    code, answers = "", {}
+    code, answers = "", {}  # type: tuple[str, dict[str, str]]
     notebooks = [n for n in files if n.lower().endswith(".ipynb")]
     if notebooks:
         try:

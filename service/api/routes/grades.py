@@ -1,7 +1,6 @@
 """/v1/grades (the gradebook export), /v1/course (the course's grade policy), /v1/regrades (bulk regrades)."""
 from __future__ import annotations
 
-
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Query
