@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import csv
 import io
-from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, Field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from service.api.schemas import UTCDateTime
 from service.db.models import Decision, Submission
 from service.grades.policy import CoursePolicy, Counted, counted
 
@@ -40,7 +40,7 @@ class GradeRow(BaseModel):
     rule: Literal["total", "capped", "zero"] | None = Field(None, description="how `points` follows from `raw_total`")
     blocking: str | None = Field(None, description="veto:<rule>:<status> or requirement:<id> that keeps it from passing")
     ta_decisions: list[str] = Field([], description="the TA decisions on that attempt, oldest first")
-    graded_at: datetime | None = None
+    graded_at: UTCDateTime | None = None
 
 
 class Gradebook(BaseModel):

@@ -92,6 +92,11 @@ def test_listing_filters_and_unknown_values_give_empty_pages(course):
     assert ids(needs_review=False) == [plain, b1, a2, a1]
     future = (datetime.now(timezone.utc) + timedelta(hours=1)).isoformat()
     assert ids(created_after=future) == [] and len(ids(created_before=future)) == 4
+    # Times in another zone mean the same instant (stored times are UTC; SQLite compares text).
+    created = datetime.fromisoformat(listed[0]["created_at"])
+    beijing = timezone(timedelta(hours=8))
+    assert ids(created_after=(created - timedelta(microseconds=1)).astimezone(beijing).isoformat())[-1] == a2
+    assert a2 not in ids(created_after=(created + timedelta(microseconds=1)).astimezone(beijing).isoformat())
     assert course.service.new_course().client("read").get("/v1/submissions").json()["items"] == [], \
         "another course sees nothing"
 
@@ -148,6 +153,8 @@ def test_the_gradebook_counts_the_last_or_the_best_attempt(course):
     carol = rows["carol"]
     assert carol["submission_id"] == second and carol["points"] == 0 and carol["graded_attempts"] == 2
     assert carol["state"] == "final" and carol["student_email"] == "carol@example.org"
+    assert carol["blocking"].startswith("veto:") and carol["blocking"].endswith(":confirmed")
+    assert carol["rule"] == "total", "below the pass line: nothing to cap"
 
     assert admin.put("/v1/course/policy", json={"grade_policy": "best"}).json()["grade_policy"] == "best"
     carol = {r["student_id"]: r for r in _book(client, assignment="hw6")["rows"]}["carol"]

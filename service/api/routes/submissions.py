@@ -190,11 +190,17 @@ def _after_cursor(cursor: str) -> tuple[datetime, str]:
     except (ValueError, TypeError, binascii.Error, UnicodeDecodeError):
         raise HTTPException(422, [{"loc": ["query", "cursor"], "msg": "not a cursor this API returned",
                                    "type": "value_error"}]) from None
-    return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)), submission_id
+    return _utc(when), submission_id
 
 
-def _utc(moment: datetime | None) -> datetime | None:
-    return None if moment is None else (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc))
+def _utc(moment: datetime) -> datetime:
+    """In UTC, as every stored time is (SQLite compares the text, so the zone must be the same)."""
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=timezone.utc)
+    try:
+        return moment.astimezone(timezone.utc)
+    except OverflowError:  # year 1 with a positive offset, year 9999 with a negative one
+        return datetime.min.replace(tzinfo=timezone.utc) if moment.year == 1 else datetime.max.replace(tzinfo=timezone.utc)
 
 
 Filter = Annotated[str | None, Query(max_length=200)]
