@@ -270,3 +270,37 @@ def test_the_grader_image_definition_lints(tmp_path):
     dockerfile = REPO_ROOT / "service" / "kits" / "prairielearn" / "image" / "Dockerfile"
     done = subprocess.run([str(hadolint), str(dockerfile)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _docker_base_image() -> str:
+    """The base the grader image is built on: KERNELGRADE_PL_BASE_IMAGE, or the Dockerfile's default
+    when the engine already has it (no registry is reachable here)."""
+    import os
+
+    if shutil.which("docker") is None or subprocess.run(["docker", "info"], capture_output=True).returncode != 0:
+        pytest.skip("no Docker engine answers here")
+    base = os.environ.get("KERNELGRADE_PL_BASE_IMAGE", "python:3.12-slim")
+    if subprocess.run(["docker", "image", "inspect", base], capture_output=True).returncode != 0:
+        pytest.skip(f"the base image {base!r} is not in the engine: build one (docs/deploy.md) and set "
+                    "KERNELGRADE_PL_BASE_IMAGE to it")
+    return base
+
+
+def test_prairielearn_grader_image_runs_in_docker(service, course, tmp_path):
+    """The image as PrairieLearn runs it: /grade mounted, networking on (enableNetworking), the
+    environment of info.json; the server is on this machine's loopback, hence the host network."""
+    base = _docker_base_image()
+    kit = build_prairielearn(tmp_path, service.url)
+    tag = "kernelgrade-pl-grader:test"
+    built = subprocess.run(["docker", "build", "--build-arg", f"BASE_IMAGE={base}", "-t", tag, str(kit / "image")],
+                           capture_output=True, text=True, timeout=600)
+    assert built.returncode == 0, built.stdout + built.stderr
+    info = json.loads((kit / "question" / "info.json").read_text())
+    root = prairielearn_layout(tmp_path, kit, course.key("submit", "read", name="pl-docker"))
+    env = [arg for name, value in info["externalGradingOptions"]["environment"].items() for arg in ("-e", f"{name}={value}")]
+    ran = subprocess.run(["docker", "run", "--rm", "--network", "host", "-v", f"{root}:/grade", *env,
+                          "--entrypoint", info["externalGradingOptions"]["entrypoint"], tag],
+                         capture_output=True, text=True, timeout=600)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+    assert check_prairielearn(results) is not None and results["gradable"] is True
