@@ -30,7 +30,8 @@ router = APIRouter(include_in_schema=False)
 
 FLAG_KINDS = {"coincidental_pass": "suspected veto: coincidental pass",
               "unverified_claim": "suspected veto: unverified claim",
-              "needs_review": "low-confidence written answer"}
+              "needs_review": "low-confidence written answer",
+              "earlier_decision": "a regrade changed what a TA decided on"}
 AGES = {"1h": timedelta(hours=1), "1d": timedelta(days=1), "3d": timedelta(days=3), "7d": timedelta(days=7)}
 
 Text = Annotated[str, Query(max_length=100)]

@@ -116,8 +116,10 @@ def test_gradescope_kit_grades_on_the_server_and_resends_after_a_ta_decides(serv
     view = wait_final(client, entry["id"])
     report = view["report"]
     assert report["program"]["fills"] == ["mask"], "the cell from solution.py ran"
-    assert {a: report["items"][i]["points"] > 0 for i, a in enumerate(["code.regular", "code.boundary"])} == \
-        {"code.regular": True, "code.boundary": True}
+    points = {item["id"]: item["points"] for item in report["items"]}
+    assert all(points[item] > 0 for item in ("code.regular", "code.boundary", "code.explanation", "q1", "q2", "q3")), \
+        f"the code and the written answers of answers.md arrived: {points}"
+    assert report["given_check"]["claimed_output"] == EXAMPLE["claimed_output"], "output.txt is the claimed output"
     exported = client.get(f"/v1/submissions/{entry['id']}/report", params={"format": "gradescope"}).json()
     assert score == exported["score"] == report["score"]["total"]
     assert results["tests"] == exported["tests"]
