@@ -14,10 +14,11 @@ def _plain_id(value: str) -> str:
     """A platform id: printable text without control characters or surrounding blanks."""
     if value != value.strip() or any(ord(c) < 32 or ord(c) == 127 for c in value):
         raise ValueError("must be printable text without control characters or surrounding spaces")
-    return _encodable(value)
+    return storable(value)
 
 
-def _encodable(value: str) -> str:
+def storable(value: str) -> str:
+    """PostgreSQL text cannot hold NUL, and a lone surrogate cannot be encoded: refuse both (422)."""
     if "\x00" in value:
         raise ValueError("must not contain NUL characters")
     try:
@@ -33,7 +34,7 @@ def _email(value: str) -> str:
     local, at, domain = value.partition("@")
     if not at or not local or "." not in domain.strip(".") or any(c.isspace() for c in value) or "@" in domain:
         raise ValueError("must be an e-mail address like name@example.org")
-    return _encodable(value)
+    return storable(value)
 
 
 PlatformId = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS), AfterValidator(_plain_id)]
@@ -45,7 +46,7 @@ class Student(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: PlatformId = Field(description="the platform's user id")
-    name: Annotated[str, Field(max_length=MAX_ID_CHARS), AfterValidator(_encodable)] | None = Field(
+    name: Annotated[str, Field(max_length=MAX_ID_CHARS), AfterValidator(storable)] | None = Field(
         None, description="display name")
     email: Annotated[str, Field(max_length=320), AfterValidator(_email)] | None = None
 

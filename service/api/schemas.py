@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from service.report import Report
-from service.submission import Student, Submission
+from service.submission import Student, Submission, storable
 
 Status = Literal["queued", "running", "graded", "not_gradable"]
 
@@ -20,15 +20,7 @@ def _as_utc(value: datetime) -> datetime:
 UTCDateTime = Annotated[datetime, AfterValidator(_as_utc)]
 
 
-def _storable(text: str) -> str:
-    """PostgreSQL text cannot hold NUL, and a lone surrogate cannot be encoded: refuse both (422)."""
-    if "\x00" in text:
-        raise ValueError("must not contain NUL characters")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError("must be valid Unicode text (no lone surrogates)") from None
-    return text
+_storable = storable  # the submission contract's check, shared by every stored text of the API
 
 
 class SubmissionCreate(Submission):

@@ -89,23 +89,13 @@ def _mark(report: Report, decision: Decision, reapplied: dict[str, Any] | None) 
     kind, _, name = decision.target.partition(":")
     earlier = {"decision_id": decision.id, "by": decision.actor, "at": decision.created_at.isoformat(),
                "reason": decision.reason, "decided": decision.after}
-    items, vetoes = list(report.items), list(report.vetoes)
-    if kind == "item":
-        index = next(i for i, item in enumerate(items) if item.id == name)
-        item = items[index]
-        if reapplied is not None:
-            evidence = {**item.evidence, "ta_decision": {**item.evidence.get("ta_decision", {}), **reapplied}}
-            items[index] = item.model_copy(update={"evidence": evidence})
-        else:
-            items[index] = item.model_copy(update={"status": "needs_review",
-                                                   "evidence": {**item.evidence, "earlier_decision": earlier}})
+    waiting = {"status": "needs_review"} if kind == "item" else {"status": "suspected", "needs_review": True}
+    things: list[Any] = list(report.items if kind == "item" else report.vetoes)
+    index = next(i for i, thing in enumerate(things) if (thing.id if kind == "item" else thing.rule) == name)
+    thing = things[index]
+    if reapplied is not None:
+        things[index] = thing.model_copy(update={"evidence": {
+            **thing.evidence, "ta_decision": {**thing.evidence.get("ta_decision", {}), **reapplied}}})
     else:
-        index = next(i for i, veto in enumerate(vetoes) if veto.rule == name)
-        veto = vetoes[index]
-        if reapplied is not None:
-            evidence = {**veto.evidence, "ta_decision": {**veto.evidence.get("ta_decision", {}), **reapplied}}
-            vetoes[index] = veto.model_copy(update={"evidence": evidence})
-        else:
-            vetoes[index] = veto.model_copy(update={"status": "suspected", "needs_review": True,
-                                                    "evidence": {**veto.evidence, "earlier_decision": earlier}})
-    return report.model_copy(update={"items": items, "vetoes": vetoes})
+        things[index] = thing.model_copy(update={**waiting, "evidence": {**thing.evidence, "earlier_decision": earlier}})
+    return report.model_copy(update={"items" if kind == "item" else "vetoes": things})
