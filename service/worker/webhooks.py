@@ -2,9 +2,12 @@
 
 Signature (documented in docs/api.md): Standard Webhooks headers (service/worker/webhook_payload.py),
 and, while courses migrate, the legacy `Kernelgrade-Signature: t=<unix seconds>,v1=<hex>` where
-hex = HMAC-SHA256(course webhook secret, f"{t}.{body}"). Receivers reject old timestamps. Callback URLs must be https and must not resolve to loopback, private or
-link-local addresses, unless their host is in `webhook_allowed_hosts`: the service can't be
-aimed at the internal network.
+hex = HMAC-SHA256(course webhook secret, f"{t}.{body}"). Receivers reject old timestamps. Callback
+URLs must be https and reach only globally routable addresses, unless their host is in
+`webhook_allowed_hosts`: the service can't be aimed at the internal network. The host is resolved
+once, every address it resolves to is checked, and the request goes to a checked address (TLS
+still verified for the host's name): no second lookup that DNS rebinding or another IDNA mapping
+could answer differently.
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import ipaddress
 import logging
 import socket
 import time
+from dataclasses import dataclass
 from datetime import timedelta
 from urllib.parse import urlsplit
 
@@ -46,31 +50,89 @@ def verify(secret: str, body: bytes, header: str, *, max_age_s: int = 300, now: 
     return hmac.compare_digest(sign(secret, body, timestamp), header)
 
 
-def check_callback_url(url: str, *, allowed_hosts: list[str], resolve: bool = False) -> None:
-    """Raise CallbackRefused with the reason, in words an integrator can act on."""
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
+def is_public(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Globally routable unicast (not private, loopback, link-local, CGNAT 100.64/10, reserved,
+    documentation, multicast, ...), and so is any IPv4 address an IPv6 one carries."""
+    if not ip.is_global or ip.is_multicast:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address):
+        embedded = [ip.ipv4_mapped, ip.sixtofour, ip.teredo[1] if ip.teredo else None,
+                    ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF) if ip in _NAT64 else None]
+        return all(e is None or is_public(e) for e in embedded)
+    return True
+
+
+def _host(url: str) -> tuple[httpx.URL, str]:
+    """The URL as httpx parses it, and its host in ASCII (IDNA 2008, as httpx encodes it): the one
+    name that is checked, resolved and connected to."""
+    try:
+        parsed = httpx.URL(url)
+        return parsed, parsed.raw_host.decode("ascii").lower()
+    except (httpx.InvalidURL, UnicodeError, ValueError) as exc:
+        raise CallbackRefused(f"callback_url is not a valid URL: {exc}") from None
+
+
+def check_callback_url(url: str, *, allowed_hosts: list[str]) -> None:
+    """What can be checked without a lookup (at submission). Raise CallbackRefused with the
+    reason, in words an integrator can act on."""
     parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.scheme not in ("https", "http") or not host:
+    if parts.scheme not in ("https", "http") or not parts.hostname:
         raise CallbackRefused("callback_url must be an absolute https URL")
-    if host in allowed_hosts:
+    _, host = _host(url)
+    if parts.hostname in allowed_hosts or host in allowed_hosts:
         return
     if parts.scheme != "https":
         raise CallbackRefused("callback_url must use https (http is allowed only for hosts in webhook_allowed_hosts)")
-    addresses: list[str] = []
+    if host in ("localhost",) or host.endswith((".localhost", ".local", ".internal")):
+        raise CallbackRefused(f"callback_url host {host!r} is internal")
     try:
-        addresses = [str(ipaddress.ip_address(host))]
+        ip = ipaddress.ip_address(host.strip("[]"))
     except ValueError:
-        if host in ("localhost",) or host.endswith((".localhost", ".local", ".internal")):
-            raise CallbackRefused(f"callback_url host {host!r} is internal") from None
-        if resolve:
-            try:
-                addresses = sorted({info[4][0] for info in socket.getaddrinfo(host, parts.port or 443)})
-            except OSError as exc:
-                raise CallbackRefused(f"callback_url host {host!r} does not resolve: {exc}") from None
-    for address in addresses:
-        ip = ipaddress.ip_address(address.split("%", 1)[0])
-        if ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_reserved or ip.is_multicast or ip.is_unspecified:
+        return
+    if not is_public(ip):
+        raise CallbackRefused(f"callback_url points to a non-public address ({ip})")
+
+
+@dataclass(frozen=True)
+class Pinned:
+    """Where one delivery goes: `url` with the checked address in place of the host, and the
+    host's name for the Host header and TLS (None: an allowed host, connected to as it is)."""
+
+    url: str
+    host: str | None = None
+
+
+def pin_callback(url: str, *, allowed_hosts: list[str]) -> Pinned:
+    """Check `url`, resolve its host once, check every address, and pin the first one."""
+    check_callback_url(url, allowed_hosts=allowed_hosts)
+    parsed, host = _host(url)
+    if urlsplit(url).hostname in allowed_hosts or host in allowed_hosts:
+        return Pinned(url)
+    try:
+        infos = socket.getaddrinfo(host, parsed.port or 443, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise CallbackRefused(f"callback_url host {host!r} does not resolve: {exc}") from None
+    addresses = [ipaddress.ip_address(info[4][0].split("%", 1)[0]) for info in infos]
+    if not addresses:
+        raise CallbackRefused(f"callback_url host {host!r} does not resolve")
+    for ip in addresses:
+        if not is_public(ip):
             raise CallbackRefused(f"callback_url resolves to a non-public address ({ip})")
+    return Pinned(str(parsed.copy_with(host=str(addresses[0]))), host=host)
+
+
+def post_callback(client: httpx.Client, url: str, *, body: bytes, headers: dict[str, str],
+                  allowed_hosts: list[str]) -> httpx.Response:
+    """POST to the pinned address; the Host header and TLS's server name stay the URL's host."""
+    pinned = pin_callback(url, allowed_hosts=allowed_hosts)
+    if pinned.host is None:
+        return client.post(url, content=body, headers=headers)
+    port = httpx.URL(url).port
+    return client.post(pinned.url, content=body, headers={**headers, "Host": pinned.host + (f":{port}" if port else "")},
+                       extensions={"sni_hostname": pinned.host})
 
 
 def deliver_due(sessions: sessionmaker[Session], *, allowed_hosts: list[str], timeout_s: float,
@@ -126,9 +188,8 @@ def _attempt(sessions: sessionmaker[Session], delivery_id: int, *, client: httpx
         url = delivery.url
     status_code, error = None, None
     try:
-        check_callback_url(url, allowed_hosts=allowed_hosts, resolve=True)
         signed = message(**parts, legacy=legacy_signature)
-        response = client.post(url, content=signed.body, headers=signed.headers)
+        response = post_callback(client, url, body=signed.body, headers=signed.headers, allowed_hosts=allowed_hosts)
         status_code = response.status_code
         ok = 200 <= status_code < 300
         if not ok:
