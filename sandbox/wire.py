@@ -61,8 +61,8 @@ class FrameReader:
             del self._buffer[:end]
             try:
                 message = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                raise FrameError(f"malformed frame: {exc}") from None
+            except (ValueError, RecursionError) as exc:  # bad UTF-8 or JSON, a 5000-digit int, deep nesting
+                raise FrameError(f"malformed frame: {type(exc).__name__}: {str(exc)[:200]}") from None
             if not isinstance(message, dict) or not isinstance(message.get("type"), str):
                 raise FrameError("frame is not an object with a 'type'")
             frames.append((message, blob))
