@@ -1,4 +1,5 @@
-"""One pids-limited cgroup per sandbox, where the service can write a pids controller.
+"""A cgroup per sandbox, where the service can write the controller: pids (`pids.max`) and memory
+(`memory.max` or `memory.limit_in_bytes`, swap included where it is accounted).
 
 Why: RLIMIT_NPROC counts the processes of a real uid, and the kernel does not apply it to uid 0.
 When the service runs as root, the sandbox's uid maps to host root and a fork bomb is bounded only
@@ -6,15 +7,20 @@ by the host's pid_max. A pids cgroup binds whatever the uid, counts this one san
 included), and lists every process of the sandbox even if it left its process group (setsid,
 double fork), so the end of a sandbox can kill them all.
 
-Where: the service's own cgroup, as /proc/self/cgroup and /proc/self/mountinfo place it:
-- cgroup v1: the hierarchy that holds the `pids` controller (`/sys/fs/cgroup/pids/...`);
-- cgroup v2: the unified hierarchy, if `pids` is in the own cgroup's `cgroup.controllers` and can be
-  enabled for its children. The kernel refuses that (EBUSY) for a non-root cgroup that holds
-  processes, which is the usual case under systemd or in a container: then there is no pids
-  cgroup, and RLIMIT_NPROC stays the only cap.
+Why memory: RLIMIT_AS counts address space, not memory; it cannot be set on a GPU (CUDA reserves
+huge ranges), and it misses page cache, tmpfs and memfd pages. A memory cgroup charges all of
+them, for the whole sandbox, and its OOM kill ends the sandbox instead of the host.
+
+Where: the service's own cgroup, as /proc/self/cgroup and /proc/self/mountinfo place it (each
+controller on its own; on cgroup v2 both share one child per sandbox):
+- cgroup v1: the hierarchy that holds the controller (`/sys/fs/cgroup/pids/...`, `.../memory/...`);
+- cgroup v2: the unified hierarchy, if the controller is in the own cgroup's `cgroup.controllers`
+  and can be enabled for its children. The kernel refuses that (EBUSY) for a non-root cgroup that
+  holds processes, which is the usual case under systemd or in a container: then there is no such
+  cgroup, and RLIMIT_NPROC (processes) and RLIMIT_AS (memory, interpreter only) stay the caps.
 Under it, a parent `kernelgrade/` and one child per sandbox, named
 `<pid namespace inode>-<creator pid>-<creator start time>-<sequence>`, with `pids.max` set to
-`Limits.processes`. A child whose creator is dead (same pid namespace, and that pid is gone or is
+`Limits.processes` and the memory limit to `Limits.memory_cgroup_bytes`. A child whose creator is dead (same pid namespace, and that pid is gone or is
 another process now) is stale: `remove_stale()` kills what is left in it and removes it. Children
 of other pid namespaces are left alone (we cannot tell whether their creator lives).
 
@@ -22,6 +28,7 @@ How a sandbox gets in before it can fork: its argv is prefixed with
 
     /bin/sh -c 'echo 0 > "$0" && exec "$@"' <child>/cgroup.procs prlimit ... bwrap ...
 
+(with a child in two v1 hierarchies, ENTER_ALL writes each `cgroup.procs` named before `--`).
 The shell writes 0 (the writing process itself) into the child's cgroup.procs, then execs the real
 command in the same process, so the sandbox's first instruction already runs in the cgroup and
 every descendant inherits it. No preexec_fn (not safe in a threaded program, and the warm pool
@@ -47,6 +54,7 @@ log = logging.getLogger("kernelgrade.sandbox.cgroups")
 PARENT_NAME = "kernelgrade"
 PIDS_CGROUP = "pids cgroup"  # the report's environment.process_limit where one holds
 ENTER_SCRIPT = 'echo 0 > "$0" && exec "$@"'
+ENTER_ALL = 'while [ "$1" != -- ]; do echo 0 > "$1" || exit 125; shift; done; shift; exec "$@"'
 _CHILD_NAME = re.compile(r"(\d+)-(\d+)-(\d+)-(\d+)")
 _sequence = itertools.count(1)
 
@@ -105,12 +113,17 @@ def _folder(mount: CgroupMount, path: str) -> Path | None:
 
 def locate_pids(proc_cgroup: str, mountinfo: str) -> tuple[int, Path] | None:
     """(cgroup version, folder of our own cgroup) of the pids controller; nothing is touched."""
+    return locate("pids", proc_cgroup, mountinfo)
+
+
+def locate(controller: str, proc_cgroup: str, mountinfo: str) -> tuple[int, Path] | None:
+    """(cgroup version, folder of our own cgroup) of `controller`; nothing is touched."""
     entries = parse_proc_cgroup(proc_cgroup)
     mounts = parse_mountinfo(mountinfo)
     for hierarchy, controllers, path in entries:
-        if hierarchy != "0" and "pids" in controllers:  # v1 (a controller is in one hierarchy only)
+        if hierarchy != "0" and controller in controllers:  # v1 (a controller is in one hierarchy only)
             for mount in mounts:
-                if mount.fstype == "cgroup" and "pids" in mount.options:
+                if mount.fstype == "cgroup" and controller in mount.options:
                     folder = _folder(mount, path)
                     if folder is not None:
                         return 1, folder
@@ -225,56 +238,66 @@ class SandboxCgroup:
             time.sleep(0.01)
 
 
-# --- the parent -----------------------------------------------------------------------------------
+# --- the parent ---------------------------------------------------------------------------------
 
 
-class PidsCgroups:
-    """The `kernelgrade/` parent cgroup under the service's own pids cgroup."""
+class ControllerCgroups:
+    """The `kernelgrade/` parent cgroup under the service's own cgroup of one controller."""
+
+    controller = ""
 
     def __init__(self, version: int, parent: Path) -> None:
         self.version = version
         self.parent = parent
 
+    def settings(self, value: int) -> list[tuple[str, str, bool]]:
+        """(file, value, required) to write into a new child, in order."""
+        raise NotImplementedError
+
     @classmethod
-    def detect(cls, *, proc_cgroup: str | None = None, mountinfo: str | None = None) -> tuple["PidsCgroups | None", str]:
+    def detect(cls, *, proc_cgroup: str | None = None, mountinfo: str | None = None) -> tuple["ControllerCgroups | None", str]:
         """(the parent, created if need be, or None; why not). Only a parent in which a child
-        with a working pids.max could be created and removed counts."""
+        with working limits could be created and removed counts."""
         try:
             proc_cgroup = Path("/proc/self/cgroup").read_text() if proc_cgroup is None else proc_cgroup
             mountinfo = Path("/proc/self/mountinfo").read_text() if mountinfo is None else mountinfo
         except OSError as exc:
             return None, f"cannot read the own cgroup: {exc}"
-        located = locate_pids(proc_cgroup, mountinfo)
+        located = locate(cls.controller, proc_cgroup, mountinfo)
         if located is None:
-            return None, "no pids controller is mounted for this process's cgroup"
+            return None, f"no {cls.controller} controller is mounted for this process's cgroup"
         version, own = located
         parent = own / PARENT_NAME
         try:
             if version == 2:
-                if "pids" not in (own / "cgroup.controllers").read_text().split():
-                    return None, f"cgroup v2: pids is not available in {own}"
-                _enable_pids(own)  # EBUSY if `own` holds processes and is not the root
+                if cls.controller not in (own / "cgroup.controllers").read_text().split():
+                    return None, f"cgroup v2: {cls.controller} is not available in {own}"
+                _enable(own, cls.controller)  # EBUSY if `own` holds processes and is not the root
                 parent.mkdir(exist_ok=True)
-                _enable_pids(parent)
+                _enable(parent, cls.controller)
             else:
                 parent.mkdir(exist_ok=True)
             found = cls(version, parent)
-            probe = found.create(1)  # pids.max must be there and writable
+            probe = found.child(found.settings(cls._probe_value))  # the limit files must be there and writable
             if not probe.close(1.0):
                 return None, f"could not remove the probe cgroup {probe.path}"
         except OSError as exc:
             return None, f"cgroup v{version} at {own}: {exc}"
         return found, ""
 
-    def create(self, max_processes: int) -> SandboxCgroup:
-        """A new child with pids.max = `max_processes`. Raises OSError."""
+    _probe_value = 1
+
+    def child(self, settings: list[tuple[str, str, bool]]) -> SandboxCgroup:
+        """A new child with `settings` written (optional ones only where the file exists). Raises OSError."""
         me = os.getpid()
         name = f"{_pid_namespace()}-{me}-{_start_time(me) or 0}-{next(_sequence)}"
         path = self.parent / name
         path.mkdir()
         cgroup = SandboxCgroup(path)
         try:
-            (path / "pids.max").write_text(str(max_processes))
+            for file, value, required in settings:
+                if required or (path / file).exists():
+                    (path / file).write_text(value)
         except BaseException:
             cgroup.close(1.0)
             raise
@@ -299,46 +322,144 @@ class PidsCgroups:
         return removed
 
 
-def _enable_pids(folder: Path) -> None:
+class PidsCgroups(ControllerCgroups):
+    controller = "pids"
+
+    def settings(self, value: int) -> list[tuple[str, str, bool]]:
+        return [("pids.max", str(value), True)]
+
+    def create(self, max_processes: int) -> SandboxCgroup:
+        """A new child with pids.max = `max_processes`. Raises OSError."""
+        return self.child(self.settings(max_processes))
+
+
+class MemoryCgroups(ControllerCgroups):
+    """Memory and swap together: v1 `memory.memsw.limit_in_bytes` (memory plus swap) equal to the
+    memory limit, v2 `memory.swap.max` 0, where swap is accounted; on an OOM kill, v2 kills the
+    whole cgroup (`memory.oom.group`)."""
+
+    controller = "memory"
+    _probe_value = 64 << 20
+
+    def settings(self, value: int) -> list[tuple[str, str, bool]]:
+        if self.version == 2:
+            return [("memory.max", str(value), True), ("memory.swap.max", "0", False), ("memory.oom.group", "1", False)]
+        return [("memory.limit_in_bytes", str(value), True), ("memory.memsw.limit_in_bytes", str(value), False)]
+
+    def swap_limited(self) -> bool:
+        return (self.parent / ("memory.swap.max" if self.version == 2 else "memory.memsw.limit_in_bytes")).exists()
+
+
+def _enable(folder: Path, controller: str) -> None:
     control = folder / "cgroup.subtree_control"
-    if "pids" not in control.read_text().split():
-        control.write_text("+pids")
+    if controller not in control.read_text().split():
+        control.write_text(f"+{controller}")
+
+
+# --- the cgroups of one sandbox -------------------------------------------------------------------
+
+
+class SandboxCgroups:
+    """The children of one sandbox: one per hierarchy (v1: pids and memory apart; v2: one)."""
+
+    def __init__(self, children: list[SandboxCgroup], *, memory_bytes: int | None, swap_limited: bool) -> None:
+        self.children = children
+        self.memory_bytes = memory_bytes  # None: no memory cgroup
+        self.swap_limited = swap_limited
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        """`argv`, started inside every child (see the module's docstring)."""
+        if len(self.children) == 1:
+            return self.children[0].wrap(argv)
+        return ["/bin/sh", "-c", ENTER_ALL, "kernelgrade-enter", *(str(c.procs_file) for c in self.children), "--", *argv]
+
+    def oom_kills(self) -> int:
+        """Processes the memory cgroup's OOM killer ended (v1 memory.oom_control, v2 memory.events)."""
+        total = 0
+        for child in self.children:
+            for name in ("memory.events", "memory.oom_control"):
+                try:
+                    text = (child.path / name).read_text()
+                except OSError:
+                    continue
+                for line in text.splitlines():
+                    key, _, value = line.partition(" ")
+                    if key == "oom_kill" and value.strip().isdigit():
+                        total += int(value)
+        return total
+
+    def close(self, timeout_s: float = 5.0) -> bool:
+        return all([child.close(timeout_s) for child in self.children])
+
+
+def sandbox_cgroups(*, processes: int, memory_bytes: int) -> SandboxCgroups | None:
+    """The cgroups of a new sandbox where any controller is writable (None: none is). Raises OSError."""
+    by_parent: dict[Path, tuple[ControllerCgroups, list[tuple[str, str, bool]]]] = {}
+    pids, memory = host_pids_cgroups(), host_memory_cgroups()
+    for found, value in ((pids, processes), (memory, memory_bytes)):
+        if found is not None:
+            by_parent.setdefault(found.parent, (found, []))[1].extend(found.settings(value))
+    children: list[SandboxCgroup] = []
+    try:
+        for found, settings in by_parent.values():
+            children.append(found.child(settings))
+    except BaseException:
+        for child in children:
+            child.close(1.0)
+        raise
+    if not children:
+        return None
+    return SandboxCgroups(children, memory_bytes=memory_bytes if memory is not None else None,
+                         swap_limited=memory is not None and memory.swap_limited())
 
 
 # --- the process-wide answer ----------------------------------------------------------------------
 
-_detected: tuple[PidsCgroups | None, str] | None = None
+_detected: dict[str, tuple[ControllerCgroups | None, str]] = {}
 _detect_lock = threading.Lock()
 
 
-def host_pids_cgroups() -> PidsCgroups | None:
-    """The parent for this process's sandboxes, detected once (with a sweep of stale children);
-    None where no pids cgroup can be written, with a warning if we are root."""
-    global _detected
+def _host_cgroups(kind: type[ControllerCgroups]) -> ControllerCgroups | None:
     with _detect_lock:
-        if _detected is None:
-            found, why = PidsCgroups.detect()
-            _detected = (found, why)
+        if kind.controller not in _detected:
+            found, why = kind.detect()
+            _detected[kind.controller] = (found, why)
             if found is not None:
                 stale = found.remove_stale()
-                log.info("sandboxes run in pids cgroups under %s (cgroup v%d)%s", found.parent, found.version,
-                         f"; removed {stale} stale ones" if stale else "")
-            elif os.geteuid() == 0:
+                log.info("sandboxes run in %s cgroups under %s (cgroup v%d)%s", kind.controller, found.parent,
+                         found.version, f"; removed {stale} stale ones" if stale else "")
+            elif kind is PidsCgroups and os.geteuid() == 0:
                 log.warning("running as root without a writable pids cgroup (%s): RLIMIT_NPROC does not bind "
-                            "for root, so the sandbox's process count is bounded only by the host's pid_max. "
-                            "Run the worker unprivileged or give it a pids cgroup (see SECURITY.md).", why)
+                            "for root, so each sandbox runs as an unprivileged host uid of its own where it can "
+                            "(see SECURITY.md).", why)
             else:
-                log.info("no writable pids cgroup (%s): the sandbox's processes are capped by RLIMIT_NPROC", why)
-        return _detected[0]
+                log.info("no writable %s cgroup (%s)", kind.controller, why)
+        return _detected[kind.controller][0]
+
+
+def host_pids_cgroups() -> PidsCgroups | None:
+    """The pids parent for this process's sandboxes, detected once (with a sweep of stale
+    children); None where no pids cgroup can be written, with a warning if we are root."""
+    return _host_cgroups(PidsCgroups)  # type: ignore[return-value]
+
+
+def host_memory_cgroups() -> MemoryCgroups | None:
+    """The memory parent for this process's sandboxes, detected once; None where none is writable."""
+    return _host_cgroups(MemoryCgroups)  # type: ignore[return-value]
 
 
 def remove_stale_cgroups() -> int:
-    """At the runner's start: the sweep of `PidsCgroups.remove_stale`, where a `kernelgrade/`
-    parent already exists; creates nothing (any backend's runner may call it)."""
+    """At the runner's start: the sweep of `remove_stale`, where a `kernelgrade/` parent already
+    exists; creates nothing (any backend's runner may call it)."""
     try:
-        located = locate_pids(Path("/proc/self/cgroup").read_text(), Path("/proc/self/mountinfo").read_text())
+        proc_cgroup, mountinfo = Path("/proc/self/cgroup").read_text(), Path("/proc/self/mountinfo").read_text()
     except OSError:
         return 0
-    if located is None or not (located[1] / PARENT_NAME).is_dir():
-        return 0
-    return PidsCgroups(located[0], located[1] / PARENT_NAME).remove_stale()
+    removed, seen = 0, set()
+    for kind in (PidsCgroups, MemoryCgroups):
+        located = locate(kind.controller, proc_cgroup, mountinfo)
+        if located is None or located[1] in seen or not (located[1] / PARENT_NAME).is_dir():
+            continue
+        seen.add(located[1])
+        removed += kind(located[0], located[1] / PARENT_NAME).remove_stale()
+    return removed

@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import stat
+import tempfile
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,23 @@ STAGING = ".staging"
 # Triton names a key folder after a hash (base32 of sha256 in 3.x; hex in older releases).
 KEY_NAME = re.compile(r"^[A-Za-z0-9_-]{16,128}$")
 MiB = 1 << 20
+
+
+def default_root(preferred: Path) -> Path:
+    """`preferred`, unless an unprivileged sandbox uid could not reach it (a data folder under
+    /root, say: "Can't find source path .../triton-shared: Permission denied"); then a folder of
+    this uid in the system temp folder, as reachable as the job folders are."""
+    from sandbox.backends.bwrap import blocked_for_others
+
+    preferred.mkdir(parents=True, exist_ok=True)
+    blocked = blocked_for_others(preferred)
+    if blocked is None or os.geteuid() != 0:
+        return preferred
+    fallback = Path(tempfile.gettempdir()) / f"kernelgrade-triton-shared-{os.geteuid()}"
+    log.warning("the shared compile cache %s is not reachable by the sandboxes' unprivileged uids (%s has no "
+                "search permission for others): using %s instead (set KERNELGRADE_COMPILE_CACHE_DIR to choose)",
+                preferred, blocked, fallback)
+    return fallback
 
 
 @dataclass
@@ -45,14 +63,17 @@ class SharedCompileCache:
         self.max_total_bytes = max_total_bytes
         self.max_entry_bytes = max_entry_bytes
         self.root.mkdir(parents=True, exist_ok=True)
-        os.chmod(self.root, 0o755)
+        info = os.lstat(self.root)  # ours, a real folder: it may live in a shared temp folder (default_root)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+            raise OSError(f"{self.root} is not a folder of uid {os.geteuid()}: refusing it as the shared compile cache")
+        os.chmod(self.root, 0o755)  # readable by every sandbox's uid, writable by us alone
         (self.root / STAGING).mkdir(exist_ok=True)
         os.chmod(self.root / STAGING, 0o711)  # an unprivileged sandbox must reach its own staging folder
         self._remove_stale_staging()
 
     def new_staging(self, owner: int | None = None) -> Path:
         """An empty folder for one compile run, writable by the sandbox: it maps to our uid, or runs
-        as host uid `owner` (root without a pids cgroup, see BwrapBackend.host_uid)."""
+        as a host uid of its own, to which BwrapBackend.confine hands the folder (or `owner`)."""
         path = self.root / STAGING / f"{os.getpid()}-{uuid.uuid4().hex}"
         path.mkdir(mode=0o755)
         if owner is not None:

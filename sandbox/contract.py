@@ -31,6 +31,10 @@ class Limits(BaseModel):
     kill_grace_s: float = Field(5.0, gt=0, description="watchdog: how long after the kill we wait for the exit")
     cpu_time_s: int = Field(900, gt=0, description="RLIMIT_CPU of the sandbox")
     memory_bytes: int = Field(16 * GiB, gt=0, description="RLIMIT_AS on the interpreter; unset on GPU (CUDA reserves huge address ranges)")
+    memory_cgroup_bytes: int = Field(8 * GiB, gt=0, description=(
+        "bwrap: memory limit of the sandbox's own memory cgroup where the service can write one, on GPU and "
+        "interpreter alike (resident memory, page cache, /tmp and /dev/shm; no swap where swap is accounted); "
+        "its OOM kill ends the sandbox"))
     file_size_bytes: int = Field(64 * MiB, gt=0, description="RLIMIT_FSIZE")
     open_files: int = Field(256, gt=0, description="RLIMIT_NOFILE")
     processes: int = Field(512, gt=0, description=(
@@ -159,10 +163,14 @@ class RunResult:
     infra_error: str | None = None
     environment: dict[str, str] = field(default_factory=dict)
     process_limit: str = ""  # what capped the sandbox's processes: "pids cgroup", "RLIMIT_NPROC", ...
+    memory_limit: str = ""  # what capped its memory: "memory cgroup 8 GiB, no swap", "RLIMIT_AS 16 GiB", ...
     given: GivenRun | None = None
     cases: list[CaseRun] = field(default_factory=list)
     speed: SpeedRun | None = None  # only when the job asked for it (GPU, an exercise with `speed:`)
     attempts: int = 0
+    # A deterministic run stopped at its first timeout: the phases after it are `skipped` for that
+    # reason, which the program decides (so they may be memoised), not the machine.
+    ended_by_timeout: bool = False
     startup_s: list[float] = field(default_factory=list)
     elapsed_s: float = 0.0
     log_tail: str = ""

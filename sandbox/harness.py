@@ -222,7 +222,6 @@ def main() -> int:
                 if type(value) is not torch.Tensor:  # exact type: no subclasses that fake their data
                     raise TypeError(f"output '{name}' is a {type(value).__name__}, expected a torch.Tensor")
             named = dict(zip(names, results))
-            guards.check(named)
             tensors = {name: value.detach().to("cpu").contiguous().clone() for name, value in named.items()}
             backward = case.get("backward")
             if backward:
@@ -235,24 +234,21 @@ def main() -> int:
                 torch.autograd.backward(outs, grads_in)
                 if mode == "gpu":
                     torch.cuda.synchronize()
-                guards.check(named)
                 for key, name in backward["grads"].items():
                     grad = leaves[key].grad
                     if type(grad) is not torch.Tensor:
                         raise TypeError(f"no gradient reached input '{key}' (its .grad is None after backward)")
                     tensors[name] = grad.detach().to("cpu").contiguous().clone()
-            blob = save(tensors)
+            records, guard_bytes = guards.evidence(named)
+            blob = save({**tensors, **guard_bytes})
         except BaseException as exc:  # noqa: BLE001 - a failing case is a result, not a crash
-            if isinstance(exc, _GuardBreach):  # the trusted side words it from the evidence
-                send({"type": "case", "id": case["id"], "status": "error", "error": str(exc),
-                      "out_of_bounds": exc.evidence, "elapsed_s": time.perf_counter() - t0})
-            else:
-                send({"type": "case", "id": case["id"], "status": "error", "error": _student_traceback(exc),
-                      "elapsed_s": time.perf_counter() - t0})
+            send({"type": "case", "id": case["id"], "status": "error", "error": _student_traceback(exc),
+                  "elapsed_s": time.perf_counter() - t0})
             if gpu_poisoned():
                 return EXIT_GPU_POISONED
             continue
-        send({"type": "case", "id": case["id"], "status": "ok", "elapsed_s": time.perf_counter() - t0}, blob)
+        send({"type": "case", "id": case["id"], "status": "ok", "elapsed_s": time.perf_counter() - t0,
+              "guards": records}, blob)
     if job.get("speed") and mode == "gpu":  # informational timing on one large input, after every case
         send({"type": "speed_start"})
         send(_speed(job["speed"], entry, inputs, torch))
@@ -349,25 +345,14 @@ def _cuda_as_cpu():
 # Guard regions. Every input of a case, and every tensor the entry point allocates with a torch
 # factory, lives inside a larger buffer with GUARD_BYTES (at least GUARD_ELEMENTS elements) of a
 # known pattern before and after its data. Floating-point guards hold NaN with a payload that
-# arithmetic does not produce (a stray read brings NaN into the result); after the call, each
-# guard is compared bitwise with its pattern (a stray write is reported, not graded).
+# arithmetic does not produce (a stray read brings NaN into the result). After the call, the
+# guards' bytes go back with the outputs, and the trusted side compares them with the pattern
+# (sandbox/guards.py): nothing in this process decides whether a guard changed.
 GUARD_ELEMENTS = 64
 GUARD_BYTES = 256
 GUARD_ALIGN = 128  # the data starts on this boundary (Triton specializes pointers on 16)
 MAX_GUARDED_ALLOCATIONS = 64  # per case; later allocations are left as torch made them, and so
-MAX_GUARDED_BYTES = 1 << 30  # are those past this many bytes (the guarded ones live until the check)
-MAX_BREACHES = 16
-
-
-class _GuardBreach(Exception):
-    """A guard changed during the case: `evidence` goes on the verdict channel."""
-
-    def __init__(self, evidence: list) -> None:
-        self.evidence = evidence
-        first = evidence[0]
-        where = f"output '{first['output']}'" if first.get("output") else first["buffer"]
-        super().__init__(f"out-of-bounds write: {first['changed']} element(s) {first['side']} the data of {where} "
-                         f"changed (nearest at distance {first['distance']})")
+MAX_GUARDED_BYTES = 1 << 30  # are those past this many bytes (the guarded ones live until the call returns)
 
 
 class _Guards:
@@ -397,7 +382,7 @@ class _Guards:
     def _fill(self, region, *, salt: int) -> None:
         """The pattern: k = 1..61, shifted per buffer (`salt`), so that a kernel that copies one
         buffer's guard into another's (x's NaN, read one past its end, into y one past its end)
-        still changes it."""
+        still changes it. sandbox/guards.py computes the same bytes on the trusted side."""
         torch = self.torch
         k = (torch.arange(region.numel(), device=region.device, dtype=torch.int64) + salt) % 61 + 1
         nan_bits = {torch.float32: (torch.int32, 0x7FEB0000), torch.float64: (torch.int64, 0x7FFBAD0000000000),
@@ -424,8 +409,7 @@ class _Guards:
         torch = self.torch
         self.buffers.append({
             "buffer": buffer, "start": start, "span": span, "name": buffer_name, "kind": kind,
-            "shape": list(shape), "dtype": str(dtype).replace("torch.", ""),
-            "before": buffer[:start].view(torch.uint8).clone(), "after": buffer[start + span:].view(torch.uint8).clone(),
+            "shape": list(shape), "dtype": str(dtype).replace("torch.", ""), "salt": 23 * len(self.buffers),
         })
 
     def input(self, name: str, data, device):
@@ -481,34 +465,22 @@ class _Guards:
         with GuardAllocations():
             yield
 
-    def check(self, outputs: dict) -> None:
-        """Raise _GuardBreach if any guard differs from its pattern (call after a synchronize)."""
+    def evidence(self, outputs: dict) -> tuple[list, dict]:
+        """(one record per guarded buffer, the raw bytes of its two guards as uint8 tensors named
+        `__guard__.<i>.before` / `.after`), after a synchronize, for the trusted side to compare."""
         torch = self.torch
-        found = []
-        for entry in self.buffers:
+        records, raw = [], {}
+        for index, entry in enumerate(self.buffers):
             buffer, start, span = entry["buffer"], entry["start"], entry["span"]
-            size = buffer.element_size()
-            for side, region, pattern in (("before", buffer[:start], entry["before"]),
-                                          ("after", buffer[start + span:], entry["after"])):
-                changed = (region.view(torch.uint8) != pattern).view(-1, size).any(dim=1)
-                count = int(changed.sum())
-                if not count:
-                    continue
-                where = changed.nonzero().flatten()
-                position = int(where[0]) if side == "after" else int(where[-1])  # the one nearest the data
-                distance = position if side == "after" else region.numel() - 1 - position
-                storage = buffer.untyped_storage().data_ptr()
-                names = [n for n, t in outputs.items() if type(t) is torch.Tensor and t.device == buffer.device
-                         and t.untyped_storage().data_ptr() == storage]
-                found.append({
-                    "buffer": entry["name"], "kind": entry["kind"], "output": names[0] if names else None,
-                    "side": side, "changed": count, "distance": distance,
-                    "index": span + distance if side == "after" else -1 - distance,
-                    "guard": int(region.numel()), "value": repr(region[position].item())[:40],
-                    "shape": entry["shape"], "dtype": entry["dtype"],
-                })
-        if found:
-            raise _GuardBreach(found[:MAX_BREACHES])
+            storage = buffer.untyped_storage().data_ptr()
+            names = [n for n, t in outputs.items() if type(t) is torch.Tensor and t.device == buffer.device
+                     and t.untyped_storage().data_ptr() == storage]
+            records.append({"index": index, "buffer": entry["name"], "kind": entry["kind"], "output": names[0] if names else None,
+                            "shape": entry["shape"], "dtype": entry["dtype"], "itemsize": buffer.element_size(),
+                            "span": span, "salt": entry["salt"]})
+            raw[f"__guard__.{index}.before"] = buffer[:start].view(torch.uint8).cpu().clone()
+            raw[f"__guard__.{index}.after"] = buffer[start + span:].view(torch.uint8).cpu().clone()
+        return records, raw
 
 
 def _arg_name(case_id: str, key: str) -> str:

@@ -24,9 +24,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sandbox.backends.base import SandboxBackend, SandboxUnavailable
-from sandbox.cgroups import PIDS_CGROUP, SandboxCgroup
+from sandbox.backends.base import Confinement, SandboxBackend, SandboxUnavailable
+from sandbox.cgroups import SandboxCgroup
 from sandbox.contract import DeviceMode, Limits
+from sandbox.text import clean_text, hello_environment
 from sandbox.wire import FrameError, FrameReader
 
 log = logging.getLogger("kernelgrade.sandbox.pool")
@@ -62,7 +63,7 @@ class _LogSink:
     def text(self) -> str:
         self._thread.join(timeout=2)
         marker = f"\n… [{self._dropped} bytes cut] …\n".encode() if self._dropped else b""
-        return (bytes(self._head) + marker + bytes(self._tail)).decode("utf-8", "replace").replace("\x00", "")
+        return clean_text((bytes(self._head) + marker + bytes(self._tail)).decode("utf-8", "replace"), 2 * self._limit)
 
 
 def new_job_dir(work_root: Path | None) -> Path:
@@ -91,8 +92,16 @@ class Sandbox:
     started_at: float = field(default_factory=time.monotonic)
     early_frames: list[tuple[dict, bytes]] = field(default_factory=list)  # read before the runner took it
     hello: dict | None = None
-    cgroup: SandboxCgroup | None = None  # its own pids cgroup, removed with it (bwrap, where writable)
+    confinement: Confinement | None = None  # its cgroups and host uid (bwrap), undone with it
     process_limit: str = ""  # what capped its processes: "pids cgroup", "RLIMIT_NPROC", ...
+    memory_limit: str = ""  # what capped its memory: "memory cgroup 8 GiB, no swap", "RLIMIT_AS 16 GiB", ...
+    oom_killed: bool = False  # its memory cgroup's OOM killer ended a process of it (known once it is gone)
+
+    @property
+    def cgroup(self) -> SandboxCgroup | None:
+        """Its first cgroup (the pids one where there is one), while it exists."""
+        cgroups = self.confinement.cgroups if self.confinement is not None else None
+        return cgroups.children[0] if cgroups is not None else None
 
     def go(self) -> None:
         """The job is written: let the harness run it (warm sandboxes only)."""
@@ -123,9 +132,10 @@ class Sandbox:
     def dispose(self, grace_s: float = 5.0) -> None:
         """Close our ends of the pipes and remove the folder it owned (the process is gone); kill
         anything still in its cgroup (even a process that left the process group) and remove it."""
-        if self.cgroup is not None:
-            self.cgroup.close(grace_s)
-            self.cgroup = None
+        if self.confinement is not None:
+            self.oom_killed = self.oom_killed or self.confinement.oom_killed()
+            self.confinement.close(grace_s)
+            self.confinement = None
         for name in ("control_fd", "read_fd"):
             fd = getattr(self, name)
             if fd is not None and fd >= 0:
@@ -144,31 +154,37 @@ def start_sandbox(*, backend: SandboxBackend, limits: Limits, job_dir: Path, mod
     read_fd, write_fd = os.pipe()
     control_r, control_w = os.pipe() if warm else (None, None)
     pass_fds = (write_fd,) if control_r is None else (write_fd, control_r)
-    cgroup = None
+    confinement = None
+    spec_fds: tuple[int, ...] = ()
     try:
+        confine = getattr(backend, "confine", None)  # bwrap: cgroups and a host uid, where they apply
+        if confine is not None:
+            confinement = confine(limits=limits, mode=mode, device_index=device_index, job_dir=job_dir)
         spec = backend.launch_spec(job_dir=job_dir, verdict_fd=write_fd, mode=mode, device_index=device_index,
-                                   limits=limits, **({"control_fd": control_r} if warm else {}))
-        argv = spec.argv
-        new_cgroup = getattr(backend, "new_cgroup", None)  # bwrap: a pids cgroup where one is writable
-        cgroup = new_cgroup(limits) if new_cgroup is not None else None
-        if cgroup is not None:
-            argv = cgroup.wrap(argv)  # in the cgroup before its first instruction (sandbox/cgroups.py)
+                                   limits=limits, **({"control_fd": control_r} if warm else {}),
+                                   **({"confinement": confinement} if confinement is not None else {}))
+        spec_fds = spec.pass_fds
+        argv = confinement.wrap(spec.argv) if confinement is not None else spec.argv  # in its cgroups from the start
+        # umask 022: what a compile run writes into the shared cache is readable by every sandbox's uid.
         proc = subprocess.Popen(argv, env=spec.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, pass_fds=pass_fds, start_new_session=True)
+                                stderr=subprocess.STDOUT, pass_fds=pass_fds + spec_fds, start_new_session=True,
+                                umask=0o022)
     except BaseException:
         for fd in (read_fd, control_w):
             if fd is not None:
                 os.close(fd)
-        if cgroup is not None:
-            cgroup.close(limits.kill_grace_s)
+        if confinement is not None:
+            confinement.close(limits.kill_grace_s)
         raise
     finally:
-        for fd in (write_fd, control_r):
+        for fd in (write_fd, control_r, *spec_fds):
             if fd is not None:
                 os.close(fd)
-    process_limit = PIDS_CGROUP if cgroup is not None else backend.process_limit(mode, device_index)
+    process_limit = (confinement.process_limit if confinement is not None and confinement.process_limit
+                     else backend.process_limit(mode, device_index))
     return Sandbox(proc=proc, read_fd=read_fd, control_fd=control_w, job_dir=job_dir, owns_job_dir=warm,
-                   cgroup=cgroup, process_limit=process_limit,
+                   confinement=confinement, process_limit=process_limit,
+                   memory_limit=confinement.memory_limit if confinement is not None else "",
                    reader=FrameReader(max_blob_bytes=limits.case_output_bytes, max_total_bytes=limits.output_bytes),
                    log=_LogSink(proc.stdout, limits.log_bytes))
 
@@ -322,7 +338,7 @@ class WarmPool:
                 for message, blob in frames:
                     if message["type"] == "hello" and sandbox.hello is None:
                         sandbox.hello = message
-                        self.environment = {k: str(message.get(k, "")) for k in ("mode", "device", "torch", "triton", "python")}
+                        self.environment = hello_environment(message)
                         sandbox.early_frames.append((message, blob))
                     else:
                         self._discard(sandbox, f"sent {message['type']!r} before its job")

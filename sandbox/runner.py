@@ -29,7 +29,9 @@ from safetensors.numpy import save_file
 from sandbox.backends.base import SandboxBackend, SandboxUnavailable
 from sandbox.cgroups import remove_stale_cgroups
 from sandbox.contract import CaseJob, CaseRun, DeviceMode, GivenRun, Job, Limits, RunResult, SpeedJob, SpeedRun
+from sandbox.guards import check as check_guards
 from sandbox.pool import JOB_PREFIX, Sandbox, WarmPool, copy_harness, new_job_dir, start_sandbox
+from sandbox.text import clean_text, hello_environment
 from sandbox.wire import FrameError
 
 EXIT_GPU_POISONED = 4
@@ -96,9 +98,12 @@ class SandboxRunner:
         mode: DeviceMode,
         device_index: int = 0,
         speed: SpeedJob | None = None,
+        deterministic: bool = False,
     ) -> RunResult:
         """`speed` (GPU): after the cases, time the entry point on one large input; asked again of a
-        fresh sandbox only while it has not come back (a crash or timeout in it is its result)."""
+        fresh sandbox only while it has not come back (a crash or timeout in it is its result).
+        `deterministic` (a program whose every run is the same, such as whitelisted fills): the
+        first timeout ends the run, since a fresh sandbox would only spend the same time again."""
         result = RunResult(backend=self.backend.name, mode=mode)
         started = time.monotonic()
         try:
@@ -107,6 +112,7 @@ class SandboxRunner:
             result.infra_error = str(exc)
             return result
         pending = list(cases)
+        sizes = {key: int(array.size) for key, array in inputs.items()}  # which inputs the harness must guard
         run_given = given_check is not None
         run_deadline = started + self.limits.run_timeout_s
         job_root = new_job_dir(self.work_root)
@@ -114,8 +120,10 @@ class SandboxRunner:
             copy_harness(job_root)
             files = self._write_static(job_root, program=program, given_check=given_check or "", inputs=inputs)
             while (pending or run_given) and result.infra_error is None:
-                if result.attempts > self.limits.max_restarts or time.monotonic() >= run_deadline:
-                    reason = "运行时间预算已用完" if time.monotonic() >= run_deadline else "沙箱多次崩溃后不再重试"
+                result.ended_by_timeout = deterministic and _timed_out(result)
+                if result.attempts > self.limits.max_restarts or time.monotonic() >= run_deadline or result.ended_by_timeout:
+                    reason = (TIMEOUT_ENDS_RUN if result.ended_by_timeout else "运行时间预算已用完"
+                              if time.monotonic() >= run_deadline else "沙箱多次崩溃后不再重试")
                     for case in pending:
                         result.cases.append(CaseRun(id=case.id, status="skipped", error=f"未运行：{reason}"))
                     if run_given:
@@ -125,7 +133,8 @@ class SandboxRunner:
                     break
                 job = Job(mode=mode, entry_point=entry_point, run_given_check=run_given, given_seed=given_seed, cases=pending,
                           speed=speed if result.speed is None else None)
-                done_ids = self._attempt(job_root, files, job, result, device_index=device_index, run_deadline=run_deadline)
+                done_ids = self._attempt(job_root, files, job, result, device_index=device_index, run_deadline=run_deadline,
+                                         inputs=sizes)
                 run_given = False
                 pending = [c for c in pending if c.id not in done_ids]
         finally:
@@ -170,7 +179,7 @@ class SandboxRunner:
                              device_index=device_index, warm=False)
 
     def _attempt(self, job_root: Path, files: list[str], job: Job, result: RunResult, *, device_index: int,
-                 run_deadline: float) -> set[str]:
+                 run_deadline: float, inputs: dict[str, int]) -> set[str]:
         """One sandbox process. Returns the ids of cases that are settled (passed, failed, crashed)."""
         limits = self.limits
         result.attempts += 1
@@ -182,6 +191,7 @@ class SandboxRunner:
             return set()
         proc, read_fd, reader, log = sandbox.proc, sandbox.read_fd, sandbox.reader, sandbox.log
         result.process_limit = sandbox.process_limit
+        result.memory_limit = sandbox.memory_limit
         settled: set[str] = set()
         current: str | None = None  # case id, "<given>", or None between cases
         phase_started = attempt_started
@@ -192,7 +202,7 @@ class SandboxRunner:
             for message, blob in sandbox.early_frames:  # a warm sandbox's hello, read by the pool
                 current, ready, phase_started = self._handle(
                     message, blob, job=job, result=result, settled=settled, current=current,
-                    ready=ready, phase_started=phase_started, attempt_started=attempt_started)
+                    ready=ready, phase_started=phase_started, attempt_started=attempt_started, inputs=inputs)
             while True:
                 budget = limits.case_timeout_s if ready else limits.startup_timeout_s
                 deadline = min(phase_started + budget, run_deadline)
@@ -210,7 +220,7 @@ class SandboxRunner:
                     for message, blob in reader.feed(chunk):
                         current, ready, phase_started = self._handle(
                             message, blob, job=job, result=result, settled=settled, current=current,
-                            ready=ready, phase_started=phase_started, attempt_started=attempt_started)
+                            ready=ready, phase_started=phase_started, attempt_started=attempt_started, inputs=inputs)
                 except FrameError as exc:
                     broken_channel = str(exc)
                     stop_reason = "channel"
@@ -231,6 +241,10 @@ class SandboxRunner:
         elif stop_reason == "timeout":
             elapsed = time.monotonic() - phase_started
             error = f"超时：运行 {elapsed:.1f} 秒仍未结束，已强制终止（单个用例上限 {limits.case_timeout_s:g} 秒）"
+        elif sandbox.oom_killed:
+            error = (f"超出内存上限：沙箱用掉的内存（含 /tmp 与 /dev/shm 里的文件）超过了 {sandbox.memory_limit}，进程被终止"
+                     f"（Out of memory: the sandbox's memory, files in /tmp and /dev/shm included, went past its "
+                     f"limit ({sandbox.memory_limit}) and its process was killed）")
         elif proc.returncode == EXIT_GPU_POISONED:
             error = "GPU 出现致命错误（例如非法地址访问），CUDA 上下文已不可用"
         else:
@@ -262,20 +276,35 @@ class SandboxRunner:
             settled.add(current)
         return settled
 
-    def _handle(self, message: dict, blob: bytes, *, job: Job, result: RunResult, settled: set[str],
-                current: str | None, ready: bool, phase_started: float, attempt_started: float):
-        """Apply one frame to the result; returns the new (current case, ready, phase start)."""
+    def _handle(self, message: dict, blob: bytes, **state):
+        """Apply one frame to the result; returns the new (current case, ready, phase start).
+        Every frame comes from the sandbox: one that cannot be applied (a field of the wrong type,
+        say) breaks the channel like a malformed frame, never the grading."""
+        try:
+            return self._apply(message, blob, **state)
+        except FrameError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - anything else a forged frame provokes
+            raise FrameError(f"a {clean_text(message.get('type'), 40)!r} frame that cannot be applied: "
+                             f"{type(exc).__name__}") from None
+
+    def _apply(self, message: dict, blob: bytes, *, job: Job, result: RunResult, settled: set[str],
+               current: str | None, ready: bool, phase_started: float, attempt_started: float, inputs: dict[str, int]):
         kind = message["type"]
         if kind == "hello":
+            # Only the harness's first frame, before any student code ran: a later one would let a
+            # submission put a device and versions of its choosing into the report and memo keys.
+            if ready:
+                raise FrameError("a second 'hello' frame (written by the submission, not the harness)")
             ready = True
             result.startup_s.append(time.monotonic() - attempt_started)
-            result.environment = {k: str(message.get(k, "")) for k in ("mode", "device", "torch", "triton", "python")}
+            result.environment = hello_environment(message)
         elif kind == "fatal":
             if ready:  # the harness sends `fatal` only before `hello`; after it, student code wrote it
                 raise FrameError("a 'fatal' frame after start-up (written by the submission, not the harness)")
-            result.infra_error = f"sandbox harness refused to run: {message.get('error')}"
+            result.infra_error = f"sandbox harness refused to run: {clean_text(message.get('error'), 2000)}"
         elif kind == "load_error":
-            error = f"程序无法加载：\n{message.get('error', '')}"
+            error = f"程序无法加载：\n{clean_text(message.get('error'))}"
             if job.run_given_check:
                 result.given = GivenRun(status="failed", output=error)
             for case in job.cases:
@@ -284,14 +313,20 @@ class SandboxRunner:
         elif kind == "given_start":
             current = "<given>"
         elif kind == "given":
+            if not job.run_given_check or result.given is not None:
+                raise FrameError("a 'given' frame the job did not ask for")
             status = "passed" if message.get("status") == "passed" else "failed"
-            result.given = GivenRun(status=status, output=str(message.get("output", "")),
+            result.given = GivenRun(status=status, output=clean_text(message.get("output")),
                                     elapsed_s=_as_float(message.get("elapsed_s")), calls=_given_calls(blob))
             current = None
         elif kind == "case_start":
-            current = str(message.get("id"))
+            if message.get("id") not in {c.id for c in job.cases}:
+                raise FrameError(f"a 'case_start' for unknown case {clean_text(str(message.get('id')), 100)!r}")
+            current = message["id"]
         elif kind == "case":
-            settled.add(self._record_case(result, job, message, blob))
+            if message.get("id") in settled:
+                raise FrameError("a second result for one case")
+            settled.add(self._record_case(result, job, message, blob, inputs))
             current = None
         elif kind == "speed_start":
             if job.speed is None or current is not None or result.speed is not None:
@@ -313,23 +348,51 @@ class SandboxRunner:
             phase_started = time.monotonic()
         return current, ready, phase_started
 
-    def _record_case(self, result: RunResult, job: Job, message: dict, blob: bytes) -> str:
-        case_id = str(message.get("id"))
+    def _record_case(self, result: RunResult, job: Job, message: dict, blob: bytes, inputs: dict[str, int]) -> str:
+        case_id = message.get("id")
         known = {c.id: c for c in job.cases}
         if case_id not in known:
-            raise FrameError(f"result for unknown case {case_id!r}")
+            raise FrameError(f"result for unknown case {clean_text(str(case_id), 100)!r}")
         elapsed = _as_float(message.get("elapsed_s"))
         if message.get("status") != "ok":
-            result.cases.append(CaseRun(id=case_id, status="error", error=str(message.get("error", ""))[:20000], elapsed_s=elapsed,
-                                        out_of_bounds=_out_of_bounds(message.get("out_of_bounds"))))
+            result.cases.append(CaseRun(id=case_id, status="error", error=clean_text(message.get("error")), elapsed_s=elapsed))
             return case_id
         try:
             tensors = load_tensors(blob)  # safetensors: no pickle, header validated by the library
         except Exception as exc:  # noqa: BLE001 - anything malformed is the submission's result
-            result.cases.append(CaseRun(id=case_id, status="error", error=f"输出无法解析：{exc}", elapsed_s=elapsed))
+            result.cases.append(CaseRun(id=case_id, status="error", error=f"输出无法解析：{clean_text(str(exc), 500)}",
+                                        elapsed_s=elapsed))
             return case_id
-        result.cases.append(CaseRun(id=case_id, status="ok", outputs=dict(tensors), elapsed_s=elapsed))
+        raw = {name: tensors.pop(name) for name in list(tensors) if name.startswith("__guard__.")}
+        breaches, missing = check_guards(message.get("guards"), raw, required=_guarded_inputs(known[case_id], inputs))
+        if missing is not None:  # the harness's guarding was switched off or its evidence forged away
+            result.cases.append(CaseRun(id=case_id, status="error", elapsed_s=elapsed, error=(
+                f"越界检查的证据缺失：{missing}。评分用的保护区被提交的代码关掉或改掉了，这个用例按出错处理"
+                f"（Out-of-bounds evidence missing: {missing}. The submission switched off or altered the guard "
+                f"regions the grader puts around every buffer, so this case counts as an error）")))
+        elif breaches:
+            first = breaches[0]
+            result.cases.append(CaseRun(id=case_id, status="error", elapsed_s=elapsed, out_of_bounds=breaches, error=(
+                f"out-of-bounds write: {first['changed']} element(s) {first['side']} the data of "
+                f"{first['output'] or first['buffer']} changed")))
+        else:
+            result.cases.append(CaseRun(id=case_id, status="ok", outputs=dict(tensors), elapsed_s=elapsed))
         return case_id
+
+
+TIMEOUT_ENDS_RUN = ("前面的阶段已超时；程序是确定性的，重新运行也会同样超时"
+                    "（an earlier phase timed out; the program is deterministic, so running it again would time out too）")
+
+
+def _timed_out(result: RunResult) -> bool:
+    return (any(c.status == "timeout" for c in result.cases) or (result.given is not None and result.given.status == "timeout")
+            or (result.speed is not None and result.speed.status == "timeout"))
+
+
+def _guarded_inputs(case: CaseJob, sizes: dict[str, int]) -> set[str]:
+    """The names under which the harness reports the guards of the case's non-empty inputs."""
+    return {arg.key[len(case.id) + 1:] if arg.key.startswith(case.id + ".") else arg.key
+            for arg in case.args if sizes.get(arg.key, 0) > 0}
 
 
 def _given_calls(blob: bytes) -> list[tuple[list, list]]:
@@ -371,9 +434,9 @@ def _plain(value, limit: int = 16) -> dict:
     kept = {}
     for key, item in list(value.items())[:limit]:
         if isinstance(item, str):
-            kept[str(key)[:64]] = item[:200]
+            kept[clean_text(str(key), 64)] = clean_text(item, 200)
         elif isinstance(item, (int, float)) and not isinstance(item, bool) and item == item and abs(item) < 1e18:
-            kept[str(key)[:64]] = item
+            kept[clean_text(str(key), 64)] = item
     return kept
 
 
@@ -382,7 +445,7 @@ def _speed_run(message: dict) -> SpeedRun:
     elapsed = _as_float(message.get("elapsed_s"))
     device, method = _plain(message.get("device")), _plain(message.get("method"))
     if message.get("status") != "ok":
-        return SpeedRun(status="error", error=str(message.get("error", ""))[:20000], device=device, method=method,
+        return SpeedRun(status="error", error=clean_text(message.get("error")), device=device, method=method,
                         elapsed_s=elapsed)
     kernel = _timings(message.get("kernel"))
     shape = message.get("shape")
@@ -392,37 +455,8 @@ def _speed_run(message: dict) -> SpeedRun:
     return SpeedRun(status="ok", shape=shape, kernel=kernel, baseline=_timings(message.get("baseline")),
                     copy=_timings(message.get("copy")),
                     copy_bytes=copy_bytes if type(copy_bytes) is int and copy_bytes > 0 else None,
-                    error=str(message["baseline_error"])[:2000] if message.get("baseline_error") else None,
+                    error=clean_text(message["baseline_error"], 2000) if message.get("baseline_error") else None,
                     device=device, method=method, elapsed_s=elapsed)
-
-
-MAX_OUT_OF_BOUNDS = 16
-
-
-def _out_of_bounds(value) -> list[dict]:
-    """The harness's evidence of changed guards, kept only where every field has the right type
-    and range (the frame comes from the sandbox, where the submission could have written it)."""
-    if not isinstance(value, list):
-        return []
-    kept = []
-    for item in value[:MAX_OUT_OF_BOUNDS]:
-        if not isinstance(item, dict):
-            continue
-        ints = {k: item.get(k) for k in ("changed", "distance", "index", "guard")}
-        shape = item.get("shape")
-        if not (all(type(v) is int and abs(v) < 1 << 62 for v in ints.values()) and ints["changed"] > 0
-                and ints["distance"] >= 0 and item.get("side") in ("before", "after")
-                and item.get("kind") in ("input", "allocated") and isinstance(item.get("buffer"), str)
-                and (item.get("output") is None or isinstance(item.get("output"), str))
-                and isinstance(shape, list) and len(shape) <= 8 and all(type(n) is int and 0 <= n < 1 << 62 for n in shape)):
-            continue
-        kept.append({
-            "buffer": item["buffer"][:200], "kind": item["kind"],
-            "output": item["output"][:100] if item.get("output") is not None else None,
-            "side": item["side"], **ints, "shape": shape,
-            "dtype": str(item.get("dtype", ""))[:20], "value": str(item.get("value", ""))[:40],
-        })
-    return kept
 
 
 def _as_float(value) -> float | None:

@@ -115,6 +115,10 @@ class Environment(_Model):
     # cgroup), "RLIMIT_NPROC" (bwrap elsewhere; does not bind when the worker runs as root),
     # "docker pids_limit", "none" (local); "" in reports from before this field.
     process_limit: str = ""
+    # What capped the sandbox's memory: "memory cgroup 8 GiB, no swap" (bwrap where the service
+    # can write a memory cgroup), "RLIMIT_AS 16 GiB" (interpreter elsewhere), "none (...)" (GPU
+    # without a memory cgroup); "" where nothing ran, and in reports from before this field.
+    memory_limit: str = ""
 
 
 class EditReport(_Model):

@@ -1,19 +1,52 @@
 """The interface every sandbox backend implements: turn a prepared job folder into a command."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from sandbox.cgroups import SandboxCgroups
 from sandbox.contract import DeviceMode, Limits
 
 
 @dataclass(frozen=True)
 class LaunchSpec:
-    """How to start one sandbox: argv and the environment of the launcher itself."""
+    """How to start one sandbox: argv, the environment of the launcher itself, and file
+    descriptors it must inherit (closed by the caller once it started)."""
 
     argv: list[str]
     env: dict[str, str]
+    pass_fds: tuple[int, ...] = ()
+
+
+@dataclass
+class Confinement:
+    """What bounds one sandbox besides its command line, made before it starts and undone after
+    it ends: its cgroups (entered before its first instruction), the host uid it runs as, and
+    the words the report uses for its process and memory limits."""
+
+    cgroups: SandboxCgroups | None = None
+    host_uid: int | None = None
+    process_limit: str = ""
+    memory_limit: str = ""
+    release: Callable[[], None] | None = None  # gives the host uid back
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        return self.cgroups.wrap(argv) if self.cgroups is not None else argv
+
+    def oom_killed(self) -> bool:
+        return self.cgroups is not None and self.cgroups.oom_kills() > 0
+
+    def close(self, grace_s: float) -> None:
+        """Kill whatever is left in its cgroups and remove them; give the uid back (after: no
+        process of the sandbox is left to count against it)."""
+        if self.cgroups is not None:
+            self.cgroups.close(grace_s)
+            self.cgroups = None
+        if self.release is not None:
+            self.release()
+            self.release = None
 
 
 @dataclass(frozen=True)

@@ -12,20 +12,24 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
 import threading
 from pathlib import Path
 
-from sandbox.backends.base import TRITON_CACHE_MOUNT_POINT, LaunchSpec, SandboxUnavailable, TritonCacheMount
-from sandbox.contract import DeviceMode, Limits
-from sandbox.cgroups import PIDS_CGROUP, SandboxCgroup, host_pids_cgroups
+from sandbox.backends.base import TRITON_CACHE_MOUNT_POINT, Confinement, LaunchSpec, SandboxUnavailable, TritonCacheMount
+from sandbox.cgroups import PIDS_CGROUP, host_pids_cgroups, sandbox_cgroups
+from sandbox.contract import GiB, DeviceMode, Limits
+from sandbox.host_uids import lease_host_uid
+from sandbox.seccomp import filter_fd, filter_program
 
-SANDBOX_UID = 65534
+SANDBOX_UID = 65534  # the uid inside every sandbox (on the host: root's, or one of sandbox.host_uids)
 log = logging.getLogger("kernelgrade.sandbox.bwrap")
-_host_uid_lock = threading.Lock()
-_host_uid: dict[tuple[str, str, int], int | None] = {}  # per (python, mode, GPU): the probe's answer
+_probe_lock = threading.Lock()
+_unprivileged: dict[tuple[str, ...], bool] = {}  # per exact launch (mounts, devices): the probe's answer
+_version: list[tuple[int, ...]] = []
 NVIDIA_SHARED_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-caps")
 MERGED_USR_LINKS = ("/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
 
@@ -43,6 +47,37 @@ def python_roots(python: str) -> list[Path]:
     # Drop roots already covered by /usr or by another root.
     kept = sorted(r for r in roots if not _is_within(r, Path("/usr")))
     return [r for r in kept if not any(r != o and _is_within(r, o) for o in kept)]
+
+
+def blocked_for_others(path: Path) -> Path | None:
+    """The first folder on the way to `path` that a user other than its owner cannot pass
+    (no search permission for others), or None: every bound folder must be reachable by the
+    unprivileged host uid a sandbox may run as."""
+    current = Path("/")
+    for part in path.resolve().parts[1:]:
+        current = current / part
+        try:
+            mode = os.stat(current).st_mode
+        except OSError:
+            return current
+        if stat.S_ISDIR(mode) and not mode & stat.S_IXOTH:
+            return current
+    return None
+
+
+def bwrap_version() -> tuple[int, ...]:
+    """The installed bubblewrap's version, e.g. (0, 8, 0); (0,) if it cannot be told."""
+    if not _version:
+        try:
+            out = subprocess.run(["bwrap", "--version"], capture_output=True, text=True, timeout=10).stdout
+            _version.append(tuple(int(n) for n in out.split()[-1].split(".")))
+        except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+            _version.append((0,))
+    return _version[0]
+
+
+def _size(n: int) -> str:
+    return f"{n / GiB:g} GiB" if n >= GiB else f"{n >> 20} MiB"
 
 
 def _is_within(path: Path, folder: Path) -> bool:
@@ -87,71 +122,114 @@ class BwrapBackend:
         if shutil.which("prlimit") is None:
             raise SandboxUnavailable("prlimit (util-linux) is not installed")
 
-    def new_cgroup(self, limits: Limits) -> SandboxCgroup | None:
-        """A pids cgroup for one sandbox (start_sandbox starts it inside), where one is writable;
-        None elsewhere, where RLIMIT_NPROC (set in every launch) is the only cap on processes."""
-        cgroups = host_pids_cgroups()
-        return cgroups.create(limits.processes) if cgroups is not None else None
-
     def process_limit(self, mode: DeviceMode, device_index: int = 0) -> str:
         """What caps the sandbox's processes in `mode` (the report's environment.process_limit)."""
         if host_pids_cgroups() is not None:
             return PIDS_CGROUP
-        uid = self.host_uid(mode, device_index)
-        return f"RLIMIT_NPROC (host uid {uid})" if uid is not None else "RLIMIT_NPROC"
+        return "RLIMIT_NPROC (a host uid of its own)" if self.unprivileged(mode, device_index) else "RLIMIT_NPROC"
 
-    def host_uid(self, mode: DeviceMode = DeviceMode.interpreter, device_index: int = 0) -> int | None:
-        """Root without a pids cgroup: the unprivileged host uid (SANDBOX_UID) that every sandbox
-        runs as, so that RLIMIT_NPROC binds (the kernel exempts uid 0, to which the sandbox's uid
-        would otherwise map). None when not root, where a pids cgroup holds the limit, or where an
-        unprivileged bwrap cannot run here (probed once per mode and GPU, with the real mounts;
-        then the sandbox stays root-mapped, as before, and a warning says so)."""
+    def confine(self, *, limits: Limits, mode: DeviceMode, device_index: int, job_dir: Path) -> Confinement:
+        """The cgroups (pids, memory) of one sandbox where they are writable; as root without a
+        pids cgroup, an unprivileged host uid of its own (sandbox/host_uids.py), where an
+        unprivileged sandbox with these very mounts can start (else it stays root-mapped: the
+        probe's warning says why). Raises OSError."""
+        confinement = Confinement(cgroups=sandbox_cgroups(processes=limits.processes,
+                                                          memory_bytes=limits.memory_cgroup_bytes))
+        try:
+            self._confine(confinement, limits=limits, mode=mode, device_index=device_index, job_dir=job_dir)
+        except BaseException:
+            confinement.close(limits.kill_grace_s)
+            raise
+        return confinement
+
+    def _confine(self, confinement: Confinement, *, limits: Limits, mode: DeviceMode, device_index: int,
+                 job_dir: Path) -> None:
+        cgroups = confinement.cgroups
+        if cgroups is not None and cgroups.memory_bytes is not None:
+            confinement.memory_limit = (f"memory cgroup {_size(cgroups.memory_bytes)}"
+                                        + (", no swap" if cgroups.swap_limited else ""))
+        elif mode is DeviceMode.interpreter:
+            confinement.memory_limit = f"RLIMIT_AS {_size(limits.memory_bytes)}"
+        else:
+            confinement.memory_limit = "none (no writable memory cgroup; RLIMIT_AS cannot apply to CUDA)"
+        if cgroups is not None and host_pids_cgroups() is not None:
+            confinement.process_limit = PIDS_CGROUP
+        elif os.geteuid() == 0 and self.unprivileged(mode, device_index, job_dir.parent):
+            lease = lease_host_uid()
+            confinement.host_uid, confinement.release = lease.uid, lease.release
+            confinement.process_limit = f"RLIMIT_NPROC (host uid {lease.uid})"
+            mount = self.triton_cache
+            if mount is not None and mount.writable and mode is DeviceMode.gpu:
+                os.chown(mount.host_dir, lease.uid, lease.uid)  # a compile run's staging folder: its own
+        else:
+            confinement.process_limit = "RLIMIT_NPROC"
+
+    def unprivileged(self, mode: DeviceMode = DeviceMode.interpreter, device_index: int = 0,
+                     job_parent: Path | None = None) -> bool:
+        """Root without a pids cgroup: can a sandbox run as an unprivileged host uid, with exactly
+        the mounts and devices of a real launch (its job folder in `job_parent`)? Probed once per
+        distinct launch: user namespaces must be allowed to unprivileged users, every bound
+        folder (the Python environment, the shared compile cache, the job folder) reachable by
+        them, and on a GPU the driver must initialise for them. False when not root or when a
+        pids cgroup holds the processes."""
         if os.geteuid() != 0 or host_pids_cgroups() is not None:
-            return None
-        key = (self.python, mode.value, device_index)
-        with _host_uid_lock:
-            if key not in _host_uid:
-                _host_uid[key] = self._probe_unprivileged(mode, device_index)
-            return _host_uid[key]
+            return False
+        parent = Path(job_parent or tempfile.gettempdir())
+        command = [self.python, "-I", "-c", "pass" if mode is DeviceMode.interpreter else
+                   "import ctypes, sys; sys.exit(ctypes.CDLL('libcuda.so.1').cuInit(0))"]
+        key = tuple(self._spec(job_dir=parent / "<job>", verdict_fd=1, mode=mode, device_index=device_index,
+                               limits=Limits(), control_fd=None, host_uid=None, command=command, seccomp=False).argv)
+        with _probe_lock:
+            if key not in _unprivileged:
+                _unprivileged[key] = self._probe_unprivileged(mode, device_index, parent, command)
+            return _unprivileged[key]
 
-    def _probe_unprivileged(self, mode: DeviceMode, device_index: int) -> int | None:
-        """Start the interpreter in an unprivileged sandbox with the real mounts: user namespaces
-        must be allowed to unprivileged users, and every bound folder must be reachable by them;
-        on a GPU, the driver must initialise for them too (the device nodes' permissions)."""
+    def _probe_unprivileged(self, mode: DeviceMode, device_index: int, parent: Path, command: list[str]) -> bool:
         if shutil.which("setpriv") is None:
             log.warning("setpriv (util-linux) is not installed: sandboxes stay root-mapped")
-            return None
-        check = "pass" if mode is DeviceMode.interpreter else \
-            "import ctypes, sys; sys.exit(ctypes.CDLL('libcuda.so.1').cuInit(0))"
-        with tempfile.TemporaryDirectory(prefix="kernelgrade-probe-") as job:
-            os.chmod(job, 0o755)
-            spec = self._spec(job_dir=Path(job), verdict_fd=1, mode=mode, device_index=device_index,
-                              limits=Limits(), control_fd=None, host_uid=SANDBOX_UID,
-                              command=[self.python, "-I", "-c", check])
-            try:
+            return False
+        try:
+            lease = lease_host_uid()
+        except OSError as exc:
+            log.warning("no unprivileged host uid for sandboxes (%s): they stay root-mapped", exc)
+            return False
+        try:
+            with tempfile.TemporaryDirectory(prefix="kernelgrade-probe-", dir=parent) as job:
+                os.chmod(job, 0o755)
+                spec = self._spec(job_dir=Path(job), verdict_fd=1, mode=mode, device_index=device_index,
+                                  limits=Limits(), control_fd=None, host_uid=lease.uid, command=command, seccomp=False)
                 done = subprocess.run(spec.argv, env=spec.env, stdin=subprocess.DEVNULL, capture_output=True,
                                       timeout=60, start_new_session=True)
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                log.warning("an unprivileged sandbox could not start (%s): sandboxes stay root-mapped", exc)
-                return None
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            log.warning("an unprivileged sandbox could not start (%s): sandboxes stay root-mapped", exc)
+            return False
+        finally:
+            lease.release()
         if done.returncode != 0:
-            log.warning("an unprivileged sandbox could not start (exit %s: %s): sandboxes stay root-mapped",
-                        done.returncode, done.stderr.decode(errors="replace")[-500:])
-            return None
-        log.info("root without a pids cgroup: sandboxes run as host uid %d, where RLIMIT_NPROC binds", SANDBOX_UID)
-        return SANDBOX_UID
+            bound = [parent, *python_roots(self.python)] + ([self.triton_cache.host_dir] if self.triton_cache else [])
+            blocked = sorted({str(b) for b in map(blocked_for_others, bound) if b is not None})
+            log.warning("an unprivileged sandbox could not start (exit %s: %s)%s: sandboxes stay root-mapped, "
+                        "with no process bound", done.returncode, done.stderr.decode(errors="replace")[-500:],
+                        f"; not reachable by other users: {', '.join(blocked)}" if blocked else "")
+            return False
+        log.info("root without a pids cgroup: each sandbox runs as a host uid of its own, where RLIMIT_NPROC binds")
+        return True
 
     def launch_spec(self, *, job_dir: Path, verdict_fd: int, mode: DeviceMode, device_index: int, limits: Limits,
-                    control_fd: int | None = None) -> LaunchSpec:
+                    control_fd: int | None = None, confinement: Confinement | None = None) -> LaunchSpec:
+        host_uid = confinement.host_uid if confinement is not None else None
         return self._spec(job_dir=job_dir, verdict_fd=verdict_fd, mode=mode, device_index=device_index, limits=limits,
-                          control_fd=control_fd, host_uid=self.host_uid(mode, device_index), command=None)
+                          control_fd=control_fd, host_uid=host_uid, command=None, seccomp=True)
 
     def _spec(self, *, job_dir: Path, verdict_fd: int, mode: DeviceMode, device_index: int, limits: Limits,
-              control_fd: int | None, host_uid: int | None, command: list[str] | None) -> LaunchSpec:
-        """`command` replaces the harness (the probe); `host_uid` drops to that uid before anything."""
+              control_fd: int | None, host_uid: int | None, command: list[str] | None, seccomp: bool) -> LaunchSpec:
+        """`command` replaces the harness (the probe); `host_uid` drops to that uid before anything;
+        `seccomp` adds the filter of sandbox/seccomp.py (its fd is in the spec's pass_fds)."""
         args = [
             "bwrap",
             "--unshare-all",  # user, pid, net, ipc, uts, cgroup: no network at all
+            "--unshare-user",  # required, not only tried: --disable-userns needs it
+            *(["--disable-userns"] if bwrap_version() >= (0, 8) else []),  # no nested user namespace (tmpfs of any size)
             "--die-with-parent",
             "--new-session",  # no TIOCSTI into the caller's terminal
             "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
@@ -208,6 +286,11 @@ class BwrapBackend:
         ]
         if mode is DeviceMode.interpreter:
             args += ["--setenv", "TRITON_INTERPRET", "1"]
+        pass_fds: tuple[int, ...] = ()
+        program = filter_program() if seccomp else None
+        if program is not None:
+            pass_fds = (filter_fd(program),)
+            args += ["--seccomp", str(pass_fds[0])]
         if command is not None:
             args += ["--", *command]
         else:
@@ -227,4 +310,4 @@ class BwrapBackend:
         argv = ["prlimit", *rlimits, "--", *args]
         if host_uid is not None:  # util-linux setpriv: real, effective and saved ids, no supplementary groups
             argv = ["setpriv", f"--reuid={host_uid}", f"--regid={host_uid}", "--clear-groups", "--", *argv]
-        return LaunchSpec(argv=argv, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+        return LaunchSpec(argv=argv, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, pass_fds=pass_fds)

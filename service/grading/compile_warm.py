@@ -137,7 +137,7 @@ class CompileWarmer:
     def _compile(self, exercise: Exercise, program: Program) -> None:
         from service.grading.pipeline import run_program
 
-        staging = self.cache.new_staging(owner=self.backend.host_uid(DeviceMode.gpu, self.device_index))
+        staging = self.cache.new_staging()  # handed to the compile sandbox's own host uid where it has one (confine)
         runner = SandboxRunner(backend=self.backend.with_triton_cache(TritonCacheMount(staging, writable=True)),
                                limits=self.limits)
         # The same run as a grading's (the speed phase's large shape included): the same kernels compile.

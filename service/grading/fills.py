@@ -15,6 +15,14 @@ from service.grading.extract import BLANK
 MAX_FILL_CHARS = 400
 MAX_FILL_NODES = 120
 MAX_FILL_DEPTH = 24
+# What a fill may make Python compute before Triton sees a tensor (constexpr arithmetic runs as
+# Python integers, in the sandbox, on every run): integer constants of at most 64 bits; `**` and
+# `<<` only with a constant exponent or shift of at most 64, on a base that has no `**` or `<<`
+# of its own, at most MAX_FILL_POWERS of them; tuples only as a call's argument, never an operand
+# (`(0,) * (1 << 40)` is a 8 TiB tuple). A one-line fill then costs microseconds of arithmetic.
+MAX_FILL_INT_BITS = 64
+MAX_FILL_EXPONENT = 64
+MAX_FILL_POWERS = 2
 
 _ALLOWED = (
     ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Compare, ast.IfExp, ast.Call, ast.keyword, ast.Name,
@@ -90,6 +98,9 @@ def check_fill(fill: ast.expr, source: str, *, allowed_names: AbstractSet[str], 
         return f"{prefix}太复杂（{len(nodes)} 个语法节点，上限 {MAX_FILL_NODES}）"
     if _depth(fill) > MAX_FILL_DEPTH:
         return f"{prefix}嵌套太深（上限 {MAX_FILL_DEPTH} 层）"
+    costly = _costly(fill, nodes)
+    if costly is not None:
+        return f"{prefix}{costly}"
     rule = "填空只能是一个表达式：作用域内的变量、tl.* 函数调用、算术/比较/逻辑运算和数值常数"
     literal = {id(n) for call in nodes if _is_float_literal(call) for n in ast.walk(call)}
     for node in nodes:
@@ -133,3 +144,43 @@ def _is_float_literal(node: ast.AST) -> bool:
 def _depth(node: ast.AST) -> int:
     children = list(ast.iter_child_nodes(node))
     return 1 + (max(map(_depth, children)) if children else 0)
+
+
+def _costly(fill: ast.expr, nodes: list[ast.AST]) -> str | None:
+    """Why the fill could cost more than a one-line expression should (see MAX_FILL_INT_BITS), or None."""
+    for node in nodes:
+        if isinstance(node, ast.Constant) and type(node.value) is int and node.value.bit_length() > MAX_FILL_INT_BITS:
+            return (f"中的整数常量太大（{node.value.bit_length()} 位，上限 {MAX_FILL_INT_BITS} 位）。"
+                    f"(An integer constant of {node.value.bit_length()} bits: the limit is {MAX_FILL_INT_BITS}.)")
+    growing = [n for n in nodes if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Pow, ast.LShift))]
+    if len(growing) > MAX_FILL_POWERS:
+        return (f"中的 ** 和 << 太多（{len(growing)} 个，上限 {MAX_FILL_POWERS}）。"
+                f"(Too many ** and << operators: {len(growing)}, the limit is {MAX_FILL_POWERS}.)")
+    for node in growing:
+        symbol = "**" if isinstance(node.op, ast.Pow) else "<<"
+        amount = _constant_number(node.right)
+        if amount is None or (isinstance(amount, int) and abs(amount) > MAX_FILL_EXPONENT):
+            return (f"中 {symbol} 的右边必须是不超过 {MAX_FILL_EXPONENT} 的数值常数（不能是变量或表达式），"
+                    f"否则结果可以大到耗尽内存和时间。(The right side of {symbol} must be a number constant of at "
+                    f"most {MAX_FILL_EXPONENT}: anything else can grow without bound.)")
+        if any(isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Pow, ast.LShift)) for n in ast.walk(node.left)):
+            return (f"中 {symbol} 的左边不能再含 ** 或 <<。(The left side of {symbol} may not contain ** or << "
+                    f"itself: towers grow without bound.)")
+    for node in nodes:
+        if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.IfExp)):
+            operands = [getattr(node, name) for name in ("left", "right", "operand", "test", "body", "orelse")
+                        if hasattr(node, name)] + list(getattr(node, "comparators", [])) + list(getattr(node, "values", []))
+            if any(isinstance(o, ast.Tuple) for o in operands):
+                return ("中的元组只能作为 tl.* 函数的参数（例如形状），不能参与运算。"
+                        "(A tuple may only be a tl.* call's argument, such as a shape, never an operand.)")
+    return None
+
+
+def _constant_number(node: ast.expr) -> int | float | None:
+    """The value of a number constant, signs included (`-2`), or None."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        inner = _constant_number(node.operand)
+        return None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return node.value
+    return None

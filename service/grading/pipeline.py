@@ -54,6 +54,7 @@ _REUSED_NOTE = {
 
 
 CLAIM_MARGIN_S = 60.0  # a memo claim outlives the run's time budget by this (inputs, comparison)
+GRADING_MARGIN_S = 120.0  # beyond the run and memo budgets, before a grading's lease stops being renewed
 
 
 @dataclass
@@ -102,6 +103,13 @@ class Grader:
         pool = self.runner.start_pool(mode=self.mode, device_index=self.device_index, size=self.warm_pool)
         if pool is not None and pool.environment and self._environment_seen is None:
             self._environment_seen = dict(pool.environment)
+
+    def max_grading_s(self) -> float:
+        """The longest one grading may take: the sandbox's run budget, a wait for an identical
+        program in flight (at most a claim's lifetime), and a margin for the rest (inputs,
+        comparison, written answers: each bounded by the submission's size caps)."""
+        run_s = self.runner.limits.run_timeout_s
+        return run_s + (run_s + CLAIM_MARGIN_S) + GRADING_MARGIN_S
 
     def close(self) -> None:
         """Kill the waiting sandboxes."""
@@ -284,9 +292,12 @@ class Grader:
         key = self._memo_key(exercise, program, run.environment)
         if key is None:
             return None
-        settled = (run.given is None or run.given.status in ("passed", "failed")) and \
-            all(c.status in ("ok", "error") for c in run.cases) and \
-            (run.speed is None or run.speed.status in ("ok", "error"))
+        # A timeout ended a deterministic run (run_program): the program's own result, memoised so
+        # that resubmitting it costs nothing instead of another run to the time limit.
+        stopped = ("timeout", "skipped") if run.ended_by_timeout else ()
+        settled = (run.given is None or run.given.status in ("passed", "failed", *stopped)) and \
+            all(c.status in ("ok", "error", *stopped) for c in run.cases) and \
+            (run.speed is None or run.speed.status in ("ok", "error", *stopped))
         if not settled:
             return None
         entry = MemoEntry(submission_id=submission_id, program_digest=program.digest, cases=cases, diagnoses=diagnoses,
@@ -347,7 +358,7 @@ class Grader:
                          or self.runner.backend.process_limit(self.mode, self.device_index))
         return Environment(backend=self.mode.value, sandbox=self.runner.backend.name, device=env.get("device", ""),
                            torch=env.get("torch", ""), triton=env.get("triton", ""), python=env.get("python", ""),
-                           process_limit=process_limit)
+                           process_limit=process_limit, memory_limit=run.memory_limit if run is not None else "")
 
     def _not_gradable(self, exercise: Exercise, submission_id: str, run: RunResult | None, started: float, *,
                       message: str | None = None) -> Report:
@@ -402,7 +413,7 @@ def run_program(runner: SandboxRunner, exercise: Exercise, program: Program, arr
     return runner.run(program=program.module, given_check=program.given_check, given_seed=spec.given_check.seed,
                       entry_point=spec.entry_point, cases=[_case_job(spec, c) for c in spec.cases],
                       inputs={**_sandbox_inputs(spec, arrays), **speed_in}, mode=mode, device_index=device_index,
-                      speed=speed)
+                      speed=speed, deterministic=memoisable(exercise))
 
 
 def _case_job(spec: ExerciseSpec, case: CaseSpec) -> CaseJob:
@@ -467,10 +478,10 @@ def build_grader(settings, *, sessions=None) -> Grader:
     warmer = None
     if settings.compile_cache and mode is DeviceMode.gpu and hasattr(backend, "with_triton_cache"):
         from sandbox.backends.base import TritonCacheMount
-        from sandbox.compile_cache import SharedCompileCache
+        from sandbox.compile_cache import SharedCompileCache, default_root
         from service.grading.compile_warm import CompileWarmer
 
-        cache = SharedCompileCache(settings.compile_cache_dir or settings.data_dir.resolve() / "triton-shared")
+        cache = SharedCompileCache(settings.compile_cache_dir or default_root(settings.data_dir.resolve() / "triton-shared"))
         backend = backend.with_triton_cache(TritonCacheMount(cache.root))
         warmer = CompileWarmer(cache=cache, backend=backend, limits=settings.limits, device_index=settings.gpu_index,
                                threads=settings.compile_cache_threads)

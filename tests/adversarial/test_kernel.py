@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tests.adversarial.kit import (
-    DENIED, REGULAR_CASES, assert_failed, assert_graded_normally, case, denied_details, grade, interpreter_only,
+    DENIED, GOOD_WRAPPER_HEAD, REGULAR_CASES, assert_failed, assert_graded_normally, case, denied_details, grade,
+    interpreter_only,
     submission,
 )
 
@@ -142,3 +143,37 @@ else:
     assert len(details) == 2 and set(details) <= expected, details
     host.assert_untouched()
     assert_graded_normally()
+
+
+OFF_BY_ONE_KERNEL = '''
+row = tl.program_id(0)
+cols = tl.arange(0, BLOCK)
+mask = cols < N + 1
+values = tl.load(x + row * N + cols, mask=mask, other=0.0)
+tl.store(y + row * N + cols, values * 2, mask=mask)
+'''
+
+# The harness's guard class, looked up where it lives (the harness runs as __main__), with every
+# method that could decide or report a breach replaced by one that finds nothing.
+SWITCH_OFF_GUARDS = '''
+import sys
+guards = getattr(sys.modules["__main__"], "_Guards", None)
+if guards is not None and not getattr(guards, "switched_off", False):
+    guards.check = lambda self, outputs: None
+    guards.evidence = lambda self, outputs: ([], {})
+    guards.switched_off = True
+'''
+
+
+def test_the_guard_check_cannot_be_switched_off_from_the_submission(host):
+    """The off-by-one mask of the test above, with the harness's guard check replaced from the
+    wrapper (it ran in the student's process and was looked up on the class at call time): the
+    ragged case must still fail. Now the guards' bytes are compared on the trusted side, and a
+    harness that sends none for the case's inputs fails the case."""
+    wrapper = SWITCH_OFF_GUARDS + "\n" + GOOD_WRAPPER_HEAD + "return y\n"
+    report = grade(submission(kernel=OFF_BY_ONE_KERNEL, wrapper=wrapper))
+    host.assert_untouched()
+    assert_graded_normally()
+    assert_failed(report)
+    ragged = case(report, "regular.n17")
+    assert not ragged.passed and "证据缺失" in (ragged.error or "") and "evidence missing" in ragged.error, ragged

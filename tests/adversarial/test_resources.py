@@ -14,11 +14,10 @@ import uuid
 import pytest
 
 from sandbox.backends.bwrap import BwrapBackend
-from sandbox.cgroups import host_pids_cgroups
+from sandbox.cgroups import host_memory_cgroups, host_pids_cgroups
 from tests.adversarial.kit import (
-    DENIED, assert_denied, assert_failed, assert_graded_normally, case, denied_details, device_mode, grade, guarded,
-    host_processes_with,
-    interpreter_only, submission,
+    DENIED, REGULAR_CASES, assert_denied, assert_failed, assert_graded_normally, case, denied_details, device_mode, grade,
+    guarded, host_processes_with, interpreter_only, submission,
 )
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.adversarial]
@@ -63,8 +62,64 @@ def attack(x, y):
     started = assert_denied(report)
     assert all(0 <= n <= FORK_LIMIT for n in started), started
     # The report says which limit held.
-    assert report.environment.process_limit == ("pids cgroup" if host_pids_cgroups() else
-                                                BwrapBackend(python=sys.executable, hidden_paths=[]).process_limit(device_mode()))
+    expected = "pids cgroup" if host_pids_cgroups() else BwrapBackend(python=sys.executable, hidden_paths=[]).process_limit(device_mode())
+    if expected == "RLIMIT_NPROC (a host uid of its own)":  # each sandbox names its own uid
+        assert report.environment.process_limit.startswith("RLIMIT_NPROC (host uid "), report.environment
+    else:
+        assert report.environment.process_limit == expected
+
+
+MEMORY_OUTSIDE_THE_CAPS = '''
+import ctypes
+import errno
+
+
+def attack(x, y):
+    # memfd pages count against no rlimit; a nested user namespace may mount a tmpfs of any size.
+    refused = 0
+    try:
+        fd = os.memfd_create("kg")
+        os.ftruncate(fd, 1 << 20)
+        os.write(fd, b"x" * (1 << 20))
+    except OSError as exc:
+        refused += exc.errno == errno.ENOSYS
+    libc = ctypes.CDLL(None, use_errno=True)
+    for flags in (0x10000000, 0x10000000 | 0x00020000):  # CLONE_NEWUSER, with CLONE_NEWNS
+        if libc.unshare(flags) != 0:
+            refused += ctypes.get_errno() in (errno.EPERM, errno.ENOSPC)
+    return refused < 3, refused
+'''
+
+
+def test_memfd_and_nested_user_namespaces_are_refused(host):
+    """The two ways around every memory cap that the second red team used (1.4 GiB written into a
+    tmpfs mounted in a nested user namespace): memfd_create and unshare(CLONE_NEWUSER) fail."""
+    report = grade(guarded(MEMORY_OUTSIDE_THE_CAPS))
+    assert_denied(report, details={3.0})
+    host.assert_untouched()
+    assert_graded_normally()
+
+
+def test_memory_past_the_cgroup_limit_ends_the_sandbox(host):
+    """1.5 GiB of plain memory, within RLIMIT_AS (interpreter) or with no RLIMIT_AS at all (GPU),
+    against a memory cgroup of 1 GiB: the sandbox is killed, the case says why, the host is fine."""
+    if host_memory_cgroups() is None:
+        pytest.fail("no writable memory cgroup here: nothing bounds a sandbox's memory on a GPU "
+                    "(and only RLIMIT_AS on the interpreter); the report says so in environment.memory_limit")
+    report = grade(guarded('''
+def attack(x, y):
+    block = bytearray(1536 << 20)
+    for i in range(0, len(block), 4096):
+        block[i] = 1
+    return True, len(block) >> 20
+'''), memory_cgroup_bytes=GiB)
+    assert_failed(report)
+    assert report.environment.memory_limit.startswith("memory cgroup 1 GiB"), report.environment
+    for case_id in REGULAR_CASES:
+        c = case(report, case_id)
+        assert c.error and "超出内存上限" in c.error and "Out of memory" in c.error, c
+    host.assert_untouched()
+    assert_graded_normally()
 
 
 @interpreter_only("RLIMIT_AS is set only on the interpreter (CUDA reserves huge address ranges)")

@@ -7,6 +7,8 @@ below make a wrapper that is WRONG in the given check get the given check's poin
 """
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.adversarial.kit import (
@@ -135,7 +137,10 @@ def attack(x, y):
     assert report.given_check.status == "failed"
     for case_id in REGULAR_CASES:
         c = case(report, case_id)
-        assert not c.passed and c.first_mismatch is not None
+        assert not c.passed
+        if c.first_mismatch is None:  # the real result after the forged one broke the channel: a crash
+            assert "违反协议" in (c.error or ""), c
+            continue
         # Either the forged wrong data (y + 0.5) or the real DENIED answer was compared; neither passes.
         assert c.first_mismatch.observed is not None
         assert c.first_mismatch.observed >= DENIED - 0.5 or abs(c.first_mismatch.observed - c.first_mismatch.expected - 0.5) < 1e-3
@@ -199,3 +204,70 @@ def test_self_inflicted_failure_is_graded_not_blamed_on_the_service(host, attack
     report = grade(guarded(attack))
     assert report.status == "graded", f"not_gradable by the submission's own doing: {report.message}"
     assert_failed(report)
+
+
+# --- the verdict channel after start-up: only the harness's first frame may say hello ---------
+
+FORGED_DEVICE = "NVIDIA H100 (forged)"
+
+FORGED_HELLO = '''
+def attack(x, y):
+    sys.modules["wire"].write_frame(int(sys.argv[2]), {
+        "type": "hello", "mode": "gpu", "device": "@DEVICE@", "torch": "9.9.9", "triton": "9.9.9", "python": "3.99"})
+    return False, 11
+'''
+
+
+def test_a_second_hello_cannot_rewrite_the_environment(host):
+    """A `hello` after start-up would put a device and versions of the submission's choosing into
+    the report (and into the memo keys of later gradings): it breaks the channel instead."""
+    report = grade(guarded(FORGED_HELLO.replace("@DEVICE@", FORGED_DEVICE)))
+    assert report.status == "graded"
+    environment = report.environment.model_dump_json()
+    assert FORGED_DEVICE not in environment and "9.9.9" not in environment, environment
+    assert_failed(report)
+    for case_id in REGULAR_CASES:
+        assert "违反协议" in (case(report, case_id).error or ""), case(report, case_id)
+    host.assert_untouched()
+    assert_graded_normally()
+
+
+# Frames whose JSON is valid but whose content is not: an unpaired surrogate, NUL and terminal
+# escapes in the error text; nesting deeper than the parser's recursion; a 5000-digit integer.
+HOSTILE_JSON = {
+    "surrogates-and-controls": '{"type": "case", "id": "@CASE@", "status": "error", '
+                               '"error": "\\ud800 forged\\u0000\\u001b[2J\\udfff end \\u0007"}',
+    "deep-nesting": '{"type": "case", "id": "@CASE@", "status": "error", "error": ' + "[" * 100_000 + "]" * 100_000 + "}",
+    "huge-integer": '{"type": "case", "id": "@CASE@", "status": "ok", "elapsed_s": ' + "9" * 5000 + "}",
+    "wrong-types": '{"type": "case", "id": "@CASE@", "status": "error", "error": {"a": 1}, '
+                   '"out_of_bounds": [{"changed": "x"}], "elapsed_s": [1]}',
+}
+
+RAW_FRAME = '''
+def attack(x, y):
+    if not in_given_check():
+        case_id = "regular.n32" if tuple(x.shape) == (4, 32) else "regular.n17"
+        fd = int(sys.argv[2])
+        os.write(fd, sys.modules["wire"].encode_frame({"type": "case_start", "id": case_id}))
+        body = @BODY@.replace("@CASE@", case_id).encode()
+        os.write(fd, sys.modules["wire"].HEADER.pack(len(body), 0) + body)
+        time.sleep(0.5)
+    return False, 12
+'''
+
+
+@pytest.mark.parametrize("body", list(HOSTILE_JSON.values()), ids=list(HOSTILE_JSON))
+def test_hostile_frame_content_is_the_submissions_failure(host, body):
+    """Whatever a frame holds, the grading ends in a graded report that serialises as UTF-8 and
+    holds no control character from the sandbox (never an exception, never not_gradable)."""
+    report = grade(guarded(RAW_FRAME.replace("@BODY@", repr(body))))
+    assert report.status == "graded", report.message
+    assert_failed(report)
+    text = report.to_json()
+    text.encode("utf-8")  # an unpaired surrogate would raise here (and in the CLI, and the database)
+    json.dumps(report.model_dump(mode="json"), ensure_ascii=False).encode("utf-8")
+    for case_id in REGULAR_CASES:
+        error = case(report, case_id).error or ""
+        assert not any(ord(ch) < 32 and ch not in "\n\t" or 0xD800 <= ord(ch) <= 0xDFFF for ch in error), repr(error)
+    host.assert_untouched()
+    assert_graded_normally()

@@ -15,6 +15,7 @@ import pytest
 from sandbox.backends.bwrap import BwrapBackend
 from sandbox.cgroups import PIDS_CGROUP, host_pids_cgroups
 from sandbox.contract import DeviceMode, Limits
+from sandbox.host_uids import lease_host_uid
 from sandbox.runner import SandboxRunner
 from tests.conftest import run_probes
 
@@ -104,64 +105,133 @@ def test_warm_sandboxes_each_have_their_own_cgroup_until_they_end(bwrap_backend)
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the fallback is for a worker running as root")
 def test_root_without_a_pids_cgroup_drops_to_an_unprivileged_host_uid(monkeypatch, caplog, tmp_path):
-    """As root with no writable pids controller, every sandbox runs as host uid 65534 (setpriv),
-    where RLIMIT_NPROC binds; where an unprivileged sandbox cannot start (user namespaces refused to
-    unprivileged users, or a bound folder they cannot reach, such as a venv under /root), it stays
-    root-mapped and says so. Either way the sandbox runs."""
+    """As root with no writable pids controller, each sandbox runs as an unprivileged host uid of
+    its own (setpriv), where RLIMIT_NPROC binds; where an unprivileged sandbox cannot start with
+    the very mounts of the run (user namespaces refused to unprivileged users, or a bound folder
+    they cannot reach, such as a venv under /root), it stays root-mapped and says why. Either way
+    the sandbox runs."""
     import sandbox.backends.bwrap as bwrap
+    from sandbox.host_uids import HOST_UID_BASE, HOST_UID_COUNT
 
     monkeypatch.setattr(bwrap, "host_pids_cgroups", lambda: None)
-    monkeypatch.setattr(bwrap, "_host_uid", {})
+    monkeypatch.setattr(bwrap, "_unprivileged", {})
     backend = BwrapBackend(python=sys.executable, hidden_paths=[])
     with caplog.at_level("INFO", logger="kernelgrade.sandbox.bwrap"):
-        uid = backend.host_uid()
-    argv = backend.launch_spec(job_dir=tmp_path, verdict_fd=1, mode=DeviceMode.interpreter, device_index=0,
-                               limits=Limits()).argv
-    if uid is None:
-        assert "stay root-mapped" in caplog.text
-        assert backend.process_limit(DeviceMode.interpreter) == "RLIMIT_NPROC" and argv[0] == "prlimit"
-    else:
-        assert uid == bwrap.SANDBOX_UID and backend.process_limit(DeviceMode.interpreter) == f"RLIMIT_NPROC (host uid {uid})"
-        assert argv[:4] == ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+        unprivileged = backend.unprivileged()
+    confinement = backend.confine(limits=Limits(), mode=DeviceMode.interpreter, device_index=0, job_dir=tmp_path / "job")
+    try:
+        argv = backend.launch_spec(job_dir=tmp_path, verdict_fd=1, mode=DeviceMode.interpreter, device_index=0,
+                                   limits=Limits(), confinement=confinement).argv
+        if not unprivileged:
+            assert "stay root-mapped" in caplog.text
+            assert confinement.host_uid is None and confinement.process_limit == "RLIMIT_NPROC" and argv[0] == "prlimit"
+        else:
+            uid = confinement.host_uid
+            assert HOST_UID_BASE <= uid < HOST_UID_BASE + HOST_UID_COUNT
+            assert confinement.process_limit == f"RLIMIT_NPROC (host uid {uid})"
+            assert argv[:4] == ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+    finally:
+        confinement.close(1.0)
     _, cases = run_probes(SandboxRunner(backend=backend, limits=Limits()),
                           "def probe_nothing():\n    return outcome(False)\n", ["nothing"])
     assert cases["nothing"].status == "ok", cases["nothing"]
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="the probe is for a worker running as root")
+def test_the_probe_uses_the_mounts_of_the_run(monkeypatch, tmp_path):
+    """A compile cache the unprivileged uid cannot reach makes the probe of that launch fail, not
+    the run (which used to die with "Can't find source path .../triton-shared: Permission denied"
+    and come back not_gradable, while the probe, without the cache, had said yes)."""
+    import sandbox.backends.bwrap as bwrap
+    from sandbox.backends.base import TritonCacheMount
+
+    if not os.path.exists("/usr/bin/python3"):
+        pytest.skip("needs a system python3 an unprivileged user can reach")
+    monkeypatch.setattr(bwrap, "host_pids_cgroups", lambda: None)
+    monkeypatch.setattr(bwrap, "_unprivileged", {})
+    plain = BwrapBackend(python="/usr/bin/python3", hidden_paths=[])
+    if not plain.unprivileged(DeviceMode.gpu):
+        pytest.skip("an unprivileged bwrap cannot start here (user namespaces refused to unprivileged users)")
+    private = tmp_path / "private"
+    (private / "cache").mkdir(parents=True)
+    os.chmod(private, 0o700)  # like a data folder under /root
+    cached = plain.with_triton_cache(TritonCacheMount(private / "cache"))
+    assert bwrap.blocked_for_others(private / "cache") == private
+    assert cached.unprivileged(DeviceMode.gpu) is False
+    assert plain.unprivileged(DeviceMode.gpu) is True  # a different launch: its own answer
+
+
 @pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/usr/bin/python3"),
                     reason="needs root and a system python3 an unprivileged user can reach")
-def test_as_host_uid_65534_the_process_limit_binds(monkeypatch):
-    """The fallback's mechanism with the system python3 (reachable by uid 65534, unlike a venv
-    under /root): the same fork loop in the same sandbox stops at RLIMIT_NPROC as host uid 65534,
-    and runs through it when root-mapped (the kernel exempts uid 0)."""
+def test_as_an_unprivileged_host_uid_the_process_limit_binds(monkeypatch):
+    """The fallback's mechanism with the system python3 (reachable by an unprivileged uid, unlike a
+    venv under /root): the same fork loop in the same sandbox stops at RLIMIT_NPROC as a host uid
+    of its own, and runs through it when root-mapped (the kernel exempts uid 0)."""
+    import sandbox.backends.bwrap as bwrap
+
+    monkeypatch.setattr(bwrap, "host_pids_cgroups", lambda: None)
+    monkeypatch.setattr(bwrap, "_unprivileged", {})
+    backend = BwrapBackend(python="/usr/bin/python3", hidden_paths=[])
+    if not backend.unprivileged():
+        pytest.skip("an unprivileged bwrap cannot start here (user namespaces refused to unprivileged users)")
+    lease = lease_host_uid()
+    try:
+        launcher, started = _forks(backend, lease.uid, 64, hold_s=3)
+        assert launcher == "setpriv" and started < 16, f"{started} forks succeeded as uid {lease.uid} with RLIMIT_NPROC 16"
+    finally:
+        lease.release()
+    launcher, started = _forks(backend, None, 64, hold_s=3)
+    assert launcher == "prlimit" and started == 64, "root-mapped, RLIMIT_NPROC does not bind (the weakness)"
+
+
+def _forks(backend: BwrapBackend, host_uid: int | None, count: int, *, hold_s: float) -> tuple[str, int]:
+    """(launcher, forks that succeeded) of a sandbox with RLIMIT_NPROC 16 whose children live `hold_s`."""
     import subprocess
     import tempfile
     from pathlib import Path
 
+    fork_loop = (f"import os, time\nstarted = 0\nfor _ in range({count}):\n    try:\n        pid = os.fork()\n"
+                 f"    except OSError:\n        break\n    if pid == 0:\n        time.sleep({hold_s})\n        os._exit(0)\n"
+                 "    started += 1\nprint(started, flush=True)\nfor _ in range(started):\n    os.wait()")
+    with tempfile.TemporaryDirectory() as job:
+        os.chmod(job, 0o755)
+        spec = backend._spec(job_dir=Path(job), verdict_fd=1, mode=DeviceMode.interpreter, device_index=0,
+                             limits=Limits(processes=16), control_fd=None, host_uid=host_uid,
+                             command=["/usr/bin/python3", "-I", "-c", fork_loop], seccomp=True)
+        try:
+            done = subprocess.run(spec.argv, env=spec.env, capture_output=True, text=True, timeout=60,
+                                  pass_fds=spec.pass_fds)
+        finally:
+            for fd in spec.pass_fds:
+                os.close(fd)
+    assert done.returncode == 0, done.stderr
+    return spec.argv[0], int(done.stdout.split()[0])
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/usr/bin/python3"),
+                    reason="needs root and a system python3 an unprivileged user can reach")
+def test_sandboxes_side_by_side_do_not_share_one_process_budget(monkeypatch):
+    """With one uid for all (65534), a sandbox holding 12 processes left the next one 4 of its 16
+    ("Creating new namespace failed: Resource temporarily unavailable" in the H200 run): each
+    sandbox now leases a host uid of its own."""
+    import threading
+
     import sandbox.backends.bwrap as bwrap
 
     monkeypatch.setattr(bwrap, "host_pids_cgroups", lambda: None)
-    monkeypatch.setattr(bwrap, "_host_uid", {})
+    monkeypatch.setattr(bwrap, "_unprivileged", {})
     backend = BwrapBackend(python="/usr/bin/python3", hidden_paths=[])
-    uid = backend.host_uid()
-    if uid is None:
+    if not backend.unprivileged():
         pytest.skip("an unprivileged bwrap cannot start here (user namespaces refused to unprivileged users)")
-    fork_loop = ("import os, time\nstarted = 0\nfor _ in range(64):\n    try:\n        pid = os.fork()\n"
-                 "    except OSError:\n        break\n    if pid == 0:\n        time.sleep(3)\n        os._exit(0)\n"
-                 "    started += 1\nprint(started)")
-
-    def forks(host_uid):
-        with tempfile.TemporaryDirectory() as job:
-            os.chmod(job, 0o755)
-            spec = backend._spec(job_dir=Path(job), verdict_fd=1, mode=bwrap.DeviceMode.interpreter, device_index=0,
-                                 limits=Limits(processes=16), control_fd=None, host_uid=host_uid,
-                                 command=["/usr/bin/python3", "-I", "-c", fork_loop])
-            done = subprocess.run(spec.argv, env=spec.env, capture_output=True, text=True, timeout=60)
-        assert done.returncode == 0, done.stderr
-        return spec.argv[0], int(done.stdout)
-
-    # The limit counts every task of uid 65534 on the host, this sandbox's own included.
-    launcher, started = forks(uid)
-    assert launcher == "setpriv" and started < 16, f"{started} forks succeeded as uid {uid} with RLIMIT_NPROC 16"
-    launcher, started = forks(None)
-    assert launcher == "prlimit" and started == 64, "root-mapped, RLIMIT_NPROC does not bind (the weakness)"
+    first, second = lease_host_uid(), lease_host_uid()
+    try:
+        assert first.uid != second.uid
+        busy = threading.Thread(target=_forks, args=(backend, first.uid, 12), kwargs={"hold_s": 8})
+        busy.start()
+        time.sleep(3)  # the first sandbox now holds 13 tasks of its uid
+        _, started = _forks(backend, second.uid, 12, hold_s=1)
+        busy.join()
+    finally:
+        first.release()
+        second.release()
+    assert started == 12, f"the second sandbox got only {started} of its 12 processes"

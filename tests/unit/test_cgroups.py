@@ -14,9 +14,11 @@ from pathlib import Path
 import pytest
 
 from sandbox import cgroups
-from sandbox.cgroups import PARENT_NAME, PIDS_CGROUP, PidsCgroups, SandboxCgroup, host_pids_cgroups, locate_pids
+from sandbox.cgroups import (
+    PARENT_NAME, PIDS_CGROUP, PidsCgroups, SandboxCgroup, SandboxCgroups, host_pids_cgroups, locate_pids,
+)
 from sandbox.contract import DeviceMode, Limits
-from sandbox.backends.base import LaunchSpec
+from sandbox.backends.base import Confinement, LaunchSpec
 from sandbox.pool import start_sandbox
 
 # This machine's kind: cgroup v1 controllers plus an empty cgroup2 (hybrid), the pids controller in
@@ -210,10 +212,15 @@ class _FakeBackend:
     def process_limit(self, mode, device_index=0) -> str:
         return "RLIMIT_NPROC"
 
-    def new_cgroup(self, limits: Limits):
-        return self.found.create(limits.processes) if self.found is not None else None
+    def confine(self, *, limits: Limits, mode, device_index, job_dir) -> Confinement:
+        if self.found is None:
+            return Confinement(process_limit="RLIMIT_NPROC")
+        child = self.found.create(limits.processes)
+        return Confinement(cgroups=SandboxCgroups([child], memory_bytes=None, swap_limited=False),
+                           process_limit=PIDS_CGROUP)
 
-    def launch_spec(self, *, job_dir, verdict_fd, mode, device_index, limits, control_fd=None) -> LaunchSpec:
+    def launch_spec(self, *, job_dir, verdict_fd, mode, device_index, limits, control_fd=None,
+                    confinement=None) -> LaunchSpec:
         return LaunchSpec(argv=["/bin/sh", "-c", self.script], env={"PATH": "/usr/bin:/bin"})
 
 

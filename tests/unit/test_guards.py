@@ -1,5 +1,5 @@
-"""Guard regions around a case's buffers (sandbox/harness.py `_Guards`), the runner's check of the
-evidence the harness sends (sandbox/runner.py `_out_of_bounds`) and the words the student reads
+"""Guard regions around a case's buffers (sandbox/harness.py `_Guards`), the trusted side's check of
+the guard bytes the harness sends (sandbox/guards.py) and the words the student reads
 (service/grading/bounds.py). Plain CPU tensors, no sandbox: stray accesses are made by hand
 through a wider view of the same storage. tests/adversarial/test_kernel.py runs real kernels."""
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from sandbox import harness
-from sandbox.harness import GUARD_ALIGN, _GuardBreach, _Guards
-from sandbox.runner import _out_of_bounds
+from sandbox.guards import check as check_guards
+from sandbox.harness import GUARD_ALIGN, _Guards
 from service.grading.bounds import describe
 from service.report import OutOfBounds
 
@@ -22,10 +22,18 @@ def wider(tensor: torch.Tensor, before: int, after: int) -> torch.Tensor:
         tensor.untyped_storage(), tensor.storage_offset() - before, (before + tensor.numel() + after,), (1,))
 
 
+def checked(guards: _Guards, outputs: dict | None = None) -> list[dict]:
+    """What the trusted side finds in the evidence the harness would send."""
+    records, raw = guards.evidence(outputs or {})
+    found, missing = check_guards(records, {k: v.numpy() for k, v in raw.items()}, required=set())
+    assert missing is None, missing
+    return found
+
+
 def breach_of(guards: _Guards, outputs: dict | None = None) -> list[dict]:
-    with pytest.raises(_GuardBreach) as caught:
-        guards.check(outputs or {})
-    return caught.value.evidence
+    found = checked(guards, outputs)
+    assert found, "no breach found"
+    return found
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64,
@@ -36,7 +44,7 @@ def test_an_input_keeps_its_values_and_alignment_and_its_guards_hold(dtype):
     tensor = guards.input("x", data, "cpu")
     assert torch.equal(tensor, data) and tensor.dtype == dtype and tensor.is_contiguous()
     assert tensor.data_ptr() % GUARD_ALIGN == 0 and not tensor._is_view()
-    guards.check({})  # nothing changed: no breach
+    assert checked(guards) == []  # nothing changed: no breach
 
 
 def test_floating_guards_are_nan_so_a_read_past_an_input_shows():
@@ -54,7 +62,7 @@ def test_columns_view_and_requires_grad_leaf_of_a_guarded_input():
     assert leaf.is_leaf and leaf.stride() == (8, 1) and torch.equal(leaf, wide[:, :5])
     (leaf * 2).sum().backward()
     assert torch.equal(leaf.grad, torch.full((3, 5), 2.0))
-    guards.check({})
+    assert checked(guards) == []
 
 
 def test_allocations_in_the_entry_point_are_guarded_with_the_same_semantics():
@@ -79,7 +87,7 @@ def test_allocations_in_the_entry_point_are_guarded_with_the_same_semantics():
     for t in made.values():
         if not t.requires_grad:
             t.fill_(1)  # writing every element of the data is in bounds
-    guards.check({})
+    assert checked(guards) == []
 
 
 def test_a_write_one_past_an_allocated_output_is_reported_with_evidence():
@@ -127,18 +135,25 @@ def test_writes_before_an_input_and_past_a_temporary_are_reported():
         ("allocated", None, "after", 3, 6, 12)
 
 
-def test_the_runner_keeps_only_well_formed_evidence():
-    good = {"buffer": "x", "kind": "input", "output": None, "side": "after", "changed": 1, "distance": 0,
-            "index": 17, "guard": 64, "value": "nan", "shape": [1, 17], "dtype": "float32"}
-    assert _out_of_bounds([good]) == [good]
-    assert _out_of_bounds("not a list") == [] and _out_of_bounds(None) == []
-    for broken in ({**good, "side": "inside"}, {**good, "changed": 0}, {**good, "changed": "1"},
-                   {**good, "kind": "secret"}, {**good, "shape": "big"}, {**good, "distance": -1},
-                   {**good, "output": 3}, {**good, "buffer": None}, "x"):
-        assert _out_of_bounds([broken]) == [], broken
-    long = _out_of_bounds([{**good, "buffer": "b" * 5000, "value": "v" * 500}] * 100)
-    assert len(long) == 16 and len(long[0]["buffer"]) == 200 and len(long[0]["value"]) == 40
-    OutOfBounds(**long[0])  # what the runner keeps fits the report's model
+def test_malformed_or_missing_evidence_is_never_a_clean_bill():
+    guards = _Guards(torch, "double")
+    guards.input("x", torch.arange(17, dtype=torch.float32), "cpu")
+    records, raw = guards.evidence({})
+    raw = {k: v.numpy() for k, v in raw.items()}
+    assert check_guards(records, raw, required={"x"}) == ([], None)
+    assert check_guards([], {}, required={"x"})[1] == "no guard evidence for input x"  # guarding switched off
+    assert check_guards("forged", raw, required=set())[1] is not None
+    for broken in ({**records[0], "salt": 5}, {**records[0], "dtype": "float32 ; x"}, {**records[0], "itemsize": 8}, {**records[0], "span": -1},
+                   {**records[0], "index": 3}, {**records[0], "shape": "big"}):
+        assert check_guards([broken], raw, required=set())[1] is not None, broken
+    short = {**raw, "__guard__.0.after": raw["__guard__.0.after"][:8]}
+    assert "shorter" in check_guards(records, short, required=set())[1]
+    changed = {**raw, "__guard__.0.after": raw["__guard__.0.after"].copy()}
+    changed["__guard__.0.after"][:4] = 0  # +0.0 just past the data
+    [breach] = check_guards(records, changed, required={"x"})[0]
+    assert (breach["side"], breach["changed"], breach["distance"], breach["index"], breach["value"]) == \
+        ("after", 1, 0, 17, "0.0")
+    OutOfBounds(**breach)  # fits the report's model
 
 
 def test_the_student_reads_what_was_written_where_and_the_misconception():

@@ -1,0 +1,60 @@
+"""Whitelisted expression fills whose cost is unbounded: constexpr arithmetic that Python runs on
+every run (towers of `**` and `<<`, integer constants of any size, tuple repetition) is refused
+before anything runs; a fill that passes and still runs into its case's time limit is stopped at
+its first timeout, and the timeout is memoised like any result of a deterministic program, so
+resubmitting it costs no second run."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from service.grading.memo import InMemoryMemo
+from service.submission import Submission
+from tests.adversarial.kit import SECRET_SEED, make_grader
+from tests.adversarial.test_whitelisted_blank import assert_refused_before_running, fill, grade_lesson, lesson_grader  # noqa: F401
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.adversarial]
+
+# (id, fill, a word of the refusal). Each passed the whitelist before and ran for minutes or
+# allocated gigabytes in the sandbox, on every submission, with full marks at the end.
+COSTLY = [
+    ("power-tower", "cols < N if 9 ** 9 ** 9 else cols < N", "**"),
+    ("power-of-a-name", "cols < N + 0 * N ** N ** N", "**"),
+    ("shift-tower", "cols < N + 0 * (1 << (1 << 40))", "<<"),
+    ("tuple-repetition", "cols < N if (0,) * (1 << 33) else cols < N", "元组"),
+    ("huge-constant", "cols < N + 0 * 1" + "0" * 300, "整数常量太大"),
+    ("many-powers", "cols < N + 0 * (2 ** 60 * 3 ** 60 * 5 ** 60)", "太多"),
+]
+
+
+@pytest.mark.parametrize("expression, reason", [(f, r) for _, f, r in COSTLY], ids=[i for i, _, _ in COSTLY])
+def test_costly_fill_is_refused_before_running(lesson_grader, host, expression, reason):  # noqa: F811
+    report = grade_lesson(lesson_grader, fill(expression))
+    assert_refused_before_running(report, reason=reason)
+    assert report.program.not_run_reason.endswith(".)")  # the English half
+    host.assert_untouched()
+
+
+def test_a_timeout_is_not_a_free_retry(host):
+    """`range(1 << 40)` passes every static bound and runs until the case deadline: the first
+    timeout ends the run (no fresh sandbox for the other phases), and the same program submitted
+    again reuses that result instead of running to the limit again."""
+    grader = dataclasses.replace(make_grader(case_timeout_s=6), memo=InMemoryMemo())
+    code = (grader.catalog.get("adv_loop").template.replace("______", "1 << 40"))
+    first = grader.grade(Submission(exercise="adv_loop", code=code), secret_seed=SECRET_SEED)
+    assert first.status == "graded" and first.program.ran and not first.score.passed
+    assert first.given_check.status == "timeout", first.given_check
+    assert first.timing["attempts"] == 1.0, "a fresh sandbox was started after the timeout"
+    assert all(not c.passed and "程序是确定性的" in (c.error or "") for c in first.cases if c.kind != "given")
+    assert first.program.memo_key, "the timed-out run was not memoised"
+
+    second = grader.grade(Submission(exercise="adv_loop", code=code), secret_seed=SECRET_SEED + 1)
+    assert second.program.reused and grader.counts.sandbox_runs == 1, grader.counts.snapshot()
+    assert second.given_check.status == "timeout" and not second.score.passed
+    host.assert_untouched()
+
+    # The right fill still gets every point (and a regrade would run afresh: reuse=False).
+    solution = grader.grade(Submission(exercise="adv_loop", code=grader.catalog.get("adv_loop").solution),
+                            secret_seed=SECRET_SEED)
+    assert solution.score.passed and solution.score.total == 10, solution.to_json()[:2000]
