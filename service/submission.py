@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 MAX_CODE_CHARS = 64 * 1024
-MAX_TEXT_CHARS = 16 * 1024
+MAX_TEXT_CHARS = 16 * 1024  # each written answer, the explanation and the claimed output (docs/api.md)
 MAX_ID_CHARS = 200
 
 
@@ -58,7 +58,8 @@ class Submission(BaseModel):
 
     exercise: str = Field(min_length=1, max_length=100)
     code: str = Field(min_length=1, max_length=MAX_CODE_CHARS)
-    answers: dict[str, str] = Field(default_factory=dict, max_length=20)
+    answers: dict[Annotated[str, Field(max_length=64)], Annotated[str, Field(max_length=MAX_TEXT_CHARS)]] = Field(
+        default_factory=dict, max_length=20)
     explanation: str = Field("", max_length=MAX_TEXT_CHARS)
     claimed_output: str = Field("", max_length=MAX_TEXT_CHARS)
     # The platform's own identity (all optional, stored in indexed columns: listing and grades).

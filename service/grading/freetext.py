@@ -16,6 +16,8 @@ decision replaces it. Empty and off-topic answers score 0 with high confidence a
 """
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 import re
 import unicodedata
@@ -26,6 +28,9 @@ from service.report import Item
 
 REVIEW_THRESHOLD = 0.7
 _QUOTE = 20
+# Matches of one concept that count (the first ones): with the link index below, scoring is about
+# linear in the answer's length (the submission contract caps an answer at 16 384 characters).
+MAX_MATCHES_PER_CONCEPT = 64
 
 # Words that make one statement the cause or the consequence of the next.
 _LINKS = re.compile(
@@ -78,10 +83,27 @@ def _sentences(text: str) -> list[tuple[int, int]]:
 
 
 def _sentence_of(spans: list[tuple[int, int]], position: int) -> int:
-    for i, (a, b) in enumerate(spans):
-        if a <= position <= b:
-            return i
-    return len(spans) - 1
+    """The sentence holding `position` (spans are sorted and disjoint: a binary search)."""
+    index = bisect.bisect_right(spans, (position, math.inf)) - 1
+    return index if index >= 0 and position <= spans[index][1] else len(spans) - 1
+
+
+class _LinkIndex:
+    """Where the linking words are, found once: "is there one inside text[lo:hi]" is then a binary
+    search instead of a regex scan of the text between every pair of matches (cubic before)."""
+
+    def __init__(self, text: str, spans: list[tuple[int, int]]) -> None:
+        found = [m for m in (_LINKS.match(text, i) for i in range(len(text))) if m is not None]
+        self.starts = [m.start() for m in found]
+        ends = [m.end() for m in found]
+        self.min_end = ends[:]  # the smallest end among the links starting here or later
+        for i in range(len(ends) - 2, -1, -1):
+            self.min_end[i] = min(ends[i], self.min_end[i + 1])
+        self.prose = [_prose(text[a:b]) for a, b in spans]
+
+    def between(self, lo: int, hi: int) -> bool:
+        i = bisect.bisect_left(self.starts, lo)
+        return i < len(self.starts) and self.min_end[i] <= hi
 
 
 def _quote(text: str, start: int, end: int) -> str:
@@ -112,7 +134,8 @@ def score_answer(question: Question, answer: str, max_points: float) -> TextScor
     matches: dict[str, list[_Match]] = {}
     for concept in question.concepts:
         for pattern in concept.patterns:
-            for m in re.finditer(pattern, text, re.IGNORECASE):
+            kept = matches.get(concept.id, [])
+            for m in itertools.islice(re.finditer(pattern, text, re.IGNORECASE), MAX_MATCHES_PER_CONCEPT - len(kept)):
                 matches.setdefault(concept.id, []).append(_Match(concept.id, m.start(), m.end(), _sentence_of(spans, m.start())))
     misconceptions = _misconceptions(question, text, spans)
     if not matches and not misconceptions:
@@ -127,8 +150,9 @@ def score_answer(question: Question, answer: str, max_points: float) -> TextScor
 
     links, missing_links = [], []
     chain = question.chain
+    index = _LinkIndex(text, spans)
     for before, after in zip(chain, chain[1:]):
-        evidence = _link(text, spans, matches.get(before, []), matches.get(after, []))
+        evidence = _link(text, index, matches.get(before, []), matches.get(after, []))
         pair = {"from": before, "to": after, "label": f"{by_id[before].label} → {by_id[after].label}"}
         if evidence is not None:
             links.append({**pair, "quote": evidence})
@@ -166,17 +190,15 @@ def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]])
     return found
 
 
-def _link(text: str, spans: list[tuple[int, int]], befores: list[_Match], afters: list[_Match]) -> str | None:
+def _link(text: str, index: _LinkIndex, befores: list[_Match], afters: list[_Match]) -> str | None:
     """A quote showing `before` leading to `after`: in order, at most two sentences apart, joined
     by a linking word or told as consecutive sentences (not merely listed with commas)."""
     for a in befores:
         for b in afters:
             if b.start < a.end or b.sentence - a.sentence > 2:
                 continue
-            between = text[a.end:b.start]
-            told_in_sentences = b.sentence > a.sentence and (
-                _prose(text[slice(*spans[a.sentence])]) or _prose(text[slice(*spans[b.sentence])]))
-            if _LINKS.search(between) or told_in_sentences:
+            told_in_sentences = b.sentence > a.sentence and (index.prose[a.sentence] or index.prose[b.sentence])
+            if told_in_sentences or index.between(a.end, b.start):
                 return _quote(text, a.start, b.end)
     return None
 

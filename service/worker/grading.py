@@ -26,13 +26,21 @@ log = logging.getLogger("kernelgrade.worker")
 
 
 class _Heartbeat:
-    def __init__(self, sessions: sessionmaker[Session], claim: store.Claim, lease_s: float) -> None:
+    """Renews the lease every third of it, for at most `max_s`: a grading that runs past every
+    budget it has (a bug of ours) lets its lease expire, so the submission is retried and, after
+    `max_attempts`, reported not_gradable, instead of being held forever."""
+
+    def __init__(self, sessions: sessionmaker[Session], claim: store.Claim, lease_s: float, max_s: float) -> None:
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, args=(sessions, claim, lease_s), daemon=True,
+        self._thread = threading.Thread(target=self._run, args=(sessions, claim, lease_s, max_s), daemon=True,
                                         name=f"lease-{claim.submission_id[:8]}")
 
-    def _run(self, sessions: sessionmaker[Session], claim: store.Claim, lease_s: float) -> None:
+    def _run(self, sessions: sessionmaker[Session], claim: store.Claim, lease_s: float, max_s: float) -> None:
+        deadline = time.monotonic() + max_s
         while not self._stop.wait(lease_s / 3):
+            if time.monotonic() > deadline:
+                log.error("grading %s ran past its %.0f s budget: no longer renewing its lease", claim.submission_id, max_s)
+                return
             try:
                 with sessions() as session:
                     if not store.renew_lease(session, claim, lease_s=lease_s):
@@ -78,7 +86,7 @@ def grade_claimed(sessions: sessionmaker[Session], grader: Grader, claim: store.
             report = gave_up_report(row, exercise.spec.version, exercise.spec.max_points, exercise.spec.pass_threshold,
                                     f"grading was interrupted {claim.attempt - 1} times (worker died or timed out)")
         else:
-            with _Heartbeat(sessions, claim, lease_s):
+            with _Heartbeat(sessions, claim, lease_s, grader.max_grading_s()):
                 try:
                     report = grader.grade(body, submission_id=row.id, secret_seed=row.secret_seed, reuse=not regrade)
                 except Exception as exc:  # noqa: BLE001 - our bug must become not_gradable, never a lost submission

@@ -1,0 +1,104 @@
+"""Student text that used to freeze the service: the TA page's code diff (a backtracking regular
+expression over a fill of spaces), the written-answer scorer (cubic in the answer's length) and
+the lease of a grading that never ends. Each test carries a hang guard (`timeout`) of a hundred
+times what the fixed code needs: it detects a freeze, it does not measure speed (bench/ does)."""
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+
+import pytest
+from pydantic import ValidationError
+
+from service.config import REPO_ROOT
+from service.exercises import ExerciseCatalog
+from service.grading.freetext import score_answer
+from service.submission import MAX_TEXT_CHARS, Submission
+from service.web.diff import code_diff
+
+pytestmark = [pytest.mark.adversarial]
+
+LESSON = ExerciseCatalog(REPO_ROOT / "exercises").get("lesson06_mean_var")
+
+
+@pytest.mark.timeout(60)
+def test_a_fill_of_spaces_does_not_freeze_the_review_diff():
+    """Spaces at the start of the fill, on a line that then differs from the template (6 400 spaces
+    took 72 s before, with the whole process frozen: the regular expression backtracked through
+    every way of splitting them; 3 000 take minutes)."""
+    spaces = " " * 3_000
+    line = "tl.where(______, (values - mean) * (values - mean), 0.0)"
+    assert line in LESSON.template
+    hostile = LESSON.template.replace(line, f"tl.where({spaces}cols < N, (values - mean) * (values - mean), 0.0 + 0)")
+    lines = code_diff(LESSON.template, hostile)
+    assert [line.kind for line in lines if line.side != "both"] == ["edit", "edit"]  # shown as an edit, not a fill
+    filled = code_diff(LESSON.template, LESSON.template.replace("______", spaces + "cols < N"))
+    (fill,) = [line for line in filled if line.kind == "fill"]
+    assert [s.text for s in fill.segments if s.fill] == ["cols < N"]
+
+
+def test_the_review_diff_still_finds_each_fill():
+    template = "    y = tl.where(______, x, ______)  # two blanks\n"
+    lines = code_diff(template, "    y = tl.where( cols  <  N ,x,  0.0 )\n")
+    (line,) = lines
+    assert line.kind == "fill" and [s.text for s in line.segments if s.fill] == ["cols  <  N", "0.0"]
+    assert code_diff(template, "    y = tl.where(cols < N)\n")[0].kind != "fill"  # the second blank's text is gone
+
+
+def stuffed(length: int) -> str:
+    """Two chained concepts of q1 over and over in one sentence, with no linking word between them:
+    every pair of their matches is tried, and none links."""
+    return ("other=0,/n," * (length // 11 + 1))[:length]
+
+
+@pytest.mark.timeout(60)
+def test_the_longest_answer_the_contract_allows_is_scored_quickly():
+    """The scorer was cubic (3 KB: 68 s; the contract's 16 KB: hours, its heartbeat holding the lease)."""
+    question = LESSON.question("q1")
+    result = score_answer(question, stuffed(MAX_TEXT_CHARS), 2.0)
+    assert result.kind == "scored" and not result.links
+    assert {f["concept"] for f in result.found} >= {"masked_load", "mean_over_n"}
+    # The reference answer still earns every point with every link (the index finds the same links).
+    reference = score_answer(question, question.reference_answer, 2.0)
+    assert reference.points == 2.0 and len(reference.links) == len(question.chain) - 1
+
+
+def test_an_answer_over_the_cap_is_refused_naming_the_field():
+    body = {"exercise": LESSON.id, "code": "x = 1", "answers": {"q1": "a" * (MAX_TEXT_CHARS + 1)}}
+    with pytest.raises(ValidationError) as refused:
+        Submission.model_validate(body)
+    [error] = refused.value.errors()
+    assert error["loc"] == ("answers", "q1") and error["type"] == "string_too_long"
+    assert Submission.model_validate({**body, "answers": {"q1": "a" * MAX_TEXT_CHARS}}).answers["q1"]
+
+
+def test_a_runaway_grading_stops_renewing_its_lease(tmp_path):
+    """The heartbeat renews a lease for at most the grading's budget: past it the lease expires
+    and the submission can be claimed again (and after max_attempts it is not_gradable)."""
+    from service.db import store
+    from service.db.models import Submission as SubmissionRow
+    from service.db.migrate import upgrade
+    from service.db.session import make_engine, make_sessionmaker
+    from service.worker.grading import _Heartbeat
+
+    url = f"sqlite:///{tmp_path / 'lease.db'}"
+    upgrade(url)
+    sessions = make_sessionmaker(make_engine(url))
+    with sessions() as session:
+        store.create_course(session, "c1", "course")
+        row, _ = store.create_submission(session, course_id="c1", body=Submission(exercise=LESSON.id, code="x = 1"),
+                                         callback_url=None, idempotency_key=None)
+        submission_id = row.id
+    with sessions() as session:
+        claim = store.claim(session, lease_s=0.6)
+    assert claim is not None and claim.submission_id == submission_id
+    with _Heartbeat(sessions, claim, lease_s=0.6, max_s=1.0):
+        time.sleep(1.0)
+        with sessions() as session:  # still renewed within the budget
+            assert store.claim(session, lease_s=0.6) is None
+        time.sleep(2.0)  # past the budget plus one lease: nobody renews it any more
+        with sessions() as session:
+            expires = session.get(SubmissionRow, submission_id).lease_expires_at
+            assert expires.replace(tzinfo=expires.tzinfo or timezone.utc) < datetime.now(timezone.utc)
+            again = store.claim(session, lease_s=60)
+    assert again is not None and again.submission_id == submission_id and again.attempt == 2
