@@ -138,8 +138,8 @@ def attack(x, y):
     for case_id in REGULAR_CASES:
         c = case(report, case_id)
         assert not c.passed
-        if c.first_mismatch is None:  # the real result after the forged one broke the channel: a crash
-            assert "违反协议" in (c.error or ""), c
+        if c.first_mismatch is None:  # a forged result without guard evidence, or the real one after it
+            assert "证据缺失" in (c.error or "") or "违反协议" in (c.error or ""), c
             continue
         # Either the forged wrong data (y + 0.5) or the real DENIED answer was compared; neither passes.
         assert c.first_mismatch.observed is not None
@@ -235,11 +235,11 @@ def test_a_second_hello_cannot_rewrite_the_environment(host):
 # Frames whose JSON is valid but whose content is not: an unpaired surrogate, NUL and terminal
 # escapes in the error text; nesting deeper than the parser's recursion; a 5000-digit integer.
 HOSTILE_JSON = {
-    "surrogates-and-controls": '{"type": "case", "id": "@CASE@", "status": "error", '
+    "surrogates-and-controls": '{"type": "case", "id": "<CASE>", "status": "error", '
                                '"error": "\\ud800 forged\\u0000\\u001b[2J\\udfff end \\u0007"}',
-    "deep-nesting": '{"type": "case", "id": "@CASE@", "status": "error", "error": ' + "[" * 100_000 + "]" * 100_000 + "}",
-    "huge-integer": '{"type": "case", "id": "@CASE@", "status": "ok", "elapsed_s": ' + "9" * 5000 + "}",
-    "wrong-types": '{"type": "case", "id": "@CASE@", "status": "error", "error": {"a": 1}, '
+    "deep-nesting": '{"type": "case", "id": "<CASE>", "status": "error", "error": ' + "[" * 20_000 + "]" * 20_000 + "}",
+    "huge-integer": '{"type": "case", "id": "<CASE>", "status": "ok", "elapsed_s": ' + "9" * 5000 + "}",
+    "wrong-types": '{"type": "case", "id": "<CASE>", "status": "error", "error": {"a": 1}, '
                    '"out_of_bounds": [{"changed": "x"}], "elapsed_s": [1]}',
 }
 
@@ -249,7 +249,7 @@ def attack(x, y):
         case_id = "regular.n32" if tuple(x.shape) == (4, 32) else "regular.n17"
         fd = int(sys.argv[2])
         os.write(fd, sys.modules["wire"].encode_frame({"type": "case_start", "id": case_id}))
-        body = @BODY@.replace("@CASE@", case_id).encode()
+        body = @BODY@.replace("<CASE>", case_id).encode()
         os.write(fd, sys.modules["wire"].HEADER.pack(len(body), 0) + body)
         time.sleep(0.5)
     return False, 12

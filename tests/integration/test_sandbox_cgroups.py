@@ -120,8 +120,11 @@ def test_root_without_a_pids_cgroup_drops_to_an_unprivileged_host_uid(monkeypatc
         unprivileged = backend.unprivileged()
     confinement = backend.confine(limits=Limits(), mode=DeviceMode.interpreter, device_index=0, job_dir=tmp_path / "job")
     try:
-        argv = backend.launch_spec(job_dir=tmp_path, verdict_fd=1, mode=DeviceMode.interpreter, device_index=0,
-                                   limits=Limits(), confinement=confinement).argv
+        spec = backend.launch_spec(job_dir=tmp_path, verdict_fd=1, mode=DeviceMode.interpreter, device_index=0,
+                                   limits=Limits(), confinement=confinement)
+        argv = spec.argv
+        for fd in spec.pass_fds:
+            os.close(fd)
         if not unprivileged:
             assert "stay root-mapped" in caplog.text
             assert confinement.host_uid is None and confinement.process_limit == "RLIMIT_NPROC" and argv[0] == "prlimit"

@@ -110,12 +110,18 @@ print(json.dumps({{"found": found, "file": reader.get_file("k.cubin"), "missing"
     assert result["counts"] == {"shared_hits": 1, "compiled": 1}
 
 
-def _bwrap_argv(backend, job_dir: Path, mode) -> list[str]:
-    """The backend's real command line, with the harness swapped for a probe shell command."""
+def _run_in(backend, job_dir: Path, mode, command: list[str]) -> subprocess.CompletedProcess:
+    """`command` under the backend's real command line (the harness swapped for it), with the
+    file descriptors it passes (the seccomp filter)."""
     from sandbox.contract import Limits
 
-    argv = backend.launch_spec(job_dir=job_dir, verdict_fd=1, mode=mode, device_index=0, limits=Limits()).argv
-    return argv[: argv.index(backend.python) ]
+    spec = backend.launch_spec(job_dir=job_dir, verdict_fd=1, mode=mode, device_index=0, limits=Limits())
+    try:
+        return subprocess.run([*spec.argv[: spec.argv.index(backend.python)], *command], capture_output=True,
+                              text=True, timeout=60, pass_fds=spec.pass_fds)
+    finally:
+        for fd in spec.pass_fds:
+            os.close(fd)
 
 
 def test_grading_sandboxes_see_the_shared_cache_read_only(tmp_path):
@@ -139,18 +145,15 @@ def test_grading_sandboxes_see_the_shared_cache_read_only(tmp_path):
              "echo $TRITON_CACHE_DIR $KERNELGRADE_SHARED_TRITON_CACHE $TRITON_CACHE_MANAGER")
 
     reader = base.with_triton_cache(TritonCacheMount(cache.root))
-    out = subprocess.run([*_bwrap_argv(reader, job, DeviceMode.gpu), "/bin/sh", "-c", probe],
-                         capture_output=True, text=True, timeout=60)
+    out = _run_in(reader, job, DeviceMode.gpu, ["/bin/sh", "-c", probe])
     assert out.stdout.split("\n") == [
         "shared", "/tmp/triton-cache /triton-shared shared_triton_cache:SharedFirstCacheManager", ""], out
     assert not (cache.root / "planted").exists()
 
     staging = cache.new_staging()  # a trusted compile run: Triton's own cache is the staging folder
     writer = base.with_triton_cache(TritonCacheMount(staging, writable=True))
-    out = subprocess.run([*_bwrap_argv(writer, job, DeviceMode.gpu), "/bin/sh", "-c", "touch /triton-shared/k && echo $TRITON_CACHE_DIR"],
-                         capture_output=True, text=True, timeout=60)
+    out = _run_in(writer, job, DeviceMode.gpu, ["/bin/sh", "-c", "touch /triton-shared/k && echo $TRITON_CACHE_DIR"])
     assert out.stdout.strip() == "/triton-shared" and (staging / "k").exists(), out
 
-    out = subprocess.run([*_bwrap_argv(reader, job, DeviceMode.interpreter), "/bin/sh", "-c", "ls /triton-shared; echo $TRITON_CACHE_DIR"],
-                         capture_output=True, text=True, timeout=60)
+    out = _run_in(reader, job, DeviceMode.interpreter, ["/bin/sh", "-c", "ls /triton-shared; echo $TRITON_CACHE_DIR"])
     assert out.stdout.strip() == "/tmp/triton-cache", "the interpreter compiles nothing: no shared cache"
