@@ -251,7 +251,7 @@ def attack(x, y):
         os.write(fd, sys.modules["wire"].encode_frame({"type": "case_start", "id": case_id}))
         body = @BODY@.replace("<CASE>", case_id).encode()
         os.write(fd, sys.modules["wire"].HEADER.pack(len(body), 0) + body)
-        time.sleep(0.5)
+        os._exit(0)  # the forged frame is the case's only result
     return False, 12
 '''
 
