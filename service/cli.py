@@ -134,9 +134,10 @@ def print_report(report: Report, console: Console) -> None:
     console.print(f"[bold]{report.exercise.id}[/] v{report.exercise.version}: {score.total:g}/{score.max:g} "
                   f"(pass ≥ {score.pass_threshold:g}) {verdict}{provisional}")
     env = report.environment
-    limit = f" ({env.process_limit})" if env.process_limit else ""
-    console.print(f"graded on {env.backend} ({env.device}), sandbox {env.sandbox}{limit}, torch {env.torch}, triton {env.triton}; "
-                  f"secret seed {report.seeds.secret if report.seeds else '-'}", style="dim")
+    limits = ", ".join(x for x in (env.process_limit, env.memory_limit) if x)
+    limit = f" ({limits})" if limits else ""
+    console.print(escape(f"graded on {env.backend} ({env.device}), sandbox {env.sandbox}{limit}, torch {env.torch}, "
+                         f"triton {env.triton}; secret seed {report.seeds.secret if report.seeds else '-'}"), style="dim")
     if report.program and report.program.fills:
         console.print(f"fill: {report.program.fills}", style="dim", highlight=False)
     for item in report.items:
