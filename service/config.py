@@ -100,6 +100,19 @@ class Settings(BaseSettings):
                                                 "process (TAs sign in again after a restart)")
     session_max_age_s: int = Field(8 * 3600, gt=0, description="how long a TA's sign-in lasts")
 
+    # --- LTI 1.3 (service/lti): launches from an LMS, deep linking, grades back --------------
+    lti_allowed_hosts: list[str] = Field(default_factory=list,
+                                         description="platform hosts the tool may call over http or at private addresses "
+                                                     "(an intranet LMS, tests); others must be https and public")
+    lti_http_timeout_s: float = Field(10.0, gt=0, description="each call to a platform (keys, token, scores, roster)")
+    lti_nonce_lifetime_s: int = Field(600, gt=0, description="from the OIDC login to the launch")
+    lti_launch_lifetime_s: int = Field(12 * 3600, gt=0, description="how long a launched page may still submit")
+    lti_key_set_max_age_s: int = Field(3600, gt=0, description="a platform's JWKS is fetched again after this")
+    lti_tool_key_grace_s: int = Field(7 * 86400, ge=0, description="a rotated-out tool key stays published this long")
+    lti_roster_max_age_s: int = Field(3600, gt=0, description="a launch asks for the roster again when it is older")
+    lti_score_backoff_s: list[float] = Field(default_factory=lambda: [10, 60, 300, 1800, 7200],
+                                             description="waits between attempts at posting a score")
+
     # --- optional model-assisted review of written answers (off unless a URL is set) ----------
     model_assist_url: str | None = Field(None, description="OpenAI-compatible base URL, e.g. http://host:8000/v1")
     model_assist_model: str = Field("", description="model name sent to that endpoint")

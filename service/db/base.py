@@ -21,3 +21,8 @@ class Base(DeclarativeBase):
 
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
+
+
+def as_utc(moment: datetime) -> datetime:
+    """SQLite gives naive datetimes back; every stored time is UTC."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)

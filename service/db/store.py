@@ -8,6 +8,7 @@ import hmac
 import json
 import secrets
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -18,6 +19,7 @@ from sqlalchemy.orm import Session
 from service.db.base import utcnow
 from service.db.models import ApiKey, Course, ReportRow, ReviewFlag, Submission, WebhookDelivery
 from service.grades.policy import CoursePolicy, PolicyUpdate, grade_columns
+from service.lti import scores as lti_scores
 from service.report import Report
 from service.submission import Submission as SubmissionBody
 
@@ -118,8 +120,10 @@ def body_digest(body: SubmissionBody, callback_url: str | None) -> str:
 
 
 def create_submission(session: Session, *, course_id: str, body: SubmissionBody, callback_url: str | None,
-                      idempotency_key: str | None) -> tuple[Submission, bool]:
-    """Store a submission (queued). Returns (row, created); an idempotent replay returns the original."""
+                      idempotency_key: str | None,
+                      related: Callable[[Submission], list[object]] | None = None) -> tuple[Submission, bool]:
+    """Store a submission (queued). Returns (row, created); an idempotent replay returns the original.
+    `related` rows (an LTI launch's origin) are stored in the same transaction, before any worker sees it."""
     digest = body_digest(body, callback_url)
     if idempotency_key is not None:
         existing = session.scalar(select(Submission).where(Submission.course_id == course_id,
@@ -136,6 +140,8 @@ def create_submission(session: Session, *, course_id: str, body: SubmissionBody,
                      student_name=student.name if student else None, student_email=student.email if student else None,
                      attempt=body.attempt, external_ref=body.external_ref, language=body.language)
     session.add(row)
+    if related is not None:
+        session.add_all(related(row))
     try:
         session.commit()
     except IntegrityError:  # a concurrent request with the same key won the race
@@ -143,7 +149,7 @@ def create_submission(session: Session, *, course_id: str, body: SubmissionBody,
         if idempotency_key is None:
             raise
         return create_submission(session, course_id=course_id, body=body, callback_url=callback_url,
-                                 idempotency_key=idempotency_key)
+                                 idempotency_key=idempotency_key, related=related)
     return row, True
 
 
@@ -242,10 +248,12 @@ def finish(session: Session, claim_: Claim, report: Report) -> ReportRow | None:
 
 
 def notify(session: Session, row: Submission, report_row: ReportRow, *, event: str, decision_id: int | None = None) -> None:
-    """Queue the webhook for a report that became current (same transaction), if one was asked for."""
+    """Queue the webhook for a report that became current (same transaction), if one was asked for,
+    and the LMS score of a submission that came through LTI."""
     if row.callback_url:
         session.add(WebhookDelivery(submission_id=row.id, report_id=report_row.id, url=row.callback_url,
                                     next_attempt_at=utcnow(), event=event, decision_id=decision_id))
+    lti_scores.enqueue(session, row, report_row, policy=course_policy(session, row.course_id))
 
 
 def on_current_report(session: Session, row: Submission, report: dict) -> None:

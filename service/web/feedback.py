@@ -157,11 +157,17 @@ def pending(report: Report) -> list[str]:
 
 @router.get("/feedback/{token}")
 def feedback_page(request: Request, token: str, session: SessionDep) -> Response:
-    row = find_by_token(session, token)
+    return feedback_response(request, session, find_by_token(session, token))
+
+
+def feedback_response(request: Request, session, row: Submission | None, *,  # noqa: ANN001
+                      headers: dict[str, str] | None = None) -> Response:
+    """The page of one submission (`headers` override the security headers: the LTI route lets
+    the submission's own LMS frame it)."""
     if row is None:
         t = texts("zh")
         return render(request, "not_found.html", {"t": t, "title": t["not_found_title"], "message": t["not_found"]},
-                      status_code=404)
+                      status_code=404, headers=headers)
     exercise = exercise_of(request, row.exercise_id)
     current = store.current_report(session, row)
     report = Report.model_validate(current.report) if current is not None and row.status in FINAL else None
@@ -176,4 +182,4 @@ def feedback_page(request: Request, token: str, session: SessionDep) -> Response
                                 label=f"{t['score']} {score.total:g} / {score.max:g}",
                                 pass_label=f"{t['pass_line']} {score.pass_threshold:g}"),
             cases=case_views(report, exercise, t), pending=pending(report), performance=performance_view(report, t))
-    return render(request, "feedback.html", context)
+    return render(request, "feedback.html", context, headers=headers)

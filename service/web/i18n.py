@@ -178,3 +178,131 @@ TEXTS: dict[str, dict[str, str]] = {"zh": _ZH, "en": _EN}
 
 def texts(language: str | None) -> dict[str, str]:
     return TEXTS.get(language or "zh", _ZH)
+
+
+# --- LTI (service/lti) ---------------------------------------------------------------------
+# A refused launch is shown in both languages: it failed before kernelgrade knew whose it was.
+LTI_REFUSAL_TITLE = {"zh": "kernelgrade 无法打开这个活动", "en": "kernelgrade could not open this activity"}
+LTI_REFUSALS: dict[str, dict[str, str]] = {
+    "bad_request": {
+        "zh": "课程平台发来的请求不完整，缺少 {detail}。请从课程里重新打开这个活动；如果一直这样，请联系课程管理员。",
+        "en": "The course platform sent an incomplete request: {detail} is missing. Open the activity again from the "
+              "course; if this keeps happening, tell the course's administrator."},
+    "unknown_platform": {
+        "zh": "这个课程平台（issuer {issuer}，client id {client_id}）没有在 kernelgrade 注册。"
+              "管理员注册后才能使用：kernelgrade lti platforms add。",
+        "en": "This course platform (issuer {issuer}, client id {client_id}) is not registered with kernelgrade. "
+              "An administrator registers it first: kernelgrade lti platforms add."},
+    "platform_revoked": {
+        "zh": "这个课程平台在 kernelgrade 的注册已被撤销，所以不再接受它的启动。请联系课程管理员。",
+        "en": "This course platform's registration with kernelgrade was revoked, so its launches are no longer "
+              "accepted. Tell the course's administrator."},
+    "unknown_deployment": {
+        "zh": "课程平台的这个部署（deployment id {deployment}）没有在 kernelgrade 注册，或已被撤销。"
+              "请课程管理员添加它：kernelgrade lti deployments add。",
+        "en": "This deployment of the course platform (deployment id {deployment}) is not registered with kernelgrade, "
+              "or it was revoked. The course's administrator adds it: kernelgrade lti deployments add."},
+    "bad_state": {
+        "zh": "浏览器没有把启动开始时 kernelgrade 设置的 cookie 发回来，所以无法确认这次启动来自你的浏览器。"
+              "课程平台把 kernelgrade 嵌在框架里、而浏览器屏蔽第三方 cookie 时会这样：请在新窗口中打开这个活动，"
+              "或允许本站的 cookie，然后从课程里重新打开。",
+        "en": "Your browser did not send back the cookie kernelgrade set when the launch started, so the launch cannot "
+              "be tied to your browser. This happens when the platform shows kernelgrade in a frame and the browser "
+              "blocks third-party cookies: open the activity in a new window, or allow cookies for this site, then "
+              "open it again from the course."},
+    "bad_token": {
+        "zh": "启动令牌格式不对，或缺少必需的声明（{detail}）。没有记录任何东西。",
+        "en": "The launch token is malformed or lacks a required claim ({detail}). Nothing was recorded."},
+    "bad_signature": {
+        "zh": "启动令牌的签名和这个课程平台公布的密钥都对不上：令牌在途中被改动过，或者是用平台没有公布的密钥签的。"
+              "没有记录任何东西。请从课程里重新打开这个活动。",
+        "en": "The launch token's signature matches no key the course platform publishes: the token was altered on "
+              "the way, or signed with a key the platform does not publish. Nothing was recorded. Open the activity "
+              "again from the course."},
+    "expired": {
+        "zh": "启动令牌已经过期（{detail}）。重新加载或很晚才提交启动页面时会这样。请从课程里重新打开这个活动。",
+        "en": "The launch token has expired ({detail}). This happens when a launch page is reloaded or sent late. "
+              "Open the activity again from the course."},
+    "replayed_nonce": {
+        "zh": "这次启动已经用过了（一次性的 nonce 已被使用），或者它不是从 kernelgrade 开始的。每次启动只能用一次："
+              "请从课程里重新打开这个活动。",
+        "en": "This launch was used already (its one-time nonce is spent), or it did not start at kernelgrade. A launch "
+              "works once: open the activity again from the course."},
+    "bad_audience": {
+        "zh": "这个启动令牌是发给另一个工具的（audience {detail}），不是给 kernelgrade 的。",
+        "en": "This launch token was issued to another tool (audience {detail}), not to kernelgrade."},
+    "bad_message": {
+        "zh": "课程平台发来了 kernelgrade 不处理的消息（{detail}）。",
+        "en": "The course platform sent a message kernelgrade does not handle ({detail})."},
+    "launch_expired": {
+        "zh": "这个页面的启动已经过期或无效（启动后 {hours} 小时内可以提交）。你的答案还没有提交：先复制保存，"
+              "再从课程里重新打开这个活动。",
+        "en": "This page's launch has expired or is unknown (a launch can submit for {hours} hours). Your answers were "
+              "not submitted: copy them, then open the activity again from the course."},
+    "no_exercise": {
+        "zh": "这个活动没有关联 kernelgrade 的练习。请教师通过课程平台的内容选择器（deep linking）重新添加，"
+              "或设置自定义参数 exercise=<练习 id>。",
+        "en": "This activity is not linked to a kernelgrade exercise. An instructor adds it again through the "
+              "platform's content picker (deep linking), or sets the custom parameter exercise=<exercise id>."},
+    "unknown_exercise": {
+        "zh": "这个活动关联的练习 {detail} 不在 kernelgrade 的练习目录里。",
+        "en": "The exercise this activity links to, {detail}, is not in kernelgrade's catalog."},
+    "not_instructor": {
+        "zh": "只有教师可以为课程选择练习。",
+        "en": "Only instructors can choose an exercise for the course."},
+}
+
+_ZH.update({
+    "lti_submit_title": "提交你的答案",
+    "lti_signed_in_as": "身份（来自课程平台）",
+    "lti_code": "代码（填好空的那一格）",
+    "lti_explanation": "填空说明",
+    "lti_claimed_output": "你运行后看到的输出（原样粘贴；没有运行就写明是静态审阅）",
+    "lti_submit": "提交评分",
+    "lti_your_submissions": "你的提交",
+    "lti_none_yet": "还没有提交。",
+    "lti_open_feedback": "查看反馈",
+    "lti_points_line": "满分 {max} 分，及格线 {threshold} 分（且没有否决项）",
+    "lti_instructor": "教师视图",
+    "lti_placement_submissions": "这个活动的提交",
+    "lti_roster": "名单：{count} 人（同步于 {at}）",
+    "lti_roster_never": "名单：还没有从课程平台同步",
+    "lti_score_posts": "成绩回传",
+    "lti_review_link": "到助教复核页面",
+    "lti_pick_title": "选择一个 kernelgrade 练习",
+    "lti_pick_intro": "选中的练习会作为一个活动加到课程里，成绩列满分 {max} 分。",
+    "lti_pick_submit": "添加到课程",
+    "lti_return_title": "正在返回课程平台…",
+    "lti_return_button": "继续",
+    "lti_errors": "没有提交，请改正：",
+    "lti_graded_latest": "课程成绩册记录的是你最新一次评完的提交。",
+    "lti_slow_down": "提交太频繁了：请等一分钟再提交。",
+    "lti_queue_full": "评分队列已满：请过一分钟再提交。你的答案还在这个页面上。",
+})
+_EN.update({
+    "lti_submit_title": "Submit your answer",
+    "lti_signed_in_as": "You (from the course platform)",
+    "lti_code": "Code (the cell with the blank filled in)",
+    "lti_explanation": "What you filled in, and why",
+    "lti_claimed_output": "The output you saw when you ran it (pasted as is; if you did not run it, say it is a static review)",
+    "lti_submit": "Submit for grading",
+    "lti_your_submissions": "Your submissions",
+    "lti_none_yet": "No submissions yet.",
+    "lti_open_feedback": "feedback",
+    "lti_points_line": "{max} points, pass line {threshold} (and no veto)",
+    "lti_instructor": "Instructor view",
+    "lti_placement_submissions": "Submissions to this activity",
+    "lti_roster": "Roster: {count} people (synchronised {at})",
+    "lti_roster_never": "Roster: not synchronised from the platform yet",
+    "lti_score_posts": "Grades sent back",
+    "lti_review_link": "to the TA review pages",
+    "lti_pick_title": "Choose a kernelgrade exercise",
+    "lti_pick_intro": "The exercise becomes an activity of the course, with a gradebook column of {max} points.",
+    "lti_pick_submit": "Add to the course",
+    "lti_return_title": "Returning to the course platform…",
+    "lti_return_button": "Continue",
+    "lti_errors": "Not submitted; please fix:",
+    "lti_graded_latest": "The course gradebook records your latest graded submission.",
+    "lti_slow_down": "Too many submissions: wait a minute, then submit again.",
+    "lti_queue_full": "The grading queue is full: submit again in a minute. Your answers are still on this page.",
+})

@@ -36,8 +36,18 @@ def templates() -> Jinja2Templates:
 
 def render(request: Request, name: str, context: dict[str, Any], *, status_code: int = 200,
            headers: dict[str, str] | None = None) -> Response:
-    return templates().TemplateResponse(request, name, context, status_code=status_code,
-                                        headers={**HEADERS, **(headers or {})})
+    merged = {name: value for name, value in {**HEADERS, **(headers or {})}.items() if value}  # "" drops one
+    return templates().TemplateResponse(request, name, context, status_code=status_code, headers=merged)
+
+
+def framed_by(origins: list[str], *, form_targets: list[str] | None = None) -> dict[str, str]:
+    """Headers of a page an LMS shows in a frame (service/lti): only `origins` may frame it
+    (X-Frame-Options cannot name origins, so it is dropped), and its forms may also post to
+    `form_targets` (the LMS's deep-linking return URL)."""
+    csp = CSP.replace("frame-ancestors 'none'", "frame-ancestors " + (" ".join(["'self'", *origins])))
+    if form_targets:
+        csp = csp.replace("form-action 'self'", "form-action " + " ".join(["'self'", *form_targets]))
+    return {"Content-Security-Policy": csp, "X-Frame-Options": ""}
 
 
 def secure(response: Response) -> Response:

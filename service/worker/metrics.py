@@ -19,6 +19,8 @@ class Metrics:
                                         "gradings that failed on our side (not_gradable)", registry=self.registry)
         self.webhooks = Counter("kernelgrade_webhook_attempts_total", "webhook delivery attempts", ["outcome"],
                                 registry=self.registry)
+        self.lti_scores = Counter("kernelgrade_lti_score_attempts_total", "attempts at posting a score to an LMS",
+                                  ["outcome"], registry=self.registry)
 
     def graded(self, report: Report, seconds: float) -> None:
         self.grading_seconds.observe(seconds)

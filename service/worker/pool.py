@@ -1,5 +1,6 @@
 """The in-process worker pool of `kernelgrade serve`: grading threads that claim submissions from
-the database, and one thread that delivers webhooks. Nothing else to start on one machine."""
+the database, one thread that delivers webhooks and one that posts LTI scores and syncs rosters.
+Nothing else to start on one machine."""
 from __future__ import annotations
 
 import logging
@@ -11,6 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from service.config import Settings
 from service.db import regrades, store
 from service.grading.pipeline import Grader
+from service.lti.housekeeping import Housekeeper
 from service.worker.grading import grade_claimed
 from service.worker.metrics import Metrics
 from service.worker.webhooks import deliver_due
@@ -40,6 +42,7 @@ class InProcessPool:
             self._threads.append(threading.Thread(target=self._grade_loop, name=f"grader-{i}", daemon=True))
         self._threads.append(threading.Thread(target=self._webhook_loop, name="webhooks", daemon=True))
         self._threads.append(threading.Thread(target=self._regrade_loop, name="regrades", daemon=True))
+        self._threads.append(threading.Thread(target=self._lti_loop, name="lti", daemon=True))
         for thread in self._threads:
             thread.start()
 
@@ -101,3 +104,13 @@ class InProcessPool:
                         self.queued(submission_id)
             except Exception:  # noqa: BLE001 - the database may be restarting: the job resumes at the next step
                 log.exception("bulk regrade step failed")
+
+    def _lti_loop(self) -> None:
+        """Scores to the LMSs and rosters from them: its own outbox and retries, apart from webhooks."""
+        keeper = Housekeeper(self.sessions, self.settings,
+                             on_score=lambda ok: self.metrics.lti_scores.labels("posted" if ok else "failed").inc())
+        while not self._stop.wait(0.5):
+            try:
+                keeper.run_once()
+            except Exception:  # noqa: BLE001
+                log.exception("LTI loop failed")

@@ -65,35 +65,41 @@ def is_public(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     return True
 
 
-def _host(url: str) -> tuple[httpx.URL, str]:
+def _host(url: str, field: str = "callback_url") -> tuple[httpx.URL, str]:
     """The URL as httpx parses it, and its host in ASCII (IDNA 2008, as httpx encodes it): the one
     name that is checked, resolved and connected to."""
     try:
         parsed = httpx.URL(url)
         return parsed, parsed.raw_host.decode("ascii").lower()
     except (httpx.InvalidURL, UnicodeError, ValueError) as exc:
-        raise CallbackRefused(f"callback_url is not a valid URL: {exc}") from None
+        raise CallbackRefused(f"{field} is not a valid URL: {exc}") from None
 
 
-def check_callback_url(url: str, *, allowed_hosts: list[str]) -> None:
+def check_callback_url(url: str, *, allowed_hosts: list[str], field: str = "callback_url",
+                       allow_setting: str = "webhook_allowed_hosts") -> None:
     """What can be checked without a lookup (at submission). Raise CallbackRefused with the
-    reason, in words an integrator can act on."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("https", "http") or not parts.hostname:
-        raise CallbackRefused("callback_url must be an absolute https URL")
-    _, host = _host(url)
-    if parts.hostname in allowed_hosts or host in allowed_hosts:
+    reason, in words an integrator can act on. Also checks the LTI platform URLs the tool calls
+    (`field` names the URL, `allow_setting` the list of exceptions)."""
+    try:
+        parts = urlsplit(url)
+        hostname = parts.hostname
+    except ValueError as exc:  # a malformed IPv6 literal or port
+        raise CallbackRefused(f"{field} is not a valid URL: {exc}") from None
+    if parts.scheme not in ("https", "http") or not hostname:
+        raise CallbackRefused(f"{field} must be an absolute https URL")
+    _, host = _host(url, field)
+    if hostname in allowed_hosts or host in allowed_hosts:
         return
     if parts.scheme != "https":
-        raise CallbackRefused("callback_url must use https (http is allowed only for hosts in webhook_allowed_hosts)")
+        raise CallbackRefused(f"{field} must use https (http is allowed only for hosts in {allow_setting})")
     if host in ("localhost",) or host.endswith((".localhost", ".local", ".internal")):
-        raise CallbackRefused(f"callback_url host {host!r} is internal")
+        raise CallbackRefused(f"{field} host {host!r} is internal")
     try:
         ip = ipaddress.ip_address(host.strip("[]"))
     except ValueError:
         return
     if not is_public(ip):
-        raise CallbackRefused(f"callback_url points to a non-public address ({ip})")
+        raise CallbackRefused(f"{field} points to a non-public address ({ip})")
 
 
 @dataclass(frozen=True)
@@ -105,22 +111,23 @@ class Pinned:
     host: str | None = None
 
 
-def pin_callback(url: str, *, allowed_hosts: list[str]) -> Pinned:
+def pin_callback(url: str, *, allowed_hosts: list[str], field: str = "callback_url",
+                 allow_setting: str = "webhook_allowed_hosts") -> Pinned:
     """Check `url`, resolve its host once, check every address, and pin the first one."""
-    check_callback_url(url, allowed_hosts=allowed_hosts)
-    parsed, host = _host(url)
+    check_callback_url(url, allowed_hosts=allowed_hosts, field=field, allow_setting=allow_setting)
+    parsed, host = _host(url, field)
     if urlsplit(url).hostname in allowed_hosts or host in allowed_hosts:
         return Pinned(url)
     try:
         infos = socket.getaddrinfo(host, parsed.port or 443, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError) as exc:
-        raise CallbackRefused(f"callback_url host {host!r} does not resolve: {exc}") from None
+        raise CallbackRefused(f"{field} host {host!r} does not resolve: {exc}") from None
     addresses = [ipaddress.ip_address(info[4][0].split("%", 1)[0]) for info in infos]
     if not addresses:
-        raise CallbackRefused(f"callback_url host {host!r} does not resolve")
+        raise CallbackRefused(f"{field} host {host!r} does not resolve")
     for ip in addresses:
         if not is_public(ip):
-            raise CallbackRefused(f"callback_url resolves to a non-public address ({ip})")
+            raise CallbackRefused(f"{field} resolves to a non-public address ({ip})")
     return Pinned(str(parsed.copy_with(host=str(addresses[0]))), host=host)
 
 

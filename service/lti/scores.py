@@ -1,0 +1,195 @@
+"""Grades back to the LMS (Assignment and Grade Services), through an outbox: a score is queued
+in the same transaction that makes a report current (service.db.store.finish, decisions.decide)
+and posted by a background thread with retries, every attempt recorded. pylti1p3 does the
+protocol (service token, line item lookup or creation, the score POST).
+
+Which score: the latest graded submission of a student on a placement counts (a TA decision or a
+regrade of an older one is not posted over a newer one). `PendingManual` while a suspected veto or
+a low-confidence answer waits for a TA, `FullyGraded` after. A `not_gradable` report posts nothing:
+it costs the student nothing, so the gradebook keeps what it had."""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import timedelta
+
+import requests
+from pylti1p3.assignments_grades import AssignmentsGradesService
+from pylti1p3.exception import LtiException, LtiServiceException
+from pylti1p3.grade import Grade
+from pylti1p3.lineitem import LineItem
+from pylti1p3.service_connector import ServiceConnector
+from sqlalchemy import exists, select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from service.db.base import as_utc, utcnow
+from service.db.lti_models import LtiDeployment, LtiLink, LtiPlatform, LtiScoreAttempt, LtiScorePost, LtiSubmission
+from service.db.models import ReportRow, Submission
+from service.lti import keys
+from service.lti.adapter import ToolRegistration
+from service.lti.http import BoundedSession
+
+log = logging.getLogger("kernelgrade.lti.scores")
+LEASE_S = 120  # a post being attempted is not picked up by another process meanwhile
+LINE_ITEM_TAG = "kernelgrade"
+SCORE_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
+
+
+def _comment(report: dict) -> str:
+    score = report["score"]
+    zh = report.get("language", "zh") == "zh"
+    verdict = ("已通过" if score["passed"] else "未通过") if zh else ("passed" if score["passed"] else "not passed")
+    line = (f"kernelgrade：{score['total']:g}/{score['max']:g}，{verdict}。" if zh
+            else f"kernelgrade: {score['total']:g}/{score['max']:g}, {verdict}.")
+    if score.get("provisional"):
+        line += "部分评分待助教复核，分数可能会变。" if zh else " Part of it waits for a TA; the score may change."
+    return line
+
+
+def score_body(submission: Submission, report_row: ReportRow, sub: str) -> dict:
+    """The AGS score (https://www.imsglobal.org/spec/lti-ags/v2p0/#score-publish-service)."""
+    report = report_row.report
+    pending = bool(report["score"].get("provisional"))
+    return {
+        "userId": sub,
+        "scoreGiven": report["score"]["total"],
+        "scoreMaximum": report["score"]["max"],
+        "activityProgress": "Submitted" if pending else "Completed",
+        "gradingProgress": "PendingManual" if pending else "FullyGraded",
+        "timestamp": as_utc(report_row.created_at).isoformat(timespec="milliseconds"),
+        "comment": _comment(report),
+        "submission": {"submittedAt": as_utc(submission.created_at).isoformat(timespec="milliseconds")},
+    }
+
+
+def enqueue(session: Session, submission: Submission, report_row: ReportRow) -> LtiScorePost | None:
+    """Queue the score of a report that is becoming current (the caller commits)."""
+    origin = session.get(LtiSubmission, submission.id)
+    if origin is None or report_row.status != "graded":
+        return None
+    later_graded = session.scalar(select(exists().where(
+        LtiSubmission.link_id == origin.link_id, LtiSubmission.sub == origin.sub,
+        LtiSubmission.submission_id == Submission.id, Submission.id != submission.id,
+        Submission.created_at > submission.created_at, Submission.status == "graded")))
+    if later_graded:
+        return None  # the gradebook shows a newer attempt; this one changes nothing there
+    if report_row.created_at is None:
+        report_row.created_at = utcnow()
+    # An older score still waiting would only be overwritten: drop it.
+    session.execute(update(LtiScorePost).where(LtiScorePost.link_id == origin.link_id, LtiScorePost.sub == origin.sub,
+                                               LtiScorePost.state == "pending")
+                    .values(state="superseded", next_attempt_at=None))
+    post = LtiScorePost(submission_id=submission.id, report_id=report_row.id, link_id=origin.link_id, sub=origin.sub,
+                        score=score_body(submission, report_row, origin.sub), state="pending", next_attempt_at=utcnow())
+    session.add(post)
+    return post
+
+
+def posts_for(session: Session, submission_id: str) -> list[tuple[LtiScorePost, list[LtiScoreAttempt]]]:
+    posts = list(session.scalars(select(LtiScorePost).where(LtiScorePost.submission_id == submission_id)
+                                 .order_by(LtiScorePost.id)))
+    attempts: dict[int, list[LtiScoreAttempt]] = {p.id: [] for p in posts}
+    if posts:
+        for attempt in session.scalars(select(LtiScoreAttempt).where(LtiScoreAttempt.post_id.in_(list(attempts)))
+                                       .order_by(LtiScoreAttempt.id)):
+            attempts[attempt.post_id].append(attempt)
+    return [(p, attempts[p.id]) for p in posts]
+
+
+# --- posting -------------------------------------------------------------------------------------
+
+class PermanentFailure(Exception):
+    """Retrying cannot help (revoked registration, no line item and no right to create one)."""
+
+
+def _claim(sessions: sessionmaker[Session], post_id: int) -> bool:
+    with sessions() as session:
+        result = session.execute(update(LtiScorePost).where(LtiScorePost.id == post_id, LtiScorePost.state == "pending",
+                                                            LtiScorePost.next_attempt_at <= utcnow())
+                                 .values(next_attempt_at=utcnow() + timedelta(seconds=LEASE_S)))
+        session.commit()
+        return result.rowcount == 1
+
+
+def _line_item(session: Session, ags: AssignmentsGradesService, link: LtiLink, maximum: float) -> LineItem:
+    """The placement's line item: the one the platform named, else found or created by its resource link."""
+    if link.lineitem_url:
+        return LineItem({"id": link.lineitem_url})
+    if not link.lineitems_url or not ags.can_create_lineitem():
+        raise PermanentFailure("the platform named no line item for this placement and does not let the tool create one")
+    wanted = (LineItem().set_label(link.title or link.exercise_id or "kernelgrade").set_score_maximum(maximum)
+              .set_resource_id(link.exercise_id or "").set_tag(LINE_ITEM_TAG)
+              .set_resource_link_id(link.resource_link_id))
+    found = ags.find_or_create_lineitem(wanted, find_by="resource_link_id")
+    if not found.get_id():
+        raise LtiException("the platform created a line item without an id")
+    link.lineitem_url = found.get_id()
+    session.commit()
+    return found
+
+
+def _post(session: Session, post: LtiScorePost, http: BoundedSession) -> int | None:
+    link = session.get(LtiLink, post.link_id)
+    platform = session.get(LtiPlatform, session.get(LtiDeployment, link.deployment_id).platform_id)
+    if platform.revoked_at is not None:
+        raise PermanentFailure("the platform's registration was revoked")
+    scopes = list(link.ags_scopes or [])
+    if SCORE_SCOPE not in scopes:
+        raise PermanentFailure("the platform did not grant the score scope for this placement")
+    connector = ServiceConnector(ToolRegistration(platform, keys.active_key(session)), http)
+    ags = AssignmentsGradesService(connector, {"scope": scopes, "lineitems": link.lineitems_url or "",
+                                               "lineitem": link.lineitem_url or ""})
+    score = dict(post.score)
+    line_item = _line_item(session, ags, link, score["scoreMaximum"])
+    grade = (Grade().set_user_id(score["userId"]).set_score_given(score["scoreGiven"])
+             .set_score_maximum(score["scoreMaximum"]).set_activity_progress(score["activityProgress"])
+             .set_grading_progress(score["gradingProgress"]).set_timestamp(score["timestamp"])
+             .set_comment(score["comment"]).set_extra_claims({"submission": score["submission"]}))
+    response = ags.put_grade(grade, line_item)
+    return 200 if response is not None else None
+
+
+def attempt(sessions: sessionmaker[Session], post_id: int, *, http: BoundedSession, backoff_s: list[float],
+            on_attempt: Callable[[bool], None] | None = None) -> None:
+    if not _claim(sessions, post_id):
+        return  # posted, superseded, or being attempted elsewhere
+    status_code, error, permanent = None, None, False
+    with sessions() as session:
+        post = session.get(LtiScorePost, post_id)
+        try:
+            status_code = _post(session, post, http)
+        except LtiServiceException as exc:
+            status_code, error = exc.response.status_code, f"HTTP {exc.response.status_code}: {exc.response.text[:300]}"
+            permanent = status_code in (400, 403, 404, 409, 422)  # the platform refuses this score as such
+        except PermanentFailure as exc:
+            error, permanent = str(exc), True
+        except (requests.RequestException, LtiException, ValueError, KeyError) as exc:
+            error = f"{type(exc).__name__}: {exc}"[:500]
+    ok = error is None
+    with sessions() as session:
+        post = session.get(LtiScorePost, post_id)
+        post.attempt += 1
+        post.last_status_code, post.last_error = status_code, error
+        session.add(LtiScoreAttempt(post_id=post_id, ok=ok, status_code=status_code, error=error))
+        if ok:
+            post.state, post.next_attempt_at = "posted", None
+        elif permanent or post.attempt > len(backoff_s):
+            post.state, post.next_attempt_at = "failed", None  # given up: visible on the submission
+        else:
+            post.next_attempt_at = utcnow() + timedelta(seconds=backoff_s[post.attempt - 1])
+        session.commit()
+    if on_attempt is not None:
+        on_attempt(ok)
+    log.info("score post %s attempt %s -> %s", post_id, "ok" if ok else "failed", error or status_code)
+
+
+def deliver_due(sessions: sessionmaker[Session], *, http: BoundedSession, backoff_s: list[float],
+                on_attempt: Callable[[bool], None] | None = None) -> int:
+    """Attempt every score post that is due, once. Returns how many were due."""
+    with sessions() as session:
+        due = list(session.scalars(select(LtiScorePost.id).where(
+            LtiScorePost.state == "pending", LtiScorePost.next_attempt_at <= utcnow())
+            .order_by(LtiScorePost.next_attempt_at).limit(50)))
+    for post_id in due:
+        attempt(sessions, post_id, http=http, backoff_s=backoff_s, on_attempt=on_attempt)
+    return len(due)
