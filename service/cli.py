@@ -18,6 +18,7 @@ from service.config_errors import settings_error
 from service.exercises import ExerciseCatalog, ExerciseNotFound
 from service.grading.pipeline import build_grader
 from service.grading.validate import Outcome, Summary, code_points, summarize, validate_exercise
+from service.lti import cli as lti_cli
 from service.report import Report
 from service.submission import Submission
 
@@ -39,6 +40,7 @@ regrade_app = typer.Typer(help="Bulk regrades of an assignment or an exercise ve
 app.add_typer(regrade_app, name="regrade")
 kits_app = typer.Typer(help="Kits that plug kernelgrade into Gradescope and PrairieLearn.", no_args_is_help=True)
 app.add_typer(kits_app, name="kits")
+app.add_typer(lti_cli.app, name="lti")
 err = Console(stderr=True)
 
 DeviceOpt = Annotated[Literal["auto", "gpu", "interpreter"] | None,

@@ -152,7 +152,7 @@ def upgrade() -> None:
     op.create_index(op.f('ix_lti_score_attempts_post_id'), 'lti_score_attempts', ['post_id'], unique=False)
     op.create_table('lti_store',
     sa.Column('key', sa.String(length=200), nullable=False),
-    sa.Column('value', sa.JSON(), nullable=True),
+    sa.Column('value', sa.JSON(), nullable=False),
     sa.Column('expires_at', TZ, nullable=False),
     sa.PrimaryKeyConstraint('key', name=op.f('pk_lti_store'))
     )
