@@ -140,9 +140,10 @@ def create_submission(session: Session, *, course_id: str, body: SubmissionBody,
                      student_name=student.name if student else None, student_email=student.email if student else None,
                      attempt=body.attempt, external_ref=body.external_ref, language=body.language)
     session.add(row)
-    if related is not None:
-        session.add_all(related(row))
     try:
+        if related is not None:
+            session.flush()  # the submission first: the related rows refer to it
+            session.add_all(related(row))
         session.commit()
     except IntegrityError:  # a concurrent request with the same key won the race
         session.rollback()

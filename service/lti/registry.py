@@ -109,8 +109,9 @@ def register(session: Session, *, course_id: str, body: PlatformCreate, allowed_
     platform = LtiPlatform(id=secrets.token_hex(6), course_id=course_id, frame_origins=origins,
                            key_set_fetched_at=utcnow() if body.key_set else None, **fields)
     session.add(platform)
-    session.add_all(LtiDeployment(platform_id=platform.id, deployment_id=d) for d in dict.fromkeys(body.deployments))
     try:
+        session.flush()  # the platform first: its deployments refer to it
+        session.add_all(LtiDeployment(platform_id=platform.id, deployment_id=d) for d in dict.fromkeys(body.deployments))
         session.commit()
     except IntegrityError:
         session.rollback()
