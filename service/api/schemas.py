@@ -119,6 +119,22 @@ class SubmissionPage(BaseModel):
     next_cursor: str | None = Field(None, description="pass as `cursor` for the next page; null on the last page")
 
 
+class ScoreAttempt(BaseModel):
+    at: UTCDateTime
+    ok: bool
+    status_code: int | None
+    error: str | None
+
+
+class LtiScoreView(BaseModel):
+    """A score sent (or to be sent) to the LMS's gradebook for an LTI submission, with every attempt."""
+
+    state: Literal["pending", "posted", "failed", "superseded"]
+    score: dict[str, Any] = Field(description="the AGS score: scoreGiven, gradingProgress (PendingManual | FullyGraded), ...")
+    next_attempt_at: UTCDateTime | None
+    attempts: list[ScoreAttempt]
+
+
 class SubmissionView(Identity):
     id: str
     status: Status
@@ -131,6 +147,7 @@ class SubmissionView(Identity):
     report: Report | None = None
     history: list[ReportVersion] = []
     webhooks: list[WebhookAttempt] = []
+    lti_scores: list[LtiScoreView] = Field([], description="LTI submissions: the scores sent to the LMS, every attempt")
 
 
 class BatchView(BaseModel):

@@ -18,6 +18,7 @@ from service.api.deps import SessionDep
 from service.db import decisions, store
 from service.db.base import utcnow
 from service.db.models import ApiKey, Submission
+from service.lti.roster import names as student_names
 from service.report import Report
 from service.review import DecisionError, DecisionRequest
 from service.submission import Submission as SubmissionBody
@@ -129,9 +130,12 @@ def queue_page(request: Request, session: SessionDep, course: Text = "", exercis
     if not keys:
         return _to_sign_in(request)
     filters = Filters(course, exercise, flag, age)
+    entries = filters.entries(session, keys)
+    students = student_names(session, [row.id for row, _ in entries])
     rows = [{"id": row.id, "exercise": row.exercise_id, "course": row.course_id, "reasons": reasons,
-             "age": _age(row.graded_at), "href": f"/review/cases/{row.id}?{filters.query()}"}
-            for row, reasons in filters.entries(session, keys)]
+             "student": students.get(row.id, ""), "age": _age(row.graded_at),
+             "href": f"/review/cases/{row.id}?{filters.query()}"}
+            for row, reasons in entries]
     exercises = request.app.state.grader_catalog.ids()
     return render(request, "review_queue.html", {
         "title": "Review queue", "csrf": auth.csrf_token(request), "keys": keys, "filters": filters, "rows": rows,

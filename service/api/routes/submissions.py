@@ -15,14 +15,16 @@ from sqlalchemy.orm import Session
 
 from service.api.deps import ReadKey, ReviewKey, SessionDep, SettingsDep, SubmitKey
 from service.api.schemas import (
-    BODY_ERRORS, KEYED_ERRORS, RETRY_AFTER, BatchCreate, BatchView, Links, ReportVersion, ScoreSummary, Status,
-    SubmissionCreate, SubmissionPage, SubmissionSummary, SubmissionView, ValidationErrorBody, WebhookAttempt, error,
+    BODY_ERRORS, KEYED_ERRORS, RETRY_AFTER, BatchCreate, BatchView, Links, LtiScoreView, ReportVersion, ScoreAttempt,
+    ScoreSummary, Status, SubmissionCreate, SubmissionPage, SubmissionSummary, SubmissionView, ValidationErrorBody,
+    WebhookAttempt, error,
 )
 from service.config import Settings
 from service.db import store
 from service.db.models import Submission
 from service.exercises import ExerciseNotFound
 from service.grades.platforms import gradescope, prairielearn
+from service.lti import scores as lti_scores
 from service.report import Report
 from service.submission import Student
 from service.submission import Submission as SubmissionBody
@@ -71,6 +73,10 @@ def view(request: Request, session: Session, row: Submission, settings: Settings
         webhooks=[WebhookAttempt(url=d.url, attempts=d.attempt, delivered=d.delivered, last_status_code=d.last_status_code,
                                  last_error=d.last_error, next_attempt_at=d.next_attempt_at)
                   for d in store.deliveries(session, row.id)],
+        lti_scores=[LtiScoreView(state=post.state, score=post.score, next_attempt_at=post.next_attempt_at,
+                                 attempts=[ScoreAttempt(at=a.at, ok=a.ok, status_code=a.status_code, error=a.error)
+                                           for a in attempts])
+                    for post, attempts in lti_scores.posts_for(session, row.id)],
     )
 
 

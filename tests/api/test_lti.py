@@ -1,0 +1,325 @@
+"""LTI 1.3 over real HTTP, against an LTI platform we did not write (lti1p3platform, served by
+tests/support/lti_platform.py): registration, OIDC login, launch, deep linking, a graded
+submission posted to the platform's gradebook (PendingManual, then FullyGraded after the TA's
+decisions), the roster from NRPS, what each student sees, and every refusal with its page."""
+from __future__ import annotations
+
+import base64
+import json
+import re
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from sqlalchemy import select
+
+from service.db.lti_models import LtiMember, LtiScorePost, LtiSubmission, LtiToolKey
+from service.db.models import Submission
+from service.lti import keys
+from service.web.i18n import LTI_REFUSALS
+from tests.api.support import EXERCISE, Course, Service, cheap_body, example_body, template_body, wait_final, wait_for
+from tests.support.lti_platform import Browser, Link, Platform, forms
+
+PARTIAL_Q2 = "减掉均值以后 padding 变成 -mean，平方以后是 mean^2，所以方差偏大。"
+
+
+@pytest.fixture(scope="module")
+def lti(start_service) -> Service:
+    return start_service(lti_allowed_hosts=["127.0.0.1"], lti_score_backoff_s=[0.5, 0.5])
+
+
+@pytest.fixture(scope="module")
+def platform(lti) -> Iterator[Platform]:
+    with Platform(lti.url) as p:
+        yield p
+
+
+@pytest.fixture(scope="module")
+def registered(lti, platform) -> tuple[Course, dict]:
+    """The platform registered for a course through the API, with deployment dep-1."""
+    course = lti.new_course()
+    response = course.client("admin").post("/v1/lti/platforms", json=platform.tool_registration())
+    assert response.status_code == 201, response.text
+    return course, response.json()
+
+
+@pytest.fixture
+def browser() -> Iterator[Browser]:
+    b = Browser()
+    yield b
+    b.close()
+
+
+@pytest.fixture(scope="module")
+def linked(lti, platform, registered) -> Link:
+    """The teacher adds lesson 6 through the platform's content picker (deep linking)."""
+    b = Browser()
+    try:
+        page = b.launch(platform, user="teacher", hint="deeplink")
+        assert page.status_code == 200, page.text[:1000]
+        (pick,) = forms(page.text)
+        assert EXERCISE in page.text and pick.action == "/lti/deep-link"
+        returned = b.submit(pick, lti.url, exercise=EXERCISE)
+        assert returned.status_code == 200, returned.text[:1000]
+        (back,) = forms(returned.text)
+        assert back.action == f"{platform.url}/deep-link-return" and set(back.fields) == {"JWT"}
+        created = b.submit(back, lti.url)  # the platform checks the signature against the tool's JWKS
+        assert created.status_code == 200, created.text
+        return platform.state.links[created.json()["links"][0]]
+    finally:
+        b.close()
+
+
+def refusal(response: httpx.Response, code: str) -> None:
+    """A page that says why, in Chinese and in English."""
+    assert response.headers["content-type"].startswith("text/html")
+    assert f'data-code="{code}"' in response.text, response.text[:2000]
+    for language in ("zh", "en"):
+        fixed = re.split(r"\{[a-z_]+\}", LTI_REFUSALS[code][language])[0]  # the words before the first parameter
+        assert fixed[:30] in response.text.replace("&#39;", "'"), (language, fixed[:30])
+
+
+def lti_submissions(lti: Service, sub: str) -> list[Submission]:
+    with lti.sessions() as session:
+        return list(session.scalars(select(Submission).join(LtiSubmission, LtiSubmission.submission_id == Submission.id)
+                                    .where(LtiSubmission.sub == sub).order_by(Submission.created_at)))
+
+
+def submit(browser: Browser, lti: Service, page: httpx.Response, body: dict, **extra: str) -> httpx.Response:
+    (form,) = [f for f in forms(page.text) if f.action == "/lti/submit"]
+    answers = {f"answer_{k}": v for k, v in body.get("answers", {}).items()}
+    return browser.submit(form, lti.url, code=body["code"], explanation=body.get("explanation", ""),
+                          claimed_output=body.get("claimed_output", ""), **answers, **extra)
+
+
+# --- registration ---------------------------------------------------------------------------------
+
+def test_registration_api_stores_rotates_and_revokes(lti, platform, registered):
+    course, view = registered
+    admin = course.client("admin")
+    assert view["tool"]["login_url"] == f"{lti.url}/lti/login" and view["tool"]["jwks_url"] == f"{lti.url}/lti/jwks"
+    assert view["frame_origins"] == [platform.url] and [d["deployment_id"] for d in view["deployments"]] == ["dep-1"]
+    assert [p["id"] for p in admin.get("/v1/lti/platforms").json()] == [view["id"]]
+
+    again = admin.post("/v1/lti/platforms", json=platform.tool_registration())
+    assert again.status_code == 422 and again.json()["detail"][0]["loc"] == ["body", "client_id"]
+    internal = admin.post("/v1/lti/platforms", json={**platform.tool_registration(), "client_id": "other",
+                                                     "auth_token_url": "http://10.0.0.8/token"})
+    assert internal.status_code == 422 and internal.json()["detail"][0]["loc"] == ["body", "auth_token_url"]
+    both = admin.post("/v1/lti/platforms", json={**platform.tool_registration(), "client_id": "x", "key_set": {"keys": [{}]}})
+    assert both.status_code == 422
+    assert course.client("read").get("/v1/lti/platforms").status_code == 403, "the admin scope only"
+    assert lti.new_course().client("admin").get(f"/v1/lti/platforms/{view['id']}").status_code == 404
+
+    # A deployment added and revoked; the platform's rotated key set URL replaces the cached keys.
+    added = admin.post(f"/v1/lti/platforms/{view['id']}/deployments", json={"deployment_id": "dep-2"})
+    assert added.status_code == 201 and {d["deployment_id"] for d in added.json()["deployments"]} == {"dep-1", "dep-2"}
+    revoked = admin.delete(f"/v1/lti/platforms/{view['id']}/deployments/dep-2")
+    assert [d["revoked_at"] is not None for d in revoked.json()["deployments"]] == [False, True]
+    patched = admin.patch(f"/v1/lti/platforms/{view['id']}", json={"key_set_url": f"{platform.url}/jwks"})
+    assert patched.status_code == 200 and not patched.json()["key_set_cached"]
+
+
+# --- deep linking, launch, score -----------------------------------------------------------------
+
+def test_deep_link_carries_the_exercise_and_its_line_item(lti, platform, linked):
+    (items,) = platform.state.deep_link_items
+    (item,) = items
+    assert item["type"] == "ltiResourceLink" and item["url"] == f"{lti.url}/lti/launch"
+    assert item["custom"] == {"exercise": EXERCISE, "pass_threshold": "8"}
+    assert item["lineItem"] == {"scoreMaximum": 10, "label": item["title"], "resourceId": EXERCISE, "tag": "kernelgrade"}
+    assert "8" in item["text"], "the pass line is said"
+    assert platform.state.line_items[linked.line_item]["scoreMaximum"] == 10
+
+
+def test_graded_submission_is_posted_and_a_ta_decision_reposts_it(lti, platform, registered, linked, browser):
+    course, _ = registered
+    page = browser.launch(platform, user="alice", hint=f"link:{linked.id}")
+    assert page.status_code == 200, page.text[:1000]
+    assert "Alice Liddell" in page.text and EXERCISE in page.text
+    csp = page.headers["content-security-policy"]
+    assert f"frame-ancestors 'self' {platform.url}" in csp and "x-frame-options" not in page.headers
+    (form,) = [f for f in forms(page.text) if f.action == "/lti/submit"]
+    assert set(form.fields) >= {"launch", "code", "explanation", "claimed_output", "answer_q1"}
+    assert not {"sub", "student", "user", "email"} & set(form.fields), "no identity in the form"
+
+    body = {**template_body("values != 0"), "answers": {"q2": PARTIAL_Q2}}
+    landed = submit(browser, lti, page, body, sub="bob", student="bob")  # typed identity is ignored
+    assert landed.status_code == 200 and "/lti/feedback/" in str(landed.url)
+    assert f"frame-ancestors 'self' {platform.url}" in landed.headers["content-security-policy"]
+    (row,) = lti_submissions(lti, "alice")
+    assert not lti_submissions(lti, "bob")
+    admin = course.client("submit", "read", "review")
+    graded = wait_final(admin, row.id)
+    report = graded["report"]
+    assert report["score"]["provisional"] and report["vetoes"][0]["status"] == "suspected"
+
+    first = wait_for(lambda: platform.scores(linked) or None, timeout=60, what="the score at the platform")
+    assert first[0] == {**first[0], "userId": "alice", "scoreGiven": report["score"]["total"], "scoreMaximum": 10,
+                        "gradingProgress": "PendingManual", "activityProgress": "Submitted"}
+
+    # The TA's queue shows the student's name.
+    review = lti.client()
+    login = review.get("/review/login")
+    csrf = forms(login.text)[0].fields["csrf"]
+    assert review.post("/review/login", data={"key": course.key("review"), "csrf": csrf}).status_code in (200, 303)
+    queue = review.get(f"/review?course={course.id}")
+    assert "Alice Liddell" in queue.text and row.id[:8] in queue.text
+
+    for decision in ({"item": "q2", "points": 1.5, "reason": "因果链基本完整"},
+                     {"veto": "coincidental_pass", "action": "dismiss", "reason": "探针失败另有原因"}):
+        assert admin.post(f"/v1/submissions/{row.id}/decisions", json=decision).status_code == 201
+    final = admin.get(f"/v1/submissions/{row.id}").json()
+    assert not final["report"]["score"]["provisional"]
+    posted = wait_for(lambda: (s := platform.scores(linked)) and s[-1]["gradingProgress"] == "FullyGraded" and s,
+                      timeout=60, what="the re-posted score")
+    assert posted[-1]["scoreGiven"] == final["report"]["score"]["total"] and posted[-1]["userId"] == "alice"
+    assert [s["timestamp"] for s in posted] == sorted(s["timestamp"] for s in posted)
+    wait_for(lambda: all(p["state"] in ("posted", "superseded") for p in admin.get(f"/v1/submissions/{row.id}")
+                         .json()["lti_scores"]), timeout=30, what="every post settled")
+    history = admin.get(f"/v1/submissions/{row.id}").json()["lti_scores"]
+    assert history[-1]["state"] == "posted" and history[-1]["attempts"][-1]["ok"]
+    assert all(p["attempts"] for p in history if p["state"] == "posted"), "every attempt is recorded"
+
+
+def test_roster_comes_from_names_and_roles(lti, platform, linked, browser):
+    assert browser.launch(platform, user="bob", hint=f"link:{linked.id}").status_code == 200
+
+    def carol():
+        with lti.sessions() as session:
+            return session.scalar(select(LtiMember).where(LtiMember.sub == "carol"))
+
+    member = wait_for(carol, timeout=30, what="the roster synchronised")
+    assert member.name == "Carol Wu" and member.email == "carol@example.edu", "carol never launched: NRPS named her"
+
+
+def test_students_see_only_their_own_work(lti, platform, linked, browser):
+    bob = browser.launch(platform, user="bob", hint=f"link:{linked.id}")
+    assert submit(browser, lti, bob, cheap_body("bob's")).status_code == 200
+    (bobs,) = lti_submissions(lti, "bob")
+    bob_page = Browser().launch(platform, user="bob", hint=f"link:{linked.id}").text
+    alice_page = Browser().launch(platform, user="alice", hint=f"link:{linked.id}").text
+    alice_rows = [s.feedback_token for s in lti_submissions(lti, "alice")]
+    assert bobs.feedback_token in bob_page and not any(token in bob_page for token in alice_rows)
+    assert bobs.feedback_token not in alice_page
+    assert 'id="staff"' not in bob_page
+    teacher_page = Browser().launch(platform, user="teacher", hint=f"link:{linked.id}").text
+    assert 'id="staff"' in teacher_page and "Bob Chen" in teacher_page
+
+
+# --- refusals ------------------------------------------------------------------------------------------
+
+def _tamper(token: str) -> str:
+    header, payload, signature = token.split(".")
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    claims["sub"] = "teacher"  # a student making themselves the instructor
+    forged = base64.urlsafe_b64encode(json.dumps(claims).encode()).rstrip(b"=").decode()
+    return f"{header}.{forged}.{signature}"
+
+
+def test_bad_signature_is_refused(lti, platform, linked, browser):
+    form = browser.launch_form(platform, user="alice", hint=f"link:{linked.id}")
+    response = browser.submit(form, platform.url, id_token=_tamper(form.fields["id_token"]))
+    assert response.status_code == 401
+    refusal(response, "bad_signature")
+
+
+def test_replayed_launch_is_refused(lti, platform, linked, browser):
+    form = browser.launch_form(platform, user="alice", hint=f"link:{linked.id}")
+    assert browser.submit(form, platform.url).status_code == 200
+    again = browser.submit(form, platform.url)
+    assert again.status_code == 401
+    refusal(again, "replayed_nonce")
+
+
+def test_unknown_deployment_is_refused(lti, platform, linked, browser):
+    platform.deployment_id = "dep-elsewhere"
+    try:
+        response = browser.launch(platform, user="alice", hint=f"link:{linked.id}")
+    finally:
+        platform.deployment_id = "dep-1"
+    assert response.status_code == 403
+    refusal(response, "unknown_deployment")
+    assert "dep-elsewhere" in response.text
+
+
+def test_expired_token_is_refused(lti, platform, linked, browser):
+    platform.id_token_expiration = -600
+    try:
+        response = browser.launch(platform, user="alice", hint=f"link:{linked.id}")
+    finally:
+        platform.id_token_expiration = 300
+    assert response.status_code == 401
+    refusal(response, "expired")
+
+
+def test_launch_without_the_login_cookie_is_refused(lti, platform, linked, browser):
+    form = browser.launch_form(platform, user="alice", hint=f"link:{linked.id}")
+    stranger = Browser()
+    try:
+        response = stranger.submit(form, platform.url)
+    finally:
+        stranger.close()
+    assert response.status_code == 401
+    refusal(response, "bad_state")
+
+
+def test_unregistered_and_revoked_platforms_are_refused(lti, registered, browser):
+    with Platform(lti.url, client_id="not-registered") as stranger:
+        response = browser.open(f"{stranger.url}/start?user=alice&hint=deeplink")
+        assert response.status_code == 403
+        refusal(response, "unknown_platform")
+    with Platform(lti.url, client_id="soon-revoked") as revoked:
+        course = lti.new_course()
+        admin = course.client("admin")
+        created = admin.post("/v1/lti/platforms", json={**revoked.tool_registration(), "client_id": "soon-revoked"})
+        assert browser.launch(revoked, user="teacher", hint="deeplink").status_code == 200
+        assert admin.delete(f"/v1/lti/platforms/{created.json()['id']}").json()["revoked_at"]
+        response = browser.open(f"{revoked.url}/start?user=teacher&hint=deeplink")
+        assert response.status_code == 403
+        refusal(response, "platform_revoked")
+
+
+def test_a_stale_or_forged_launch_id_cannot_submit(lti, browser):
+    response = browser.http.post(f"{lti.url}/lti/submit", data={"launch": "lti1p3-launch-00000000-0000-0000-0000-000000000000",
+                                                                "code": "x = 1"})
+    assert response.status_code == 401
+    refusal(response, "launch_expired")
+
+
+# --- the tool's keys ----------------------------------------------------------------------------------
+
+def test_tool_key_rotation_keeps_the_old_key_published(lti, platform, registered, browser):
+    before = httpx.get(f"{lti.url}/lti/jwks").json()["keys"]
+    with lti.sessions() as session:
+        new = keys.rotate(session)
+        retired = [k.kid for k in session.scalars(select(LtiToolKey).where(LtiToolKey.retired_at.is_not(None)))]
+    after = httpx.get(f"{lti.url}/lti/jwks").json()["keys"]
+    assert {k["kid"] for k in before} <= {k["kid"] for k in after} and new.kid in {k["kid"] for k in after}
+    assert set(retired) >= {k["kid"] for k in before}
+    # A deep-linking answer signed with the new key is accepted by the platform (which reads the JWKS).
+    page = browser.launch(platform, user="teacher", hint="deeplink")
+    (pick,) = forms(page.text)
+    (back,) = forms(browser.submit(pick, lti.url, exercise=EXERCISE).text)
+    header = json.loads(base64.urlsafe_b64decode(back.fields["JWT"].split(".")[0] + "=="))
+    assert header["kid"] == new.kid
+    assert browser.submit(back, lti.url).status_code == 200
+
+
+def test_example_answer_full_marks_is_fully_graded(lti, platform, linked, browser):
+    """A correct answer: posted once as FullyGraded with 10 points (no TA needed)."""
+    page = browser.launch(platform, user="carol", hint=f"link:{linked.id}")
+    assert submit(browser, lti, page, example_body()).status_code == 200
+    (row,) = lti_submissions(lti, "carol")
+    wait_for(lambda: lti.row(row.id).status == "graded", timeout=120, what="carol's grading")
+
+    def carols():
+        return [s for s in platform.scores(linked) if s["userId"] == "carol"] or None
+
+    (score,) = wait_for(carols, timeout=60, what="carol's score")
+    with lti.sessions() as session:
+        report = session.get(Submission, row.id)
+    assert score["gradingProgress"] == "FullyGraded" and score["activityProgress"] == "Completed"
+    assert score["scoreGiven"] == 10 and report.status == "graded"
+    with lti.sessions() as session:
+        assert session.scalar(select(LtiScorePost.state).where(LtiScorePost.submission_id == row.id)) == "posted"
