@@ -11,7 +11,7 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import ValidationError
 from pylti1p3.deep_link_resource import DeepLinkResource
 from pylti1p3.lineitem import LineItem
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
@@ -160,12 +160,27 @@ def _activity(request: Request, session: Session, message: LtiLaunch, platform: 
     return render(request, "lti_activity.html", context, status_code=status_code, headers=framed_by(platform.frame_origins))
 
 
-def _identity(link: LtiLink, person: Person, language: str) -> dict[str, Any]:
-    """The course-identity fields of the submission contract for an LTI submission (the student
-    from the launch, the placement as the assignment): only those the contract has."""
-    fields = {"assignment": f"lti:{link.resource_link_id}"[:200],
-              "student": {"id": person.sub, "name": person.name, "email": person.email}, "language": language}
+def _identity(session: Session, link: LtiLink, person: Person, language: str) -> dict[str, Any]:
+    """The course-identity fields of the submission contract for an LTI submission: the student
+    from the launch (never from the form), the placement as the assignment, the attempt number."""
+    earlier = session.scalar(select(func.count()).select_from(LtiSubmission)
+                             .where(LtiSubmission.link_id == link.id, LtiSubmission.sub == person.sub)) or 0
+    student = {"id": person.sub, **({"name": person.name} if person.name else {}),
+               **({"email": person.email} if person.email else {})}
+    fields = {"assignment": f"lti:{link.resource_link_id}"[:200], "student": student, "attempt": earlier + 1,
+              "language": language}
     return {name: value for name, value in fields.items() if name in SubmissionBody.model_fields}
+
+
+def _validated(body: dict[str, Any]) -> SubmissionCreate:
+    """The submission; a name or e-mail the LMS sent that the contract refuses is left out (the
+    student cannot fix the LMS's data, and the user id is what identifies them)."""
+    try:
+        return SubmissionCreate.model_validate(body)
+    except ValidationError as exc:
+        if not any(e["loc"][:1] == ("student",) for e in exc.errors()):
+            raise
+    return SubmissionCreate.model_validate({**body, "student": {"id": body["student"]["id"]}})
 
 
 @router.post("/lti/submit")
@@ -184,9 +199,9 @@ def submit(request: Request, session: SessionDep, settings: SettingsDep, params:
         values = {"code": params.get_param("code"), "explanation": params.get_param("explanation"),
                   "claimed_output": params.get_param("claimed_output"),
                   "answers": {q.id: params.get_param(f"answer_{q.id}") for q in exercise.spec.questions}}
-        body = {"exercise": exercise.spec.id, **values, **_identity(link, person, exercise.spec.language)}
+        body = {"exercise": exercise.spec.id, **values, **_identity(session, link, person, exercise.spec.language)}
         try:
-            item = SubmissionCreate.model_validate(body)
+            item = _validated(body)
         except ValidationError as exc:
             errors = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
             return _activity(request, session, message, platform, link, person, values=values, errors=errors, status_code=422)
@@ -198,12 +213,16 @@ def submit(request: Request, session: SessionDep, settings: SettingsDep, params:
             return _activity(request, session, message, platform, link, person, values=values, status_code=503,
                              errors=[t["lti_queue_full"]])
         submission = SubmissionBody.model_validate(item.model_dump(include=set(SubmissionBody.model_fields)))
-        # A double click sends the same form twice: the same launch and body give the same submission.
-        digest = hashlib.sha256(f"{message.get_launch_id()}\n{json.dumps(submission.model_dump(), sort_keys=True)}"
-                                .encode()).hexdigest()
-        row, created = store.create_submission(
-            session, course_id=platform.course_id, body=submission, callback_url=None, idempotency_key=f"lti:{digest}",
-            related=lambda new: [LtiSubmission(submission_id=new.id, link_id=link.id, sub=person.sub)])
+        # A double click sends the same form twice: the same launch and answers give the same submission.
+        digest = hashlib.sha256(f"{message.get_launch_id()}\n{json.dumps(values, sort_keys=True)}".encode()).hexdigest()
+        try:
+            row, created = store.create_submission(
+                session, course_id=platform.course_id, body=submission, callback_url=None,
+                idempotency_key=f"lti:{digest}",
+                related=lambda new: [LtiSubmission(submission_id=new.id, link_id=link.id, sub=person.sub)])
+        except store.IdempotencyConflict:  # the same answers sent again once the first was stored (its attempt differs)
+            row, created = session.scalars(select(Submission).where(Submission.course_id == platform.course_id,
+                                                                    Submission.idempotency_key == f"lti:{digest}")).one(), False
     except LaunchRefused as exc:
         return refused(request, exc)
     if created:
