@@ -283,9 +283,8 @@ def deep_link(request: Request, session: SessionDep, settings: SettingsDep, para
             raise LaunchRefused("unknown_exercise", params.get_param("exercise")[:100]) from None
         t = texts(spec.language)
         pass_line = t["lti_points_line"].format(max=f"{spec.max_points:g}", threshold=f"{spec.pass_threshold:g}")
-        resource = (_Resource().set_url(f"{_base(request, settings)}/lti/launch").set_title(spec.title)
-                    .set_text(f"{spec.id}: {pass_line}")
-                    .set_custom_params({"exercise": spec.id, "pass_threshold": f"{spec.pass_threshold:g}"})
+        resource = (_Resource().set_text(f"{spec.id}: {pass_line}").set_url(f"{_base(request, settings)}/lti/launch")
+                    .set_title(spec.title).set_custom_params({"exercise": spec.id, "pass_threshold": f"{spec.pass_threshold:g}"})
                     .set_lineitem(LineItem().set_label(spec.title).set_score_maximum(spec.max_points)
                                   .set_resource_id(spec.id).set_tag("kernelgrade")))
         deep = message.get_deep_link()

@@ -16,8 +16,9 @@ from service.lti import registry
 from service.lti.registry import PlatformCreate, PlatformUpdate, RegistrationError
 
 router = APIRouter(prefix="/v1/lti", tags=["lti"], responses=KEYED_ERRORS)
-NOT_FOUND = {404: error("no such platform registration in this key's course")}
-INVALID = {**BODY_ERRORS, 422: error("invalid registration (the field is named)", model=ValidationErrorBody)}
+NOT_FOUND: dict[int | str, dict[str, Any]] = {404: error("no such platform registration in this key's course")}
+INVALID: dict[int | str, dict[str, Any]] = {
+    **BODY_ERRORS, 422: error("invalid registration (the field is named)", model=ValidationErrorBody)}
 PlatformId = Annotated[str, Path(max_length=16)]
 
 
