@@ -75,6 +75,10 @@ def login(request: Request, session: SessionDep, settings: SettingsDep, params: 
     """Third-party initiated login: check the platform, then send the browser to its authorization
     endpoint with a fresh state (cookie) and nonce."""
     cookies = LtiCookies(request, secure=params.is_secure())
+    client = request.client.host if request.client else "?"
+    if request.app.state.rate_limiter.take(f"lti-login:{client}") > 0:  # each login stores a nonce for a while
+        return Response("too many LTI logins from this address; retry in a minute\n", status_code=429,
+                        media_type="text/plain", headers={"Retry-After": "60"})
     try:
         response = _tool(session, settings, params).login(params, cookies).redirect(f"{_base(request, settings)}/lti/launch")
     except LaunchRefused as exc:

@@ -9,7 +9,6 @@ the auto-posting forms."""
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -18,7 +17,6 @@ from html.parser import HTMLParser
 from typing import Any
 
 import httpx
-import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from jwcrypto.jwk import JWK
@@ -32,7 +30,7 @@ from lti1p3platform.request import Request as PlatformRequest
 from lti1p3platform.score import UpdateScoreStatus
 from lti1p3platform.service_connector import AssignmentsGradesService, NamesRoleProvisioningService
 
-from tests.support.servers import free_port
+from tests.support.servers import ServedApp
 
 LEARNER = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
 INSTRUCTOR = "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
@@ -205,8 +203,6 @@ class Platform:
     (the id launches carry), `id_token_expiration` (seconds; negative: already expired)."""
 
     def __init__(self, tool_url: str, *, client_id: str = "kernelgrade-client", deployment_id: str = "dep-1") -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
         self.tool_url = tool_url.rstrip("/")
         self.client_id, self.deployment_id = client_id, deployment_id
         self.id_token_expiration = 300
@@ -217,9 +213,8 @@ class Platform:
                      User("carol", "Carol Wu", "carol@example.edu", [LEARNER]),  # never launches: known from the roster
                      User("teacher", "Tess Teacher", "tess@example.edu", [INSTRUCTOR])):
             self.state.users[user.id] = user
-        self.app = self._app()
-        self._server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning"))
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._served = ServedApp(self._app(), probe="/jwks")
+        self.url = self._served.url
 
     def registration(self) -> Registration:
         return (Registration().set_iss(self.url).set_client_id(self.client_id).set_deployment_id(self.deployment_id)
@@ -322,19 +317,11 @@ class Platform:
         return app
 
     def __enter__(self) -> "Platform":
-        self._thread.start()
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{self.url}/jwks", timeout=1).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        raise RuntimeError("the LTI platform did not start")
+        self._served.__enter__()
+        return self
 
     def __exit__(self, *exc: Any) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=15)
+        self._served.__exit__(*exc)
 
 
 # --- a browser ------------------------------------------------------------------------------------

@@ -40,30 +40,38 @@ def database(kind: str, tmp_path) -> Iterator[str]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-class LiveServer:
-    def __init__(self, settings: Settings) -> None:
-        from service.main import create_app
+class ServedApp:
+    """An ASGI app served by uvicorn on a free loopback port, in a thread of the test process;
+    ready once `probe` answers 200."""
 
-        self.app = create_app(settings)
+    def __init__(self, app, *, probe: str) -> None:  # noqa: ANN001 - any ASGI app
+        self.app, self.probe = app, probe
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning"))
         self._thread = threading.Thread(target=self._server.run, daemon=True)
 
-    def __enter__(self) -> "LiveServer":
+    def __enter__(self):  # noqa: ANN204 - the subclass
         self._thread.start()
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                if httpx.get(f"{self.url}{self.probe}", timeout=1).status_code == 200:
                     return self
             except httpx.HTTPError:
                 time.sleep(0.1)
-        raise RuntimeError("server did not start")
+        raise RuntimeError(f"server {self.url} did not start")
 
     def __exit__(self, *exc) -> None:
         self._server.should_exit = True
         self._thread.join(timeout=15)
+
+
+class LiveServer(ServedApp):
+    def __init__(self, settings: Settings) -> None:
+        from service.main import create_app
+
+        super().__init__(create_app(settings), probe="/healthz")
 
     @property
     def sessions(self):
