@@ -158,6 +158,7 @@ def _activity(request: Request, session: Session, message: LtiLaunch, platform: 
         "values": values or {"code": exercise.template, "explanation": "", "claimed_output": "", "answers": {}},
         "errors": errors or [],
         "points_line": t["lti_points_line"].format(max=f"{spec.max_points:g}", threshold=f"{spec.pass_threshold:g}"),
+        "explanation_prompt": next((q.prompt for q in spec.questions if q.id == "explanation"), t["lti_explanation"]),
         "mine": _submission_rows(session, link, person.sub), "staff": staff,
         "everyone": _submission_rows(session, link, None) if staff else [],
     }
@@ -202,7 +203,8 @@ def submit(request: Request, session: SessionDep, settings: SettingsDep, params:
         person = Person.of(claims)
         values = {"code": params.get_param("code"), "explanation": params.get_param("explanation"),
                   "claimed_output": params.get_param("claimed_output"),
-                  "answers": {q.id: params.get_param(f"answer_{q.id}") for q in exercise.spec.questions}}
+                  "answers": {q.id: params.get_param(f"answer_{q.id}") for q in exercise.spec.questions
+                              if q.id != "explanation"}}  # the explanation is its own field of the contract
         body = {"exercise": exercise.spec.id, **values, **_identity(session, link, person, exercise.spec.language)}
         try:
             item = _validated(body)

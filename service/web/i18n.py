@@ -211,8 +211,8 @@ LTI_REFUSALS: dict[str, dict[str, str]] = {
               "blocks third-party cookies: open the activity in a new window, or allow cookies for this site, then "
               "open it again from the course."},
     "bad_token": {
-        "zh": "启动令牌格式不对，或缺少必需的声明（{detail}）。没有记录任何东西。",
-        "en": "The launch token is malformed or lacks a required claim ({detail}). Nothing was recorded."},
+        "zh": "启动令牌格式不对，或缺少必需的声明（技术细节见下）。没有记录任何东西。",
+        "en": "The launch token is malformed or lacks a required claim (the technical detail is below). Nothing was recorded."},
     "bad_signature": {
         "zh": "启动令牌的签名和这个课程平台公布的密钥都对不上：令牌在途中被改动过，或者是用平台没有公布的密钥签的。"
               "没有记录任何东西。请从课程里重新打开这个活动。",
@@ -220,8 +220,8 @@ LTI_REFUSALS: dict[str, dict[str, str]] = {
               "the way, or signed with a key the platform does not publish. Nothing was recorded. Open the activity "
               "again from the course."},
     "expired": {
-        "zh": "启动令牌已经过期（{detail}）。重新加载或很晚才提交启动页面时会这样。请从课程里重新打开这个活动。",
-        "en": "The launch token has expired ({detail}). This happens when a launch page is reloaded or sent late. "
+        "zh": "启动令牌已经过期。重新加载或很晚才提交启动页面时会这样。请从课程里重新打开这个活动。",
+        "en": "The launch token has expired. This happens when a launch page is reloaded or sent late. "
               "Open the activity again from the course."},
     "replayed_nonce": {
         "zh": "这次启动已经用过了（一次性的 nonce 已被使用），或者它不是从 kernelgrade 开始的。每次启动只能用一次："
@@ -232,8 +232,8 @@ LTI_REFUSALS: dict[str, dict[str, str]] = {
         "zh": "这个启动令牌是发给另一个工具的（audience {detail}），不是给 kernelgrade 的。",
         "en": "This launch token was issued to another tool (audience {detail}), not to kernelgrade."},
     "bad_message": {
-        "zh": "课程平台发来了 kernelgrade 不处理的消息（{detail}）。",
-        "en": "The course platform sent a message kernelgrade does not handle ({detail})."},
+        "zh": "课程平台发来了 kernelgrade 不处理的消息（技术细节见下）。",
+        "en": "The course platform sent a message kernelgrade does not handle (the technical detail is below)."},
     "launch_expired": {
         "zh": "这个页面的启动已经过期或无效（启动后 {hours} 小时内可以提交）。你的答案还没有提交：先复制保存，"
               "再从课程里重新打开这个活动。",
