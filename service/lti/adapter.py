@@ -38,6 +38,7 @@ from pylti1p3.session import SessionService
 from pylti1p3.tool_config.abstract import ToolConfAbstract
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
+from starlette.formparsers import MultiPartException
 from starlette.responses import RedirectResponse, Response
 
 from service.config import Settings
@@ -62,7 +63,10 @@ class LtiRequest(LtiRequestBase):
         """Query and form parameters (a form field wins), each truncated to MAX_PARAM_CHARS."""
         params = {k: v[:MAX_PARAM_CHARS] for k, v in request.query_params.items()}
         if request.method == "POST":
-            form = await request.form(max_files=0, max_fields=200)
+            try:
+                form = await request.form(max_files=0, max_fields=200)
+            except (MultiPartException, ValueError):  # malformed: the missing fields are refused by name
+                return cls(params, secure=secure)
             params.update({k: v[:MAX_PARAM_CHARS] for k, v in form.items() if isinstance(v, str)})
         return cls(params, secure=secure)
 

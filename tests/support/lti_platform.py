@@ -187,7 +187,8 @@ class Launch(LTIAdvantageMessageLaunchAbstract):
         return HTMLResponse(
             f'<form method="post" action="{escape(launch_data["launch_url"])}" id="form">'
             f'<input type="hidden" name="id_token" value="{escape(launch_data["id_token"])}">'
-            f'<input type="hidden" name="state" value="{escape(launch_data["state"])}"></form>')
+            f'<input type="hidden" name="state" value="{escape(launch_data["state"])}"></form>'
+            '<script>document.getElementById("form").submit();</script>')  # as lti1p3platform's own template
 
 
 class Login(OIDCLoginAbstract):
@@ -260,6 +261,13 @@ class Platform:
             login = Login(None, platform.conf())
             login.set_lti_message_hint(hint=hint)
             return login.initiate_login(user)
+
+        @app.get("/course")
+        def course_page(user: str, hint: str, tool_page: str = "") -> HTMLResponse:
+            """The LMS's page of an activity: the tool in a frame (or any page of it, `tool_page`)."""
+            source = tool_page or f"/start?user={user}&hint={hint}"
+            return HTMLResponse(f'<link rel="icon" href="data:,"><h1>Triton 101</h1><iframe id="tool" src="{escape(source)}" width="900" height="700">'
+                                '</iframe>')
 
         @app.get("/authorize")
         def authorize(request: Request) -> Response:
