@@ -328,3 +328,20 @@ def test_example_answer_full_marks_is_fully_graded(lti, platform, linked, browse
             return session.scalar(select(LtiScorePost.state).where(LtiScorePost.submission_id == row.id)) == "posted"
 
     wait_for(state, timeout=30, what="the post recorded as posted")  # recorded once the platform answered
+
+
+def test_a_link_without_a_line_item_gets_one_created(lti, platform, registered, browser):
+    """A link the LMS made by hand (custom exercise=..., no line item): kernelgrade creates the
+    placement's line item through AGS at its first score, and posts there."""
+    link = platform.add_link("made by hand", {"exercise": EXERCISE})
+    page = browser.launch(platform, user="bob", hint=f"link:{link.id}")
+    assert submit(browser, lti, page, cheap_body("by hand")).status_code == 200
+
+    def created():
+        return [i for i in platform.state.line_items.values() if i.get("resourceLinkId") == link.id] or None
+
+    (item,) = wait_for(created, timeout=60, what="the line item kernelgrade creates")
+    assert item["scoreMaximum"] == 10 and item["tag"] == "kernelgrade" and item["resourceId"] == EXERCISE
+    link.line_item = item["id"].rsplit("/", 1)[-1]
+    (score,) = wait_for(lambda: platform.scores(link) or None, timeout=60, what="bob's score on the new line item")
+    assert score["userId"] == "bob" and score["gradingProgress"] == "FullyGraded"

@@ -2,7 +2,8 @@
 messages, OIDC initiation, signing, access tokens, the AGS and NRPS services, checking a deep-linking
 answer against the tool's JWKS), served over real HTTP by uvicorn on a loopback port. What is ours
 is what that package leaves abstract to an LMS: storage (line items, scores, links, members), the
-request/response glue for Starlette, and the launch form (its own template imports pkg_resources).
+request/response glue for Starlette (with AGS containers as the JSON arrays the spec has, where
+lti1p3platform answers its own page object), and the launch form (its template imports pkg_resources).
 
 A `Browser` walks the flows the way a browser would: follows redirects, keeps cookies, submits
 the auto-posting forms."""
@@ -96,7 +97,14 @@ async def read(request: Request) -> StarletteRequest:
 
 def answer(response) -> Response:  # noqa: ANN001 - lti1p3platform.response.Response
     content = response.result if response.result is not None else {"message": response.message}
-    return JSONResponse(content, status_code=response.code, media_type=response.media_type)
+    headers = {}
+    if response.media_type.endswith("container+json") and isinstance(content, dict) and "content" in content:
+        # lti1p3platform answers its own page object here; AGS (and every LMS) answers the JSON
+        # array, the next page in a Link header.
+        if content.get("next"):
+            headers["Link"] = f'<{content["next"]}>; rel="next"'
+        content = content["content"]
+    return JSONResponse(content, status_code=response.code, media_type=response.media_type, headers=headers)
 
 
 class Grades(AssignmentsGradesService):
