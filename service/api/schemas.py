@@ -23,6 +23,10 @@ UTCDateTime = Annotated[datetime, AfterValidator(_as_utc)]
 _storable = storable  # the submission contract's check, shared by every stored text of the API
 
 
+# Text a model stores: the same refusals (NUL, lone surrogates) for other models' fields.
+StorableText = Annotated[str, AfterValidator(storable)]
+
+
 class SubmissionCreate(Submission):
     """A submission (DESIGN.md contract) plus where to POST the report when it is ready."""
 

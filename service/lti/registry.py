@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import secrets
 from datetime import timedelta
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 import requests
@@ -15,6 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from service.api.schemas import StorableText
 from service.db.base import as_utc, utcnow
 from service.db.lti_models import LtiDeployment, LtiPlatform
 from service.db.models import Course
@@ -22,6 +23,7 @@ from service.lti.http import BoundedSession
 from service.worker.webhooks import CallbackRefused, check_callback_url
 
 KEY_REFETCH_MIN_S = 10  # an unknown kid fetches the key set again at most this often (a launch could name any kid)
+DeploymentId = Annotated[StorableText, Field(min_length=1, max_length=255)]
 ORIGIN = re.compile(r"https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?")  # goes into a CSP header: nothing else
 URL_FIELDS = ("auth_login_url", "auth_token_url", "key_set_url", "auth_audience")
 
@@ -39,15 +41,16 @@ class _Strict(BaseModel):
 
 
 class PlatformFields(_Strict):
-    auth_login_url: str | None = Field(None, max_length=2000, description="the platform's OIDC authorization endpoint")
-    auth_token_url: str | None = Field(None, max_length=2000, description="its OAuth 2 token endpoint (grades, roster)")
-    auth_audience: str | None = Field(None, max_length=2000, description="audience of the token request, if not the token URL")
-    key_set_url: str | None = Field(None, max_length=2000, description="its public keys (JWKS URL)")
+    auth_login_url: StorableText | None = Field(None, max_length=2000, description="the platform's OIDC authorization endpoint")
+    auth_token_url: StorableText | None = Field(None, max_length=2000, description="its OAuth 2 token endpoint (grades, roster)")
+    auth_audience: StorableText | None = Field(None, max_length=2000,
+                                               description="audience of the token request, if not the token URL")
+    key_set_url: StorableText | None = Field(None, max_length=2000, description="its public keys (JWKS URL)")
     key_set: dict[str, Any] | None = Field(None, description="or its public keys themselves (a JWKS), if it publishes no URL")
     frame_origins: list[str] | None = Field(None, max_length=20,
                                             description="origins that may show the tool in a frame (default: the issuer's "
                                                         "and the login URL's)")
-    label: str | None = Field(None, max_length=200)
+    label: StorableText | None = Field(None, max_length=200)
 
     @field_validator("key_set")
     @classmethod
@@ -66,12 +69,12 @@ class PlatformFields(_Strict):
 
 
 class PlatformCreate(PlatformFields):
-    issuer: str = Field(min_length=1, max_length=500, description="the platform's issuer (`iss` of its launches)")
-    client_id: str = Field(min_length=1, max_length=200, description="the client id the platform gave kernelgrade")
-    auth_login_url: str = Field(max_length=2000)
-    auth_token_url: str = Field(max_length=2000)
-    deployments: list[str] = Field(default_factory=list, max_length=100, description="deployment ids to accept")
-    label: str = Field("", max_length=200)
+    issuer: StorableText = Field(min_length=1, max_length=500, description="the platform's issuer (`iss` of its launches)")
+    client_id: StorableText = Field(min_length=1, max_length=200, description="the client id the platform gave kernelgrade")
+    auth_login_url: StorableText = Field(max_length=2000)
+    auth_token_url: StorableText = Field(max_length=2000)
+    deployments: list[DeploymentId] = Field(default_factory=list, max_length=100, description="deployment ids to accept")
+    label: StorableText = Field("", max_length=200)
 
     @model_validator(mode="after")
     def _one_key_source(self) -> "PlatformCreate":
@@ -86,7 +89,10 @@ class PlatformUpdate(PlatformFields):
 
 def origin_of(url: str) -> str | None:
     """scheme://host[:port] of a URL, or None: it goes into a Content-Security-Policy header."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
     origin = f"{parts.scheme}://{parts.netloc}"
     return origin if ORIGIN.fullmatch(origin) else None
 
@@ -98,6 +104,8 @@ def _check_urls(fields: dict[str, Any], allowed_hosts: list[str]) -> None:
                 check_callback_url(fields[name], allowed_hosts=allowed_hosts, field=name, allow_setting="lti_allowed_hosts")
             except CallbackRefused as exc:
                 raise RegistrationError(name, str(exc)) from None
+            except ValueError:  # urlsplit: an unparseable URL (a bad IPv6 literal, port)
+                raise RegistrationError(name, f"{name} is not a URL") from None
 
 
 def register(session: Session, *, course_id: str, body: PlatformCreate, allowed_hosts: list[str]) -> LtiPlatform:
@@ -121,7 +129,7 @@ def register(session: Session, *, course_id: str, body: PlatformCreate, allowed_
 
 
 def owned_platform(session: Session, platform_id: str, course_id: str | None) -> LtiPlatform | None:
-    platform = session.get(LtiPlatform, platform_id) if len(platform_id) <= 16 else None
+    platform = session.get(LtiPlatform, platform_id) if len(platform_id) <= 16 and "\x00" not in platform_id else None
     return platform if platform is not None and (course_id is None or platform.course_id == course_id) else None
 
 

@@ -151,12 +151,23 @@ DECISIONS = st.one_of(
 )
 
 
+# LTI platform registrations with public https URLs (random ones are refused: 422), each client id new.
+LTI_PLATFORMS = st.fixed_dictionaries({
+    "issuer": st.just("https://lms.example.edu"), "client_id": st.uuids().map(str),
+    "auth_login_url": st.just("https://lms.example.edu/auth"), "auth_token_url": st.just("https://lms.example.edu/token"),
+    "key_set_url": st.just("https://lms.example.edu/jwks"), "deployments": st.lists(st.text(min_size=1, max_size=20),
+                                                                                      max_size=3)})
+
+
 @schema.hook("flatmap_body")
 def real_decisions(context, body):
     """Random decisions are almost never valid: offer well-formed ones about the exercise's real
-    rubric items and vetoes too (some with too many points, some about an absent veto: 422)."""
+    rubric items and vetoes too (some with too many points, some about an absent veto: 422).
+    Likewise LTI platform registrations."""
     if context.operation.method.upper() == "POST" and context.operation.path.endswith("/decisions"):
         return st.one_of(st.just(body), DECISIONS)
+    if context.operation.method.upper() == "POST" and context.operation.path == "/v1/lti/platforms":
+        return st.one_of(st.just(body), LTI_PLATFORMS)
     return st.just(body)
 
 
@@ -188,6 +199,7 @@ REACHED = {
     "GET /v1/course/webhook-secret": {200}, "POST /v1/course/webhook-secret/rotate": {200},
     "GET /v1/submissions": {200}, "GET /v1/grades": {200}, "GET /v1/course": {200}, "PUT /v1/course/policy": {200},
     "GET /v1/regrades": {200}, "POST /v1/regrades": {200, 202, 404}, "GET /v1/regrades/{job_id}": {404},
+    "GET /v1/lti/platforms": {200}, "POST /v1/lti/platforms": {201}, "GET /v1/lti/tool": {200},
 }
 
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Path, Request
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
 from service.api.deps import AdminKey, SessionDep, SettingsDep
 from service.api.routes.submissions import base_url
-from service.api.schemas import BODY_ERRORS, KEYED_ERRORS, UTCDateTime, ValidationErrorBody, error
+from service.api.schemas import BODY_ERRORS, KEYED_ERRORS, StorableText, UTCDateTime, ValidationErrorBody, error
 from service.db.lti_models import LtiPlatform
 from service.lti import registry
-from service.lti.registry import PlatformCreate, PlatformUpdate, RegistrationError
+from service.lti.registry import DeploymentId, PlatformCreate, PlatformUpdate, RegistrationError
 
 router = APIRouter(prefix="/v1/lti", tags=["lti"], responses=KEYED_ERRORS)
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: error("no such platform registration in this key's course")}
@@ -63,8 +63,9 @@ class PlatformView(BaseModel):
 
 
 class DeploymentCreate(BaseModel):
-    deployment_id: str = Field(min_length=1, max_length=255)
-    label: str = Field("", max_length=200)
+    model_config = ConfigDict(extra="forbid")
+    deployment_id: DeploymentId
+    label: StorableText = Field("", max_length=200)
 
 
 def _view(request: Request, session: Session, platform: LtiPlatform, settings) -> PlatformView:  # noqa: ANN001
@@ -151,7 +152,7 @@ def add_deployment(request: Request, platform_id: PlatformId, body: DeploymentCr
 def revoke_deployment(request: Request, platform_id: PlatformId, deployment_id: str, session: SessionDep,
                       settings: SettingsDep, key: AdminKey) -> PlatformView:
     platform = _owned(session, platform_id, key.course_id)
-    if not registry.revoke_deployment(session, platform, deployment_id[:255]):
+    if "\x00" in deployment_id or not registry.revoke_deployment(session, platform, deployment_id[:255]):
         raise HTTPException(404, f"no active deployment {deployment_id[:255]!r} of platform {platform.id}")
     return _view(request, session, platform, settings)
 
