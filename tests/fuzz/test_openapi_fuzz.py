@@ -116,6 +116,8 @@ def known_ids(context, path_parameters):
         return st.just(path_parameters)
     if "submission_id" in path_parameters:
         ids = SEEDED.regradable if context.operation.path.endswith("/regrade") else SEEDED.submission_ids
+        if context.operation.path.endswith("/decisions"):
+            ids = SEEDED.submission_ids[:2] * 2 + SEEDED.submission_ids[2:]  # the graded ones more often than the held one
         return st.one_of(st.just(path_parameters),
                          st.sampled_from(ids).map(lambda i: {**path_parameters, "submission_id": i}))
     if "token" in path_parameters:
@@ -151,6 +153,12 @@ DECISIONS = st.one_of(
 )
 
 
+# Always valid on a graded seeded submission (the written answers' items, within their points): a
+# decision gets through to the handler in every run, not only with a lucky draw.
+VALID_ITEM_DECISIONS = st.fixed_dictionaries({"item": st.sampled_from(["q1", "q2", "q3"]),
+                                              "points": st.floats(0, 2, allow_nan=False),
+                                              "reason": st.text(min_size=3, max_size=40)})
+
 # LTI platform registrations with public https URLs (random ones are refused: 422), each client id new.
 LTI_PLATFORMS = st.fixed_dictionaries({
     "issuer": st.just("https://lms.example.edu"), "client_id": st.uuids().map(str),
@@ -162,12 +170,11 @@ LTI_PLATFORMS = st.fixed_dictionaries({
 @schema.hook("flatmap_body")
 def real_decisions(context, body):
     """Random decisions are almost never valid: offer well-formed ones about the exercise's real
-    rubric items and vetoes too (some with too many points, some about an absent veto: 422).
-    Likewise LTI platform registrations."""
+    rubric items and vetoes too (some with too many points, some about an absent veto: 422)."""
     if context.operation.method.upper() == "POST" and context.operation.path.endswith("/decisions"):
-        return st.one_of(st.just(body), DECISIONS)
+        return st.one_of(st.just(body), DECISIONS, VALID_ITEM_DECISIONS)
     if context.operation.method.upper() == "POST" and context.operation.path == "/v1/lti/platforms":
-        return st.one_of(st.just(body), LTI_PLATFORMS)
+        return st.one_of(st.just(body), LTI_PLATFORMS)  # likewise LTI platform registrations
     return st.just(body)
 
 
