@@ -3,11 +3,12 @@ report in place: it produces the next report (history kept), with the decision i
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from service.report import CarriedDecision, Item, Report, Score, Veto
+from service.submission import storable
 
 
 class DecisionRequest(BaseModel):
@@ -19,7 +20,7 @@ class DecisionRequest(BaseModel):
     points: float | None = Field(None, ge=0, description="the item's new points")
     veto: Literal["modified_outside_blank", "boundary_check_removed", "unverified_claim", "coincidental_pass"] | None = None
     action: Literal["confirm", "dismiss"] | None = None
-    reason: str = Field(min_length=3, max_length=4000, description="why; shown to the student and kept in the audit")
+    reason: Annotated[str, AfterValidator(storable)] = Field(min_length=3, max_length=4000, description="why; shown to the student and kept in the audit")
 
     @model_validator(mode="after")
     def _one_target(self) -> "DecisionRequest":
