@@ -1,17 +1,18 @@
 """Grades back to the LMS (Assignment and Grade Services), through an outbox: a score is queued
-in the same transaction that makes a report current (service.db.store.finish, decisions.decide)
-and posted by a background thread with retries, every attempt recorded. pylti1p3 does the
+in the same transaction that makes a report current (service.db.store.notify, where webhooks are
+queued) and posted by a background thread with retries, every attempt recorded. pylti1p3 does the
 protocol (service token, line item lookup or creation, the score POST).
 
-Which score: the latest graded submission of a student on a placement counts (a TA decision or a
-regrade of an older one is not posted over a newer one). `PendingManual` while a suspected veto or
-a low-confidence answer waits for a TA, `FullyGraded` after. A `not_gradable` report posts nothing:
-it costs the student nothing, so the gradebook keeps what it had."""
+Which score: the grade that counts for the student on the placement, as the course's gradebook
+has it (service.grades: the last or the best graded attempt, the veto policy's cap or zero), so
+the LMS and every export agree. `PendingManual` while a suspected veto or a low-confidence answer
+waits for a TA, `FullyGraded` after. A `not_gradable` report changes no grade, so nothing is posted:
+it costs the student nothing."""
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import requests
 from pylti1p3.assignments_grades import AssignmentsGradesService
@@ -19,15 +20,19 @@ from pylti1p3.exception import LtiException, LtiServiceException
 from pylti1p3.grade import Grade
 from pylti1p3.lineitem import LineItem
 from pylti1p3.service_connector import ServiceConnector
-from sqlalchemy import exists, select, update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.db.base import as_utc, utcnow
 from service.db.lti_models import LtiDeployment, LtiLink, LtiPlatform, LtiScoreAttempt, LtiScorePost, LtiSubmission
 from service.db.models import ReportRow, Submission
+from service.grades.gradebook import gradebook
+from service.grades.platforms import summary
+from service.grades.policy import CoursePolicy, Counted, counted_report
 from service.lti import keys
 from service.lti.adapter import ToolRegistration
 from service.lti.http import BoundedSession
+from service.report import Report
 
 log = logging.getLogger("kernelgrade.lti.scores")
 LEASE_S = 120  # a post being attempted is not picked up by another process meanwhile
@@ -35,54 +40,67 @@ LINE_ITEM_TAG = "kernelgrade"
 SCORE_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
 
 
-def _comment(report: dict) -> str:
-    score = report["score"]
-    zh = report.get("language", "zh") == "zh"
-    verdict = ("已通过" if score["passed"] else "未通过") if zh else ("passed" if score["passed"] else "not passed")
-    line = (f"kernelgrade：{score['total']:g}/{score['max']:g}，{verdict}。" if zh
-            else f"kernelgrade: {score['total']:g}/{score['max']:g}, {verdict}.")
-    if score.get("provisional"):
-        line += "部分评分待助教复核，分数可能会变。" if zh else " Part of it waits for a TA; the score may change."
-    return line
+def _iso(moment: datetime) -> str:
+    return as_utc(moment).isoformat(timespec="milliseconds")
 
 
-def score_body(submission: Submission, report_row: ReportRow, sub: str) -> dict:
-    """The AGS score (https://www.imsglobal.org/spec/lti-ags/v2p0/#score-publish-service)."""
-    report = report_row.report
-    pending = bool(report["score"].get("provisional"))
+def score_body(report: Report, counted: Counted, *, sub: str, submitted_at: datetime, at: datetime) -> dict:
+    """The AGS score (https://www.imsglobal.org/spec/lti-ags/v2p0/#score-publish-service): the
+    points that count, and the same words as the Gradescope and PrairieLearn exports."""
+    pending = counted.provisional
     return {
         "userId": sub,
-        "scoreGiven": report["score"]["total"],
-        "scoreMaximum": report["score"]["max"],
+        "scoreGiven": counted.points,
+        "scoreMaximum": counted.max,
         "activityProgress": "Submitted" if pending else "Completed",
         "gradingProgress": "PendingManual" if pending else "FullyGraded",
-        "timestamp": as_utc(report_row.created_at).isoformat(timespec="milliseconds"),
-        "comment": _comment(report),
-        "submission": {"submittedAt": as_utc(submission.created_at).isoformat(timespec="milliseconds")},
+        "timestamp": _iso(at),  # when the grade changed: later than any score posted before
+        "comment": summary(report, counted, language=report.language, feedback_url=None),
+        "submission": {"submittedAt": _iso(submitted_at)},
     }
 
 
-def enqueue(session: Session, submission: Submission, report_row: ReportRow) -> LtiScorePost | None:
-    """Queue the score of a report that is becoming current (the caller commits)."""
+def counting_submission(session: Session, submission: Submission, sub: str, policy: CoursePolicy) -> Submission | None:
+    """The student's attempt whose grade counts on this placement now (the course's gradebook)."""
+    if submission.assignment is None:
+        return submission if submission.status == "graded" else None
+    book = gradebook(session, submission.course_id, policy, assignment=submission.assignment)
+    row = next((r for r in book.rows if r.student_id == sub), None)
+    return session.get(Submission, row.submission_id) if row is not None and row.submission_id else None
+
+
+def enqueue(session: Session, submission: Submission, report_row: ReportRow, *, policy: CoursePolicy) -> LtiScorePost | None:
+    """Queue the student's grade on the placement after this report became current (the caller
+    commits); nothing when it did not change what the LMS has or will get."""
     origin = session.get(LtiSubmission, submission.id)
-    if origin is None or report_row.status != "graded":
+    if origin is None:
         return None
-    later_graded = session.scalar(select(exists().where(
-        LtiSubmission.link_id == origin.link_id, LtiSubmission.sub == origin.sub,
-        LtiSubmission.submission_id == Submission.id, Submission.id != submission.id,
-        Submission.created_at > submission.created_at, Submission.status == "graded")))
-    if later_graded:
-        return None  # the gradebook shows a newer attempt; this one changes nothing there
+    chosen = counting_submission(session, submission, origin.sub, policy)
+    current = session.get(ReportRow, chosen.current_report_id) if chosen is not None and chosen.current_report_id else None
+    counted = counted_report(current.report, policy.veto_policy) if current is not None else None
+    if chosen is None or current is None or counted is None:
+        return None  # no graded attempt yet
     if report_row.created_at is None:
         report_row.created_at = utcnow()
+    score = score_body(Report.model_validate(current.report), counted, sub=origin.sub, submitted_at=chosen.created_at,
+                       at=report_row.created_at)
+    last = session.scalar(select(LtiScorePost).where(LtiScorePost.link_id == origin.link_id, LtiScorePost.sub == origin.sub,
+                                                     LtiScorePost.state.in_(("pending", "posted")))
+                          .order_by(LtiScorePost.id.desc()).limit(1))
+    if last is not None and last.submission_id == chosen.id and _same(last.score, score):
+        return None  # the LMS has (or gets) this grade already
     # An older score still waiting would only be overwritten: drop it.
     session.execute(update(LtiScorePost).where(LtiScorePost.link_id == origin.link_id, LtiScorePost.sub == origin.sub,
                                                LtiScorePost.state == "pending")
                     .values(state="superseded", next_attempt_at=None))
-    post = LtiScorePost(submission_id=submission.id, report_id=report_row.id, link_id=origin.link_id, sub=origin.sub,
-                        score=score_body(submission, report_row, origin.sub), state="pending", next_attempt_at=utcnow())
+    post = LtiScorePost(submission_id=chosen.id, report_id=current.id, link_id=origin.link_id, sub=origin.sub,
+                        score=score, state="pending", next_attempt_at=utcnow())
     session.add(post)
     return post
+
+
+def _same(before: dict, after: dict) -> bool:
+    return {k: v for k, v in before.items() if k != "timestamp"} == {k: v for k, v in after.items() if k != "timestamp"}
 
 
 def posts_for(session: Session, submission_id: str) -> list[tuple[LtiScorePost, list[LtiScoreAttempt]]]:

@@ -133,7 +133,7 @@ def queue_page(request: Request, session: SessionDep, course: Text = "", exercis
     entries = filters.entries(session, keys)
     students = student_names(session, [row.id for row, _ in entries])
     rows = [{"id": row.id, "exercise": row.exercise_id, "course": row.course_id, "reasons": reasons,
-             "student": students.get(row.id, ""), "age": _age(row.graded_at),
+             "student": students.get(row.id) or row.student_name or row.student_id or "", "age": _age(row.graded_at),
              "href": f"/review/cases/{row.id}?{filters.query()}"}
             for row, reasons in entries]
     exercises = request.app.state.grader_catalog.ids()

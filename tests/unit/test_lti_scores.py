@@ -1,6 +1,7 @@
-"""Which reports become LTI scores, on a real (SQLite) database: the latest graded attempt counts,
-a not_gradable report posts nothing, a newer score supersedes one still waiting; and the score
-body's progress fields. Also the `kernelgrade lti` commands."""
+"""Which grade goes to the LMS, on a real (SQLite) database: the course's gradebook decides (last or
+best attempt, the veto policy's cap or zero), a not_gradable report posts nothing, an unchanged
+grade is not posted again, a newer score supersedes one still waiting; the score's progress fields.
+Also the `kernelgrade lti` commands."""
 from __future__ import annotations
 
 import json
@@ -17,7 +18,9 @@ from service.db.lti_models import LtiContext, LtiDeployment, LtiLink, LtiPlatfor
 from service.db.migrate import upgrade
 from service.db.models import ReportRow, Submission
 from service.db.session import make_engine, make_sessionmaker
+from service.grades.policy import CoursePolicy
 from service.lti import scores
+from service.report import Environment, ExerciseRef, Report, Score, Veto
 
 
 @pytest.fixture
@@ -40,15 +43,20 @@ def db(tmp_path):
     return sessions
 
 
-def report(total: float, *, provisional: bool = False, status: str = "graded") -> dict:
-    return {"status": status, "language": "en",
-            "score": {"total": total, "max": 10, "pass_threshold": 8, "passed": total >= 8, "provisional": provisional}}
+def report(total: float, *, provisional: bool = False, veto: str | None = None, status: str = "graded") -> dict:
+    """A stored report: `veto` is the status of a coincidental_pass veto (none: no veto)."""
+    vetoes = [Veto(rule="coincidental_pass", status=veto, needs_review=veto == "suspected")] if veto else []
+    passed = status == "graded" and total >= 8 and veto not in ("suspected", "confirmed")
+    body = Report(submission_id="x", exercise=ExerciseRef(id="lesson06_mean_var", version=1), status=status,
+                  language="en", score=Score(total=total, max=10, pass_threshold=8, passed=passed, provisional=provisional),
+                  vetoes=vetoes, environment=Environment(backend="interpreter", sandbox="bwrap"), created_at=utcnow())
+    return json.loads(body.to_json())
 
 
-def submitted(session, sub: str, *, minutes_ago: int, status: str = "graded") -> Submission:
-    row = Submission(id=f"s{minutes_ago}{sub}", course_id="c1", exercise_id="lesson06_mean_var", body={}, body_sha256="x",
-                     feedback_token=f"t{minutes_ago}{sub}", secret_seed=1, status=status,
-                     created_at=utcnow() - timedelta(minutes=minutes_ago))
+def submitted(session, sub: str, *, attempt: int, status: str = "graded") -> Submission:
+    row = Submission(id=f"s{attempt}{sub}", course_id="c1", exercise_id="lesson06_mean_var", body={}, body_sha256="x",
+                     feedback_token=f"t{attempt}{sub}", secret_seed=1, status=status, assignment="lti:rl",
+                     student_id=sub, attempt=attempt, created_at=utcnow() - timedelta(minutes=60 - attempt))
     session.add(row)
     session.flush()
     session.add(LtiSubmission(submission_id=row.id, link_id=1, sub=sub))
@@ -56,42 +64,58 @@ def submitted(session, sub: str, *, minutes_ago: int, status: str = "graded") ->
     return row
 
 
-def issue(session, row: Submission, body: dict, seq: int = 1) -> LtiScorePost | None:
+def issue(session, row: Submission, body: dict, *, policy: CoursePolicy | None = None) -> LtiScorePost | None:
+    """A report becomes current for `row`, as store.finish and decisions.decide do it."""
+    seq = len(session.scalars(select(ReportRow).where(ReportRow.submission_id == row.id)).all()) + 1
     report_row = ReportRow(submission_id=row.id, seq=seq, reason="initial", status=body["status"], report=body)
     session.add(report_row)
     session.flush()
-    post = scores.enqueue(session, row, report_row)
+    row.current_report_id, row.status = report_row.id, body["status"]
+    store.on_current_report(session, row, body)
+    post = scores.enqueue(session, row, report_row, policy=policy or CoursePolicy())
     session.commit()
     return post
 
 
-def test_progress_follows_the_ta_review(db):
+def test_progress_follows_the_ta_review_and_the_veto_policy(db):
     with db() as session:
-        row = submitted(session, "alice", minutes_ago=5)
-        pending = issue(session, row, report(9, provisional=True))
+        row = submitted(session, "alice", attempt=1)
+        pending = issue(session, row, report(9, provisional=True, veto="suspected"))
         assert (pending.score["gradingProgress"], pending.score["activityProgress"]) == ("PendingManual", "Submitted")
-        assert pending.score["userId"] == "alice" and pending.score["scoreGiven"] == 9
-        final = issue(session, row, report(7), seq=2)
+        assert pending.score["userId"] == "alice" and pending.score["scoreGiven"] == 7.5, "capped while a veto waits"
+        assert "7.5" in pending.score["comment"] and "TA" in pending.score["comment"]
+        final = issue(session, row, report(9, veto="dismissed"))
         assert (final.score["gradingProgress"], final.score["activityProgress"]) == ("FullyGraded", "Completed")
-        assert "7/10" in final.score["comment"]
+        assert final.score["scoreGiven"] == 9 and final.score["timestamp"] > pending.score["timestamp"]
         assert session.get(LtiScorePost, pending.id).state == "superseded", "the waiting older score is dropped"
+        zero = issue(session, row, report(9, veto="confirmed"), policy=CoursePolicy(veto_policy="zero"))
+        assert zero.score["scoreGiven"] == 0
 
 
 def test_not_gradable_posts_nothing(db):
     with db() as session:
-        row = submitted(session, "alice", minutes_ago=5, status="not_gradable")
+        row = submitted(session, "alice", attempt=1, status="not_gradable")
         assert issue(session, row, report(0, status="not_gradable")) is None
         assert session.scalars(select(LtiScorePost)).all() == []
 
 
-def test_an_older_attempt_does_not_overwrite_a_newer_grade(db):
+def test_the_last_attempt_counts_by_default(db):
     with db() as session:
-        older = submitted(session, "alice", minutes_ago=30)
-        newer = submitted(session, "alice", minutes_ago=5)
-        issue(session, newer, report(6))
-        assert issue(session, older, report(9), seq=2) is None, "a TA decision on the older attempt"
-        other = submitted(session, "bob", minutes_ago=40)
-        assert issue(session, other, report(9)) is not None, "another student's attempts do not count"
+        older, newer = submitted(session, "alice", attempt=1), submitted(session, "alice", attempt=2)
+        issue(session, older, report(9))
+        assert issue(session, newer, report(6)).score["scoreGiven"] == 6
+        assert issue(session, older, report(10)) is None, "a decision on the older attempt changes no grade"
+        assert issue(session, submitted(session, "bob", attempt=1), report(9)) is not None, "bob's attempts are his"
+
+
+def test_the_best_attempt_counts_under_that_policy(db):
+    best = CoursePolicy(grade_policy="best")
+    with db() as session:
+        older, newer = submitted(session, "alice", attempt=1), submitted(session, "alice", attempt=2)
+        assert issue(session, older, report(9), policy=best).score["scoreGiven"] == 9
+        assert issue(session, newer, report(6), policy=best) is None, "the LMS has the best grade already"
+        lowered = issue(session, older, report(5), policy=best)
+        assert lowered.score["scoreGiven"] == 6 and lowered.submission_id == newer.id
 
 
 def test_non_lti_submissions_are_left_alone(db):

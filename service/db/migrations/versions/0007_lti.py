@@ -3,7 +3,7 @@ placements (resource links) with their line items, the roster, the launch behind
 submission, the score outbox with every attempt, and the expiring store of nonces and launches.
 
 Revision ID: 0007
-Revises: 0005
+Revises: 0006
 Create Date: 2026-12-05 10:00:00.000000
 """
 from alembic import op
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 
 revision = '0007'
-down_revision = '0005'  # 0006 (gradebook) once it lands
+down_revision = '0006'
 branch_labels = None
 depends_on = None
 
