@@ -60,7 +60,7 @@ class RegradeRequest(BaseModel):
 
     assignment: str | None = Field(None, min_length=1, max_length=200)
     exercise: str | None = Field(None, min_length=1, max_length=100)
-    version: int | None = Field(None, ge=0, description="the exercise version (required with `exercise`)")
+    version: int | None = Field(None, ge=0, le=2**31 - 1, description="the exercise version (required with `exercise`)")
 
     @model_validator(mode="after")
     def _one_scope(self) -> "RegradeRequest":
