@@ -21,8 +21,8 @@ def make_backend(name: str, *, python: str, hidden_paths: list[Path], allow_unsa
             )
         return UnsafeLocalBackend(python=python)
     if name == "docker":
-        # Settings of this backend come from KERNELGRADE_DOCKER_* (sandbox/backends/docker.py).
-        from sandbox.backends.docker import DockerBackend
+        # Settings of this backend come from KERNELGRADE_DOCKER_* (sandbox/backends/docker/options.py).
+        from sandbox.backends.docker.backend import DockerBackend
 
-        return DockerBackend(hidden_paths=hidden_paths)
+        return DockerBackend(python=python, hidden_paths=hidden_paths)
     raise SandboxUnavailable(f"unknown sandbox backend {name!r} (known: bwrap, docker, local)")

@@ -1,0 +1,176 @@
+"""The launcher: a trusted process, the runner's child, that runs one sandbox container.
+
+The runner hands every backend the write end of a pipe (the verdict channel) and starts
+`LaunchSpec.argv` with it. Here that is this process: it creates the container, attaches to it
+before starting it, and copies the container's stdout (where the harness writes its frames) to
+the verdict fd unparsed, at most `output_cap + 1` bytes (one byte over is enough for the runner's
+FrameReader to reject the channel, and the container is killed), and its stderr (everything the
+student's code prints) to its own stdout, which the runner keeps capped as the log. Nothing is
+read back from anything the container could write: only the attach stream.
+
+It removes the container in every case: in a `finally`, after the run's whole budget, when the
+runner closes the channel, when its parent dies (PR_SET_PDEATHSIG), and through a reaper process
+when the runner kills it with SIGKILL (reaper.py).
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import socket
+import struct
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+EXIT_LAUNCHER_FAILED = 125  # like `docker run`: the container could not be run at all
+EXIT_KILLED = 128 + 9
+PR_SET_PDEATHSIG = 1
+
+_DOCKER_FRAME = struct.Struct(">BxxxL")  # the engine's multiplexing header: stream, 3 pad, size
+
+
+def demux(sock: socket.socket) -> Iterator[tuple[int, bytes]]:
+    """(stream, chunk) from the engine's attach stream (1 stdout, 2 stderr), chunks of <= 64 KiB."""
+    def read_exactly(n: int) -> bytes | None:
+        buf = bytearray()
+        while len(buf) < n:
+            part = sock.recv(n - len(buf))
+            if not part:
+                return None
+            buf += part
+        return bytes(buf)
+
+    while True:
+        header = read_exactly(_DOCKER_FRAME.size)
+        if header is None:
+            return
+        stream, size = _DOCKER_FRAME.unpack(header)
+        while size:
+            part = sock.recv(min(size, 65536))
+            if not part:
+                return
+            size -= len(part)
+            yield stream, part
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _raw_socket(attached: Any) -> socket.socket:
+    """The socket under what `attach_socket` returned, with the client's read timeout removed."""
+    sock = getattr(attached, "_sock", attached)
+    sock.settimeout(None)  # the harness may be silent for minutes (start-up, a long case)
+    return sock
+
+
+def die_with_parent() -> None:
+    """SIGKILL this process when the runner thread that started it dies (as bwrap --die-with-parent);
+    the reaper then removes the container."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the parent died before the call took effect
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def launch(spec: dict[str, Any], *, client: Any, verdict_fd: int, log_fd: int, output_cap: int, timeout_s: float,
+           kill_grace_s: float, reaper_factory: Callable[[str], Any]) -> int:
+    """Run one container to completion; returns the exit status the runner should see."""
+    container = None
+    reaper = None
+    killed = threading.Event()
+
+    def log(text: str) -> None:
+        try:
+            _write_all(log_fd, f"[docker sandbox] {text}\n".encode())
+        except OSError:
+            pass
+
+    def kill(reason: str) -> None:
+        if killed.is_set():
+            return
+        killed.set()
+        log(reason)
+        try:
+            container.kill()
+        except Exception as exc:  # noqa: BLE001 - gone already; remove() below settles it
+            log(f"kill failed: {exc}")
+
+    timer = None
+    try:
+        container = client.containers.create(spec["image"], spec["command"], **spec["kwargs"])
+        reaper = reaper_factory(container.id)
+        attached = container.attach_socket(params={"stdout": 1, "stderr": 1, "stream": 1, "logs": 0})
+        sock = _raw_socket(attached)
+        container.start()
+        timer = threading.Timer(timeout_s, kill, args=(f"run budget of {timeout_s:g} s exhausted: container killed",))
+        timer.daemon = True
+        timer.start()
+        forwarded = 0
+        try:
+            for stream, chunk in demux(sock):
+                if stream == 1:
+                    if forwarded > output_cap:
+                        continue  # already over: keep draining until the kill lands
+                    room = output_cap + 1 - forwarded
+                    _write_all(verdict_fd, chunk[:room])
+                    forwarded += min(len(chunk), room)
+                    if forwarded > output_cap:
+                        kill(f"verdict channel exceeded {output_cap} bytes: container killed")
+                else:
+                    _write_all(log_fd, chunk)
+        except BrokenPipeError:
+            kill("the runner closed the verdict channel: container killed")
+        finally:
+            try:
+                sock.close()
+            except OSError:
+                pass
+        try:
+            status = container.wait(timeout=kill_grace_s)
+        except Exception:  # noqa: BLE001 - still running after its output closed: kill it
+            kill("container did not exit after closing its output: killed")
+            status = container.wait(timeout=kill_grace_s)
+        if killed.is_set():
+            return EXIT_KILLED  # we killed it: the runner reports SIGKILL, whatever the container said
+        return int(status.get("StatusCode", EXIT_LAUNCHER_FAILED))
+    except Exception as exc:  # noqa: BLE001 - our failure (engine, image, spec), never the student's
+        log(f"could not run the sandbox container: {type(exc).__name__}: {exc}")
+        return EXIT_LAUNCHER_FAILED
+    finally:
+        if timer is not None:
+            timer.cancel()
+        if container is not None:
+            try:
+                container.remove(force=True)
+            except Exception as exc:  # noqa: BLE001
+                log(f"could not remove container {container.id}: {exc}")
+            else:
+                if reaper is not None:
+                    reaper.done()
+
+
+def main(*, spec: dict[str, Any], verdict_fd: int, output_cap: int, timeout_s: float, kill_grace_s: float) -> int:
+    """The `run` command: this process's whole life."""
+    from sandbox.backends.docker import engine
+    from sandbox.backends.docker.reaper import Reaper
+
+    die_with_parent()
+    try:
+        api = engine.client()
+    except Exception as exc:  # noqa: BLE001 - SandboxUnavailable, with the operator's message
+        _write_all(sys.stdout.fileno(), f"[docker sandbox] {exc}\n".encode())
+        return EXIT_LAUNCHER_FAILED
+    try:
+        return launch(spec, client=api, verdict_fd=verdict_fd, log_fd=sys.stdout.fileno(), output_cap=output_cap,
+                      timeout_s=timeout_s, kill_grace_s=kill_grace_s,
+                      reaper_factory=lambda cid: Reaper(cid, env=dict(os.environ)))
+    finally:
+        os.close(verdict_fd)
+        api.close()
