@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from service.cli_images import image_app
 from service.config import Settings
 from service.config_errors import settings_error
 from service.exercises import ExerciseCatalog, ExerciseNotFound
@@ -41,6 +42,7 @@ app.add_typer(regrade_app, name="regrade")
 kits_app = typer.Typer(help="Kits that plug kernelgrade into Gradescope and PrairieLearn.", no_args_is_help=True)
 app.add_typer(kits_app, name="kits")
 app.add_typer(lti_cli.app, name="lti")
+app.add_typer(image_app, name="image")
 err = Console(stderr=True)
 
 DeviceOpt = Annotated[Literal["auto", "gpu", "interpreter"] | None,

@@ -1,0 +1,294 @@
+"""Sandbox images made on a machine with a Docker engine and no registry (`kernelgrade image build`).
+
+- `full`: the kernelgrade image from the `Dockerfile` (API, workers, and the sandbox that holds its
+  own Python), on a Debian base made here with debootstrap and `docker import`, its Python packages
+  from a wheelhouse that pip fills on this machine (pip's own indexes and caches).
+- `host`: a bare image of empty folders and the merged-/usr links; the backend binds this machine's
+  /usr and Python environment into it read-only, as bwrap does. Needs no network at all.
+- `stack`: PostgreSQL and Redis for docker-compose.yml, on the same Debian base.
+
+Every image carries a label with a hash of its inputs; an image whose label matches is reused, so
+a second build costs seconds. Docker's own layer cache keeps the heavy layers (Python packages)
+across source changes.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import tomllib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sandbox.backends.bwrap import MERGED_USR_LINKS
+from sandbox.backends.docker import engine
+
+INPUTS_LABEL = "kernelgrade.inputs"
+PYTHON_LABEL = "kernelgrade.python"
+REPO_ROOT = Path(__file__).resolve().parents[3]
+# What the Dockerfile installs with apt, preinstalled in the Debian base so the build needs no apt.
+BASE_PACKAGES = ("python3", "python3-venv", "python3-dev", "gcc", "libc6-dev", "bubblewrap", "util-linux",
+                 "ca-certificates")
+DEBIAN_PYTHON = {"bookworm": "3.11", "trixie": "3.13"}
+# The files the Dockerfile copies (with .dockerignore): their contents decide the image.
+FULL_INPUTS = ("Dockerfile", ".dockerignore", "pyproject.toml", "README.md", "constraints", "deploy/constraints-gpu.txt",
+               "deploy/healthcheck.py", "service", "sandbox", "exercises")
+WHEELHOUSE_IN_CONTEXT = ".whl"  # gitignored; the Dockerfile's WHEELHOUSE build argument
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Built:
+    tag: str
+    id: str
+    cached: bool
+    seconds: float
+
+
+def digest(*parts: str | bytes) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode() if isinstance(part, str) else part)
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+def tree_digest(root: Path, names: Iterable[str]) -> str:
+    """A hash of the files under `names` (folders recursively, caches skipped)."""
+    h = hashlib.sha256()
+    for name in names:
+        path = root / name
+        files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else []
+        for f in files:
+            if "__pycache__" in f.parts or f.suffix == ".pyc" or any(p.endswith(".egg-info") for p in f.parts):
+                continue
+            h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def _existing(api: Any, tag: str, key: str) -> Any | None:
+    try:
+        image = api.images.get(tag)
+    except Exception:  # noqa: BLE001 - not there (or not readable): build it
+        return None
+    labels = image.attrs.get("Config", {}).get("Labels") or {}
+    return image if labels.get(INPUTS_LABEL) == key else None
+
+
+def _import_tar(api: Any, tar_path: Path, tag: str, labels: dict[str, str]) -> Any:
+    repository, _, version = tag.rpartition(":")
+    changes = [f"LABEL {k}={v}" for k, v in labels.items()] + ['CMD ["/bin/sh"]']
+    with open(tar_path, "rb") as fh:
+        api.api.import_image_from_data(fh, repository=repository, tag=version, changes=changes)
+    return api.images.get(tag)
+
+
+# --- host: a bare image for this machine's own system ---------------------------------------------
+
+def host_layout() -> list[tuple[str, str | None]]:
+    """(path, symlink target or None for a folder) of the bare image, mirroring this machine."""
+    entries: list[tuple[str, str | None]] = [(d, None) for d in ("usr", "etc", "proc", "dev", "sys", "job", "run", "opt")]
+    for link in MERGED_USR_LINKS:
+        if os.path.islink(link):
+            entries.append((link.lstrip("/"), os.readlink(link)))
+        elif os.path.isdir(link):
+            entries.append((link.lstrip("/"), None))
+    return entries
+
+
+def build_host_image(tag: str = "kernelgrade-sandbox:host", *, say: Say = print) -> Built:
+    started = time.monotonic()
+    layout = host_layout()
+    key = digest("host-image/1", repr(layout))
+    api = engine.client()
+    try:
+        if (image := _existing(api, tag, key)) is not None:
+            return Built(tag, image.id, True, time.monotonic() - started)
+        with tempfile.TemporaryDirectory(prefix="kg-image-") as scratch:
+            tar_path = Path(scratch) / "host.tar"
+            with tarfile.open(tar_path, "w") as tar:
+                for path, target in layout:
+                    info = tarfile.TarInfo(path)
+                    if target is None:
+                        info.type, info.mode = tarfile.DIRTYPE, 0o755
+                    else:
+                        info.type, info.linkname, info.mode = tarfile.SYMTYPE, target, 0o777
+                    tar.addfile(info)
+                info = tarfile.TarInfo("tmp")  # runc gives a tmpfs the mode of the folder under it
+                info.type, info.mode = tarfile.DIRTYPE, 0o1777
+                tar.addfile(info)
+            image = _import_tar(api, tar_path, tag, {engine.SYSTEM_LABEL: "host", INPUTS_LABEL: key})
+        say(f"imported {tag}: bare folders and links; /usr and Python come from this machine")
+        return Built(tag, image.id, False, time.monotonic() - started)
+    finally:
+        api.close()
+
+
+# --- base: Debian from debootstrap ----------------------------------------------------------------
+
+def build_base_image(*, suite: str = "bookworm", mirror: str = "http://deb.debian.org/debian",
+                     say: Say = print) -> Built:
+    """`kernelgrade-base:SUITE`: a minimal Debian with what the Dockerfile would apt-get install."""
+    started = time.monotonic()
+    tag = f"kernelgrade-base:{suite}"
+    key = digest("base/1", suite, mirror, *BASE_PACKAGES)
+    api = engine.client()
+    try:
+        if (image := _existing(api, tag, key)) is not None:
+            return Built(tag, image.id, True, time.monotonic() - started)
+        debootstrap = shutil.which("debootstrap") or ("/usr/sbin/debootstrap" if os.path.exists("/usr/sbin/debootstrap") else None)
+        if debootstrap is None:
+            raise RuntimeError("debootstrap is not installed (apt-get install debootstrap)")
+        if os.geteuid() != 0:
+            raise RuntimeError("debootstrap needs root (run `kernelgrade image build` as root, or pass --base IMAGE)")
+        say(f"debootstrap {suite} (minbase + {' '.join(BASE_PACKAGES)}) from {mirror}…")
+        with tempfile.TemporaryDirectory(prefix="kg-base-", dir=_scratch_root()) as scratch:
+            rootfs, tar_path = Path(scratch) / "rootfs", Path(scratch) / "base.tar"
+            subprocess.run([debootstrap, "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}", suite,
+                            str(rootfs), mirror], check=True, stdout=subprocess.DEVNULL)
+            shutil.rmtree(rootfs / "var/cache/apt/archives", ignore_errors=True)
+            (rootfs / "var/cache/apt/archives/partial").mkdir(parents=True, exist_ok=True)
+            subprocess.run(["tar", "-C", str(rootfs), "--numeric-owner", "-cf", str(tar_path), "."], check=True)
+            shutil.rmtree(rootfs)
+            image = _import_tar(api, tar_path, tag, {INPUTS_LABEL: key, PYTHON_LABEL: DEBIAN_PYTHON.get(suite, "")})
+        say(f"imported {tag}")
+        return Built(tag, image.id, False, time.monotonic() - started)
+    finally:
+        api.close()
+
+
+def _scratch_root() -> str | None:
+    """Large scratch space for the root file system (/var/tmp survives a tmpfs /tmp)."""
+    return "/var/tmp" if os.path.isdir("/var/tmp") else None
+
+
+# --- full: the Dockerfile -------------------------------------------------------------------------
+
+def requirements(root: Path = REPO_ROOT) -> list[str]:
+    """Everything `pip install -e '.[docker]'` needs, and the build backend for it."""
+    pyproject = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    project, build = pyproject["project"], pyproject["build-system"]["requires"]
+    return [*project["dependencies"], *project["optional-dependencies"]["docker"], *build, "wheel"]
+
+
+def fill_wheelhouse(*, python_version: str, constraints: Path, root: Path = REPO_ROOT, say: Say = print) -> Path:
+    """Wheels of every dependency for `python_version`, downloaded by this machine's pip (its
+    indexes, find-links and cache) into a cache folder keyed by what decides them."""
+    reqs = requirements(root)
+    key = digest("wheels/1", python_version, constraints.read_text(encoding="utf-8"), *reqs)
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kernelgrade" / "wheelhouse" / key
+    if (cache / ".complete").exists():
+        return cache
+    say(f"pip download for Python {python_version} (constraints {constraints.relative_to(root)})…")
+    partial = cache.with_name(cache.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--dest", str(partial), "--only-binary=:all:",
+                    "--python-version", python_version, "-c", str(constraints), *reqs], check=True)
+    (partial / ".complete").touch()
+    shutil.rmtree(cache, ignore_errors=True)
+    partial.rename(cache)
+    return cache
+
+
+def _link_wheels(wheelhouse: Path, target: Path) -> None:
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir()
+    for wheel in wheelhouse.glob("*.whl"):
+        try:
+            os.link(wheel, target / wheel.name)
+        except OSError:  # another file system
+            shutil.copyfile(wheel, target / wheel.name)
+
+
+def _docker_build(api: Any, *, root: Path, tag: str, dockerfile: str, buildargs: dict[str, str],
+                  labels: dict[str, str], say: Say) -> Any:
+    """`docker build` through the engine's API (no BuildKit, no CLI needed); the host network for
+    any download a step makes (an engine started with --bridge=none has no other)."""
+    log = []
+    try:
+        for chunk in api.api.build(path=str(root), dockerfile=dockerfile, tag=tag, buildargs=buildargs,
+                                   labels=labels, network_mode="host", rm=True, forcerm=True, decode=True):
+            if "stream" in chunk:
+                line = chunk["stream"].rstrip()
+                log.append(line)
+                if line.startswith("Step "):
+                    say(f"  {line[:150]}")
+            if "error" in chunk:
+                raise RuntimeError(f"docker build of {tag} failed: {chunk['error']}\n" + "\n".join(log[-30:]))
+    except RuntimeError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the engine's own errors, with the build's tail
+        raise RuntimeError(f"docker build of {tag} failed: {exc}\n" + "\n".join(log[-30:])) from None
+    return api.images.get(tag)
+
+
+def build_full_image(tag: str = "kernelgrade:latest", *, base: str | None = None, torch: str = "cpu",
+                     root: Path = REPO_ROOT, say: Say = print) -> Built:
+    """The Dockerfile's image on `base` (default: the Debian base, made here if missing)."""
+    started = time.monotonic()
+    api = engine.client(timeout_s=3600)
+    try:
+        base_image = api.images.get(base) if base else None
+        if base_image is None:
+            made = build_base_image(say=say)
+            base, base_image = made.tag, api.images.get(made.tag)
+        python_version = (base_image.attrs.get("Config", {}).get("Labels") or {}).get(PYTHON_LABEL) \
+            or f"{sys.version_info.major}.{sys.version_info.minor}"
+        constraints = root / ("constraints/cpu.txt" if torch == "cpu" else "deploy/constraints-gpu.txt")
+        buildargs = {"BASE_IMAGE": base, "PYTHON": f"python{python_version}",
+                     "CONSTRAINTS": str(constraints.relative_to(root)), "WHEELHOUSE": WHEELHOUSE_IN_CONTEXT,
+                     "PIP_NO_INDEX": "1"}
+        wheelhouse = fill_wheelhouse(python_version=python_version, constraints=constraints, root=root, say=say)
+        key = digest("full/1", base_image.id, repr(sorted(buildargs.items())), wheelhouse.name,
+                     tree_digest(root, FULL_INPUTS))
+        if (image := _existing(api, tag, key)) is not None:
+            return Built(tag, image.id, True, time.monotonic() - started)
+        say(f"docker build {tag} on {base} (Python {python_version}, torch from {constraints.relative_to(root)})…")
+        context_wheels = root / WHEELHOUSE_IN_CONTEXT
+        _link_wheels(wheelhouse, context_wheels)
+        try:
+            image = _docker_build(api, root=root, tag=tag, dockerfile="Dockerfile", buildargs=buildargs,
+                                  labels={INPUTS_LABEL: key}, say=say)
+        finally:
+            shutil.rmtree(context_wheels, ignore_errors=True)
+        return Built(tag, image.id, False, time.monotonic() - started)
+    finally:
+        api.close()
+
+
+# --- stack: PostgreSQL and Redis for docker-compose.yml ---------------------------------------------
+
+STACK = {"postgres": "kernelgrade-postgres:local", "redis": "kernelgrade-redis:local"}
+
+
+def build_stack_images(*, base: str | None = None, root: Path = REPO_ROOT, say: Say = print) -> list[Built]:
+    """PostgreSQL and Redis images (deploy/images/) for a host that cannot pull postgres and redis."""
+    api = engine.client(timeout_s=3600)
+    built = []
+    try:
+        if base is None:
+            base = build_base_image(say=say).tag
+        base_id = api.images.get(base).id
+        for name, tag in STACK.items():
+            started = time.monotonic()
+            folder = f"deploy/images/{name}"
+            key = digest("stack/1", base_id, tree_digest(root, [folder]))
+            if (image := _existing(api, tag, key)) is not None:
+                built.append(Built(tag, image.id, True, time.monotonic() - started))
+                continue
+            say(f"docker build {tag} on {base}…")
+            image = _docker_build(api, root=root / folder, tag=tag, dockerfile="Dockerfile",
+                                  buildargs={"BASE_IMAGE": base}, labels={INPUTS_LABEL: key}, say=say)
+            built.append(Built(tag, image.id, False, time.monotonic() - started))
+    finally:
+        api.close()
+    return built
