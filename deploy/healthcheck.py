@@ -1,7 +1,8 @@
-"""Container health check: `healthcheck.py api` (GET /healthz) or `healthcheck.py worker` (Celery ping).
+"""Container health check: `healthcheck.py api` (GET /healthz) or `healthcheck.py worker`.
 
 Standard library for the API check; the worker check asks this host's Celery worker to answer a
-ping over the broker (so a worker that lost Redis is unhealthy). Exit 0 healthy, 1 not.
+ping over the broker (so a worker that lost Redis is unhealthy) and checks its sandbox backend (so
+a worker whose Docker engine is down is unhealthy, and says so). Exit 0 healthy, 1 not.
 """
 from __future__ import annotations
 
@@ -22,7 +23,17 @@ def api() -> int:
 
 
 def worker() -> int:
+    from sandbox.backends import SandboxUnavailable, make_backend
+    from service.config import Settings
     from service.worker.celery_app import celery_app
+
+    settings = Settings()
+    try:
+        make_backend(settings.sandbox, python=settings.sandbox_python, hidden_paths=settings.hidden_paths(),
+                     allow_unsafe_local=True).check()
+    except SandboxUnavailable as exc:
+        print(f"unhealthy: the {settings.sandbox} sandbox cannot run: {exc}", file=sys.stderr)
+        return 1
 
     me = f"celery@{socket.gethostname()}"
     replies = celery_app().control.ping(destination=[me], timeout=5.0)

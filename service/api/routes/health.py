@@ -7,6 +7,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel
 from sqlalchemy import text
 
+from sandbox.backends.base import SandboxUnavailable
 from service.db import store
 
 router = APIRouter(tags=["health"])
@@ -24,9 +25,11 @@ def healthz() -> dict[str, str]:
 
 @router.get("/readyz", response_model=ReadyView,
             responses={503: {"model": ReadyView,
-                             "description": "not ready: the database does not answer, or no grading slot"}})
+                             "description": "not ready: the database does not answer, no grading slot, "
+                                            "or this process's sandbox cannot run (e.g. the Docker engine is down)"}})
 def readyz(request: Request) -> JSONResponse:
-    """Ready when the database answers and at least one sandbox slot exists to grade."""
+    """Ready when the database answers, at least one sandbox slot exists to grade, and (where this
+    process grades) its sandbox backend can run."""
     checks: dict[str, str] = {}
     try:
         with request.app.state.sessions() as session:
@@ -36,8 +39,22 @@ def readyz(request: Request) -> JSONResponse:
         checks["database"] = f"unreachable: {type(exc).__name__}"
     slots = request.app.state.dispatcher.slots()
     checks["sandbox_slots"] = str(slots) if slots > 0 else "none"
-    ready = checks["database"] == "ok" and slots > 0
+    checks["sandbox"] = _sandbox(request)
+    ready = checks["database"] == "ok" and slots > 0 and not checks["sandbox"].startswith("unavailable")
     return JSONResponse(ReadyView(ready=ready, checks=checks).model_dump(), status_code=200 if ready else 503)
+
+
+def _sandbox(request: Request) -> str:
+    """The in-process graders' backend, checked now; Celery workers check their own (deploy/healthcheck.py)."""
+    grader = getattr(request.app.state.dispatcher.pool, "grader", None)
+    if grader is None:
+        return "checked by the Celery workers"
+    backend = grader.runner.backend
+    try:
+        backend.check()
+    except SandboxUnavailable as exc:
+        return f"unavailable ({backend.name}): {exc}"
+    return f"ok ({backend.name})"
 
 
 @router.get("/metrics", include_in_schema=False)
