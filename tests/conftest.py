@@ -1,4 +1,5 @@
-"""Shared fixtures: a real bubblewrap sandbox runner and a helper that runs named probes in it."""
+"""Shared fixtures: real sandbox runners (bubblewrap, and the docker backend for the suites that run
+once per backend: tests/support/backends.py) and a helper that runs named probes in them."""
 from __future__ import annotations
 
 import shutil
@@ -12,6 +13,7 @@ from sandbox.backends import make_backend
 from sandbox.contract import CaseJob, CaseRun, DeviceMode, Limits, RunResult, TensorArg
 from sandbox.runner import SandboxRunner
 from service.config import Settings
+from tests.support.backends import backend_env, make_sandbox_backend, parametrize_backends, prepare_images
 
 BWRAP_MISSING_REASON = "bubblewrap (bwrap) is not installed: the sandbox tests need the real sandbox"
 
@@ -39,6 +41,35 @@ def attempt(action):
         return outcome(False, exc.errno if exc.errno is not None else -1)
     return outcome(True)
 '''
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "docker: runs sandboxes as containers of a real Docker engine")
+    config.addinivalue_line("markers", "sandbox_backends(*names): the backends a test runs against "
+                                       "(default bwrap and docker; tests/support/backends.py)")
+    config.addinivalue_line("markers", "docker_images(*kinds): Docker images (full, host, stack) built before the run")
+
+
+def pytest_collection_finish(session):
+    prepare_images(session.items)
+
+
+def pytest_generate_tests(metafunc):
+    parametrize_backends(metafunc)
+
+
+@pytest.fixture(scope="module")
+def sandbox_backend(sandbox_backend_name):
+    """The backend of this parametrisation (bwrap, docker, docker-host)."""
+    return make_sandbox_backend(sandbox_backend_name)
+
+
+@pytest.fixture
+def sandbox_env(sandbox_backend_name, monkeypatch) -> str:
+    """Settings() in this test choose the parametrised backend; returns its name."""
+    for key, value in backend_env(sandbox_backend_name).items():
+        monkeypatch.setenv(key, value)
+    return sandbox_backend_name
 
 
 @pytest.fixture(scope="session")
@@ -80,10 +111,11 @@ def run_probes(runner: SandboxRunner, body: str, names: list[str]) -> tuple[RunR
 
 
 @pytest.fixture
-def probes(bwrap_runner) -> Callable[..., tuple[RunResult, dict[str, CaseRun]]]:
-    """`probes(body, names, **limit_overrides)`: run the probes in one fresh bwrap sandbox."""
+def probes(sandbox_backend) -> Callable[..., tuple[RunResult, dict[str, CaseRun]]]:
+    """`probes(body, names, **limit_overrides)`: run the probes in one fresh sandbox of the
+    parametrised backend."""
 
     def run(body: str, names: list[str], **limit_overrides):
-        return run_probes(bwrap_runner(**limit_overrides), body, names)
+        return run_probes(SandboxRunner(backend=sandbox_backend, limits=Limits(**limit_overrides)), body, names)
 
     return run

@@ -1,27 +1,28 @@
-"""Lesson 6 graded end to end in the real bwrap sandbox (Triton interpreter on CI, GPU where present)."""
+"""Lesson 6 graded end to end in the real sandbox, once per backend (bwrap, docker), on the Triton
+interpreter on CI and on the GPU where present."""
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 import yaml
 
-from service.config import REPO_ROOT, Settings
+from service.config import REPO_ROOT
 from service.grading.pipeline import build_grader
 from service.grading.validate import check_mutant, check_solution, code_points, validate_exercise
 from service.report import Report
 from service.submission import Submission
+from tests.support.backends import sandbox_name, settings_for
 
-pytestmark = [pytest.mark.sandbox, pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")]
+pytestmark = [pytest.mark.sandbox]
 
 EXAMPLE = REPO_ROOT / "exercises/lesson06_mean_var/example_submission.json"
 SEED = 424242
 
 
 @pytest.fixture(scope="module")
-def grader():
-    return build_grader(Settings())
+def grader(sandbox_backend_name):
+    return build_grader(settings_for(sandbox_backend_name))
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +36,7 @@ def corpus(grader, exercise):
     return {o.name: o for o in validate_exercise(grader, exercise, secret_seed=SEED)}
 
 
-def test_example_submission_earns_every_code_point_without_veto(grader):
+def test_example_submission_earns_every_code_point_without_veto(grader, sandbox_backend_name):
     report = grader.grade(Submission.model_validate_json(EXAMPLE.read_text(encoding="utf-8")), secret_seed=SEED)
     assert report.status == "graded"
     items = {i.id: i for i in report.items}
@@ -46,7 +47,7 @@ def test_example_submission_earns_every_code_point_without_veto(grader):
     assert all(c.passed for c in report.cases) and len(report.cases) == 1 + len(grader.catalog.get("lesson06_mean_var").spec.cases)
     assert all(items[q].status == "pass" and items[q].evidence["confidence"] >= 0.7 for q in ("q1", "q2", "q3"))
     assert report.score.total == 10 and report.score.passed and not report.score.provisional
-    assert report.environment.sandbox == "bwrap" and report.environment.triton
+    assert report.environment.sandbox == sandbox_name(sandbox_backend_name) and report.environment.triton
 
 
 def test_solution_has_margin(corpus, exercise):

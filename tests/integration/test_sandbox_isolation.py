@@ -1,6 +1,8 @@
-"""Hostile programs against the real bubblewrap sandbox: every attack here must fail.
+"""Hostile programs against the real sandbox: every attack here must fail.
 
-Each test runs real code through `SandboxRunner` with the bwrap backend. The sandboxed entry
+Each test runs real code through `SandboxRunner`, once per backend: bubblewrap, a container of
+the kernelgrade image, and a container of the bare host-system image (tests/support/backends.py).
+The sandboxed entry
 point catches its own failure and encodes the outcome in the returned tensor:
 `[1.0 if the forbidden thing worked else 0.0, detail]`, the detail usually being the errno.
 Wherever the sandbox could be bypassed, the test first shows from the host that the target is
@@ -12,7 +14,6 @@ from __future__ import annotations
 import errno
 import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -27,10 +28,7 @@ import pytest
 from sandbox.contract import CaseRun
 from service.config import REPO_ROOT
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("bwrap") is None,
-    reason="bubblewrap (bwrap) is not installed: the sandbox isolation tests need the real sandbox",
-)
+pytestmark = pytest.mark.sandbox_backends("bwrap", "docker", "docker-host")
 
 SOLUTION = REPO_ROOT / "exercises" / "lesson06_mean_var" / "solution.py"
 HOST_SERVICE_PORTS = {"postgres": 5432, "redis": 6379}
