@@ -1,6 +1,7 @@
-"""Warm sandbox pool, in the real bwrap sandbox: a sandbox runs one submission and is killed, a
-sandbox that dies while waiting is replaced, nothing outlives the pool, and a warm sandbox keeps
-the cold one's isolation (read-only /job, no repository, no network, nothing left in /tmp)."""
+"""Warm sandbox pool, in the real sandbox of each backend (bwrap, docker): a sandbox runs one
+submission and is killed, a sandbox that dies while waiting is replaced, nothing outlives the
+pool, and a warm sandbox keeps the cold one's isolation (read-only /job, no repository, no
+network, nothing left in /tmp)."""
 from __future__ import annotations
 
 import errno
@@ -14,10 +15,10 @@ import pytest
 
 from sandbox.contract import DeviceMode, Limits
 from sandbox.runner import SandboxRunner
-from service.config import REPO_ROOT, Settings
-from service.grading.pipeline import build_grader
+from service.config import REPO_ROOT
 from service.submission import Submission
 from tests.conftest import run_probes
+from tests.support.backends import grader_for
 
 pytestmark = pytest.mark.sandbox
 READY_S = 120
@@ -46,8 +47,8 @@ def _children() -> set[int]:
 
 
 @pytest.fixture
-def warm_runner(bwrap_backend):
-    runner = SandboxRunner(backend=bwrap_backend, limits=Limits(case_timeout_s=30))
+def warm_runner(sandbox_backend):
+    runner = SandboxRunner(backend=sandbox_backend, limits=Limits(case_timeout_s=30))
     before = _children()
     pool = runner.start_pool(mode=DeviceMode.interpreter, device_index=0, size=1)
     assert pool.wait_ready(1, READY_S), "the warm sandbox never said hello"
@@ -132,8 +133,8 @@ def probe_host_tmp():
     assert not (tmp_path / token).exists()
 
 
-def test_grader_with_warm_pool_grades_like_a_cold_one():
-    grader = build_grader(Settings(device="interpreter", warm_pool=1))
+def test_grader_with_warm_pool_grades_like_a_cold_one(sandbox_backend_name):
+    grader = grader_for(sandbox_backend_name, device="interpreter", warm_pool=1)
     exercise = grader.catalog.get("lesson06_mean_var")
     cold = grader.grade(Submission(exercise=exercise.id, code=exercise.solution), secret_seed=5)
     grader.start()

@@ -24,7 +24,9 @@ _last_sweep: dict[str, float] = {}  # per engine address
 
 class DockerBackend:
     name = "docker"
-    supports_warm = False  # the job folder is bound when the container is created
+    # Warm: the pool's own job folder is bound when the container is created; the job is written
+    # into it later, and `g` reaches the harness on the container's stdin (launcher.py).
+    supports_warm = True
 
     def __init__(self, *, options: DockerOptions | None = None, python: str = sys.executable,
                  hidden_paths: list[Path] = (), triton_cache: TritonCacheMount | None = None) -> None:
@@ -87,16 +89,16 @@ class DockerBackend:
 
     def launch_spec(self, *, job_dir: Path, verdict_fd: int, mode: DeviceMode, device_index: int, limits: Limits,
                     control_fd: int | None = None) -> LaunchSpec:
-        if control_fd is not None:
-            raise SandboxUnavailable("the docker backend has no warm start")
         spec = container_spec(job_dir=job_dir, mode=mode, device_index=device_index, limits=limits,
                               options=self.options, view=self.view(mode, device_index),
-                              hidden_paths=self.hidden_paths, owner=owner_id())
+                              hidden_paths=self.hidden_paths, owner=owner_id(), warm=control_fd is not None)
         budget_s = limits.startup_timeout_s + limits.run_timeout_s + limits.kill_grace_s
         argv = [sys.executable, "-P", "-s", "-m", "sandbox.backends.docker", "run",
                 "--verdict-fd", str(verdict_fd), "--output-cap", str(limits.output_bytes),
                 "--timeout", repr(budget_s), "--kill-grace", repr(limits.kill_grace_s),
                 "--spec", json.dumps(spec)]
+        if control_fd is not None:
+            argv += ["--control-fd", str(control_fd)]
         return LaunchSpec(argv=argv, env=engine.launcher_env())
 
 

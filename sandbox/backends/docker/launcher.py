@@ -8,6 +8,10 @@ FrameReader to reject the channel, and the container is killed), and its stderr 
 student's code prints) to its own stdout, which the runner keeps capped as the log. Nothing is
 read back from anything the container could write: only the attach stream.
 
+A warm start (a pool's sandbox, started before its job exists) also gets the runner's control
+pipe: what arrives there (`g` once the job is written, or end of file when the pool closes) goes
+to the container's stdin over the same attach stream, and the run's budget starts with `g`.
+
 It removes the container in every case: in a `finally`, after the run's whole budget, when the
 runner closes the channel, when its parent dies (PR_SET_PDEATHSIG), and through a reaper process
 when the runner kills it with SIGKILL (reaper.py).
@@ -79,12 +83,30 @@ def die_with_parent() -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+def _forward_control(control_fd: int, sock: socket.socket, on_go: Callable[[], None]) -> None:
+    """The control pipe to the container's stdin, until end of file (then stdin closes too)."""
+    try:
+        while chunk := os.read(control_fd, 64):
+            sock.sendall(chunk)
+            if b"g" in chunk:
+                on_go()
+    except OSError:
+        pass  # the container or the runner went away: the main loop settles it
+    finally:
+        try:
+            sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+        os.close(control_fd)
+
+
 def launch(spec: dict[str, Any], *, client: Any, verdict_fd: int, log_fd: int, output_cap: int, timeout_s: float,
-           kill_grace_s: float, reaper_factory: Callable[[str], Any]) -> int:
+           kill_grace_s: float, reaper_factory: Callable[[str], Any], control_fd: int | None = None) -> int:
     """Run one container to completion; returns the exit status the runner should see."""
     container = None
     reaper = None
     killed = threading.Event()
+    budget_lock = threading.Lock()
 
     def log(text: str) -> None:
         try:
@@ -102,16 +124,28 @@ def launch(spec: dict[str, Any], *, client: Any, verdict_fd: int, log_fd: int, o
         except Exception as exc:  # noqa: BLE001 - gone already; remove() below settles it
             log(f"kill failed: {exc}")
 
-    timer = None
+    timer: threading.Timer | None = None
+    finished = False
+
+    def start_budget() -> None:
+        nonlocal timer
+        with budget_lock:
+            if timer is None and not finished:
+                timer = threading.Timer(timeout_s, kill, args=(f"run budget of {timeout_s:g} s exhausted: container killed",))
+                timer.daemon = True
+                timer.start()
+
     try:
         container = client.containers.create(spec["image"], spec["command"], **spec["kwargs"])
         reaper = reaper_factory(container.id)
-        attached = container.attach_socket(params={"stdout": 1, "stderr": 1, "stream": 1, "logs": 0})
-        sock = _raw_socket(attached)
+        params = {"stdout": 1, "stderr": 1, "stream": 1, "logs": 0, **({"stdin": 1} if control_fd is not None else {})}
+        sock = _raw_socket(container.attach_socket(params=params))
         container.start()
-        timer = threading.Timer(timeout_s, kill, args=(f"run budget of {timeout_s:g} s exhausted: container killed",))
-        timer.daemon = True
-        timer.start()
+        if control_fd is None:
+            start_budget()
+        else:
+            threading.Thread(target=_forward_control, args=(control_fd, sock, start_budget), daemon=True).start()
+            control_fd = None  # the forwarder closes it
         forwarded = 0
         try:
             for stream, chunk in demux(sock):
@@ -144,8 +178,12 @@ def launch(spec: dict[str, Any], *, client: Any, verdict_fd: int, log_fd: int, o
         log(f"could not run the sandbox container: {type(exc).__name__}: {exc}")
         return EXIT_LAUNCHER_FAILED
     finally:
-        if timer is not None:
-            timer.cancel()
+        with budget_lock:
+            finished = True
+            if timer is not None:
+                timer.cancel()
+        if control_fd is not None:
+            os.close(control_fd)
         if container is not None:
             try:
                 container.remove(force=True)
@@ -156,7 +194,8 @@ def launch(spec: dict[str, Any], *, client: Any, verdict_fd: int, log_fd: int, o
                     reaper.done()
 
 
-def main(*, spec: dict[str, Any], verdict_fd: int, output_cap: int, timeout_s: float, kill_grace_s: float) -> int:
+def main(*, spec: dict[str, Any], verdict_fd: int, output_cap: int, timeout_s: float, kill_grace_s: float,
+         control_fd: int | None = None) -> int:
     """The `run` command: this process's whole life."""
     from sandbox.backends.docker import engine
     from sandbox.backends.docker.reaper import Reaper
@@ -170,7 +209,7 @@ def main(*, spec: dict[str, Any], verdict_fd: int, output_cap: int, timeout_s: f
     try:
         return launch(spec, client=api, verdict_fd=verdict_fd, log_fd=sys.stdout.fileno(), output_cap=output_cap,
                       timeout_s=timeout_s, kill_grace_s=kill_grace_s,
-                      reaper_factory=lambda cid: Reaper(cid, env=dict(os.environ)))
+                      reaper_factory=lambda cid: Reaper(cid, env=dict(os.environ)), control_fd=control_fd)
     finally:
         os.close(verdict_fd)
         api.close()

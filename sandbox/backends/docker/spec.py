@@ -25,9 +25,12 @@ VERDICT_FD_IN_CONTAINER = 3
 LABEL = "kernelgrade.sandbox"
 OWNER_LABEL = "kernelgrade.owner"  # the runner process that started it (reaper.sweep)
 BUDGET_LABEL = "kernelgrade.budget_s"  # after this long it is stale whoever started it
-# /bin/sh -c SCRIPT PYTHON: stdout becomes the verdict fd, the student's stdout joins stderr.
+# /bin/sh -c SCRIPT PYTHON [MODE]: stdout becomes the verdict fd, the student's stdout joins stderr.
 SHELL_SCRIPT = (f'exec {VERDICT_FD_IN_CONTAINER}>&1 1>&2 && '
                 f'exec "$0" -I -B {JOB_MOUNT}/harness.py {JOB_MOUNT} {VERDICT_FD_IN_CONTAINER}')
+# A warm start: the harness waits for `g` on stdin (fd 0), which the launcher feeds from the runner's
+# control pipe through the attach stream.
+WARM_SHELL_SCRIPT = SHELL_SCRIPT + ' --warm "$1" 0'
 HIDDEN_TMPFS = "ro,nosuid,nodev,noexec,size=4k,mode=0555"
 NEVER_HIDDEN = ("/", "/tmp", JOB_MOUNT, "/usr", "/proc", "/dev", "/sys", "/etc")
 
@@ -96,8 +99,9 @@ def _environment(mode: DeviceMode, device_index: int, options: DockerOptions, vi
 
 def container_spec(*, job_dir: Path | str, mode: DeviceMode, device_index: int, limits: Limits,
                    options: DockerOptions, view: ContainerView, hidden_paths: list[Path | str] = (),
-                   owner: str = "") -> dict[str, Any]:
-    """{"image", "command", "kwargs"}: the container of one sandbox start."""
+                   owner: str = "", warm: bool = False) -> dict[str, Any]:
+    """{"image", "command", "kwargs"}: the container of one sandbox start; `warm`: started before its
+    job is written, waiting for `g` on stdin."""
     tmpfs = {"/tmp": f"rw,nosuid,nodev,exec,size={limits.tmpfs_bytes},mode=1777"}
     for hidden in _hidden([*options.hidden_paths, *map(str, hidden_paths)], view):
         tmpfs[hidden] = HIDDEN_TMPFS
@@ -129,8 +133,9 @@ def container_spec(*, job_dir: Path | str, mode: DeviceMode, device_index: int, 
         "environment": _environment(mode, device_index, options, view),
         "working_dir": "/tmp",
         "hostname": "sandbox",
+        # A warm sandbox may wait in its pool for any length of time: its owner's liveness decides.
         "labels": {LABEL: "1", "kernelgrade.job": Path(job_dir).name, OWNER_LABEL: owner,
-                   BUDGET_LABEL: f"{budget_s:g}"},
+                   BUDGET_LABEL: "warm" if warm else f"{budget_s:g}"},
         "network_mode": "none",
         "read_only": True,
         "tmpfs": tmpfs,
@@ -148,7 +153,7 @@ def container_spec(*, job_dir: Path | str, mode: DeviceMode, device_index: int, 
         "ulimits": ulimits,
         "log_config": {"type": "none", "config": {}},
         "healthcheck": {"test": ["NONE"]},
-        "stdin_open": False,
+        "stdin_open": warm,  # with the SDK's create(): StdinOnce too (EOF on the attach stream closes it)
         "tty": False,
     }
     if mode is DeviceMode.gpu and options.gpu == "nvidia":
@@ -156,4 +161,6 @@ def container_spec(*, job_dir: Path | str, mode: DeviceMode, device_index: int, 
                                       "capabilities": [["gpu"]]}]
     if options.runtime:
         kwargs["runtime"] = options.runtime
-    return {"image": options.image, "command": ["/bin/sh", "-c", SHELL_SCRIPT, view.python], "kwargs": kwargs}
+    command = ["/bin/sh", "-c", WARM_SHELL_SCRIPT, view.python, mode.value] if warm else \
+        ["/bin/sh", "-c", SHELL_SCRIPT, view.python]
+    return {"image": options.image, "command": command, "kwargs": kwargs}
