@@ -51,7 +51,8 @@ def pytest_configure(config):
 
 
 def pytest_collection_finish(session):
-    prepare_images(session.items)
+    if not session.config.option.collectonly:
+        prepare_images(session.items)
 
 
 def pytest_generate_tests(metafunc):

@@ -20,6 +20,7 @@ import pytest
 from sandbox.backends import make_backend
 from sandbox.backends.base import SandboxBackend
 from service.config import Settings
+from service.grading.pipeline import Grader, build_grader
 
 DEFAULT_BACKENDS = ("bwrap", "docker")
 ALL_BACKENDS = ("bwrap", "docker", "docker-host")
@@ -63,11 +64,19 @@ def _image(kind: str) -> tuple[str | None, str]:
         return None, f"{type(exc).__name__}: {exc}"
 
 
+def _skipped(item: pytest.Item) -> bool:
+    """Marked to be skipped whatever happens (skip, or skipif on a plain true condition: no GPU)."""
+    return item.get_closest_marker("skip") is not None or any(
+        m.args and m.args[0] is True for m in item.iter_markers("skipif"))
+
+
 def prepare_images(items: list[pytest.Item]) -> None:
     """Build the images the selected tests need before the first of them runs (outside any
     test's timeout: a first build takes minutes)."""
     kinds: set[str] = set()
     for item in items:
+        if _skipped(item):
+            continue
         name = getattr(item, "callspec", None) and item.callspec.params.get("sandbox_backend_name")
         if isinstance(name, str) and name.startswith("docker"):
             kinds.add(docker_kind(name))
@@ -124,12 +133,12 @@ def parametrize_backends(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("sandbox_backend_name", params, scope="module")
 
 
-def settings_for(name: str, **overrides) -> Settings:
-    """Settings that choose backend `name` (its KERNELGRADE_DOCKER_* read while they are built)."""
+def grader_for(name: str, **overrides) -> Grader:
+    """A grader on backend `name` (the docker backend reads KERNELGRADE_DOCKER_* when it is built)."""
     with pytest.MonkeyPatch.context() as patch:
         for key, value in backend_env(name).items():
             patch.setenv(key, value)
-        return Settings(**overrides)
+        return build_grader(Settings(**overrides))
 
 
 def sandbox_name(backend_name: str) -> str:

@@ -13,6 +13,8 @@ across source changes.
 """
 from __future__ import annotations
 
+import fcntl
+import functools
 import hashlib
 import os
 import shutil
@@ -74,6 +76,21 @@ def tree_digest(root: Path, names: Iterable[str]) -> str:
     return h.hexdigest()[:16]
 
 
+def _one_at_a_time(kind: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """One build of each kind at a time on this machine: parallel processes (test files, CI steps)
+    wait for the first and then find its image."""
+    def wrap(build: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(build)
+        def locked(*args: Any, **kwargs: Any) -> Any:
+            folder = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kernelgrade" / "locks"
+            folder.mkdir(parents=True, exist_ok=True)
+            with open(folder / f"image-{kind}.lock", "w") as fh:
+                fcntl.flock(fh, fcntl.LOCK_EX)
+                return build(*args, **kwargs)
+        return locked
+    return wrap
+
+
 def _existing(api: Any, tag: str, key: str) -> Any | None:
     try:
         image = api.images.get(tag)
@@ -104,6 +121,7 @@ def host_layout() -> list[tuple[str, str | None]]:
     return entries
 
 
+@_one_at_a_time("host")
 def build_host_image(tag: str = "kernelgrade-sandbox:host", *, say: Say = print) -> Built:
     started = time.monotonic()
     layout = host_layout()
@@ -134,6 +152,7 @@ def build_host_image(tag: str = "kernelgrade-sandbox:host", *, say: Say = print)
 
 # --- base: Debian from debootstrap ----------------------------------------------------------------
 
+@_one_at_a_time("base")
 def build_base_image(*, suite: str = "bookworm", mirror: str = "http://deb.debian.org/debian",
                      say: Say = print) -> Built:
     """`kernelgrade-base:SUITE`: a minimal Debian with what the Dockerfile would apt-get install."""
@@ -181,7 +200,11 @@ def requirements(root: Path = REPO_ROOT) -> list[str]:
 
 def fill_wheelhouse(*, python_version: str, constraints: Path, root: Path = REPO_ROOT, say: Say = print) -> Path:
     """Wheels of every dependency for `python_version`, downloaded by this machine's pip (its
-    indexes, find-links and cache) into a cache folder keyed by what decides them."""
+    indexes, find-links and cache: the CPU build of torch is on no public index but PyTorch's)
+    into a cache folder keyed by what decides them. pip evaluates environment markers against
+    the interpreter it runs in, not `--python-version`, so the image's pip still reaches the index
+    for what only the image's Python needs (and prefers these wheels: `torch 2.13.0+cpu` sorts
+    above `2.13.0`)."""
     reqs = requirements(root)
     key = digest("wheels/1", python_version, constraints.read_text(encoding="utf-8"), *reqs)
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kernelgrade" / "wheelhouse" / key
@@ -197,6 +220,17 @@ def fill_wheelhouse(*, python_version: str, constraints: Path, root: Path = REPO
     shutil.rmtree(cache, ignore_errors=True)
     partial.rename(cache)
     return cache
+
+
+def _python_of(api: Any, image: str) -> str | None:
+    """The full version of the image's python3 (pip's markers compare it: `python_full_version <
+    "3.11.3"`), or None where the image has none yet (the Dockerfile installs it)."""
+    try:
+        out = api.containers.run(image, ["python3", "-c", "import platform; print(platform.python_version())"],
+                                 remove=True, network_mode="none")
+    except Exception:  # noqa: BLE001 - no python3 in that image
+        return None
+    return out.decode().strip() or None
 
 
 def _link_wheels(wheelhouse: Path, target: Path) -> None:
@@ -231,6 +265,7 @@ def _docker_build(api: Any, *, root: Path, tag: str, dockerfile: str, buildargs:
     return api.images.get(tag)
 
 
+@_one_at_a_time("full")
 def build_full_image(tag: str = "kernelgrade:latest", *, base: str | None = None, torch: str = "cpu",
                      root: Path = REPO_ROOT, say: Say = print) -> Built:
     """The Dockerfile's image on `base` (default: the Debian base, made here if missing)."""
@@ -241,12 +276,11 @@ def build_full_image(tag: str = "kernelgrade:latest", *, base: str | None = None
         if base_image is None:
             made = build_base_image(say=say)
             base, base_image = made.tag, api.images.get(made.tag)
-        python_version = (base_image.attrs.get("Config", {}).get("Labels") or {}).get(PYTHON_LABEL) \
-            or f"{sys.version_info.major}.{sys.version_info.minor}"
+        python_version = _python_of(api, base) or (base_image.attrs.get("Config", {}).get("Labels") or {}).get(
+            PYTHON_LABEL) or f"{sys.version_info.major}.{sys.version_info.minor}"
         constraints = root / ("constraints/cpu.txt" if torch == "cpu" else "deploy/constraints-gpu.txt")
-        buildargs = {"BASE_IMAGE": base, "PYTHON": f"python{python_version}",
-                     "CONSTRAINTS": str(constraints.relative_to(root)), "WHEELHOUSE": WHEELHOUSE_IN_CONTEXT,
-                     "PIP_NO_INDEX": "1"}
+        buildargs = {"BASE_IMAGE": base, "PYTHON": "python" + ".".join(python_version.split(".")[:2]),
+                     "CONSTRAINTS": str(constraints.relative_to(root)), "WHEELHOUSE": WHEELHOUSE_IN_CONTEXT}
         wheelhouse = fill_wheelhouse(python_version=python_version, constraints=constraints, root=root, say=say)
         key = digest("full/1", base_image.id, repr(sorted(buildargs.items())), wheelhouse.name,
                      tree_digest(root, FULL_INPUTS))
@@ -270,6 +304,7 @@ def build_full_image(tag: str = "kernelgrade:latest", *, base: str | None = None
 STACK = {"postgres": "kernelgrade-postgres:local", "redis": "kernelgrade-redis:local"}
 
 
+@_one_at_a_time("stack")
 def build_stack_images(*, base: str | None = None, root: Path = REPO_ROOT, say: Say = print) -> list[Built]:
     """PostgreSQL and Redis images (deploy/images/) for a host that cannot pull postgres and redis."""
     api = engine.client(timeout_s=3600)
