@@ -1,6 +1,7 @@
 """GPU only: a fill compiled into the shared cache by the trusted side compiles nothing when a
 student submits it again; a new fill still compiles in its own sandbox, and nothing it compiled
-reaches the shared cache until the trusted side's own compile run of it.
+reaches the shared cache until the trusted side's own compile run of it. Under each sandbox
+backend: both mount the cache read-only in grading sandboxes.
 
 Skipped where no NVIDIA GPU is present (CI); run on the H200 with `pytest tests/gpu`.
 """
@@ -10,9 +11,9 @@ import json
 
 import pytest
 
-from service.config import Settings, gpu_present
-from service.grading.pipeline import build_grader
+from service.config import gpu_present
 from service.submission import Submission
+from tests.support.backends import grader_for
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not gpu_present(), reason="needs an NVIDIA GPU")]
 
@@ -26,10 +27,11 @@ def _submission(grader, fill: str) -> Submission:
                       explanation=example["explanation"], claimed_output=example.get("claimed_output", ""))
 
 
-def test_a_fill_compiled_by_the_trusted_side_compiles_nothing_in_the_sandbox(tmp_path):
-    grader = build_grader(Settings(device="gpu", data_dir=tmp_path, warm_pool=0, compile_cache_prewarm=False))
+def test_a_fill_compiled_by_the_trusted_side_compiles_nothing_in_the_sandbox(tmp_path, sandbox_backend_name):
+    grader = grader_for(sandbox_backend_name, device="gpu", data_dir=tmp_path, warm_pool=0,
+                        compile_cache_prewarm=False)
     warmer = grader.compile_cache
-    assert warmer is not None, "GPU mode with bwrap must have the shared compile cache"
+    assert warmer is not None, f"GPU mode with {sandbox_backend_name} must have the shared compile cache"
     warmer.start()
     try:
         first = grader.grade(_submission(grader, "mask"), secret_seed=1)

@@ -1,18 +1,16 @@
-"""GPU only: a kernel that faults on the device fails its case, and the GPU stays usable.
+"""GPU only: a kernel that faults on the device fails its case, and the GPU stays usable; under
+each sandbox backend (bwrap, docker).
 
 Skipped where no NVIDIA GPU is present (CI); run on the H200 with `pytest tests/gpu`.
 """
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
 
-from sandbox.backends import make_backend
 from sandbox.contract import CaseJob, DeviceMode, Limits, TensorArg
 from sandbox.runner import SandboxRunner
-from service.config import Settings, gpu_present
+from service.config import gpu_present
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not gpu_present(), reason="needs an NVIDIA GPU")]
 
@@ -36,10 +34,8 @@ def run(x):
 '''
 
 
-def test_illegal_address_fails_its_case_and_the_gpu_stays_usable():
-    settings = Settings(device="gpu")
-    backend = make_backend("bwrap", python=sys.executable, hidden_paths=settings.hidden_paths())
-    runner = SandboxRunner(backend=backend, limits=Limits(case_timeout_s=60))
+def test_illegal_address_fails_its_case_and_the_gpu_stays_usable(sandbox_backend):
+    runner = SandboxRunner(backend=sandbox_backend, limits=Limits(case_timeout_s=60))
     inputs = {"bad": np.arange(5, dtype=np.float32), "good": np.arange(6, dtype=np.float32)}
     cases = [CaseJob(id="bad", args=[TensorArg(key="bad")], outputs=["out"]),
              CaseJob(id="good", args=[TensorArg(key="good")], outputs=["out"])]
