@@ -2,11 +2,12 @@
 """Write a compose override with one worker service per extra GPU, each pinned to its GPU.
 
     python3 deploy/gpu_workers.py 1 2 3 > compose.gpus.yml
-    docker compose -f docker-compose.yml -f compose.gpus.yml up -d
+    docker compose -f docker-compose.yml -f deploy/compose.gpu.yml -f compose.gpus.yml up -d
 
-Each `worker-gpuN` is a copy of the base file's `worker` service with `device_ids: ["N"]` and
-KERNELGRADE_GPU_INDEX=N (the base `worker` keeps GPU 0). Compose cannot hand distinct GPUs to
-replicas of one service (`count: 1` gives every replica the first GPU), hence one service each.
+Each `worker-gpuN` is a copy of the base file's `worker` service with a reservation of GPU N
+(`device_ids: ["N"]`), KERNELGRADE_DEVICE=gpu and KERNELGRADE_GPU_INDEX=N (deploy/compose.gpu.yml
+gives the base `worker` GPU 0). Compose cannot hand distinct GPUs to replicas of one service
+(`count: 1` gives every replica the first GPU), hence one service each.
 """
 from __future__ import annotations
 
@@ -25,11 +26,9 @@ def worker_services(base: dict, gpus: list[int]) -> dict:
     services = {}
     for gpu in gpus:
         service = copy.deepcopy(template)
-        service.setdefault("environment", {})["KERNELGRADE_GPU_INDEX"] = str(gpu)
-        devices = service["deploy"]["resources"]["reservations"]["devices"]
-        for device in devices:
-            device.pop("count", None)
-            device["device_ids"] = [str(gpu)]
+        service.setdefault("environment", {}).update(KERNELGRADE_DEVICE="gpu", KERNELGRADE_GPU_INDEX=str(gpu))
+        service["deploy"] = {"resources": {"reservations": {"devices": [
+            {"driver": "nvidia", "device_ids": [str(gpu)], "capabilities": ["gpu"]}]}}}
         service.pop("build", None)
         services[f"worker-gpu{gpu}"] = service
     return {"services": services}

@@ -1,8 +1,8 @@
 """docker-compose.yml and the deploy/ overrides, checked by the Compose CLI's own `config`.
 
-`docker-compose config` (Debian's docker-compose 1.29 package, installed by .ci/run) parses,
-interpolates and validates a file against the Compose schema without any Docker engine. It cannot
-start anything: whether the stack RUNS was not verified here (see docs/deploy.md).
+`docker-compose config` (Debian's docker-compose 1.29 package, installed by scripts/setup) parses,
+interpolates and validates a file against the Compose schema without any Docker engine. That the
+stack runs is tested for real in tests/deploy/test_compose_stack.py.
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"
+GPU = ROOT / "deploy" / "compose.gpu.yml"
 SECRETS = {"POSTGRES_PASSWORD": "pg-secret-123", "REDIS_PASSWORD": "redis-secret-456", "SESSION_SECRET": "session-secret-789"}
 
 if shutil.which("docker-compose") is None:
@@ -86,11 +87,22 @@ def test_database_and_broker_sit_on_an_internal_network_with_nothing_published()
     assert services["api"]["ports"][0].startswith("127.0.0.1:8000:8000")  # loopback unless the operator says otherwise
 
 
-def test_worker_reserves_exactly_one_gpu_by_index():
-    worker = rendered(COMPOSE)["services"]["worker"]
+def test_the_base_file_runs_on_a_cpu_machine_and_the_gpu_override_reserves_exactly_one_gpu():
+    cpu = rendered(COMPOSE)["services"]["worker"]
+    assert "deploy" not in cpu and "KERNELGRADE_DEVICE" not in cpu["environment"]  # auto: the interpreter here
+    worker = rendered(COMPOSE, GPU)["services"]["worker"]
     assert worker["deploy"]["resources"]["reservations"]["devices"] == [
         {"driver": "nvidia", "device_ids": ["0"], "capabilities": ["gpu"]}]
-    assert worker["environment"]["KERNELGRADE_GPU_INDEX"] == "0"
+    assert worker["environment"]["KERNELGRADE_GPU_INDEX"] == "0" and worker["environment"]["KERNELGRADE_DEVICE"] == "gpu"
+
+
+def test_postgres_and_redis_images_can_be_local_builds():
+    services = rendered(COMPOSE)["services"]
+    assert (services["postgres"]["image"], services["redis"]["image"]) == ("postgres:16-alpine", "redis:7.4-alpine")
+    local = {**SECRETS, "POSTGRES_IMAGE": "kernelgrade-postgres:local", "REDIS_IMAGE": "kernelgrade-redis:local"}
+    services = rendered(COMPOSE, env=local)["services"]
+    assert (services["postgres"]["image"], services["redis"]["image"]) == (
+        "kernelgrade-postgres:local", "kernelgrade-redis:local")
 
 
 def test_generated_gpu_workers_each_pin_their_own_gpu(tmp_path):
@@ -98,11 +110,12 @@ def test_generated_gpu_workers_each_pin_their_own_gpu(tmp_path):
     out = subprocess.run([sys.executable, str(ROOT / "deploy" / "gpu_workers.py"), "1", "2", "3"],
                          capture_output=True, text=True, check=True)
     extra.write_text(out.stdout)
-    services = rendered(COMPOSE, extra)["services"]
+    services = rendered(COMPOSE, GPU, extra)["services"]
     for gpu in (1, 2, 3):
         worker = services[f"worker-gpu{gpu}"]
         assert worker["deploy"]["resources"]["reservations"]["devices"][0]["device_ids"] == [str(gpu)]
         assert worker["environment"]["KERNELGRADE_GPU_INDEX"] == str(gpu)
+        assert worker["environment"]["KERNELGRADE_DEVICE"] == "gpu"
         assert "pg-secret-123" in worker["environment"]["KERNELGRADE_DATABASE_URL"]
     assert compose(COMPOSE, extra, env={"REDIS_PASSWORD": "x"}).returncode != 0  # still refuses without secrets
 
@@ -113,6 +126,8 @@ def test_docker_sandbox_override():
     worker = rendered(COMPOSE, override, env={**SECRETS, "DOCKER_GID": "998"})["services"]["worker"]
     assert worker["environment"]["KERNELGRADE_SANDBOX"] == "docker"
     assert worker["environment"]["TMPDIR"] == "/var/lib/kernelgrade-jobs"
+    assert worker["environment"]["KERNELGRADE_COMPILE_CACHE_DIR"].startswith("/var/lib/kernelgrade-jobs/")
+    assert worker["environment"]["KERNELGRADE_DOCKER_GPU"] == "nvidia"
     assert "/var/lib/kernelgrade-jobs:/var/lib/kernelgrade-jobs:rw" in worker["volumes"]
     assert worker["group_add"] == ["998"]
 
