@@ -17,7 +17,7 @@ FROM ${BASE_IMAGE} AS build
 ARG PYTHON=python3.12
 ARG CONSTRAINTS=deploy/constraints-gpu.txt
 ARG WHEELHOUSE=deploy/wheelhouse
-# Set to 1 with a full WHEELHOUSE: install from it alone.
+# Set to 1 with a complete WHEELHOUSE: install from it alone (no index at all).
 ARG PIP_NO_INDEX
 ENV DEBIAN_FRONTEND=noninteractive PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_FIND_LINKS=/tmp/wheels
 # A base that has the packages already (the debootstrap one) needs no apt, nor a network, here.

@@ -27,7 +27,7 @@ from sandbox.backends.docker.launcher import demux
 from sandbox.backends.docker.options import DockerOptions
 from sandbox.backends.docker.reaper import is_stale, owner_id, reap
 from sandbox.backends.docker.spec import SHELL_SCRIPT, ContainerView, container_spec
-from sandbox.contract import GiB, MiB, DeviceMode, Limits
+from sandbox.contract import DeviceMode, GiB, Limits, MiB
 
 JOB = Path("/var/lib/kernelgrade-jobs/kg-job-123-abc")
 LIMITS = Limits(tmpfs_bytes=256 * MiB, memory_bytes=8 * GiB, processes=128, cpu_time_s=300,

@@ -8,11 +8,10 @@ import pytest
 import yaml
 
 from service.config import REPO_ROOT
-from service.grading.pipeline import build_grader
 from service.grading.validate import check_mutant, check_solution, code_points, validate_exercise
 from service.report import Report
 from service.submission import Submission
-from tests.support.backends import sandbox_name, settings_for
+from tests.support.backends import grader_for, sandbox_name
 
 pytestmark = [pytest.mark.sandbox]
 
@@ -22,7 +21,7 @@ SEED = 424242
 
 @pytest.fixture(scope="module")
 def grader(sandbox_backend_name):
-    return build_grader(settings_for(sandbox_backend_name))
+    return grader_for(sandbox_backend_name)
 
 
 @pytest.fixture(scope="module")
