@@ -29,14 +29,15 @@ RUN dpkg -s "${PYTHON}" "${PYTHON}-venv" "${PYTHON}-dev" gcc libc6-dev >/dev/nul
 RUN "${PYTHON}" -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 WORKDIR /opt/kernelgrade
-# Dependencies first (the big layer), from the metadata alone: stub packages stand in for the
-# source so that this layer is rebuilt only when pyproject.toml, the pins or the wheels change.
-COPY pyproject.toml README.md ./
+# Dependencies first (the big layer), from the metadata alone: stub packages (and a stub README,
+# which pyproject.toml names) stand in for the source so that this layer is rebuilt only when
+# pyproject.toml, the pins or the wheels change.
+COPY pyproject.toml ./
 COPY constraints/ constraints/
 COPY deploy/constraints-gpu.txt deploy/constraints-gpu.txt
 COPY ${WHEELHOUSE}/ /tmp/wheels/
 # torch and triton first, pinned by CONSTRAINTS (GPU default: torch==2.11.0 triton==3.6.0).
-RUN mkdir service sandbox && touch service/__init__.py sandbox/__init__.py \
+RUN mkdir service sandbox && touch README.md service/__init__.py sandbox/__init__.py \
  && pip install -c "${CONSTRAINTS}" torch triton \
  && pip install -c "${CONSTRAINTS}" -e '.[docker]' \
  && rm -rf service sandbox /tmp/wheels

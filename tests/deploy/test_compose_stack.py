@@ -6,7 +6,8 @@ still reaches exactly one report.
 
 Runs in a scratch folder holding copies of docker-compose.yml, deploy/ and the example (a
 project of its own: nothing of a developer's own stack or .env is touched), with KERNELGRADE_PORT
-set to a free port and KERNELGRADE_LEASE_S=10 in the environment, which compose prefers to .env.
+set to a free port, KERNELGRADE_JOBS_DIR to a scratch folder and KERNELGRADE_LEASE_S=10 in the
+environment, which compose prefers to .env.
 `docker compose` becomes Debian's `docker-compose` where the plugin is missing.
 """
 from __future__ import annotations
@@ -90,7 +91,7 @@ def stack(tmp_path_factory):
                                      f'exec {real} "$@"\n')
         (shim / "docker").chmod(0o755)
     env.update(PATH=f"{shim}:{Path(sys.executable).parent}:{env.get('PATH', '')}", KERNELGRADE_PORT=str(port),
-               KERNELGRADE_LEASE_S=str(LEASE_S))
+               KERNELGRADE_LEASE_S=str(LEASE_S), KERNELGRADE_JOBS_DIR=str(folder.parent / "jobs"))
     stack = Stack(folder, env, port)
     script = "set -euo pipefail\n" + documented_commands()
     try:
@@ -101,6 +102,7 @@ def stack(tmp_path_factory):
         yield stack
     finally:
         stack.run("down", "--volumes", "--remove-orphans", "--timeout", "10", check=False, timeout=300)
+        shutil.rmtree(folder.parent / "jobs", ignore_errors=True)
 
 
 def last_json(output: str) -> dict:
@@ -137,7 +139,7 @@ def test_the_documented_stack_grades_the_example_through_the_api(stack):
         body = report.json()
     assert body["status"] == "graded", body
     assert body["score"]["total"] == 10 and body["score"]["passed"], body["score"]
-    assert body["environment"]["backend"] == "interpreter" and body["environment"]["sandbox"] == "bwrap"
+    assert body["environment"]["backend"] == "interpreter" and body["environment"]["sandbox"] == "docker"
     ready = httpx.get(f"{stack.url}/readyz", timeout=30)
     assert ready.status_code == 200 and ready.json()["checks"]["database"] == "ok", ready.text
 
@@ -161,6 +163,8 @@ def test_a_worker_killed_mid_grade_is_restarted_and_the_submission_finishes(stac
                  on_timeout=stack.logs)
         view = wait_final(client, submission_id, stack, timeout=600)
         assert view["status"] == "graded", view
+        assert view["attempts"] == 2, view  # the killed worker's lease, then the restarted worker's
+        assert len(view["history"]) == 1, view["history"]  # exactly one report
         report = client.get(f"/v1/submissions/{submission_id}/report").json()
         assert report["status"] == "graded" and report["submission_id"] == submission_id
 

@@ -19,7 +19,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"
 GPU = ROOT / "deploy" / "compose.gpu.yml"
-SECRETS = {"POSTGRES_PASSWORD": "pg-secret-123", "REDIS_PASSWORD": "redis-secret-456", "SESSION_SECRET": "session-secret-789"}
+SECRETS = {"POSTGRES_PASSWORD": "pg-secret-123", "REDIS_PASSWORD": "redis-secret-456", "SESSION_SECRET": "session-secret-789",
+           "DOCKER_GID": "998"}
 
 if shutil.which("docker-compose") is None:
     if os.environ.get("CI"):
@@ -48,7 +49,7 @@ def rendered(*files: Path, env: dict[str, str] = SECRETS) -> dict:
     return yaml.safe_load(out.stdout)
 
 
-@pytest.mark.parametrize("missing", ["POSTGRES_PASSWORD", "REDIS_PASSWORD", "SESSION_SECRET"])
+@pytest.mark.parametrize("missing", ["POSTGRES_PASSWORD", "REDIS_PASSWORD", "SESSION_SECRET", "DOCKER_GID"])
 def test_refuses_to_render_without_each_secret(missing):
     env = {k: v for k, v in SECRETS.items() if k != missing}
     out = compose(COMPOSE, env=env)
@@ -120,23 +121,44 @@ def test_generated_gpu_workers_each_pin_their_own_gpu(tmp_path):
     assert compose(COMPOSE, extra, env={"REDIS_PASSWORD": "x"}).returncode != 0  # still refuses without secrets
 
 
-def test_docker_sandbox_override():
-    override = ROOT / "deploy" / "compose.docker-sandbox.yml"
-    assert compose(COMPOSE, override, env=SECRETS).returncode != 0  # DOCKER_GID is required
-    worker = rendered(COMPOSE, override, env={**SECRETS, "DOCKER_GID": "998"})["services"]["worker"]
-    assert worker["environment"]["KERNELGRADE_SANDBOX"] == "docker"
-    assert worker["environment"]["TMPDIR"] == "/var/lib/kernelgrade-jobs"
-    assert worker["environment"]["KERNELGRADE_COMPILE_CACHE_DIR"].startswith("/var/lib/kernelgrade-jobs/")
-    assert worker["environment"]["KERNELGRADE_DOCKER_GPU"] == "nvidia"
+def test_the_worker_runs_sandboxes_as_containers_of_the_hosts_engine():
+    worker = rendered(COMPOSE)["services"]["worker"]
+    env = worker["environment"]
+    assert env["KERNELGRADE_SANDBOX"] == "docker" and env["DOCKER_HOST"] == "unix:///var/run/docker.sock"
+    assert env["TMPDIR"] == "/var/lib/kernelgrade-jobs"
+    assert env["KERNELGRADE_COMPILE_CACHE_DIR"].startswith("/var/lib/kernelgrade-jobs/")
+    assert env["KERNELGRADE_DOCKER_GPU"] == "nvidia" and env["KERNELGRADE_DOCKER_IMAGE"] == "kernelgrade:latest"
     assert "/var/lib/kernelgrade-jobs:/var/lib/kernelgrade-jobs:rw" in worker["volumes"]
-    assert worker["group_add"] == ["998"]
+    assert "/var/run/docker.sock:/var/run/docker.sock:rw" in worker["volumes"]
+    assert worker["group_add"] == ["998"] and "security_opt" not in worker  # nothing relaxed
+    moved = rendered(COMPOSE, env={**SECRETS, "KERNELGRADE_JOBS_DIR": "/srv/kg-jobs"})["services"]["worker"]
+    assert moved["environment"]["TMPDIR"] == "/srv/kg-jobs" and "/srv/kg-jobs:/srv/kg-jobs:rw" in moved["volumes"]
+
+
+class _ComposeTags(yaml.SafeLoader):
+    """Compose v2's merge tags (!reset, !override), which Debian's docker-compose 1.29 cannot read."""
+
+
+_ComposeTags.add_constructor("!reset", lambda loader, node: ("reset", loader.construct_sequence(node)))
+_ComposeTags.add_constructor("!override", lambda loader, node: ("override", loader.construct_sequence(node)))
+
+
+def test_bwrap_override_drops_the_socket_and_relaxes_the_worker_for_bwrap():
+    """Checked as YAML: `docker-compose config` 1.29 (the one on CI) knows neither these merge tags
+    nor `systempaths=unconfined`; the override needs Compose >= 2.24.4."""
+    worker = yaml.load((ROOT / "deploy" / "compose.bwrap.yml").read_text(), Loader=_ComposeTags)["services"]["worker"]
+    assert worker["environment"]["KERNELGRADE_SANDBOX"] == "bwrap"
+    assert worker["security_opt"] == ["seccomp=unconfined", "apparmor=unconfined", "systempaths=unconfined"]
+    assert worker["group_add"] == ("reset", [])
+    assert worker["volumes"] == ("override", ["kernelgrade-data:/var/lib/kernelgrade"])  # no socket, no jobs folder
 
 
 def test_worker_host_file_needs_both_urls():
     host = ROOT / "deploy" / "compose.worker-host.yml"
     urls = {"KERNELGRADE_DATABASE_URL": "postgresql+psycopg://kg:s@db:5432/kg", "KERNELGRADE_BROKER_URL": "redis://:s@db:6379/0"}
     for missing in urls:
-        out = compose(host, env={k: v for k, v in urls.items() if k != missing})
+        out = compose(host, env={**{k: v for k, v in urls.items() if k != missing}, "DOCKER_GID": "998"})
         assert out.returncode != 0 and f"set {missing}" in out.stderr
-    worker = rendered(host, env=urls)["services"]["worker"]
+    worker = rendered(host, env={**urls, "DOCKER_GID": "998"})["services"]["worker"]
     assert worker["environment"]["KERNELGRADE_QUEUE"] == "celery"
+    assert worker["environment"]["KERNELGRADE_SANDBOX"] == "docker" and worker["group_add"] == ["998"]

@@ -10,7 +10,8 @@ if [ ! -s "$PGDATA/PG_VERSION" ]; then
   fi
   pwfile=$(mktemp)
   printf '%s' "$POSTGRES_PASSWORD" > "$pwfile"
-  initdb -D "$PGDATA" -U "$POSTGRES_USER" --pwfile="$pwfile" --auth-local=trust --auth-host=scram-sha-256 >/dev/null
+  initdb -D "$PGDATA" -U "$POSTGRES_USER" --pwfile="$pwfile" --auth-local=trust --auth-host=scram-sha-256 \
+    --encoding=UTF8 --locale=C.UTF-8 >/dev/null
   rm -f "$pwfile"
   echo "host all all all scram-sha-256" >> "$PGDATA/pg_hba.conf"
   if [ "$POSTGRES_DB" != postgres ]; then

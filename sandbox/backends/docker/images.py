@@ -2,7 +2,7 @@
 
 - `full`: the kernelgrade image from the `Dockerfile` (API, workers, and the sandbox that holds its
   own Python), on a Debian base made here with debootstrap and `docker import`, its Python packages
-  from a wheelhouse that pip fills on this machine (pip's own indexes and caches).
+  from a wheelhouse that pip fills on this machine (wheelhouse.py): the build needs no network.
 - `host`: a bare image of empty folders and the merged-/usr links; the backend binds this machine's
   /usr and Python environment into it read-only, as bwrap does. Needs no network at all.
 - `stack`: PostgreSQL and Redis for docker-compose.yml, on the same Debian base.
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox.backends.bwrap import MERGED_USR_LINKS
-from sandbox.backends.docker import engine
+from sandbox.backends.docker import engine, wheelhouse
 
 INPUTS_LABEL = "kernelgrade.inputs"
 PYTHON_LABEL = "kernelgrade.python"
@@ -40,7 +40,7 @@ BASE_PACKAGES = ("python3", "python3-venv", "python3-dev", "gcc", "libc6-dev", "
                  "ca-certificates")
 DEBIAN_PYTHON = {"bookworm": "3.11", "trixie": "3.13"}
 # The files the Dockerfile copies (with .dockerignore): their contents decide the image.
-FULL_INPUTS = ("Dockerfile", ".dockerignore", "pyproject.toml", "README.md", "constraints", "deploy/constraints-gpu.txt",
+FULL_INPUTS = ("Dockerfile", ".dockerignore", "pyproject.toml", "constraints", "deploy/constraints-gpu.txt",
                "deploy/healthcheck.py", "service", "sandbox", "exercises")
 WHEELHOUSE_IN_CONTEXT = ".whl"  # gitignored; the Dockerfile's WHEELHOUSE build argument
 
@@ -198,30 +198,6 @@ def requirements(root: Path = REPO_ROOT) -> list[str]:
     return [*project["dependencies"], *project["optional-dependencies"]["docker"], *build, "wheel"]
 
 
-def fill_wheelhouse(*, python_version: str, constraints: Path, root: Path = REPO_ROOT, say: Say = print) -> Path:
-    """Wheels of every dependency for `python_version`, downloaded by this machine's pip (its
-    indexes, find-links and cache: the CPU build of torch is on no public index but PyTorch's)
-    into a cache folder keyed by what decides them. pip evaluates environment markers against
-    the interpreter it runs in, not `--python-version`, so the image's pip still reaches the index
-    for what only the image's Python needs (and prefers these wheels: `torch 2.13.0+cpu` sorts
-    above `2.13.0`)."""
-    reqs = requirements(root)
-    key = digest("wheels/1", python_version, constraints.read_text(encoding="utf-8"), *reqs)
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kernelgrade" / "wheelhouse" / key
-    if (cache / ".complete").exists():
-        return cache
-    say(f"pip download for Python {python_version} (constraints {constraints.relative_to(root)})…")
-    partial = cache.with_name(cache.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
-    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--dest", str(partial), "--only-binary=:all:",
-                    "--python-version", python_version, "-c", str(constraints), *reqs], check=True)
-    (partial / ".complete").touch()
-    shutil.rmtree(cache, ignore_errors=True)
-    partial.rename(cache)
-    return cache
-
-
 def _python_of(api: Any, image: str) -> str | None:
     """The full version of the image's python3 (pip's markers compare it: `python_full_version <
     "3.11.3"`), or None where the image has none yet (the Dockerfile installs it)."""
@@ -231,16 +207,6 @@ def _python_of(api: Any, image: str) -> str | None:
     except Exception:  # noqa: BLE001 - no python3 in that image
         return None
     return out.decode().strip() or None
-
-
-def _link_wheels(wheelhouse: Path, target: Path) -> None:
-    shutil.rmtree(target, ignore_errors=True)
-    target.mkdir()
-    for wheel in wheelhouse.glob("*.whl"):
-        try:
-            os.link(wheel, target / wheel.name)
-        except OSError:  # another file system
-            shutil.copyfile(wheel, target / wheel.name)
 
 
 def _docker_build(api: Any, *, root: Path, tag: str, dockerfile: str, buildargs: dict[str, str],
@@ -280,15 +246,19 @@ def build_full_image(tag: str = "kernelgrade:latest", *, base: str | None = None
             PYTHON_LABEL) or f"{sys.version_info.major}.{sys.version_info.minor}"
         constraints = root / ("constraints/cpu.txt" if torch == "cpu" else "deploy/constraints-gpu.txt")
         buildargs = {"BASE_IMAGE": base, "PYTHON": "python" + ".".join(python_version.split(".")[:2]),
-                     "CONSTRAINTS": str(constraints.relative_to(root)), "WHEELHOUSE": WHEELHOUSE_IN_CONTEXT}
-        wheelhouse = fill_wheelhouse(python_version=python_version, constraints=constraints, root=root, say=say)
-        key = digest("full/1", base_image.id, repr(sorted(buildargs.items())), wheelhouse.name,
+                     "CONSTRAINTS": str(constraints.relative_to(root)), "WHEELHOUSE": WHEELHOUSE_IN_CONTEXT,
+                     "PIP_NO_INDEX": "1"}
+        reqs = requirements(root)
+        wheels = wheelhouse.fill(python_full_version=python_version, constraints=constraints, requirements=reqs,
+                                 key=digest("wheels/2", python_version, constraints.read_text(encoding="utf-8"), *reqs),
+                                 say=say)
+        key = digest("full/1", base_image.id, repr(sorted(buildargs.items())), wheels.name,
                      tree_digest(root, FULL_INPUTS))
         if (image := _existing(api, tag, key)) is not None:
             return Built(tag, image.id, True, time.monotonic() - started)
         say(f"docker build {tag} on {base} (Python {python_version}, torch from {constraints.relative_to(root)})…")
         context_wheels = root / WHEELHOUSE_IN_CONTEXT
-        _link_wheels(wheelhouse, context_wheels)
+        wheelhouse.link_into(wheels, context_wheels)
         try:
             image = _docker_build(api, root=root, tag=tag, dockerfile="Dockerfile", buildargs=buildargs,
                                   labels={INPUTS_LABEL: key}, say=say)
