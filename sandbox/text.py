@@ -23,8 +23,13 @@ def clean_text(value: object, limit: int = 20_000) -> str:
     text = _CONTROL.sub("", text.replace("\r\n", "\n"))
     if len(text) <= limit and len(value) == original:
         return text
-    marker = f"\n… [{max(1, original - limit)} characters cut] …\n"
-    return text[: limit // 2] + marker + text[-(limit // 2):]
+    kept = limit
+    for _ in range(2):  # the marker counts towards the limit and names what was really cut
+        marker = f"\n… [{max(1, original - kept)} characters cut] …\n"
+        kept = limit - len(marker)
+    if kept < 2:
+        return text[:limit]
+    return text[: kept - kept // 2] + marker + text[len(text) - kept // 2:]
 
 
 HELLO_FIELDS = ("mode", "device", "torch", "triton", "python")

@@ -45,6 +45,13 @@ app.add_typer(lti_cli.app, name="lti")
 app.add_typer(image_app, name="image")
 err = Console(stderr=True)
 
+
+@app.callback()
+def _check_settings() -> None:
+    """A setting that cannot be used stops every command, before the command's own options are
+    checked (main() turns the ValidationError into one line naming the variable)."""
+    Settings()
+
 DeviceOpt = Annotated[Literal["auto", "gpu", "interpreter"] | None,
                       typer.Option("--device", help="where kernels run (default: GPU if present, else the Triton interpreter)")]
 SandboxOpt = Annotated[Literal["bwrap", "docker", "local"] | None, typer.Option("--sandbox", help="sandbox backend (default: bwrap)")]
@@ -57,7 +64,8 @@ def _settings(device: str | None, sandbox: str | None) -> Settings:
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    # soft_wrap: one error is one line, whatever the terminal's width (scripts read it)
+    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
 
 

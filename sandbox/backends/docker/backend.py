@@ -35,7 +35,7 @@ class DockerBackend:
         # The engine refuses a CPU quota above the CPUs it has (this machine's, in the usual case).
         self.options = options.model_copy(update={"cpus": min(options.cpus, float(os.cpu_count() or 1))})
         self.python = python
-        self.hidden_paths = [str(p) for p in hidden_paths]
+        self.hidden_paths = [Path(p).resolve() for p in hidden_paths]
         self.triton_cache = triton_cache
         self._image: engine.SandboxImage | None = None
 
