@@ -61,6 +61,7 @@ def _image(kind: str) -> tuple[str | None, str]:
         say(f"{kind}: {', '.join(b.tag for b in built)} {state} in {time.monotonic() - started:.1f} s")
         return built[0].tag, ""
     except Exception as exc:  # noqa: BLE001 - no SDK, no engine, a failed build: said in the skip
+        print(f"[docker images] {kind}: not available: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         return None, f"{type(exc).__name__}: {exc}"
 
 
