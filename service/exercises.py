@@ -117,6 +117,22 @@ class Misconception(_Strict):
         return _compiles(patterns)
 
 
+class FillClaim(_Strict):
+    """Something an explanation may say the code does, and what in the submitted fill shows it: an
+    explanation that says it over a fill that does not show it describes a different fill."""
+
+    id: str = Field(pattern=_ID)
+    label: str
+    says: list[str] = Field(min_length=1, description="regexes on the explanation (NFKC, lower-case)")
+    shown_by: list[str] = Field(min_length=1, description="regexes on the fill's canonical source (ast.unparse)")
+    blank: int | None = Field(None, ge=1, description="the blank (1-based) it is about; none: every fill joined")
+
+    @field_validator("says", "shown_by")
+    @classmethod
+    def _valid_patterns(cls, patterns: list[str]) -> list[str]:
+        return _compiles(patterns)
+
+
 class Question(_Strict):
     id: str = Field(pattern=_ID)
     prompt: str
@@ -124,6 +140,7 @@ class Question(_Strict):
     concepts: list[Concept] = Field(min_length=1)
     chain: list[str] = Field(default_factory=list, description="concept ids in causal order")
     misconceptions: list[Misconception] = []
+    describes: list[FillClaim] = Field([], description="explanation only: what it may say about the fill")
 
     @model_validator(mode="after")
     def _chain_known(self) -> "Question":

@@ -23,7 +23,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
-from service.exercises import Question
+from service.exercises import FillClaim, Question
 from service.report import Item
 
 REVIEW_THRESHOLD = 0.7
@@ -66,6 +66,7 @@ class TextScore:
     misconceptions: list[dict] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
     kind: str = "scored"  # empty | off_topic | scored
+    not_the_fill: list[dict] = field(default_factory=list)  # what the explanation says that the fill does not do
 
 
 def normalise(text: str) -> str:
@@ -126,7 +127,53 @@ def _prose(sentence: str) -> bool:
     return bool(_LINKS.search(_ARROWS.sub(" ", sentence)))
 
 
-def score_answer(question: Question, answer: str, max_points: float) -> TextScore:
+def score_answer(question: Question, answer: str, max_points: float, *,
+                 fills: list[str | None] | None = None) -> TextScore:
+    """`fills`: the submitted fills' canonical sources, in blank order (explanation items): an
+    explanation of something the fill does not do earns nothing and is flagged."""
+    result = _score_answer(question, answer, max_points)
+    if result.kind != "scored" or not fills or not question.describes:
+        return result
+    text = normalise(answer).strip()
+    result.not_the_fill = _not_the_fill(question.describes, text, _sentences(text), fills)
+    if result.not_the_fill:
+        result.points = 0.0
+        result.flags.append(NOT_THE_FILL)
+        result.confidence = min(result.confidence, 0.4)
+    return result
+
+
+NOT_THE_FILL = "explanation_not_fill"
+
+
+def _not_the_fill(claims: list[FillClaim], text: str, spans: list[tuple[int, int]],
+                  fills: list[str | None]) -> list[dict]:
+    found = []
+    for claim in claims:
+        if claim.blank is not None:
+            if claim.blank > len(fills) or fills[claim.blank - 1] is None:
+                continue
+            code = fills[claim.blank - 1] or ""
+        elif any(f is None for f in fills):
+            continue
+        else:
+            code = "\n".join(f or "" for f in fills)
+        said = None
+        for pattern in claim.says:
+            for m in re.finditer(pattern, text, re.IGNORECASE):
+                if not _negated(text, m.start(), spans) and not _conditional(text, m.start(), spans):
+                    said = m
+                    break
+            if said:
+                break
+        if said is None or any(re.search(p, code) for p in claim.shown_by):
+            continue
+        found.append({"claim": claim.id, "label": claim.label, "quote": _quote(text, said.start(), said.end()),
+                      "blank": claim.blank, "fill": code[:600]})
+    return found
+
+
+def _score_answer(question: Question, answer: str, max_points: float) -> TextScore:
     text = normalise(answer).strip()
     if not text or len(text) < 3:
         return TextScore(0.0, 0.95, kind="empty", missing=[{"concept": c.id, "label": c.label} for c in question.concepts])
@@ -226,18 +273,45 @@ def _looks_stuffed(text: str, matches: dict[str, list[_Match]], links: list[dict
     return prose_links <= 1 and (few_links or term_share > 0.5)
 
 
-def score_text(*, item_id: str, title: str, max_points: float, question: Question, answer: str) -> Item:
+def score_text(*, item_id: str, title: str, max_points: float, question: Question, answer: str,
+               fills: list[str | None] | None = None, language: str = "zh") -> Item:
     """The rubric item for one written answer, with feedback the student can act on."""
-    result = score_answer(question, answer, max_points)
+    result = score_answer(question, answer, max_points, fills=fills)
     points = min(result.points, max_points)
     status = "needs_review" if result.confidence < REVIEW_THRESHOLD else ("pass" if points == max_points else
                                                                           "fail" if points == 0 else "partial")
     return Item(id=item_id, title=title, points=points, max_points=max_points, status=status,
-                feedback=_feedback(question, result),
+                feedback="\n".join(t for t in (_not_the_fill_feedback(result, language), _feedback(question, result)) if t),
                 evidence={"found": result.found, "missing": result.missing, "links": result.links,
                           "missing_links": result.missing_links, "misconceptions": result.misconceptions,
                           "flags": result.flags, "confidence": result.confidence, "kind": result.kind,
+                          "not_the_fill": result.not_the_fill,
                           "method": "concept rubric + causal links (automatic)"})
+
+
+_NOT_THE_FILL_TEXT = {
+    "zh": ("你的解释与你提交的代码不符（本项不得分，待助教复核）：", "你的解释说“{quote}”（{label}），但你提交的{where}是：{fill}"),
+    "en": ("Your explanation does not describe your code (no points for this item; a TA will look at it): ",
+           "your explanation says \"{quote}\" ({label}), but the {where_en} you submitted is: {fill}"),
+}
+
+
+def _not_the_fill_feedback(result: TextScore, language: str) -> str:
+    """Both languages, the report's first: the student sees the fill and their own words side by side."""
+    if not result.not_the_fill:
+        return ""
+    order = ["en", "zh"] if language == "en" else ["zh", "en"]
+    lines = []
+    for lang in order:
+        head, line = _NOT_THE_FILL_TEXT[lang]
+        parts = []
+        for m in result.not_the_fill:
+            fill = "\n" + m["fill"] if "\n" in m["fill"] else f"`{m['fill']}`"
+            where = f"第 {m['blank']} 个填空" if m["blank"] else "填空"
+            where_en = f"fill of blank {m['blank']}" if m["blank"] else "fill"
+            parts.append(line.format(quote=m["quote"], label=m["label"], where=where, where_en=where_en, fill=fill))
+        lines.append(head + ("；" if lang == "zh" else "; ").join(parts))
+    return "\n".join(lines)
 
 
 def _feedback(question: Question, result: TextScore) -> str:

@@ -192,7 +192,7 @@ class Grader:
             performance = self._performance(exercise, None, cases)
 
         items = rubric.score_items(exercise, submission, cases, not_run_reason=not_run_reason, diagnoses=diagnoses,
-                                   assist=self.assist)
+                                   assist=self.assist, fills=extraction.fill_sources)
         if reused is not None:
             items = [_mark_reused(item, spec) if _is_cases_item(item, spec) else item for item in items]
         vetoes = rubric.edit_vetoes(extraction.edits)

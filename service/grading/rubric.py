@@ -55,14 +55,17 @@ def _case_failure(case: CaseReport) -> str:
 
 
 def score_items(exercise: Exercise, submission: Submission, cases: list[CaseReport], *,
-                not_run_reason: str | None, diagnoses: list[Diagnosis], assist: ModelAssist | None = None) -> list[Item]:
+                not_run_reason: str | None, diagnoses: list[Diagnosis], assist: ModelAssist | None = None,
+                fills: list[str | None] | None = None) -> list[Item]:
+    """`fills`: the submitted fills' canonical sources; explanations are scored against them."""
     items = []
     for item in exercise.spec.rubric:
         if item.source == "cases":
             items.append(score_cases_item(item, cases, not_run_reason=not_run_reason, diagnoses=diagnoses))
             continue
         question, answer = exercise.question(item.question), submission.answer(item.question)
-        scored = score_text(item_id=item.id, title=item.title, max_points=item.points, question=question, answer=answer)
+        scored = score_text(item_id=item.id, title=item.title, max_points=item.points, question=question, answer=answer,
+                            fills=fills, language=exercise.spec.language)
         items.append(assist.annotate(scored, question, answer) if assist is not None else scored)
     return items
 
