@@ -27,6 +27,16 @@ from service.exercises import FillClaim, Question
 from service.report import Item
 
 REVIEW_THRESHOLD = 0.7
+# From the share of the rubric an answer states (half concepts, half links) to its points: nothing
+# below SHARE_FLOOR, full points from SHARE_FULL, linear between. TAs give full points to an answer
+# that tells the whole chain in its own words even where a step is implicit; fitted on the
+# calibration set's tuning part (tests/calibration/answers/README.md).
+SHARE_FLOOR = 0.1
+SHARE_FULL = 0.6
+# A near-verbatim copy of the reference answer: this share of the answer's character 6-grams.
+COPY_GRAM = 6
+COPY_SHARE = 0.6
+COPY_MIN_GRAMS = 30
 _QUOTE = 20
 # Matches of one concept that count (the first ones): with the link index below, scoring is about
 # linear in the answer's length (the submission contract caps an answer at 16 384 characters).
@@ -44,6 +54,9 @@ _ARROWS = re.compile(r"→|->|=>|⇒")
 _CONDITIONAL = re.compile(r"(如果|若|要是|否则|不然|\bif\b|\botherwise\b|\bunless\b)", re.IGNORECASE)
 _NEGATIONS = re.compile(r"(不|别|没|非|避免|而不是|绝不|\bnot\b|n't|\bnever\b|\binstead of\b|\bavoid|\brather than\b|\bno\b)",
                         re.IGNORECASE)
+_LEFT = r"(\d+(\.\d+)?|\b[a-z]\b|μ|σ|\bmean\b|\bmu\b|\bmax\b|\bsum\b|\bm_\w+|\))"
+_RIGHT = r"(\d|\b[a-z]\b|μ|σ|\bmean\b|\bmu\b|\bmax\b|\bsum\b|\bm_\w+|\()"
+_COMPUTATION = re.compile(r"[=≠<>≈]|μ2|mu\^?2|" + _LEFT + r"\s*([-−+*/^]|\*\*)\s*([-−]\s*)?" + _RIGHT)
 _SENTENCE_END = re.compile(r"(?:[。！？!?；;\n]|\.(?=\s|$))+")
 
 
@@ -198,7 +211,10 @@ def _score_answer(question: Question, answer: str, max_points: float) -> TextSco
     links, missing_links = [], []
     chain = question.chain
     index = _LinkIndex(text, spans)
-    for before, after in zip(chain, chain[1:]):
+    # A step the answer never mentions costs its concept and one link, not two: the links are between
+    # the chain's concepts that the answer states, in chain order.
+    stated = [c for c in chain if c in matches]
+    for before, after in zip(stated, stated[1:]):
         evidence = _link(text, index, matches.get(before, []), matches.get(after, []))
         pair = {"from": before, "to": after, "label": f"{by_id[before].label} → {by_id[after].label}"}
         if evidence is not None:
@@ -213,12 +229,15 @@ def _score_answer(question: Question, answer: str, max_points: float) -> TextSco
         flags.append("keyword_stuffing")
         raw = max_points * 0.25 * concept_share
     else:
-        raw = max_points * (0.5 * concept_share + 0.5 * link_share)
+        share = 0.5 * concept_share + 0.5 * link_share
+        raw = max_points * min(1.0, max(0.0, (share - SHARE_FLOOR) / (SHARE_FULL - SHARE_FLOOR)))
     if misconceptions:  # the worst one counts: a TA sees them all
         raw -= max_points * max(w.penalty for w in question.misconceptions
                                 if w.id in {m["misconception"] for m in misconceptions})
     if misconceptions:
         flags.append("misconception")
+    if _copied(text, normalise(question.reference_answer)):
+        flags.append("copied_reference")  # full points stand; a TA checks it is the student's own
     points = max(0.0, min(max_points, math.floor(raw * 2 + 0.5) / 2))  # nearest half point, halves up
 
     clear = not flags and (points == max_points or (points == 0 and concept_share < 0.2))
@@ -250,8 +269,31 @@ def _link(text: str, index: _LinkIndex, befores: list[_Match], afters: list[_Mat
     return None
 
 
+def _grams(text: str) -> set[str]:
+    letters = re.sub(r"[\s`*_$\\{}]+", "", text)
+    return {letters[i:i + COPY_GRAM] for i in range(len(letters) - COPY_GRAM + 1)}
+
+
+def _copied(text: str, reference: str) -> bool:
+    """Most of the answer's character n-grams are the reference answer's: a near-verbatim copy."""
+    mine = _grams(text)
+    return len(mine) >= COPY_MIN_GRAMS and len(mine & _grams(reference)) / len(mine) >= COPY_SHARE
+
+
+def _term_list(text: str) -> bool:
+    """Five or more short comma-separated terms and no sentence: a keyword list."""
+    flat = re.sub(r"\[[^\]]*\]|\([^)]*\)", " ", text)  # [0,1,2,3] and f(a, b) are not lists of terms
+    pieces = [p.strip() for p in re.split(r"[,，、;；]+", flat) if p.strip()]
+    if len(pieces) < 5:
+        return False
+    short = [p for p in pieces if len(p) <= 28 and not _LINKS.search(_ARROWS.sub(" ", p)) and not _COMPUTATION.search(p)]
+    return len(short) >= 0.8 * len(pieces)
+
+
 def _looks_stuffed(text: str, matches: dict[str, list[_Match]], links: list[dict], chain: list[str]) -> bool:
-    """Many concepts, few links, and little text besides the terms themselves."""
+    """Many concepts, few links, and little text besides the terms themselves; or a bare term list."""
+    if matches and _term_list(text):
+        return True
     if len(matches) < 3:
         return False
     covered = sorted((m.start, m.end) for ms in matches.values() for m in ms)
@@ -268,6 +310,9 @@ def _looks_stuffed(text: str, matches: dict[str, list[_Match]], links: list[dict
         for m in ms:
             outside[m.start:m.end] = " " * (m.end - m.start)
     prose_links = len(_LINKS.findall(_ARROWS.sub(" ", "".join(outside))))
+    # An arrow between computations ("0 → −μ → μ²") is a stated step; between bare names it is not.
+    steps = _ARROWS.split(text)
+    prose_links += sum(1 for a, b in zip(steps, steps[1:]) if _COMPUTATION.search(a) or _COMPUTATION.search(b))
     few_links = len(links) <= max(0, (len(chain) - 1) // 3)
     # A list of terms, or terms strung together by arrows with no prose between them.
     return prose_links <= 1 and (few_links or term_share > 0.5)
