@@ -33,6 +33,8 @@ REVIEW_THRESHOLD = 0.7
 # calibration set's tuning part (tests/calibration/answers/README.md).
 SHARE_FLOOR = 0.1
 SHARE_FULL = 0.6
+# A stated misconception costs its penalty (a share of the points) times this.
+PENALTY_SCALE = 2.0
 # A near-verbatim copy of the reference answer: this share of the answer's character 6-grams.
 COPY_GRAM = 6
 COPY_SHARE = 0.6
@@ -232,7 +234,7 @@ def _score_answer(question: Question, answer: str, max_points: float) -> TextSco
         share = 0.5 * concept_share + 0.5 * link_share
         raw = max_points * min(1.0, max(0.0, (share - SHARE_FLOOR) / (SHARE_FULL - SHARE_FLOOR)))
     if misconceptions:  # the worst one counts: a TA sees them all
-        raw -= max_points * max(w.penalty for w in question.misconceptions
+        raw -= max_points * PENALTY_SCALE * max(w.penalty for w in question.misconceptions
                                 if w.id in {m["misconception"] for m in misconceptions})
     if misconceptions:
         flags.append("misconception")
