@@ -59,6 +59,14 @@ _NEGATIONS = re.compile(r"(不|别|没|非|避免|而不是|绝不|\bnot\b|n't|\
 _LEFT = r"(\d+(\.\d+)?|\b[a-z]\b|μ|σ|\bmean\b|\bmu\b|\bmax\b|\bsum\b|\bm_\w+|\))"
 _RIGHT = r"(\d|\b[a-z]\b|μ|σ|\bmean\b|\bmu\b|\bmax\b|\bsum\b|\bm_\w+|\()"
 _COMPUTATION = re.compile(r"[=≠<>≈]|μ2|mu\^?2|" + _LEFT + r"\s*([-−+*/^]|\*\*)\s*([-−]\s*)?" + _RIGHT)
+# Saying a step is unneeded, irrelevant or already handled: the shape of most misconceptions a
+# lesson's probes target; flagged for a TA (no points taken) when no known misconception matched.
+_DISMISSAL = re.compile(
+    r"(不需要|无需|没必要|不必|不用(再)?(加|管|担心)|无所谓|都(行|可以|一样)|就够了?|足够了|其实|反而|没(有)?(什么)?影响|"
+    r"不会(有)?(什么)?影响|不影响|多余|(is|are)n't (really |actually )?(needed|necessary|required)|"
+    r"not (really |actually )?(needed|necessary|required)|no need|doesn't matter|does not matter|"
+    r"(works|is fine) (just )?as well|redundant|already (handles|takes care|covers|fills|zero)|is enough|"
+    r"either (works|way)|just (a )?convention|honestly|don't (actually |really )?need)")
 _SENTENCE_END = re.compile(r"(?:[。！？!?；;\n]|\.(?=\s|$))+")
 
 
@@ -82,6 +90,7 @@ class TextScore:
     flags: list[str] = field(default_factory=list)
     kind: str = "scored"  # empty | off_topic | scored
     not_the_fill: list[dict] = field(default_factory=list)  # what the explanation says that the fill does not do
+    suspected: list[dict] = field(default_factory=list)  # wording that may state a misconception, for a TA
 
 
 def normalise(text: str) -> str:
@@ -238,13 +247,18 @@ def _score_answer(question: Question, answer: str, max_points: float) -> TextSco
                                 if w.id in {m["misconception"] for m in misconceptions})
     if misconceptions:
         flags.append("misconception")
+    if not misconceptions and (dismissal := _DISMISSAL.search(text)):
+        flags.append("dismissal")  # "X is not needed / does not matter": the shape of most misconceptions
+        suspected = [{"kind": "dismissal", "quote": _quote(text, dismissal.start(), dismissal.end())}]
+    else:
+        suspected = []
     if _copied(text, normalise(question.reference_answer)):
         flags.append("copied_reference")  # full points stand; a TA checks it is the student's own
     points = max(0.0, min(max_points, math.floor(raw * 2 + 0.5) / 2))  # nearest half point, halves up
 
     clear = not flags and (points == max_points or (points == 0 and concept_share < 0.2))
     confidence = 0.85 if clear else (0.4 if flags else 0.6)
-    return TextScore(points, confidence, found, missing, links, missing_links, misconceptions, flags)
+    return TextScore(points, confidence, found, missing, links, missing_links, misconceptions, flags, suspected=suspected)
 
 
 def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]]) -> list[dict]:
@@ -332,7 +346,7 @@ def score_text(*, item_id: str, title: str, max_points: float, question: Questio
                 evidence={"found": result.found, "missing": result.missing, "links": result.links,
                           "missing_links": result.missing_links, "misconceptions": result.misconceptions,
                           "flags": result.flags, "confidence": result.confidence, "kind": result.kind,
-                          "not_the_fill": result.not_the_fill,
+                          "not_the_fill": result.not_the_fill, "suspected": result.suspected,
                           "method": "concept rubric + causal links (automatic)"})
 
 
@@ -380,6 +394,8 @@ def _feedback(question: Question, result: TextScore) -> str:
         lines.append("答案主要是术语的罗列，没有说明它们之间的因果关系：请用完整的句子说明每一步如何导致下一步。")
     for wrong in result.misconceptions:
         lines.append(f"误区：{wrong['label']}（“{wrong['quote']}”）。")
+    for doubt in result.suspected:
+        lines.append(f"这里说某一步不需要或无所谓（“{doubt['quote']}”）：这常常是误区，请助教确认。")
     if result.confidence < REVIEW_THRESHOLD:
         lines.append("这一项是自动初评，待助教复核。")
     return "\n".join(lines)
