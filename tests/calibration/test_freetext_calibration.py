@@ -1,52 +1,91 @@
-"""Calibration of the free-text grader on lesson 6: answers written in students' voices, each with
-the score band a careful TA would give and whether a TA must see it (tests/calibration/*.yaml,
-written without looking at the grader). The bar: at least 90% in their band; every stuffed or
-misconception answer flagged; no empty or off-topic answer flagged."""
+"""Calibration of the written-answer scorer on the nine exercises (tests/calibration/answers/, README
+there): 304 answers in students' voices, each with the band of two blind readings. The scorer is
+tuned on the tuning part only; the held-out part (first byte of sha256(id) < 86) measures it.
+The floors below are the rates measured on 2026-12-01 (docs/grading.md), not targets: a change
+that lowers one fails here."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-import yaml
 
-from service.config import REPO_ROOT
-from service.exercises import ExerciseCatalog
-from service.grading.freetext import score_answer
+from tests.calibration.calibration import Entry, grade, in_band, load
 
-ANSWERS = yaml.safe_load((Path(__file__).parent / "lesson06_answers.yaml").read_text(encoding="utf-8"))
-EXERCISE = ExerciseCatalog(REPO_ROOT / "exercises").get("lesson06_mean_var")
-POINTS = {item.question: item.points for item in EXERCISE.spec.rubric if item.source == "text"}
+ENTRIES = load()
+TUNING = [e for e in ENTRIES if not e.held_out]
+HELD_OUT = [e for e in ENTRIES if e.held_out]
+
+# Measured 2026-12-01 with the scorer of this commit (before the work of issue 15: 69/104 and 122/200).
+HELD_OUT_IN_BAND = 72 / 104
+TUNING_IN_BAND = 160 / 200
+HELD_OUT_MISCONCEPTION_FLAGGED = 19  # of the held-out part's 33 misconception and keyword-stuffed answers
 
 
-def grade(entry: dict):
-    return score_answer(EXERCISE.question(entry["question"]), entry["answer"] or "", POINTS[entry["question"]])
+def _misconception_or_stuffed(entries: list[Entry]) -> list[Entry]:
+    return [e for e in entries if e.data["kind"] in ("misconception", "stuffed")]
 
 
 def test_the_set_is_big_and_varied_enough():
-    assert len(ANSWERS) >= 40
-    assert {e["kind"] for e in ANSWERS} >= {"full", "partial", "wrong", "misconception", "stuffed", "empty", "off_topic"}
-    assert {e["lang"] for e in ANSWERS} >= {"zh", "en"}
+    assert len(ENTRIES) >= 150 and len({e.exercise for e in ENTRIES}) == 9
+    assert len({e.id for e in ENTRIES}) == len(ENTRIES)
+    assert {e.data["kind"] for e in ENTRIES} >= {"full", "partial", "wrong", "misconception", "stuffed", "empty", "off_topic"}
+    assert {e.data["lang"] for e in ENTRIES} >= {"zh", "en"}
+    assert {e.data["style"] for e in ENTRIES} >= {"terse", "arrow", "numeric", "verbose", "copied"}
+    assert 0.25 <= len(HELD_OUT) / len(ENTRIES) <= 0.42  # the README's rule holds out about a third
 
 
-def test_at_least_90_percent_land_in_their_band():
+def _rate(entries: list[Entry]) -> tuple[float, list[str]]:
     misses = []
-    for entry in ANSWERS:
+    for entry in entries:
         result = grade(entry)
-        low, high = entry["band"]
-        if not low <= result.points <= high:
-            misses.append(f"{entry['id']}: {result.points} not in {entry['band']} ({entry['why']})")
-    share = 1 - len(misses) / len(ANSWERS)
-    assert share >= 0.9, f"{share:.0%} in band; misses:\n" + "\n".join(misses)
+        if not in_band(entry, result):
+            misses.append(f"{entry.id}: {result.points} not in {list(entry.band)}")
+    return 1 - len(misses) / len(entries), misses
 
 
-@pytest.mark.parametrize("entry", [e for e in ANSWERS if e["kind"] in ("stuffed", "misconception")], ids=lambda e: e["id"])
-def test_stuffed_and_misconception_answers_are_flagged(entry):
+def test_held_out_in_band_rate_does_not_fall():
+    share, misses = _rate(HELD_OUT)
+    assert share >= HELD_OUT_IN_BAND - 1e-9, f"held-out {share:.1%} in band; misses:\n" + "\n".join(misses)
+
+
+def test_tuning_in_band_rate_does_not_fall():
+    share, misses = _rate(TUNING)
+    assert share >= TUNING_IN_BAND - 1e-9, f"tuning {share:.1%} in band; misses:\n" + "\n".join(misses)
+
+
+@pytest.mark.parametrize("entry", _misconception_or_stuffed(TUNING), ids=lambda e: e.id)
+def test_tuning_misconception_and_stuffed_answers_are_flagged(entry):
     result = grade(entry)
-    assert result.flags, f"{entry['id']} not flagged: {entry['why']}"
+    assert result.flags, f"{entry.id} not flagged: {entry.data['reading_1']['why']}"
     assert result.confidence < 0.7, "a flagged answer goes to a TA"
 
 
-@pytest.mark.parametrize("entry", [e for e in ANSWERS if e["kind"] in ("empty", "off_topic")], ids=lambda e: e["id"])
+def test_held_out_misconception_and_stuffed_answers_flagged_does_not_fall():
+    flagged = [e.id for e in _misconception_or_stuffed(HELD_OUT) if grade(e).flags]
+    assert len(flagged) >= HELD_OUT_MISCONCEPTION_FLAGGED, flagged
+
+
+@pytest.mark.parametrize("entry", [e for e in ENTRIES if e.data["kind"] in ("empty", "off_topic")], ids=lambda e: e.id)
 def test_empty_and_off_topic_score_zero_without_a_flag(entry):
     result = grade(entry)
     assert result.points == 0 and not result.flags
+
+
+@pytest.mark.parametrize("entry", [e for e in ENTRIES if "does not describe your code" in e.data["reading_1"].get("why", "")],
+                         ids=lambda e: e.id)
+def test_an_explanation_of_another_fill_earns_nothing_and_is_flagged(entry):
+    result = grade(entry)
+    assert result.points == 0 and "explanation_not_fill" in result.flags
+    assert result.not_the_fill[0]["quote"] and result.not_the_fill[0]["fill"]
+
+
+@pytest.mark.parametrize("answer", ["pad 0 → x−μ = −μ → μ² ≠ 0 → re-mask",
+                                    "other=0 只对第一次 sum 安全 → 减 μ 后 pad = −μ → 平方 μ² → 第二次 sum 多 (BLOCK−N)μ² → tl.where 重新 mask"])
+def test_terse_correct_arrow_answers_earn_their_points(answer):
+    entry = Entry("lesson06_mean_var", {"id": "terse", "question": "q2", "answer": answer, "band": [1.5, 2.0]})
+    result = grade(entry)
+    assert result.points >= 1.5 and "keyword_stuffing" not in result.flags
+
+
+def test_arrows_between_bare_names_are_still_keyword_stuffing():
+    answer = "catastrophic cancellation -> two-pass -> float64 -> Welford -> Chan merge -> ulp limit"
+    result = grade(Entry("lesson06_mean_var", {"id": "names", "question": "q3", "answer": answer, "band": [0, 1]}))
+    assert "keyword_stuffing" in result.flags

@@ -1,0 +1,83 @@
+"""The explanation is scored against the fill that was submitted, and a right kernel explained with a
+wrong causal chain is a suspected coincidental pass (issue 15, item 3): real gradings of lesson 6
+in the bwrap sandbox, on the Triton interpreter (or the GPU where present)."""
+from __future__ import annotations
+
+import pytest
+
+from service.submission import Submission
+from tests.support.backends import grader_for
+
+pytestmark = [pytest.mark.sandbox]
+
+SEED = 151515
+MASK_EXPLANATION = ("这里要填 mask。因为 padding lane 在减 mean 之后变成 -mean，平方以后是 mean^2，不 re-mask 的话第二次 "
+                    "tl.sum 会多加 (BLOCK-N)*mean^2，variance 偏大。")
+GOOD_ANSWERS = {
+    "q1": "输入：mask = cols < N，load 时 other=0.0 把 padding 填成 0，所以 sum 不受影响；状态：mean = sum / N，"
+          "减去均值后 padding 变成 −mean，平方后是 mean²，所以用 tl.where 重新 mask 清零，再求和除以 N 得到方差；"
+          "输出：tl.store 写回 mean 和 var。",
+    "q2": "other=0.0 只对第一次求和是单位元。中心化后 padding lane 变成 0 − μ = −μ，平方后为 μ²，所以第二次求和多加 "
+          "(BLOCK − N)μ²，方差偏大，因此要用 tl.where 重新施加掩码。",
+    "q3": "单遍公式 E[x²] − E[x]² 在大均值小方差时两个大数相减，发生灾难性抵消；两遍算法先减均值再平方就避开了，"
+          "还可以把累加提升到 float64，或用 Welford 并按 Chan 公式合并 (n, μ, M2)。",
+}
+
+
+@pytest.fixture(scope="module")
+def grader():
+    return grader_for("bwrap")
+
+
+@pytest.fixture(scope="module")
+def exercise(grader):
+    return grader.catalog.get("lesson06_mean_var")
+
+
+def _submit(grader, exercise, fill: str, *, explanation: str, answers: dict[str, str] | None = None):
+    submission = Submission(exercise=exercise.id, code=exercise.template.replace("______", fill, 1),
+                            explanation=explanation, answers=answers or GOOD_ANSWERS, claimed_output="仅静态审查")
+    report = grader.grade(submission, secret_seed=SEED)
+    assert report.status == "graded"
+    return report, {i.id: i for i in report.items}
+
+
+def test_explaining_mask_over_a_true_fill_earns_nothing_and_quotes_both(grader, exercise):
+    report, items = _submit(grader, exercise, "True", explanation=MASK_EXPLANATION)
+    item = items["code.explanation"]
+    assert item.points == 0 and item.status == "needs_review"
+    assert "explanation_not_fill" in item.evidence["flags"]
+    mismatch = item.evidence["not_the_fill"][0]
+    assert mismatch["fill"] == "True" and "mask" in mismatch["quote"]
+    assert "你的解释与你提交的代码不符" in item.feedback and "Your explanation does not describe your code" in item.feedback
+    assert "`True`" in item.feedback and mismatch["quote"] in item.feedback
+    assert report.program.fills == ["True"] and report.score.provisional
+
+
+def test_the_same_explanation_over_the_mask_fill_earns_the_point(grader, exercise):
+    report, items = _submit(grader, exercise, "cols < N", explanation=MASK_EXPLANATION)
+    item = items["code.explanation"]
+    assert item.points == 1 and item.evidence["not_the_fill"] == [] and "explanation_not_fill" not in item.evidence["flags"]
+    assert all(c.passed for c in report.cases)
+
+
+def test_an_honest_explanation_of_a_true_fill_is_not_a_mismatch(grader, exercise):
+    _, items = _submit(grader, exercise, "True", explanation="填 True：load 时 other=0.0 就够了，padding 已经是 0，不需要第二次 mask。")
+    item = items["code.explanation"]
+    assert item.points == 0 and item.evidence["not_the_fill"] == []
+    assert "misconception" in item.evidence["flags"]
+
+
+def test_a_right_kernel_whose_q2_blames_dividing_by_block_is_a_suspected_coincidental_pass(grader, exercise):
+    answers = {**GOOD_ANSWERS, "q2": "The variance comes out wrong because the kernel divides by BLOCK instead of N, "
+                                     "so the padded lanes are counted in the denominator."}
+    report, items = _submit(grader, exercise, "mask",
+                            explanation="mask：padding lane 减 mean 后是 −mean，平方 mean²，所以第二次求和前要用 tl.where 清零。",
+                            answers=answers)
+    assert all(c.passed for c in report.cases) and report.given_check.status == "passed"
+    veto = next(v for v in report.vetoes if v.rule == "coincidental_pass")
+    assert veto.status == "suspected" and veto.needs_review
+    stated = veto.evidence["misconceptions"]
+    assert [(m["item"], m["misconception"]) for m in stated] == [("q2", "divide_by_block")]
+    assert "divides by block" in stated[0]["quote"]
+    assert items["q2"].points == 0 and not report.score.passed and report.score.provisional
