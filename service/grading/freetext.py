@@ -62,8 +62,8 @@ _COMPUTATION = re.compile(r"[=≠<>≈]|μ2|mu\^?2|" + _LEFT + r"\s*([-−+*/^]|
 # Saying a step is unneeded, irrelevant or already handled: the shape of most misconceptions a
 # lesson's probes target; flagged for a TA (no points taken) when no known misconception matched.
 _DISMISSAL = re.compile(
-    r"(不需要|无需|没必要|不必|不用(再)?(加|管|担心)|无所谓|都(行|可以|一样)|就够了?|足够了|其实|反而|没(有)?(什么)?影响|"
-    r"不会(有)?(什么)?影响|不影响|多余|(is|are)n't (really |actually )?(needed|necessary|required)|"
+    r"(不需要|无需|没必要|不必|不用(再)?(加|管|担心)|无所谓|(填|用|取)什么都(行|可以|一样)|就够了?|足够了|其实|反而|多余|"
+    r"(is|are)n't (really |actually )?(needed|necessary|required)|"
     r"not (really |actually )?(needed|necessary|required)|no need|doesn't matter|does not matter|"
     r"(works|is fine) (just )?as well|redundant|already (handles|takes care|covers|fills|zero)|is enough|"
     r"either (works|way)|just (a )?convention|honestly|don't (actually |really )?need)")
@@ -91,6 +91,7 @@ class TextScore:
     kind: str = "scored"  # empty | off_topic | scored
     not_the_fill: list[dict] = field(default_factory=list)  # what the explanation says that the fill does not do
     suspected: list[dict] = field(default_factory=list)  # wording that may state a misconception, for a TA
+    copied_reference: bool = False  # most of it is the reference answer's wording
 
 
 def normalise(text: str) -> str:
@@ -252,13 +253,13 @@ def _score_answer(question: Question, answer: str, max_points: float) -> TextSco
         suspected = [{"kind": "dismissal", "quote": _quote(text, dismissal.start(), dismissal.end())}]
     else:
         suspected = []
-    if _copied(text, normalise(question.reference_answer)):
-        flags.append("copied_reference")  # full points stand; a TA checks it is the student's own
+    copied = _copied(text, normalise(question.reference_answer))  # evidence only: the points stand
     points = max(0.0, min(max_points, math.floor(raw * 2 + 0.5) / 2))  # nearest half point, halves up
 
     clear = not flags and (points == max_points or (points == 0 and concept_share < 0.2))
     confidence = 0.85 if clear else (0.4 if flags else 0.6)
-    return TextScore(points, confidence, found, missing, links, missing_links, misconceptions, flags, suspected=suspected)
+    return TextScore(points, confidence, found, missing, links, missing_links, misconceptions, flags, suspected=suspected,
+                     copied_reference=copied)
 
 
 def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]]) -> list[dict]:
@@ -347,6 +348,7 @@ def score_text(*, item_id: str, title: str, max_points: float, question: Questio
                           "missing_links": result.missing_links, "misconceptions": result.misconceptions,
                           "flags": result.flags, "confidence": result.confidence, "kind": result.kind,
                           "not_the_fill": result.not_the_fill, "suspected": result.suspected,
+                          "copied_reference": result.copied_reference,
                           "method": "concept rubric + causal links (automatic)"})
 
 

@@ -84,12 +84,14 @@ def in_band(entry: Entry, result: TextScore) -> bool:
 
 
 def must_flag(entry: Entry) -> bool:
-    """Misconception and keyword-stuffed answers, and those every reader flagged."""
-    return entry.data["kind"] in ("misconception", "stuffed") or entry.data.get("flag") is True
+    """Misconception and keyword-stuffed answers: the grader must flag every one."""
+    return entry.data["kind"] in ("misconception", "stuffed")
 
 
 def figures(entries: list[Entry]) -> dict[str, dict[str, tuple[int, int]]]:
-    """{exercise: {"tuning": (in band, total), "held_out": (...), "flag_missed": (...)}}, plus "all"."""
+    """{exercise: {"tuning": (in band, total), "held_out": (...), "<part>_flagged": (misconception and
+    stuffed answers flagged, their number), "<part>_readers": (answers every reader flagged that are
+    flagged, their number)}}, plus "all"."""
     table: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
     for entry in entries:
         result = grade(entry)
@@ -102,6 +104,10 @@ def figures(entries: list[Entry]) -> dict[str, dict[str, tuple[int, int]]]:
                 flagged = table[key][part + "_flagged"]
                 flagged[0] += bool(result.flags)
                 flagged[1] += 1
+            if entry.data.get("flag") is True:
+                readers = table[key][part + "_readers"]
+                readers[0] += bool(result.flags)
+                readers[1] += 1
     return {k: {p: (v[0], v[1]) for p, v in parts.items()} for k, parts in table.items()}
 
 
@@ -123,12 +129,17 @@ def main(argv: list[str]) -> None:
                   "mis:", [m["misconception"] for m in result.misconceptions])
             print("    why:", entry.data["reading_1"].get("why", "")[:300])
     table = figures(entries)
-    print(f"{'exercise':28} {'tuning':>14} {'held-out':>14} {'flagged (held-out)':>20}")
+    print(f"{'exercise':24} {'in band: tuning':>16} {'held-out':>12} {'misc./stuffed flagged: tuning':>30} "
+          f"{'held-out':>10} {'reader-flagged flagged: held-out':>33}")
     for key in sorted(table, key=lambda k: (k == "all", k)):
-        t, h = table[key].get("tuning", (0, 0)), table[key].get("held_out", (0, 0))
-        f = table[key].get("held_out_flagged", (0, 0))
-        rate = (lambda p: f"{p[0]}/{p[1]} {p[0] / p[1]:.0%}" if p[1] else "-")
-        print(f"{key:28} {rate(t):>14} {rate(h):>14} {rate(f):>20}")
+        row = table[key]
+        print(f"{key:24} {_rate(row.get('tuning')):>16} {_rate(row.get('held_out')):>12} "
+              f"{_rate(row.get('tuning_flagged')):>30} {_rate(row.get('held_out_flagged')):>10} "
+              f"{_rate(row.get('held_out_readers')):>33}")
+
+
+def _rate(pair: tuple[int, int] | None) -> str:
+    return f"{pair[0]}/{pair[1]} {pair[0] / pair[1]:.0%}" if pair and pair[1] else "-"
 
 
 if __name__ == "__main__":
