@@ -21,6 +21,7 @@ import itertools
 import math
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from service.exercises import FillClaim, Question
@@ -153,7 +154,7 @@ def _prose(sentence: str) -> bool:
 
 
 def score_answer(question: Question, answer: str, max_points: float, *,
-                 fills: list[str | None] | None = None) -> TextScore:
+                 fills: Sequence[str | None] | None = None) -> TextScore:
     """`fills`: the submitted fills' canonical sources, in blank order (explanation items): an
     explanation of something the fill does not do earns nothing and is flagged."""
     result = _score_answer(question, answer, max_points)
@@ -172,7 +173,7 @@ NOT_THE_FILL = "explanation_not_fill"
 
 
 def _not_the_fill(claims: list[FillClaim], text: str, spans: list[tuple[int, int]],
-                  fills: list[str | None]) -> list[dict]:
+                  fills: Sequence[str | None]) -> list[dict]:
     found = []
     for claim in claims:
         if claim.blank is not None:
@@ -226,7 +227,7 @@ def _score_answer(question: Question, answer: str, max_points: float) -> TextSco
     # A step the answer never mentions costs its concept and one link, not two: the links are between
     # the chain's concepts that the answer states, in chain order.
     stated = [c for c in chain if c in matches]
-    for before, after in zip(stated, stated[1:]):
+    for before, after in itertools.pairwise(stated):
         evidence = _link(text, index, matches.get(before, []), matches.get(after, []))
         pair = {"from": before, "to": after, "label": f"{by_id[before].label} → {by_id[after].label}"}
         if evidence is not None:
@@ -329,14 +330,14 @@ def _looks_stuffed(text: str, matches: dict[str, list[_Match]], links: list[dict
     prose_links = len(_LINKS.findall(_ARROWS.sub(" ", "".join(outside))))
     # An arrow between computations ("0 → −μ → μ²") is a stated step; between bare names it is not.
     steps = _ARROWS.split(text)
-    prose_links += sum(1 for a, b in zip(steps, steps[1:]) if _COMPUTATION.search(a) or _COMPUTATION.search(b))
+    prose_links += sum(1 for a, b in itertools.pairwise(steps) if _COMPUTATION.search(a) or _COMPUTATION.search(b))
     few_links = len(links) <= max(0, (len(chain) - 1) // 3)
     # A list of terms, or terms strung together by arrows with no prose between them.
     return prose_links <= 1 and (few_links or term_share > 0.5)
 
 
 def score_text(*, item_id: str, title: str, max_points: float, question: Question, answer: str,
-               fills: list[str | None] | None = None, language: str = "zh") -> Item:
+               fills: Sequence[str | None] | None = None, language: str = "zh") -> Item:
     """The rubric item for one written answer, with feedback the student can act on."""
     result = score_answer(question, answer, max_points, fills=fills)
     points = min(result.points, max_points)
