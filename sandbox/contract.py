@@ -124,6 +124,13 @@ class CaseRun:
     # Guards around the case's buffers that the kernel changed (a write out of bounds), as the
     # runner validated them from the harness's evidence: see `sandbox.runner._out_of_bounds`.
     out_of_bounds: list[dict[str, Any]] = field(default_factory=list)
+    # The case's inputs as the harness found them after the call (`__input__.<key>`), by input key:
+    # the trusted side compares them with what it sent (service/grading/overwrite.py).
+    inputs_after: dict[str, Any] = field(default_factory=dict)
+    # A case that raised: the data of the buffers its entry point allocated, as the harness found
+    # them (dtype, shape and the array, by guard record index), for exercise checks that compare a
+    # wrapper's own sentinel region on the trusted side (e.g. the puzzles' z buffers).
+    allocations: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass

@@ -194,11 +194,13 @@ def main() -> int:
     for case in job["cases"]:
         send({"type": "case_start", "id": case["id"]})
         t0 = time.perf_counter()
+        guards = None
         try:
-            args, leaves = [], {}
+            args, leaves, placed = [], {}, {}
             guards = _Guards(torch, job["entry_point"])
             for arg in case["args"]:
                 tensor = guards.input(_arg_name(case["id"], arg["key"]), inputs[arg["key"]], device)
+                placed[arg["key"]] = tensor  # the whole stored input (a strided one's wider buffer too)
                 if arg.get("columns") is not None:
                     tensor = tensor[:, : arg["columns"]]
                 if arg.get("requires_grad"):
@@ -240,10 +242,15 @@ def main() -> int:
                         raise TypeError(f"no gradient reached input '{key}' (its .grad is None after backward)")
                     tensors[name] = grad.detach().to("cpu").contiguous().clone()
             records, guard_bytes = guards.evidence(named)
-            blob = save({**tensors, **guard_bytes})
+            # Every input as it is after the call, for the trusted side to compare bit for bit with
+            # what it sent (an entry point that overwrites its input is diagnosed there).
+            after = {f"__input__.{key}": t.detach().to("cpu").contiguous().clone() for key, t in placed.items()}
+            blob = save({**tensors, **guard_bytes, **after})
         except BaseException as exc:  # noqa: BLE001 - a failing case is a result, not a crash
-            send({"type": "case", "id": case["id"], "status": "error", "error": _student_traceback(exc),
-                  "elapsed_s": time.perf_counter() - t0})
+            error = _student_traceback(exc)
+            records, blob = _error_evidence(guards, save)
+            send({"type": "case", "id": case["id"], "status": "error", "error": error,
+                  "elapsed_s": time.perf_counter() - t0, "guards": records}, blob)
             if gpu_poisoned():
                 return EXIT_GPU_POISONED
             continue
@@ -481,6 +488,32 @@ class _Guards:
             raw[f"__guard__.{index}.before"] = buffer[:start].view(torch.uint8).cpu().clone()
             raw[f"__guard__.{index}.after"] = buffer[start + span:].view(torch.uint8).cpu().clone()
         return records, raw
+
+
+MAX_ERROR_EVIDENCE_BYTES = 4 << 20  # allocated buffers' data sent with a failed case, at most
+
+
+def _error_evidence(guards, save) -> tuple[list | None, bytes]:
+    """For a case that raised: the guards' bytes (as for a case that returned) and the data of the
+    buffers the entry point allocated (`__alloc__.<i>`, up to MAX_ERROR_EVIDENCE_BYTES together),
+    so that the trusted side can tell an out-of-bounds write from any other error by the bytes
+    themselves, not by the error's text."""
+    if guards is None:
+        return None, b""
+    try:
+        records, raw = guards.evidence({})
+        budget = MAX_ERROR_EVIDENCE_BYTES
+        for index, entry in enumerate(guards.buffers):
+            if entry["kind"] != "allocated":
+                continue
+            data = entry["buffer"][entry["start"]:entry["start"] + entry["span"]].view(guards.torch.uint8)
+            if data.numel() > budget:
+                continue
+            budget -= data.numel()
+            raw[f"__alloc__.{index}"] = data.cpu().clone()
+        return records, save(raw)
+    except BaseException:  # noqa: BLE001 - no evidence: the case stays a plain error
+        return None, b""
 
 
 def _arg_name(case_id: str, key: str) -> str:

@@ -355,7 +355,9 @@ class SandboxRunner:
             raise FrameError(f"result for unknown case {clean_text(str(case_id), 100)!r}")
         elapsed = _as_float(message.get("elapsed_s"))
         if message.get("status") != "ok":
-            result.cases.append(CaseRun(id=case_id, status="error", error=clean_text(message.get("error")), elapsed_s=elapsed))
+            breaches, allocations = _error_evidence(message.get("guards"), blob, known[case_id], inputs)
+            result.cases.append(CaseRun(id=case_id, status="error", error=clean_text(message.get("error")), elapsed_s=elapsed,
+                                        out_of_bounds=breaches, allocations=allocations))
             return case_id
         try:
             tensors = load_tensors(blob)  # safetensors: no pickle, header validated by the library
@@ -364,6 +366,7 @@ class SandboxRunner:
                                         elapsed_s=elapsed))
             return case_id
         raw = {name: tensors.pop(name) for name in list(tensors) if name.startswith("__guard__.")}
+        after = {name[len("__input__."):]: tensors.pop(name) for name in list(tensors) if name.startswith("__input__.")}
         breaches, missing = check_guards(message.get("guards"), raw, required=_guarded_inputs(known[case_id], inputs))
         if missing is not None:  # the harness's guarding was switched off or its evidence forged away
             result.cases.append(CaseRun(id=case_id, status="error", elapsed_s=elapsed, error=(
@@ -376,7 +379,8 @@ class SandboxRunner:
                 f"out-of-bounds write: {first['changed']} element(s) {first['side']} the data of "
                 f"{first['output'] or first['buffer']} changed")))
         else:
-            result.cases.append(CaseRun(id=case_id, status="ok", outputs=dict(tensors), elapsed_s=elapsed))
+            result.cases.append(CaseRun(id=case_id, status="ok", outputs=dict(tensors), elapsed_s=elapsed,
+                                        inputs_after=after))
         return case_id
 
 
@@ -387,6 +391,38 @@ TIMEOUT_ENDS_RUN = ("前面的阶段已超时；程序是确定性的，重新�
 def _timed_out(result: RunResult) -> bool:
     return (any(c.status == "timeout" for c in result.cases) or (result.given is not None and result.given.status == "timeout")
             or (result.speed is not None and result.speed.status == "timeout"))
+
+
+_NUMPY_DTYPES = {"float32": np.float32, "float64": np.float64, "float16": np.float16, "int8": np.int8,
+                 "int16": np.int16, "int32": np.int32, "int64": np.int64, "uint8": np.uint8, "bool": np.bool_}
+
+
+def _error_evidence(records: object, blob: bytes, case: CaseJob, inputs: dict[str, int]) -> tuple[list[dict], list[dict]]:
+    """(out-of-bounds evidence, allocated buffers' data) of a case that raised, from the guards'
+    bytes compared here and the `__alloc__.<i>` arrays; nothing when the evidence is absent or
+    malformed (the case stays a plain error, and no diagnosis can claim an out-of-bounds write)."""
+    if not blob or not isinstance(records, list):
+        return [], []
+    try:
+        tensors = load_tensors(blob)
+    except Exception:  # noqa: BLE001 - malformed evidence is no evidence
+        return [], []
+    raw = {name: tensors[name] for name in tensors if name.startswith("__guard__.")}
+    breaches, missing = check_guards(records, raw, required=_guarded_inputs(case, inputs))
+    if missing is not None:
+        return [], []
+    allocations = []
+    for name, array in tensors.items():
+        if not name.startswith("__alloc__.") or array.dtype != np.uint8 or array.ndim != 1:
+            continue
+        index = name[len("__alloc__."):]
+        record = records[int(index)] if index.isdigit() and int(index) < len(records) else None
+        dtype = _NUMPY_DTYPES.get(record.get("dtype")) if isinstance(record, dict) else None
+        if dtype is None or record.get("kind") != "allocated" or array.size % np.dtype(dtype).itemsize:
+            continue
+        allocations.append({"index": int(index), "shape": record.get("shape"), "dtype": record["dtype"],
+                            "data": array.view(dtype)})
+    return breaches, allocations
 
 
 def _guarded_inputs(case: CaseJob, sizes: dict[str, int]) -> set[str]:

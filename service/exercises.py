@@ -46,6 +46,32 @@ class DataSpec(_Strict):
 
 Scalar = int | float | bool | str
 
+ShapeFamily = Literal["ragged", "prime", "past_pow2", "wide"]
+MIN_DRAW_CANDIDATES = 8  # a family with fewer widths could be enumerated and fitted
+
+
+class ShapeDraw(_Strict):
+    """Part of a case's shape drawn from the per-submission secret seed (service/grading/inputs.py,
+    `draw_shape`), so that no kernel can be fitted to the shapes an earlier report showed. The width
+    is drawn from `family` within `cols` (inclusive); `rows`, when given, uniformly within it. Every
+    width the exercise's fixed cases use is left out, so a drawn case is never one already shown.
+
+    ragged: not a power of two. prime: a prime. past_pow2: 2^k + d with 1 <= d <= max(1, 2^k / 8),
+    so BLOCK = 2^(k+1) is almost half padding. wide: wider than every fixed case of the exercise."""
+
+    family: ShapeFamily
+    cols: tuple[int, int] = Field(description="inclusive range of the drawn width (the cost bound)")
+    rows: tuple[int, int] | None = Field(None, description="inclusive range of the drawn row count")
+    params: dict[str, Literal["cols", "rows"]] = Field(
+        {}, description="case params that take the drawn value (e.g. T: cols, N0: rows for exercises that read params)")
+
+    @model_validator(mode="after")
+    def _ranges(self) -> "ShapeDraw":
+        for name, (lo, hi) in (("cols", self.cols), ("rows", self.rows or (1, 1))):
+            if not 1 <= lo <= hi <= 1 << 16:
+                raise ValueError(f"draw.{name} {lo}..{hi}: need 1 <= low <= high <= 65536")
+        return self
+
 
 class CaseSpec(_Strict):
     id: str = Field(pattern=_ID)
@@ -61,6 +87,8 @@ class CaseSpec(_Strict):
     calls: int = Field(1, ge=1, le=8, description="call the entry point this often on the same tensors; the last call counts")
     description: str
     targets: str | None = Field(None, description="the misconception a probe is built to expose")
+    draw: ShapeDraw | None = Field(None, description="part of the shape drawn from the secret seed; `cols`/`rows` "
+                                                     "and `description` ({cols}, {rows}, {block}) are then its defaults")
 
     @model_validator(mode="after")
     def _check(self) -> "CaseSpec":
@@ -270,6 +298,9 @@ class ExerciseSpec(_Strict):
     entry_point: str
     args: list[str] = Field(["x"], min_length=1, description="inputs passed to the entry point, in order")
     backward: GradSpec | None = None
+    written_args: list[str] = Field([], description="arguments the entry point is meant to write (caller-owned "
+                                                     "scratch buffers); every other input is compared bit for bit "
+                                                     "after the call (diagnosis input_overwritten)")
     requires_gpu: str | None = Field(None, description="why the Triton interpreter cannot grade this exercise; "
                                                        "unset: the interpreter grades it like the GPU")
     deterministic: bool = Field(True, description="identical programs give identical outputs (false: atomics, ...)")
@@ -295,6 +326,8 @@ class ExerciseSpec(_Strict):
                 raise ValueError(f"rubric item {item.id} grades unknown question {item.question!r}")
         if self.pass_threshold > sum(i.points for i in self.rubric):
             raise ValueError("pass_threshold exceeds the total points")
+        if unknown := [a for a in self.written_args if a not in self.args]:
+            raise ValueError(f"written_args names {unknown}, which are not in args {self.args}")
         if self.backward is not None:
             if unknown := [o for o in self.backward.grad_outputs if o not in self.forward_outputs]:
                 raise ValueError(f"backward.grad_outputs names unknown forward outputs {unknown}")
@@ -302,6 +335,20 @@ class ExerciseSpec(_Strict):
                 raise ValueError(f"backward.grads names {unknown}, which are not in args {self.args}")
             if unknown := [o for o in self.backward.grads.values() if o not in self.outputs]:
                 raise ValueError(f"backward.grads outputs {unknown} need a tolerance under outputs")
+        fixed = self.fixed_widths
+        for case in self.cases:
+            if case.draw is None:
+                continue
+            if case.draw.family == "wide" and case.draw.cols[0] <= max(fixed, default=0):
+                raise ValueError(f"case {case.id}: a 'wide' family must start above every fixed width "
+                                 f"(the widest is {max(fixed)})")
+            if case.stride is not None and case.draw.cols[1] >= case.stride:
+                raise ValueError(f"case {case.id}: drawn widths must stay below the row stride {case.stride}")
+            from service.grading.inputs import shape_candidates
+
+            if (count := len(shape_candidates(case.draw, fixed))) < MIN_DRAW_CANDIDATES:
+                raise ValueError(f"case {case.id}: family {case.draw.family} in {case.draw.cols} has {count} widths "
+                                 f"besides the fixed ones (at least {MIN_DRAW_CANDIDATES} needed)")
         if self.speed is not None:
             import ast
 
@@ -310,6 +357,17 @@ class ExerciseSpec(_Strict):
             if unknown := sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - bound):
                 raise ValueError(f"speed.baseline.code names {unknown}: it sees only torch and the arguments {self.args}")
         return self
+
+    @property
+    def fixed_widths(self) -> frozenset[int]:
+        """The widths of the cases whose shape is not drawn (drawn cases avoid them)."""
+        return frozenset(c.cols for c in self.cases if c.draw is None)
+
+    def cases_for(self, secret_seed: int) -> list[CaseSpec]:
+        """The cases as graded under `secret_seed`: drawn shapes resolved (replay gives the same)."""
+        from service.grading.inputs import resolve_case
+
+        return [resolve_case(c, secret_seed, self.fixed_widths) for c in self.cases]
 
     @property
     def forward_outputs(self) -> list[str]:

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from service.grading.diagnose import sentinel_breach
 from service.report import Diagnosis
+
+SENTINEL = -1234.5  # what the template's long_softmax keeps after z (B0 rows of it)
 
 LOG2E = 1.4426950408889634
 
@@ -81,8 +84,9 @@ def diagnose(evidence):
         b0, b1 = int(case.kwargs.get("B0", 4)), int(case.kwargs.get("B1", 32))
         where = {"case": case.id, "N0": n0, "T": t, "B0": b0, "B1": b1}
         if ev.observed is None:
-            if -n0 % b0:
-                findings.setdefault("store_out_of_bounds", []).append({**where, "rows_past_end": -n0 % b0})
+            breach = sentinel_breach(ev, data_len=n0 * t, total_len=(n0 + b0) * t, sentinel=SENTINEL)
+            if breach is not None:  # evidence in the bytes, not in the error's text
+                findings.setdefault("store_out_of_bounds", []).append({**where, "rows_past_end": -n0 % b0, **breach})
             continue
         x = ev.arrays["x"]
         z = ev.observed["z"].astype(np.float64)
@@ -145,8 +149,9 @@ def _message(key, cases):
         return (f"在 {names} 上，从第 {c['first_unwritten_col']} 列起的输出从未写入（仍是 NaN）：T={c['T']} > B1={c['B1']}，"
                 "只处理了第一块。两遍都要沿 T 循环 cdiv(T, B1) 次。")
     if key == "store_out_of_bounds":
-        return (f"{names} 运行出错（不是数值误差）。这个用例 N0={c['N0']} 不是 B0={c['B0']} 的整数倍，最后一个 program 有 "
-                f"{c['rows_past_end']} 行越过了 z 的末尾：如果错误信息是“kernel 写到了 z 的范围之外”，说明 tl.store 的 mask "
+        return (f"{names} 上 kernel 写到了 z 的末尾之外：z 之后的 {c['changed']} 个元素被改写（评分方逐位比较了 z 之后的哨兵区，"
+                f"第一个在 z 末尾之后第 {c['first_past_end'] + 1} 个位置，写入值 {c['value']}）。这个用例 N0={c['N0']} 不是 "
+                f"B0={c['B0']} 的整数倍，最后一个 program 有 {c['rows_past_end']} 行越过了 z 的末尾：tl.store 的 mask "
                 "缺少行方向（rows < N0）。")
     if key == "nonfinite_output":
         return f"在 {names} 上输出了 {c['nonfinite']} 个 NaN/inf，而正确结果是有限值：检查 mask、-inf 的处理以及是否有元素从未写入。"

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from service.grading.diagnose import sentinel_breach
 from service.report import Diagnosis
+
+SENTINEL = -1234.5  # what the template's long_sum keeps after z (buf[N0:])
 
 
 def make_inputs(case, seed):
@@ -56,9 +59,9 @@ def diagnose(evidence):
         b0, b1 = int(case.kwargs.get("B0", 4)), int(case.kwargs.get("B1", 32))
         where = {"case": case.id, "N0": n0, "T": t, "B0": b0, "B1": b1}
         if ev.observed is None:
-            tail = -n0 % b0
-            if tail:
-                findings.setdefault("store_out_of_bounds", []).append({**where, "rows_past_end": tail})
+            breach = sentinel_breach(ev, data_len=n0, total_len=n0 + b0, sentinel=SENTINEL)
+            if breach is not None:  # evidence in the bytes, not in the error's text
+                findings.setdefault("store_out_of_bounds", []).append({**where, "rows_past_end": -n0 % b0, **breach})
             continue
         x = ev.arrays["x"]
         z = ev.observed["z"].astype(np.float64)
@@ -105,8 +108,9 @@ def _message(key, cases):
                 "最后一块的列下标超过了 T，却没有用 cols < T 屏蔽：x 是按行连续存放的，越过行尾读到的正是下一行的数据。"
                 "load 时要带上列方向的 mask，并用 other=0.0（加法单位元）。")
     if key == "store_out_of_bounds":
-        return (f"{names} 运行出错（不是数值误差）。这个用例 N0={c['N0']} 不是 B0={c['B0']} 的整数倍，最后一个 program 有 "
-                f"{c['rows_past_end']} 行越过了 z 的末尾：如果错误信息是“kernel 写到了 z 的范围之外”，说明 tl.store 缺少行方向的 "
+        return (f"{names} 上 kernel 写到了 z 的末尾之外：z 之后的 {c['changed']} 个元素被改写（评分方逐位比较了 z 之后的哨兵区，"
+                f"第一个在 z 末尾之后第 {c['first_past_end'] + 1} 个位置，写入值 {c['value']}）。这个用例 N0={c['N0']} 不是 "
+                f"B0={c['B0']} 的整数倍，最后一个 program 有 {c['rows_past_end']} 行越过了 z 的末尾：tl.store 缺少行方向的 "
                 "mask（rows < N0），越界写会破坏紧挨着 z 的其他数据。")
     if key == "nonfinite_output":
         return f"在 {names} 上输出了 NaN/inf，而正确结果是有限值：检查是否读到了 x 之外的内存，或有些行从未写入。"

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from service.grading.diagnose import sentinel_breach
 from service.report import Diagnosis
+
+SENTINEL = -1234.5  # what the template's add_vec_block keeps after z
 
 
 def make_inputs(case, seed):
@@ -60,9 +63,10 @@ def diagnose(evidence):
         b0, b1 = int(case.kwargs.get("B0", 32)), int(case.kwargs.get("B1", 32))
         where = {"case": case.id, "N0": n0, "N1": n1, "B0": b0, "B1": b1}
         if ev.observed is None:
-            if n0 % b0 or n1 % b1:
+            breach = sentinel_breach(ev, data_len=n1 * n0, total_len=n1 * n0 + b1 * n0 + b0, sentinel=SENTINEL)
+            if breach is not None:  # evidence in the bytes, not in the error's text
                 findings.setdefault("store_out_of_bounds", []).append(
-                    {**where, "cols_past_end": -n0 % b0, "rows_past_end": -n1 % b1})
+                    {**where, "cols_past_end": -n0 % b0, "rows_past_end": -n1 % b1, **breach})
             continue
         x, y = ev.arrays["x"], ev.arrays["y"]
         z = ev.observed["z"].astype(np.float64)
@@ -100,9 +104,10 @@ def _message(key, cases):
         return (f"在 {names} 上结果是转置的：z[j, i] 应为 x[i] + y[j]，即 x[None, :] + y[:, None]（x 沿列、y 沿行）；"
                 "写成了 x[:, None] + y[None, :]。")
     if key == "store_out_of_bounds":
-        return (f"{names} 运行出错（不是数值误差）。这个用例 N0={c['N0']}、B0={c['B0']}（最后一块多出 {c['cols_past_end']} 列），"
-                f"N1={c['N1']}、B1={c['B1']}（最后一块多出 {c['rows_past_end']} 行）：如果错误信息是“kernel 写到了 z 的范围之外”，"
-                "说明 tl.store 的 mask 不完整。二维的 store 需要两个方向的 mask：mask_y[:, None] & mask_x[None, :]。"
+        return (f"{names} 上 kernel 写到了 z 的末尾之外：z 之后的 {c['changed']} 个元素被改写（评分方逐位比较了 z 之后的哨兵区，"
+                f"写入值 {c['value']}）。这个用例 N0={c['N0']}、B0={c['B0']}（最后一块多出 {c['cols_past_end']} 列），"
+                f"N1={c['N1']}、B1={c['B1']}（最后一块多出 {c['rows_past_end']} 行）："
+                "tl.store 的 mask 不完整。二维的 store 需要两个方向的 mask：mask_y[:, None] & mask_x[None, :]。"
                 "缺列方向时，越过行尾的元素会写进下一行的开头（最后一行则写到 z 之外）；缺行方向时写到 z 的末尾之外。")
     return (f"在 {names} 上结果不对（{c['case']}：z[{c['row']},{c['col']}] = {c['observed']:.6g}，正确 {c['expected']:.6g}，"
             f"{c['unwritten']} 个元素从未写入），不符合已知误区的特征：检查两个 program_id、两个方向的偏移、广播方向与行步长。")

@@ -29,6 +29,7 @@ from service.grading.diagnose import CaseEvidence
 from service.grading.extract import Extraction, extract
 from service.grading.fills import check_block_fill, check_fill
 from service.grading.inputs import case_seed, storage
+from service.grading.overwrite import changed_input, diagnosis as overwrite_diagnosis
 from service.grading.memo import MemoEntry, VerdictMemo, memo_key, memoisable
 from service.grading.speed import performance as speed_performance, speed_inputs, speed_job
 from service.grading.model_assist import ModelAssist
@@ -143,8 +144,9 @@ class Grader:
 
         extraction = extract(exercise.template, submission.code)
         not_run_reason = extraction.error or _rejected_fill(exercise, extraction)
+        graded = spec.cases_for(secret_seed)  # drawn shapes resolved: replay with the seed gives the same
         seeds = Seeds(secret=secret_seed, given=spec.given_check.seed,
-                      cases={c.id: case_seed(c, secret_seed) for c in spec.cases})
+                      cases={c.id: case_seed(c, secret_seed) for c in graded})
 
         program: Program | None = None
         run: RunResult | None = None
@@ -167,17 +169,20 @@ class Grader:
                     performance = reused.performance.model_copy(update={"reused": True})
                 given_status, given_output, environment = reused.given_status, reused.given_output, reused.environment
             else:
-                arrays = {c.id: exercise.make_inputs(c, seeds.cases[c.id]) for c in spec.cases}
+                arrays = {c.id: exercise.make_inputs(c, seeds.cases[c.id]) for c in graded}
                 self.counts.add(sandbox_runs=1, ran_after_wait=int(waited_s is not None))
-                run = run_program(self.runner, exercise, program, arrays, mode=self.mode, device_index=self.device_index)
+                run = run_program(self.runner, exercise, program, arrays, mode=self.mode, device_index=self.device_index,
+                                  cases=graded)
                 if run.infra_error is not None:
                     return self._not_gradable(exercise, submission_id, run, started)
                 self._environment_seen = dict(run.environment)
                 if self.compile_cache is not None:
                     self.compile_cache.submit(exercise, program)  # the next student with this fill compiles nothing
                 run.given = verify_given(exercise, run.given)
-                cases, evidence = self._cases(exercise, run, arrays, seeds.cases)
+                cases, evidence = self._cases(exercise, run, arrays, seeds.cases, graded)
                 diagnoses = exercise.checks.diagnose(evidence)
+                if (overwritten := _overwritten_inputs(spec, graded, arrays, run)) is not None:
+                    diagnoses.append(overwritten)  # on every exercise: inputs compared bit for bit
                 if run.given is not None:
                     given_status, given_output = run.given.status, run.given.output
                 environment = self._environment(run)
@@ -187,8 +192,8 @@ class Grader:
                                           performance=performance)
                 self._release(claims)  # stored (or not storable): the waiting gradings go on now
         else:
-            arrays = {c.id: exercise.make_inputs(c, seeds.cases[c.id]) for c in spec.cases}
-            cases, _ = self._cases(exercise, None, arrays, seeds.cases)
+            arrays = {c.id: exercise.make_inputs(c, seeds.cases[c.id]) for c in graded}
+            cases, _ = self._cases(exercise, None, arrays, seeds.cases, graded)
             performance = self._performance(exercise, None, cases)
 
         items = rubric.score_items(exercise, submission, cases, not_run_reason=not_run_reason, diagnoses=diagnoses,
@@ -312,7 +317,7 @@ class Grader:
         return key
 
     def _cases(self, exercise: Exercise, run: RunResult | None, arrays: dict[str, dict[str, np.ndarray]],
-               seeds: dict[str, int]) -> tuple[list[CaseReport], list[CaseEvidence]]:
+               seeds: dict[str, int], graded: list[CaseSpec]) -> tuple[list[CaseReport], list[CaseEvidence]]:
         spec = exercise.spec
         tolerance = {name: t.model_dump() for name, t in spec.outputs.items()}
         reports: list[CaseReport] = []
@@ -326,7 +331,7 @@ class Grader:
             ))
         runs = {c.id: c for c in run.cases} if run is not None else {}
         evidence = []
-        for case in spec.cases:
+        for case in graded:
             inputs64 = {name: a.astype(np.float64) if a.dtype.kind == "f" else a for name, a in arrays[case.id].items()}
             primary = inputs64[spec.args[0]]
             base = dict(id=case.id, kind=case.kind, description=case.description, shape=list(primary.shape),
@@ -340,7 +345,9 @@ class Grader:
                 reports.append(CaseReport(**base, passed=False, error=error, out_of_bounds=breaches,
                                           elapsed_s=outcome.elapsed_s if outcome else None))
                 if outcome is not None:
-                    evidence.append(CaseEvidence(case, primary, None, {}, False, inputs64))
+                    evidence.append(CaseEvidence(case, primary, None, {}, False, inputs64, error=error,
+                                                 out_of_bounds=list(outcome.out_of_bounds),
+                                                 allocations=list(outcome.allocations)))
                 continue
             expected = exercise.checks.reference(**inputs64)
             result = compare_outputs(outcome.outputs, expected, spec.outputs)
@@ -402,17 +409,18 @@ def _rejected_fill(exercise: Exercise, extraction: Extraction) -> str | None:
 
 
 def run_program(runner: SandboxRunner, exercise: Exercise, program: Program, arrays: dict[str, dict[str, np.ndarray]], *,
-                mode: DeviceMode, device_index: int) -> RunResult:
+                mode: DeviceMode, device_index: int, cases: list[CaseSpec] | None = None) -> RunResult:
     """One sandbox run of `program`: the given check, every case on its drawn inputs (`arrays`,
     by case id), and on a GPU the speed phase of an exercise with `speed:` (its input drawn here,
     on the trusted side). The grader and the compile-cache warmer both run programs this way."""
     spec = exercise.spec
+    cases = spec.cases if cases is None else cases  # the cases as graded (drawn shapes resolved)
     speed, speed_in = None, {}
     if mode is DeviceMode.gpu and spec.speed is not None:
         speed, speed_in = speed_job(spec), speed_inputs(exercise.make_inputs(spec.speed.case(), spec.speed.seed))
     return runner.run(program=program.module, given_check=program.given_check, given_seed=spec.given_check.seed,
-                      entry_point=spec.entry_point, cases=[_case_job(spec, c) for c in spec.cases],
-                      inputs={**_sandbox_inputs(spec, arrays), **speed_in}, mode=mode, device_index=device_index,
+                      entry_point=spec.entry_point, cases=[_case_job(spec, c) for c in cases],
+                      inputs={**_sandbox_inputs(cases, spec, arrays), **speed_in}, mode=mode, device_index=device_index,
                       speed=speed, deterministic=memoisable(exercise))
 
 
@@ -428,14 +436,37 @@ def _case_job(spec: ExerciseSpec, case: CaseSpec) -> CaseJob:
                    backward=backward)
 
 
-def _sandbox_inputs(spec: ExerciseSpec, arrays: dict[str, dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+def _sandbox_inputs(graded: list[CaseSpec], spec: ExerciseSpec,
+                    arrays: dict[str, dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     """Every case's inputs under `case.name`; a strided case's first argument inside its wider buffer."""
-    cases = {c.id: c for c in spec.cases}
+    cases = {c.id: c for c in graded}
     stored = {}
     for case_id, named in arrays.items():
         for name, array in named.items():
             stored[f"{case_id}.{name}"] = storage(cases[case_id], array) if name == spec.args[0] else array
     return stored
+
+
+def _overwritten_inputs(spec: ExerciseSpec, graded: list[CaseSpec], arrays: dict[str, dict[str, np.ndarray]],
+                        run: RunResult) -> Diagnosis | None:
+    """The `input_overwritten` diagnosis when an input (not in `written_args`) came back from the
+    sandbox changed in any bit, on any case that returned; None otherwise."""
+    sent = _sandbox_inputs(graded, spec, arrays)
+    by_id = {c.id: c for c in graded}
+    found = []
+    for outcome in run.cases:
+        case = by_id.get(outcome.id)
+        if case is None or not outcome.inputs_after:
+            continue
+        for index, name in enumerate(spec.args):
+            key = f"{case.id}.{name}"
+            if name in spec.written_args or key not in sent:
+                continue
+            columns = case.cols if index == 0 and case.stride else None
+            change = changed_input(case.id, name, sent[key], outcome.inputs_after.get(key), columns=columns)
+            if change is not None:
+                found.append(change)
+    return overwrite_diagnosis(found[:16], language=spec.language)
 
 
 def _timing(run: RunResult | None, started: float) -> dict[str, float]:

@@ -87,7 +87,10 @@ def padding_picture(case: CaseReport, *, n: int, block: int, counted: int | None
 
 
 def case_views(report: Report, exercise: Exercise | None, t: dict[str, str]) -> list[CaseView]:
-    widths = {c.id: (c.cols, c.block) for c in exercise.spec.cases} if exercise is not None else {}
+    graded = []  # the cases as this report's run drew them (drawn shapes come from its secret seed)
+    if exercise is not None:
+        graded = exercise.spec.cases_for(report.seeds.secret) if report.seeds is not None else exercise.spec.cases
+    widths = {c.id: (c.cols, c.block) for c in graded}
     counted = _lanes_counted(report)
     views = []
     for case in report.cases:
