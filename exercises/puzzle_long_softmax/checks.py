@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from service.grading.diagnose import sentinel_breach
+from service.grading.diagnose import ROW_BLOCK_IGNORED, row_block_ignored, row_block_messages, sentinel_breach
 from service.report import Diagnosis
 
 SENTINEL = -1234.5  # what the template's long_softmax keeps after z (B0 rows of it)
@@ -92,6 +92,11 @@ def diagnose(evidence):
         z = ev.observed["z"].astype(np.float64)
         ref = ev.expected["z"]
         xmax = float(x.max())
+        correct = np.all(np.abs(z - ref) <= 1e-3 * np.abs(ref) + 1e-6, axis=1)
+        ignored = row_block_ignored(correct, np.all(np.isnan(z), axis=1), rows=n0, block=b0)
+        if ignored is not None:
+            findings.setdefault(ROW_BLOCK_IGNORED, []).append({**where, **ignored})
+            continue
         if not np.all(np.isfinite(z)):
             bad = ~np.isfinite(z)
             cols = np.where(bad.any(axis=0))[0]
@@ -121,12 +126,20 @@ def diagnose(evidence):
             findings.setdefault("unexplained_softmax", []).append({
                 **where, "row": int(r), "col": int(c), "observed": float(z[r, c]), "expected": float(ref[r, c]),
                 "row_sum": float(row_sums[r])})
-    return [Diagnosis(id=k, message=_message(k, v), evidence={"cases": v}) for k, v in findings.items()]
+    return [Diagnosis(id=k, message=_message(k, v), evidence=_evidence(k, v)) for k, v in findings.items()]
+
+
+def _evidence(key, cases):
+    if key == ROW_BLOCK_IGNORED:  # zh and en words, the report shows the exercise's language
+        return {"cases": cases, "messages": row_block_messages(cases[0], "、".join(d["case"] for d in cases))}
+    return {"cases": cases}
 
 
 def _message(key, cases):
     c = cases[0]
     names = "、".join(d["case"] for d in cases)
+    if key == ROW_BLOCK_IGNORED:
+        return row_block_messages(c, names)["zh"]
     if key == "no_rescale":
         return (f"在 {names} 上 softmax 偏小，每行之和只有 {c['row_sum']:.4g}（应为 1）。以 {c['case']} 为例（T={c['T']}，B1={c['B1']}）："
                 f"z[{c['row']},{c['col']}] = {c['observed']:.4g}，正确 {c['expected']:.4g}，与“最大值变大时没有把旧的 sum 乘以 "

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from service.grading.diagnose import sentinel_breach
+from service.grading.diagnose import ROW_BLOCK_IGNORED, row_block_ignored, row_block_messages, sentinel_breach
 from service.report import Diagnosis
 
 SENTINEL = -1234.5  # what the template's long_sum keeps after z (buf[N0:])
@@ -66,6 +66,11 @@ def diagnose(evidence):
         x = ev.arrays["x"]
         z = ev.observed["z"].astype(np.float64)
         ref = ev.expected["z"]
+        correct = np.abs(z - ref) <= 1e-3 * (np.abs(ref) + 1.0)
+        ignored = row_block_ignored(correct, np.isnan(z), rows=n0, block=b0)
+        if ignored is not None:
+            findings.setdefault(ROW_BLOCK_IGNORED, []).append({**where, **ignored})
+            continue
         if not np.any(np.isfinite(z)):
             findings.setdefault("nonfinite_output", []).append(where)
             continue
@@ -85,12 +90,20 @@ def diagnose(evidence):
             worst = int(np.argmax(np.abs(z - ref)))
             findings.setdefault("unexplained_sum", []).append({**where, "row": worst, "observed": float(z[worst]),
                                                                "expected": float(ref[worst])})
-    return [Diagnosis(id=k, message=_message(k, v), evidence={"cases": v}) for k, v in findings.items()]
+    return [Diagnosis(id=k, message=_message(k, v), evidence=_evidence(k, v)) for k, v in findings.items()]
+
+
+def _evidence(key, cases):
+    if key == ROW_BLOCK_IGNORED:  # zh and en words, the report shows the exercise's language
+        return {"cases": cases, "messages": row_block_messages(cases[0], "、".join(d["case"] for d in cases))}
+    return {"cases": cases}
 
 
 def _message(key, cases):
     c = cases[0]
     names = "、".join(d["case"] for d in cases)
+    if key == ROW_BLOCK_IGNORED:
+        return row_block_messages(c, names)["zh"]
     if key == "dropped_tail":
         return (f"在 {names} 上行和偏差。以 {c['case']} 为例（T={c['T']}，B1={c['B1']}）：第 {c['row']} 行得到 {c['observed']:.6g}，"
                 f"正确是 {c['expected']:.6g}，恰好等于只加前 {c['T'] // c['B1'] * c['B1']} 列的结果 {c['predicted']:.6g}。"

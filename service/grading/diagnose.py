@@ -50,3 +50,39 @@ def sentinel_breach(ev: CaseEvidence, *, data_len: int, total_len: int, sentinel
         return {"changed": int(first.get("changed", 0)), "first_past_end": int(first.get("distance", 0)),
                 "value": first.get("value"), "source": "guard", "buffer": first.get("output") or first.get("buffer")}
     return None
+
+
+ROW_BLOCK_IGNORED = "one_row_per_program"
+
+
+def row_block_ignored(correct: np.ndarray, unwritten: np.ndarray, *, rows: int, block: int) -> dict | None:
+    """Evidence that a kernel handles one row per program and ignores the block of `block` rows
+    each program owns: with cdiv(rows, block) programs, exactly the rows one program per row would
+    reach (row = pid, or row = pid * block) are right, and every other row was never written.
+    `correct` and `unwritten` are per-row booleans from the trusted comparison."""
+    if block <= 1 or rows <= 1:
+        return None
+    programs = -(-rows // block)
+    for form, reached in (("row = pid", np.arange(programs)), ("row = pid * B0", np.arange(programs) * block)):
+        hit = np.zeros(rows, dtype=bool)
+        hit[reached[reached < rows]] = True
+        if hit.all():
+            continue
+        if np.array_equal(correct, hit) and bool(np.all(unwritten[~hit])):
+            return {"form": form, "programs": programs, "rows_written": int(hit.sum()),
+                    "rows_unwritten": int((~hit).sum()), "first_unwritten": int(np.flatnonzero(~hit)[0])}
+    return None
+
+
+def row_block_messages(c: dict, names: str) -> dict[str, str]:
+    """The zh and en words for `one_row_per_program` (c: one case's evidence, with N0 and B0)."""
+    zh = (f"在 {names} 上，每个 program 只处理了一行，忽略了它负责的 B0 行：以 {c['case']} 为例（N0={c['N0']}，B0={c['B0']}，"
+          f"共 {c['programs']} 个 program），只有 {c['rows_written']} 行（{c['form']} 能到达的行）是对的，其余 {c['rows_unwritten']} 行"
+          f"从未写入（第一行是第 {c['first_unwritten']} 行，仍是初始的 NaN）。grid 是 cdiv(N0, B0)，所以每个 program 必须处理 "
+          "B0 行：rows = pid * B0 + tl.arange(0, B0)，并用 rows < N0 做 mask。给定检查用 B0 = 1，所以这个错误在那里看不出来。")
+    en = (f"On {names}, each program handled one row and ignored the block of B0 rows it owns: on {c['case']} (N0={c['N0']}, "
+          f"B0={c['B0']}, {c['programs']} programs) only the {c['rows_written']} rows that {c['form']} reaches are right, and "
+          f"the other {c['rows_unwritten']} rows were never written (the first is row {c['first_unwritten']}, still the "
+          "initial NaN). The grid is cdiv(N0, B0), so each program must handle B0 rows: rows = pid * B0 + tl.arange(0, B0), "
+          "masked with rows < N0. The given check uses B0 = 1, which is why it passes there.")
+    return {"zh": zh, "en": en}
