@@ -244,7 +244,9 @@ def main() -> int:
             records, guard_bytes = guards.evidence(named)
             # Every input as it is after the call, for the trusted side to compare bit for bit with
             # what it sent (an entry point that overwrites its input is diagnosed there).
-            after = {f"__input__.{key}": t.detach().to("cpu").contiguous().clone() for key, t in placed.items()}
+            after = {}
+            if sum(t.numel() * t.element_size() for t in placed.values()) <= MAX_INPUTS_BACK_BYTES:
+                after = {f"__input__.{key}": t.detach().to("cpu").contiguous().clone() for key, t in placed.items()}
             blob = save({**tensors, **guard_bytes, **after})
         except BaseException as exc:  # noqa: BLE001 - a failing case is a result, not a crash
             error = _student_traceback(exc)
@@ -490,7 +492,8 @@ class _Guards:
         return records, raw
 
 
-MAX_ERROR_EVIDENCE_BYTES = 4 << 20  # allocated buffers' data sent with a failed case, at most
+MAX_ERROR_EVIDENCE_BYTES = 256 << 10  # allocated buffers' data sent with a failed case, at most
+MAX_INPUTS_BACK_BYTES = 4 << 20  # inputs sent back after a case, at most (larger: no overwrite evidence)
 
 
 def _error_evidence(guards, save) -> tuple[list | None, bytes]:
