@@ -45,8 +45,9 @@ def sentinel_breach(ev: CaseEvidence, *, data_len: int, total_len: int, sentinel
             first = int(np.flatnonzero(changed)[0])
             return {"changed": int(changed.sum()), "first_past_end": first, "value": float(tail[first]),
                     "source": "sentinel"}
-    if ev.out_of_bounds:
-        first = ev.out_of_bounds[0]
+    past_end = [b for b in ev.out_of_bounds if b.get("side") == "after" and b.get("kind") == "allocated"]
+    if past_end:  # written past the whole buffer: past the sentinel tail too
+        first = past_end[0]
         return {"changed": int(first.get("changed", 0)), "first_past_end": int(first.get("distance", 0)),
                 "value": first.get("value"), "source": "guard", "buffer": first.get("output") or first.get("buffer")}
     return None
