@@ -89,6 +89,8 @@ class CaseReport(_Model):
     targets: str | None = None
     elapsed_s: float | None = None
     out_of_bounds: list[OutOfBounds] = Field([], description="guards the kernel changed (the case is then an error)")
+    drawn: str | None = Field(None, description="the shape family this case's width was drawn from with the secret "
+                                                "seed (ragged, prime, past_pow2, wide); None: a fixed shape")
 
 
 class Diagnosis(_Model):

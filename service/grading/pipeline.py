@@ -335,7 +335,8 @@ class Grader:
             inputs64 = {name: a.astype(np.float64) if a.dtype.kind == "f" else a for name, a in arrays[case.id].items()}
             primary = inputs64[spec.args[0]]
             base = dict(id=case.id, kind=case.kind, description=case.description, shape=list(primary.shape),
-                        stride=case.stride, seed=seeds[case.id], tolerance=tolerance, targets=case.targets)
+                        stride=case.stride, seed=seeds[case.id], tolerance=tolerance, targets=case.targets,
+                        drawn=case.draw.family if case.draw is not None and case.secret else None)
             outcome = runs.get(case.id)
             if outcome is None or outcome.status != "ok":
                 error = "未运行" if outcome is None else (outcome.error or outcome.status)

@@ -84,6 +84,8 @@ def test_shape_fitted_kernel_fails_and_replay_is_exact(grader):
     for case_id in _drawn(spec):
         assert cases[case_id].shape == [drawn[case_id].rows, drawn[case_id].cols]
         assert str(drawn[case_id].cols) in cases[case_id].description
+        assert cases[case_id].drawn == drawn[case_id].draw.family
+    assert cases["boundary.n17"].drawn is None
 
     replay = _grade(grader, "lesson06_mean_var", _fill(grader, "lesson06_mean_var", FITTED), seed=report.seeds.secret)
     assert [(c.id, c.shape, c.seed, c.passed, c.max_abs_err) for c in replay.cases] == \
