@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from service.grading.diagnose import ROW_BLOCK_IGNORED, row_block_ignored, row_block_messages, sentinel_breach
+from service.grading.diagnose import (
+    ROW_BLOCK_IGNORED, out_of_bounds_en, row_block_ignored, row_block_messages, sentinel_breach,
+)
 from service.report import Diagnosis
 
 SENTINEL = -1234.5  # what the template's long_softmax keeps after z (B0 rows of it)
@@ -130,8 +132,14 @@ def diagnose(evidence):
 
 
 def _evidence(key, cases):
+    names = "、".join(d["case"] for d in cases)
     if key == ROW_BLOCK_IGNORED:  # zh and en words, the report shows the exercise's language
-        return {"cases": cases, "messages": row_block_messages(cases[0], "、".join(d["case"] for d in cases))}
+        return {"cases": cases, "messages": row_block_messages(cases[0], names)}
+    if key == "store_out_of_bounds":
+        c = cases[0]
+        why = (f"N0={c['N0']} is not a multiple of B0={c['B0']}, so the last program has {c['rows_past_end']} row(s) past "
+               "the end of z: the tl.store needs the row mask (rows < N0), or it overwrites whatever lies after z.")
+        return {"cases": cases, "messages": {"zh": _message(key, cases), "en": out_of_bounds_en(c, names, why)}}
     return {"cases": cases}
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from service.grading.diagnose import sentinel_breach
+from service.grading.diagnose import out_of_bounds_en, sentinel_breach
 from service.report import Diagnosis
 
 SENTINEL = -1234.5  # what the template's add_vec_block keeps after z
@@ -87,7 +87,18 @@ def diagnose(evidence):
         findings.setdefault("unexplained_outer_add", []).append(
             {**where, "row": int(r), "col": int(c), "observed": float(z[r, c]), "expected": float(ref[r, c]),
              "unwritten": unwritten})
-    return [Diagnosis(id=k, message=_message(k, v), evidence={"cases": v}) for k, v in findings.items()]
+    return [Diagnosis(id=k, message=_message(k, v), evidence=_evidence(k, v)) for k, v in findings.items()]
+
+
+def _evidence(key, cases):
+    if key != "store_out_of_bounds":
+        return {"cases": cases}
+    c = cases[0]
+    why = (f"N0={c['N0']} with B0={c['B0']} leaves {c['cols_past_end']} column(s) past the last block, N1={c['N1']} with "
+           f"B1={c['B1']} leaves {c['rows_past_end']} row(s): a 2-D store needs both masks, mask_y[:, None] & "
+           "mask_x[None, :]. Without the column mask, elements past a row's end land at the start of the next row (and "
+           "past z after the last row); without the row mask, rows land past the end of z.")
+    return {"cases": cases, "messages": {"zh": _message(key, cases), "en": out_of_bounds_en(c, "、".join(d["case"] for d in cases), why)}}
 
 
 def _message(key, cases):

@@ -87,3 +87,11 @@ def row_block_messages(c: dict, names: str) -> dict[str, str]:
           "initial NaN). The grid is cdiv(N0, B0), so each program must handle B0 rows: rows = pid * B0 + tl.arange(0, B0), "
           "masked with rows < N0. The given check uses B0 = 1, which is why it passes there.")
     return {"zh": zh, "en": en}
+
+
+def out_of_bounds_en(c: dict, names: str, why: str) -> str:
+    """The en words for an out-of-bounds store found by `sentinel_breach` (c: one case's evidence)."""
+    where = ("the sentinel region the wrapper keeps after z, compared bit for bit by the grader"
+             if c.get("source") == "sentinel" else "the guard region after the buffer, compared bit for bit by the grader")
+    return (f"On {names} the kernel wrote past the end of z: {c['changed']} element(s) of {where} changed (the first "
+            f"{c['first_past_end'] + 1} past the end, value written {c['value']}). {why}")

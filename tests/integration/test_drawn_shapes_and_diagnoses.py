@@ -120,6 +120,7 @@ def test_store_without_row_mask_is_out_of_bounds_from_the_bytes(grader):
     evidence = found["store_out_of_bounds"].evidence["cases"]
     assert {e["case"] for e in evidence} == {"probe.rows_tail"}
     assert evidence[0]["source"] == "sentinel" and evidence[0]["changed"] == 3  # N0 = 9, B0 = 4: 3 rows past z
+    assert "past the end of z" in found["store_out_of_bounds"].evidence["messages"]["en"]
 
 
 def test_one_row_per_program_is_diagnosed(grader):
