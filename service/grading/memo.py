@@ -47,7 +47,9 @@ from service.report import CaseReport, Diagnosis, Environment, Performance, Seed
 if TYPE_CHECKING:  # the database is imported only by DbMemo: the grader runs without SQLAlchemy
     from sqlalchemy.orm import Session, sessionmaker
 
-MEMO_FORMAT = 2  # bump when MemoEntry or the key changes meaning: old entries then simply miss
+MEMO_FORMAT = 3  # bump when MemoEntry or the key changes meaning: old entries then simply miss
+# 3: cases may draw their shapes from the secret seed (a reused entry keeps its seeds, so its shapes),
+#    and every run now compares inputs after the call (diagnosis input_overwritten)
 # 2: guard regions around the buffers (an out-of-bounds write fails a case that format 1 passed)
 
 
@@ -73,7 +75,7 @@ def exercise_fingerprint(exercise: Exercise) -> str:
     inputs, diagnoses)."""
     spec = exercise.spec
     shape = spec.model_dump(mode="json", include={"entry_point", "args", "backward", "outputs", "given_check", "cases",
-                                                  "fill_policy", "requires_gpu"})
+                                                  "fill_policy", "requires_gpu", "written_args"})
     if spec.speed is not None:  # only then: the keys of exercises without one stay as they were
         shape["speed"] = spec.speed.model_dump(mode="json")
     digest = hashlib.sha256(json.dumps(shape, sort_keys=True).encode())
