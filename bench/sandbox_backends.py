@@ -32,6 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sandbox.backends import make_backend  # noqa: E402
+from sandbox.host_uids import lease_host_uid  # noqa: E402
 from sandbox.backends.docker.backend import DockerBackend  # noqa: E402
 from sandbox.contract import DeviceMode, Limits  # noqa: E402
 from service.config import REPO_ROOT, Settings  # noqa: E402
@@ -57,12 +58,22 @@ def empty_start_s(name: str, mode: DeviceMode, settings: Settings) -> float:
                 sent["command"] = ["/bin/true"]
                 argv[argv.index("--spec") + 1] = json.dumps(sent)
                 env = spec.env
+                pass_fds = (write_fd,)
             else:  # bwrap: the grading sandbox's exact argv with /bin/true for the harness (a private helper)
-                spec = backend._spec(job_dir=Path(job), verdict_fd=write_fd, mode=mode, device_index=0, limits=Limits(),
-                                     control_fd=None, host_uid=backend.host_uid(mode, 0), command=["/bin/true"])
+                # as in grading: a host uid of its own where the backend's probe allows it, and seccomp
+                unprivileged = backend.unprivileged(mode, 0, Path(job).parent)
+                lease = lease_host_uid() if unprivileged else None
+                try:
+                    spec = backend._spec(job_dir=Path(job), verdict_fd=write_fd, mode=mode, device_index=0,
+                                         limits=Limits(), control_fd=None, host_uid=lease.uid if lease else None,
+                                         command=["/bin/true"], seccomp=True)
+                finally:
+                    if lease is not None:
+                        lease.release()
                 argv, env = spec.argv, spec.env
+                pass_fds = (write_fd, *spec.pass_fds)
             started = time.perf_counter()
-            done = subprocess.run(argv, env=env, pass_fds=(write_fd,), capture_output=True, timeout=120)
+            done = subprocess.run(argv, env=env, pass_fds=pass_fds, capture_output=True, timeout=120)
             elapsed = time.perf_counter() - started
         finally:
             os.close(read_fd)

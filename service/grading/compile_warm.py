@@ -67,16 +67,18 @@ class CompileWarmer:
             self._threads.append(thread)
         return self
 
-    def submit(self, exercise: Exercise, program: Program) -> bool:
+    def submit(self, exercise: Exercise, program: Program, secret_seed: int | None = None) -> bool:
         """Queue a program for compiling into the shared cache; False when it does not qualify,
-        was queued before, or the queue is full (then it simply compiles again where it runs)."""
+        was queued before, or the queue is full (then it simply compiles again where it runs).
+        `secret_seed`: the grading's, so the shapes it drew compile too (a later grading under
+        another seed compiles only its own drawn shapes, in its sandbox)."""
         if exercise.spec.fill_policy != "expression":
             return False
         with self._lock:
             if program.digest in self._seen:
                 return False
             try:
-                self._queue.put_nowait((exercise, program))
+                self._queue.put_nowait((exercise, program, secret_seed))
             except queue.Full:
                 return False
             self._seen.add(program.digest)
@@ -134,16 +136,18 @@ class CompileWarmer:
                     if self._pending == 0:
                         self._idle.set()
 
-    def _compile(self, exercise: Exercise, program: Program) -> None:
+    def _compile(self, exercise: Exercise, program: Program, secret_seed: int | None = None) -> None:
         from service.grading.pipeline import run_program
 
         staging = self.cache.new_staging()  # handed to the compile sandbox's own host uid where it has one (confine)
         runner = SandboxRunner(backend=self.backend.with_triton_cache(TritonCacheMount(staging, writable=True)),
                                limits=self.limits)
         # The same run as a grading's (the speed phase's large shape included): the same kernels compile.
-        arrays = {c.id: exercise.make_inputs(c, COMPILE_SEED) for c in exercise.spec.cases}
+        cases = exercise.spec.cases_for(COMPILE_SEED if secret_seed is None else secret_seed)
+        arrays = {c.id: exercise.make_inputs(c, COMPILE_SEED) for c in cases}
         try:
-            run = run_program(runner, exercise, program, arrays, mode=DeviceMode.gpu, device_index=self.device_index)
+            run = run_program(runner, exercise, program, arrays, mode=DeviceMode.gpu, device_index=self.device_index,
+                              cases=cases)
         except BaseException:
             self.cache.discard(staging)
             raise

@@ -177,7 +177,7 @@ class Grader:
                     return self._not_gradable(exercise, submission_id, run, started)
                 self._environment_seen = dict(run.environment)
                 if self.compile_cache is not None:
-                    self.compile_cache.submit(exercise, program)  # the next student with this fill compiles nothing
+                    self.compile_cache.submit(exercise, program, secret_seed)  # the next student with this fill compiles little
                 run.given = verify_given(exercise, run.given)
                 cases, evidence = self._cases(exercise, run, arrays, seeds.cases, graded)
                 diagnoses = exercise.checks.diagnose(evidence)

@@ -41,10 +41,15 @@ def test_a_fill_compiled_by_the_trusted_side_compiles_nothing_in_the_sandbox(tmp
         assert warmer.wait_idle(300) and warmer.stats.compiled == 1 and warmer.stats.published > 0, warmer.stats
         assert warmer.cache.entries() > 0
 
-        again = grader.grade(_submission(grader, "mask"), secret_seed=2)
+        again = grader.grade(_submission(grader, "mask"), secret_seed=1)  # the same drawn shapes
         assert again.timing.get("kernels_compiled") == 0, again.timing
         assert again.timing.get("kernels_shared_hits", 0) >= first.timing["kernels_compiled"], again.timing
         assert [c.passed for c in again.cases] == [c.passed for c in first.cases]
+        # Another seed draws other widths for the drawn cases: only what those need compiles in the sandbox.
+        drawn = sum(1 for c in grader.catalog.get("lesson06_mean_var").spec.cases if c.draw is not None)
+        other = grader.grade(_submission(grader, "mask"), secret_seed=2)
+        assert 0 < other.timing.get("kernels_shared_hits", 0), other.timing
+        assert other.timing.get("kernels_compiled", 0) <= 2 * drawn < first.timing["kernels_compiled"] + 2 * drawn, other.timing
 
         entries = warmer.cache.entries()
         new = grader.grade(_submission(grader, "cols < N"), secret_seed=3)
