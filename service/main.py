@@ -12,7 +12,7 @@ from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from service.api.ratelimit import RateLimiter
-from service.api.routes import exercises, feedback, grades, health, lti, review, submissions, webhook_secret
+from service.api.routes import dashboard, exercises, feedback, grades, health, lti, review, submissions, webhook_secret
 from service.config import Settings, get_settings
 from service.db.migrate import upgrade
 from service.db.session import make_engine, make_sessionmaker
@@ -139,8 +139,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         log.exception("unhandled error on %s %s", request.method, request.url.path)
         return JSONResponse({"detail": "internal error (logged); nothing was lost: retry the request"}, status_code=500)
 
-    for router in (submissions.router, review.router, grades.router, exercises.router, feedback.router, lti.router,
-                   health.router, webhook_secret.router):
+    for router in (submissions.router, review.router, grades.router, dashboard.router, exercises.router, feedback.router,
+                   lti.router, health.router, webhook_secret.router):
         app.include_router(router)
     mount_pages(app, settings)
     app.include_router(lti_pages.router)

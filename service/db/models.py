@@ -1,6 +1,6 @@
 """Tables: courses, API keys, submissions (the queue's source of truth), reports (with history),
 webhook deliveries, TA decisions, the review flags of each current report, the verdict memo and its
-claims, bulk regrade jobs."""
+claims, bulk regrade jobs, the dashboard's report facts."""
 from __future__ import annotations
 
 from datetime import datetime
@@ -90,6 +90,8 @@ class Submission(Base):
     passed: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
     provisional: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
     blocking: Mapped[str | None] = mapped_column(String(200), nullable=True)  # veto:<rule>:<status> | requirement:<id>
+    # When the first report was written (graded_at moves with every regrade): the grading latency.
+    first_graded_at: Mapped[datetime | None] = mapped_column(TZDateTime, nullable=True)
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow, onupdate=utcnow)
 
@@ -111,6 +113,21 @@ class ReportRow(Base):
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
 
     submission: Mapped[Submission] = relationship(back_populates="reports", lazy="raise")
+
+
+class ReportFact(Base):
+    """What the dashboard counts in the current report of a submission (service/dashboard/facts.py):
+    rewritten with every report that becomes current, like the review flags."""
+
+    __tablename__ = "report_facts"
+    __table_args__ = (Index("ix_report_facts_kind_key", "kind", "key"),)
+
+    submission_id: Mapped[str] = mapped_column(ForeignKey("submissions.id"), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16), primary_key=True)  # diagnosis | veto | requirement | case | concept
+    item: Mapped[str] = mapped_column(String(100), primary_key=True, default="")  # the question's item (concepts)
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    ok: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    label: Mapped[str] = mapped_column(Text, default="")
 
 
 class WebhookDelivery(Base):

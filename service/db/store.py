@@ -17,7 +17,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from service.db.base import utcnow
-from service.db.models import ApiKey, Course, ReportRow, ReviewFlag, Submission, WebhookDelivery
+from service.dashboard.facts import report_facts
+from service.db.models import ApiKey, Course, ReportFact, ReportRow, ReviewFlag, Submission, WebhookDelivery
 from service.grades.policy import CoursePolicy, PolicyUpdate, grade_columns
 from service.lti import scores as lti_scores
 from service.report import Report
@@ -242,6 +243,8 @@ def finish(session: Session, claim_: Claim, report: Report) -> ReportRow | None:
     session.flush()
     row.current_report_id = report_row.id
     row.graded_at = utcnow()
+    if row.first_graded_at is None:
+        row.first_graded_at = row.graded_at
     on_current_report(session, row, report_row.report)
     notify(session, row, report_row, event="submission.graded" if seq == 1 else "submission.regraded")
     session.commit()
@@ -258,8 +261,11 @@ def notify(session: Session, row: Submission, report_row: ReportRow, *, event: s
 
 
 def on_current_report(session: Session, row: Submission, report: dict) -> None:
-    """Make the submission's review and grade columns match the report that is becoming current."""
+    """Make the submission's review and grade columns, and its dashboard facts, match the report
+    that is becoming current."""
     set_review_flags(session, row, report)
+    session.execute(delete(ReportFact).where(ReportFact.submission_id == row.id))
+    session.add_all(ReportFact(submission_id=row.id, **fact) for fact in report_facts(report))
     for column, value in grade_columns(report).items():
         setattr(row, column, value)
 

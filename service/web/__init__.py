@@ -10,7 +10,7 @@ from starlette.middleware.sessions import SessionMiddleware
 from starlette.staticfiles import StaticFiles
 
 from service.config import Settings
-from service.web import feedback, review
+from service.web import dashboard, feedback, review
 from service.web.auth import SESSION_COOKIE
 from service.web.pages import STATIC
 
@@ -18,6 +18,7 @@ from service.web.pages import STATIC
 def mount_pages(app: FastAPI, settings: Settings) -> None:
     app.include_router(feedback.router)
     app.include_router(review.router)
+    app.include_router(dashboard.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     # The cookie only travels to /review: a student's feedback page never sees a TA's session.
     app.add_middleware(SessionMiddleware, secret_key=settings.session_secret or secrets.token_urlsafe(32),

@@ -1,0 +1,1 @@
+"""The assignment dashboard (issue #23): what the class got wrong, from the stored reports."""

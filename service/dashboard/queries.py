@@ -1,0 +1,341 @@
+"""The dashboard's figures for one assignment of a course, aggregated in SQL (SQLite and PostgreSQL)
+over the submissions' grade columns and the report facts (service/dashboard/facts.py).
+
+Students are the platform's student ids; submissions without one are counted apart (`unattributed`).
+"Latest" is a student's most recent graded submission: where the class ended up. "Ever" counts a
+student once if any graded submission of theirs had it: what the class ran into."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from pydantic import BaseModel, Field
+from sqlalchemy import Float, and_, case, cast, distinct, func, literal_column, select
+from sqlalchemy.orm import Session
+from sqlalchemy.sql.elements import ColumnElement
+
+from service.api.schemas import UTCDateTime
+from service.db.models import ReportFact, Submission
+
+EXAMPLES = 3  # example submissions per diagnosis
+HOURS_MAX = 24 * 14  # the timeline keeps the last two weeks of hours
+
+
+class Overview(BaseModel):
+    submissions: int = Field(description="submissions of the assignment with a student id")
+    graded: int
+    not_gradable: int
+    in_progress: int = Field(description="queued or being graded now")
+    students: int
+    students_graded: int = Field(description="students with at least one graded submission")
+    students_passed: int = Field(description="students with at least one passing submission")
+    pass_rate: float | None = Field(None, description="students_passed / students_graded")
+    submissions_passed: int
+    pass_threshold: float | None = Field(None, description="the pass line of the assignment's reports (the highest seen)")
+    score_max: float | None = None
+    unattributed: int = Field(description="submissions of the assignment without a student id (not counted above)")
+
+
+class ScoreBin(BaseModel):
+    low: float = Field(description="scores in [low, high); the last bin holds the maximum too")
+    high: float
+    students: int = Field(description="students whose latest graded submission scored in this bin")
+    passed: int = Field(description="of them, how many passed (a score over the line can still fail: a veto, a requirement)")
+
+
+class AttemptsBin(BaseModel):
+    attempts: int = Field(description="graded submissions up to and including the first passing one")
+    students: int
+
+
+class RuleRow(BaseModel):
+    kind: str = Field(description="veto (suspected or confirmed, not dismissed) | requirement (unmet)")
+    rule: str
+    students: int = Field(description="students with at least one graded submission that has it")
+    submissions: int
+    students_latest: int = Field(description="students whose latest graded submission still has it")
+
+
+class DiagnosisRow(BaseModel):
+    id: str
+    message: str = Field(description="the diagnosis in the lesson's words, from one of the reports that has it")
+    students: int
+    submissions: int
+    students_latest: int
+    examples: list[str] = Field(description="the most recent submissions with this diagnosis (ids)")
+
+
+class CaseFamilyRow(BaseModel):
+    family: str = Field(description="regular | boundary | probe | given")
+    students: int = Field(description="students whose latest graded submission ran cases of this family")
+    failing_latest: int = Field(description="of them, how many fail at least one case of it there")
+    share_failing: float | None = Field(None, description="failing_latest / students")
+    failed_ever: int = Field(description="students who failed a case of this family in any graded submission")
+
+
+class ConceptRow(BaseModel):
+    item: str = Field(description="the written question's rubric item")
+    concept: str
+    label: str
+    found: int = Field(description="students whose latest answer names it")
+    missed: int
+    share_missed: float | None = None
+
+
+class HourRow(BaseModel):
+    hour: UTCDateTime = Field(description="the start of the hour (UTC)")
+    submissions: int = Field(description="submissions received in this hour")
+    graded: int = Field(description="first reports written in this hour")
+    queue_depth: int = Field(description="submissions waiting or being graded at the end of the hour")
+    latency_p50_s: float | None = Field(None, description="of the submissions received in this hour: first report − received")
+    latency_p95_s: float | None = None
+
+
+class Timeline(BaseModel):
+    deadline: UTCDateTime | None = None
+    latency_p50_s: float | None = None
+    latency_p95_s: float | None = None
+    peak_queue_depth: int = 0
+    hours: list[HourRow]
+
+
+class Dashboard(BaseModel):
+    course: str
+    assignment: str
+    exercises: list[str] = Field(description="the exercises submitted for this assignment")
+    overview: Overview
+    scores: list[ScoreBin]
+    attempts_to_pass: list[AttemptsBin]
+    not_passed_yet: int = Field(description="students with graded submissions and none passing")
+    rules: list[RuleRow]
+    diagnoses: list[DiagnosisRow]
+    case_families: list[CaseFamilyRow]
+    concepts: list[ConceptRow]
+    timeline: Timeline
+
+
+def _scope(course_id: str, assignment: str) -> ColumnElement[bool]:
+    return and_(Submission.course_id == course_id, Submission.assignment == assignment,
+                Submission.student_id.is_not(None))
+
+
+def _share(part: int, whole: int) -> float | None:
+    return round(part / whole, 6) if whole else None
+
+
+def _as_utc(value: datetime | str) -> datetime:
+    moment = datetime.fromisoformat(value) if isinstance(value, str) else value
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+
+
+def assignments(session: Session, course_id: str) -> list[tuple[str, int, int]]:
+    """(assignment, students, submissions) of the course, most recent activity first."""
+    rows = session.execute(
+        select(Submission.assignment, func.count(distinct(Submission.student_id)), func.count(),
+               func.max(Submission.created_at))
+        .where(Submission.course_id == course_id, Submission.assignment.is_not(None), Submission.student_id.is_not(None))
+        .group_by(Submission.assignment)).all()
+    ordered = sorted(rows, key=lambda r: (_as_utc(r[3]), r[0]), reverse=True)
+    return [(r[0], r[1], r[2]) for r in ordered]
+
+
+def dashboard(session: Session, course_id: str, assignment: str, *, deadline: datetime | None = None) -> Dashboard:
+    scope = _scope(course_id, assignment)
+    graded = and_(scope, Submission.status == "graded")
+    # Each student's latest graded submission.
+    ranked = (select(Submission.id, Submission.student_id, Submission.score_total, Submission.passed,
+                     func.row_number().over(partition_by=Submission.student_id,
+                                            order_by=(Submission.created_at.desc(), Submission.id.desc())).label("rn"))
+              .where(graded).subquery())
+    latest = select(ranked.c.id, ranked.c.student_id, ranked.c.score_total, ranked.c.passed).where(ranked.c.rn == 1).subquery()
+
+    overview = _overview(session, course_id, assignment, scope)
+    exercises = sorted(session.scalars(select(Submission.exercise_id).where(scope).distinct()))
+    return Dashboard(
+        course=course_id, assignment=assignment, exercises=exercises, overview=overview,
+        scores=_scores(session, latest, overview), attempts_to_pass=_attempts(session, graded),
+        not_passed_yet=overview.students_graded - overview.students_passed,
+        rules=_rules(session, graded, latest), diagnoses=_diagnoses(session, graded, latest),
+        case_families=_families(session, graded, latest), concepts=_concepts(session, latest),
+        timeline=_timeline(session, scope, deadline))
+
+
+def _overview(session: Session, course_id: str, assignment: str, scope: ColumnElement[bool]) -> Overview:
+    is_graded = Submission.status == "graded"
+    passed = and_(is_graded, Submission.passed.is_(True))
+    row = session.execute(select(
+        func.count(),
+        func.coalesce(func.sum(case((is_graded, 1), else_=0)), 0),
+        func.coalesce(func.sum(case((Submission.status == "not_gradable", 1), else_=0)), 0),
+        func.coalesce(func.sum(case((Submission.status.in_(("queued", "running")), 1), else_=0)), 0),
+        func.count(distinct(Submission.student_id)),
+        func.count(distinct(case((is_graded, Submission.student_id)))),
+        func.count(distinct(case((passed, Submission.student_id)))),
+        func.coalesce(func.sum(case((passed, 1), else_=0)), 0),
+        func.max(case((is_graded, Submission.pass_threshold))),
+        func.max(case((is_graded, Submission.score_max))),
+    ).where(scope)).one()
+    unattributed = session.scalar(select(func.count()).select_from(Submission).where(
+        Submission.course_id == course_id, Submission.assignment == assignment, Submission.student_id.is_(None))) or 0
+    return Overview(submissions=row[0], graded=row[1], not_gradable=row[2], in_progress=row[3], students=row[4],
+                    students_graded=row[5], students_passed=row[6], pass_rate=_share(row[6], row[5]),
+                    submissions_passed=row[7], pass_threshold=row[8], score_max=row[9], unattributed=unattributed)
+
+
+def _scores(session: Session, latest, overview: Overview) -> list[ScoreBin]:
+    """Bins one point wide from 0 to the maximum; the SQL groups by exact score (a few dozen values)."""
+    counts = session.execute(select(latest.c.score_total, func.count(),
+                                    func.coalesce(func.sum(case((latest.c.passed.is_(True), 1), else_=0)), 0))
+                             .group_by(latest.c.score_total)).all()
+    top = max([overview.score_max or 0.0, *(float(s) for s, _, _ in counts if s is not None)])
+    width = 1.0 if top <= 40 else float(int(top / 20) or 1)
+    bins = [ScoreBin(low=i * width, high=(i + 1) * width, students=0, passed=0) for i in range(max(1, int(-(-top // width))))]
+    for score, students, passed in counts:
+        if score is None:
+            continue
+        index = min(len(bins) - 1, max(0, int(float(score) // width)))
+        bins[index].students += students
+        bins[index].passed += int(passed)
+    return bins
+
+
+def _attempts(session: Session, graded: ColumnElement[bool]) -> list[AttemptsBin]:
+    first = (select(Submission.student_id.label("student"), func.min(Submission.created_at).label("at"))
+             .where(graded, Submission.passed.is_(True)).group_by(Submission.student_id).subquery())
+    per_student = (select(first.c.student, func.count(Submission.id).label("n"))
+                   .join(Submission, and_(Submission.student_id == first.c.student, Submission.created_at <= first.c.at))
+                   .where(graded).group_by(first.c.student).subquery())
+    rows = session.execute(select(per_student.c.n, func.count()).group_by(per_student.c.n).order_by(per_student.c.n)).all()
+    return [AttemptsBin(attempts=n, students=count) for n, count in rows]
+
+
+def _fact_counts(session: Session, graded: ColumnElement[bool], latest, kinds: tuple[str, ...]):
+    """(kind, key, students ever, submissions, students at their latest, a label) of the facts that
+    went wrong (ok false or unknown)."""
+    bad = func.coalesce(ReportFact.ok, False).is_(False)
+    ever = session.execute(
+        select(ReportFact.kind, ReportFact.key, func.count(distinct(Submission.student_id)), func.count(),
+               func.min(ReportFact.label))
+        .join(Submission, Submission.id == ReportFact.submission_id)
+        .where(graded, ReportFact.kind.in_(kinds), bad).group_by(ReportFact.kind, ReportFact.key)).all()
+    now = dict(((kind, key), n) for kind, key, n in session.execute(
+        select(ReportFact.kind, ReportFact.key, func.count())
+        .join(latest, latest.c.id == ReportFact.submission_id)
+        .where(ReportFact.kind.in_(kinds), bad).group_by(ReportFact.kind, ReportFact.key)).all())
+    return [(kind, key, students, submissions, now.get((kind, key), 0), label)
+            for kind, key, students, submissions, label in ever]
+
+
+def _rules(session: Session, graded: ColumnElement[bool], latest) -> list[RuleRow]:
+    rows = [RuleRow(kind=kind, rule=key, students=students, submissions=subs, students_latest=now)
+            for kind, key, students, subs, now, _ in _fact_counts(session, graded, latest, ("veto", "requirement"))]
+    return sorted(rows, key=lambda r: (-r.students, r.kind, r.rule))
+
+
+def _diagnoses(session: Session, graded: ColumnElement[bool], latest) -> list[DiagnosisRow]:
+    counted = _fact_counts(session, graded, latest, ("diagnosis",))
+    ranked = (select(ReportFact.key, ReportFact.submission_id,
+                     func.row_number().over(partition_by=ReportFact.key,
+                                            order_by=(Submission.created_at.desc(), Submission.id.desc())).label("rn"))
+              .join(Submission, Submission.id == ReportFact.submission_id)
+              .where(graded, ReportFact.kind == "diagnosis").subquery())
+    examples: dict[str, list[str]] = {}
+    for key, submission_id in session.execute(select(ranked.c.key, ranked.c.submission_id)
+                                              .where(ranked.c.rn <= EXAMPLES).order_by(ranked.c.key, ranked.c.rn)):
+        examples.setdefault(key, []).append(submission_id)
+    rows = [DiagnosisRow(id=key, message=label or key, students=students, submissions=subs, students_latest=now,
+                         examples=examples.get(key, []))
+            for _, key, students, subs, now, label in counted]
+    return sorted(rows, key=lambda r: (-r.students, -r.submissions, r.id))
+
+
+FAMILY_ORDER = {"given": 0, "regular": 1, "boundary": 2, "probe": 3}
+
+
+def _families(session: Session, graded: ColumnElement[bool], latest) -> list[CaseFamilyRow]:
+    failing = case((ReportFact.ok.is_(True), 0), else_=1)
+    now = session.execute(select(ReportFact.key, func.count(), func.sum(failing))
+                          .join(latest, latest.c.id == ReportFact.submission_id)
+                          .where(ReportFact.kind == "case").group_by(ReportFact.key)).all()
+    ever = dict(session.execute(
+        select(ReportFact.key, func.count(distinct(Submission.student_id)))
+        .join(Submission, Submission.id == ReportFact.submission_id)
+        .where(graded, ReportFact.kind == "case", func.coalesce(ReportFact.ok, False).is_(False))
+        .group_by(ReportFact.key)).all())
+    rows = [CaseFamilyRow(family=key, students=students, failing_latest=int(fail or 0),
+                          share_failing=_share(int(fail or 0), students), failed_ever=ever.get(key, 0))
+            for key, students, fail in now]
+    return sorted(rows, key=lambda r: (FAMILY_ORDER.get(r.family, 9), r.family))
+
+
+def _concepts(session: Session, latest) -> list[ConceptRow]:
+    rows = session.execute(
+        select(ReportFact.item, ReportFact.key, func.min(ReportFact.label),
+               func.sum(case((ReportFact.ok.is_(True), 1), else_=0)), func.sum(case((ReportFact.ok.is_(True), 0), else_=1)))
+        .join(latest, latest.c.id == ReportFact.submission_id)
+        .where(ReportFact.kind == "concept").group_by(ReportFact.item, ReportFact.key)
+        .order_by(ReportFact.item, ReportFact.key)).all()
+    return [ConceptRow(item=item, concept=key, label=label or key, found=int(found), missed=int(missed),
+                       share_missed=_share(int(missed), int(found) + int(missed)))
+            for item, key, label, found, missed in rows]
+
+
+# --- over time -----------------------------------------------------------------------------------
+
+def _hour(session: Session, column):
+    if session.get_bind().dialect.name == "postgresql":
+        return func.date_trunc("hour", func.timezone("UTC", column))
+    return func.strftime("%Y-%m-%d %H:00:00", column)
+
+
+def _seconds(session: Session, later, earlier):
+    if session.get_bind().dialect.name == "postgresql":
+        return func.extract("epoch", later - earlier)
+    return (func.julianday(later) - func.julianday(earlier)) * literal_column("86400.0")
+
+
+def _percentiles(session: Session, scope: ColumnElement[bool], by_hour: bool) -> dict:
+    """Nearest-rank p50 and p95 of the grading latency (first report − received), overall or per hour
+    received: ranks by a window function, the value at rank ceil(p·n) picked by an aggregate."""
+    latency = cast(_seconds(session, Submission.first_graded_at, Submission.created_at), Float)
+    hour = _hour(session, Submission.created_at) if by_hour else literal_column("0")
+    partition = [hour] if by_hour else None
+    ranked = (select(hour.label("h"), latency.label("s"),
+                     func.row_number().over(partition_by=partition, order_by=latency).label("rn"),
+                     func.count().over(partition_by=partition).label("n"))
+              .where(scope, Submission.first_graded_at.is_not(None)).subquery())
+    rows = session.execute(select(ranked.c.h, func.min(case((ranked.c.rn * 100 >= ranked.c.n * 50, ranked.c.s))),
+                                  func.min(case((ranked.c.rn * 100 >= ranked.c.n * 95, ranked.c.s))))
+                           .group_by(ranked.c.h)).all()
+    return {h: (p50, p95) for h, p50, p95 in rows}
+
+
+def _timeline(session: Session, scope: ColumnElement[bool], deadline: datetime | None) -> Timeline:
+    received_hour = _hour(session, Submission.created_at)
+    graded_hour = _hour(session, Submission.first_graded_at)
+    received = {_as_utc(h): n for h, n in session.execute(
+        select(received_hour, func.count()).where(scope).group_by(received_hour)).all()}
+    graded = {_as_utc(h): n for h, n in session.execute(
+        select(graded_hour, func.count()).where(scope, Submission.first_graded_at.is_not(None))
+        .group_by(graded_hour)).all()}
+    overall = _percentiles(session, scope, by_hour=False)
+    p50, p95 = next(iter(overall.values()), (None, None))
+    if not received:
+        return Timeline(deadline=deadline, hours=[])
+    per_hour = {_as_utc(h): v for h, v in _percentiles(session, scope, by_hour=True).items()}
+    first, last = min(received), max([*received, *graded])
+    hours: list[HourRow] = []
+    depth = 0
+    moment = first
+    while moment <= last:
+        depth += received.get(moment, 0) - graded.get(moment, 0)
+        lat = per_hour.get(moment, (None, None))
+        hours.append(HourRow(hour=moment, submissions=received.get(moment, 0), graded=graded.get(moment, 0),
+                             queue_depth=depth, latency_p50_s=_round(lat[0]), latency_p95_s=_round(lat[1])))
+        moment += timedelta(hours=1)
+    hours = hours[-HOURS_MAX:]
+    return Timeline(deadline=deadline, latency_p50_s=_round(p50), latency_p95_s=_round(p95),
+                    peak_queue_depth=max((h.queue_depth for h in hours), default=0), hours=hours)
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(float(value), 3)
