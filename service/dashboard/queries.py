@@ -6,7 +6,7 @@ Students are the platform's student ids; submissions without one are counted apa
 student once if any graded submission of theirs had it: what the class ran into."""
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, Field
 from sqlalchemy import Float, and_, case, cast, distinct, func, literal_column, select
@@ -124,7 +124,7 @@ def _share(part: int, whole: int) -> float | None:
 
 def _as_utc(value: datetime | str) -> datetime:
     moment = datetime.fromisoformat(value) if isinstance(value, str) else value
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def assignments(session: Session, course_id: str) -> list[tuple[str, int, int]]:
@@ -135,7 +135,7 @@ def assignments(session: Session, course_id: str) -> list[tuple[str, int, int]]:
         .where(Submission.course_id == course_id, Submission.assignment.is_not(None), Submission.student_id.is_not(None))
         .group_by(Submission.assignment)).all()
     ordered = sorted(rows, key=lambda r: (_as_utc(r[3]), r[0]), reverse=True)
-    return [(r[0], r[1], r[2]) for r in ordered]
+    return [(r[0] or "", r[1], r[2]) for r in ordered]
 
 
 def dashboard(session: Session, course_id: str, assignment: str, *, deadline: datetime | None = None) -> Dashboard:
@@ -217,10 +217,10 @@ def _fact_counts(session: Session, graded: ColumnElement[bool], latest, kinds: t
                func.min(ReportFact.label))
         .join(Submission, Submission.id == ReportFact.submission_id)
         .where(graded, ReportFact.kind.in_(kinds), bad).group_by(ReportFact.kind, ReportFact.key)).all()
-    now = dict(((kind, key), n) for kind, key, n in session.execute(
+    now = {(kind, key): n for kind, key, n in session.execute(
         select(ReportFact.kind, ReportFact.key, func.count())
         .join(latest, latest.c.id == ReportFact.submission_id)
-        .where(ReportFact.kind.in_(kinds), bad).group_by(ReportFact.kind, ReportFact.key)).all())
+        .where(ReportFact.kind.in_(kinds), bad).group_by(ReportFact.kind, ReportFact.key)).all()}
     return [(kind, key, students, submissions, now.get((kind, key), 0), label)
             for kind, key, students, submissions, label in ever]
 

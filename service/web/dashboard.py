@@ -4,7 +4,7 @@ its CSV. The same service.dashboard.queries.dashboard as GET /v1/dashboard; the 
 the review pages (the session cookie travels only to /review)."""
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
@@ -31,12 +31,12 @@ def _words(lang: str) -> dict[str, str]:
 
 def _deadline(text: str) -> datetime | None:
     try:
-        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00")) if text.strip() else None
+        moment = datetime.fromisoformat(text.strip()) if text.strip() else None
     except ValueError:
         return None
     if moment is None:
         return None
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def _fmt(value: float | None, digits: int = 1) -> str:

@@ -205,6 +205,7 @@ REACHED = {
     "GET /v1/exercises/{exercise_id}": {200}, "GET /v1/feedback/{token}": {200},
     "GET /v1/course/webhook-secret": {200}, "POST /v1/course/webhook-secret/rotate": {200},
     "GET /v1/submissions": {200}, "GET /v1/grades": {200}, "GET /v1/course": {200}, "PUT /v1/course/policy": {200},
+    "GET /v1/dashboard": {200},
     "GET /v1/regrades": {200}, "POST /v1/regrades": {200, 202, 404}, "GET /v1/regrades/{job_id}": {404},
     "GET /v1/lti/platforms": {200}, "POST /v1/lti/platforms": {201}, "GET /v1/lti/tool": {200},
 }

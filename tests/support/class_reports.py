@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import update
 from sqlalchemy.orm import Session
@@ -80,7 +80,7 @@ def write(session: Session, course_id: str, assignment: str, attempt: Attempt) -
 
     def hold(row: Submission) -> list[object]:
         row.status, row.lease_token = "running", "class-reports"
-        row.lease_expires_at = datetime.now(timezone.utc) + timedelta(hours=1)
+        row.lease_expires_at = datetime.now(UTC) + timedelta(hours=1)
         return []
 
     row, _ = store.create_submission(session, course_id=course_id, body=body, callback_url=None,

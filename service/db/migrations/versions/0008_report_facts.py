@@ -6,11 +6,10 @@ Revision ID: 0008
 Revises: 0007
 Create Date: 2026-12-01 19:00:00.000000
 """
-from alembic import op
 import sqlalchemy as sa
+from alembic import op
 
 from service.dashboard.facts import report_facts
-
 
 revision = '0008'
 down_revision = '0007'
