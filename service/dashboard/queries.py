@@ -323,6 +323,8 @@ def _timeline(session: Session, scope: ColumnElement[bool], deadline: datetime |
         return Timeline(deadline=deadline, hours=[])
     per_hour = {_as_utc(h): v for h, v in _percentiles(session, scope, by_hour=True).items()}
     first, last = min(received), max([*received, *graded])
+    if deadline is not None and last < deadline <= last + timedelta(hours=HOURS_MAX):  # the hours up to it
+        last = deadline.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
     hours: list[HourRow] = []
     depth = 0
     moment = first

@@ -62,7 +62,9 @@ def histogram(bins: Sequence[Bin], *, pass_line: float | None, label: str, pass_
         x0, x1 = x(b.low) + 1, x(b.high) - 1
         h = b.count / top * plot_h
         h_pass = b.passed / top * plot_h
-        parts.append(f'<rect class="bar" x="{x0:.1f}" y="{TOP + plot_h - h:.1f}" width="{max(x1 - x0, 1):.1f}" height="{h:.1f}"/>')
+        if b.count:
+            parts.append(f'<rect class="bar" x="{x0:.1f}" y="{TOP + plot_h - h:.1f}" width="{max(x1 - x0, 1):.1f}" '
+                         f'height="{h:.1f}"/>')
         if b.passed:
             parts.append(f'<rect class="bar passed" x="{x0:.1f}" y="{TOP + plot_h - h_pass:.1f}" '
                          f'width="{max(x1 - x0, 1):.1f}" height="{h_pass:.1f}"/>')

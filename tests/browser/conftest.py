@@ -122,3 +122,25 @@ def sign_in(page: Page, base_url: str, key: str) -> None:
     page.keyboard.type(key)
     page.keyboard.press("Enter")
     page.wait_for_url(f"{base_url}/review")
+
+
+@dataclass
+class Taught:
+    course: Course
+    ta_key: str
+    assignment: str
+
+
+@pytest.fixture(scope="session")
+def taught(service) -> Taught:
+    """A class for the dashboard: 60 students, up to 6 attempts each before a deadline, written
+    through the real store (tests/support/class_reports.py)."""
+    from datetime import UTC, datetime
+
+    from tests.support.class_reports import generate, write
+
+    course = service.new_course()
+    with service.sessions() as session:
+        for attempt in generate(60, 6, deadline=datetime(2026, 11, 30, 23, 59, tzinfo=UTC), seed=23):
+            write(session, course.id, "hw6", attempt)
+    return Taught(course, course.key("review", name="TA Dashboard"), "hw6")

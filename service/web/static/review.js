@@ -56,7 +56,11 @@
     switch (event.key) {
       case "j": case "ArrowDown": if (rows.length) { event.preventDefault(); select(current + 1); } break;
       case "k": case "ArrowUp": if (rows.length) { event.preventDefault(); select(current - 1); } break;
-      case "Enter": if (rows.length && current >= 0) { event.preventDefault(); window.location.assign(rows[current].dataset.href); } break;
+      case "Enter":  // a focused link or button keeps its own Enter (the top bar's links, the filters)
+        if (rows.length && current >= 0 && !(target.closest && target.closest("a, button, summary"))) {
+          event.preventDefault(); window.location.assign(rows[current].dataset.href);
+        }
+        break;
       case "n": if (rows.length) { window.location.assign(rows[0].dataset.href); } else { go("#next-case"); } break;
       case "p": go("#prev-case"); break;
       case "q": go("#to-queue"); break;
