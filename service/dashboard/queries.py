@@ -6,6 +6,7 @@ Students are the platform's student ids; submissions without one are counted apa
 student once if any graded submission of theirs had it: what the class ran into."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, Field
@@ -150,13 +151,13 @@ def dashboard(session: Session, course_id: str, assignment: str, *, deadline: da
 
     overview = _overview(session, course_id, assignment, scope)
     exercises = sorted(session.scalars(select(Submission.exercise_id).where(scope).distinct()))
+    facts = _facts(session, graded, latest)
     return Dashboard(
         course=course_id, assignment=assignment, exercises=exercises, overview=overview,
         scores=_scores(session, latest, overview), attempts_to_pass=_attempts(session, graded),
         not_passed_yet=overview.students_graded - overview.students_passed,
-        rules=_rules(session, graded, latest), diagnoses=_diagnoses(session, graded, latest),
-        case_families=_families(session, graded, latest), concepts=_concepts(session, latest),
-        timeline=_timeline(session, scope, deadline))
+        rules=_rules(facts), diagnoses=_diagnoses(session, graded, facts), case_families=_families(facts),
+        concepts=_concepts(facts), timeline=_timeline(session, scope, deadline))
 
 
 def _overview(session: Session, course_id: str, assignment: str, scope: ColumnElement[bool]) -> Overview:
@@ -208,31 +209,46 @@ def _attempts(session: Session, graded: ColumnElement[bool]) -> list[AttemptsBin
     return [AttemptsBin(attempts=n, students=count) for n, count in rows]
 
 
-def _fact_counts(session: Session, graded: ColumnElement[bool], latest, kinds: tuple[str, ...]):
-    """(kind, key, students ever, submissions, students at their latest, a label) of the facts that
-    went wrong (ok false or unknown)."""
+@dataclass
+class _Fact:
+    """One (kind, item, key) of the facts, counted over every graded submission ("ever": only where it
+    went wrong) and over the students' latest graded submissions (all, and how many went right)."""
+
+    label: str = ""
+    students_bad: int = 0
+    submissions_bad: int = 0
+    latest: int = 0
+    latest_ok: int = 0
+
+
+def _facts(session: Session, graded: ColumnElement[bool], latest) -> dict[tuple[str, str, str], _Fact]:
+    """Two aggregates for every kind of fact at once: the students' `latest` submission is ranked
+    once per query, not once per figure."""
     bad = func.coalesce(ReportFact.ok, False).is_(False)
-    ever = session.execute(
-        select(ReportFact.kind, ReportFact.key, func.count(distinct(Submission.student_id)), func.count(),
-               func.min(ReportFact.label))
-        .join(Submission, Submission.id == ReportFact.submission_id)
-        .where(graded, ReportFact.kind.in_(kinds), bad).group_by(ReportFact.kind, ReportFact.key)).all()
-    now = {(kind, key): n for kind, key, n in session.execute(
-        select(ReportFact.kind, ReportFact.key, func.count())
-        .join(latest, latest.c.id == ReportFact.submission_id)
-        .where(ReportFact.kind.in_(kinds), bad).group_by(ReportFact.kind, ReportFact.key)).all()}
-    return [(kind, key, students, submissions, now.get((kind, key), 0), label)
-            for kind, key, students, submissions, label in ever]
+    group = (ReportFact.kind, ReportFact.item, ReportFact.key)
+    facts: dict[tuple[str, str, str], _Fact] = {}
+    for kind, item, key, students, submissions, label in session.execute(
+            select(*group, func.count(distinct(Submission.student_id)), func.count(), func.min(ReportFact.label))
+            .join(Submission, Submission.id == ReportFact.submission_id)
+            .where(graded, bad).group_by(*group)):
+        facts[(kind, item, key)] = _Fact(label=label or "", students_bad=students, submissions_bad=submissions)
+    for kind, item, key, count, ok, label in session.execute(
+            select(*group, func.count(), func.sum(case((ReportFact.ok.is_(True), 1), else_=0)), func.min(ReportFact.label))
+            .join(latest, latest.c.id == ReportFact.submission_id).group_by(*group)):
+        fact = facts.setdefault((kind, item, key), _Fact(label=label or ""))
+        fact.latest, fact.latest_ok = count, int(ok or 0)
+        fact.label = fact.label or label or ""
+    return facts
 
 
-def _rules(session: Session, graded: ColumnElement[bool], latest) -> list[RuleRow]:
-    rows = [RuleRow(kind=kind, rule=key, students=students, submissions=subs, students_latest=now)
-            for kind, key, students, subs, now, _ in _fact_counts(session, graded, latest, ("veto", "requirement"))]
+def _rules(facts: dict[tuple[str, str, str], _Fact]) -> list[RuleRow]:
+    rows = [RuleRow(kind=kind, rule=key, students=f.students_bad, submissions=f.submissions_bad,
+                    students_latest=f.latest - f.latest_ok)
+            for (kind, _, key), f in facts.items() if kind in ("veto", "requirement") and f.students_bad]
     return sorted(rows, key=lambda r: (-r.students, r.kind, r.rule))
 
 
-def _diagnoses(session: Session, graded: ColumnElement[bool], latest) -> list[DiagnosisRow]:
-    counted = _fact_counts(session, graded, latest, ("diagnosis",))
+def _diagnoses(session: Session, graded: ColumnElement[bool], facts: dict[tuple[str, str, str], _Fact]) -> list[DiagnosisRow]:
     ranked = (select(ReportFact.key, ReportFact.submission_id,
                      func.row_number().over(partition_by=ReportFact.key,
                                             order_by=(Submission.created_at.desc(), Submission.id.desc())).label("rn"))
@@ -242,41 +258,27 @@ def _diagnoses(session: Session, graded: ColumnElement[bool], latest) -> list[Di
     for key, submission_id in session.execute(select(ranked.c.key, ranked.c.submission_id)
                                               .where(ranked.c.rn <= EXAMPLES).order_by(ranked.c.key, ranked.c.rn)):
         examples.setdefault(key, []).append(submission_id)
-    rows = [DiagnosisRow(id=key, message=label or key, students=students, submissions=subs, students_latest=now,
-                         examples=examples.get(key, []))
-            for _, key, students, subs, now, label in counted]
+    rows = [DiagnosisRow(id=key, message=f.label or key, students=f.students_bad, submissions=f.submissions_bad,
+                         students_latest=f.latest - f.latest_ok, examples=examples.get(key, []))
+            for (kind, _, key), f in facts.items() if kind == "diagnosis" and f.students_bad]
     return sorted(rows, key=lambda r: (-r.students, -r.submissions, r.id))
 
 
 FAMILY_ORDER = {"given": 0, "regular": 1, "boundary": 2, "probe": 3}
 
 
-def _families(session: Session, graded: ColumnElement[bool], latest) -> list[CaseFamilyRow]:
-    failing = case((ReportFact.ok.is_(True), 0), else_=1)
-    now = session.execute(select(ReportFact.key, func.count(), func.sum(failing))
-                          .join(latest, latest.c.id == ReportFact.submission_id)
-                          .where(ReportFact.kind == "case").group_by(ReportFact.key)).all()
-    ever = dict(session.execute(
-        select(ReportFact.key, func.count(distinct(Submission.student_id)))
-        .join(Submission, Submission.id == ReportFact.submission_id)
-        .where(graded, ReportFact.kind == "case", func.coalesce(ReportFact.ok, False).is_(False))
-        .group_by(ReportFact.key)).all())
-    rows = [CaseFamilyRow(family=key, students=students, failing_latest=int(fail or 0),
-                          share_failing=_share(int(fail or 0), students), failed_ever=ever.get(key, 0))
-            for key, students, fail in now]
+def _families(facts: dict[tuple[str, str, str], _Fact]) -> list[CaseFamilyRow]:
+    rows = [CaseFamilyRow(family=key, students=f.latest, failing_latest=f.latest - f.latest_ok,
+                          share_failing=_share(f.latest - f.latest_ok, f.latest), failed_ever=f.students_bad)
+            for (kind, _, key), f in facts.items() if kind == "case" and f.latest]
     return sorted(rows, key=lambda r: (FAMILY_ORDER.get(r.family, 9), r.family))
 
 
-def _concepts(session: Session, latest) -> list[ConceptRow]:
-    rows = session.execute(
-        select(ReportFact.item, ReportFact.key, func.min(ReportFact.label),
-               func.sum(case((ReportFact.ok.is_(True), 1), else_=0)), func.sum(case((ReportFact.ok.is_(True), 0), else_=1)))
-        .join(latest, latest.c.id == ReportFact.submission_id)
-        .where(ReportFact.kind == "concept").group_by(ReportFact.item, ReportFact.key)
-        .order_by(ReportFact.item, ReportFact.key)).all()
-    return [ConceptRow(item=item, concept=key, label=label or key, found=int(found), missed=int(missed),
-                       share_missed=_share(int(missed), int(found) + int(missed)))
-            for item, key, label, found, missed in rows]
+def _concepts(facts: dict[tuple[str, str, str], _Fact]) -> list[ConceptRow]:
+    rows = [ConceptRow(item=item, concept=key, label=f.label or key, found=f.latest_ok, missed=f.latest - f.latest_ok,
+                       share_missed=_share(f.latest - f.latest_ok, f.latest))
+            for (kind, item, key), f in facts.items() if kind == "concept" and f.latest]
+    return sorted(rows, key=lambda r: (r.item, r.concept))
 
 
 # --- over time -----------------------------------------------------------------------------------

@@ -119,7 +119,7 @@ def hourly(hours: Sequence[datetime], *, columns: Series | None, lines: Sequence
                 parts.append(f'<circle class="dot {series.name}" cx="{cx}" cy="{cy}" r="2.5"/>')
             elif run:
                 parts.append(f'<polyline class="line {series.name}" points="{" ".join(run)}"/>')
-    step = max(1, len(hours) // 6)
+    step = max(1, -(-len(hours) // 4))  # four labels at most: they stay apart on a phone
     for i in range(0, len(hours), step):
         parts.append(f'<text class="tick" x="{LEFT + (i + 0.5) * slot:.1f}" y="{HEIGHT - BOTTOM + 14}" '
                      f'text-anchor="middle">{hours[i].strftime("%m-%d %H:00")}</text>')

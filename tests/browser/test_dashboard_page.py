@@ -49,6 +49,7 @@ def test_dashboard_by_keyboard_with_the_api_numbers(page, taught, service):
     for i, d in enumerate(board["diagnoses"]):
         expect(rows.nth(i).locator(".count")).to_have_text(str(d["students"]))
         expect(rows.nth(i).locator("blockquote")).to_have_text(d["message"])
+    expect(page.locator("#items-h")).to_have_text("Per exercise item")
     families = page.locator("#families tbody tr")
     expect(families).to_have_count(len(board["case_families"]))
     f = board["case_families"][0]

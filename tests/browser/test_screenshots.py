@@ -1,6 +1,7 @@
-"""Screenshots of both pages, desktop and phone width. Written to a temporary folder in the suite
-(so the pages are shown to render at both widths); `scripts/screenshots` runs this with
-KERNELGRADE_SCREENSHOTS=docs/screenshots to refresh the committed ones."""
+"""Screenshots of the pages (feedback, review queue and case, the assignment dashboard), desktop
+and phone width. Written to a temporary folder in the suite (so the pages are shown to render at
+both widths); `scripts/screenshots` runs this with KERNELGRADE_SCREENSHOTS=docs/screenshots to
+refresh the committed ones."""
 from __future__ import annotations
 
 import os
@@ -9,7 +10,7 @@ from pathlib import Path
 from tests.browser.conftest import DESKTOP, PHONE, sign_in
 
 
-def test_screenshots(browser, graded, service, tmp_path):
+def test_screenshots(browser, graded, taught, service, tmp_path):
     out = Path(os.environ.get("KERNELGRADE_SCREENSHOTS") or tmp_path)
     out.mkdir(parents=True, exist_ok=True)
     feedback = graded.views["unverified_claim"]["links"]["feedback_page"]
@@ -30,7 +31,15 @@ def test_screenshots(browser, graded, service, tmp_path):
             shoot("review-queue")
             page.goto(case)
             shoot("review-case")
+            page.goto(f"{service.url}/review/login")  # signing in with a second course's key adds it
+            page.locator("#key").fill(taught.ta_key)
+            page.keyboard.press("Enter")
+            page.wait_for_url(f"{service.url}/review")
+            page.goto(f"{service.url}/review/dashboard?course={taught.course.id}&assignment={taught.assignment}"
+                      "&deadline=2026-11-30T23:59Z")
+            shoot("dashboard")
         finally:
             context.close()
     shots = sorted(p.name for p in out.glob("*.png"))
-    assert {f"{kind}-{w}.png" for kind in ("feedback", "review-queue", "review-case") for w in ("desktop", "phone")} <= set(shots)
+    kinds = ("feedback", "review-queue", "review-case", "dashboard")
+    assert {f"{kind}-{w}.png" for kind in kinds for w in ("desktop", "phone")} <= set(shots)

@@ -95,15 +95,15 @@ def write(session: Session, course_id: str, assignment: str, attempt: Attempt) -
     return row.id
 
 
-def generate(students: int, attempts: int, *, deadline: datetime, seed: int = 23) -> list[Attempt]:
-    """A class: each student submits up to `attempts` times in the days before the deadline and
-    mostly improves; misconceptions go away as they do."""
+def generate(students: int, attempts: int, *, deadline: datetime, seed: int = 23, exact: bool = False) -> list[Attempt]:
+    """A class: each student submits up to `attempts` times (exactly, with `exact`) in the days
+    before the deadline and mostly improves; misconceptions go away as they do."""
     rng = random.Random(seed)
     out: list[Attempt] = []
     for s in range(students):
         student = f"s{s:05d}"
         skill = rng.random()
-        tries = rng.randint(1, attempts)
+        tries = attempts if exact else rng.randint(1, attempts)
         start = deadline - timedelta(hours=rng.uniform(1, 72))
         for a in range(tries):
             received = start + timedelta(minutes=rng.uniform(0, 60) * a + rng.uniform(0, 20))

@@ -1,6 +1,7 @@
 """Report facts for the assignment dashboard (issue #23): one row per diagnosis, veto, pass-rule
-requirement, case family and written-answer concept of each current report, and the time of a
-submission's first report (its grading latency). Backfilled from the stored current reports.
+requirement, case family and written-answer concept of each current report, the time of a
+submission's first report (its grading latency), and an index covering the columns the dashboard
+reads. Backfilled from the stored current reports.
 
 Revision ID: 0008
 Revises: 0007
@@ -17,6 +18,8 @@ branch_labels = None
 depends_on = None
 
 BATCH = 500
+DASHBOARD_COLUMNS = ['course_id', 'assignment', 'student_id', 'status', 'created_at', 'id', 'passed', 'score_total',
+                     'first_graded_at', 'pass_threshold', 'score_max', 'exercise_id']
 
 
 def upgrade() -> None:
@@ -32,6 +35,8 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('submission_id', 'kind', 'item', 'key', name=op.f('pk_report_facts'))
     )
     op.create_index('ix_report_facts_kind_key', 'report_facts', ['kind', 'key'], unique=False)
+    op.create_index('ix_submissions_dashboard', 'submissions', DASHBOARD_COLUMNS, unique=False)
+    op.create_index('ix_submissions_id_dashboard', 'submissions', ['id', *DASHBOARD_COLUMNS[:5]], unique=False)
 
     # Backfill (portable: the JSON is read here, not in SQL), a window of submissions at a time.
     submissions = sa.table('submissions', sa.column('id', sa.String), sa.column('current_report_id', sa.Integer),
@@ -61,6 +66,8 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.drop_index('ix_submissions_id_dashboard', table_name='submissions')
+    op.drop_index('ix_submissions_dashboard', table_name='submissions')
     op.drop_index('ix_report_facts_kind_key', table_name='report_facts')
     op.drop_table('report_facts')
     op.drop_column('submissions', 'first_graded_at')  # SQLite >= 3.35 drops a column in place
