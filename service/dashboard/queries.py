@@ -200,11 +200,13 @@ def _scores(session: Session, latest, overview: Overview) -> list[ScoreBin]:
 
 
 def _attempts(session: Session, graded: ColumnElement[bool]) -> list[AttemptsBin]:
-    first = (select(Submission.student_id.label("student"), func.min(Submission.created_at).label("at"))
-             .where(graded, Submission.passed.is_(True)).group_by(Submission.student_id).subquery())
-    per_student = (select(first.c.student, func.count(Submission.id).label("n"))
-                   .join(Submission, and_(Submission.student_id == first.c.student, Submission.created_at <= first.c.at))
-                   .where(graded).group_by(first.c.student).subquery())
+    """One scan: each graded submission's rank among its student's, the smallest rank that passed."""
+    ranked = (select(Submission.student_id, Submission.passed,
+                     func.row_number().over(partition_by=Submission.student_id,
+                                            order_by=(Submission.created_at, Submission.id)).label("rn"))
+              .where(graded).subquery())
+    first = func.min(case((ranked.c.passed.is_(True), ranked.c.rn)))
+    per_student = select(first.label("n")).group_by(ranked.c.student_id).having(first.is_not(None)).subquery()
     rows = session.execute(select(per_student.c.n, func.count()).group_by(per_student.c.n).order_by(per_student.c.n)).all()
     return [AttemptsBin(attempts=n, students=count) for n, count in rows]
 
