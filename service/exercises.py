@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from service.grading import syntax
+from service.grading.passrule import PassRuleSpec
 
 if TYPE_CHECKING:
     import numpy as np
@@ -310,6 +311,8 @@ class ExerciseSpec(_Strict):
     outputs: dict[str, Tolerance] = Field(min_length=1)
     given_check: GivenCheck
     pass_threshold: float
+    pass_rule: PassRuleSpec | None = Field(None, description="what the lesson says passing needs besides the total "
+                                                             "(service/grading/passrule.py); unset: total and no veto")
     rubric: list[RubricItem] = Field(min_length=1)
     questions: list[Question] = Field([], description="inline, or in questions.yaml beside exercise.yaml")
     cases: list[CaseSpec] = Field(min_length=1)
@@ -328,6 +331,15 @@ class ExerciseSpec(_Strict):
             raise ValueError("pass_threshold exceeds the total points")
         if unknown := [a for a in self.written_args if a not in self.args]:
             raise ValueError(f"written_args names {unknown}, which are not in args {self.args}")
+        if self.pass_rule is not None:
+            questions = {q.id: q for q in self.questions}
+            if unknown := [q for q in self.pass_rule.causal_chains if q not in questions or len(questions[q].chain) < 2]:
+                raise ValueError(f"pass_rule.causal_chains names {unknown}: not questions with a chain of two or more concepts")
+            for idea in (self.pass_rule.correctness_boundary, self.pass_rule.performance_tradeoff):
+                for ref in idea.concepts if idea is not None else []:
+                    question, concept = ref.split(":")
+                    if question not in questions or concept not in {c.id for c in questions[question].concepts}:
+                        raise ValueError(f"pass_rule names unknown concept {ref!r}")
         if self.backward is not None:
             if unknown := [o for o in self.backward.grad_outputs if o not in self.forward_outputs]:
                 raise ValueError(f"backward.grad_outputs names unknown forward outputs {unknown}")

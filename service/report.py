@@ -25,6 +25,8 @@ class Requirement(_Model):
     id: str
     met: bool
     evidence: dict[str, Any] = {}
+    title: str = Field("", description="the requirement in the report's language")
+    message: str = Field("", description="why it is met or not, in the report's language")
 
 
 class Score(_Model):

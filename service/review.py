@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from service.grading import passrule
 from service.report import CarriedDecision, Item, Report, Score, Veto
 from service.submission import storable
 
@@ -81,10 +82,13 @@ def rescored(report: Report, *, items: list[Item], vetoes: list[Veto], carried: 
     blocking = any(v.status in ("confirmed", "suspected") for v in vetoes)
     provisional = (any(i.status == "needs_review" for i in items) or any(v.status == "suspected" for v in vetoes)
                    or any(c.outcome == "returned" for c in carried))
-    # The pass rule's requirements stay as graded (the pass-rule issue rescores them).
-    unmet = any(not r.met for r in report.score.requirements)
+    # The total, the vetoes and the chains of the items a TA decided are recomputed; the given
+    # check, the run output and the named boundary and trade-off stand as graded.
+    requirements = passrule.rescore(report.score.requirements, items=items, vetoes=vetoes,
+                                    threshold=report.score.pass_threshold, language=report.language)
+    unmet = any(not r.met for r in requirements)
     score = Score(total=total, max=report.score.max, pass_threshold=report.score.pass_threshold,
                   passed=total >= report.score.pass_threshold and not blocking and not unmet, provisional=provisional,
-                  requirements=report.score.requirements)
+                  requirements=requirements)
     return report.model_copy(update={"items": items, "vetoes": vetoes, "score": score, "carried_decisions": carried,
                                      "created_at": datetime.now(timezone.utc)})

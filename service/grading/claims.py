@@ -1,38 +1,124 @@
-"""The `unverified_claim` veto: the run output the student claims against the one we observed.
+"""The claimed run output against the one we observed (the `unverified_claim` veto).
 
-The lesson asks for the real run output, or an honest "仅静态审查" (static review only) when no
-GPU was available. A claim that the check passed (or one quoting numbers) where the real given
-check failed, or a claimed run of code that cannot have run, is a suspected veto for a TA; an
-honest static review never is.
+The lesson asks for the real output of the given check, or an honest "仅静态审查" (static review
+only) when no environment was available. The claim is parsed (Chinese and English: pass and fail
+words, tracebacks, numbers, shapes, the static-review label) and compared with our own run of the
+same program: a claim of success, or printed results with no failure, where our given check failed
+is `unverified_claim`, confirmed (we ran it), with both texts side by side. A claimed failure our
+run does not reproduce, or a claimed run of code that cannot run here, is suspected (a TA decides).
+An honest static review is never a veto; a missing claim is an unmet requirement (passrule.py).
+Numbers in a failure are not compared: the check draws torch.randn on the student's device, so a
+truthful traceback quotes other values than ours.
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
+from typing import Literal
 
 from service.grading.freetext import normalise
 from service.report import Veto
 
-_STATIC = re.compile(r"仅?静态(审查|检查|审阅)|没有?运行|未运行|没跑|无法运行|没有\s*(gpu|cuda|显卡)|static (review|check)|"
-                     r"not run|didn'?t run|did not run|haven'?t run|without running|couldn'?t run|no gpu")
-_PASS = re.compile(r"通过|全部通过|都通过|成功|没有报错|无报错|没报错|无输出|没有输出|正常|passed|pass(es)?\b|all (tests )?pass|"
-                   r"no (error|output|assertion)|success|\bok\b|✓|✔")
-_FAIL = re.compile(r"assertionerror|traceback|mismatch|失败|报错|不通过|error\b|failed")
-_NUMBER = re.compile(r"\d+\.\d+(?:e[-+]?\d+)?")
+ClaimKind = Literal["missing", "static_review", "pass", "fail", "results", "unclear"]
+
+_STATIC = re.compile(
+    r"仅?静态(审查|检查|审阅|分析)|(没有|没|未|无法|不能|没法)\s*(运行|跑)(?!\s*(错|出错|报错|时|过程))|没跑|"
+    r"没有\s*(gpu|cuda|显卡|运行环境|环境)|无\s*(gpu|cuda|显卡|运行环境)|"
+    r"static (review|check|analysis)|not (been )?run\b|didn'?t run\b|did not run\b|haven'?t run|have not run|"
+    r"without running|couldn'?t run|could not run|unable to run|no (gpu|cuda)\b")
+# Failure words once their negated forms ("没有报错", "no errors") are taken out.
+_NEGATED_FAIL = re.compile(
+    r"(没有|没|无|未|不)\s*(任何)?\s*(报错|错误|失败|异常|error|assertion)|"
+    r"no (errors?|failures?|exceptions?|assertion ?errors?|mismatch(es)?)\b|without (any )?(errors?|failures?)|"
+    r"0 (failed|failures|errors)\b|(不|没有?)\s*(抛|报)")
+_FAIL = re.compile(r"assertionerror|traceback|mismatch|not close|不通过|未通过|没通过|没有通过|失败|报错|出错|错误|异常|不一致|"
+                   r"\b\w*error\b|\bfail(ed|s|ure)?\b|exception")
+_PASS = re.compile(r"通过|成功|正常|没有报错|没报错|无报错|no errors?\b|无输出|没有输出|没输出|什么都没(有)?(打印|输出)|没有打印|\bpass(ed|es)?\b|success|"
+                   r"\bok\b|no output|nothing (was )?printed|printed nothing|✓|✔")
+_SHAPE = re.compile(r"torch\.size\(\[\s*\d+(\s*,\s*\d+)*\s*\]\)|\(\s*\d+\s*,\s*\d+\s*\)|\[\s*\d+\s*,\s*\d+\s*\]|"
+                    r"\b\d+\s*[x×]\s*\d+\b")
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(\d+\.\d+(e[-+]?\d+)?|\d+e[-+]?\d+)(?![\w.])")
+_EXCEPTION = re.compile(r"\b([a-z]*(error|exception))\b")
+
+
+@dataclass
+class Claim:
+    """What a claimed output says."""
+
+    kind: ClaimKind
+    numbers: list[str] = field(default_factory=list)
+    shapes: list[str] = field(default_factory=list)
+    exceptions: list[str] = field(default_factory=list)
+    traceback: bool = False
+
+
+def parse_claim(claimed_output: str) -> Claim:
+    text = normalise(claimed_output).strip()
+    if not text:
+        return Claim("missing")
+    shapes = [m.group(0) for m in _SHAPE.finditer(text)][:10]
+    unshaped = _SHAPE.sub(" ", text)
+    numbers = [m.group(0) for m in _NUMBER.finditer(unshaped)][:20]
+    exceptions = sorted({m.group(1) for m in _EXCEPTION.finditer(text)})[:5]
+    traceback = "traceback" in text
+    base = dict(numbers=numbers, shapes=shapes, exceptions=exceptions, traceback=traceback)
+    if _STATIC.search(text):
+        return Claim("static_review", **base)
+    if traceback or _FAIL.search(_NEGATED_FAIL.sub(" ", text)):
+        return Claim("fail", **base)
+    if _PASS.search(text):
+        return Claim("pass", **base)
+    if numbers or shapes:
+        return Claim("results", **base)  # printed results, no failure: the check ran to its end
+    return Claim("unclear", **base)
+
+
+_NOTES = {
+    "success_contradicted": {
+        "zh": "提交声称给定检查{what}，但我们运行同一份程序时给定检查{real}：这是把未运行（或别的代码）的结果说成实测。"
+              "下面是你写的输出和我们的实际输出。",
+        "en": "The submission claims the given check {what}, but when we ran this same program the given check {real}: "
+              "a result presented as measured that this code did not produce. Your output and ours are side by side below."},
+    "failure_not_reproduced": {
+        "zh": "提交声称给定检查失败（{what}），但我们运行同一份程序时它通过了：这份输出可能来自别的代码。由助教确认。",
+        "en": "The submission claims the given check failed ({what}), but it passed when we ran this same program: "
+              "the output may come from other code. A TA decides."},
+    "cannot_run": {
+        "zh": "提交声称有运行输出，但这份代码在这里无法运行：{reason}。由助教确认。",
+        "en": "The submission claims a run output, but this code cannot run here: {reason}. A TA decides."},
+}
+_WHAT = {
+    "pass": {"zh": "通过", "en": "passed"},
+    "results": {"zh": "运行完成并打印了结果（{numbers}），没有任何失败", "en": "ran to its end and printed results ({numbers}) with no failure"},
+}
+_REAL = {
+    "failed": {"zh": "没有通过（断言失败或出错）", "en": "failed (an assertion failed or it raised)"},
+    "crashed": {"zh": "崩溃了", "en": "crashed"},
+    "timeout": {"zh": "超时了", "en": "timed out"},
+}
 
 
 def unverified_claim(*, claimed_output: str, program_ran: bool, given_status: str | None, real_output: str,
-                     not_run_reason: str | None) -> Veto | None:
-    text = normalise(claimed_output).strip()
-    if not text or _STATIC.search(text):
+                     not_run_reason: str | None, language: Literal["zh", "en"] = "zh") -> Veto | None:
+    """The veto, or None. `given_status`: our given check's status, None if it did not run."""
+    claim = parse_claim(claimed_output)
+    if claim.kind in ("missing", "static_review", "unclear"):
         return None
-    claims_pass = bool(_PASS.search(text)) and not _FAIL.search(text)
-    numbers = _NUMBER.findall(text)
-    evidence = {"claimed_output": claimed_output[:2000], "real_output": real_output[:2000], "given_check": given_status}
+    evidence = {"claimed_output": claimed_output[:2000], "real_output": real_output[:2000], "given_check": given_status,
+                "claim": claim.kind, "claimed_numbers": claim.numbers, "claimed_shapes": claim.shapes,
+                "claimed_exceptions": claim.exceptions,
+                "side_by_side": [{"label": "claimed" , "text": claimed_output[:2000]},
+                                 {"label": f"our run (given check: {given_status or 'not run'})", "text": real_output[:2000]}]}
     if not program_ran:
         return Veto(rule="unverified_claim", status="suspected", needs_review=True, evidence={
-            **evidence, "note": f"提交声称有运行输出，但这份代码无法运行：{not_run_reason}"})
-    if given_status != "passed" and (claims_pass or numbers):
-        what = "声称给定检查通过" if claims_pass else f"引用了数值（{', '.join(numbers[:5])}）"
+            **evidence, "note": _NOTES["cannot_run"][language].format(reason=not_run_reason or "—")})
+    if claim.kind in ("pass", "results") and given_status in ("failed", "crashed", "timeout"):
+        what = _WHAT[claim.kind][language].format(numbers=", ".join((claim.numbers or claim.shapes)[:5]))
+        return Veto(rule="unverified_claim", status="confirmed", needs_review=False, evidence={
+            **evidence, "note": _NOTES["success_contradicted"][language].format(what=what,
+                                                                                real=_REAL[given_status][language])})
+    if claim.kind == "fail" and given_status == "passed":
+        what = ", ".join(claim.exceptions) or ("traceback" if claim.traceback else claimed_output.strip()[:80])
         return Veto(rule="unverified_claim", status="suspected", needs_review=True, evidence={
-            **evidence, "note": f"提交{what}，但实际运行给定检查{'失败' if given_status == 'failed' else '没有完成'}：把未运行的结果说成实测？由助教确认。"})
+            **evidence, "note": _NOTES["failure_not_reproduced"][language].format(what=what)})
     return None

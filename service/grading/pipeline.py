@@ -20,9 +20,9 @@ import numpy as np
 from sandbox.contract import CaseJob, DeviceMode, GradJob, RunResult, TensorArg
 from sandbox.runner import SandboxRunner
 from service.exercises import CaseSpec, Exercise, ExerciseCatalog, ExerciseSpec
-from service.grading import bounds, rubric
+from service.grading import bounds, passrule, rubric
 from service.grading.assemble import Program, assemble
-from service.grading.claims import unverified_claim
+from service.grading.claims import parse_claim, unverified_claim
 from service.grading.compare import compare_outputs
 from service.grading.given import verify_given
 from service.grading.diagnose import CaseEvidence
@@ -204,8 +204,15 @@ class Grader:
         coincidental = rubric.coincidental_pass_veto(cases, diagnoses) or rubric.wrong_chain_veto(cases, items)
         claim = unverified_claim(claimed_output=submission.claimed_output, program_ran=program is not None,
                                  given_status=None if given_status == "not_run" else given_status, real_output=given_output,
-                                 not_run_reason=not_run_reason)
+                                 not_run_reason=not_run_reason, language=spec.language)
         vetoes += [v for v in (coincidental, claim) if v is not None]
+        score = rubric.total_score(exercise, items, vetoes)
+        requirements = passrule.requirements(
+            spec.pass_rule, items=items, vetoes=vetoes, threshold=spec.pass_threshold, given_status=given_status,
+            given_output=given_output, not_run_reason=not_run_reason,
+            claim_kind=parse_claim(submission.claimed_output).kind, claimed_output=submission.claimed_output,
+            written="\n".join([submission.explanation, *submission.answers.values()]), language=spec.language)
+        score = score.model_copy(update={"requirements": requirements, "passed": all(r.met for r in requirements)})
         timing = _timing(run, started)
         if reused is not None:
             timing["reused"] = 1.0
@@ -216,7 +223,7 @@ class Grader:
             exercise=ExerciseRef(id=exercise.id, version=spec.version),
             status="graded",
             language=spec.language,
-            score=rubric.total_score(exercise, items, vetoes),
+            score=score,
             items=items, cases=cases, diagnoses=diagnoses, vetoes=vetoes,
             environment=environment,
             timing=timing,

@@ -1,0 +1,258 @@
+"""Step 6b: the exercise's pass rule, requirement by requirement (docs/grading.md, "The pass rule").
+
+Each exercise declares in `pass_rule:` what its lesson says passing needs; the report lists every
+requirement met or not with its evidence, and `score.passed` is their conjunction. The total and
+"no blocking veto" are always requirements; an exercise without `pass_rule:` has only those two.
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from service.report import Item, Requirement, Veto
+
+Language = Literal["zh", "en"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class NamedIdea(_Strict):
+    """What naming a correctness boundary (or a performance trade-off) looks like in this exercise:
+    concepts of its questions (`question:concept`, found by the concept rubric) or patterns matched
+    against every written answer and the explanation (NFKC-normalised, lower-case)."""
+
+    label: str = Field(description="what counts, in the lesson's language")
+    concepts: list[str] = Field([], description="question:concept ids whose finding counts")
+    patterns: list[str] = []
+
+    @field_validator("patterns")
+    @classmethod
+    def _valid(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            re.compile(pattern)
+        return patterns
+
+    @field_validator("concepts")
+    @classmethod
+    def _qualified(cls, concepts: list[str]) -> list[str]:
+        if bad := [c for c in concepts if c.count(":") != 1]:
+            raise ValueError(f"concepts are question:concept ids, got {bad}")
+        return concepts
+
+
+class PassRuleSpec(_Strict):
+    """`pass_rule:` of exercise.yaml, written from the lesson's own pass criteria (`source`)."""
+
+    source: str = Field(description="where the lesson states it, quoted")
+    given_check: bool = Field(True, description="the lesson's given check must pass in our run")
+    run_output: bool = Field(True, description="the submission states the check's real output, or says it is a "
+                                               "static review only")
+    causal_chains: list[str] = Field([], description="questions whose answer must explain the causal chain")
+    chain_share: float = Field(0.5, gt=0, le=1, description="share of a question's chain links that must be stated")
+    correctness_boundary: NamedIdea | None = None
+    performance_tradeoff: NamedIdea | None = None
+
+
+_TITLES: dict[str, dict[str, str]] = {
+    "given_check": {"zh": "给定检查通过", "en": "The given check passes"},
+    "run_output": {"zh": "给出了实际运行输出（或注明“仅静态审查”）",
+                   "en": "The real run output is given (or \"static review only\")"},
+    "causal_chain": {"zh": "{question} 说明了因果链", "en": "{question} explains the causal chain"},
+    "correctness_boundary": {"zh": "指出至少一个正确性边界", "en": "At least one correctness boundary named"},
+    "performance_tradeoff": {"zh": "指出至少一个性能取舍", "en": "At least one performance trade-off named"},
+    "total": {"zh": "总分不低于 {threshold:g}", "en": "Total at least {threshold:g}"},
+    "no_blocking_veto": {"zh": "没有否决项", "en": "No veto"},
+}
+
+_MESSAGES: dict[str, dict[str, str]] = {
+    "given_check.passed": {"zh": "给定检查在我们的运行中通过。", "en": "The given check passed in our run."},
+    "given_check.not_run": {"zh": "代码没有运行，给定检查也就没有运行：{reason}",
+                            "en": "The code did not run, so neither did the given check: {reason}"},
+    "given_check.failed": {"zh": "给定检查在我们的运行中没有通过（{status}），不能及格：{output}",
+                           "en": "The given check did not pass in our run ({status}), so the submission cannot pass: {output}"},
+    "run_output.stated": {"zh": "给出了运行输出。", "en": "A run output is given."},
+    "run_output.static_review": {"zh": "注明了仅静态审查（没有运行环境）：如实说明，不扣分。",
+                                 "en": "Marked as static review only (no environment to run it): honest, no penalty."},
+    "run_output.missing": {"zh": "没有给出实际运行输出：请贴上给定检查打印的内容（什么都没打印也请写明），"
+                                 "没有运行环境时请注明“仅静态审查”。",
+                           "en": "No run output was given: paste what the given check printed (say so if it printed "
+                                 "nothing), or write \"static review only\" if you had no environment to run it."},
+    "causal_chain.met": {"zh": "因果链讲清楚了 {links}/{total} 个环节（需要 {needed} 个）。",
+                         "en": "{links} of {total} links of the causal chain are explained ({needed} needed)."},
+    "causal_chain.short": {"zh": "因果链只讲清楚了 {links}/{total} 个环节（需要 {needed} 个）：请写出每一步如何导致下一步，"
+                                 "而不是只列术语。缺少：{missing}",
+                           "en": "Only {links} of {total} links of the causal chain are explained ({needed} needed): "
+                                 "say how each step leads to the next instead of listing terms. Missing: {missing}"},
+    "causal_chain.stuffing": {"zh": "答案是术语的罗列，没有说明因果关系。", "en": "The answer lists terms without the causes between them."},
+    "causal_chain.misconception": {"zh": "答案里的因果链有误区：{labels}",
+                                   "en": "The causal chain in the answer states a misconception: {labels}"},
+    "causal_chain.ta": {"zh": "助教复核后给了 {points:g}/{max:g} 分。", "en": "A TA gave {points:g}/{max:g} points."},
+    "named.found": {"zh": "找到了：“{quote}”。", "en": "Found: \"{quote}\"."},
+    "named.missing": {"zh": "书面回答和解释里没有指出：{label}", "en": "The written answers and explanation name none: {label}"},
+    "total.met": {"zh": "总分 {total:g} ≥ {threshold:g}。", "en": "Total {total:g} >= {threshold:g}."},
+    "total.short": {"zh": "总分 {total:g} 低于 {threshold:g}。", "en": "Total {total:g} is below {threshold:g}."},
+    "veto.none": {"zh": "没有否决项。", "en": "No veto."},
+    "veto.some": {"zh": "有否决项：{rules}", "en": "Vetoed: {rules}"},
+}
+
+
+def _say(code: str, language: Language, **params: object) -> str:
+    return _MESSAGES[code][language].format(**params)
+
+
+def _title(kind: str, language: Language, **params: object) -> str:
+    return _TITLES[kind][language].format(**params)
+
+
+def _clip(text: str, limit: int = 300) -> str:
+    text = text.replace("\x00", "").strip()
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def given_check_requirement(*, status: str, output: str, not_run_reason: str | None,
+                            language: Language) -> Requirement:
+    evidence: dict[str, Any] = {"status": status, "output": _clip(output, 2000)}
+    if status == "passed":
+        message = _say("given_check.passed", language)
+    elif status == "not_run":
+        message = _say("given_check.not_run", language, reason=not_run_reason or "—")
+    else:
+        last = next((line for line in reversed(output.strip().splitlines()) if line.strip()), status)
+        message = _say("given_check.failed", language, status=status, output=_clip(last, 200))
+    return Requirement(id="given_check", met=status == "passed", title=_title("given_check", language),
+                       message=message, evidence=evidence)
+
+
+def run_output_requirement(*, claim_kind: str, claimed_output: str, language: Language) -> Requirement:
+    """`claim_kind` from service/grading/claims.py: missing, static_review, or what it claims."""
+    code = {"missing": "run_output.missing", "static_review": "run_output.static_review"}.get(claim_kind,
+                                                                                            "run_output.stated")
+    return Requirement(id="run_output", met=claim_kind != "missing", title=_title("run_output", language),
+                       message=_say(code, language),
+                       evidence={"claim": claim_kind, "claimed_output": _clip(claimed_output, 2000)})
+
+
+def chain_requirement(item: Item | None, *, question_id: str, share: float, language: Language) -> Requirement:
+    """Met when the answer states enough links of the question's chain in its own words, with no
+    misconception and no keyword list; after a TA decision on the item, when the TA gave at least half."""
+    title = _title("causal_chain", language, question=question_id.upper())
+    rid = f"causal_chain.{question_id}"
+    if item is None:
+        return Requirement(id=rid, met=False, title=title, message=_say("causal_chain.short", language, links=0,
+                           total=0, needed=1, missing="—"), evidence={"item": question_id})
+    decision = item.evidence.get("ta_decision")
+    if decision is not None:
+        met = item.points >= item.max_points / 2
+        return Requirement(id=rid, met=met, title=title,
+                           message=_say("causal_chain.ta", language, points=item.points, max=item.max_points),
+                           evidence={"item": item.id, "ta_decision": True, "points": item.points})
+    links = item.evidence.get("links") or []
+    missing = item.evidence.get("missing_links") or []
+    total = len(links) + len(missing)
+    needed = max(1, math.ceil(total * share - 1e-9)) if total else 0
+    flags = item.evidence.get("flags") or []
+    wrong = item.evidence.get("misconceptions") or []
+    evidence = {"item": item.id, "links": [link.get("quote", "") for link in links][:8],
+                "missing_links": [link.get("label", "") for link in missing][:8], "needed": needed, "flags": flags}
+    if wrong:
+        labels = "；".join(w.get("label", "") for w in wrong) if language == "zh" else "; ".join(w.get("label", "") for w in wrong)
+        return Requirement(id=rid, met=False, title=title, message=_say("causal_chain.misconception", language,
+                           labels=labels), evidence={**evidence, "misconceptions": [w.get("misconception") for w in wrong]})
+    if "keyword_stuffing" in flags:
+        return Requirement(id=rid, met=False, title=title, message=_say("causal_chain.stuffing", language),
+                           evidence=evidence)
+    met = len(links) >= needed
+    code = "causal_chain.met" if met else "causal_chain.short"
+    sep = "；" if language == "zh" else "; "
+    return Requirement(id=rid, met=met, title=title, evidence=evidence,
+                       message=_say(code, language, links=len(links), total=total, needed=needed,
+                                    missing=sep.join(evidence["missing_links"]) or "—"))
+
+
+def named_requirement(kind: str, idea: NamedIdea, *, items: list[Item], written: str, language: Language) -> Requirement:
+    """Met when one of the idea's concepts was found in an answer, or one of its patterns matches
+    the written text (answers and explanation)."""
+    from service.grading.freetext import normalise
+
+    by_id = {i.id: i for i in items}
+    for ref in idea.concepts:
+        question, concept = ref.split(":")
+        item = by_id.get(question)
+        found = next((f for f in (item.evidence.get("found") or []) if f.get("concept") == concept), None) if item else None
+        if found is not None:
+            return Requirement(id=kind, met=True, title=_title(kind, language),
+                               message=_say("named.found", language, quote=found.get("quote", "")),
+                               evidence={"via": ref, "quote": found.get("quote", "")})
+    text = normalise(written)
+    for pattern in idea.patterns:
+        m = re.search(pattern, text, re.IGNORECASE)
+        if m:
+            quote = text[max(0, m.start() - 20):m.end() + 20].strip()
+            return Requirement(id=kind, met=True, title=_title(kind, language),
+                               message=_say("named.found", language, quote=quote),
+                               evidence={"via": "pattern", "quote": quote})
+    return Requirement(id=kind, met=False, title=_title(kind, language),
+                       message=_say("named.missing", language, label=idea.label), evidence={"looked_for": idea.label})
+
+
+def total_requirement(total: float, threshold: float, language: Language) -> Requirement:
+    met = total >= threshold
+    return Requirement(id="total", met=met, title=_title("total", language, threshold=threshold),
+                       message=_say("total.met" if met else "total.short", language, total=total, threshold=threshold),
+                       evidence={"total": total, "pass_threshold": threshold})
+
+
+def veto_requirement(vetoes: list[Veto], language: Language) -> Requirement:
+    """A confirmed or a suspected veto blocks the pass (a suspected one until a TA decides)."""
+    blocking = [f"{v.rule} ({v.status})" for v in vetoes if v.status in ("confirmed", "suspected")]
+    return Requirement(id="no_blocking_veto", met=not blocking, title=_title("no_blocking_veto", language),
+                       message=_say("veto.some", language, rules=", ".join(blocking)) if blocking else
+                       _say("veto.none", language), evidence={"vetoes": blocking})
+
+
+def requirements(rule: PassRuleSpec | None, *, items: list[Item], vetoes: list[Veto], threshold: float,
+                 given_status: str, given_output: str, not_run_reason: str | None, claim_kind: str,
+                 claimed_output: str, written: str, language: Language) -> list[Requirement]:
+    """Every requirement of the exercise's pass rule, in the lesson's order."""
+    found: list[Requirement] = []
+    if rule is not None:
+        if rule.given_check:
+            found.append(given_check_requirement(status=given_status, output=given_output,
+                                                 not_run_reason=not_run_reason, language=language))
+        if rule.run_output:
+            found.append(run_output_requirement(claim_kind=claim_kind, claimed_output=claimed_output, language=language))
+        by_id = {i.id: i for i in items}
+        for question in rule.causal_chains:
+            found.append(chain_requirement(by_id.get(question), question_id=question, share=rule.chain_share,
+                                           language=language))
+        for kind in ("correctness_boundary", "performance_tradeoff"):
+            idea = getattr(rule, kind)
+            if idea is not None:
+                found.append(named_requirement(kind, idea, items=items, written=written, language=language))
+    found.append(total_requirement(sum(i.points for i in items), threshold, language))
+    found.append(veto_requirement(vetoes, language))
+    return found
+
+
+def rescore(previous: list[Requirement], *, items: list[Item], vetoes: list[Veto], threshold: float,
+            language: Language) -> list[Requirement]:
+    """The requirements after a TA decision: the total, the vetoes and the chains of items a TA
+    decided are recomputed from the report; the others (given check, run output, named ideas) stand."""
+    by_id = {i.id: i for i in items}
+    out = []
+    for req in previous:
+        if req.id == "total":
+            req = total_requirement(sum(i.points for i in items), threshold, language)
+        elif req.id == "no_blocking_veto":
+            req = veto_requirement(vetoes, language)
+        elif req.id.startswith("causal_chain."):
+            item = by_id.get(req.evidence.get("item", req.id.split(".", 1)[1]))
+            if item is not None and item.evidence.get("ta_decision") is not None:
+                req = chain_requirement(item, question_id=req.id.split(".", 1)[1], share=0.5, language=language)
+        out.append(req)
+    return out
