@@ -28,17 +28,18 @@ _STATIC = re.compile(
     r"without running|couldn'?t run|could not run|unable to run|no (gpu|cuda)\b")
 # Failure words once their negated forms ("没有报错", "no errors") are taken out.
 _NEGATED_FAIL = re.compile(
-    r"(没有|没|无|未|不)\s*(任何)?\s*(报错|错误|失败|异常|error|assertion)|"
+    r"(没有|没|无|未|不)\s*(任何)?\s*(运行|执行)?\s*(报错|错误|失败|异常|error|assertion)|"
     r"no (errors?|failures?|exceptions?|assertion ?errors?|mismatch(es)?)\b|without (any )?(errors?|failures?)|"
-    r"0 (failed|failures|errors)\b|(不|没有?)\s*(抛|报)")
+    r"0 (failed|failures|errors)\b|(不|没有?)\s*(抛|报)|"
+    r"(max(imum)?|abs(olute)?|rel(ative)?|mean|最大)[\s_]*(abs(olute)?|rel(ative)?)?[\s_]*(err(or)?s?|误差)\s*[:=：]?\s*[-+]?\d")
 _FAIL = re.compile(r"assertionerror|traceback|mismatch|not close|不通过|未通过|没通过|没有通过|失败|报错|出错|错误|异常|不一致|"
                    r"\b\w*error\b|\bfail(ed|s|ure)?\b|exception")
-_PASS = re.compile(r"通过|成功|正常|没有报错|没报错|无报错|no errors?\b|无输出|没有输出|没输出|什么都没(有)?(打印|输出)|没有打印|\bpass(ed|es)?\b|success|"
+_PASS = re.compile(r"通过|成功|正常|(没有|没|无)\s*(任何)?\s*(运行|执行)?\s*(报错|错误|异常)|no errors?\b|无输出|没有输出|没输出|什么都没(有)?(打印|输出)|没有打印|\bpass(ed|es)?\b|success|"
                    r"\bok\b|no output|nothing (was )?printed|printed nothing|✓|✔")
 _SHAPE = re.compile(r"torch\.size\(\[\s*\d+(\s*,\s*\d+)*\s*\]\)|\(\s*\d+\s*,\s*\d+\s*\)|\[\s*\d+\s*,\s*\d+\s*\]|"
                     r"\b\d+\s*[x×]\s*\d+\b")
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(\d+\.\d+(e[-+]?\d+)?|\d+e[-+]?\d+)(?![\w.])")
-_EXCEPTION = re.compile(r"\b([a-z]*(error|exception))\b")
+_EXCEPTION = re.compile(r"\b([a-z]+(error|exception))\b")
 
 
 @dataclass

@@ -121,12 +121,12 @@ def _answer(exercise, fill: str, **fields) -> Submission:
     return Submission(exercise=exercise.id, code=exercise.template.replace("______", fill, 1), **fields)
 
 
-def test_claimed_pass_over_a_failing_check_is_a_suspected_unverified_claim(grader, exercise):
+def test_claimed_pass_over_a_failing_check_is_a_confirmed_unverified_claim(grader, exercise):
     report = grader.grade(_answer(exercise, "True", claimed_output="两个 assert_close 都通过了，没有输出。"), secret_seed=SEED)
     veto = next(v for v in report.vetoes if v.rule == "unverified_claim")
-    assert veto.status == "suspected" and veto.needs_review
+    assert veto.status == "confirmed" and not veto.needs_review, "we ran this program: the contradiction is a fact"
     assert report.given_check.status == "failed" and "AssertionError" in veto.evidence["real_output"]
-    assert report.score.provisional and not report.score.passed
+    assert not report.score.passed
 
 
 def test_honest_static_review_is_not_a_veto(grader, exercise):

@@ -2,22 +2,42 @@ from __future__ import annotations
 
 import pytest
 
-from service.grading.claims import unverified_claim
+from service.grading.claims import parse_claim, unverified_claim
 
 FAILED = "AssertionError: Tensor-likes are not close!\nMismatched elements: 3 / 3 (100.0%)"
 
 
-@pytest.mark.parametrize("claim", ["通过了", "All tests passed, no output.", "max error 0.000012, var ok"])
-def test_claims_of_success_over_a_failed_check_are_suspected(claim):
+@pytest.mark.parametrize("claim", ["通过了", "All tests passed, no output.", "max error 0.000012, var ok",
+                                   "（无输出：两个 assert_close 都通过）", "运行了，没有运行错误", "没有报错，也没有输出",
+                                   "mean tensor([0.1, 0.2]) var tensor([1.0, 0.98])"])
+def test_claims_of_success_over_a_failed_check_are_confirmed_with_both_texts(claim):
     veto = unverified_claim(claimed_output=claim, program_ran=True, given_status="failed", real_output=FAILED,
                             not_run_reason=None)
-    assert veto is not None and veto.status == "suspected" and veto.evidence["real_output"] == FAILED
+    assert veto is not None and veto.status == "confirmed" and not veto.needs_review
+    assert veto.evidence["real_output"] == FAILED and veto.evidence["claimed_output"] == claim
+    assert [s["text"] for s in veto.evidence["side_by_side"]] == [claim, FAILED]
 
 
-@pytest.mark.parametrize("claim", ["", "仅静态审查", "Static review only: I had no GPU.", "没有运行，没有 GPU"])
+@pytest.mark.parametrize("claim", ["", "仅静态审查", "Static review only: I had no GPU.", "没有运行，没有 GPU",
+                                   "仅静态审查，预计两个 assert_close 都能通过", "static review only - no GPU here"])
 def test_no_claim_or_an_honest_static_review_is_fine(claim):
     assert unverified_claim(claimed_output=claim, program_ran=True, given_status="failed", real_output=FAILED,
                             not_run_reason=None) is None
+
+
+@pytest.mark.parametrize(("claim", "kind"), [
+    ("", "missing"), ("   ", "missing"), ("仅静态审查", "static_review"), ("两个 assert_close 都失败了", "fail"),
+    ("Traceback (most recent call last):\n  ...\nAssertionError: Tensor-likes are not close!", "fail"),
+    ("(3, 17) 和 (4, 128) 两个形状都通过", "pass"), ("max abs error: 1e-6", "results"), ("I ran it on my laptop", "unclear"),
+])
+def test_claims_are_parsed_in_chinese_and_english(claim, kind):
+    assert parse_claim(claim).kind == kind
+
+
+def test_shapes_numbers_and_exceptions_are_read():
+    claim = parse_claim("Traceback ... AssertionError: Greatest absolute difference: 0.52 at index (1,); shape (3, 17)")
+    assert claim.traceback and claim.exceptions == ["assertionerror"]
+    assert claim.numbers == ["0.52"] and claim.shapes == ["(3, 17)"]
 
 
 def test_a_truthful_failure_report_is_fine():
@@ -26,7 +46,13 @@ def test_a_truthful_failure_report_is_fine():
                             not_run_reason=None) is None
 
 
+def test_a_claimed_failure_our_run_does_not_reproduce_is_suspected():
+    veto = unverified_claim(claimed_output="AssertionError: Tensor-likes are not close!", program_ran=True,
+                            given_status="passed", real_output="", not_run_reason=None, language="en")
+    assert veto is not None and veto.status == "suspected" and veto.needs_review and "A TA decides" in veto.evidence["note"]
+
+
 def test_a_claimed_run_of_code_that_cannot_run():
     veto = unverified_claim(claimed_output="passed", program_ran=False, given_status=None, real_output="",
                             not_run_reason="第 1 个填空中不允许使用 lambda")
-    assert veto is not None and "lambda" in veto.evidence["note"]
+    assert veto is not None and veto.status == "suspected" and "lambda" in veto.evidence["note"]
