@@ -20,7 +20,7 @@ def _rule_name(blocking: str) -> str:
     return blocking.split(":")[1]
 
 
-def _why(counted: Counted, language: Language) -> list[str]:
+def _why(counted: Counted, language: Language, report: Report | None = None) -> list[str]:
     """Why the score that counts is what it is: the blocking veto or requirement, capped or zero."""
     if counted.blocking is None:
         return [say("not_passed_capped", language, cap=counted.cap, total=counted.total)] if counted.rule == "capped" else []
@@ -31,7 +31,14 @@ def _why(counted: Counted, language: Language) -> list[str]:
         return [say(code, language, rule=rule, **params)]
     requirement = counted.blocking.split(":", 1)[1]
     code = "requirement_capped" if counted.rule == "capped" else "requirement_unmet"
-    return [say(code, language, requirement=requirement, **params)]
+    return [say(code, language, requirement=_requirement_name(report, requirement), **params)]
+
+
+def _requirement_name(report: Report | None, requirement_id: str) -> str:
+    """`id (title)`: the id platforms key on, the title the student reads."""
+    found = next((r for r in report.score.requirements if r.id == requirement_id), None) if report is not None else None
+    return f"{requirement_id}（{found.title}）" if found is not None and found.title and report.language == "zh" else \
+        f"{requirement_id} ({found.title})" if found is not None and found.title else requirement_id
 
 
 def pending_reasons(report: Report) -> list[str]:
@@ -47,7 +54,7 @@ def summary(report: Report, counted: Counted, *, language: Language, feedback_ur
     lines = [say("score_line", language, total=score.total, max=score.max, threshold=score.pass_threshold)]
     if counted.points != counted.total:
         lines.append(say("exported_line", language, points=counted.points, max=score.max))
-    lines += _why(counted, language)
+    lines += _why(counted, language, report)
     if score.provisional:
         lines.append(say("pending", language, reasons=", ".join(pending_reasons(report))))
     lines += [d.message for d in report.diagnoses]
@@ -78,9 +85,11 @@ def _verdict_tests(report: Report, language: Language) -> list[tuple[str, str]]:
         tests.append((say("veto_test", language, rule=veto.rule, status=status_word(veto.status, language)),
                       "\n".join(filter(None, [say(code, language, rule=veto.rule), str(note)]))))
     for requirement in report.score.requirements:
-        if not requirement.met:
-            tests.append((say("requirement_test", language, requirement=requirement.id),
-                          say("requirement_unmet", language, requirement=requirement.id)))
+        if not requirement.met and requirement.id != "no_blocking_veto":  # the vetoes are listed above
+            name = _requirement_name(report, requirement.id)
+            tests.append((say("requirement_test", language, requirement=name),
+                          "\n".join(filter(None, [say("requirement_unmet", language, requirement=name),
+                                                   requirement.message]))))
     return tests
 
 
