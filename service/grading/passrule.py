@@ -101,6 +101,11 @@ _MESSAGES: dict[str, dict[str, str]] = {
 }
 
 
+_STATUS = {"failed": {"zh": "断言失败或出错", "en": "an assertion failed or it raised"},
+           "crashed": {"zh": "崩溃", "en": "crashed"}, "timeout": {"zh": "超时", "en": "timed out"},
+           "skipped": {"zh": "没有运行到", "en": "not reached"}}
+
+
 def _say(code: str, language: Language, **params: object) -> str:
     return _MESSAGES[code][language].format(**params)
 
@@ -116,14 +121,18 @@ def _clip(text: str, limit: int = 300) -> str:
 
 def given_check_requirement(*, status: str, output: str, not_run_reason: str | None,
                             language: Language) -> Requirement:
-    evidence: dict[str, Any] = {"status": status, "output": _clip(output, 2000)}
+    tail = output.replace("\x00", "").strip()
+    evidence: dict[str, Any] = {"status": status, "output": tail if len(tail) <= 2000 else "…" + tail[-2000:]}
     if status == "passed":
         message = _say("given_check.passed", language)
     elif status == "not_run":
         message = _say("given_check.not_run", language, reason=not_run_reason or "—")
     else:
-        last = next((line for line in reversed(output.strip().splitlines()) if line.strip()), status)
-        message = _say("given_check.failed", language, status=status, output=_clip(last, 200))
+        lines = [line.strip() for line in tail.splitlines() if line.strip()]
+        raised = [line for line in lines if re.match(r"^[A-Za-z_.]*(Error|Exception)\b", line)]
+        what = raised[-1] if raised else (lines[-1] if lines else status)
+        message = _say("given_check.failed", language, status=_STATUS[status][language] if status in _STATUS else status,
+                       output=_clip(what, 200))
     return Requirement(id="given_check", met=status == "passed", title=_title("given_check", language),
                        message=message, evidence=evidence)
 
