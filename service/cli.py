@@ -191,7 +191,8 @@ def validate(
     report_dir: Annotated[Path | None, typer.Option(help="also write every report as JSON here (one folder per exercise)")] = None,
     details: Annotated[bool, typer.Option("--details/--no-details", help="a table of every answer per exercise")] = True,
 ) -> None:
-    """Grade each reference solution and every mutant; exit 1 if a solution loses a code point or a mutant escapes.
+    """Grade each reference solution (with its example's written answers: every pass requirement must hold) and
+    every mutant; exit 1 if a solution loses a code point or a requirement, or a mutant escapes.
 
     An exercise that needs a GPU is checked, on the interpreter, to be refused with its reason."""
     settings = _settings(device, sandbox)

@@ -2,6 +2,7 @@
 mutant gets exactly the verdict its author wrote down. A mutant that escapes is a hole in the cases."""
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -30,10 +31,25 @@ def code_points(report: Report, exercise: Exercise) -> float:
     return sum(i.points for i in report.items if i.id in case_items)
 
 
-def check_solution(exercise: Exercise, report: Report) -> list[str]:
+def solution_submission(exercise: Exercise) -> tuple[Submission, bool]:
+    """The reference solution, with the written answers, explanation and claimed output of the
+    exercise's example submission when it has one (True): then its pass rule must be met in full."""
+    path = exercise.root / "example_submission.json"
+    if not path.is_file():
+        return Submission(exercise=exercise.id, code=exercise.solution), False
+    example = json.loads(path.read_text(encoding="utf-8"))
+    return Submission(exercise=exercise.id, code=exercise.solution, answers=example.get("answers") or {},
+                      explanation=example.get("explanation") or "", claimed_output=example.get("claimed_output") or ""), True
+
+
+def check_solution(exercise: Exercise, report: Report, *, with_answers: bool = False) -> list[str]:
+    """`with_answers`: graded with the example's written answers, so every pass requirement must hold."""
     problems = []
     if report.status != "graded":
         return [f"solution not graded: {report.message}"]
+    if with_answers:
+        problems += [f"solution with the example's answers: pass requirement {r.id} not met ({r.message})"
+                     for r in report.score.requirements if not r.met]
     full = sum(i.points for i in exercise.spec.rubric if i.source == "cases")
     if (got := code_points(report, exercise)) != full:
         problems.append(f"solution earns {got}/{full} code points")
@@ -110,8 +126,9 @@ def summarize(exercise: Exercise, outcomes: list[Outcome]) -> Summary:
 def validate_exercise(grader: Grader, exercise: Exercise, *, secret_seed: int,
                       on_result: Callable[[Outcome], None] = lambda _: None) -> list[Outcome]:
     outcomes = []
-    report = grader.grade(Submission(exercise=exercise.id, code=exercise.solution), secret_seed=secret_seed)
-    outcomes.append(Outcome("solution", report, check_solution(exercise, report)))
+    submission, with_answers = solution_submission(exercise)
+    report = grader.grade(submission, secret_seed=secret_seed)
+    outcomes.append(Outcome("solution", report, check_solution(exercise, report, with_answers=with_answers)))
     on_result(outcomes[-1])
     if report.status == "not_gradable" and exercise.spec.requires_gpu:
         outcomes[-1].problems.clear()  # refused on purpose, with its reason: nothing more to run here
