@@ -73,7 +73,11 @@ def suspected(service):
     coincidental_pass); TA decisions then lift the items to 9 points."""
     course = service.new_course()
     client = course.client("submit", "read", "review")
-    submission_id = client.post("/v1/submissions", json=template_body("values != 0")).json()["id"]
+    # The pass rule's text requirements hold (a static review stated, a boundary and a trade-off
+    # named), so once a TA lifts the items and dismisses the veto nothing else holds the pass back.
+    body = {**template_body("values != 0"), "claimed_output": "仅静态审查",
+            "explanation": "N < BLOCK 时 padding lane 要重新 mask；片上两遍只读一次 HBM。"}
+    submission_id = client.post("/v1/submissions", json=body).json()["id"]
     view = wait_final(client, submission_id)
     assert {v["rule"]: v["status"] for v in view["report"]["vetoes"]} == {"coincidental_pass": "suspected"}
     return course, client, submission_id
