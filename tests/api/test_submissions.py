@@ -310,7 +310,13 @@ def test_report_as_prairielearn(graded, which):
         assert math.isclose(result["score"], score["total"] / score["max"])
     else:
         assert result["score"] < score["pass_threshold"] / score["max"]
-    assert len(result["tests"]) == len(view["report"]["items"])
+    scored = [t for t in result["tests"] if t["max_points"] > 0]
+    assert len(scored) == len(view["report"]["items"])
+    verdicts = [t for t in result["tests"] if t["max_points"] == 0]  # unmet requirements and vetoes, 0 of 0 points
+    unmet = [r for r in score["requirements"] if not r["met"] and r["id"] != "no_blocking_veto"]
+    vetoes = [v for v in view["report"]["vetoes"] if v["status"] != "dismissed"]
+    assert len(verdicts) == len(unmet) + len(vetoes)
+    assert all(any(r["id"] in t["name"] for t in verdicts) for r in unmet), "each unmet requirement is named"
 
 
 def test_unknown_report_format_is_422(graded):
