@@ -21,8 +21,18 @@ def coincidental_pass() -> dict[str, Any]:
     return _with_answers(template_body("values != 0"), q2=PARTIAL_Q2)
 
 
+CLAIMED_FAILURE = "Traceback (most recent call last):\nAssertionError: Tensor-likes are not close!"
+
+
 def unverified_claim() -> dict[str, Any]:
-    """The re-mask is missing (`cols < BLOCK`): the given check fails, yet the claim says it passed."""
+    """Right code (`mask`), but the claimed output is a failure our run does not reproduce: a
+    suspected unverified_claim that waits for a TA (the output may be from an earlier version)."""
+    return {**_with_answers(template_body("mask")), "claimed_output": CLAIMED_FAILURE}
+
+
+def false_claim() -> dict[str, Any]:
+    """The re-mask is missing (`cols < BLOCK`): the given check fails, yet the claim says it passed.
+    We ran it, so the veto is confirmed at once (no TA queue)."""
     return {**_with_answers(template_body("cols < BLOCK")), "claimed_output": example_body()["claimed_output"]}
 
 
@@ -40,3 +50,4 @@ def hostile_text() -> dict[str, Any]:
 
 
 FLAGGED = {"coincidental_pass": coincidental_pass, "unverified_claim": unverified_claim, "low_confidence": low_confidence}
+SETTLED = {"false_claim": false_claim}  # graded in the same course, never in the TA queue

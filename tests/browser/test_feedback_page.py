@@ -10,7 +10,7 @@ from tests.browser.conftest import PHONE
 
 
 def test_student_opens_the_link_and_sees_the_diagnosis(page, graded):
-    view = graded.views["unverified_claim"]
+    view = graded.views["false_claim"]
     report = view["report"]
     page.goto(view["links"]["feedback_page"])
 
@@ -20,7 +20,12 @@ def test_student_opens_the_link_and_sees_the_diagnosis(page, graded):
     expect(score).to_contain_text(f"{report['score']['total']:g}")
     expect(score).to_contain_text("及格线 8")
     expect(score).to_contain_text("未通过")
-    expect(page.locator("#provisional")).to_contain_text("暂定成绩")
+    # Which pass requirements hold it back, by name, and the full list with their messages.
+    expect(page.locator("#held")).to_contain_text("给定检查通过")
+    given = page.locator('#requirements li[data-id="given_check"]')
+    expect(given).to_have_attribute("data-met", "false")
+    expect(given).to_contain_text("AssertionError")
+    expect(page.locator("#requirements li.requirement")).to_have_count(len(report["score"]["requirements"]))
     expect(page.locator("#score svg.score-bar")).to_be_visible()
 
     # The diagnosis, in words: what went wrong and why (the missing second mask).
@@ -38,9 +43,11 @@ def test_student_opens_the_link_and_sees_the_diagnosis(page, graded):
     expect(probe.locator("svg.padding-row rect.lane.valid")).to_have_count(33)
     expect(probe.locator(".picture-note")).to_contain_text("mean²")
 
-    # The veto waits for a TA, and says so.
+    # We ran it: the veto is confirmed, the claimed output beside ours.
     veto = page.locator('#vetoes li[data-rule="unverified_claim"]')
-    expect(veto).to_contain_text("待助教决定")
+    expect(veto).to_contain_text("已确认")
+    expect(veto.locator("pre.claimed")).to_contain_text("两个 assert_close 都通过")
+    expect(veto.locator("pre.real")).to_contain_text("AssertionError")
     assert "seed" not in page.content().lower(), "seeds stay with the course"
 
 
@@ -59,8 +66,9 @@ def test_readable_on_a_phone(browser, graded):
     context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True, device_scale_factor=2)
     try:
         page = context.new_page()
-        page.goto(graded.views["unverified_claim"]["links"]["feedback_page"])
+        page.goto(graded.views["false_claim"]["links"]["feedback_page"])  # diagnoses, requirements, outputs side by side
         expect(page.locator("#diagnoses")).to_be_visible()
+        expect(page.locator("#requirements")).to_be_visible()
         overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 0, f"the page is {overflow}px wider than a phone"
         box = page.locator('#failed-cases article[data-case="probe.large_mean"] svg.padding-row').bounding_box()

@@ -13,7 +13,7 @@ from tests.browser.conftest import DESKTOP, PHONE, sign_in
 def test_screenshots(browser, graded, taught, service, tmp_path):
     out = Path(os.environ.get("KERNELGRADE_SCREENSHOTS") or tmp_path)
     out.mkdir(parents=True, exist_ok=True)
-    feedback = graded.views["unverified_claim"]["links"]["feedback_page"]
+    feedback = graded.views["false_claim"]["links"]["feedback_page"]
     case = f"{service.url}/review/cases/{graded.views['coincidental_pass']['id']}"
     for width, viewport, extra in (("desktop", DESKTOP, {}), ("phone", PHONE, {"is_mobile": True, "has_touch": True})):
         context = browser.new_context(viewport=viewport, device_scale_factor=1, locale="zh-CN", **extra)
