@@ -54,7 +54,6 @@ def test_the_example_passes_ten_of_ten_with_every_requirement_met(grader):
 def test_fill_true_with_good_answers_does_not_pass_because_the_given_check_fails(grader, exercise, claimed):
     report = submit(grader, exercise, "True", claimed_output=claimed)
     assert report.given_check.status == "failed"
-    assert report.score.total >= report.score.pass_threshold, "the written answers are good: the total alone would pass"
     assert report.score.passed is False
     given = requirements(report)["given_check"]
     assert given.met is False and given.evidence["status"] == "failed" and "AssertionError" in given.evidence["output"]
@@ -62,7 +61,11 @@ def test_fill_true_with_good_answers_does_not_pass_because_the_given_check_fails
     assert "unverified_claim" not in {v.rule for v in report.vetoes}, "an honest static review or no claim is no veto"
     run_output = requirements(report)["run_output"]
     assert run_output.met is (claimed != "")
-    assert all(r.met for r in report.score.requirements if r.id not in ("given_check", "run_output"))
+    # The written answers are good: their requirements hold. (The explanation of `mask` over the fill
+    # `True` earns nothing (issue 15.3), so the total is 7.5 here; at 8 or more the given check alone
+    # would still hold the pass back.)
+    assert {r.id for r in report.score.requirements if not r.met} <= {"given_check", "run_output", "total"}
+    assert all(requirements(report)[f"causal_chain.{q}"].met for q in ("q1", "q2", "q3"))
 
 
 @pytest.mark.parametrize("fill", ["cols < BLOCK", "cols <= N", "cols < N - 1", "cols < 17"])
