@@ -18,6 +18,7 @@ from service.api.deps import SessionDep
 from service.db import decisions, store
 from service.db.base import utcnow
 from service.db.models import ApiKey, Submission
+from service.grades import copies
 from service.lti.roster import names as student_names
 from service.report import Report
 from service.review import DecisionError, DecisionRequest
@@ -228,6 +229,35 @@ def decide(request: Request, session: SessionDep, submission_id: str, csrf: Form
     except DecisionError as exc:
         return refuse(f"Nothing was recorded: {exc}", 422)
     return _see_other(f"/review/cases/{row.id}?{filters.query(done=request_.target)}")
+
+
+# --- copied answers --------------------------------------------------------------------------
+
+PAIRS_ON_PAGE = 10  # side-by-side pairs shown per cluster (the API lists up to copies.MAX_PAIRS_SHOWN)
+
+
+@router.get("/review/copies")
+def copies_page(request: Request, session: SessionDep, course: Text = "",
+                assignment: Annotated[str, Query(max_length=200)] = "") -> Response:
+    """Near-identical answers and fills within one assignment, the pairs side by side. Evidence only:
+    nothing here changes a grade."""
+    keys = auth.review_keys(request, session)
+    if not keys:
+        return _to_sign_in(request)
+    courses = [k.course_id for k in keys]
+    course = course if course in courses else courses[0]
+    known = copies.assignments(session, course)
+    report = None
+    clusters: list[dict[str, Any]] = []
+    if assignment:
+        report = copies.find_copies(session, request.app.state.grader_catalog, course, assignment)
+        for cluster in report.clusters:
+            members = {m.submission_id: m for m in cluster.members}
+            clusters.append({"cluster": cluster, "pairs": [(members[a], members[b], s) for a, b, s in cluster.pairs[:PAIRS_ON_PAGE]]})
+    return render(request, "review_copies.html", {
+        "title": "Copies", "csrf": auth.csrf_token(request), "keys": keys, "course": course, "assignment": assignment,
+        "assignments": known, "report": report, "clusters": clusters, "pairs_on_page": PAIRS_ON_PAGE,
+        "min_text_chars": copies.MIN_TEXT_CHARS, "threshold": copies.TEXT_THRESHOLD, "min_fill_nodes": copies.MIN_FILL_NODES})
 
 
 # --- export ------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from service.api.deps import ReadKey, ReviewKey, SessionDep, SettingsDep
 from service.api.routes.submissions import NOT_FOUND, owned, view
 from service.api.schemas import BODY_ERRORS, KEYED_ERRORS, SubmissionView, UTCDateTime, ValidationErrorBody, error
 from service.db import decisions
+from service.grades import copies
 from service.review import DecisionError, DecisionRequest
 
 router = APIRouter(tags=["review"], responses=KEYED_ERRORS)
@@ -75,3 +76,47 @@ def queue(session: SessionDep, key: ReviewKey,
     """Graded submissions of this course whose report waits for a TA (suspected vetoes, needs_review items)."""
     return [QueueEntry(id=s.id, exercise=s.exercise_id, created_at=s.created_at, reasons=reasons)
             for s, reasons in decisions.review_queue(session, key.course_id, exercise=exercise)]
+
+
+class CopyMember(BaseModel):
+    submission_id: str
+    student_id: str
+    student_name: str | None
+    text: str  # the answer or the fill compared (at most 4000 characters)
+
+
+class CopyPair(BaseModel):
+    a: str
+    b: str
+    similarity: float
+
+
+class CopyCluster(BaseModel):
+    kind: str  # text | code
+    exercise: str
+    part: str  # answers.<id> | explanation | blank <n>
+    similarity: float
+    members: list[CopyMember]
+    pairs: list[CopyPair]
+    pairs_total: int
+
+
+class CopyReportView(BaseModel):
+    course: str
+    assignment: str
+    students: int
+    submissions_compared: int
+    clusters: list[CopyCluster]
+    thresholds: dict[str, float]
+    grades_changed: bool
+
+
+@router.get("/v1/review/copies", response_model=CopyReportView)
+def copied_answers(request: Request, session: SessionDep, key: ReviewKey,
+                   assignment: Annotated[str, Query(min_length=1, max_length=200)]) -> CopyReportView:
+    """Near-identical written answers and whole-body fills of one assignment of this course: the latest
+    submission of each student compared with the others' (text: character shingles, MinHash/LSH, then
+    exact Jaccard; code: the fill's syntax tree with local names normalised). Evidence for a TA only:
+    no grade changes. Short answers, one-line blanks and fills equal to the reference are never flagged."""
+    found = copies.find_copies(session, request.app.state.grader_catalog, key.course_id, assignment)
+    return CopyReportView.model_validate(found.as_json())
