@@ -21,6 +21,7 @@ GET /v1/review/copies), who decides what it means.
 from __future__ import annotations
 
 import ast
+import copy
 import hashlib
 import re
 import unicodedata
@@ -34,13 +35,16 @@ from sqlalchemy.orm import Session
 
 from service.db.models import Submission
 from service.exercises import ExerciseCatalog, ExerciseNotFound
-from service.grading.extract import blank_positions, is_block_blank
+from service.grading.extract import blank_positions, extract, is_block_blank
 
 MAX_TEXT_CHARS = 4000  # normalised characters compared per answer: the cost of one signature is bounded
 MIN_TEXT_CHARS = 60  # normalised characters: below this, answers look alike by nature
 SHINGLE = 5  # characters per shingle
 NUM_PERM = 64  # MinHash permutations
 TEXT_THRESHOLD = 0.8  # Jaccard similarity of the shingle sets that counts as a near-duplicate
+# The LSH index's own threshold, lower: it only proposes candidates (each checked exactly), and at
+# its threshold an LSH finds a pair about half the time, so a lower one keeps the recall at 0.8 high.
+LSH_THRESHOLD = 0.5
 MIN_FILL_NODES = 40  # syntax-tree nodes of a whole-body fill, below which a match is no evidence
 MAX_PAIRS_SHOWN = 50  # pairs listed per cluster
 MAX_TEXT_SHOWN = 4000  # characters of each member's answer or fill returned
@@ -88,12 +92,16 @@ def fill_fingerprint(fill: list[ast.stmt]) -> tuple[str, int]:
     return hashlib.sha256(ast.unparse(module).encode()).hexdigest(), sum(1 for _ in ast.walk(module)) - 1
 
 
-def _whole_bodies(template: ast.Module) -> dict[int, str]:
-    """The blanks that are a function's whole body (`def k(...):\n    ______`), by blank index: the
-    fill is then that function's body in the submission, read without running the extractor."""
+def _block_blanks(template: ast.Module) -> dict[int, str | None]:
+    """The block blanks (a line holding only `______`) by blank index, each with the function whose
+    whole body it is (`def k(...):\n    ______`; the fill is then that function's body in the
+    submission, read without running the extractor), or None (a block among other statements)."""
     index = {spot: i for i, spot in enumerate(blank_positions(template))}
-    found = {}
+    found: dict[int, str | None] = {}
     for node in ast.walk(template):
+        if is_block_blank(node):
+            value = node.value  # type: ignore[attr-defined]
+            found.setdefault(index[(value.lineno, value.col_offset)], None)
         if isinstance(node, ast.FunctionDef) and len(node.body) == 1 and is_block_blank(node.body[0]):
             value = node.body[0].value  # type: ignore[attr-defined]
             found[index[(value.lineno, value.col_offset)]] = node.name
@@ -198,7 +206,7 @@ def _text_clusters(exercise: str, part: str, texts: dict[str, tuple[Submission, 
             prepared[sid] = shingles(norm)
     if len(prepared) < 2:
         return []
-    lsh = MinHashLSH(threshold=TEXT_THRESHOLD, num_perm=NUM_PERM)
+    lsh = MinHashLSH(threshold=LSH_THRESHOLD, num_perm=NUM_PERM)
     pairs: list[tuple[str, str, float]] = []
     groups = _Groups()
     for sid, grams in prepared.items():
@@ -228,18 +236,29 @@ def _clusters(kind: str, exercise: str, part: str, texts: dict[str, tuple[Submis
 
 def _code_clusters(exercise: str, rows: list[Submission], template: str, solution: str) -> list[Cluster]:
     """Whole-body fills only (one-line blanks are the same for everyone who got them right)."""
-    bodies = _whole_bodies(ast.parse(template))
-    if not bodies:
+    blanks = _block_blanks(ast.parse(template))
+    if not blanks:
         return []
-    reference = _functions(solution)
-    parsed = {row.id: _functions(str((row.body or {}).get("code", ""))) for row in rows}
+    codes = {row.id: str((row.body or {}).get("code", "")) for row in rows}
+    parsed = {sid: _functions(code) for sid, code in codes.items()} if any(blanks.values()) else {}
+    extracted: dict[str, list] = {}
+
+    def fill_of(sid: str, code: str, index: int, function: str | None) -> list[ast.stmt] | None:
+        if function is not None:
+            return parsed[sid].get(function) if sid in parsed else _functions(code).get(function)
+        if sid not in extracted:  # a block among other statements: the extractor finds it (once per submission)
+            extracted[sid] = extract(template, code).fills
+        fill = extracted[sid][index] if index < len(extracted[sid]) else None
+        return copy.deepcopy(fill) if isinstance(fill, list) else None
+
     found = []
-    for index, function in sorted(bodies.items()):
-        ref = reference.get(function)
+    for index, function in sorted(blanks.items()):
+        ref = fill_of("", solution, index, function)
         ref_hash = fill_fingerprint(ref)[0] if ref else None
+        extracted.pop("", None)
         by_hash: dict[str, list[tuple[Submission, str]]] = defaultdict(list)
         for row in rows:
-            fill = parsed[row.id].get(function)
+            fill = fill_of(row.id, codes[row.id], index, function)
             if not fill:
                 continue
             source = "\n".join(ast.unparse(s) for s in fill)
