@@ -3,7 +3,9 @@ the two clusters (the written answer and the renamed kernel) with each pair side
 desktop and on a phone; the students who did not copy are not there, and no grade changed."""
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 from playwright.sync_api import expect
 
@@ -18,7 +20,7 @@ def _classroom(service):
     return course, ids
 
 
-def test_ta_sees_copied_answers_side_by_side(page, service):
+def test_ta_sees_copied_answers_side_by_side(page, service, tmp_path):
     course, ids = _classroom(service)
     sign_in(page, service.url, course.key("review", name="TA Wu"))
     page.locator("#nav-copies").click()
@@ -40,6 +42,9 @@ def test_ta_sees_copied_answers_side_by_side(page, service):
     expect(pair.locator("pre.output").filter(has_text="依然会算出值")).to_have_count(1)
     boxes = [pair.locator("pre.output").nth(i).bounding_box() for i in (0, 1)]
     assert boxes[0]["x"] + boxes[0]["width"] <= boxes[1]["x"], "the two answers side by side on a desktop"
+    # scripts/screenshots sets KERNELGRADE_SCREENSHOTS=docs/screenshots to refresh the committed ones.
+    shots = Path(os.environ.get("KERNELGRADE_SCREENSHOTS") or tmp_path)
+    page.screenshot(path=shots / "review-copies-desktop.png", full_page=True)
 
     code = page.locator('section.cluster[data-kind="code"]')
     expect(code).to_contain_text("blank 1")
@@ -54,6 +59,7 @@ def test_ta_sees_copied_answers_side_by_side(page, service):
     boxes = [pair.locator("pre.output").nth(i).bounding_box() for i in (0, 1)]
     assert boxes[0]["y"] + boxes[0]["height"] <= boxes[1]["y"], "stacked on a phone"
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"], "no sideways scrolling"
+    page.screenshot(path=shots / "review-copies-phone.png", full_page=True)
     with service.sessions() as session:
         assert all(session.get(Submission, sid).score_total is None for sid in ids), "no grade written"
 
