@@ -249,7 +249,7 @@ def copies_page(request: Request, session: SessionDep, course: Text = "",
     known = copies.assignments(session, course)
     report = None
     clusters: list[dict[str, Any]] = []
-    if assignment:
+    if assignment and assignment in known:  # only a real assignment (nor NUL, which PostgreSQL text cannot hold)
         report = copies.find_copies(session, request.app.state.grader_catalog, course, assignment)
         for cluster in report.clusters:
             members = {m.submission_id: m for m in cluster.members}

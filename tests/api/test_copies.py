@@ -59,3 +59,5 @@ def test_course_scoped_and_review_scope(service, classroom):
     assert course.client("read").get("/v1/review/copies", params={"assignment": copies_class.ASSIGNMENT}).status_code == 403
     assert course.client("review").get("/v1/review/copies").status_code == 422, "the assignment is required"
     assert service.client().get("/v1/review/copies", params={"assignment": "x"}).status_code == 401
+    odd = course.client("review").get("/v1/review/copies", params={"assignment": "a\x00b\udcff"[:3]})
+    assert odd.status_code in (200, 422), odd.text  # never a 500 (PostgreSQL text holds no NUL)

@@ -71,5 +71,5 @@ def test_copies_page_needs_a_sign_in_and_shows_only_ones_courses(page, service):
     mine = service.new_course()
     sign_in(page, service.url, mine.key("review"))
     page.goto(f"{service.url}/review/copies?assignment={copies_class.ASSIGNMENT}")
-    expect(page.locator("#no-copies")).to_be_visible()
+    expect(page.locator("#no-assignment")).to_be_visible()
     expect(page.locator("section.cluster")).to_have_count(0)

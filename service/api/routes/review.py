@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Request
-from pydantic import BaseModel
+from pydantic import AfterValidator, BaseModel
 
 from service.api.deps import ReadKey, ReviewKey, SessionDep, SettingsDep
 from service.api.routes.submissions import NOT_FOUND, owned, view
@@ -12,6 +12,7 @@ from service.api.schemas import BODY_ERRORS, KEYED_ERRORS, SubmissionView, UTCDa
 from service.db import decisions
 from service.grades import copies
 from service.review import DecisionError, DecisionRequest
+from service.submission import storable
 
 router = APIRouter(tags=["review"], responses=KEYED_ERRORS)
 
@@ -113,7 +114,7 @@ class CopyReportView(BaseModel):
 
 @router.get("/v1/review/copies", response_model=CopyReportView)
 def copied_answers(request: Request, session: SessionDep, key: ReviewKey,
-                   assignment: Annotated[str, Query(min_length=1, max_length=200)]) -> CopyReportView:
+                   assignment: Annotated[str, Query(min_length=1, max_length=200), AfterValidator(storable)]) -> CopyReportView:
     """Near-identical written answers and whole-body fills of one assignment of this course: the latest
     submission of each student compared with the others' (text: character shingles, MinHash/LSH, then
     exact Jaccard; code: the fill's syntax tree with local names normalised). Evidence for a TA only:
