@@ -93,6 +93,16 @@ def main() -> int:
         offs = tl.arange(0, BLOCK)
         tl.store(out + offs, offs * 2 + 1, mask=offs < n)
 
+    # One verdict on every device (gpu_compile.py): compile-time Python calls are refused in both
+    # modes, and under the interpreter every launch is first compiled for a GPU target. The canary
+    # goes through the gate too, which also pays the compiler's cold start before any case.
+    import gpu_compile  # noqa: E402  (from the job folder)
+
+    gpu_compile.restrict_compile_time_calls()
+    gate = None
+    if mode == "interpreter":
+        gate = gpu_compile.CompileGate()
+        gate.install()
     canary = torch.zeros(16, dtype=torch.int32, device=device)
     _canary[(1,)](canary, 13, BLOCK=16)
     expected = [2 * i + 1 for i in range(13)] + [0, 0, 0]
@@ -108,6 +118,7 @@ def main() -> int:
         "triton": triton.__version__,
         "python": sys.version.split()[0],
         "startup_s": time.perf_counter() - started,
+        **({"gpu_compile": {"target": gpu_compile.TARGET, "last_stage": gpu_compile.LAST_STAGE}} if gate else {}),
     })
 
     if warm:
@@ -264,7 +275,8 @@ def main() -> int:
         if gpu_poisoned():
             return EXIT_GPU_POISONED
     cache = sys.modules.get("shared_triton_cache")  # loaded by Triton only when the shared cache is mounted
-    send({"type": "done", **({"triton_cache": dict(cache.counts)} if cache is not None else {})})
+    send({"type": "done", **({"triton_cache": dict(cache.counts)} if cache is not None else {}),
+          **({"gpu_compile": {"compiles": gate.compiles, "seconds": gate.compile_s}} if gate else {})})
     return EXIT_OK
 
 

@@ -1,0 +1,260 @@
+"""Runs inside the sandbox (copied into every job, like harness.py): one verdict on every device.
+
+Under the Triton interpreter a kernel body runs as Python, so code that Triton's compiler rejects
+(a `tl.static_range` with a runtime bound, a loop variable first defined inside a `while`, a body
+that walks up the Python frames and computes the answer with torch, or writes through
+numpy/ctypes) would run and could pass, while the same program fails to compile on a GPU. So in
+interpreter mode, before each launch, the kernel is compiled with Triton's own (non-interpreter)
+front end for a GPU target, with the launch's real argument types and constexprs, once per
+specialization; a rejection becomes the launch's error, with the compiler's message, and the
+kernel does not run. No GPU is needed: the stages up to PTX run in this process (no ptxas
+assembly, no file written: nothing goes through Triton's cache).
+
+The same front end also runs any plain Python callable a kernel calls at compile time (it calls
+what it does not know), on the GPU as well: `tl.core.builtins.exec(...)` would run arbitrary code.
+`restrict_compile_time_calls` makes such a call a compile error, in both modes.
+
+Standard library plus triton only. The trusted side never imports this file's callers' code.
+"""
+from __future__ import annotations
+
+import types
+
+TARGET = ("cuda", 90, 32)  # sm_90 (H100/H200), warp size 32: the GPU the lesson's course grades on
+LAST_STAGE = "ptx"  # ttir (the front end) -> ttgir -> llir -> ptx; cubin would need ptxas (a subprocess)
+MAX_MESSAGE = 4000
+
+_PREFIX = ("这个 kernel 无法为 GPU 编译（Triton 编译器，目标 {target}），所以在任何设备上都不会运行；"
+           "在真实 GPU 上它同样会在编译时失败。编译器的信息：\n"
+           "(This kernel does not compile for a GPU (Triton's compiler, target {target}), so it runs on no "
+           "device: on a real GPU it fails to compile the same way. The compiler says:)\n")
+
+
+_GATE = None  # the installed CompileGate (interpreter mode), which the code generator asks for twins
+
+
+class GPUCompileError(Exception):
+    """A kernel that Triton's compiler rejects for the GPU target (the student's error, not ours)."""
+
+
+def _target_name() -> str:
+    return f"{TARGET[0]} sm_{TARGET[1]}"
+
+
+def compile_error_message(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    if len(text) > MAX_MESSAGE:
+        text = text[:MAX_MESSAGE] + " …"
+    return _PREFIX.format(target=_target_name()) + f"{type(exc).__name__}: {text}"
+
+
+class CompileGate:
+    """Compiles interpreter kernels for the GPU target before they run (interpreter mode only)."""
+
+    def __init__(self) -> None:
+        import triton  # noqa: F401  (imported by the harness already, with TRITON_INTERPRET=1)
+        from triton.backends.compiler import GPUTarget
+        from triton.compiler.compiler import make_backend
+
+        self.target = GPUTarget(*TARGET)
+        self.backend = make_backend(self.target)
+        # Keyed by id, with the object kept alongside (an id is reused only once its object is gone).
+        self.twins: dict[int, tuple] = {}  # id(InterpretedFunction) -> (it, its JITFunction twin)
+        self.scopes: dict[int, tuple] = {}  # id(module globals) -> (them, the copy the twins see)
+        self.binders: dict[int, tuple] = {}  # id(launched InterpretedFunction) -> (it, twin, binder)
+        self.verdicts: dict[tuple, BaseException | None] = {}
+        self.compiles = 0
+        self.compile_s = 0.0
+
+    # -- the JITFunction twin of an interpreter kernel -------------------------------------------
+    def _scope(self, module_globals: dict) -> dict:
+        """A copy of a module's globals in which every interpreter kernel is its JITFunction twin
+        (one copy per module, shared by its twins, so mutually calling helpers resolve)."""
+        from triton.runtime.interpreter import InterpretedFunction
+
+        known = self.scopes.get(id(module_globals))
+        if known is not None and known[0] is module_globals:
+            return known[1]
+        scope = dict(module_globals)
+        self.scopes[id(module_globals)] = (module_globals, scope)
+        for name, value in list(module_globals.items()):
+            if isinstance(value, InterpretedFunction):
+                scope[name] = self.jit_twin(value)
+        return scope
+
+    def jit_twin(self, value):
+        """`value`'s JITFunction twin if it is an interpreter kernel (triton.language's own @jit
+        functions, tl.sum, tl.zeros, ..., are interpreter kernels too under TRITON_INTERPRET=1);
+        anything else as it is."""
+        from triton.runtime.interpreter import InterpretedFunction
+        from triton.runtime.jit import JITFunction
+
+        if not isinstance(value, InterpretedFunction):
+            return value
+        known = self.twins.get(id(value))
+        if known is not None and known[0] is value:
+            return known[1]
+        fn = value.fn
+        scope = self._scope(fn.__globals__)
+        known = self.twins.get(id(value))  # made while the module's scope was built
+        if known is not None and known[0] is value:
+            return known[1]
+        copy = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
+        copy.__qualname__, copy.__module__, copy.__doc__ = fn.__qualname__, fn.__module__, fn.__doc__
+        copy.__kwdefaults__ = fn.__kwdefaults__
+        copy.__annotations__ = dict(getattr(fn, "__annotations__", {}))  # tl.constexpr parameters
+        options = {k: v for k, v in value.kwargs.items() if k in (
+            "version", "do_not_specialize", "do_not_specialize_on_alignment", "debug", "noinline")}
+        twin = JITFunction(copy, **options)
+        self.twins[id(value)] = (value, twin)
+        return twin
+
+    def _binder(self, interpreted):
+        from triton.runtime.jit import create_function_from_signature
+
+        known = self.binders.get(id(interpreted))
+        if known is not None and known[0] is interpreted:
+            return known[1], known[2]
+        jit = self.jit_twin(interpreted)
+        binder = create_function_from_signature(jit.signature, jit.params, self.backend)
+        self.binders[id(interpreted)] = (interpreted, jit, binder)
+        return jit, binder
+
+    # -- one launch ------------------------------------------------------------------------------
+    def check(self, interpreted, args: tuple, kwargs: dict) -> None:
+        """Raise GPUCompileError if the launch's specialization does not compile for the target."""
+        import time
+
+        from triton import knobs
+
+        kwargs = dict(kwargs)
+        kwargs["debug"] = kwargs.get("debug", interpreted.kwargs.get("debug")) or knobs.runtime.debug
+        try:
+            jit, binder = self._binder(interpreted)
+            bound_args, specialization, options = binder(*args, **kwargs)
+            key = (id(interpreted), str(specialization), str(options))
+        except Exception as exc:  # noqa: BLE001 - the launch's arguments do not fit the kernel
+            raise GPUCompileError(compile_error_message(exc)) from None
+        if key in self.verdicts:
+            known = self.verdicts[key]
+            if known is not None:
+                raise GPUCompileError(compile_error_message(known)) from None
+            return
+        started = time.perf_counter()
+        error = None
+        try:
+            options, signature, constexprs, attrs = jit._pack_args(self.backend, kwargs, bound_args, specialization, options)
+            self._compile(jit, signature, constexprs, attrs, options)
+        except Exception as exc:  # noqa: BLE001 - whatever the compiler raised is the verdict
+            error = exc
+        finally:
+            self.compiles += 1
+            self.compile_s += time.perf_counter() - started
+        self.verdicts[key] = error
+        if error is not None:
+            raise GPUCompileError(compile_error_message(error)) from None
+
+    def _compile(self, jit, signature, constexprs, attrs, options) -> None:
+        """triton.compile's stages up to LAST_STAGE, in memory (no cache, no ptxas)."""
+        from triton._C.libtriton import ir
+        from triton.compiler import ASTSource
+
+        src = ASTSource(jit, signature, constexprs, attrs)
+        backend = self.backend
+        options = backend.parse_options(dict(options.__dict__, **src.parse_options()))
+        stages: dict = {}
+        backend.add_stages(stages, options, src.language)
+        context = ir.context()
+        ir.load_dialects(context)
+        backend.load_dialects(context)
+        module = src.make_ir(self.target, options, backend.get_codegen_implementation(options),
+                             backend.get_module_map(), context)
+        metadata = {"hash": "kernelgrade-gpu-compile-check", "target": self.target, **options.__dict__}
+        for ext, stage in stages.items():
+            module = stage(module, metadata)
+            if ext == LAST_STAGE:
+                break
+
+    def install(self) -> None:
+        """Check every interpreter launch (`kernel[grid](...)`) before it runs."""
+        from triton.runtime.interpreter import InterpretedFunction
+
+        global _GATE
+        _GATE = self
+        original = InterpretedFunction.run
+        gate = self
+
+        def run(self, *args, grid, warmup, **kwargs):
+            if not warmup:
+                gate.check(self, args, kwargs)
+            return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+
+        InterpretedFunction.run = run
+
+
+def restrict_compile_time_calls() -> None:
+    """Make Triton's front end refuse to call plain Python at compile time (both modes).
+
+    The code generator calls any callable it does not recognise (`ret = fn(*args, **kws)`), so a
+    kernel can reach `tl.core.builtins.exec` or `torch.sys._getframe` and run arbitrary Python
+    while it compiles, on a GPU too. What stays allowed is what Triton code calls: @triton.jit
+    functions, triton.language builtins, constexpr functions, methods of Triton values, Python's
+    builtins that Triton lists (len, range, min, max, int, float, isinstance, getattr, hasattr,
+    print), triton.language's and triton's own pure helpers (triton.cdiv, triton.next_power_of_2),
+    and methods of plain numbers and strings (constexpr arithmetic)."""
+    from triton.compiler import code_generator as cg
+
+    generator = cg.CodeGenerator
+    if getattr(generator, "_kernelgrade_restricted", False):
+        return
+    original = generator.call_Function
+    original_attribute = generator.get_Attribute
+    allowed_builtins = tuple(generator.builtin_namespace.values())
+    plain = (int, float, bool, str, tuple, type(None))
+
+    def is_allowed(fn) -> bool:
+        from triton import language
+        from triton.runtime.jit import JITCallable
+
+        inner = getattr(fn, "__func__", fn)
+        if isinstance(fn, JITCallable) or language.core.is_builtin(fn) or any(fn is b for b in allowed_builtins):
+            return True
+        if type(fn).__name__ in ("BoundJITMethod", "BoundConstexprFunction", "ConstexprFunction"):
+            return True
+        owner = getattr(fn, "__self__", None)
+        if owner is not None and not isinstance(owner, types.ModuleType):
+            if cg._is_triton_value(owner) or isinstance(owner, (*plain, language.dtype, language.constexpr)):
+                return True
+        module = getattr(inner, "__module__", None) or ""
+        if isinstance(fn, type) and (module.startswith("triton.language") or fn in plain):
+            return True  # tl.constexpr(...), tl.tuple(...), dtype constructors, int(...)
+        if isinstance(inner, types.FunctionType) and (module.startswith("triton.language") or
+                                                      inner.__qualname__ in ("cdiv", "next_power_of_2") and module.startswith("triton")):
+            return True
+        return False
+
+    def twin(value):
+        return _GATE.jit_twin(value) if _GATE is not None else value
+
+    def get_Attribute(self, lhs, attr):
+        value = twin(original_attribute(self, lhs, attr))
+        if cg._is_triton_value(lhs) and isinstance(value, cg.JITFunction) and not isinstance(value, cg.BoundJITMethod):
+            return cg.BoundJITMethod(lhs, value)
+        return value
+
+    def call_Function(self, node, fn, args, kws):
+        fn = twin(fn)
+        if not is_allowed(fn):
+            name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
+            module = getattr(fn, "__module__", None) or ""
+            shown = f"{module}.{name}" if module and module != "builtins" else str(name)
+            raise cg.UnsupportedLanguageConstruct(
+                self.jit_fn.src, node,
+                f"calling the Python function `{shown[:80]}` inside a Triton kernel is not supported: a kernel may "
+                "call @triton.jit functions and triton.language (tl.*) functions only "
+                f"（Triton kernel 里不能调用普通 Python 函数 `{shown[:80]}`，只能调用 @triton.jit 函数和 tl.* 函数）")
+        return original(self, node, fn, args, kws)
+
+    generator.call_Function = call_Function
+    generator.get_Attribute = get_Attribute
+    generator._kernelgrade_restricted = True
