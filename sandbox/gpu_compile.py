@@ -30,6 +30,53 @@ _PREFIX = ("这个 kernel 无法为 GPU 编译（Triton 编译器，目标 {targ
            "device: on a real GPU it fails to compile the same way. The compiler says:)\n")
 
 
+def _language_namespaces() -> list:
+    """What the interpreter patches (triton/runtime/interpreter.py, _patch_lang): triton.language,
+    its core and math modules, and the tensor, dtype, condition and descriptor classes."""
+    import triton.language as tl
+
+    return [tl, tl.core, tl.math, tl.tensor, tl.dtype, tl.core.condition, tl.core.tensor_descriptor_base]
+
+
+def _language_snapshot() -> list:
+    return [(space, dict(vars(space))) for space in _language_namespaces()]
+
+
+class _pristine:
+    """triton.language as it was before the interpreter patched it, for the duration of a compile.
+
+    The interpreter swaps tl's builtins for numpy versions while a kernel runs and restores them
+    after, except when a kernel calls another @jit function (tl.sum is one): that patch is never
+    undone, and the compiler would then build IR with the interpreter's semantics. Whatever the
+    interpreter left is put back afterwards, so the interpreter runs as it would without us."""
+
+    def __init__(self, snapshot: list) -> None:
+        self.snapshot = snapshot
+        self.saved: list = []
+
+    def __enter__(self):
+        for space, original in self.snapshot:
+            current = dict(vars(space))
+            self.saved.append((space, current))
+            for name, value in original.items():
+                if current.get(name, _ABSENT) is not value:
+                    setattr(space, name, value)
+            for name in current.keys() - original.keys():
+                delattr(space, name)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for space, current in reversed(self.saved):
+            now = dict(vars(space))
+            for name, value in current.items():
+                if now.get(name, _ABSENT) is not value:
+                    setattr(space, name, value)
+            for name in now.keys() - current.keys():
+                delattr(space, name)
+        self.saved.clear()
+
+
+_ABSENT = object()
 _GATE = None  # the installed CompileGate (interpreter mode), which the code generator asks for twins
 
 
@@ -63,6 +110,7 @@ class CompileGate:
         self.scopes: dict[int, tuple] = {}  # id(module globals) -> (them, the copy the twins see)
         self.binders: dict[int, tuple] = {}  # id(launched InterpretedFunction) -> (it, twin, binder)
         self.verdicts: dict[tuple, BaseException | None] = {}
+        self.pristine = _language_snapshot()  # before any interpreter run patched triton.language
         self.compiles = 0
         self.compile_s = 0.0
 
@@ -156,10 +204,14 @@ class CompileGate:
 
     def _compile(self, jit, signature, constexprs, attrs, options) -> None:
         """triton.compile's stages up to LAST_STAGE, in memory (no cache, no ptxas)."""
-        from triton._C.libtriton import ir
         from triton.compiler import ASTSource
 
-        src = ASTSource(jit, signature, constexprs, attrs)
+        with _pristine(self.pristine):
+            self._stages(ASTSource(jit, signature, constexprs, attrs), options)
+
+    def _stages(self, src, options) -> None:
+        from triton._C.libtriton import ir
+
         backend = self.backend
         options = backend.parse_options(dict(options.__dict__, **src.parse_options()))
         stages: dict = {}

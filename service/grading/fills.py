@@ -1,4 +1,5 @@
-"""Which expressions may fill a blank: names in scope, `tl.*` calls, operators and constants.
+"""Which expressions may fill a blank: names in scope, `tl.*` calls, tensor methods of names in
+scope (`cols.to(tl.float32)`), operators and constants.
 
 Checked on the syntax tree, before anything runs. `float("-inf")` and its kin count as numbers.
 Everything else (imports, attribute walks,
@@ -41,6 +42,14 @@ TL_ALLOWED = frozenset({
     "xor_sum", "cumsum", "cumprod", "floor", "ceil", "erf",
     "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64",
+})
+
+# Methods of a Triton tensor that a fill may call on a name in scope (`cols.to(tl.float32) < N`):
+# the same element-wise conversions, reductions and shape operations as TL_ALLOWED, one level only
+# (the receiver is a plain name, never a chain), so they cost no more than the tl.* spelling.
+TENSOR_METHODS = frozenset({
+    "to", "sum", "max", "min", "argmax", "argmin", "reshape", "broadcast_to", "expand_dims", "cumsum",
+    "cumprod", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sigmoid",
 })
 
 _NAMES = {
@@ -101,8 +110,10 @@ def check_fill(fill: ast.expr, source: str, *, allowed_names: AbstractSet[str], 
     costly = _costly(fill, nodes)
     if costly is not None:
         return f"{prefix}{costly}"
-    rule = "填空只能是一个表达式：作用域内的变量、tl.* 函数调用、算术/比较/逻辑运算和数值常数"
+    rule = ("填空只能是一个表达式：作用域内的变量、tl.* 函数调用、作用域内变量的张量方法（如 cols.to(tl.float32)）、"
+            "算术/比较/逻辑运算和数值常数")
     literal = {id(n) for call in nodes if _is_float_literal(call) for n in ast.walk(call)}
+    methods = {id(call.func) for call in nodes if _is_tensor_method_call(call, allowed_names)}
     for node in nodes:
         if id(node) in literal:
             continue
@@ -119,8 +130,11 @@ def check_fill(fill: ast.expr, source: str, *, allowed_names: AbstractSet[str], 
                 return f"{prefix}中不允许访问以下划线开头的属性 `{node.attr[:40]}`"
             # One level, from a fixed list: tl's submodules re-export the standard library
             # (tl.core.builtins, tl.core.inspect.os, ...), so no deeper chain may be followed.
+            if id(node) in methods:
+                continue
             if not (isinstance(node.value, ast.Name) and node.value.id == "tl" and node.attr in TL_ALLOWED):
                 return (f"{prefix}中只允许 tl.* 的数学、比较、归约函数和数据类型（如 tl.where、tl.full、tl.float32），"
+                        f"以及作用域内变量的张量方法（如 cols.to(tl.float32)、x.sum(axis=0)），"
                         f"不允许 `{ast.unparse(node)[:60]}`")
         if isinstance(node, ast.Call):
             if not isinstance(node.func, ast.Attribute):
@@ -128,6 +142,13 @@ def check_fill(fill: ast.expr, source: str, *, allowed_names: AbstractSet[str], 
             if any(k.arg is None for k in node.keywords):
                 return f"{prefix}中不允许 ** 展开参数"
     return None
+
+
+def _is_tensor_method_call(node: ast.AST, allowed_names: AbstractSet[str]) -> bool:
+    """`name.method(...)` with `name` in scope (not `tl`) and `method` in TENSOR_METHODS."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in TENSOR_METHODS
+            and isinstance(node.func.value, ast.Name) and node.func.value.id != "tl"
+            and node.func.value.id in allowed_names)
 
 
 _FLOAT_WORDS = frozenset({"inf", "-inf", "+inf", "infinity", "-infinity", "+infinity", "nan"})

@@ -22,7 +22,8 @@ def test_scope_is_the_kernel_before_the_blank():
 
 
 @pytest.mark.parametrize("source", ["mask", "cols < N", "mask & (cols >= 0)", "values != 0", "True",
-                                    "tl.full((BLOCK,), 1, tl.int1)", "(cols < N) if N > 0 else mask"])
+                                    "tl.full((BLOCK,), 1, tl.int1)", "(cols < N) if N > 0 else mask",
+                                    "cols.to(tl.float32) < N", "values.sum(axis=0) != 0", "cols.to(tl.int64) < N"])
 def test_allowed(source):
     assert verdict(source) is None
 
@@ -42,6 +43,17 @@ def test_allowed(source):
     ("tl.core.inspect.os.kill(tl.core.inspect.os.getpid(), 9) == None", "tl.*"),
     ("tl.load(values) > 0", "tl.*"),
     ("tl.static_print(mask)", "tl.*"),
+    # Tensor methods: on a name in scope only, from a fixed list, one level.
+    ("cols.__class__ == 0", "下划线"),
+    ("cols.to.__self__ < N", "下划线"),
+    ("cols.handle.data[0] > 0", "下标"),
+    ("cols.handle < N", "tl.*"),
+    ("cols.to(tl.float32).to(tl.int32) < N", "tl.*"),
+    ("torch.sum(cols) > 0", "tl.*"),
+    ("secret.to(tl.float32) < N", "tl.*"),
+    ("tl.to(tl.float32) < N", "tl.*"),
+    ("(cols + 1).to(tl.float32) < N", "tl.*"),
+    ("cols.to < N", "tl.*"),
     ("mask" + " & mask" * 80, "太"),
     ("(" * 30 + "mask" + ")" * 30 + " & " + "~" * 30 + "mask", "嵌套"),
 ])
