@@ -244,7 +244,7 @@ class CompileGate:
         InterpretedFunction.run = run
 
 
-def restrict_compile_time_calls() -> None:
+def restrict_compile_time_calls() -> bool:
     """Make Triton's front end refuse to call plain Python at compile time (both modes).
 
     The code generator calls any callable it does not recognise (`ret = fn(*args, **kws)`), so a
@@ -253,45 +253,54 @@ def restrict_compile_time_calls() -> None:
     functions, triton.language builtins, constexpr functions, methods of Triton values, Python's
     builtins that Triton lists (len, range, min, max, int, float, isinstance, getattr, hasattr,
     print), triton.language's and triton's own pure helpers (triton.cdiv, triton.next_power_of_2),
-    and methods of plain numbers and strings (constexpr arithmetic)."""
-    from triton.compiler import code_generator as cg
+    and methods of plain numbers and strings (constexpr arithmetic).
 
-    generator = cg.CodeGenerator
-    if getattr(generator, "_kernelgrade_restricted", False):
-        return
-    original = generator.call_Function
-    original_attribute = generator.get_Attribute
-    allowed_builtins = tuple(generator.builtin_namespace.values())
+    Returns whether the restriction is in place: a Triton whose code generator lacks the hooks
+    used here (another version than the one this was written against, 3.9) is left as it is.
+    """
+    try:
+        from triton.compiler import code_generator as cg
+        from triton.runtime import jit as jit_module
+
+        generator = cg.CodeGenerator
+        if getattr(generator, "_kernelgrade_restricted", False):
+            return True
+        original = generator.call_Function
+        original_attribute = generator.get_Attribute
+        allowed_builtins = tuple(generator.builtin_namespace.values())
+        is_triton_value = cg._is_triton_value
+        bound_method = cg.BoundJITMethod
+        unsupported = cg.UnsupportedLanguageConstruct
+    except (ImportError, AttributeError):
+        return False
+    jit_callable = getattr(jit_module, "JITCallable", jit_module.JITFunction)
     plain = (int, float, bool, str, tuple, type(None))
 
     def is_allowed(fn) -> bool:
         from triton import language
-        from triton.runtime.jit import JITCallable
 
         inner = getattr(fn, "__func__", fn)
-        if isinstance(fn, JITCallable) or language.core.is_builtin(fn) or any(fn is b for b in allowed_builtins):
+        if isinstance(fn, jit_callable) or language.core.is_builtin(fn) or any(fn is b for b in allowed_builtins):
             return True
         if type(fn).__name__ in ("BoundJITMethod", "BoundConstexprFunction", "ConstexprFunction"):
             return True
         owner = getattr(fn, "__self__", None)
-        if owner is not None and not isinstance(owner, types.ModuleType):
-            if cg._is_triton_value(owner) or isinstance(owner, (*plain, language.dtype, language.constexpr)):
-                return True
+        if owner is not None and not isinstance(owner, types.ModuleType) and (
+                is_triton_value(owner) or isinstance(owner, (*plain, language.dtype, language.constexpr))):
+            return True
         module = getattr(inner, "__module__", None) or ""
         if isinstance(fn, type) and (module.startswith("triton.language") or fn in plain):
             return True  # tl.constexpr(...), tl.tuple(...), dtype constructors, int(...)
-        if isinstance(inner, types.FunctionType) and (module.startswith("triton.language") or
-                                                      inner.__qualname__ in ("cdiv", "next_power_of_2") and module.startswith("triton")):
-            return True
-        return False
+        helper = inner.__qualname__ in ("cdiv", "next_power_of_2") and module.startswith("triton")
+        return isinstance(inner, types.FunctionType) and (module.startswith("triton.language") or helper)
 
     def twin(value):
         return _GATE.jit_twin(value) if _GATE is not None else value
 
     def get_Attribute(self, lhs, attr):
         value = twin(original_attribute(self, lhs, attr))
-        if cg._is_triton_value(lhs) and isinstance(value, cg.JITFunction) and not isinstance(value, cg.BoundJITMethod):
-            return cg.BoundJITMethod(lhs, value)
+        if is_triton_value(lhs) and isinstance(value, jit_module.JITFunction) and not isinstance(value, bound_method):
+            return bound_method(lhs, value)
         return value
 
     def call_Function(self, node, fn, args, kws):
@@ -300,7 +309,7 @@ def restrict_compile_time_calls() -> None:
             name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
             module = getattr(fn, "__module__", None) or ""
             shown = f"{module}.{name}" if module and module != "builtins" else str(name)
-            raise cg.UnsupportedLanguageConstruct(
+            raise unsupported(
                 self.jit_fn.src, node,
                 f"calling the Python function `{shown[:80]}` inside a Triton kernel is not supported: a kernel may "
                 "call @triton.jit functions and triton.language (tl.*) functions only "
@@ -310,3 +319,4 @@ def restrict_compile_time_calls() -> None:
     generator.call_Function = call_Function
     generator.get_Attribute = get_Attribute
     generator._kernelgrade_restricted = True
+    return True

@@ -96,7 +96,7 @@ def main() -> int:
     # One verdict on every device (gpu_compile.py): compile-time Python calls are refused in both
     # modes, and under the interpreter every launch is first compiled for a GPU target. The canary
     # goes through the gate too, which also pays the compiler's cold start before any case.
-    import gpu_compile  # noqa: E402  (from the job folder)
+    import gpu_compile  # from the job folder
 
     gpu_compile.restrict_compile_time_calls()
     gate = None

@@ -5,8 +5,13 @@ from __future__ import annotations
 import pytest
 
 from tests.adversarial.kit import (
-    DENIED, GOOD_WRAPPER_HEAD, REGULAR_CASES, assert_failed, assert_graded_normally, case, denied_details, grade,
-    interpreter_only,
+    DENIED,
+    GOOD_WRAPPER_HEAD,
+    REGULAR_CASES,
+    assert_failed,
+    assert_graded_normally,
+    case,
+    grade,
     submission,
 )
 
@@ -100,10 +105,12 @@ tl.store(y + row * N + cols, values * 2 + following * 0, mask=mask)
     assert_graded_normally()
 
 
-@interpreter_only("the kernel body runs as Python only under the Triton interpreter")
-def test_python_in_the_kernel_body_is_still_sandboxed(host):
-    """The interpreter runs a kernel body as Python: the same escapes as from the wrapper, from the
-    kernel. It stores 2x only if one of them worked, else DENIED + the number refused."""
+def test_python_in_the_kernel_body_never_runs(host):
+    """The interpreter would run a kernel body as Python (the same escapes as from the wrapper, from
+    the kernel). Now every launch is compiled for a GPU target first (sandbox/gpu_compile.py), as a
+    GPU does: the body is refused by Triton's compiler and none of it runs, on either device. (It
+    would store 2x only if an escape worked, else DENIED + the number refused; the same escapes
+    from the wrapper, which is plain Python, are tested in test_escape_*.)"""
     report = grade(submission(kernel=f'''
 import os
 import socket
@@ -135,12 +142,10 @@ else:
 '''))
     assert_failed(report)
     assert report.given_check.status == "failed"
-    # All six refused (the host tmp marker's folder does not exist in the private /tmp: ENOENT).
-    # A checkout under /tmp (CI) has its venv's parent folders in the private /tmp, so writing the
-    # repository marker there lands in the sandbox's own tmpfs: five refusals, and the host check decides.
-    expected = {5.0, 6.0} if str(host.repo_marker).startswith("/tmp/") else {6.0}
-    details = denied_details(report)
-    assert len(details) == 2 and set(details) <= expected, details
+    assert "unsupported AST node type: Import" in report.given_check.output
+    for case_id in REGULAR_CASES:
+        c = case(report, case_id)
+        assert not c.passed and "unsupported AST node type: Import" in (c.error or ""), c
     host.assert_untouched()
     assert_graded_normally()
 

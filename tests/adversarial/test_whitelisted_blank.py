@@ -105,6 +105,19 @@ def test_stdlib_reached_through_tl_attributes_is_refused(lesson_grader, host, ex
     assert_refused_before_running(report)
 
 
+@pytest.mark.parametrize("expression", ["cols.to(tl.float32) < N", "cols.to(tl.int64) < N"])
+def test_a_tensor_method_of_a_name_in_scope_is_accepted_and_graded_correct(lesson_grader, host, expression):
+    """Published vendor guidance spells the mask `cols.to(tl.float32) < N` (exactly `cols < N`):
+    a method call on a name in scope, from a fixed list, is allowed, runs, and earns every code point."""
+    report = grade_lesson(lesson_grader, fill(expression))
+    assert report.status == "graded" and report.program.ran, report.program.not_run_reason
+    assert report.program.fills and expression in report.program.fills[0], report.program.fills
+    assert all(c.passed for c in report.cases), [(c.id, c.error) for c in report.cases if not c.passed]
+    code = [i for i in report.items if i.id in ("code.regular", "code.boundary")]
+    assert code and all(i.points == i.max_points for i in code), [(i.id, i.points) for i in code]
+    host.assert_untouched()
+
+
 def test_zz_next_submissions_are_graded_normally(lesson_grader, host):
     report = grade_lesson(lesson_grader, SOLUTION)
     assert report.status == "graded" and report.program.ran
