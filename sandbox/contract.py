@@ -183,3 +183,7 @@ class RunResult:
     log_tail: str = ""
     # Kernels found in the shared compile cache / compiled in the sandbox (GPU with the cache only).
     triton_cache: dict[str, int] = field(default_factory=dict)
+    # Interpreter: seconds the sandbox spent compiling kernels for the GPU target before launching
+    # them (sandbox/gpu_compile.py; their number is triton_cache["gpu_compile_checks"]). Told by the
+    # sandbox: shown in timing, never graded.
+    gpu_compile_s: float = 0.0

@@ -344,6 +344,13 @@ class SandboxRunner:
                     value = counts.get(key)
                     if type(value) is int and 0 <= value < 1 << 20:
                         result.triton_cache[key] = result.triton_cache.get(key, 0) + value
+            check = message.get("gpu_compile")  # interpreter: the GPU-target compiles before launches
+            if isinstance(check, dict):
+                compiles, seconds = check.get("compiles"), check.get("seconds")
+                if type(compiles) is int and 0 <= compiles < 1 << 20:
+                    result.triton_cache["gpu_compile_checks"] = result.triton_cache.get("gpu_compile_checks", 0) + compiles
+                if type(seconds) is float and 0.0 <= seconds < 86_400.0:
+                    result.gpu_compile_s += seconds
         if kind in ("hello", "given_start", "case_start", "given", "case", "speed_start", "speed"):
             phase_started = time.monotonic()
         return current, ready, phase_started

@@ -491,8 +491,10 @@ def _timing(run: RunResult | None, started: float) -> dict[str, float]:
             timing["given_check_s"] = run.given.elapsed_s
         if run.speed is not None and run.speed.elapsed_s is not None:
             timing["speed_s"] = run.speed.elapsed_s  # the speed phase (GPU, exercises with `speed:`)
-        for name, count in run.triton_cache.items():  # kernels_shared_hits, kernels_compiled
+        for name, count in run.triton_cache.items():  # kernels_shared_hits, kernels_compiled, kernels_gpu_compile_checks
             timing[f"kernels_{name}"] = float(count)
+        if run.gpu_compile_s:
+            timing["gpu_compile_check_s"] = run.gpu_compile_s
     return timing
 
 
