@@ -77,17 +77,18 @@ frame.f_locals["z"].copy_(frame.f_locals["x"].sum(1))
     "frame-walking-at-compile-time": (f'''
 tl.core.builtins.exec({FRAME_WALK!r})
 ''', "calling the Python function `exec`"),
-    "numpy-ctypes-pointer-write": ('''
+    # Writes through the raw pointers (the interpreter passes tensors' addresses in `.handle`). One
+    # expression each: the interpreter wraps every assigned value as a tensor. Both earn full
+    # marks on the interpreter without the GPU compile.
+    "ctypes-pointer-write": ("""
+import ctypes
+[setattr(ctypes.c_float.from_address(int(z_ptr.handle.data.item()) + 4 * r), "value", sum(ctypes.c_float.from_address(int(x_ptr.handle.data.item()) + 4 * (r * int(T.handle.data.item()) + j)).value for j in range(int(T.handle.data.item())))) for r in range(int(tl.program_id(0).handle.data.item()) * B0, min(int(N0.handle.data.item()), int(tl.program_id(0).handle.data.item()) * B0 + B0))]
+""", "unsupported AST node type: Import"),
+    "numpy-pointer-write": ("""
 import ctypes
 import numpy
-n0 = int(N0.handle.data.item())
-t = int(T.handle.data.item())
-pid = int(tl.program_id(0).handle.data.item())
-xs = numpy.ctypeslib.as_array((ctypes.c_float * (n0 * t)).from_address(int(x_ptr.handle.data.item())))
-zs = numpy.ctypeslib.as_array((ctypes.c_float * n0).from_address(int(z_ptr.handle.data.item())))
-for r in range(pid * B0, min(n0, pid * B0 + B0)):
-    zs[r] = xs[r * t:(r + 1) * t].sum()
-''', "unsupported AST node type: Import"),
+[numpy.copyto(numpy.frombuffer((ctypes.c_float * int(N0.handle.data.item())).from_address(int(z_ptr.handle.data.item())), numpy.float32), numpy.frombuffer((ctypes.c_float * (int(N0.handle.data.item()) * int(T.handle.data.item()))).from_address(int(x_ptr.handle.data.item())), numpy.float32).reshape(int(N0.handle.data.item()), int(T.handle.data.item())).sum(1)) for _ in range(1)]
+""", "unsupported AST node type: Import"),
 }
 
 
@@ -111,8 +112,12 @@ def test_a_body_that_a_gpu_compile_rejects_fails_everywhere(grader, host, name):
     assert code_items and all(i.points == 0 for i in code_items), [(i.id, i.points) for i in code_items]
     assert report.given_check.status == "failed" and triton_says in report.given_check.output, report.given_check
     for c in report.cases:
-        assert not c.passed, c
         if c.kind == "given":
+            continue
+        if c.passed:
+            # T = 1: Triton specializes an integer argument equal to 1 as a constant, so there the
+            # static_range bound is a constexpr and the kernel compiles (and is right) on a GPU too.
+            assert name == "static-range-runtime-bound" and c.id == "boundary.t_one", c
             continue
         assert c.error and triton_says in c.error, (c.id, c.error)
         if device_mode() is DeviceMode.interpreter:
