@@ -133,8 +133,51 @@ class _LinkIndex:
         return i < len(self.starts) and self.min_end[i] <= hi
 
 
+class _Text(str):
+    """The normalised answer that the rubric matches, which still knows the student's own text:
+    `offsets[i]` is where normalised character i came from, so that a quote shows the student's
+    words as written (not lower-cased, not NFKC-folded)."""
+
+    original: str
+    offsets: list[int] | None
+
+    @classmethod
+    def of(cls, answer: str) -> _Text:
+        raw = answer.replace("\x00", "")
+        full = normalise(raw)
+        text = cls(full.strip())
+        text.original, text.offsets = raw, None
+        pieces, offsets = [], []
+        for i, ch in enumerate(raw):
+            folded = normalise(ch)
+            pieces.append(folded)
+            offsets.extend([i] * len(folded))
+        if "".join(pieces) == full:  # per-character folding agrees (it nearly always does)
+            lead = len(full) - len(full.lstrip())
+            text.offsets = offsets[lead:lead + len(text)] + [len(raw)]
+        return text
+
+
+_WORD = re.compile(r"[A-Za-z0-9_]")
+
+
 def _quote(text: str, start: int, end: int) -> str:
-    return text[max(0, start - _QUOTE):min(len(text), end + _QUOTE)].strip()
+    """The words around text[start:end], in the student's own spelling when known, never starting
+    or ending inside a word (an ASCII word is taken whole; a cut is marked with …)."""
+    lo, hi = max(0, start - _QUOTE), min(len(text), end + _QUOTE)
+    source, a, b = text, lo, hi
+    if isinstance(text, _Text) and text.offsets is not None:
+        source, a, b = text.original, text.offsets[lo], text.offsets[hi] if hi < len(text) else len(text.original)
+    while 0 < a < len(source) and _WORD.match(source[a - 1]) and _WORD.match(source[a]):
+        a -= 1
+    while b < len(source) and b > 0 and _WORD.match(source[b - 1]) and _WORD.match(source[b]):
+        b += 1
+    quoted = source[a:b].strip()
+    if a > 0 and quoted:
+        quoted = "…" + quoted
+    if b < len(source.rstrip()) and quoted:
+        quoted += "…"
+    return quoted
 
 
 def _negated(text: str, start: int, spans: list[tuple[int, int]]) -> bool:
@@ -160,7 +203,7 @@ def score_answer(question: Question, answer: str, max_points: float, *,
     result = _score_answer(question, answer, max_points)
     if result.kind != "scored" or not fills or not question.describes:
         return result
-    text = normalise(answer).strip()
+    text = _Text.of(answer)
     result.not_the_fill = _not_the_fill(question.describes, text, _sentences(text), fills)
     if result.not_the_fill:
         result.points = 0.0
@@ -200,7 +243,7 @@ def _not_the_fill(claims: list[FillClaim], text: str, spans: list[tuple[int, int
 
 
 def _score_answer(question: Question, answer: str, max_points: float) -> TextScore:
-    text = normalise(answer).strip()
+    text = _Text.of(answer)
     if not text or len(text) < 3:
         return TextScore(0.0, 0.95, kind="empty", missing=[{"concept": c.id, "label": c.label} for c in question.concepts])
     spans = _sentences(text)

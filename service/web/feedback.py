@@ -15,6 +15,7 @@ from service.db import store
 from service.db.models import Submission
 from service.exercises import Exercise, ExerciseNotFound
 from service.report import BenchTiming, CaseReport, Performance, Report
+from service.student_view import LANGUAGES, strip_internals, student_language
 from service.web.i18n import texts
 from service.web.pages import render
 from service.web.svg import PaddingRow, padding_row, score_bar
@@ -80,7 +81,7 @@ def padding_picture(case: CaseReport, *, n: int, block: int, counted: int | None
         if pad:
             note = t["padding_bad"].format(each=f"{padding_sum / pad:.4g}", total=f"{padding_sum:.4g}")
     title = t["padding_title"].format(n=n, pad=block - n)
-    shown = lambda value: "N · var" if value is None else f"{value:.4g}"  # noqa: E731
+    shown = lambda value: "N · var" if value is None else f"{value:.4g}"
     return Picture(svg=padding_row(row, title), title=title, note=note,
                    valid_sum=f"{t['padding_valid_sum']}: {shown(row.valid_sum)}",
                    padding_sum=f"{t['padding_padding_sum']}: {shown(row.padding_sum)}")
@@ -150,6 +151,72 @@ def performance_view(report: Report, t: dict[str, str]) -> PerformanceView | Non
     return PerformanceView(p=p, rows=rows, bytes_line=bytes_line, method=method)
 
 
+@dataclass
+class Reason:
+    """Why the verdict is not a pass, first screen: an unmet requirement of the pass rule or a
+    veto, with the lines of the submission it concerns."""
+    kind: str  # "requirement" | "veto"
+    id: str
+    title: str
+    status: str  # a veto's status; "unmet" for a requirement
+    note: str
+    lines: list[tuple[str, str]]  # (line label, the code on that line)
+
+
+def _lines_of(evidence: dict[str, Any], t: dict[str, str]) -> list[tuple[str, str]]:
+    """The lines a veto's or a requirement's evidence names (`edits`, or `line`/`lines`), read
+    defensively: evidence is free-form and written by several graders."""
+    found: list[tuple[str, str]] = []
+    for edit in evidence.get("edits") or []:
+        if not isinstance(edit, dict):
+            continue
+        number = edit.get("submission_line") or edit.get("template_line")
+        code = edit.get("submission") if edit.get("submission_line") else edit.get("template")
+        label = t["reason_line"].format(line=number) if number else t["reason_somewhere"]
+        if edit.get("kind") == "deleted":
+            label = t["reason_deleted_line"].format(line=edit.get("template_line") or "?")
+        found.append((label, str(code or "").strip()))
+    for key in ("line", "lines"):
+        value = evidence.get(key)
+        for number in (value if isinstance(value, list) else [value] if value is not None else []):
+            if isinstance(number, int):
+                found.append((t["reason_line"].format(line=number), ""))
+    return found[:5]
+
+
+def reasons(report: Report, t: dict[str, str]) -> list[Reason]:
+    """The unmet requirements and the standing vetoes, vetoes first (they override points)."""
+    found = []
+    for veto in report.vetoes:
+        if veto.status == "dismissed":
+            continue
+        ev = veto.evidence if isinstance(veto.evidence, dict) else {}
+        found.append(Reason(kind="veto", id=veto.rule, title=t.get(f"veto_{veto.rule}", veto.rule), status=veto.status,
+                            note=str(ev.get("note", "")), lines=_lines_of(ev, t)))
+    for requirement in getattr(report.score, "requirements", None) or []:
+        if getattr(requirement, "met", True):
+            continue
+        ev = requirement.evidence if isinstance(requirement.evidence, dict) else {}
+        title = t.get(f"req_{requirement.id}") or str(ev.get("title") or ev.get("label") or requirement.id)
+        note = str(ev.get("message") or ev.get("note") or ev.get("reason") or "")
+        found.append(Reason(kind="requirement", id=requirement.id, title=title, status="unmet", note=note,
+                            lines=_lines_of(ev, t)))
+    return found
+
+
+def lead_case(report: Report, views: list[CaseView]) -> CaseView | None:
+    """The failed case whose picture goes with the first diagnosis: the one its evidence names,
+    else the first failed probe with a picture."""
+    by_id = {v.case.id: v for v in views}
+    if report.diagnoses:
+        for where in report.diagnoses[0].evidence.get("cases", []):
+            case_id = where.get("case") if isinstance(where, dict) else where
+            view = by_id.get(case_id) if isinstance(case_id, str) else None
+            if view is not None and view.picture is not None and not view.case.passed:
+                return view
+    return next((v for v in views if v.picture is not None and not v.case.passed and v.case.kind == "probe"), None)
+
+
 def pending(report: Report) -> list[str]:
     """What still waits for a TA, in the report's words."""
     t = texts(report.language)
@@ -163,7 +230,7 @@ def feedback_page(request: Request, token: str, session: SessionDep) -> Response
     return feedback_response(request, session, find_by_token(session, token))
 
 
-def feedback_response(request: Request, session, row: Submission | None, *,  # noqa: ANN001
+def feedback_response(request: Request, session, row: Submission | None, *,
                       headers: dict[str, str] | None = None) -> Response:
     """The page of one submission (`headers` override the security headers: the LTI route lets
     the submission's own LMS frame it)."""
@@ -174,15 +241,27 @@ def feedback_response(request: Request, session, row: Submission | None, *,  # n
     exercise = exercise_of(request, row.exercise_id)
     current = store.current_report(session, row)
     report = Report.model_validate(current.report) if current is not None and row.status in FINAL else None
-    language = report.language if report is not None else (exercise.spec.language if exercise is not None else "zh")
+    if report is not None:
+        for case in report.cases:  # the harness's frames are not the student's (service/student_view.py)
+            case.error = strip_internals(case.error)
+        if report.given_check is not None:
+            report.given_check.output = strip_internals(report.given_check.output) or ""
+    lesson = report.language if report is not None else (exercise.spec.language if exercise is not None else "zh")
+    asked = request.query_params.get("lang")
+    language = student_language(asked, row.language, row.body, lesson)
     t = texts(language)
     context: dict[str, Any] = {"t": t, "row": row, "report": report, "title": t["feedback_title"],
-                               "exercise_title": exercise.spec.title if exercise is not None else row.exercise_id}
+                               "exercise_title": exercise.spec.title if exercise is not None else row.exercise_id,
+                               # the other language, as a link that keeps the page (?lang= wins over the rest)
+                               "switch": [(code, texts(code)["language_name"]) for code in LANGUAGES if code != language]}
     if report is not None:
         score = report.score
         context.update(
             score_svg=score_bar(total=score.total, maximum=score.max, pass_threshold=score.pass_threshold,
                                 label=f"{t['score']} {score.total:g} / {score.max:g}",
-                                pass_label=f"{t['pass_line']} {score.pass_threshold:g}"),
-            cases=case_views(report, exercise, t), pending=pending(report), performance=performance_view(report, t))
+                                pass_label=f"{t['pass_line']} {score.pass_threshold:g}", passed=score.passed),
+            pending=pending(report), performance=performance_view(report, t), reasons=reasons(report, t))
+        views = case_views(report, exercise, t)
+        lead = lead_case(report, views)
+        context.update(cases=views, lead=lead)
     return render(request, "feedback.html", context, headers=headers)

@@ -185,6 +185,36 @@ _EN = {
                    "device model and Triton version).",
 }
 
+# The first screen of the feedback page (issue 21): why the verdict, the diagnosis that matters.
+_ZH.update({
+    "language_name": "中文",
+    "switch_language": "语言",
+    "why_title": "为什么没有通过",
+    "why_veto": "否决项",
+    "why_requirement": "未满足的通过要求",
+    "reason_line": "第 {line} 行",
+    "reason_deleted_line": "删掉了模板第 {line} 行",
+    "reason_somewhere": "某一行",
+    "lead_diagnosis": "最关键的诊断",
+    "more_diagnoses": "其他诊断（{count} 条）",
+    "failed_summary": "{count} 个用例没通过（展开看每个用例的数字）",
+    "other_vetoes": "否决项与复核状态",
+})
+_EN.update({
+    "language_name": "English",
+    "switch_language": "Language",
+    "why_title": "Why it did not pass",
+    "why_veto": "veto",
+    "why_requirement": "pass requirement not met",
+    "reason_line": "line {line}",
+    "reason_deleted_line": "template line {line} deleted",
+    "reason_somewhere": "a line",
+    "lead_diagnosis": "The diagnosis that matters",
+    "more_diagnoses": "Other diagnoses ({count})",
+    "failed_summary": "{count} cases failed (open for each case's numbers)",
+    "other_vetoes": "Vetoes and their review",
+})
+
 TEXTS: dict[str, dict[str, str]] = {"zh": _ZH, "en": _EN}
 
 

@@ -17,16 +17,20 @@ def _fmt(value: float) -> str:
     return f"{value:.4g}"
 
 
-def score_bar(*, total: float, maximum: float, pass_threshold: float, label: str, pass_label: str) -> Markup:
+def score_bar(*, total: float, maximum: float, pass_threshold: float, label: str, pass_label: str,
+              passed: bool | None = None) -> Markup:
+    """`passed`: the verdict, which colours the bar (a veto or an unmet requirement fails a
+    submission whose points reach the line); None: by the points alone."""
     maximum = maximum or 1.0
     fill = max(0.0, min(1.0, total / maximum)) * WIDTH
     line = max(0.0, min(1.0, pass_threshold / maximum)) * WIDTH
-    passed = "ok" if total >= pass_threshold else "short"
+    ok = total >= pass_threshold if passed is None else passed
+    colour = "ok" if ok else "short"
     return Markup(
         f'<svg class="score-bar" viewBox="0 0 {WIDTH} 34" role="img" aria-label="{escape(label)}">'
         f"<title>{escape(label)}</title>"
         f'<rect class="track" x="0" y="6" width="{WIDTH}" height="16" rx="4"/>'
-        f'<rect class="fill {passed}" x="0" y="6" width="{fill:.1f}" height="16" rx="4"/>'
+        f'<rect class="fill {colour}" x="0" y="6" width="{fill:.1f}" height="16" rx="4"/>'
         f'<line class="pass-line" x1="{line:.1f}" x2="{line:.1f}" y1="0" y2="28"/>'
         f'<text class="pass-label" x="{min(line, WIDTH - 4):.1f}" y="33" text-anchor="end">{escape(pass_label)}</text>'
         "</svg>")

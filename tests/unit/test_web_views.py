@@ -2,7 +2,7 @@
 answer (escaped), the padding picture, and the feedback page in English."""
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from markupsafe import Markup
 
@@ -59,12 +59,12 @@ def test_feedback_page_in_english():
                     items=[Item(id="q2", title="Q2", points=1, max_points=2, status="needs_review", feedback="<b>quote</b>")],
                     cases=[case], diagnoses=[Diagnosis(id="missing_remask", message="the second mask is missing",
                                                        evidence={"cases": [{"case": "probe.large_mean", "lanes_counted": 64}]})],
-                    environment={"backend": "interpreter", "sandbox": "bwrap"}, created_at=datetime.now(timezone.utc))
+                    environment={"backend": "interpreter", "sandbox": "bwrap"}, created_at=datetime.now(UTC))
     t = texts("en")
     (view,) = case_views(report, LESSON, t)
     assert view.picture is not None and "mean²" in view.picture.note
     html = templates().get_template("feedback.html").render(
         t=t, row=type("Row", (), {"exercise_id": LESSON.id, "status": "graded"})(), report=report, title="Feedback",
-        exercise_title="Lesson 6", score_svg="", cases=[view], pending=["Q2"])
+        exercise_title="Lesson 6", score_svg="", cases=[view], pending=["Q2"], reasons=[], lead=None)
     assert 'lang="en"' in html and "waiting for a TA" in html and "Provisional" in html
     assert "holds the pass back" in html and "&lt;b&gt;quote&lt;/b&gt;" in html

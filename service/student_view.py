@@ -1,0 +1,88 @@
+"""What a student may see of a report: the same report, less the course's secrets (the seeds
+that determine the hidden inputs) and less the grader's internals (frames of the sandbox harness
+in tracebacks). Used by the student JSON (/v1/feedback/{token}) and the feedback page, so that
+both show the same thing; stored reports are left as they are (the TA pages see them whole)."""
+from __future__ import annotations
+
+import posixpath
+import re
+from typing import Any
+
+# The files of a job a student wrote or was given: every other frame is the grader's.
+STUDENT_FILES = frozenset({"submission.py", "given_check.py"})
+
+# One traceback frame: the `File "...", line N, in f` line and, if present, its source line.
+_FRAME = re.compile(r'^(?P<indent>[ \t]*)File "(?P<path>[^"\n]+)", line (?P<line>\d+)(?P<rest>[^\n]*)\n'
+                    r'(?P<source>(?P=indent)[ \t]+[^\n]*\n)?', re.MULTILINE)
+
+
+def strip_internals(text: str | None) -> str | None:
+    """The traceback in `text` without the frames of files that are not the student's (the
+    harness, the sandbox's modules, torch, triton), and the student's files named without the
+    sandbox's job folder. Text that is not a traceback is returned unchanged."""
+    if not text or 'File "' not in text:
+        return text
+
+    def frame(m: re.Match[str]) -> str:
+        name = posixpath.basename(m["path"])
+        if name not in STUDENT_FILES:
+            return ""
+        return f'{m["indent"]}File "{name}", line {m["line"]}{m["rest"]}\n{m["source"] or ""}'
+
+    return _FRAME.sub(frame, text)
+
+
+def student_report(report: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a stored report (JSON form) as the student sees it."""
+    report = dict(report)
+    # Seeds stay with the course: they determine the hidden inputs, which a regrade reuses.
+    report.pop("seeds", None)
+    cases = []
+    for case in report.get("cases", []) or []:
+        case = {k: v for k, v in case.items() if k != "seed"}
+        if isinstance(case.get("error"), str):
+            case["error"] = strip_internals(case["error"])
+        cases.append(case)
+    report["cases"] = cases
+    given = report.get("given_check")
+    if isinstance(given, dict) and isinstance(given.get("output"), str):
+        report["given_check"] = {**given, "output": strip_internals(given["output"])}
+    vetoes = []
+    for veto in report.get("vetoes", []) or []:
+        evidence = veto.get("evidence") if isinstance(veto, dict) else None
+        if isinstance(evidence, dict) and isinstance(evidence.get("real_output"), str):
+            veto = {**veto, "evidence": {**evidence, "real_output": strip_internals(evidence["real_output"])}}
+        vetoes.append(veto)
+    report["vetoes"] = vetoes
+    return report
+
+
+LANGUAGES = ("zh", "en")
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_LATIN = re.compile(r"[A-Za-z]")
+
+
+def detected_language(body: dict[str, Any] | None) -> str | None:
+    """The language of the written answers (and the explanation): mostly ASCII letters → en,
+    else zh when any Chinese is written; None when nothing was written. Code words in a Chinese
+    answer (mask, padding, mean) are a minority of its characters."""
+    if not isinstance(body, dict):
+        return None
+    answers = body.get("answers")
+    if not isinstance(answers, dict):
+        answers = {}
+    written = " ".join(str(v) for v in [*answers.values(), body.get("explanation") or ""] if isinstance(v, str))
+    latin, cjk = len(_LATIN.findall(written)), len(_CJK.findall(written))
+    if latin + cjk == 0:
+        return None
+    return "en" if latin >= 0.8 * (latin + cjk) else "zh"
+
+
+def student_language(asked: str | None, declared: str | None, body: dict[str, Any] | None, fallback: str) -> str:
+    """The language the student reads their feedback in: asked for (?lang=), else the one the
+    submission declares (its `language` field), else the one its answers are written in, else the
+    lesson's."""
+    for choice in (asked, declared, detected_language(body)):
+        if choice in LANGUAGES:
+            return choice
+    return fallback if fallback in LANGUAGES else "zh"

@@ -1,0 +1,104 @@
+"""The first screen of the student's page (issue 21): the verdict's colour, why it did not pass
+with the line concerned, the lead diagnosis with its picture, no harness internals, and rubric
+quotes in the student's own spelling, never cut inside a word."""
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from service.config import REPO_ROOT
+from service.exercises import ExerciseCatalog
+from service.grading.freetext import _quote, _Text, score_answer
+from service.report import CaseReport, Diagnosis, Mismatch, Report, Veto
+from service.student_view import strip_internals, student_report
+from service.web.feedback import case_views, lead_case, reasons
+from service.web.i18n import texts
+from service.web.pages import templates
+from service.web.svg import score_bar
+
+LESSON = ExerciseCatalog(REPO_ROOT / "exercises").get("lesson06_mean_var")
+
+HARNESS_TRACEBACK = '''Traceback (most recent call last):
+  File "/job/harness.py", line 178, in main
+    exec(check_code, check_globals)  # noqa: S102 - the canonical program, in the sandbox
+  File "/job/given_check.py", line 12, in <module>
+    mean, var = mean_var(x)
+  File "/job/submission.py", line 30, in mean_var
+    raise ValueError("boom")
+  File "/usr/lib/python3/dist-packages/triton/runtime/interpreter.py", line 1100, in __call__
+    return self.fn(*args)
+ValueError: boom
+'''
+
+
+def test_harness_frames_are_stripped_and_student_frames_kept():
+    shown = strip_internals(HARNESS_TRACEBACK)
+    assert "harness.py" not in shown and "noqa" not in shown and "/job/" not in shown and "triton/runtime" not in shown
+    assert 'File "given_check.py", line 12' in shown and "mean, var = mean_var(x)" in shown
+    assert 'File "submission.py", line 30' in shown and shown.rstrip().endswith("ValueError: boom")
+    assert strip_internals("plain output\nno frames") == "plain output\nno frames"
+    report = student_report({"seeds": {"x": 1}, "cases": [{"id": "a", "seed": 3, "error": HARNESS_TRACEBACK}],
+                             "given_check": {"status": "failed", "output": HARNESS_TRACEBACK},
+                             "vetoes": [{"rule": "unverified_claim", "evidence": {"real_output": HARNESS_TRACEBACK}}]})
+    assert "seeds" not in report and "seed" not in report["cases"][0]
+    assert "harness.py" not in report["cases"][0]["error"] + report["given_check"]["output"]
+    assert "harness.py" not in report["vetoes"][0]["evidence"]["real_output"]
+
+
+def test_score_bar_takes_the_verdicts_colour():
+    held = score_bar(total=10, maximum=10, pass_threshold=8, label="s", pass_label="p", passed=False)
+    assert 'class="fill short"' in held and 'class="fill ok"' not in held
+    assert 'class="fill ok"' in score_bar(total=9, maximum=10, pass_threshold=8, label="s", pass_label="p", passed=True)
+
+
+def _vetoed_report(language: str = "zh") -> Report:
+    probe = CaseReport(id="probe.large_mean", kind="probe", description="large mean", shape=[8, 33], seed=1, passed=False,
+                       error_ratio=1e9, tolerance={"var": {"atol": 2e-4, "rtol": 2e-4}},
+                       first_mismatch=Mismatch(output="var", index=[2], observed=1000.0, expected=0.5, allowed_error=2e-4))
+    veto = Veto(rule="modified_outside_blank", status="confirmed", needs_review=False, evidence={
+        "edits": [{"kind": "changed", "template_line": 24, "submission_line": 24, "template": "    mask = cols < N",
+                   "submission": "    mask = cols < BLOCK", "reason": "r", "hint": None}],
+        "note": "填空以外的改动没有运行"})
+    return Report(submission_id="s", exercise={"id": LESSON.id, "version": 1}, status="graded", language=language,
+                  score={"total": 10, "max": 10, "pass_threshold": 8, "passed": False, "provisional": False,
+                         "requirements": [{"id": "given_check", "met": False, "evidence": {"note": "the check failed"}},
+                                          {"id": "total", "met": True}]},
+                  cases=[probe], vetoes=[veto],
+                  diagnoses=[Diagnosis(id="missing_remask", message="第二次 mask 缺失",
+                                       evidence={"cases": [{"case": "probe.large_mean", "lanes_counted": 64}]}),
+                             Diagnosis(id="other", message="另一条诊断")],
+                  environment={"backend": "interpreter", "sandbox": "bwrap"}, created_at=datetime.now(UTC))
+
+
+def test_a_vetoed_submission_says_which_line_and_the_lead_picture_comes_first():
+    report, t = _vetoed_report(), texts("zh")
+    found = reasons(report, t)
+    assert [(r.kind, r.id) for r in found] == [("veto", "modified_outside_blank"), ("requirement", "given_check")]
+    assert found[0].lines == [("第 24 行", "mask = cols < BLOCK")]
+    views = case_views(report, LESSON, t)
+    lead = lead_case(report, views)
+    assert lead is not None and lead.case.id == "probe.large_mean"
+    html = templates().get_template("feedback.html").render(
+        t=t, row=type("Row", (), {"exercise_id": LESSON.id, "status": "graded"})(), report=report, title="x",
+        exercise_title="Lesson 6", score_svg="", cases=views, pending=[], reasons=found, lead=lead)
+    why = html[html.index('id="why"'):html.index('id="diagnoses"')]
+    assert "第 24 行" in why and "mask = cols &lt; BLOCK" in why and "the check failed" in why
+    lead_part = html[html.index('id="diagnoses"'):html.index('id="more-diagnoses"')]
+    assert "第二次 mask 缺失" in lead_part and "svg" in lead_part and "另一条诊断" not in lead_part
+
+
+def test_rubric_quotes_keep_the_students_spelling_and_whole_words():
+    answer = "  The Padding lanes are NOT masked the Second time, so Mean^2 is added to VAR.  "
+    text = _Text.of(answer)
+    start = text.index("masked")
+    quoted = _quote(text, start, start + len("masked"))
+    assert "NOT masked the Second" in quoted
+    for word in quoted.strip("…").split():
+        assert word.strip(",.") in answer.split() or word.strip(",.") + "," in answer.split() or word in answer
+    zh = "减掉均值以后 Padding 变成 -mean，平方以后是 mean²，所以方差偏大。"
+    text = _Text.of(zh)
+    assert text.offsets is not None
+    start = text.index("padding")
+    assert "Padding" in _quote(text, start, start + 7)
+    result = score_answer(LESSON.question("q2"), zh, 2.0)
+    quotes = [f["quote"] for f in result.found]
+    assert quotes and all(q.strip("…") in zh for q in quotes), quotes
