@@ -388,19 +388,23 @@ def course_policy(course: Annotated[str, typer.Argument(help="course id")],
                   grade_policy: Annotated[Literal["last", "best"] | None, typer.Option(
                       help="which graded attempt counts: the last one or the best one")] = None,
                   veto_policy: Annotated[Literal["capped", "zero"] | None, typer.Option(
-                      help="what a confirmed veto exports: capped below the pass line, or zero")] = None) -> None:
-    """Show the course's grade policy, or change it (defaults: last attempt, veto capped)."""
+                      help="what a confirmed veto exports: capped below the pass line, or zero")] = None,
+                  hint_cost: Annotated[float | None, typer.Option(
+                      min=0, max=100, help="points each hint level costs (0: free)")] = None) -> None:
+    """Show the course's grade policy, or change it (defaults: last attempt, veto capped, hints free)."""
     from service.db import store
     from service.grades.policy import PolicyUpdate
 
     with _sessions(Settings())() as session:
         try:
             policy = (store.set_course_policy(session, course, PolicyUpdate(grade_policy=grade_policy,
-                                                                            veto_policy=veto_policy))
-                      if grade_policy or veto_policy else store.course_policy(session, course))
+                                                                            veto_policy=veto_policy,
+                                                                            hint_cost=hint_cost))
+                      if grade_policy or veto_policy or hint_cost is not None else store.course_policy(session, course))
         except LookupError as exc:
             raise _fail(str(exc)) from None
-        print(f"course {course}: grade policy {policy.grade_policy}, veto policy {policy.veto_policy}")
+        print(f"course {course}: grade policy {policy.grade_policy}, veto policy {policy.veto_policy}, "
+              f"hint cost {policy.hint_cost:g} per level")
 
 
 @grades_app.command("export")

@@ -7,7 +7,18 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
-    JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint, false,
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -27,6 +38,8 @@ class Course(Base):
     # The course's grade policy (service/grades/policy.py): which attempt counts, what a veto exports.
     grade_policy: Mapped[str] = mapped_column(String(8), default="last", server_default="last")  # last | best
     veto_policy: Mapped[str] = mapped_column(String(8), default="capped", server_default="capped")  # capped | zero
+    # Points each hint level costs (service/hints.py); NULL: hints cost nothing (the default).
+    hint_cost: Mapped[float | None] = mapped_column(Float, nullable=True)
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
 
 
@@ -101,7 +114,7 @@ class Submission(Base):
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow, onupdate=utcnow)
 
-    reports: Mapped[list["ReportRow"]] = relationship(back_populates="submission", lazy="raise", order_by="ReportRow.seq")
+    reports: Mapped[list[ReportRow]] = relationship(back_populates="submission", lazy="raise", order_by="ReportRow.seq")
 
 
 class ReportRow(Base):
@@ -169,6 +182,23 @@ class Decision(Base):
     after: Mapped[dict[str, Any]] = mapped_column(JSON)
     reason: Mapped[str] = mapped_column(Text)
     actor: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+
+
+class HintTaken(Base):
+    """One level of the hint ladder a student asked for (service/hints.py), with the cost the
+    course's policy set when it was taken."""
+
+    __tablename__ = "hints_taken"
+    __table_args__ = (UniqueConstraint("submission_id", "diagnosis", "level"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    submission_id: Mapped[str] = mapped_column(ForeignKey("submissions.id"), index=True)
+    course_id: Mapped[str] = mapped_column(ForeignKey("courses.id"), index=True)
+    diagnosis: Mapped[str] = mapped_column(String(100))  # a diagnosis id, or "general"
+    level: Mapped[int] = mapped_column(Integer)  # 1 概念区域 … 4 完整答案
+    cost: Mapped[float] = mapped_column(Float, default=0.0)
+    language: Mapped[str] = mapped_column(String(2))
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
 
 

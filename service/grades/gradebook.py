@@ -12,12 +12,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.api.schemas import UTCDateTime
-from service.db.models import Decision, Submission
+from service.db.models import Decision, HintTaken, Submission
 from service.grades.policy import CoursePolicy, Counted, counted
 
 CSV_COLUMNS = ["assignment", "student_id", "student_name", "student_email", "exercise", "submission_id", "attempt",
                "graded_attempts", "points", "max_points", "raw_total", "passed", "state", "rule", "blocking",
-               "ta_decisions", "graded_at"]
+               "ta_decisions", "hints", "hint_cost", "graded_at"]
 
 
 class GradeRow(BaseModel):
@@ -40,6 +40,10 @@ class GradeRow(BaseModel):
     rule: Literal["total", "capped", "zero"] | None = Field(None, description="how `points` follows from `raw_total`")
     blocking: str | None = Field(None, description="veto:<rule>:<status> or requirement:<id> that keeps it from passing")
     ta_decisions: list[str] = Field([], description="the TA decisions on that attempt, oldest first")
+    hints: list[str] = Field([], description="the hint levels the student took on any attempt of this assignment, "
+                                             "oldest first: `<ladder>:<level>`")
+    hint_cost: float = Field(0.0, description="points the hints cost under the course's policy when taken "
+                                              "(already taken off `points`, never below 0)")
     graded_at: UTCDateTime | None = None
 
 
@@ -85,6 +89,13 @@ def gradebook(session: Session, course_id: str, policy: CoursePolicy, *, assignm
         for decision in session.scalars(select(Decision).where(Decision.submission_id.in_(ids[start:start + 500]))
                                         .order_by(Decision.id)):
             decided.setdefault(decision.submission_id, []).append(_decision_text(decision))
+    hinted: dict[tuple[str, str], list[HintTaken]] = {}
+    owner = {row.id: key for key, rows in groups.items() for row in rows}
+    every = list(owner)
+    for start in range(0, len(every), 500):
+        for hint in session.scalars(select(HintTaken).where(HintTaken.submission_id.in_(every[start:start + 500]))
+                                    .order_by(HintTaken.id)):
+            hinted.setdefault(owner[hint.submission_id], []).append(hint)
     out = []
     for key in sorted(groups):
         rows = groups[key]
@@ -92,12 +103,16 @@ def gradebook(session: Session, course_id: str, policy: CoursePolicy, *, assignm
                          student_email=rows[-1].student_email, graded_attempts=sum(r.status == "graded" for r in rows),
                          in_progress=sum(r.status in ("queued", "running") for r in rows),
                          not_gradable=sum(r.status == "not_gradable" for r in rows), state="none")
+        taken = hinted.get(key, [])
+        empty = empty.model_copy(update=dict(hints=[f"{h.diagnosis}:{h.level}" for h in taken],
+                                             hint_cost=sum(h.cost for h in taken)))
         if key not in chosen:
             out.append(empty)
             continue
         row, grade = chosen[key]
         out.append(empty.model_copy(update=dict(
-            exercise=row.exercise_id, submission_id=row.id, attempt=row.attempt, points=grade.points,
+            exercise=row.exercise_id, submission_id=row.id, attempt=row.attempt,
+            points=max(0.0, grade.points - empty.hint_cost),
             max_points=grade.max, raw_total=grade.total, passed=grade.passed,
             state="provisional" if grade.provisional else "final", rule=grade.rule, blocking=grade.blocking,
             ta_decisions=decided.get(row.id, []), graded_at=row.graded_at)))
@@ -125,5 +140,6 @@ def to_csv(book: Gradebook) -> str:
     for row in book.rows:
         values = row.model_dump(mode="json")
         values["ta_decisions"] = " | ".join(row.ta_decisions)
+        values["hints"] = " ".join(row.hints)
         writer.writerow([spreadsheet_safe(values[column]) for column in CSV_COLUMNS])
     return out.getvalue()

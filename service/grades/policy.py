@@ -17,6 +17,8 @@ class CoursePolicy(BaseModel):
         "last", description="which graded attempt counts for a student and assignment: the last one, or the best one")
     veto_policy: Literal["capped", "zero"] = Field(
         "capped", description="what a confirmed veto exports: the score capped below the pass line, or zero")
+    hint_cost: float = Field(0.0, ge=0, le=100, description="points each level of the hint ladder costs when a student "
+                                                           "takes it (0: hints are free, the default)")
 
 
 class PolicyUpdate(BaseModel):
@@ -24,6 +26,7 @@ class PolicyUpdate(BaseModel):
 
     grade_policy: Literal["last", "best"] | None = None
     veto_policy: Literal["capped", "zero"] | None = None
+    hint_cost: float | None = Field(None, ge=0, le=100, description="points per hint level (0: free)")
 
 
 def blocking_of(report: dict[str, Any]) -> str | None:

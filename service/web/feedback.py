@@ -4,11 +4,13 @@ it names one submission, and the page shows nothing of any other."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Form, Request
 from sqlalchemy import select
-from starlette.responses import Response
+from starlette.responses import RedirectResponse, Response
+
+from service import hints as hint_ladder
 
 from service.api.deps import SessionDep
 from service.db import store
@@ -17,7 +19,7 @@ from service.exercises import Exercise, ExerciseNotFound
 from service.report import BenchTiming, CaseReport, Performance, Report
 from service.student_view import LANGUAGES, strip_internals, student_language
 from service.web.i18n import texts
-from service.web.pages import render
+from service.web.pages import render, secure
 from service.web.svg import PaddingRow, padding_row, score_bar
 
 router = APIRouter(include_in_schema=False)
@@ -230,7 +232,57 @@ def feedback_page(request: Request, token: str, session: SessionDep) -> Response
     return feedback_response(request, session, find_by_token(session, token))
 
 
-def feedback_response(request: Request, session, row: Submission | None, *,
+@dataclass
+class LadderView:
+    diagnosis: str
+    title: str
+    taken: list[hint_ladder.Taken]
+    next_level: int | None
+    next_name: str
+
+
+def ladder_views(session, request: Request, row: Submission, language: str,  # noqa: ANN001
+                 t: dict[str, str]) -> tuple[list[LadderView], float | None]:
+    """The ladders the page offers, with only the levels already taken."""
+    exercise = exercise_of(request, row.exercise_id)
+    state = hint_ladder.ladders(session, row, exercise.root if exercise is not None else None)
+    shown = hint_ladder.shown(state.rows, state.hints, language)
+    names = hint_ladder.LEVEL_NAMES.get(language, hint_ladder.LEVEL_NAMES["zh"])
+    views = []
+    for number, diagnosis in enumerate(state.offered, 1):
+        level = state.next_level(diagnosis)
+        views.append(LadderView(diagnosis=diagnosis, title=t["hint_general"] if diagnosis == hint_ladder.GENERAL
+                                else t["hint_for_diagnosis"].format(number=number),
+                                taken=[h for h in shown if h.diagnosis == diagnosis], next_level=level,
+                                next_name=names[level - 1] if level else ""))
+    return views, state.cost
+
+
+FormText = Annotated[str, Form(max_length=100)]
+
+
+@router.post("/feedback/{token}/hints")
+def take_hint(request: Request, token: str, session: SessionDep, diagnosis: FormText = "",
+              lang: FormText = "") -> Response:
+    """The page's "next hint" button (a plain form: no script): record the level, then back to the
+    page. The token is the key, as for the page; there is no cookie, so nothing to forge."""
+    row = find_by_token(session, token)
+    if row is None:
+        return feedback_response(request, session, None)
+    exercise = exercise_of(request, row.exercise_id)
+    state = hint_ladder.ladders(session, row, exercise.root if exercise is not None else None)
+    current = store.current_report(session, row)
+    lesson = str((current.report or {}).get("language") or "zh") if current is not None else "zh"
+    language = student_language(lang or None, row.language, row.body, lesson)
+    try:
+        hint_ladder.take_next(session, row, state.hints, state.offered, diagnosis or None, language)
+    except hint_ladder.HintError:
+        pass  # all given, or not graded: the page shows the ladder as it is
+    query = f"?lang={lang}" if lang in LANGUAGES else ""
+    return secure(RedirectResponse(f"/feedback/{token}{query}#hints", status_code=303))
+
+
+def feedback_response(request: Request, session, row: Submission | None, *,  # noqa: ANN001
                       headers: dict[str, str] | None = None) -> Response:
     """The page of one submission (`headers` override the security headers: the LTI route lets
     the submission's own LMS frame it)."""
@@ -264,4 +316,6 @@ def feedback_response(request: Request, session, row: Submission | None, *,
         views = case_views(report, exercise, t)
         lead = lead_case(report, views)
         context.update(cases=views, lead=lead)
+        ladders, cost = ladder_views(session, request, row, language, t)
+        context.update(ladders=ladders, hint_cost=cost, lang_asked=asked if asked in LANGUAGES else "")
     return render(request, "feedback.html", context, headers=headers)

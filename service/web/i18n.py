@@ -199,6 +199,14 @@ _ZH.update({
     "more_diagnoses": "其他诊断（{count} 条）",
     "failed_summary": "{count} 个用例没通过（展开看每个用例的数字）",
     "other_vetoes": "否决项与复核状态",
+    "hint_title": "提示",
+    "hint_intro": "提示分四级：概念区域 → 具体方向 → 关键局部 → 完整答案。每次只给下一级，要了才显示；助教能看到你要过哪些。",
+    "hint_general": "本练习的提示",
+    "hint_for_diagnosis": "第 {number} 条诊断的提示",
+    "hint_level": "第 {level} 级 · {name}",
+    "hint_next": "要下一级提示：{name}",
+    "hint_cost": "课程规定每级提示扣 {cost} 分。",
+    "hint_all_given": "四级提示都已给出。",
 })
 _EN.update({
     "language_name": "English",
@@ -213,6 +221,15 @@ _EN.update({
     "more_diagnoses": "Other diagnoses ({count})",
     "failed_summary": "{count} cases failed (open for each case's numbers)",
     "other_vetoes": "Vetoes and their review",
+    "hint_title": "Hints",
+    "hint_intro": "Hints come in four levels: concept area → direction → key spot → full answer. Each request "
+                  "gives the next level only, shown once asked for; your TA sees which you took.",
+    "hint_general": "Hints for this exercise",
+    "hint_for_diagnosis": "Hints for diagnosis {number}",
+    "hint_level": "Level {level} · {name}",
+    "hint_next": "Next hint: {name}",
+    "hint_cost": "The course charges {cost} points per hint level.",
+    "hint_all_given": "All four levels have been given.",
 })
 
 TEXTS: dict[str, dict[str, str]] = {"zh": _ZH, "en": _EN}

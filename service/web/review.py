@@ -14,6 +14,8 @@ from fastapi import APIRouter, Form, Query, Request
 from pydantic import ValidationError
 from starlette.responses import RedirectResponse, Response
 
+from service import hints as hint_ladder
+
 from service.api.deps import SessionDep
 from service.db import decisions, store
 from service.db.base import utcnow
@@ -162,6 +164,9 @@ def _case_context(request: Request, session, keys: list[ApiKey], row: Submission
         "row": row, "report": report, "age": _age(row.graded_at), "body": body,
         "diff": diff_lines(report, exercise, body), "vetoes": veto_views(report), "items": item_views(report, exercise, body),
         "audit": decisions.decisions_for(session, row.id),
+        # the hint levels the student asked for (service/hints.py), in English like the rest of these pages
+        "hints": hint_ladder.shown(hint_ladder.taken(session, row.id),
+                                   hint_ladder.hints_of(exercise.root) if exercise is not None else None, "en"),
         "next_href": f"/review/cases/{later[0].id}?{nav}" if later else "",
         "prev_href": f"/review/cases/{earlier[-1].id}?{nav}" if earlier else "",
         "queue_href": f"/review?{nav}", "position": (len(earlier) + 1, len(entries)),

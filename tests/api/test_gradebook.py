@@ -146,7 +146,7 @@ def test_the_gradebook_counts_the_last_or_the_best_attempt(course):
     give(client, first, 2)  # attempt 1 earns 2 points, attempt 2 none
 
     book = _book(client, assignment="hw6")
-    assert book["policy"] == {"grade_policy": "last", "veto_policy": "capped"}, "the defaults"
+    assert book["policy"] == {"grade_policy": "last", "veto_policy": "capped", "hint_cost": 0.0}, "the defaults"
     assert book["unattributed"] == 1
     rows = {row["student_id"]: row for row in book["rows"]}
     assert set(rows) == {"carol", "dave"}
@@ -182,7 +182,8 @@ def test_the_course_policy_needs_the_admin_scope_and_known_values(course):
     refused = admin.put("/v1/course/policy", json={"veto_policy": "half"})
     assert refused.status_code == 422 and error_locs(refused) == ["veto_policy"]
     assert admin.put("/v1/course/policy", json={"veto_policy": "zero"}).json() == {"grade_policy": "last",
-                                                                                   "veto_policy": "zero"}
+                                                                                   "veto_policy": "zero",
+                                                                                   "hint_cost": 0.0}
     assert course.client("read").get("/v1/course").json()["policy"]["veto_policy"] == "zero"
 
 

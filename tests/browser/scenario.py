@@ -49,5 +49,13 @@ def hostile_text() -> dict[str, Any]:
             "claimed_output": XSS}
 
 
+def vetoed_full_marks() -> dict[str, Any]:
+    """The right fill, every answer right, but the given check's tolerance loosened outside the
+    blank: every point, and a confirmed boundary_check_removed veto (issue 21's "10 / 10 · 未通过")."""
+    body = example_body()
+    assert "atol=2e-4, rtol=2e-4)" in body["code"]
+    return {**body, "code": body["code"].replace("atol=2e-4, rtol=2e-4)", "atol=2e-1, rtol=2e-4)")}
+
+
 FLAGGED = {"coincidental_pass": coincidental_pass, "unverified_claim": unverified_claim, "low_confidence": low_confidence}
 SETTLED = {"false_claim": false_claim}  # graded in the same course, never in the TA queue

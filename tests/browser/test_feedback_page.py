@@ -33,7 +33,15 @@ def test_student_opens_the_link_and_sees_the_diagnosis(page, graded):
     expect(diagnosis).to_contain_text("(BLOCK−N)·mean²/N")
     expect(diagnosis).to_contain_text("tl.where(mask, …, 0.0)")
 
-    # The failed probe: its input, error size and tolerance, and the padding picture.
+    # First screen: the bar has the verdict's colour; why it did not pass (the veto); the picture
+    # of the lead diagnosis next to it, not only inside a failed case.
+    expect(page.locator("#score svg.score-bar rect.fill.short")).to_have_count(1)
+    expect(page.locator('#why li.reason[data-id="unverified_claim"]')).to_contain_text("声称的运行结果与实际不符")
+    expect(page.locator("#diagnoses .lead-picture svg.padding-row rect.lane.padding.counted")).to_have_count(31)
+
+    # The failed probe, folded under the diagnosis: its input, error size and tolerance, and the picture.
+    expect(page.locator('#failed-cases article[data-case="probe.large_mean"]')).to_be_hidden()
+    page.locator("#failed-cases summary").click()
     probe = page.locator('#failed-cases article[data-case="probe.large_mean"]')
     expect(probe).to_contain_text("大均值小方差")
     expect(probe).to_contain_text("误差 / 容差")
@@ -71,7 +79,7 @@ def test_readable_on_a_phone(browser, graded):
         expect(page.locator("#requirements")).to_be_visible()
         overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 0, f"the page is {overflow}px wider than a phone"
-        box = page.locator('#failed-cases article[data-case="probe.large_mean"] svg.padding-row').bounding_box()
+        box = page.locator("#diagnoses .lead-picture svg.padding-row").bounding_box()
         assert box is not None and box["width"] <= PHONE["width"]
     finally:
         context.close()

@@ -204,6 +204,7 @@ REACHED = {
     "GET /v1/submissions/{submission_id}/decisions": {200}, "GET /v1/review/queue": {200},
     "GET /v1/review/copies": {200},
     "GET /v1/exercises/{exercise_id}": {200}, "GET /v1/feedback/{token}": {200},
+    "GET /v1/feedback/{token}/hints": {200}, "POST /v1/feedback/{token}/hints": {201, 409},
     "GET /v1/course/webhook-secret": {200}, "POST /v1/course/webhook-secret/rotate": {200},
     "GET /v1/submissions": {200}, "GET /v1/grades": {200}, "GET /v1/course": {200}, "PUT /v1/course/policy": {200},
     "GET /v1/dashboard": {200},

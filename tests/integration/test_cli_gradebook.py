@@ -56,7 +56,7 @@ def test_policy_export_and_bulk_regrade_from_the_command_line(course_db, tmp_pat
     out = tmp_path / "grades.json"
     assert run("grades", "export", "--course", "c1", "--format", "json", "-o", str(out)).returncode == 0
     book = json.loads(out.read_text())
-    assert book["policy"] == {"grade_policy": "best", "veto_policy": "zero"} and len(book["rows"]) == 2
+    assert book["policy"] == {"grade_policy": "best", "veto_policy": "zero", "hint_cost": 0.0} and len(book["rows"]) == 2
 
     started = run("regrade", "start", "--course", "c1", "--assignment", "hw6", "--by", "ta@example.org")
     assert started.returncode == 0, started.stderr
