@@ -112,14 +112,19 @@ def unverified_claim(*, claimed_output: str, program_ran: bool, given_status: st
                                  {"label": f"our run (given check: {given_status or 'not run'})", "text": real_output[:2000]}]}
     if not program_ran:
         return Veto(rule="unverified_claim", status="suspected", needs_review=True, evidence={
-            **evidence, "note": _NOTES["cannot_run"][language].format(reason=not_run_reason or "—")})
+            **evidence, "note": _NOTES["cannot_run"][language].format(reason=not_run_reason or "—"),
+            "note_en": _NOTES["cannot_run"]["en"].format(reason=not_run_reason or "—")})
     if claim.kind in ("pass", "results") and given_status in ("failed", "crashed", "timeout"):
-        what = _WHAT[claim.kind][language].format(numbers=", ".join((claim.numbers or claim.shapes)[:5]))
+        quoted = ", ".join((claim.numbers or claim.shapes)[:5])
+        # the student's page picks the note in the student's language (note_en beside note)
+        note, note_en = (_NOTES["success_contradicted"][lang].format(what=_WHAT[claim.kind][lang].format(numbers=quoted),
+                                                                     real=_REAL[given_status][lang])
+                         for lang in (language, "en"))
         return Veto(rule="unverified_claim", status="confirmed", needs_review=False, evidence={
-            **evidence, "note": _NOTES["success_contradicted"][language].format(what=what,
-                                                                                real=_REAL[given_status][language])})
+            **evidence, "note": note, "note_en": note_en})
     if claim.kind == "fail" and given_status == "passed":
         what = ", ".join(claim.exceptions) or ("traceback" if claim.traceback else claimed_output.strip()[:80])
         return Veto(rule="unverified_claim", status="suspected", needs_review=True, evidence={
-            **evidence, "note": _NOTES["failure_not_reproduced"][language].format(what=what)})
+            **evidence, "note": _NOTES["failure_not_reproduced"][language].format(what=what),
+            "note_en": _NOTES["failure_not_reproduced"]["en"].format(what=what)})
     return None

@@ -80,6 +80,7 @@ def edit_vetoes(edits: list[EditReport]) -> list[Veto]:
                            "template": e.template_text, "submission": e.submission_text, "reason": e.reason,
                            "hint": e.hint} for e in mine],
                 "note": "填空以外的改动没有运行；评分用的是模板 + 你的填空。",
+                "note_en": "The changes outside the blank did not run: the grade is for the template with your fill.",
             }))
     return vetoes
 
@@ -95,6 +96,8 @@ def coincidental_pass_veto(cases: list[CaseReport], diagnoses: list[Diagnosis]) 
         "failed_probes": [{"case": c.id, "targets": c.targets, "error_ratio": c.error_ratio} for c in failed_probes],
         "diagnoses": [d.id for d in diagnoses],
         "note": "给定检查通过，但针对具体误区的探针失败：结果可能是碰巧正确。由助教确认。",
+        "note_en": "The given check passes, but a probe aimed at a specific misconception fails: the result may be "
+                   "right by coincidence. A TA decides.",
     })
 
 
@@ -109,6 +112,8 @@ def wrong_chain_veto(cases: list[CaseReport], items: list[Item]) -> Veto | None:
     return Veto(rule="coincidental_pass", status="suspected", needs_review=True, evidence={
         "misconceptions": stated,
         "note": "代码全部通过，但书面回答里的因果链是错的：结果可能是碰巧正确。由助教确认。",
+        "note_en": "Every case passes, but a written answer states a wrong chain of causes: the result may be right "
+                   "by coincidence. A TA decides.",
     })
 
 

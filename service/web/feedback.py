@@ -186,7 +186,12 @@ def _lines_of(evidence: dict[str, Any], t: dict[str, str]) -> list[tuple[str, st
     return found[:5]
 
 
-def reasons(report: Report, t: dict[str, str]) -> list[Reason]:
+def note_in(evidence: dict[str, Any], language: str) -> str:
+    """A veto's note in the student's language: `note_<lang>` where the grader wrote one, else `note`."""
+    return str(evidence.get(f"note_{language}") or evidence.get("note") or "")
+
+
+def reasons(report: Report, t: dict[str, str], language: str = "zh") -> list[Reason]:
     """The unmet requirements and the standing vetoes, vetoes first (they override points)."""
     found = []
     for veto in report.vetoes:
@@ -194,13 +199,13 @@ def reasons(report: Report, t: dict[str, str]) -> list[Reason]:
             continue
         ev = veto.evidence if isinstance(veto.evidence, dict) else {}
         found.append(Reason(kind="veto", id=veto.rule, title=t.get(f"veto_{veto.rule}", veto.rule), status=veto.status,
-                            note=str(ev.get("note", "")), lines=_lines_of(ev, t)))
+                            note=note_in(ev, language), lines=_lines_of(ev, t)))
     for requirement in getattr(report.score, "requirements", None) or []:
         if getattr(requirement, "met", True):
             continue
         ev = requirement.evidence if isinstance(requirement.evidence, dict) else {}
         title = t.get(f"req_{requirement.id}") or str(ev.get("title") or ev.get("label") or requirement.id)
-        note = str(ev.get("message") or ev.get("note") or ev.get("reason") or "")
+        note = str(ev.get(f"message_{language}") or ev.get("message") or note_in(ev, language) or ev.get("reason") or "")
         found.append(Reason(kind="requirement", id=requirement.id, title=title, status="unmet", note=note,
                             lines=_lines_of(ev, t)))
     return found
@@ -312,7 +317,8 @@ def feedback_response(request: Request, session, row: Submission | None, *,  # n
             score_svg=score_bar(total=score.total, maximum=score.max, pass_threshold=score.pass_threshold,
                                 label=f"{t['score']} {score.total:g} / {score.max:g}",
                                 pass_label=f"{t['pass_line']} {score.pass_threshold:g}", passed=score.passed),
-            pending=pending(report), performance=performance_view(report, t), reasons=reasons(report, t))
+            pending=pending(report), performance=performance_view(report, t), reasons=reasons(report, t, language),
+            language=language)
         views = case_views(report, exercise, t)
         lead = lead_case(report, views)
         context.update(cases=views, lead=lead)

@@ -199,6 +199,7 @@ _ZH.update({
     "more_diagnoses": "其他诊断（{count} 条）",
     "failed_summary": "{count} 个用例没通过（展开看每个用例的数字）",
     "other_vetoes": "否决项与复核状态",
+    "item_more": "展开其余 {count} 行评语",
     "hint_title": "提示",
     "hint_intro": "提示分四级：概念区域 → 具体方向 → 关键局部 → 完整答案。每次只给下一级，要了才显示；助教能看到你要过哪些。",
     "hint_general": "本练习的提示",
@@ -221,6 +222,7 @@ _EN.update({
     "more_diagnoses": "Other diagnoses ({count})",
     "failed_summary": "{count} cases failed (open for each case's numbers)",
     "other_vetoes": "Vetoes and their review",
+    "item_more": "{count} more lines of comments",
     "hint_title": "Hints",
     "hint_intro": "Hints come in four levels: concept area → direction → key spot → full answer. Each request "
                   "gives the next level only, shown once asked for; your TA sees which you took.",

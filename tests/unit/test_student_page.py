@@ -57,7 +57,7 @@ def _vetoed_report(language: str = "zh") -> Report:
     veto = Veto(rule="modified_outside_blank", status="confirmed", needs_review=False, evidence={
         "edits": [{"kind": "changed", "template_line": 24, "submission_line": 24, "template": "    mask = cols < N",
                    "submission": "    mask = cols < BLOCK", "reason": "r", "hint": None}],
-        "note": "填空以外的改动没有运行"})
+        "note": "填空以外的改动没有运行", "note_en": "the changes outside the blank did not run"})
     return Report(submission_id="s", exercise={"id": LESSON.id, "version": 1}, status="graded", language=language,
                   score={"total": 10, "max": 10, "pass_threshold": 8, "passed": False, "provisional": False,
                          "requirements": [{"id": "given_check", "met": False, "evidence": {"note": "the check failed"}},
@@ -79,7 +79,7 @@ def test_a_vetoed_submission_says_which_line_and_the_lead_picture_comes_first():
     assert lead is not None and lead.case.id == "probe.large_mean"
     html = templates().get_template("feedback.html").render(
         t=t, row=type("Row", (), {"exercise_id": LESSON.id, "status": "graded"})(), report=report, title="x",
-        exercise_title="Lesson 6", score_svg="", cases=views, pending=[], reasons=found, lead=lead)
+        exercise_title="Lesson 6", score_svg="", cases=views, pending=[], reasons=found, lead=lead, language="zh")
     why = html[html.index('id="why"'):html.index('id="diagnoses"')]
     assert "第 24 行" in why and "mask = cols &lt; BLOCK" in why and "the check failed" in why
     lead_part = html[html.index('id="diagnoses"'):html.index('id="more-diagnoses"')]
@@ -102,3 +102,22 @@ def test_rubric_quotes_keep_the_students_spelling_and_whole_words():
     result = score_answer(LESSON.question("q2"), zh, 2.0)
     quotes = [f["quote"] for f in result.found]
     assert quotes and all(q.strip("…") in zh for q in quotes), quotes
+
+
+def test_the_veto_note_follows_the_students_language():
+    report = _vetoed_report("zh")
+    assert reasons(report, texts("en"), "en")[0].note == "the changes outside the blank did not run"
+    assert reasons(report, texts("zh"), "zh")[0].note == "填空以外的改动没有运行"
+
+
+def test_the_language_follows_the_request_then_the_submission_then_the_answers():
+    from service.student_view import detected_language, student_language
+
+    chinese = {"answers": {"q2": "减掉均值以后 padding 变成 -mean，平方以后是 mean^2，所以方差偏大。"}}
+    english = {"answers": {"q2": "After centring, the padding lanes hold -mean; squared that is mean^2."}}
+    assert detected_language(chinese) == "zh" and detected_language(english) == "en"
+    assert detected_language({"answers": {}}) is None
+    assert student_language(None, None, english, "zh") == "en"
+    assert student_language(None, "zh", english, "zh") == "zh", "a declared language wins over detection"
+    assert student_language("en", "zh", chinese, "zh") == "en", "?lang= wins"
+    assert student_language(None, None, {}, "zh") == "zh"
