@@ -104,8 +104,8 @@ def gradebook(session: Session, course_id: str, policy: CoursePolicy, *, assignm
                          in_progress=sum(r.status in ("queued", "running") for r in rows),
                          not_gradable=sum(r.status == "not_gradable" for r in rows), state="none")
         taken = hinted.get(key, [])
-        empty = empty.model_copy(update=dict(hints=[f"{h.diagnosis}:{h.level}" for h in taken],
-                                             hint_cost=sum(h.cost for h in taken)))
+        empty = empty.model_copy(update={"hints": [f"{h.diagnosis}:{h.level}" for h in taken],
+                                         "hint_cost": sum(h.cost for h in taken)})
         if key not in chosen:
             out.append(empty)
             continue

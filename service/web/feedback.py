@@ -11,7 +11,6 @@ from sqlalchemy import select
 from starlette.responses import RedirectResponse, Response
 
 from service import hints as hint_ladder
-
 from service.api.deps import SessionDep
 from service.db import store
 from service.db.models import Submission
@@ -246,7 +245,7 @@ class LadderView:
     next_name: str
 
 
-def ladder_views(session, request: Request, row: Submission, language: str,  # noqa: ANN001
+def ladder_views(session, request: Request, row: Submission, language: str,
                  t: dict[str, str]) -> tuple[list[LadderView], float | None]:
     """The ladders the page offers, with only the levels already taken."""
     exercise = exercise_of(request, row.exercise_id)
@@ -287,7 +286,7 @@ def take_hint(request: Request, token: str, session: SessionDep, diagnosis: Form
     return secure(RedirectResponse(f"/feedback/{token}{query}#hints", status_code=303))
 
 
-def feedback_response(request: Request, session, row: Submission | None, *,  # noqa: ANN001
+def feedback_response(request: Request, session, row: Submission | None, *,
                       headers: dict[str, str] | None = None) -> Response:
     """The page of one submission (`headers` override the security headers: the LTI route lets
     the submission's own LMS frame it)."""

@@ -16,7 +16,6 @@ from tests.api.support import wait_final
 from tests.browser import scenario
 from tests.browser.conftest import DESKTOP, PHONE, sign_in
 
-
 VETOED_COURSE: dict = {}
 
 
