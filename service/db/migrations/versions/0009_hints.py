@@ -2,7 +2,7 @@
 cost per level (NULL: none, the default).
 
 Revision ID: 0009_hints
-Revises: 0007
+Revises: 0008
 Create Date: 2026-12-01 20:00:00.000000
 """
 from alembic import op
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 
 revision = '0009_hints'
-down_revision = '0007'  # main's head when written; re-chained after 0008 at merge
+down_revision = '0008'  # main's head (0008_report_facts) when rebased
 branch_labels = None
 depends_on = None
 
