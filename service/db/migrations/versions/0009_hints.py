@@ -33,13 +33,12 @@ def upgrade() -> None:
     with op.batch_alter_table('hints_taken', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_hints_taken_course_id'), ['course_id'], unique=False)
         batch_op.create_index(batch_op.f('ix_hints_taken_submission_id'), ['submission_id'], unique=False)
-    with op.batch_alter_table('courses', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('hint_cost', sa.Float(), nullable=True))
+    # In place, not a batch copy: courses is referenced by foreign keys (SQLite enforces them).
+    op.add_column('courses', sa.Column('hint_cost', sa.Float(), nullable=True))
 
 
 def downgrade() -> None:
-    with op.batch_alter_table('courses', schema=None) as batch_op:
-        batch_op.drop_column('hint_cost')
+    op.drop_column('courses', 'hint_cost')  # SQLite >= 3.35 drops a column in place
     with op.batch_alter_table('hints_taken', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_hints_taken_submission_id'))
         batch_op.drop_index(batch_op.f('ix_hints_taken_course_id'))
