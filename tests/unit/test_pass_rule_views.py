@@ -49,9 +49,13 @@ def report(language: str, *, claim: str = CLAIM, given: str = "failed") -> Repor
 
 
 def render(r: Report) -> str:
+    from service.web.feedback import reasons
+
+    t = texts(r.language)
     return templates().get_template("feedback.html").render(
-        t=texts(r.language), row=type("Row", (), {"exercise_id": LESSON.id, "status": "graded"})(), report=r,
-        title="", exercise_title="", score_svg="", cases=[], pending=[])
+        t=t, row=type("Row", (), {"exercise_id": LESSON.id, "status": "graded"})(), report=r,
+        title="", exercise_title="", score_svg="", cases=[], pending=[], reasons=reasons(r, t, r.language),
+        language=r.language, lead=None, ladders=[], hint_cost=None, lang_asked="", switch=[], performance=None)
 
 
 @pytest.mark.parametrize(("language", "words"), [
