@@ -32,29 +32,26 @@ def strip_internals(text: str | None) -> str | None:
     return _FRAME.sub(frame, text)
 
 
+def strip_tracebacks(value: Any) -> Any:
+    """`value` (a report in JSON form, or any part of it) with `strip_internals` applied to every
+    string in it: the given check's output is quoted in several places (given_check, the
+    requirements' evidence, the claim check's side-by-side), and each must lose the same frames."""
+    if isinstance(value, str):
+        return strip_internals(value)
+    if isinstance(value, dict):
+        return {k: strip_tracebacks(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [strip_tracebacks(v) for v in value]
+    return value
+
+
 def student_report(report: dict[str, Any]) -> dict[str, Any]:
     """A copy of a stored report (JSON form) as the student sees it."""
     report = dict(report)
     # Seeds stay with the course: they determine the hidden inputs, which a regrade reuses.
     report.pop("seeds", None)
-    cases = []
-    for case in report.get("cases", []) or []:
-        case = {k: v for k, v in case.items() if k != "seed"}
-        if isinstance(case.get("error"), str):
-            case["error"] = strip_internals(case["error"])
-        cases.append(case)
-    report["cases"] = cases
-    given = report.get("given_check")
-    if isinstance(given, dict) and isinstance(given.get("output"), str):
-        report["given_check"] = {**given, "output": strip_internals(given["output"])}
-    vetoes = []
-    for veto in report.get("vetoes", []) or []:
-        evidence = veto.get("evidence") if isinstance(veto, dict) else None
-        if isinstance(evidence, dict) and isinstance(evidence.get("real_output"), str):
-            veto = {**veto, "evidence": {**evidence, "real_output": strip_internals(evidence["real_output"])}}
-        vetoes.append(veto)
-    report["vetoes"] = vetoes
-    return report
+    report["cases"] = [{k: v for k, v in case.items() if k != "seed"} for case in report.get("cases", []) or []]
+    return strip_tracebacks(report)
 
 
 LANGUAGES = ("zh", "en")

@@ -16,7 +16,7 @@ from service.db import store
 from service.db.models import Submission
 from service.exercises import Exercise, ExerciseNotFound
 from service.report import BenchTiming, CaseReport, Performance, Report
-from service.student_view import LANGUAGES, strip_internals, student_language
+from service.student_view import LANGUAGES, strip_tracebacks, student_language
 from service.web.i18n import texts
 from service.web.pages import render, secure
 from service.web.svg import PaddingRow, padding_row, score_bar
@@ -296,12 +296,9 @@ def feedback_response(request: Request, session, row: Submission | None, *,
                       status_code=404, headers=headers)
     exercise = exercise_of(request, row.exercise_id)
     current = store.current_report(session, row)
-    report = Report.model_validate(current.report) if current is not None and row.status in FINAL else None
-    if report is not None:
-        for case in report.cases:  # the harness's frames are not the student's (service/student_view.py)
-            case.error = strip_internals(case.error)
-        if report.given_check is not None:
-            report.given_check.output = strip_internals(report.given_check.output) or ""
+    # the harness's frames are not the student's (service/student_view.py); the seeds stay (the pictures use them)
+    report = (Report.model_validate(strip_tracebacks(current.report)) if current is not None and row.status in FINAL
+              else None)
     lesson = report.language if report is not None else (exercise.spec.language if exercise is not None else "zh")
     asked = request.query_params.get("lang")
     language = student_language(asked, row.language, row.body, lesson)

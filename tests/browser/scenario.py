@@ -7,7 +7,8 @@ from typing import Any
 
 from tests.api.support import example_body, template_body
 
-PARTIAL_Q2 = "减掉均值以后 padding 变成 -mean，平方以后是 mean^2，所以方差偏大。"
+# Half a causal chain (no square, no effect on the variance): the scorer is not sure, a TA looks.
+PARTIAL_Q2 = "减掉均值以后 padding 变成 -mean。"
 XSS = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2"><b>bold?</b>'
 
 
@@ -58,4 +59,4 @@ def vetoed_full_marks() -> dict[str, Any]:
 
 
 FLAGGED = {"coincidental_pass": coincidental_pass, "unverified_claim": unverified_claim, "low_confidence": low_confidence}
-SETTLED = {"false_claim": false_claim}  # graded in the same course, never in the TA queue
+SETTLED = {"false_claim": false_claim}  # graded in a course of its own (tests/browser/conftest.py)

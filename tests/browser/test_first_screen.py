@@ -49,7 +49,7 @@ def test_a_vetoed_full_mark_submission_says_which_line(page, vetoed):
 
 
 def test_no_harness_internals_for_the_student(page, graded):
-    view = graded.views["unverified_claim"]
+    view = graded.views["false_claim"]
     response = httpx.get(view["links"]["feedback"])  # the student JSON
     body = response.json()
     assert body["report"]["given_check"]["output"], "the failing check's output is shown"
@@ -60,7 +60,7 @@ def test_no_harness_internals_for_the_student(page, graded):
 
 
 def test_the_page_switches_language(page, graded):
-    view = graded.views["unverified_claim"]
+    view = graded.views["false_claim"]
     page.goto(view["links"]["feedback_page"])
     expect(page.locator("html")).to_have_attribute("lang", "zh-CN")  # the answers are written in Chinese
     page.locator('#lang-switch a[data-lang="en"]').click()
@@ -85,7 +85,7 @@ def test_page_height_desktop_and_phone(browser, graded, vetoed):
         context = browser.new_context(viewport=viewport, device_scale_factor=1, locale="zh-CN", **extra)
         try:
             page = context.new_page()
-            for name, view in (("unverified_claim", graded.views["unverified_claim"]), ("vetoed", vetoed),
+            for name, view in (("false_claim", graded.views["false_claim"]), ("vetoed", vetoed),
                                ("coincidental_pass", graded.views["coincidental_pass"])):
                 page.goto(view["links"]["feedback_page"])
                 height = page.evaluate("document.documentElement.scrollHeight")

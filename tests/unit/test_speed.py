@@ -117,14 +117,16 @@ def test_the_speed_job_carries_the_drawn_block_and_the_authors_baseline():
 
 
 def _page(report, language: str) -> str:
-    from service.web.feedback import performance_view
+    from service.web.feedback import performance_view, reasons
     from service.web.i18n import texts
     from service.web.pages import templates
 
     t = texts(language)
     return templates().get_template("feedback.html").render(
         t=t, row=type("Row", (), {"exercise_id": LESSON.id, "status": "graded"})(), report=report, title="Feedback",
-        exercise_title="Lesson 6", score_svg="", cases=[], pending=[], performance=performance_view(report, t))
+        exercise_title="Lesson 6", score_svg="", cases=[], pending=[], performance=performance_view(report, t),
+        reasons=reasons(report, t, report.language), language=report.language, lead=None, ladders=[], hint_cost=None,
+        lang_asked="", switch=[])
 
 
 def _report(p, language: str):
