@@ -134,6 +134,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return JSONResponse({"detail": "the database is unavailable for the moment; retry the request"},
                             status_code=503, headers={"Retry-After": str(DATABASE_RETRY_AFTER_S)})
 
+    @app.middleware("http")
+    async def refuse_nul_in_query(request: Request, call_next):
+        # No text column stores NUL (PostgreSQL refuses it: a 500 otherwise), and no value needs it:
+        # every query parameter with one is invalid input, said as the validation errors say it.
+        bad = [name for name, value in request.query_params.multi_items() if "\x00" in name or "\x00" in value]
+        if bad:
+            return JSONResponse({"detail": [{"loc": ["query", name.replace("\x00", "")], "msg": "NUL characters are not allowed",
+                                             "type": "value_error"} for name in bad]}, status_code=422)
+        return await call_next(request)
+
     @app.exception_handler(Exception)
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s %s", request.method, request.url.path)

@@ -8,7 +8,7 @@ import pytest
 
 from tests.api.support import Receiver, cheap_body, template_body, wait_final, wait_for
 
-PARTIAL_Q2 = "减掉均值以后 padding 变成 -mean，平方以后是 mean^2，所以方差偏大。"
+PARTIAL_Q2 = "减掉均值以后 padding 变成 -mean。"
 
 
 @pytest.fixture(scope="module")

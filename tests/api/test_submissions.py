@@ -410,7 +410,7 @@ def test_feedback_link_of_an_ungraded_submission_shows_no_report(service, course
     row = service.block_queue(course)
     response = httpx.get(f"{service.url}/v1/feedback/{row.feedback_token}", timeout=30)
     assert response.status_code == 200, response.text
-    assert response.json() == {"status": "running", "exercise": EXERCISE, "report": None}
+    assert response.json() == {"status": "running", "exercise": EXERCISE, "report": None, "language": "zh"}
 
 
 @pytest.mark.parametrize("token", [secrets.token_urlsafe(32), "x", "a" * 1000])

@@ -148,15 +148,19 @@ def test_writes_outside_private_tmp_do_not_reach_the_host(probes, tmp_path):
     read_only_targets = {
         "job_new_file": f"/job/escape-{token}.txt",
         "usr": f"/usr/escape-{token}.txt",
-        # A .pth file would run code in every later Python process on the host.
-        "venv_site_packages": str(Path(sysconfig.get_paths()["purelib"]) / f"escape-{token}.pth"),
     }
+    # A .pth file would run code in every later Python process on the host.
+    site_packages = Path(sysconfig.get_paths()["purelib"])
     # Host paths the sandbox does not bind at all: whatever happens inside, the host must not see it.
     unbound_targets = {
         "host_tmp_path": str(tmp_path / "escaped" / f"marker-{token}.txt"),
         "repo": str(REPO_ROOT / f"escape-{token}.txt"),
         "exercise_dir": str(SOLUTION.parent / f"escape-{token}.txt"),
     }
+    # A checkout under /tmp (a rehearsal clone) puts the venv where the sandbox has its own /tmp: there
+    # the write lands in the sandbox's tmpfs, and what counts is that the host never sees it.
+    (unbound_targets if site_packages.is_relative_to("/tmp") else read_only_targets)["venv_site_packages"] = \
+        str(site_packages / f"escape-{token}.pth")
     body = f'''
 import os
 

@@ -14,7 +14,7 @@ from service.grading.memo import InMemoryMemo
 from service.grading.pipeline import build_grader
 from service.report import Report
 from service.submission import Submission
-from service.web.feedback import performance_view
+from service.web.feedback import performance_view, reasons
 from service.web.i18n import texts
 from service.web.pages import templates
 
@@ -53,7 +53,9 @@ def test_lesson06_report_and_page_carry_the_speed_beside_the_claim_and_reuse_it(
     t = texts(first.language)
     html = templates().get_template("feedback.html").render(
         t=t, row=type("Row", (), {"exercise_id": spec.id, "status": "graded"})(), report=first, title="",
-        exercise_title=spec.title, score_svg="", cases=[], pending=[], performance=performance_view(first, t))
+        exercise_title=spec.title, score_svg="", cases=[], pending=[], performance=performance_view(first, t),
+        reasons=reasons(first, t, first.language), language=first.language, lead=None, ladders=[], hint_cost=None,
+        lang_asked="", switch=[])
     assert t["perf_title"] in html and "读取矩阵一次" in html and f'data-status="{p.status}"' in html
 
     # The same program again: its code results and speed figures come from the memo, marked reused.
