@@ -59,4 +59,6 @@ def to_csv(board: Dashboard) -> str:
 
 
 def filename(course: str, assignment: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in f"dashboard-{course}-{assignment}") + ".csv"
+    # ASCII only: a header is latin-1, and str.isalnum() is true of CJK and other letters
+    return "".join(c if (c.isascii() and c.isalnum()) or c in "-_." else "_"
+                   for c in f"dashboard-{course}-{assignment}") + ".csv"

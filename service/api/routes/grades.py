@@ -32,7 +32,7 @@ def grades(session: SessionDep, key: ReadKey, assignment: Annotated[str | None, 
     best attempt; a veto capped or zero), final or provisional, what blocks it, and the TA's decisions."""
     book = gradebook(session, key.course_id, store.course_policy(session, key.course_id), assignment=assignment)
     if format == "csv":
-        name = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"grades-{key.course_id}-{assignment or 'all'}")
+        name = "".join(c if (c.isascii() and c.isalnum()) or c in "-_." else "_" for c in f"grades-{key.course_id}-{assignment or 'all'}")
         return Response(to_csv(book), media_type="text/csv; charset=utf-8",
                         headers={"Content-Disposition": f'attachment; filename="{name}.csv"'})
     return Response(book.model_dump_json(), media_type="application/json")
