@@ -56,9 +56,3 @@ def to_csv(board: Dashboard) -> str:
     for row in rows(board):
         writer.writerow([_cell(v) for v in row])
     return buffer.getvalue()
-
-
-def filename(course: str, assignment: str) -> str:
-    # ASCII only: a header is latin-1, and str.isalnum() is true of CJK and other letters
-    return "".join(c if (c.isascii() and c.isalnum()) or c in "-_." else "_"
-                   for c in f"dashboard-{course}-{assignment}") + ".csv"

@@ -12,8 +12,9 @@ from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
 from service.api.deps import SessionDep
-from service.dashboard.export import filename, to_csv
+from service.dashboard.export import to_csv
 from service.dashboard.queries import Dashboard, assignments, dashboard
+from service.downloads import csv_attachment
 from service.web import auth
 from service.web.charts import Bin, Series, histogram, hourly, share_bar
 from service.web.i18n import DASHBOARD
@@ -117,4 +118,4 @@ def dashboard_csv(request: Request, session: SessionDep, course: Annotated[str, 
         return secure(Response("give ?assignment=\n", status_code=422, media_type="text/plain"))
     board = dashboard(session, course, assignment, deadline=_deadline(deadline))
     return secure(Response(to_csv(board), media_type="text/csv; charset=utf-8",
-                           headers={"Content-Disposition": f'attachment; filename="{filename(course, assignment)}"'}))
+                           headers=csv_attachment("dashboard", course, assignment)))

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import io
-import re
 from datetime import datetime, timedelta, timezone
 from typing import Annotated, Any
 from urllib.parse import urlencode
@@ -15,11 +14,11 @@ from pydantic import ValidationError
 from starlette.responses import RedirectResponse, Response
 
 from service import hints as hint_ladder
-
 from service.api.deps import SessionDep
 from service.db import decisions, store
 from service.db.base import utcnow
 from service.db.models import ApiKey, Submission
+from service.downloads import csv_attachment
 from service.grades import copies
 from service.lti.roster import names as student_names
 from service.report import Report
@@ -310,4 +309,4 @@ def export_csv(request: Request, session: SessionDep, course: Annotated[str, Que
             _state(decision.target, decision.after), decision.reason, decision.actor,
             _naive_utc(decision.created_at).isoformat(timespec="seconds") + "Z")])
     return secure(Response(out.getvalue(), media_type="text/csv; charset=utf-8",
-                           headers={"Content-Disposition": f'attachment; filename="decisions-{re.sub(r"[^A-Za-z0-9_.-]", "_", course)}.csv"'}))
+                           headers=csv_attachment("decisions", course)))

@@ -10,8 +10,9 @@ from fastapi.responses import Response
 
 from service.api.deps import ReviewKey, SessionDep
 from service.api.schemas import KEYED_ERRORS, UTCDateTime
-from service.dashboard.export import filename, to_csv
+from service.dashboard.export import to_csv
 from service.dashboard.queries import Dashboard, dashboard
+from service.downloads import csv_attachment
 
 router = APIRouter(tags=["dashboard"], responses=KEYED_ERRORS)
 
@@ -30,5 +31,5 @@ def assignment_dashboard(session: SessionDep, key: ReviewKey,
     board = dashboard(session, key.course_id, assignment, deadline=deadline if isinstance(deadline, datetime) else None)
     if format == "csv":
         return Response(to_csv(board), media_type="text/csv; charset=utf-8",
-                        headers={"Content-Disposition": f'attachment; filename="{filename(key.course_id, assignment)}"'})
+                        headers=csv_attachment("dashboard", key.course_id, assignment))
     return Response(board.model_dump_json(), media_type="application/json")

@@ -12,6 +12,7 @@ from service.api.schemas import BODY_ERRORS, KEYED_ERRORS, UTCDateTime, Validati
 from service.db import regrades, store
 from service.db.decisions import actor_of
 from service.db.models import Course, RegradeJob
+from service.downloads import csv_attachment
 from service.grades.gradebook import Gradebook, gradebook, to_csv
 from service.grades.policy import CoursePolicy, PolicyUpdate
 
@@ -32,9 +33,8 @@ def grades(session: SessionDep, key: ReadKey, assignment: Annotated[str | None, 
     best attempt; a veto capped or zero), final or provisional, what blocks it, and the TA's decisions."""
     book = gradebook(session, key.course_id, store.course_policy(session, key.course_id), assignment=assignment)
     if format == "csv":
-        name = "".join(c if (c.isascii() and c.isalnum()) or c in "-_." else "_" for c in f"grades-{key.course_id}-{assignment or 'all'}")
         return Response(to_csv(book), media_type="text/csv; charset=utf-8",
-                        headers={"Content-Disposition": f'attachment; filename="{name}.csv"'})
+                        headers=csv_attachment("grades", key.course_id, assignment or "all"))
     return Response(book.model_dump_json(), media_type="application/json")
 
 
