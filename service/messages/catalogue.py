@@ -1,0 +1,90 @@
+"""A message catalogue: `code -> {zh: template, en: template}`, checked when loaded, rendered with str.format."""
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+import yaml
+
+Language = Literal["zh", "en"]
+LANGUAGES: tuple[Language, ...] = get_args(Language)
+
+# How a list parameter reads in each language ("case_a、case_b" / "case_a, case_b").
+_LIST_SEPARATOR: dict[str, str] = {"zh": "、", "en": ", "}
+_SERVICE_FILE = Path(__file__).with_name("catalogue.yaml")
+
+
+class CatalogueError(ValueError):
+    """A catalogue file that is malformed, or a render that names an unknown code or lacks a parameter."""
+
+
+def _fields(template: str) -> set[str]:
+    """The top-level parameter names a template uses ("{case}" and "{excess:.4g}" both name one)."""
+    names = set()
+    for _, field, _, _ in string.Formatter().parse(template):
+        if field:
+            names.add(field.split(".")[0].split("[")[0])
+    return names
+
+
+class Catalogue:
+    """Templates by code, every code in every language with the same parameters."""
+
+    def __init__(self, entries: Mapping[str, Mapping[str, str]], *, source: str = "<catalogue>") -> None:
+        self._entries: dict[str, dict[str, str]] = {}
+        for code, by_language in entries.items():
+            if not isinstance(by_language, Mapping) or set(by_language) != set(LANGUAGES):
+                raise CatalogueError(f"{source}: message {code!r} must have exactly the languages {LANGUAGES}")
+            templates = {lang: str(by_language[lang]) for lang in LANGUAGES}
+            try:
+                fields = {lang: _fields(t) for lang, t in templates.items()}
+            except ValueError as exc:
+                raise CatalogueError(f"{source}: message {code!r} is not a valid template: {exc}") from None
+            if len({frozenset(f) for f in fields.values()}) != 1:
+                raise CatalogueError(f"{source}: message {code!r} uses different parameters per language: {fields}")
+            self._entries[str(code)] = templates
+
+    @classmethod
+    def load(cls, path: Path) -> Catalogue:
+        """Read a YAML catalogue file; a missing file is an empty catalogue."""
+        if not path.is_file():
+            return cls({}, source=str(path))
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        if not isinstance(data, dict):
+            raise CatalogueError(f"{path}: a catalogue is a mapping of message codes")
+        return cls(data, source=str(path))
+
+    def __contains__(self, code: object) -> bool:
+        return code in self._entries
+
+    @property
+    def codes(self) -> frozenset[str]:
+        return frozenset(self._entries)
+
+    def parameters(self, code: str) -> frozenset[str]:
+        return frozenset(_fields(self._entries[code][LANGUAGES[0]]))
+
+    def render(self, code: str, lang: str, /, **params: Any) -> str:
+        """The message in `lang` (unknown languages read English), lists joined the language's way."""
+        if code not in self._entries:
+            raise CatalogueError(f"no message {code!r}")
+        language = lang if lang in _LIST_SEPARATOR else "en"
+        values = {k: _LIST_SEPARATOR[language].join(map(str, v)) if isinstance(v, (list, tuple)) else v
+                  for k, v in params.items()}
+        try:
+            return self._entries[code][language].format_map(values)
+        except KeyError as exc:
+            raise CatalogueError(f"message {code!r} needs the parameter {exc.args[0]!r}") from None
+
+
+@cache
+def service_catalogue() -> Catalogue:
+    return Catalogue.load(_SERVICE_FILE)
+
+
+def render(code: str, lang: str, /, **params: Any) -> str:
+    """A service message (service/messages/catalogue.yaml) in `lang`."""
+    return service_catalogue().render(code, lang, **params)

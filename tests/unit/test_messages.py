@@ -1,0 +1,53 @@
+"""The message catalogue: every code in both languages with the same parameters, rendered as written."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from service.messages import LANGUAGES, Catalogue, CatalogueError, render, service_catalogue
+
+EXERCISES = Path(__file__).resolve().parents[2] / "exercises"
+
+
+def test_lists_are_joined_the_languages_way_and_numbers_keep_their_format():
+    cat = Catalogue({"excess": {"zh": "在 {cases} 上多出 {excess:.3g}", "en": "on {cases}: {excess:.3g} too much"}})
+    assert cat.render("excess", "zh", cases=["a", "b"], excess=0.123456) == "在 a、b 上多出 0.123"
+    assert cat.render("excess", "en", cases=["a", "b"], excess=0.123456) == "on a, b: 0.123 too much"
+
+
+def test_a_missing_parameter_or_code_names_itself():
+    cat = Catalogue({"x": {"zh": "{n} 行", "en": "{n} rows"}})
+    with pytest.raises(CatalogueError, match="'n'"):
+        cat.render("x", "en")
+    with pytest.raises(CatalogueError, match="'y'"):
+        cat.render("y", "en")
+
+
+@pytest.mark.parametrize("entries", [
+    {"x": {"zh": "只有中文"}},
+    {"x": {"zh": "{a}", "en": "{b}"}},
+    {"x": {"zh": "{a", "en": "{a"}},
+])
+def test_a_catalogue_that_misses_a_language_or_disagrees_on_parameters_is_refused(entries):
+    with pytest.raises(CatalogueError):
+        Catalogue(entries)
+
+
+def _every_catalogue() -> list[Path]:
+    return [Path(__file__).resolve().parents[2] / "service/messages/catalogue.yaml",
+            *sorted(EXERCISES.glob("*/messages.yaml"))]
+
+
+@pytest.mark.parametrize("path", _every_catalogue(), ids=lambda p: str(p.parent.name))
+def test_every_shipped_catalogue_loads_and_every_message_renders_in_both_languages(path):
+    cat = Catalogue.load(path)
+    for code in cat.codes:
+        params = {name: 1 for name in cat.parameters(code)}
+        for lang in LANGUAGES:
+            assert cat.render(code, lang, **params).strip()
+
+
+def test_the_service_catalogue_renders_through_the_module_function():
+    assert "not_gradable" in service_catalogue()
+    assert render("not_gradable", "en") != render("not_gradable", "zh")
