@@ -47,7 +47,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "docker: runs sandboxes as containers of a real Docker engine")
     config.addinivalue_line("markers", "sandbox_backends(*names): the backends a test runs against "
                                        "(default bwrap and docker; tests/support/backends.py)")
-    config.addinivalue_line("markers", "docker_images(*kinds): Docker images (full, host, stack) built before the run")
+    config.addinivalue_line("markers", "docker_images(*kinds): Docker images (full, host, stack, base) built before the run")
 
 
 def pytest_collection_finish(session):

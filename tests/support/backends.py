@@ -40,7 +40,8 @@ def docker_kind(name: str) -> str:
 
 @cache
 def _image(kind: str) -> tuple[str | None, str]:
-    """(tag, "") once built or reused, or (None, why not). kind: full, host or stack."""
+    """(tag, "") once built or reused, or (None, why not). kind: full, host, stack or base (the
+    debootstrap Debian the others start from)."""
     try:
         from sandbox.backends.docker import engine, images
 
@@ -55,6 +56,8 @@ def _image(kind: str) -> tuple[str | None, str]:
             built = [images.build_host_image(HOST_TAG, say=say)]
         elif kind == "stack":
             built = images.build_stack_images(say=say)
+        elif kind == "base":
+            built = [images.build_base_image(say=say)]
         else:
             built = [images.build_full_image(FULL_TAG, torch="cpu", say=say)]
         state = "reused" if all(b.cached for b in built) else "built"
