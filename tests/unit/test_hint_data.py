@@ -34,3 +34,62 @@ def test_lesson6_has_a_ladder_per_diagnosis_and_keeps_the_answer_for_level_4():
         assert "cols < N" in ladder[3].zh or "tl.where(mask" in ladder[3].zh, key
     assert ladders_for(hints, ["missing_remask", "nonfinite_output"]) == ["missing_remask", "nonfinite_output"]
     assert ladders_for(hints, ["something_else"]) == ["general"] and ladders_for(hints, []) == ["general"]
+
+
+# How a checks.py names the diagnoses it can report: `findings.setdefault("id", …)`, the ids its
+# `_message` tells apart (`key == "id"`, `key in ("a", "b")`), the candidates it picks from
+# (`found["id"] = …`, `best or "id"`, `"a" if … else "b"`), and shared ids by constant name
+# (`findings.setdefault(ROW_BLOCK_IGNORED, …)`, from service.grading.diagnose).
+_ID = r"""["']([a-z][a-z0-9_]*)["']"""
+_ID_SOURCES = [rf"setdefault\({_ID}", rf"\b(?:key|k) == {_ID}", rf"found\[{_ID}\]", rf"\bor {_ID}",
+               rf"{_ID} if\b", rf"\belse {_ID}"]
+
+
+def diagnosis_ids(checks_source: str) -> set[str]:
+    """The diagnosis ids a checks.py can emit, read from its source (not imported: it runs in the sandbox)."""
+    from service.grading import diagnose
+
+    ids = {m for pattern in _ID_SOURCES for m in re.findall(pattern, checks_source)}
+    for group in re.findall(r"\bkey in \(([^)]*)\)", checks_source):
+        ids |= set(re.findall(_ID, group))
+    for name in re.findall(r"(?:setdefault\(|\b(?:key|k) == )([A-Z][A-Z0-9_]*)\b", checks_source):
+        local = re.search(rf"^{name}\s*=\s*{_ID}", checks_source, re.M)
+        value = local.group(1) if local else getattr(diagnose, name, None)
+        assert isinstance(value, str), f"diagnosis id constant {name} not found"
+        ids.add(value)
+    return ids
+
+
+def test_diagnosis_ids_are_read_from_checks_sources():
+    source = ('findings.setdefault("a_b", [])\nif key == "c":\n    pass\nif key in ("d", "e"):\n    pass\n'
+              'found["f"] = 1\nfindings.setdefault(best or "g", [])\nx("h" if y else "i")\n'
+              'findings.setdefault(ROW_BLOCK_IGNORED, [])\nif kind == "not_an_id":\n    pass\n')
+    assert diagnosis_ids(source) == {"a_b", "c", "d", "e", "f", "g", "h", "i", "one_row_per_program"}
+
+
+def test_every_ladder_names_a_diagnosis_its_checks_can_emit_and_every_diagnosis_has_one():
+    """A ladder for an id that checks.py never reports is never offered (a typo, a renamed id); a
+    diagnosis without a ladder falls back to the general one. Both are caught here, per exercise."""
+    for exercise_id in CATALOG.ids():
+        root = CATALOG.get(exercise_id).root
+        hints = hints_of(root)
+        assert hints is not None
+        emitted = diagnosis_ids((root / "checks.py").read_text(encoding="utf-8"))
+        assert emitted, f"{exercise_id}: no diagnosis id found in checks.py"
+        named = set(hints.diagnoses)
+        assert named <= emitted, f"{exercise_id}: ladders for ids checks.py never emits: {sorted(named - emitted)}"
+        assert emitted <= named, f"{exercise_id}: diagnoses without a ladder: {sorted(emitted - named)}"
+
+
+def test_level_4_is_the_fix_of_one_diagnosis_not_the_whole_solution():
+    """Per-diagnosis level 4 says what to change for that misconception (a line or two of it); it
+    never pastes the exercise's solution file."""
+    for exercise_id in CATALOG.ids():
+        root = CATALOG.get(exercise_id).root
+        hints = hints_of(root)
+        solution = (root / "solution.py").read_text(encoding="utf-8")
+        lines = [line.strip() for line in solution.splitlines() if len(line.strip()) > 30]
+        for key, ladder in hints.diagnoses.items():
+            for level in ladder:
+                pasted = [line for line in lines if line in level.zh or line in level.en]
+                assert len(pasted) <= 2, f"{exercise_id}/{key}: solution lines in a hint: {pasted}"
