@@ -30,7 +30,7 @@ def rows(board: Dashboard) -> list[list[object]]:
         for measure in ("students", "submissions", "students_latest"):
             out.append([r.kind, "", r.rule, "", measure, getattr(r, measure)])
     for d in board.diagnoses:
-        for measure in ("students", "submissions", "students_latest"):
+        for measure in ("students", "submissions", "students_latest", "hinted"):
             out.append(["diagnosis", "", d.id, d.message, measure, getattr(d, measure)])
         out.append(["diagnosis", "", d.id, d.message, "examples", " ".join(d.examples)])
     for f in board.case_families:
@@ -39,6 +39,14 @@ def rows(board: Dashboard) -> list[list[object]]:
     for c in board.concepts:
         for measure in ("found", "missed", "share_missed"):
             out.append(["concept", c.item, c.concept, c.label, measure, getattr(c, measure)])
+    out.append(["hints", "", "", "", "students", board.hints.students])
+    out.append(["hints", "", "", "", "taken", board.hints.taken])
+    for h in [*board.hints.by_exercise, *board.hints.by_ladder]:
+        # item: the exercise; key: the ladder (empty: every ladder of the exercise)
+        for measure in ("students", "taken"):
+            out.append(["hint_ladder", h.exercise, h.ladder, "", measure, getattr(h, measure)])
+        for level, students in enumerate(h.levels, start=1):
+            out.append(["hint_ladder", h.exercise, h.ladder, "", f"level_{level}", students])
     t = board.timeline
     for measure in ("latency_p50_s", "latency_p95_s", "peak_queue_depth"):
         out.append(["timeline", "", "", "", measure, getattr(t, measure)])

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
 from service.api.schemas import UTCDateTime
-from service.db.models import ReportFact, Submission
+from service.db.models import HintTaken, ReportFact, Submission
 
 EXAMPLES = 3  # example submissions per diagnosis
 HOURS_MAX = 24 * 14  # the timeline keeps the last two weeks of hours
@@ -63,6 +63,7 @@ class DiagnosisRow(BaseModel):
     submissions: int
     students_latest: int
     examples: list[str] = Field(description="the most recent submissions with this diagnosis (ids)")
+    hinted: int = Field(0, description="students who took at least one level of this diagnosis's hint ladder")
 
 
 class CaseFamilyRow(BaseModel):
@@ -80,6 +81,21 @@ class ConceptRow(BaseModel):
     found: int = Field(description="students whose latest answer names it")
     missed: int
     share_missed: float | None = None
+
+
+class HintRow(BaseModel):
+    exercise: str
+    ladder: str = Field(description="the ladder: a diagnosis id, `general`; empty in `by_exercise` (every ladder)")
+    students: int = Field(description="students who took at least one level of it (any attempt of the assignment)")
+    levels: list[int] = Field(description="students who took level 1, 2, 3 and 4 (概念区域 → 具体方向 → 关键局部 → 完整答案)")
+    taken: int = Field(description="levels taken in all (a student asks anew on each attempt)")
+
+
+class Hints(BaseModel):
+    students: int = Field(0, description="students who took at least one hint level")
+    taken: int = Field(0, description="hint levels taken in all")
+    by_exercise: list[HintRow] = Field([], description="per exercise, over its ladders")
+    by_ladder: list[HintRow] = Field([], description="per exercise and ladder")
 
 
 class HourRow(BaseModel):
@@ -111,6 +127,7 @@ class Dashboard(BaseModel):
     diagnoses: list[DiagnosisRow]
     case_families: list[CaseFamilyRow]
     concepts: list[ConceptRow]
+    hints: Hints = Field(default_factory=Hints, description="the hint ladder's levels taken (service/hints.py)")
     timeline: Timeline
 
 
@@ -152,12 +169,14 @@ def dashboard(session: Session, course_id: str, assignment: str, *, deadline: da
     overview = _overview(session, course_id, assignment, scope)
     exercises = sorted(session.scalars(select(Submission.exercise_id).where(scope).distinct()))
     facts = _facts(session, graded, latest)
+    hints, hinted = _hints(session, scope)
+    diagnoses = [d.model_copy(update={"hinted": hinted.get(d.id, 0)}) for d in _diagnoses(session, graded, facts)]
     return Dashboard(
         course=course_id, assignment=assignment, exercises=exercises, overview=overview,
         scores=_scores(session, latest, overview), attempts_to_pass=_attempts(session, graded),
         not_passed_yet=overview.students_graded - overview.students_passed,
-        rules=_rules(facts), diagnoses=_diagnoses(session, graded, facts), case_families=_families(facts),
-        concepts=_concepts(facts), timeline=_timeline(session, scope, deadline))
+        rules=_rules(facts), diagnoses=diagnoses, case_families=_families(facts),
+        concepts=_concepts(facts), hints=hints, timeline=_timeline(session, scope, deadline))
 
 
 def _overview(session: Session, course_id: str, assignment: str, scope: ColumnElement[bool]) -> Overview:
@@ -281,6 +300,37 @@ def _concepts(facts: dict[tuple[str, str, str], _Fact]) -> list[ConceptRow]:
                        share_missed=_share(f.latest - f.latest_ok, f.latest))
             for (kind, item, key), f in facts.items() if kind == "concept" and f.latest]
     return sorted(rows, key=lambda r: (r.item, r.concept))
+
+
+def _hints(session: Session, scope: ColumnElement[bool]) -> tuple[Hints, dict[str, int]]:
+    """The levels taken, counted in SQL over `hints_taken` joined to the assignment's submissions:
+    distinct students per (exercise, ladder, level), per (exercise, level), per ladder, per exercise
+    and in all. Also the students per diagnosis ladder (over exercises), for the diagnoses' rows."""
+    student, exercise, ladder, level = Submission.student_id, Submission.exercise_id, HintTaken.diagnosis, HintTaken.level
+
+    def grouped(*columns):
+        return session.execute(select(*columns, func.count(distinct(student)), func.count()).select_from(HintTaken)
+                               .join(Submission, Submission.id == HintTaken.submission_id)
+                               .where(scope).group_by(*columns)).all()
+
+    def rows(per_level, per_key) -> list[HintRow]:
+        out: dict[tuple[str, str], HintRow] = {}
+        for *key, students, taken in per_key:
+            ex, name = key[0], key[1] if len(key) > 1 else ""
+            out[(ex, name)] = HintRow(exercise=ex, ladder=name, students=students, levels=[0] * 4, taken=taken)
+        for *key, lvl, students, _ in per_level:
+            row = out.get((key[0], key[1] if len(key) > 1 else ""))
+            if row is not None and 1 <= lvl <= 4:
+                row.levels[lvl - 1] = students
+        return sorted(out.values(), key=lambda r: (r.exercise, -r.students, r.ladder))
+
+    total = session.execute(select(func.count(distinct(student)), func.count()).select_from(HintTaken)
+                            .join(Submission, Submission.id == HintTaken.submission_id).where(scope)).one()
+    hints = Hints(students=total[0], taken=total[1],
+                  by_exercise=rows(grouped(exercise, level), grouped(exercise)),
+                  by_ladder=rows(grouped(exercise, ladder, level), grouped(exercise, ladder)))
+    per_diagnosis = {name: students for name, students, _ in grouped(ladder)}
+    return hints, per_diagnosis
 
 
 # --- over time -----------------------------------------------------------------------------------

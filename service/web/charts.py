@@ -137,3 +137,17 @@ def share_bar(share: float | None, label: str) -> Markup:
     return Markup(f'<svg class="share-bar" viewBox="0 0 100 10" role="img" aria-label="{escape(label)}">'
                   f'<rect class="track" x="0" y="1" width="100" height="8" rx="2"/>'
                   f'<rect class="fill" x="0" y="1" width="{width:.1f}" height="8" rx="2"/></svg>')
+
+
+def level_bars(counts: Sequence[int], label: str) -> Markup:
+    """Four small columns, one per hint level, scaled to the largest, for a table cell."""
+    top = max([*counts, 1])
+    parts = [f'<svg class="level-bars" viewBox="0 0 {len(counts) * 12} 20" role="img" aria-label="{escape(label)}">']
+    for i, count in enumerate(counts):
+        h = count / top * 18
+        parts.append(f'<rect class="track" x="{i * 12 + 1}" y="1" width="10" height="18" rx="1"/>')
+        if count:
+            parts.append(f'<rect class="fill level-{i + 1}" x="{i * 12 + 1}" y="{19 - h:.1f}" width="10" '
+                         f'height="{h:.1f}" rx="1"/>')
+    parts.append("</svg>")
+    return Markup("".join(parts))

@@ -16,7 +16,9 @@ from service.dashboard.export import to_csv
 from service.dashboard.queries import Dashboard, assignments, dashboard
 from service.downloads import csv_attachment
 from service.web import auth
-from service.web.charts import Bin, Series, histogram, hourly, share_bar
+from service.hints import LEVEL_NAMES, LEVELS
+from service.messages import render as say
+from service.web.charts import Bin, Series, histogram, hourly, level_bars, share_bar
 from service.web.i18n import DASHBOARD
 from service.web.pages import render, secure
 from service.web.review import _bearer_key, _to_sign_in
@@ -67,7 +69,27 @@ def _charts(board: Dashboard, w: dict[str, str]) -> dict[str, Any]:
                      label=w["latency_chart"], y_label="s", marker=deadline, marker_label=w["deadline"])
     families = {f.family: share_bar(f.share_failing, f"{_pct(f.share_failing)} {w['failing']}") for f in board.case_families}
     concepts = {(c.item, c.concept): share_bar(c.share_missed, f"{_pct(c.share_missed)} {w['missed']}") for c in board.concepts}
-    return {"scores": scores, "per_hour": per_hour, "latency": latency, "families": families, "concepts": concepts}
+    return {"scores": scores, "per_hour": per_hour, "latency": latency, "families": families, "concepts": concepts,
+            "hints": _hint_bars(board, w)}
+
+
+def _hint_bars(board: Dashboard, w: dict[str, str]) -> dict[tuple[str, str], Any]:
+    lang = "zh" if w["lang"].startswith("zh") else "en"
+    return {(h.exercise, h.ladder): level_bars(h.levels, say("dashboard_hint_bars", lang, counts=[
+                f"{say('dashboard_hint_level', lang, level=n, name=name)}: {c}"
+                for n, (name, c) in enumerate(zip(LEVEL_NAMES[lang], h.levels), start=1)]))
+            for h in [*board.hints.by_exercise, *board.hints.by_ladder]}
+
+
+def _hint_words(lang: str) -> dict[str, Any]:
+    """The hint table's words (service/messages/catalogue.yaml) and the four level names."""
+    lang = "zh" if lang == "zh" else "en"
+    codes = ("heading", "skip", "none", "exercise", "ladder", "all_ladders", "students")
+    return {**{c: say(f"dashboard_hint{'s' if c in ('heading', 'skip', 'none') else ''}_{c}", lang) for c in codes},
+            "levels": [say("dashboard_hint_level", lang, level=n, name=name)
+                       for n, name in enumerate(LEVEL_NAMES[lang][:LEVELS], start=1)],
+            "total": lambda students, taken: say("dashboard_hints_total", lang, students=students, taken=taken),
+            "hinted": lambda students: say("dashboard_hinted", lang, students=students)}
 
 
 @router.get("/review/dashboard")
@@ -95,7 +117,7 @@ def dashboard_page(request: Request, session: SessionDep, course: Text = "", ass
     query = {"course": course, "assignment": assignment, **({"deadline": deadline} if when else {})}
     return render(request, "dashboard.html", {
         "title": f"{w['title']} · {assignment}", "w": w, "t": {"lang": w["lang"]}, "csrf": auth.csrf_token(request), "keys": keys, "board": board,
-        "charts": _charts(board, w), "fmt": _fmt, "pct": _pct, "deadline": deadline if when else "",
+        "charts": _charts(board, w), "hw": _hint_words(lang), "fmt": _fmt, "pct": _pct, "deadline": deadline if when else "",
         "course": course, "assignment": assignment, "lang": lang,
         "csv_href": "/review/dashboard.csv?" + urlencode(query),
         "lang_href": "/review/dashboard?" + urlencode({**query, "lang": other}),

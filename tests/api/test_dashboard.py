@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tests.support.class_reports import CONCEPTS, Attempt, generate, write
+from tests.support.class_reports import CONCEPTS, DIAGNOSES, Attempt, generate, write
 
 pytestmark = pytest.mark.sandbox
 
@@ -191,3 +191,66 @@ def test_scope_and_an_unknown_assignment(course, service, taught):
     empty = course.client("review").get("/v1/dashboard", params={"assignment": "nobody"}).json()
     assert empty["overview"]["students"] == 0 and empty["timeline"]["hours"] == [] and empty["diagnoses"] == []
     assert course.client("review").get("/v1/dashboard").status_code == 422  # assignment is required
+
+
+def test_hint_levels_taken_through_the_api(course, service):
+    """Students take hint levels through POST /v1/feedback/{token}/hints; the dashboard counts them
+    per exercise, per ladder and per level (distinct students), and per diagnosis, as computed here
+    from what each student asked for. The CSV carries the same numbers."""
+    import random
+
+    from service.config import REPO_ROOT
+    from service.db.models import Submission
+    from service.hints import hints_of
+
+    ladders = hints_of(REPO_ROOT / "exercises" / "lesson06_mean_var")
+    rng = random.Random(21)
+    names = list(DIAGNOSES)
+    asked: list[tuple[str, str, int]] = []  # (student, ladder, level) of every level given
+    with service.sessions() as session:
+        written = []
+        for s in range(12):
+            for a in range(rng.randint(1, 3)):
+                diagnoses = [d for d in names if rng.random() < 0.5]
+                attempt = Attempt(student=f"h{s:02d}", received_at=DEADLINE - timedelta(hours=5 - a, minutes=s),
+                                  latency_s=4, total=6, passed=False, diagnoses=diagnoses)
+                sid = write(session, course.id, "hw9", attempt)
+                written.append((attempt, session.get(Submission, sid).feedback_token))
+    student = service.client()
+    for attempt, token in written:
+        offered = [d for d in attempt.diagnoses if d in ladders.diagnoses] or ["general"]
+        for ladder in offered:
+            for level in range(1, rng.randint(0, 4) + 1):
+                response = student.post(f"/v1/feedback/{token}/hints", json={"diagnosis": ladder})
+                assert response.status_code == 201, response.text
+                asked.append((attempt.student, ladder, level))
+    assert {ladder for _, ladder, _ in asked} >= {"general", "missing_remask"} and len(asked) > 20
+
+    board = course.client("review").get("/v1/dashboard", params={"assignment": "hw9"}).json()
+    hints = board["hints"]
+    assert (hints["students"], hints["taken"]) == (len({s for s, _, _ in asked}), len(asked))
+
+    def levels(rows) -> list[int]:
+        return [len({s for s, _, n in rows if n == level}) for level in range(1, 5)]
+
+    (exercise,) = hints["by_exercise"]
+    assert (exercise["exercise"], exercise["ladder"]) == ("lesson06_mean_var", "")
+    assert (exercise["students"], exercise["taken"], exercise["levels"]) == (hints["students"], len(asked), levels(asked))
+    want = {ladder: [r for r in asked if r[1] == ladder] for ladder in {r[1] for r in asked}}
+    got = {h["ladder"]: h for h in hints["by_ladder"]}
+    assert set(got) == set(want)
+    for ladder, rows in want.items():
+        assert got[ladder]["exercise"] == "lesson06_mean_var"
+        assert (got[ladder]["students"], got[ladder]["taken"], got[ladder]["levels"]) == (
+            len({s for s, _, _ in rows}), len(rows), levels(rows)), ladder
+    assert {d["id"]: d["hinted"] for d in board["diagnoses"]} == {
+        d["id"]: len({s for s, _, _ in want.get(d["id"], [])}) for d in board["diagnoses"]}
+
+    text = course.client("review").get("/v1/dashboard", params={"assignment": "hw9", "format": "csv"}).text
+    value = {(r["section"], r["item"], r["key"], r["measure"]): r["value"] for r in csv.DictReader(io.StringIO(text))}
+    assert value[("hints", "", "", "taken")] == str(len(asked))
+    for ladder, rows in want.items():
+        for level, count in enumerate(levels(rows), start=1):
+            assert value[("hint_ladder", "lesson06_mean_var", ladder, f"level_{level}")] == str(count)
+    for d in board["diagnoses"]:
+        assert value[("diagnosis", "", d["id"], "hinted")] == str(d["hinted"])
