@@ -22,7 +22,26 @@ def _tab_to(page, selector: str, limit: int = 60) -> None:
     raise AssertionError(f"Tab never reached {selector}")
 
 
+def _take_hints(service, taught) -> None:
+    """A few students ask for hint levels through the API (the feedback token is their key), once."""
+    from sqlalchemy import select
+
+    from service.db.models import Submission
+
+    board = service.client(taught.ta_key).get("/v1/dashboard", params={"assignment": "hw6"}).json()
+    if board["hints"]["taken"]:
+        return
+    with service.sessions() as session:
+        tokens = list(session.scalars(select(Submission.feedback_token).where(
+            Submission.course_id == taught.course.id, Submission.status == "graded").order_by(Submission.id).limit(6)))
+    student = service.client()
+    for n, token in enumerate(tokens):
+        for _ in range(n % 4 + 1):  # 1, 2, 3, 4, 1, 2 levels of the first ladder offered
+            assert student.post(f"/v1/feedback/{token}/hints", json={}).status_code == 201
+
+
 def test_dashboard_by_keyboard_with_the_api_numbers(page, taught, service):
+    _take_hints(service, taught)
     board = service.client(taught.ta_key).get("/v1/dashboard", params={"assignment": "hw6"}).json()
     sign_in(page, service.url, taught.ta_key)
     _tab_to(page, 'a[href="/review/dashboard"]')
@@ -55,6 +74,21 @@ def test_dashboard_by_keyboard_with_the_api_numbers(page, taught, service):
     f = board["case_families"][0]
     expect(families.nth(0)).to_contain_text(f"{f['failing_latest']} / {f['students']}")
     expect(page.locator("#concepts tbody tr")).to_have_count(len(board["concepts"]))
+    # Hint levels taken: one row per exercise and per ladder, the API's students per level, drawn as bars.
+    hints = board["hints"]
+    assert hints["taken"] > 0
+    rows_hints = page.locator("#hint-levels tbody tr")
+    expect(rows_hints).to_have_count(len(hints["by_exercise"]) + len(hints["by_ladder"]))
+    for h in [*hints["by_exercise"], *hints["by_ladder"]]:
+        row = page.locator(f'#hint-levels tr[data-exercise="{h["exercise"]}"][data-ladder="{h["ladder"]}"]')
+        expect(row.locator("td.level")).to_have_text([str(n) for n in h["levels"]])
+        expect(row.locator("svg.level-bars")).to_have_attribute("role", "img")
+    expect(page.locator("#hints-total")).to_contain_text(str(hints["taken"]))
+    for i, d in enumerate(board["diagnoses"]):
+        expect(rows.nth(i).locator(".hinted")).to_contain_text(str(d["hinted"]))
+    _tab_to(page, 'nav.skip a[href="#hints"]')
+    page.keyboard.press("Enter")
+    assert page.url.endswith("#hints")
 
     # Skip links reach the sections by keyboard.
     _tab_to(page, 'nav.skip a[href="#diagnoses"]')
