@@ -118,8 +118,23 @@ def take_next(session: Session, row: Submission, hints: HintFile | None, offered
     hint = HintTaken(submission_id=row.id, course_id=row.course_id, diagnosis=diagnosis, level=level, cost=cost,
                      language=language)
     session.add(hint)
+    if cost:
+        _regrade_on_platform(session, row)
     session.commit()
     return hint
+
+
+def _regrade_on_platform(session: Session, row: Submission) -> None:
+    """A level that costs points changes the grade that counts: queue it for the LMS (LTI AGS), in
+    the same transaction that records the level."""
+    from service.db import store
+    from service.db.base import utcnow
+    from service.lti import scores as lti_scores
+
+    session.flush()
+    current = store.current_report(session, row)
+    if current is not None:
+        lti_scores.enqueue(session, row, current, policy=store.course_policy(session, row.course_id), at=utcnow())
 
 
 @dataclass

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from service.api.schemas import UTCDateTime
 from service.db.models import Decision, HintTaken, Submission
-from service.grades.policy import CoursePolicy, Counted, counted
+from service.grades.policy import CoursePolicy, Counted, counted, counted_report
 
 CSV_COLUMNS = ["assignment", "student_id", "student_name", "student_email", "exercise", "submission_id", "attempt",
                "graded_attempts", "points", "max_points", "raw_total", "passed", "state", "rule", "blocking",
@@ -89,13 +89,7 @@ def gradebook(session: Session, course_id: str, policy: CoursePolicy, *, assignm
         for decision in session.scalars(select(Decision).where(Decision.submission_id.in_(ids[start:start + 500]))
                                         .order_by(Decision.id)):
             decided.setdefault(decision.submission_id, []).append(_decision_text(decision))
-    hinted: dict[tuple[str, str], list[HintTaken]] = {}
-    owner = {row.id: key for key, rows in groups.items() for row in rows}
-    every = list(owner)
-    for start in range(0, len(every), 500):
-        for hint in session.scalars(select(HintTaken).where(HintTaken.submission_id.in_(every[start:start + 500]))
-                                    .order_by(HintTaken.id)):
-            hinted.setdefault(owner[hint.submission_id], []).append(hint)
+    charges = _charges(session, groups)
     out = []
     for key in sorted(groups):
         rows = groups[key]
@@ -103,20 +97,55 @@ def gradebook(session: Session, course_id: str, policy: CoursePolicy, *, assignm
                          student_email=rows[-1].student_email, graded_attempts=sum(r.status == "graded" for r in rows),
                          in_progress=sum(r.status in ("queued", "running") for r in rows),
                          not_gradable=sum(r.status == "not_gradable" for r in rows), state="none")
-        taken = hinted.get(key, [])
-        empty = empty.model_copy(update={"hints": [f"{h.diagnosis}:{h.level}" for h in taken],
-                                         "hint_cost": sum(h.cost for h in taken)})
+        hints, cost = charges.get(key, ((), 0.0))
+        empty = empty.model_copy(update={"hints": list(hints), "hint_cost": round(cost, 6)})
         if key not in chosen:
             out.append(empty)
             continue
         row, grade = chosen[key]
+        grade = grade.with_hints(hints, cost)
         out.append(empty.model_copy(update=dict(
             exercise=row.exercise_id, submission_id=row.id, attempt=row.attempt,
-            points=max(0.0, grade.points - empty.hint_cost),
+            points=grade.points,
             max_points=grade.max, raw_total=grade.total, passed=grade.passed,
             state="provisional" if grade.provisional else "final", rule=grade.rule, blocking=grade.blocking,
             ta_decisions=decided.get(row.id, []), graded_at=row.graded_at)))
     return Gradebook(course=course_id, assignment=assignment, policy=policy, rows=out, unattributed=unattributed)
+
+
+Charge = tuple[tuple[str, ...], float]  # the levels taken (`<ladder>:<level>`, oldest first) and their cost
+
+
+def _charges(session: Session, groups: dict[tuple[str, str], list[Submission]]) -> dict[tuple[str, str], Charge]:
+    """The hints each (assignment, student) took on any attempt, and what they cost."""
+    owner = {row.id: key for key, rows in groups.items() for row in rows}
+    every = list(owner)
+    taken: dict[tuple[str, str], list[HintTaken]] = {}
+    for start in range(0, len(every), 500):
+        for hint in session.scalars(select(HintTaken).where(HintTaken.submission_id.in_(every[start:start + 500]))
+                                    .order_by(HintTaken.id)):
+            taken.setdefault(owner[hint.submission_id], []).append(hint)
+    return {key: (tuple(f"{h.diagnosis}:{h.level}" for h in hints), sum(h.cost for h in hints))
+            for key, hints in taken.items()}
+
+
+def hint_charge(session: Session, submission: Submission) -> Charge:
+    """What the hints cost the grade of `submission`'s student, as the gradebook charges it: every level
+    taken on any attempt of the student's assignment (the submission's own without an assignment or a
+    student id). The LTI score, the webhook's grade and the Gradescope / PrairieLearn results use it."""
+    if submission.assignment is None or submission.student_id is None:
+        group = [submission]
+    else:
+        group = list(session.scalars(select(Submission).where(
+            Submission.course_id == submission.course_id, Submission.assignment == submission.assignment,
+            Submission.student_id == submission.student_id)))
+    return _charges(session, {("", ""): group}).get(("", ""), ((), 0.0))
+
+
+def counted_with_hints(session: Session, submission: Submission, report: dict, policy: CoursePolicy) -> Counted | None:
+    """The grade a platform gets for `report` (a report of `submission`): the veto policy, then the hints' cost."""
+    grade = counted_report(report, policy.veto_policy)
+    return None if grade is None else grade.with_hints(*hint_charge(session, submission))
 
 
 def _counted(row: Submission, policy: CoursePolicy) -> Counted:

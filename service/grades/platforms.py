@@ -6,9 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from service.grades.messages import Language, say, status_word
+from service.messages import render
 from service.grades.policy import Counted, CoursePolicy, counted_report
 from service.report import Item, Report
 
+NO_HINTS: tuple[tuple[str, ...], float] = ((), 0.0)  # the hint levels taken and their cost (gradebook.hint_charge)
 MAX_OUTPUT_CHARS = 60_000  # PrairieLearn caps the whole results file at 1 MB; Gradescope shows long text collapsed
 
 
@@ -55,6 +57,9 @@ def summary(report: Report, counted: Counted, *, language: Language, feedback_ur
     if counted.points != counted.total:
         lines.append(say("exported_line", language, points=counted.points, max=score.max))
     lines += _why(counted, language, report)
+    if counted.hint_cost:
+        lines.append(render("export_hint_cost", language, cost=counted.hint_cost, count=len(counted.hints),
+                            levels=list(counted.hints)))
     if score.provisional:
         lines.append(say("pending", language, reasons=", ".join(pending_reasons(report))))
     lines += [d.message for d in report.diagnoses]
@@ -93,7 +98,8 @@ def _verdict_tests(report: Report, language: Language) -> list[tuple[str, str]]:
     return tests
 
 
-def gradescope(report: Report, *, policy: CoursePolicy, feedback_url: str | None = None) -> dict[str, Any]:
+def gradescope(report: Report, *, policy: CoursePolicy, feedback_url: str | None = None,
+               hints: tuple[tuple[str, ...], float] = NO_HINTS) -> dict[str, Any]:
     """Gradescope autograder `results.json`: one test per rubric item, the score that counts on top."""
     language: Language = report.language
     base = {"output_format": "text", "test_output_format": "text", "test_name_format": "text",
@@ -101,6 +107,7 @@ def gradescope(report: Report, *, policy: CoursePolicy, feedback_url: str | None
     kernelgrade = {"submission_id": report.submission_id, "schema": "kernelgrade.report/v1", "status": report.status,
                    "exercise": report.exercise.model_dump()}
     counted = counted_report(report.model_dump(mode="json"), policy.veto_policy)
+    counted = counted.with_hints(*hints) if counted is not None else None
     if counted is None:  # not_gradable: no score at all, never a zero (docs/integrations.md)
         return {**base, "output": _not_gradable_text(report, language, feedback_url),
                 "tests": [{"name": say("not_gradable_test", language), "status": "failed",
@@ -121,7 +128,8 @@ def gradescope(report: Report, *, policy: CoursePolicy, feedback_url: str | None
         "extra_data": {"kernelgrade": {**kernelgrade, "total": counted.total, "counted": counted.points,
                                        "rule": counted.rule, "blocking": counted.blocking,
                                        "provisional": counted.provisional, "pending": pending_reasons(report),
-                                       "passed": counted.passed}},
+                                       "passed": counted.passed, "hint_cost": counted.hint_cost,
+                                       "hints": list(counted.hints)}},
     }
     if (seconds := report.timing.get("total_s")) is not None:
         results["execution_time"] = max(1, round(seconds))
@@ -139,10 +147,12 @@ def _test_output(item: Item) -> str:
     return _clip("\n".join(lines))
 
 
-def prairielearn(report: Report, *, policy: CoursePolicy, feedback_url: str | None = None) -> dict[str, Any]:
+def prairielearn(report: Report, *, policy: CoursePolicy, feedback_url: str | None = None,
+                 hints: tuple[tuple[str, ...], float] = NO_HINTS) -> dict[str, Any]:
     """PrairieLearn external-grader result: `score` in [0, 1]; `gradable: false` for not_gradable."""
     language: Language = report.language
     counted = counted_report(report.model_dump(mode="json"), policy.veto_policy)
+    counted = counted.with_hints(*hints) if counted is not None else None
     if counted is None:  # "no points awarded or lost, and not penalized an attempt" (PrairieLearn's words)
         text = _not_gradable_text(report, language, feedback_url)
         return {"gradable": False, "format_errors": [text], "message": text}

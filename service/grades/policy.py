@@ -1,7 +1,7 @@
 """The grade that counts: a course's policy (which attempt, what a veto exports) applied to a report's score."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -67,6 +67,15 @@ class Counted:
     provisional: bool
     blocking: str | None
     rule: Literal["total", "capped", "zero"]
+    hint_cost: float = 0.0  # what the hint levels taken cost (the course's hint_cost), already off `points`
+    hints: tuple[str, ...] = ()  # the levels taken, `<ladder>:<level>`, oldest first
+
+    def with_hints(self, hints: tuple[str, ...], cost: float) -> Counted:
+        """The same grade less what the hints cost, never below 0: every export (gradebook, LTI,
+        webhooks, Gradescope, PrairieLearn) takes it off the same way (service.grades.gradebook.hint_charges)."""
+        cost = round(max(0.0, cost), 6)
+        return replace(self, points=round(max(0.0, self.points - cost), 6) if cost else self.points,
+                       hint_cost=cost, hints=tuple(hints))
 
     @property
     def cap(self) -> float:

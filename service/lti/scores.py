@@ -4,7 +4,8 @@ queued) and posted by a background thread with retries, every attempt recorded. 
 protocol (service token, line item lookup or creation, the score POST).
 
 Which score: the grade that counts for the student on the placement, as the course's gradebook
-has it (service.grades: the last or the best graded attempt, the veto policy's cap or zero), so
+has it (service.grades: the last or the best graded attempt, the veto policy's cap or zero, less
+what the hint levels taken cost; taking a level queues the score again), so
 the LMS and every export agree. `PendingManual` while a suspected veto or a low-confidence answer
 waits for a TA, `FullyGraded` after. A `not_gradable` report changes no grade, so nothing is posted:
 it costs the student nothing."""
@@ -26,9 +27,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from service.db.base import as_utc, utcnow
 from service.db.lti_models import LtiDeployment, LtiLink, LtiPlatform, LtiScoreAttempt, LtiScorePost, LtiSubmission
 from service.db.models import ReportRow, Submission
-from service.grades.gradebook import gradebook
+from service.grades.gradebook import counted_with_hints, gradebook
 from service.grades.platforms import summary
-from service.grades.policy import CoursePolicy, Counted, counted_report
+from service.grades.policy import CoursePolicy, Counted
 from service.lti import keys
 from service.lti.adapter import ToolRegistration
 from service.lti.http import BoundedSession
@@ -69,21 +70,25 @@ def counting_submission(session: Session, submission: Submission, sub: str, poli
     return session.get(Submission, row.submission_id) if row is not None and row.submission_id else None
 
 
-def enqueue(session: Session, submission: Submission, report_row: ReportRow, *, policy: CoursePolicy) -> LtiScorePost | None:
-    """Queue the student's grade on the placement after this report became current (the caller
-    commits); nothing when it did not change what the LMS has or will get."""
+def enqueue(session: Session, submission: Submission, report_row: ReportRow, *, policy: CoursePolicy,
+            at: datetime | None = None) -> LtiScorePost | None:
+    """Queue the student's grade on the placement after this report became current, or after the
+    student took a hint level (`at`: when; the caller commits); nothing when it did not change what
+    the LMS has or will get."""
     origin = session.get(LtiSubmission, submission.id)
     if origin is None:
         return None
     chosen = counting_submission(session, submission, origin.sub, policy)
     current = session.get(ReportRow, chosen.current_report_id) if chosen is not None and chosen.current_report_id else None
-    counted = counted_report(current.report, policy.veto_policy) if current is not None else None
+    counted = counted_with_hints(session, chosen, current.report, policy) if current is not None else None
     if chosen is None or current is None or counted is None:
         return None  # no graded attempt yet
-    if report_row.created_at is None:
-        report_row.created_at = utcnow()
+    if at is None:
+        if report_row.created_at is None:
+            report_row.created_at = utcnow()
+        at = report_row.created_at
     score = score_body(Report.model_validate(current.report), counted, sub=origin.sub, submitted_at=chosen.created_at,
-                       at=report_row.created_at)
+                       at=at)
     last = session.scalar(select(LtiScorePost).where(LtiScorePost.link_id == origin.link_id, LtiScorePost.sub == origin.sub,
                                                      LtiScorePost.state.in_(("pending", "posted")))
                           .order_by(LtiScorePost.id.desc()).limit(1))

@@ -26,7 +26,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from service.db.base import utcnow
 from service.db.models import Course, Decision, ReportRow, Submission, WebhookDelivery
-from service.grades.policy import CoursePolicy, counted_report
+from service.grades.gradebook import counted_with_hints
+from service.grades.policy import CoursePolicy
 from service.worker.webhook_payload import LEGACY_SIGNATURE_HEADER as SIGNATURE_HEADER
 from service.worker.webhook_payload import legacy_signature as sign
 from service.worker.webhook_payload import message
@@ -167,11 +168,12 @@ def _payload_parts(session: Session, delivery: WebhookDelivery) -> dict:
     submission = session.get(Submission, delivery.submission_id)
     report = session.get(ReportRow, delivery.report_id)
     course = session.get(Course, submission.course_id)
-    counted = counted_report(report.report, CoursePolicy(grade_policy=course.grade_policy,
-                                                         veto_policy=course.veto_policy).veto_policy)
+    counted = counted_with_hints(session, submission, report.report,
+                                 CoursePolicy(grade_policy=course.grade_policy, veto_policy=course.veto_policy))
     grade = None if counted is None else {"points": counted.points, "max": counted.max, "total": counted.total,
                                           "rule": counted.rule, "passed": counted.passed,
-                                          "provisional": counted.provisional, "blocking": counted.blocking}
+                                          "provisional": counted.provisional, "blocking": counted.blocking,
+                                          "hint_cost": counted.hint_cost, "hints": list(counted.hints)}
     decision = session.get(Decision, delivery.decision_id) if delivery.decision_id is not None else None
     student = ({"id": submission.student_id, "name": submission.student_name, "email": submission.student_email}
                if submission.student_id else None)

@@ -71,3 +71,62 @@ def test_a_submission_not_graded_yet_offers_no_hint(course, service):
     url = f"/v1/feedback/{row.feedback_token}/hints"
     assert student.get(url).json()["ladders"] == []
     assert student.post(url).status_code == 409
+
+
+def test_every_export_takes_the_same_hint_cost_off(course, service):
+    """A course charging 0.5 per level; a student takes three levels, then a TA's decisions give
+    the attempt 9 points (capped at 7.5 by its confirmed veto). The gradebook, the Gradescope and
+    PrairieLearn results and the webhook's grade all say 7.5 − 1.5 = 6, and why."""
+    from tests.api.support import Receiver, cheap_body
+    from tests.api.test_webhooks import delivered, standard_verify
+    from tests.support.platform_specs import check_gradescope, check_prairielearn
+
+    course.client("admin").put("/v1/course/policy", json={"hint_cost": 0.5}).raise_for_status()
+    client = course.client("submit", "read", "review")
+    with Receiver(fail_first=0) as receiver:
+        body = {**cheap_body(), "callback_url": receiver.url, "assignment": "hw-hints", "student": {"id": "h1"}}
+        view = wait_final(client, client.post("/v1/submissions", json=body).json()["id"])
+        submission_id = view["id"]
+        delivered(client, submission_id)
+        student = service.client()
+        for _ in range(3):
+            assert student.post(f"/v1/feedback/{_token(view)}/hints", json={}).status_code == 201
+        items = {"code.regular": 2, "q1": 2, "q2": 2, "q3": 2, "code.explanation": 1}
+        for item, points in items.items():
+            response = client.post(f"/v1/submissions/{submission_id}/decisions",
+                                   json={"item": item, "points": points, "reason": "TA review"})
+            assert response.status_code == 201, response.text
+        delivered(client, submission_id, count=1 + len(items))
+        last = standard_verify(course.webhook_secret, receiver.snapshot()[-1])
+
+    (row,) = [r for r in client.get("/v1/grades").json()["rows"] if r["student_id"] == "h1"]
+    assert (row["raw_total"], row["rule"], row["hint_cost"]) == (9, "capped", 1.5)
+    assert row["points"] == 6.0 and len(row["hints"]) == 3
+
+    gradescope = client.get(f"/v1/submissions/{submission_id}/report", params={"format": "gradescope"}).json()
+    assert check_gradescope(gradescope) == row["points"]
+    kg = gradescope["extra_data"]["kernelgrade"]
+    assert (kg["counted"], kg["hint_cost"], kg["hints"]) == (6.0, 1.5, row["hints"])
+    assert "提示扣分：1.5 分" in gradescope["output"] and " ".join(row["hints"][:1]) in gradescope["output"]
+    prairielearn = client.get(f"/v1/submissions/{submission_id}/report", params={"format": "prairielearn"}).json()
+    assert check_prairielearn(prairielearn) == row["points"] / 10
+    assert "提示扣分：1.5 分" in prairielearn["message"]
+
+    grade = last["data"]["grade"]
+    assert last["type"] == "submission.decision_recorded"
+    assert (grade["points"], grade["total"], grade["hint_cost"], grade["hints"]) == (6.0, 9, 1.5, row["hints"])
+    assert grade["rule"] == "capped"
+
+
+def test_free_hints_change_no_export(course, service):
+    """hint_cost 0 (the default): levels are recorded, the points stay."""
+    client = course.client("submit", "read")
+    from tests.api.support import cheap_body
+
+    view = wait_final(client, client.post("/v1/submissions", json={**cheap_body(), "assignment": "hw-free",
+                                                                   "student": {"id": "f1"}}).json()["id"])
+    assert service.client().post(f"/v1/feedback/{_token(view)}/hints", json={}).status_code == 201
+    (row,) = [r for r in client.get("/v1/grades").json()["rows"] if r["student_id"] == "f1"]
+    gradescope = client.get(f"/v1/submissions/{view['id']}/report", params={"format": "gradescope"}).json()
+    assert row["hints"] and row["hint_cost"] == 0 and row["points"] == row["raw_total"] == gradescope["score"]
+    assert gradescope["extra_data"]["kernelgrade"]["hint_cost"] == 0 and "提示扣分" not in gradescope["output"]

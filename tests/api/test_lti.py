@@ -18,7 +18,7 @@ from service.db.models import Submission
 from service.lti import keys
 from service.web.i18n import LTI_REFUSALS
 from tests.api.support import EXERCISE, Course, Service, cheap_body, example_body, template_body, wait_final, wait_for
-from tests.support.lti_platform import Browser, Link, Platform, forms
+from tests.support.lti_platform import LEARNER, Browser, Link, Platform, User, forms
 
 PARTIAL_Q2 = "减掉均值以后 padding 变成 -mean，平方以后是 mean^2，所以方差偏大。"
 
@@ -345,3 +345,40 @@ def test_a_link_without_a_line_item_gets_one_created(lti, platform, registered, 
     link.line_item = item["id"].rsplit("/", 1)[-1]
     (score,) = wait_for(lambda: platform.scores(link) or None, timeout=60, what="bob's score on the new line item")
     assert score["userId"] == "bob" and score["gradingProgress"] == "FullyGraded"
+
+
+def test_a_hint_that_costs_points_reposts_the_score_less_its_cost(lti, platform, registered, linked, browser):
+    """The course charges 0.5 per hint level: the student's two levels re-post the score to the
+    platform with 1 point off, the comment says so, and the gradebook has the same number."""
+    course, _ = registered
+    admin = course.client("admin", "read")
+    admin.put("/v1/course/policy", json={"hint_cost": 0.5}).raise_for_status()
+    platform.state.users["dora"] = User("dora", "Dora Ma", "dora@example.edu", [LEARNER])  # this test's own student
+    try:
+        page = browser.launch(platform, user="dora", hint=f"link:{linked.id}")
+        assert submit(browser, lti, page, example_body()).status_code == 200
+        (row,) = lti_submissions(lti, "dora")
+        wait_for(lambda: lti.row(row.id).status == "graded", timeout=120, what="dora's grading")
+
+        def doras(count: int):
+            return lambda: (s := [s for s in platform.scores(linked) if s["userId"] == "dora"]) and len(s) >= count and s
+
+        (first,) = wait_for(doras(1), timeout=60, what="dora's score")
+        assert first["scoreGiven"] == 10
+        student = lti.client()  # the feedback token is the student's key
+        for _ in range(2):
+            assert student.post(f"/v1/feedback/{row.feedback_token}/hints", json={}).status_code == 201
+        def less_the_hints():
+            scores = doras(2)()
+            return scores if scores and scores[-1]["scoreGiven"] == 9.0 else None
+
+        # Each level re-posts (a post still waiting is superseded by the next): the last one is 10 − 2 × 0.5.
+        last = wait_for(less_the_hints, timeout=60, what="dora's score after the hints")[-1]
+        assert last["scoreGiven"] == 9.0 and last["scoreMaximum"] == 10 and last["gradingProgress"] == "FullyGraded"
+        assert "1" in last["comment"] and ("提示" in last["comment"] or "Hints" in last["comment"])
+        assert last["timestamp"] > first["timestamp"]
+        (book,) = [r for r in admin.get("/v1/grades").json()["rows"] if r["submission_id"] == row.id]
+        assert book["points"] == last["scoreGiven"] and book["hint_cost"] == 1.0
+    finally:
+        admin.put("/v1/course/policy", json={"hint_cost": 0}).raise_for_status()
+        del platform.state.users["dora"]

@@ -23,6 +23,7 @@ from service.config import Settings
 from service.db import store
 from service.db.models import Submission
 from service.exercises import ExerciseNotFound
+from service.grades.gradebook import hint_charge
 from service.grades.platforms import gradescope, prairielearn
 from service.lti import scores as lti_scores
 from service.report import Report
@@ -272,7 +273,8 @@ def get_report(request: Request, submission_id: str, session: SessionDep, settin
         return JSONResponse(report.model_dump(mode="json", by_alias=True))
     export = {"gradescope": gradescope, "prairielearn": prairielearn}[format]
     return JSONResponse(export(report, policy=store.course_policy(session, key.course_id),
-                               feedback_url=links(base_url(request, settings), row).feedback_page))
+                               feedback_url=links(base_url(request, settings), row).feedback_page,
+                               hints=hint_charge(session, row)))
 
 
 @router.post("/{submission_id}/regrade", status_code=202, response_model=SubmissionView,
