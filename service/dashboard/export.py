@@ -41,12 +41,12 @@ def rows(board: Dashboard) -> list[list[object]]:
             out.append(["concept", c.item, c.concept, c.label, measure, getattr(c, measure)])
     out.append(["hints", "", "", "", "students", board.hints.students])
     out.append(["hints", "", "", "", "taken", board.hints.taken])
-    for h in [*board.hints.by_exercise, *board.hints.by_ladder]:
+    for ladder in [*board.hints.by_exercise, *board.hints.by_ladder]:
         # item: the exercise; key: the ladder (empty: every ladder of the exercise)
         for measure in ("students", "taken"):
-            out.append(["hint_ladder", h.exercise, h.ladder, "", measure, getattr(h, measure)])
-        for level, students in enumerate(h.levels, start=1):
-            out.append(["hint_ladder", h.exercise, h.ladder, "", f"level_{level}", students])
+            out.append(["hint_ladder", ladder.exercise, ladder.ladder, "", measure, getattr(ladder, measure)])
+        for level, students in enumerate(ladder.levels, start=1):
+            out.append(["hint_ladder", ladder.exercise, ladder.ladder, "", f"level_{level}", students])
     t = board.timeline
     for measure in ("latency_p50_s", "latency_p95_s", "peak_queue_depth"):
         out.append(["timeline", "", "", "", measure, getattr(t, measure)])

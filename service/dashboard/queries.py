@@ -127,7 +127,8 @@ class Dashboard(BaseModel):
     diagnoses: list[DiagnosisRow]
     case_families: list[CaseFamilyRow]
     concepts: list[ConceptRow]
-    hints: Hints = Field(default_factory=Hints, description="the hint ladder's levels taken (service/hints.py)")
+    hints: Hints = Field(default_factory=lambda: Hints(students=0, taken=0, by_exercise=[], by_ladder=[]),
+                        description="the hint ladder's levels taken (service/hints.py)")
     timeline: Timeline
 
 
@@ -170,12 +171,11 @@ def dashboard(session: Session, course_id: str, assignment: str, *, deadline: da
     exercises = sorted(session.scalars(select(Submission.exercise_id).where(scope).distinct()))
     facts = _facts(session, graded, latest)
     hints, hinted = _hints(session, scope)
-    diagnoses = [d.model_copy(update={"hinted": hinted.get(d.id, 0)}) for d in _diagnoses(session, graded, facts)]
     return Dashboard(
         course=course_id, assignment=assignment, exercises=exercises, overview=overview,
         scores=_scores(session, latest, overview), attempts_to_pass=_attempts(session, graded),
         not_passed_yet=overview.students_graded - overview.students_passed,
-        rules=_rules(facts), diagnoses=diagnoses, case_families=_families(facts),
+        rules=_rules(facts), diagnoses=_diagnoses(session, graded, facts, hinted), case_families=_families(facts),
         concepts=_concepts(facts), hints=hints, timeline=_timeline(session, scope, deadline))
 
 
@@ -269,7 +269,8 @@ def _rules(facts: dict[tuple[str, str, str], _Fact]) -> list[RuleRow]:
     return sorted(rows, key=lambda r: (-r.students, r.kind, r.rule))
 
 
-def _diagnoses(session: Session, graded: ColumnElement[bool], facts: dict[tuple[str, str, str], _Fact]) -> list[DiagnosisRow]:
+def _diagnoses(session: Session, graded: ColumnElement[bool], facts: dict[tuple[str, str, str], _Fact],
+               hinted: dict[str, int]) -> list[DiagnosisRow]:
     ranked = (select(ReportFact.key, ReportFact.submission_id,
                      func.row_number().over(partition_by=ReportFact.key,
                                             order_by=(Submission.created_at.desc(), Submission.id.desc())).label("rn"))
@@ -280,7 +281,8 @@ def _diagnoses(session: Session, graded: ColumnElement[bool], facts: dict[tuple[
                                               .where(ranked.c.rn <= EXAMPLES).order_by(ranked.c.key, ranked.c.rn)):
         examples.setdefault(key, []).append(submission_id)
     rows = [DiagnosisRow(id=key, message=f.label or key, students=f.students_bad, submissions=f.submissions_bad,
-                         students_latest=f.latest - f.latest_ok, examples=examples.get(key, []))
+                         students_latest=f.latest - f.latest_ok, examples=examples.get(key, []),
+                         hinted=hinted.get(key, 0))
             for (kind, _, key), f in facts.items() if kind == "diagnosis" and f.students_bad]
     return sorted(rows, key=lambda r: (-r.students, -r.submissions, r.id))
 

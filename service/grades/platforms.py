@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from service.grades.messages import Language, say, status_word
-from service.messages import render
 from service.grades.policy import Counted, CoursePolicy, counted_report
+from service.messages import render
 from service.report import Item, Report
 
 NO_HINTS: tuple[tuple[str, ...], float] = ((), 0.0)  # the hint levels taken and their cost (gradebook.hint_charge)

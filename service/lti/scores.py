@@ -80,9 +80,11 @@ def enqueue(session: Session, submission: Submission, report_row: ReportRow, *, 
         return None
     chosen = counting_submission(session, submission, origin.sub, policy)
     current = session.get(ReportRow, chosen.current_report_id) if chosen is not None and chosen.current_report_id else None
-    counted = counted_with_hints(session, chosen, current.report, policy) if current is not None else None
-    if chosen is None or current is None or counted is None:
+    if chosen is None or current is None:
         return None  # no graded attempt yet
+    counted = counted_with_hints(session, chosen, current.report, policy)
+    if counted is None:
+        return None
     if at is None:
         if report_row.created_at is None:
             report_row.created_at = utcnow()

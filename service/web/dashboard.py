@@ -15,9 +15,9 @@ from service.api.deps import SessionDep
 from service.dashboard.export import to_csv
 from service.dashboard.queries import Dashboard, assignments, dashboard
 from service.downloads import csv_attachment
-from service.web import auth
 from service.hints import LEVEL_NAMES, LEVELS
 from service.messages import render as say
+from service.web import auth
 from service.web.charts import Bin, Series, histogram, hourly, level_bars, share_bar
 from service.web.i18n import DASHBOARD
 from service.web.pages import render, secure
@@ -117,7 +117,8 @@ def dashboard_page(request: Request, session: SessionDep, course: Text = "", ass
     query = {"course": course, "assignment": assignment, **({"deadline": deadline} if when else {})}
     return render(request, "dashboard.html", {
         "title": f"{w['title']} · {assignment}", "w": w, "t": {"lang": w["lang"]}, "csrf": auth.csrf_token(request), "keys": keys, "board": board,
-        "charts": _charts(board, w), "hw": _hint_words(lang), "fmt": _fmt, "pct": _pct, "deadline": deadline if when else "",
+        "charts": _charts(board, w), "hw": _hint_words(lang), "fmt": _fmt, "pct": _pct,
+        "deadline": deadline if when else "",
         "course": course, "assignment": assignment, "lang": lang,
         "csv_href": "/review/dashboard.csv?" + urlencode(query),
         "lang_href": "/review/dashboard?" + urlencode({**query, "lang": other}),

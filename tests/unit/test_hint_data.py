@@ -53,7 +53,7 @@ def diagnosis_ids(checks_source: str) -> set[str]:
     for group in re.findall(r"\bkey in \(([^)]*)\)", checks_source):
         ids |= set(re.findall(_ID, group))
     for name in re.findall(r"(?:setdefault\(|\b(?:key|k) == )([A-Z][A-Z0-9_]*)\b", checks_source):
-        local = re.search(rf"^{name}\s*=\s*{_ID}", checks_source, re.M)
+        local = re.search(rf"^{name}\s*=\s*{_ID}", checks_source, re.MULTILINE)
         value = local.group(1) if local else getattr(diagnose, name, None)
         assert isinstance(value, str), f"diagnosis id constant {name} not found"
         ids.add(value)
