@@ -20,6 +20,22 @@ class DeviceMode(str, enum.Enum):
     interpreter = "interpreter"
 
 
+# Tasks (processes and threads) the runtime itself holds before a submission runs: measured 2 on
+# the interpreter and 18 on an H200 after CUDA init and a first compile (SECURITY.md), with room.
+# A sandbox's process cap is `Limits.processes` on top of these, the same number on every
+# backend, so a submission gets the same budget on every device.
+RUNTIME_TASKS: dict[DeviceMode, int] = {DeviceMode.interpreter: 16, DeviceMode.gpu: 64}
+
+# Pin the runtime's CPU thread pools to one thread: the number of tasks the runtime holds must not
+# depend on the host's core count (it is part of the process cap), and the sandbox computes on the
+# GPU or in the interpreter, not in torch's CPU pools.
+RUNTIME_THREAD_ENV: dict[str, str] = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+
+# Set by backends whose sandbox has a pid namespace of its own (bwrap, docker): only there may the
+# harness end every other process it sees after a case (never on the unsafe local backend).
+OWN_PID_NAMESPACE_ENV = "KERNELGRADE_OWN_PID_NAMESPACE"
+
+
 class Limits(BaseModel):
     """Every limit of one sandboxed run; units in the names."""
 
@@ -38,13 +54,19 @@ class Limits(BaseModel):
     file_size_bytes: int = Field(64 * MiB, gt=0, description="RLIMIT_FSIZE")
     open_files: int = Field(256, gt=0, description="RLIMIT_NOFILE")
     processes: int = Field(512, gt=0, description=(
-        "bwrap: pids.max of the sandbox's own pids cgroup where the service can write one (threads count), "
-        "and RLIMIT_NPROC always (counted per host user; the kernel does not apply it to root); docker: pids_limit"))
+        "processes and threads the submission may start, on top of the runtime's own (RUNTIME_TASKS): the cap "
+        "`process_cap(mode)` is bwrap's pids.max of the sandbox's own pids cgroup where the service can write "
+        "one, and RLIMIT_NPROC always (counted per host user; the kernel does not apply it to root); docker's "
+        "pids_limit"))
     tmpfs_bytes: int = Field(512 * MiB, gt=0, description="size of the private /tmp")
     output_bytes: int = Field(64 * MiB, gt=0, description="cap of the whole verdict channel")
     case_output_bytes: int = Field(16 * MiB, gt=0, description="cap of one case's tensors")
     log_bytes: int = Field(64 * 1024, gt=0, description="stdout/stderr kept from the sandbox")
     max_restarts: int = Field(3, ge=0, description="fresh sandboxes after a crash or a timeout")
+
+    def process_cap(self, mode: DeviceMode) -> int:
+        """The sandbox's cap on processes and threads: the submission's budget plus the runtime's own."""
+        return self.processes + RUNTIME_TASKS[mode]
 
 
 class TensorArg(BaseModel):

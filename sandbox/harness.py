@@ -31,6 +31,37 @@ MAX_RECORDED_BYTES = 8 << 20
 _JOB_DIR = "/job/"
 
 
+def _end_stray_processes() -> int:
+    """Kill every process of the sandbox but this one and its ancestors, and reap our children:
+    what the submission started ends with the case that started it, so a later case (and Triton's
+    own `ptxas`) has the whole process budget again. The pid namespace is the sandbox's alone.
+    Best effort: the submission shares this interpreter and could patch `os`, but then it only
+    keeps its own budget spent; the trusted side still kills everything when the sandbox ends."""
+    if os.environ.get("KERNELGRADE_OWN_PID_NAMESPACE") != "1":  # sandbox.contract.OWN_PID_NAMESPACE_ENV
+        return 0  # the unsafe local backend: these are the host's processes
+    keep, pid = set(), os.getpid()
+    while pid > 0 and pid not in keep:
+        keep.add(pid)
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+                pid = int(fh.read().rsplit(")", 1)[1].split()[1])  # ppid: the field after the state
+        except (OSError, ValueError, IndexError):
+            break
+    killed = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) not in keep:
+            with contextlib.suppress(OSError):
+                os.kill(int(entry), 9)
+                killed.append(int(entry))
+    for pid in killed:  # our own children: reap them (a zombie still counts against the cap)
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, 0)
+    with contextlib.suppress(ChildProcessError, OSError):
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+    return len(killed)
+
+
 def _truncate(text: str, limit: int = MAX_TEXT) -> str:
     text = text.replace("\x00", "")
     if len(text) <= limit:
@@ -150,6 +181,7 @@ def main() -> int:
     except BaseException as exc:  # noqa: BLE001 - the student's program failed to load
         send({"type": "load_error", "error": _student_traceback(exc)})
         return EXIT_OK
+    _end_stray_processes()
 
     if job["run_given_check"]:
         send({"type": "given_start"})
@@ -198,6 +230,7 @@ def main() -> int:
             record_blob = b""
         send({"type": "given", "status": status, "output": _truncate(captured.getvalue()),
               "elapsed_s": time.perf_counter() - t0, "calls": calls[0]}, record_blob)
+        _end_stray_processes()
         if gpu_poisoned():
             return EXIT_GPU_POISONED
 
@@ -264,11 +297,13 @@ def main() -> int:
             records, blob = _error_evidence(guards, save)
             send({"type": "case", "id": case["id"], "status": "error", "error": error,
                   "elapsed_s": time.perf_counter() - t0, "guards": records}, blob)
+            _end_stray_processes()
             if gpu_poisoned():
                 return EXIT_GPU_POISONED
             continue
         send({"type": "case", "id": case["id"], "status": "ok", "elapsed_s": time.perf_counter() - t0,
               "guards": records}, blob)
+        _end_stray_processes()
     if job.get("speed") and mode == "gpu":  # informational timing on one large input, after every case
         send({"type": "speed_start"})
         send(_speed(job["speed"], entry, inputs, torch))

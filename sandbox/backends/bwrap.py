@@ -21,7 +21,7 @@ from pathlib import Path
 
 from sandbox.backends.base import TRITON_CACHE_MOUNT_POINT, Confinement, LaunchSpec, SandboxUnavailable, TritonCacheMount
 from sandbox.cgroups import PIDS_CGROUP, host_pids_cgroups, sandbox_cgroups
-from sandbox.contract import GiB, DeviceMode, Limits
+from sandbox.contract import OWN_PID_NAMESPACE_ENV, RUNTIME_THREAD_ENV, GiB, DeviceMode, Limits
 from sandbox.host_uids import lease_host_uid
 from sandbox.seccomp import filter_fd, filter_program
 
@@ -133,7 +133,7 @@ class BwrapBackend:
         pids cgroup, an unprivileged host uid of its own (sandbox/host_uids.py), where an
         unprivileged sandbox with these very mounts can start (else it stays root-mapped: the
         probe's warning says why). Raises OSError."""
-        confinement = Confinement(cgroups=sandbox_cgroups(processes=limits.processes,
+        confinement = Confinement(cgroups=sandbox_cgroups(processes=limits.process_cap(mode),
                                                           memory_bytes=limits.memory_cgroup_bytes))
         try:
             self._confine(confinement, limits=limits, mode=mode, device_index=device_index, job_dir=job_dir)
@@ -282,6 +282,8 @@ class BwrapBackend:
             "--setenv", "PATH", "/usr/bin:/bin",
             "--setenv", "HOME", "/tmp",
             "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
+            *(arg for name, value in RUNTIME_THREAD_ENV.items() for arg in ("--setenv", name, value)),
+            "--setenv", OWN_PID_NAMESPACE_ENV, "1",  # --unshare-all above
             *cache_env,
         ]
         if mode is DeviceMode.interpreter:
@@ -302,7 +304,7 @@ class BwrapBackend:
             f"--cpu={limits.cpu_time_s}",
             f"--fsize={limits.file_size_bytes}",
             f"--nofile={limits.open_files}",
-            f"--nproc={limits.processes}",  # per host uid, not for root: see new_cgroup
+            f"--nproc={limits.process_cap(mode)}",  # per host uid, not for root: see new_cgroup
             "--core=0",
         ]
         if mode is DeviceMode.interpreter:

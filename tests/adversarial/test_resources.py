@@ -15,7 +15,7 @@ import pytest
 
 from sandbox.backends.bwrap import BwrapBackend
 from sandbox.cgroups import host_memory_cgroups, host_pids_cgroups
-from sandbox.contract import DeviceMode
+from sandbox.contract import DeviceMode, Limits
 from tests.adversarial.kit import (
     DENIED, REGULAR_CASES, assert_denied, assert_failed, assert_graded_normally, case, denied_details, device_mode, grade,
     guarded, host_processes_with, interpreter_only, submission,
@@ -35,18 +35,52 @@ KERNEL_LOOP_TIMEOUT_S = 5.0
 FORK_LIMIT = 16
 
 
+def test_what_a_case_starts_ends_with_the_case(host):
+    """A process the submission starts in one case is gone (killed and reaped) when the next case
+    runs: a bomb in the given check or an early case cannot spend the later cases' process budget
+    (on the GPU, each new specialization needs a process for Triton's ptxas)."""
+    report = grade(guarded('''
+def attack(x, y):
+    def start():
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.execv("/usr/bin/sleep", [@TOKEN@, "60"])
+            finally:
+                os._exit(0)
+        return [pid, 0]
+    state = once("sleeper", start)
+    state[1] += 1
+    if state[1] == 1:
+        return False, 1.0  # the call that started it
+    try:
+        os.kill(state[0], 0)
+    except OSError as exc:
+        return False, 2.0 + (exc.errno == 3)  # 3.0: ESRCH, no such process any more
+    return True, 0.0  # still there, or a zombie nobody reaped
+''', TOKEN=host.token))
+    host.assert_untouched()
+    details = denied_details(report)
+    # the given check calls it first; every later call (each regular case) finds the sleeper gone
+    assert details and all(d == 3.0 for d in details), details
+
+
 def test_fork_bomb_is_bounded_by_the_process_limit(host):
     """Limits.processes holds: a pids cgroup per sandbox where the service can write one (it binds
     for root too), RLIMIT_NPROC elsewhere (which the kernel does not apply to root: there, as root,
-    this test fails, and it should). Where the limit does not hold, all 64 forks succeed and the
-    attack passes its cases."""
-    # Bounded on purpose (64 children, each exec'd into `sleep` with the token as its argv[0]):
-    # enough to show whether Limits.processes holds, without risking the machine if it does not.
+    this test fails, and it should). The cap is the submission's budget plus the runtime's own
+    tasks (CUDA's threads on the GPU), the same on every backend. Where the limit does not hold, all
+    the forks succeed and the attack passes its cases; where it holds, the children end with the
+    case that started them, so the later cases compile and run (on the GPU, Triton's ptxas needs a
+    process of its own) and show the denial too."""
+    cap = Limits(processes=FORK_LIMIT).process_cap(device_mode())
+    # Bounded on purpose (2 x cap children, each exec'd into `sleep` with the token as its argv[0]):
+    # enough to show whether the cap holds, without risking the machine if it does not.
     report = grade(guarded('''
 def attack(x, y):
     def bomb():
         started = 0
-        for _ in range(4 * @LIMIT@):
+        for _ in range(@ATTEMPTS@):
             try:
                 pid = os.fork()
             except OSError:
@@ -59,14 +93,14 @@ def attack(x, y):
             started += 1
         return started
     started = once("forks", bomb)
-    return started > @LIMIT@, started
-''', LIMIT=FORK_LIMIT, TOKEN=host.token), processes=FORK_LIMIT)
+    return started >= @ATTEMPTS@, started
+''', ATTEMPTS=2 * cap, TOKEN=host.token), processes=FORK_LIMIT)
     # Whatever happened inside, every child is gone once the grading is over.
     host.assert_untouched()
     assert_graded_normally()
     # The attack ran to its end in every case (not a sandbox that could not start) and was refused.
     started = assert_denied(report)
-    assert all(0 <= n <= FORK_LIMIT for n in started), started
+    assert all(0 <= n < cap for n in started), (started, cap)
     # The report says which limit held.
     expected = "pids cgroup" if host_pids_cgroups() else BwrapBackend(python=sys.executable, hidden_paths=[]).process_limit(device_mode())
     if host.backend == "docker":

@@ -27,7 +27,7 @@ from sandbox.backends.docker.launcher import demux
 from sandbox.backends.docker.options import DockerOptions
 from sandbox.backends.docker.reaper import is_stale, owner_id, reap
 from sandbox.backends.docker.spec import SHELL_SCRIPT, ContainerView, container_spec
-from sandbox.contract import DeviceMode, GiB, Limits, MiB
+from sandbox.contract import RUNTIME_TASKS, DeviceMode, GiB, Limits, MiB
 
 JOB = Path("/var/lib/kernelgrade-jobs/kg-job-123-abc")
 LIMITS = Limits(tmpfs_bytes=256 * MiB, memory_bytes=8 * GiB, processes=128, cpu_time_s=300,
@@ -76,7 +76,9 @@ def test_isolation_settings():
 
 def test_limits():
     kw = spec()["kwargs"]
-    assert kw["pids_limit"] == 128
+    # the submission's 128 on top of the runtime's own tasks (CUDA's threads: spec() is GPU mode)
+    assert kw["pids_limit"] == 128 + RUNTIME_TASKS[DeviceMode.gpu] == LIMITS.process_cap(DeviceMode.gpu)
+    assert spec(mode=DeviceMode.interpreter)["kwargs"]["pids_limit"] == 128 + RUNTIME_TASKS[DeviceMode.interpreter]
     assert kw["mem_limit"] == 8 * GiB
     assert kw["memswap_limit"] == 8 * GiB  # = mem_limit: no swap
     assert kw["nano_cpus"] == 2_500_000_000
@@ -171,6 +173,10 @@ def test_interpreter_mode_gets_no_gpu_at_all():
     assert kw["environment"] == {
         "PATH": "/usr/bin:/bin", "HOME": "/tmp", "TRITON_CACHE_DIR": "/tmp/triton-cache",
         "PYTHONDONTWRITEBYTECODE": "1", "NVIDIA_VISIBLE_DEVICES": "void", "TRITON_INTERPRET": "1",
+        # one thread per CPU pool (the runtime's task count is part of the process cap), and the
+        # container's own pid namespace: the harness may end what a case left running
+        "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+        "KERNELGRADE_OWN_PID_NAMESPACE": "1",
     }
 
 
@@ -274,7 +280,7 @@ def test_the_docker_sdk_accepts_the_spec_as_it_is():
     assert host_config["ReadonlyRootfs"] is True
     assert host_config["CapDrop"] == ["ALL"]
     assert host_config["SecurityOpt"] == ["no-new-privileges"]
-    assert host_config["PidsLimit"] == 128 and host_config["Memory"] == 8 * GiB and host_config["MemorySwap"] == 8 * GiB
+    assert host_config["PidsLimit"] == LIMITS.process_cap(DeviceMode.gpu) and host_config["Memory"] == 8 * GiB and host_config["MemorySwap"] == 8 * GiB
     assert host_config["NanoCpus"] == 2_500_000_000
     assert host_config["Tmpfs"]["/tmp"].startswith("rw,nosuid,nodev,exec,size=")
     assert host_config["Mounts"][0]["ReadOnly"] is True and host_config["Mounts"][0]["Target"] == "/job"

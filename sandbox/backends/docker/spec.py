@@ -17,7 +17,7 @@ from typing import Any
 from sandbox.backends.base import TRITON_CACHE_MOUNT_POINT, TritonCacheMount
 from sandbox.backends.docker.hostview import GpuView
 from sandbox.backends.docker.options import DockerOptions
-from sandbox.contract import DeviceMode, Limits
+from sandbox.contract import OWN_PID_NAMESPACE_ENV, RUNTIME_THREAD_ENV, DeviceMode, Limits
 
 SANDBOX_UID = 65534
 JOB_MOUNT = "/job"
@@ -76,6 +76,8 @@ def _environment(mode: DeviceMode, device_index: int, options: DockerOptions, vi
         "HOME": "/tmp",
         "TRITON_CACHE_DIR": "/tmp/triton-cache",
         "PYTHONDONTWRITEBYTECODE": "1",
+        **RUNTIME_THREAD_ENV,
+        OWN_PID_NAMESPACE_ENV: "1",  # a container's own pid namespace
         # The CUDA base image says NVIDIA_VISIBLE_DEVICES=all, which the `nvidia` runtime would
         # honour: name exactly the requested GPU, or none at all.
         "NVIDIA_VISIBLE_DEVICES": str(device_index) if mode is DeviceMode.gpu else "void",
@@ -146,7 +148,7 @@ def container_spec(*, job_dir: Path | str, mode: DeviceMode, device_index: int, 
         "privileged": False,
         "ipc_mode": "private",
         "shm_size": limits.tmpfs_bytes,
-        "pids_limit": limits.processes,
+        "pids_limit": limits.process_cap(mode),
         "mem_limit": limits.memory_bytes,
         "memswap_limit": limits.memory_bytes,  # equal to mem_limit: no swap
         "nano_cpus": int(options.cpus * 1e9),
