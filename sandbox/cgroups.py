@@ -255,7 +255,7 @@ class ControllerCgroups:
         raise NotImplementedError
 
     @classmethod
-    def detect(cls, *, proc_cgroup: str | None = None, mountinfo: str | None = None) -> tuple["ControllerCgroups | None", str]:
+    def detect(cls, *, proc_cgroup: str | None = None, mountinfo: str | None = None) -> tuple[ControllerCgroups | None, str]:
         """(the parent, created if need be, or None; why not). Only a parent in which a child
         with working limits could be created and removed counts."""
         try:

@@ -208,7 +208,7 @@ class WarmPool:
         self._failures = 0
         self._thread = threading.Thread(target=self._loop, name=f"warm-pool-{mode.value}-{device_index}", daemon=True)
 
-    def start(self) -> "WarmPool":
+    def start(self) -> WarmPool:
         self._thread.start()
         return self
 

@@ -2,7 +2,7 @@
 report in place: it produces the next report (history kept), with the decision in its evidence."""
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
@@ -24,7 +24,7 @@ class DecisionRequest(BaseModel):
     reason: Annotated[str, AfterValidator(storable)] = Field(min_length=3, max_length=4000, description="why; shown to the student and kept in the audit")
 
     @model_validator(mode="after")
-    def _one_target(self) -> "DecisionRequest":
+    def _one_target(self) -> DecisionRequest:
         if (self.item is None) == (self.veto is None):
             raise ValueError("decide on exactly one of `item` (with `points`) or `veto` (with `action`)")
         if self.item is not None and (self.points is None or self.action is not None):
@@ -44,7 +44,7 @@ class DecisionError(ValueError):
 
 def apply_decision(report: Report, decision: DecisionRequest, *, actor: str) -> tuple[Report, dict, dict]:
     """The next report, and the decided thing before and after (for the audit)."""
-    stamp = {"by": actor, "at": datetime.now(timezone.utc).isoformat(), "reason": decision.reason}
+    stamp = {"by": actor, "at": datetime.now(UTC).isoformat(), "reason": decision.reason}
     items, vetoes = list(report.items), list(report.vetoes)
     if decision.item is not None:
         index = next((i for i, it in enumerate(items) if it.id == decision.item), None)
@@ -91,4 +91,4 @@ def rescored(report: Report, *, items: list[Item], vetoes: list[Veto], carried: 
                   passed=total >= report.score.pass_threshold and not blocking and not unmet, provisional=provisional,
                   requirements=requirements)
     return report.model_copy(update={"items": items, "vetoes": vetoes, "score": score, "carried_decisions": carried,
-                                     "created_at": datetime.now(timezone.utc)})
+                                     "created_at": datetime.now(UTC)})

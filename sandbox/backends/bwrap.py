@@ -19,9 +19,15 @@ import tempfile
 import threading
 from pathlib import Path
 
-from sandbox.backends.base import TRITON_CACHE_MOUNT_POINT, Confinement, LaunchSpec, SandboxUnavailable, TritonCacheMount
+from sandbox.backends.base import (
+    TRITON_CACHE_MOUNT_POINT,
+    Confinement,
+    LaunchSpec,
+    SandboxUnavailable,
+    TritonCacheMount,
+)
 from sandbox.cgroups import PIDS_CGROUP, host_pids_cgroups, sandbox_cgroups
-from sandbox.contract import OWN_PID_NAMESPACE_ENV, RUNTIME_THREAD_ENV, GiB, DeviceMode, Limits
+from sandbox.contract import OWN_PID_NAMESPACE_ENV, RUNTIME_THREAD_ENV, DeviceMode, GiB, Limits
 from sandbox.host_uids import lease_host_uid
 from sandbox.seccomp import filter_fd, filter_program
 
@@ -97,7 +103,7 @@ class BwrapBackend:
         self.hidden_paths = [p.resolve() for p in hidden_paths]
         self.triton_cache = triton_cache
 
-    def with_triton_cache(self, mount: TritonCacheMount | None) -> "BwrapBackend":
+    def with_triton_cache(self, mount: TritonCacheMount | None) -> BwrapBackend:
         """The same backend with another view of the shared compile cache."""
         return BwrapBackend(python=self.python, hidden_paths=self.hidden_paths, triton_cache=mount)
 

@@ -1,7 +1,7 @@
 """Request and response models of the API (the OpenAPI document is generated from these)."""
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
@@ -14,7 +14,7 @@ Status = Literal["queued", "running", "graded", "not_gradable"]
 
 def _as_utc(value: datetime) -> datetime:
     """SQLite stores no time zone and gives naive datetimes back; every stored time is UTC."""
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
 
 
 UTCDateTime = Annotated[datetime, AfterValidator(_as_utc)]

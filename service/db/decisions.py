@@ -3,7 +3,6 @@ records who decided what and why, and notifies the platform's webhook."""
 from __future__ import annotations
 
 import json
-
 from datetime import datetime
 
 from sqlalchemy import exists, func, select, update

@@ -59,7 +59,7 @@ class LtiRequest(LtiRequestBase):
         self._params, self._secure = params, secure
 
     @classmethod
-    async def read(cls, request: Request, *, secure: bool) -> "LtiRequest":
+    async def read(cls, request: Request, *, secure: bool) -> LtiRequest:
         """Query and form parameters (a form field wins), each truncated to MAX_PARAM_CHARS."""
         params = {k: v[:MAX_PARAM_CHARS] for k, v in request.query_params.items()}
         if request.method == "POST":
@@ -239,7 +239,7 @@ class LtiLaunch(MessageLaunch):
     def _get_request_param(self, key: str) -> str:
         return self._request.get_param(key)
 
-    def validate(self) -> "LtiLaunch":
+    def validate(self) -> LtiLaunch:
         if self._restored:
             raise LtiException("Can't validate restored launch")
         self._validated = True
@@ -251,7 +251,7 @@ class LtiLaunch(MessageLaunch):
             raise
         return self
 
-    def validate_state(self) -> "LtiLaunch":
+    def validate_state(self) -> LtiLaunch:
         for name in ("state", "id_token"):
             if not self._get_request_param(name):
                 raise LaunchRefused("bad_request", name)
@@ -261,7 +261,7 @@ class LtiLaunch(MessageLaunch):
             raise _refuse("bad_state", exc) from None
         return self
 
-    def validate_jwt_format(self) -> "LtiLaunch":
+    def validate_jwt_format(self) -> LtiLaunch:
         try:
             super().validate_jwt_format()
         except LtiException as exc:
@@ -270,7 +270,7 @@ class LtiLaunch(MessageLaunch):
             raise LaunchRefused("bad_token", "the header and the body must be JSON objects")
         return self
 
-    def validate_registration(self) -> "LtiLaunch":
+    def validate_registration(self) -> LtiLaunch:
         body = self._jwt.get("body", {})
         try:
             super().validate_registration()
@@ -288,7 +288,7 @@ class LtiLaunch(MessageLaunch):
         except LtiException as exc:
             raise LaunchRefused("bad_signature", f"no key {kid!r} in the platform's key set ({exc})") from None
 
-    def validate_jwt_signature(self) -> "LtiLaunch":
+    def validate_jwt_signature(self) -> LtiLaunch:
         alg = self._jwt.get("header", {}).get("alg")
         if alg != "RS256":
             raise LaunchRefused("bad_signature", f"alg {alg!r}: LTI 1.3 launches are signed with RS256")
@@ -317,14 +317,14 @@ class LtiLaunch(MessageLaunch):
         self._jwt["body"] = claims  # from here on, only verified claims
         return self
 
-    def validate_nonce(self) -> "LtiLaunch":
+    def validate_nonce(self) -> LtiLaunch:
         try:
             super().validate_nonce()
         except LtiException as exc:
             raise _refuse("replayed_nonce", exc) from None
         return self
 
-    def validate_deployment(self) -> "LtiLaunch":
+    def validate_deployment(self) -> LtiLaunch:
         deployment = str(self._jwt.get("body", {}).get("https://purl.imsglobal.org/spec/lti/claim/deployment_id", ""))
         try:
             super().validate_deployment()
@@ -332,7 +332,7 @@ class LtiLaunch(MessageLaunch):
             raise _refuse("unknown_deployment", exc, deployment=deployment or "?") from None
         return self
 
-    def validate_message(self) -> "LtiLaunch":
+    def validate_message(self) -> LtiLaunch:
         try:
             super().validate_message()
         except LtiException as exc:

@@ -38,7 +38,7 @@ class Person:
     roles: list[str]
 
     @classmethod
-    def of(cls, claims: dict[str, Any]) -> "Person":
+    def of(cls, claims: dict[str, Any]) -> Person:
         name = text(claims.get("name") or " ".join(filter(None, (claims.get("given_name"), claims.get("family_name")))), 300)
         return cls(sub=text(claims.get("sub"), 255), name=name, email=text(claims.get("email"), 300),
                    roles=[text(r, 200) for r in (claims.get(CLAIM + "roles") or [])[:30]])

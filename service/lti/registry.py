@@ -77,7 +77,7 @@ class PlatformCreate(PlatformFields):
     label: StorableText = Field("", max_length=200)
 
     @model_validator(mode="after")
-    def _one_key_source(self) -> "PlatformCreate":
+    def _one_key_source(self) -> PlatformCreate:
         if (self.key_set_url is None) == (self.key_set is None):
             raise ValueError("give exactly one of key_set_url (usual) or key_set")
         return self

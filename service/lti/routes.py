@@ -266,7 +266,7 @@ class _Resource(DeepLinkResource):
 
     _text = ""
 
-    def set_text(self, value: str) -> "_Resource":
+    def set_text(self, value: str) -> _Resource:
         self._text = value
         return self
 

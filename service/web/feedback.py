@@ -82,7 +82,10 @@ def padding_picture(case: CaseReport, *, n: int, block: int, counted: int | None
         if pad:
             note = t["padding_bad"].format(each=f"{padding_sum / pad:.4g}", total=f"{padding_sum:.4g}")
     title = t["padding_title"].format(n=n, pad=block - n)
-    shown = lambda value: "N · var" if value is None else f"{value:.4g}"
+
+    def shown(value: float | None) -> str:
+        return "N · var" if value is None else f"{value:.4g}"
+
     return Picture(svg=padding_row(row, title), title=title, note=note,
                    valid_sum=f"{t['padding_valid_sum']}: {shown(row.valid_sum)}",
                    padding_sum=f"{t['padding_padding_sum']}: {shown(row.padding_sum)}")

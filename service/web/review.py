@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
@@ -53,7 +53,7 @@ def _to_sign_in(request: Request) -> Response:
 def _naive_utc(moment: datetime | None) -> datetime:
     if moment is None:
         return datetime.min
-    return moment.astimezone(timezone.utc).replace(tzinfo=None) if moment.tzinfo else moment
+    return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo else moment
 
 
 def _age(moment: datetime | None) -> str:

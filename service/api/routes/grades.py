@@ -63,7 +63,7 @@ class RegradeRequest(BaseModel):
     version: int | None = Field(None, ge=0, le=2**31 - 1, description="the exercise version (required with `exercise`)")
 
     @model_validator(mode="after")
-    def _one_scope(self) -> "RegradeRequest":
+    def _one_scope(self) -> RegradeRequest:
         if (self.assignment is None) == (self.exercise is None):
             raise ValueError("give either `assignment`, or `exercise` with `version`")
         if self.exercise is not None and self.version is None:

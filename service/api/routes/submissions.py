@@ -5,7 +5,7 @@ import base64
 import binascii
 import json
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Header, HTTPException, Query, Request
@@ -15,9 +15,24 @@ from sqlalchemy.orm import Session
 
 from service.api.deps import ReadKey, ReviewKey, SessionDep, SettingsDep, SubmitKey
 from service.api.schemas import (
-    BODY_ERRORS, KEYED_ERRORS, RETRY_AFTER, BatchCreate, BatchView, Links, LtiScoreView, ReportVersion, ScoreAttempt,
-    ScoreSummary, Status, SubmissionCreate, SubmissionPage, SubmissionSummary, SubmissionView, ValidationErrorBody,
-    WebhookAttempt, error,
+    BODY_ERRORS,
+    KEYED_ERRORS,
+    RETRY_AFTER,
+    BatchCreate,
+    BatchView,
+    Links,
+    LtiScoreView,
+    ReportVersion,
+    ScoreAttempt,
+    ScoreSummary,
+    Status,
+    SubmissionCreate,
+    SubmissionPage,
+    SubmissionSummary,
+    SubmissionView,
+    ValidationErrorBody,
+    WebhookAttempt,
+    error,
 )
 from service.config import Settings
 from service.db import store
@@ -182,7 +197,7 @@ def create_batch(request: Request, batch: BatchCreate, session: SessionDep, sett
 
 
 def _cursor(row: Submission) -> str:
-    moment = row.created_at if row.created_at.tzinfo else row.created_at.replace(tzinfo=timezone.utc)
+    moment = row.created_at if row.created_at.tzinfo else row.created_at.replace(tzinfo=UTC)
     raw = json.dumps([moment.isoformat(), row.id]).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
@@ -203,11 +218,11 @@ def _after_cursor(cursor: str) -> tuple[datetime, str]:
 def _utc(moment: datetime) -> datetime:
     """In UTC, as every stored time is (SQLite compares the text, so the zone must be the same)."""
     if moment.tzinfo is None:
-        return moment.replace(tzinfo=timezone.utc)
+        return moment.replace(tzinfo=UTC)
     try:
-        return moment.astimezone(timezone.utc)
+        return moment.astimezone(UTC)
     except OverflowError:  # year 1 with a positive offset, year 9999 with a negative one
-        return datetime.min.replace(tzinfo=timezone.utc) if moment.year == 1 else datetime.max.replace(tzinfo=timezone.utc)
+        return datetime.min.replace(tzinfo=UTC) if moment.year == 1 else datetime.max.replace(tzinfo=UTC)
 
 
 Filter = Annotated[str | None, Query(max_length=200)]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from alembic import context
+
 from service.db import lti_models, models  # noqa: F401  (registers the tables)
 from service.db.base import Base
 from service.db.session import make_engine

@@ -1,12 +1,11 @@
 """Initial schema: courses, API keys, submissions, reports, webhook deliveries.
 
 Revision ID: 0001
-Revises: 
+Revises:
 Create Date: 2026-11-29 12:32:20.621429
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0001'
 down_revision = None

@@ -5,9 +5,8 @@ Revision ID: 0004
 Revises: 0003
 Create Date: 2026-12-03 10:00:00.000000
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0004'
 down_revision = '0003'

@@ -6,9 +6,8 @@ Revision ID: 0007
 Revises: 0006
 Create Date: 2026-12-05 10:00:00.000000
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0007'
 down_revision = '0006'

@@ -5,9 +5,8 @@ Revision ID: 0009_hints
 Revises: 0008
 Create Date: 2026-12-01 20:00:00.000000
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0009_hints'
 down_revision = '0008'  # main's head (0008_report_facts) when rebased
