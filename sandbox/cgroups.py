@@ -401,8 +401,8 @@ def sandbox_cgroups(*, processes: int, memory_bytes: int) -> SandboxCgroups | No
             by_parent.setdefault(found.parent, (found, []))[1].extend(found.settings(value))
     children: list[SandboxCgroup] = []
     try:
-        for found, settings in by_parent.values():
-            children.append(found.child(settings))
+        for controller, settings in by_parent.values():
+            children.append(controller.child(settings))
     except BaseException:
         for child in children:
             child.close(1.0)

@@ -5,7 +5,7 @@ import json
 import secrets
 import sys
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import typer
 from pydantic import ValidationError
@@ -59,7 +59,7 @@ SeedOpt = Annotated[int | None, typer.Option("--secret-seed", help="replay a run
 
 
 def _settings(device: str | None, sandbox: str | None) -> Settings:
-    overrides = {k: v for k, v in (("device", device), ("sandbox", sandbox)) if v is not None}
+    overrides: dict[str, Any] = {k: v for k, v in (("device", device), ("sandbox", sandbox)) if v is not None}
     return Settings(**overrides)
 
 

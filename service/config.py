@@ -88,7 +88,7 @@ class Settings(BaseSettings):
                                             description="hosts that may get http:// or private-address callbacks (tests, "
                                                         "intranets); comma-separated or a JSON array")
     webhook_timeout_s: float = Field(10.0, gt=0)
-    webhook_backoff_s: SecondsList = Field(default_factory=lambda: [10, 60, 300, 1800, 7200],
+    webhook_backoff_s: SecondsList = Field(default_factory=lambda: [10.0, 60.0, 300.0, 1800.0, 7200.0],
                                            description="waits between delivery attempts; comma-separated or a JSON array")
     public_url: str = Field("", description="base URL used in links (default: the request's)")
     regrade_window: int = Field(8, ge=1, description="submissions of one bulk regrade in the queue at a time")
@@ -110,7 +110,7 @@ class Settings(BaseSettings):
     lti_key_set_max_age_s: int = Field(3600, gt=0, description="a platform's JWKS is fetched again after this")
     lti_tool_key_grace_s: int = Field(7 * 86400, ge=0, description="a rotated-out tool key stays published this long")
     lti_roster_max_age_s: int = Field(3600, gt=0, description="a launch asks for the roster again when it is older")
-    lti_score_backoff_s: list[float] = Field(default_factory=lambda: [10, 60, 300, 1800, 7200],
+    lti_score_backoff_s: list[float] = Field(default_factory=lambda: [10.0, 60.0, 300.0, 1800.0, 7200.0],
                                              description="waits between attempts at posting a score")
 
     # --- optional model-assisted review of written answers (off unless a URL is set) ----------

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, SettingsError
 
 # Values of these settings are never repeated back (a database URL carries its password).
@@ -34,7 +35,7 @@ def _variable(cls: type[BaseSettings], loc: tuple[int | str, ...]) -> str:
     return f"{name} ({'.'.join(inner)})" if inner else name
 
 
-def _one(cls: type[BaseSettings], error: dict) -> str:
+def _one(cls: type[BaseSettings], error: ErrorDetails) -> str:
     loc = tuple(error.get("loc", ()))
     message = re.sub(r"^(Value|Assertion) error, ", "", error.get("msg", "invalid"))
     field = str(loc[0]).lower() if loc else ""

@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 from fastapi_offline import FastAPIOffline
 from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.api.ratelimit import RateLimiter
 from service.api.routes import dashboard, exercises, feedback, grades, health, lti, review, submissions, webhook_secret
@@ -28,10 +29,10 @@ log = logging.getLogger("kernelgrade.api")
 class BodySizeLimit:
     """Refuse request bodies over the cap before they are read into memory (413)."""
 
-    def __init__(self, app, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app, self.max_bytes = app, max_bytes
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         declared = dict(scope.get("headers") or {}).get(b"content-length")
@@ -40,7 +41,7 @@ class BodySizeLimit:
         # Read the body here, up to the cap, then hand it on: without a Content-Length (chunked) the
         # cap can only be seen while streaming, and an error raised from receive() inside the app
         # would not reach us (FastAPI turns any failure while reading the body into a 400).
-        buffered: list[dict] = []
+        buffered: list[Message] = []
         seen = 0
         while True:
             message = await receive()
@@ -53,12 +54,12 @@ class BodySizeLimit:
             if not message.get("more_body", False):
                 break
 
-        async def replay():
+        async def replay() -> Message:
             return buffered.pop(0) if buffered else await receive()
 
         await self.app(scope, replay, send)
 
-    async def _refuse(self, send) -> None:
+    async def _refuse(self, send: Send) -> None:
         body = f'{{"detail":"request body exceeds {self.max_bytes} bytes"}}'.encode()
         await send({"type": "http.response.start", "status": 413,
                     "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})

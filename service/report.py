@@ -3,11 +3,11 @@ and the pages. Fields named in DESIGN.md never change meaning; fields may be add
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA = "kernelgrade.report/v1"
+SCHEMA: Final = "kernelgrade.report/v1"
 
 
 class _Model(BaseModel):

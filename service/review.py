@@ -3,7 +3,7 @@ report in place: it produces the next report (history kept), with the decision i
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
@@ -46,17 +46,22 @@ def apply_decision(report: Report, decision: DecisionRequest, *, actor: str) -> 
     """The next report, and the decided thing before and after (for the audit)."""
     stamp = {"by": actor, "at": datetime.now(UTC).isoformat(), "reason": decision.reason}
     items, vetoes = list(report.items), list(report.vetoes)
+    before: dict[str, Any]
+    after: dict[str, Any]
     if decision.item is not None:
         index = next((i for i, it in enumerate(items) if it.id == decision.item), None)
         if index is None:
             raise DecisionError(f"no rubric item {decision.item!r} in this report ({', '.join(i.id for i in items)})")
         old = items[index]
-        if decision.points > old.max_points:
+        points = decision.points
+        if points is None:  # the request's validator already refuses this
+            raise DecisionError("an item decision needs `points`")
+        if points > old.max_points:
             raise DecisionError(f"{old.id} is worth at most {old.max_points:g} points")
-        status = "pass" if decision.points == old.max_points else "fail" if decision.points == 0 else "partial"
+        status = "pass" if points == old.max_points else "fail" if points == 0 else "partial"
         new = old.model_copy(update={
-            "points": decision.points, "status": status,
-            "feedback": f"{old.feedback}\n助教复核：{decision.points:g}/{old.max_points:g}。{decision.reason}",
+            "points": points, "status": status,
+            "feedback": f"{old.feedback}\n助教复核：{points:g}/{old.max_points:g}。{decision.reason}",
             "evidence": {**old.evidence, "ta_decision": {**stamp, "points_before": old.points}},
         })
         items[index] = new
@@ -65,12 +70,13 @@ def apply_decision(report: Report, decision: DecisionRequest, *, actor: str) -> 
         index = next((i for i, v in enumerate(vetoes) if v.rule == decision.veto), None)
         if index is None:
             raise DecisionError(f"this report raises no {decision.veto!r} veto")
-        old = vetoes[index]
+        old_veto = vetoes[index]
         status = "confirmed" if decision.action == "confirm" else "dismissed"
-        new = old.model_copy(update={"status": status, "needs_review": False,
-                                     "evidence": {**old.evidence, "ta_decision": {**stamp, "status_before": old.status}}})
-        vetoes[index] = new
-        before, after = {"status": old.status}, {"status": new.status}
+        new_veto = old_veto.model_copy(update={
+            "status": status, "needs_review": False,
+            "evidence": {**old_veto.evidence, "ta_decision": {**stamp, "status_before": old_veto.status}}})
+        vetoes[index] = new_veto
+        before, after = {"status": old_veto.status}, {"status": new_veto.status}
     carried = [c.model_copy(update={"outcome": "superseded"}) if c.target == decision.target and c.outcome == "returned"
                else c for c in report.carried_decisions]
     return rescored(report, items=items, vetoes=vetoes, carried=carried), before, after

@@ -46,9 +46,9 @@ def evidence_digest(report: dict[str, Any], target: str) -> str | None:
 def _request(decision: Decision) -> DecisionRequest:
     kind, _, name = decision.target.partition(":")
     if kind == "item":
-        return DecisionRequest(item=name, points=decision.after["points"], reason=decision.reason)  # type: ignore[call-arg]
+        return DecisionRequest(item=name, points=decision.after["points"], reason=decision.reason)
     action = "confirm" if decision.after.get("status") == "confirmed" else "dismiss"
-    return DecisionRequest(veto=name, action=action, reason=decision.reason)  # type: ignore[arg-type, call-arg]
+    return DecisionRequest(veto=name, action=action, reason=decision.reason)
 
 
 def carry_decisions(session: Session, submission_id: str, report: Report) -> Report:

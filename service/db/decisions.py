@@ -3,9 +3,11 @@ records who decided what and why, and notifies the platform's webhook."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from datetime import datetime
+from typing import Any, cast
 
-from sqlalchemy import exists, func, select, update
+from sqlalchemy import CursorResult, exists, func, select, update
 from sqlalchemy.orm import Session
 
 from service.db import store
@@ -29,14 +31,14 @@ def actor_of(key: ApiKey) -> str:
 def decide(session: Session, submission_id: str, request: DecisionRequest, *, actor: str) -> Decision:
     # Take the row first (PostgreSQL row lock / SQLite write lock) so no grading or other decision
     # can change the current report between our read and our write.
-    locked = session.execute(update(Submission).where(Submission.id == submission_id, Submission.status.in_(FINAL),
+    locked = cast(CursorResult[Any], session.execute(update(Submission).where(Submission.id == submission_id, Submission.status.in_(FINAL),
                                                       Submission.current_report_id.is_not(None))
-                             .values(updated_at=utcnow()))
+                             .values(updated_at=utcnow())))
     if locked.rowcount != 1:
         session.rollback()
         raise NotDecidable(submission_id)
-    row = session.get(Submission, submission_id)
-    current = session.get(ReportRow, row.current_report_id)
+    row = session.get_one(Submission, submission_id)
+    current = session.get_one(ReportRow, row.current_report_id)
     report, before, after = apply_decision(Report.model_validate(current.report), request, actor=actor)
     seq = (session.scalar(select(func.max(ReportRow.seq)).where(ReportRow.submission_id == row.id)) or 0) + 1
     issued = ReportRow(submission_id=row.id, seq=seq, reason="review", status=report.status,
@@ -74,7 +76,7 @@ def review_queue(session: Session, course_id: str, *, exercise: str | None = Non
         query = query.where(Submission.graded_at <= graded_before)
     rows = list(session.scalars(query))
     reasons: dict[str, list[str]] = {row.id: [] for row in rows}
-    flags = session.scalars(select(ReviewFlag).where(ReviewFlag.submission_id.in_(list(reasons)))) if rows else []
+    flags: Iterable[ReviewFlag] = session.scalars(select(ReviewFlag).where(ReviewFlag.submission_id.in_(list(reasons)))) if rows else []
     for flag in flags:
         reasons[flag.submission_id].append(flag.target)
     # Vetoes before items, as the report lists them.
@@ -83,6 +85,6 @@ def review_queue(session: Session, course_id: str, *, exercise: str | None = Non
 
 def course_decisions(session: Session, course_id: str) -> list[tuple[Decision, Submission]]:
     """Every decision on the course's submissions, oldest first (the CSV export)."""
-    return [tuple(pair) for pair in session.execute(
+    return [(decision, submission) for decision, submission in session.execute(
         select(Decision, Submission).join(Submission, Submission.id == Decision.submission_id)
-        .where(Submission.course_id == course_id).order_by(Decision.created_at, Decision.id)).all()]
+        .where(Submission.course_id == course_id).order_by(Decision.created_at, Decision.id)).tuples()]

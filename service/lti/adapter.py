@@ -29,14 +29,14 @@ from pylti1p3.cookie import CookieService
 from pylti1p3.deployment import Deployment
 from pylti1p3.exception import LtiException, OIDCException
 from pylti1p3.launch_data_storage.base import LaunchDataStorage
-from pylti1p3.message_launch import MessageLaunch
+from pylti1p3.message_launch import MessageLaunch, TLaunchData
 from pylti1p3.oidc_login import OIDCLogin
 from pylti1p3.redirect import Redirect
 from pylti1p3.registration import Registration
 from pylti1p3.request import Request as LtiRequestBase
 from pylti1p3.session import SessionService
 from pylti1p3.tool_config.abstract import ToolConfAbstract
-from sqlalchemy import delete, select
+from sqlalchemy import CursorResult, delete, select
 from sqlalchemy.orm import Session
 from starlette.formparsers import MultiPartException
 from starlette.responses import RedirectResponse, Response
@@ -141,8 +141,8 @@ class DbStorage(LaunchDataStorage[t.Any]):
         key = self._prepare_key(key)
         if len(key) > MAX_KEY_CHARS:
             return False
-        result = self._db.execute(delete(LtiStoreEntry).where(LtiStoreEntry.key == key,
-                                                              LtiStoreEntry.expires_at > utcnow()))
+        result = t.cast(CursorResult[t.Any], self._db.execute(delete(LtiStoreEntry).where(LtiStoreEntry.key == key,
+                                                              LtiStoreEntry.expires_at > utcnow())))
         self._db.commit()
         return result.rowcount == 1
 
@@ -193,10 +193,14 @@ class ToolConf(ToolConfAbstract):
     def check_iss_has_many_clients(self, iss: str) -> bool:
         return True
 
-    def find_registration_by_issuer(self, iss: str, *args: t.Any, **kwargs: t.Any) -> Registration | None:
+    # None when unknown: pylti1p3 itself checks for it ("Registration not found"), though its abstract
+    # class declares Registration.
+    def find_registration_by_issuer(  # type: ignore[override]
+            self, iss: str, *args: t.Any, **kwargs: t.Any) -> Registration | None:
         return self.find_registration_by_params(iss, "", *args, **kwargs)
 
-    def find_registration_by_params(self, iss: str, client_id: str, *args: t.Any, **kwargs: t.Any) -> Registration | None:
+    def find_registration_by_params(  # type: ignore[override]
+            self, iss: str, client_id: str, *args: t.Any, **kwargs: t.Any) -> Registration | None:
         query = select(LtiPlatform).where(LtiPlatform.issuer == iss[:500])
         if client_id:
             query = query.where(LtiPlatform.client_id == str(client_id)[:200])
@@ -314,7 +318,7 @@ class LtiLaunch(MessageLaunch):
         aud = claims["aud"]
         if (isinstance(aud, list) and len(aud) > 1 or "azp" in claims) and claims.get("azp") != client_id:
             raise LaunchRefused("bad_audience", f"azp {claims.get('azp')!r} is not {client_id!r}")
-        self._jwt["body"] = claims  # from here on, only verified claims
+        self._jwt["body"] = t.cast(TLaunchData, claims)  # from here on, only verified claims
         return self
 
     def validate_nonce(self) -> LtiLaunch:
@@ -344,7 +348,7 @@ class LtiLaunch(MessageLaunch):
         return self._tool_config
 
     def claim(self, name: str, default: t.Any = None) -> t.Any:
-        return self.get_launch_data().get(name, default)  # type: ignore[misc]
+        return self.get_launch_data().get(name, default)
 
 
 class LtiRedirect(Redirect[Response]):

@@ -24,7 +24,7 @@ MAX_MEMBERS = 20_000
 
 
 def fetch_members(session: Session, context: LtiContext, http: BoundedSession) -> list[dict]:
-    platform = session.get(LtiPlatform, context.platform_id)
+    platform = session.get_one(LtiPlatform, context.platform_id)
     connector = ServiceConnector(ToolRegistration(platform, keys.active_key(session)), http)
     service = NamesRolesProvisioningService(connector, {"context_memberships_url": context.memberships_url or ""})
     members: list[dict] = []
@@ -33,7 +33,7 @@ def fetch_members(session: Session, context: LtiContext, http: BoundedSession) -
         if not url or len(members) >= MAX_MEMBERS:
             break
         page, url = service.get_members_page(url)
-        members.extend(m for m in page if isinstance(m, dict) and m.get("user_id"))
+        members.extend(dict(m) for m in page if isinstance(m, dict) and m.get("user_id"))
     return members[:MAX_MEMBERS]
 
 
@@ -65,13 +65,13 @@ def sync_due(sessions: sessionmaker[Session], *, http: BoundedSession) -> int:
             .limit(10)))
     for context_id in due:
         with sessions() as session:
-            context = session.get(LtiContext, context_id)
+            context = session.get_one(LtiContext, context_id)
             try:
                 count = sync(session, context, http)
                 log.info("roster of context %s: %s members", context_id, count)
             except (requests.RequestException, LtiException, ValueError) as exc:
                 session.rollback()
-                context = session.get(LtiContext, context_id)
+                context = session.get_one(LtiContext, context_id)
                 # Tried: wait for the next launch to ask again rather than hammer the platform.
                 context.roster_synced_at, context.roster_error = utcnow(), f"{type(exc).__name__}: {exc}"[:500]
                 session.commit()

@@ -34,7 +34,7 @@ class Catalogue:
     """Templates by code, every code in every language with the same parameters."""
 
     def __init__(self, entries: Mapping[str, Mapping[str, str]], *, source: str = "<catalogue>") -> None:
-        self._entries: dict[str, dict[str, str]] = {}
+        self._entries: dict[str, dict[Language, str]] = {}
         for code, by_language in entries.items():
             if not isinstance(by_language, Mapping) or set(by_language) != set(LANGUAGES):
                 raise CatalogueError(f"{source}: message {code!r} must have exactly the languages {LANGUAGES}")
@@ -71,7 +71,7 @@ class Catalogue:
         """The message in `lang` (unknown languages read English), lists joined the language's way."""
         if code not in self._entries:
             raise CatalogueError(f"no message {code!r}")
-        language = lang if lang in _LIST_SEPARATOR else "en"
+        language: Language = next((known for known in LANGUAGES if known == lang), "en")
         values = {k: _LIST_SEPARATOR[language].join(map(str, v)) if isinstance(v, (list, tuple)) else v
                   for k, v in params.items()}
         try:

@@ -34,7 +34,9 @@ def csrf_token(request: Request) -> str:
 
 def csrf_ok(request: Request, submitted: str) -> bool:
     expected = request.session.get("csrf")
-    return bool(expected) and bool(submitted) and hmac.compare_digest(expected.encode(), submitted.encode())
+    if not expected or not submitted:
+        return False
+    return hmac.compare_digest(expected.encode(), submitted.encode())
 
 
 def review_keys(request: Request, session: Session) -> list[ApiKey]:

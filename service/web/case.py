@@ -88,7 +88,7 @@ def item_views(report: Report, exercise: Exercise | None, body: SubmissionBody |
                         missing=[m.get("label", "") for m in ev.get("missing", [])],
                         confidence=ev.get("confidence"))
         question_id = questions.get(item.id)
-        if question_id and body is not None:
+        if question_id and body is not None and exercise is not None:
             answer = body.answer(question_id)
             spans = find_spans(exercise.question(question_id), answer,
                                concepts={f.get("concept") for f in ev.get("found", [])},

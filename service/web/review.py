@@ -148,6 +148,7 @@ def queue_page(request: Request, session: SessionDep, course: Text = "", exercis
 
 def _case_context(request: Request, session, keys: list[ApiKey], row: Submission, filters: Filters) -> dict[str, Any]:
     current = store.current_report(session, row)
+    assert current is not None  # _reviewable lets only submissions with a report through
     report = Report.model_validate(current.report)
     exercise = exercise_of(request, row.exercise_id)
     try:

@@ -6,6 +6,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
@@ -29,7 +30,7 @@ class DockerBackend:
     supports_warm = True
 
     def __init__(self, *, options: DockerOptions | None = None, python: str = sys.executable,
-                 hidden_paths: list[Path] = (), triton_cache: TritonCacheMount | None = None) -> None:
+                 hidden_paths: Sequence[Path] = (), triton_cache: TritonCacheMount | None = None) -> None:
         """`python`: the worker's interpreter, which a host-system image runs (images.py)."""
         options = options or DockerOptions()
         # The engine refuses a CPU quota above the CPUs it has (this machine's, in the usual case).

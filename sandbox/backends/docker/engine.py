@@ -36,7 +36,8 @@ def client(timeout_s: float = 60.0) -> Any:
         raise SandboxUnavailable("the docker sandbox backend needs the Docker SDK for Python: "
                                  "pip install 'kernelgrade[docker]'") from None
     try:
-        return docker.from_env(timeout=timeout_s)  # asks the engine for its API version: a first ping
+        # types-docker says int; the SDK hands the timeout to requests, which takes a float
+        return docker.from_env(timeout=timeout_s)  # type: ignore[arg-type]  # asks the engine for its API version: a first ping
     except Exception as exc:  # noqa: BLE001 - no engine there, a bad DOCKER_HOST, missing TLS files, ...
         raise unreachable(exc) from None
 

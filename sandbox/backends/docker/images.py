@@ -238,10 +238,9 @@ def build_full_image(tag: str = "kernelgrade:latest", *, base: str | None = None
     started = time.monotonic()
     api = engine.client(timeout_s=3600)
     try:
-        base_image = api.images.get(base) if base else None
-        if base_image is None:
-            made = build_base_image(say=say)
-            base, base_image = made.tag, api.images.get(made.tag)
+        if not base:
+            base = build_base_image(say=say).tag
+        base_image = api.images.get(base)
         python_version = _python_of(api, base) or (base_image.attrs.get("Config", {}).get("Labels") or {}).get(
             PYTHON_LABEL) or f"{sys.version_info.major}.{sys.version_info.minor}"
         constraints = root / ("constraints/cpu.txt" if torch == "cpu" else "deploy/constraints-gpu.txt")

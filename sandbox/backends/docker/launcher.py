@@ -103,7 +103,7 @@ def _forward_control(control_fd: int, sock: socket.socket, on_go: Callable[[], N
 def launch(spec: dict[str, Any], *, client: Any, verdict_fd: int, log_fd: int, output_cap: int, timeout_s: float,
            kill_grace_s: float, reaper_factory: Callable[[str], Any], control_fd: int | None = None) -> int:
     """Run one container to completion; returns the exit status the runner should see."""
-    container = None
+    container: Any = None  # the SDK's Container, once created
     reaper = None
     killed = threading.Event()
     budget_lock = threading.Lock()

@@ -10,6 +10,7 @@ gets the worker's /usr and Python environment read-only, as bwrap does (`system_
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,7 +101,7 @@ def _environment(mode: DeviceMode, device_index: int, options: DockerOptions, vi
 
 
 def container_spec(*, job_dir: Path | str, mode: DeviceMode, device_index: int, limits: Limits,
-                   options: DockerOptions, view: ContainerView, hidden_paths: list[Path | str] = (),
+                   options: DockerOptions, view: ContainerView, hidden_paths: Sequence[Path | str] = (),
                    owner: str = "", warm: bool = False) -> dict[str, Any]:
     """{"image", "command", "kwargs"}: the container of one sandbox start; `warm`: started before its
     job is written, waiting for `g` on stdin."""

@@ -17,6 +17,7 @@ import sys
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 from packaging.markers import default_environment
 from packaging.requirements import Requirement
@@ -45,7 +46,8 @@ def _requires(wheel: Path) -> list[Requirement]:
 def missing(folder: Path, python_full_version: str, requirements: list[str]) -> list[str]:
     """Requirements that apply to that Python, reached from `requirements` through the wheels in
     `folder` (with the extras asked for on the way), that no wheel there meets."""
-    env = {**default_environment(), "python_full_version": python_full_version,
+    # every marker variable is a string (packaging types the TypedDict's values as object when unpacked)
+    env: dict[str, str] = {**cast(dict[str, str], default_environment()), "python_full_version": python_full_version,
            "python_version": ".".join(python_full_version.split(".")[:2]),
            "implementation_version": python_full_version}
     wheels: dict[str, list[tuple[str, Path]]] = {}

@@ -41,7 +41,7 @@ def grades(session: SessionDep, key: ReadKey, assignment: Annotated[str | None, 
 @router.get("/v1/course", response_model=CourseView)
 def course(session: SessionDep, key: ReadKey) -> CourseView:
     """This key's course and its grade policy."""
-    row = session.get(Course, key.course_id)
+    row = session.get_one(Course, key.course_id)  # the key's course: a foreign key
     return CourseView(id=row.id, name=row.name, policy=store.course_policy(session, row.id))
 
 

@@ -6,7 +6,7 @@ import binascii
 import json
 import time
 from datetime import UTC, datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, HTTPException, Query, Request
 from fastapi.responses import JSONResponse
@@ -49,7 +49,7 @@ from service.worker.webhooks import CallbackRefused, check_callback_url
 router = APIRouter(prefix="/v1/submissions", tags=["submissions"], responses=KEYED_ERRORS)
 FINAL = ("graded", "not_gradable")
 NOT_GRADABLE_MESSAGE = "kernelgrade failed to grade this submission (our failure, not the student's); it costs the student nothing."
-NOT_FOUND = {404: error("no such submission for this key's course")}
+NOT_FOUND: dict[int | str, dict[str, Any]] = {404: error("no such submission for this key's course")}
 QUEUE_FULL = error("the grading queue is full (max_queue), or the database is unavailable for the moment",
                    headers=RETRY_AFTER)
 LOCATION = {"Location": {"description": "the submission's URL", "required": True, "schema": {"type": "string"}}}
@@ -159,7 +159,7 @@ def create_submission(
     while row.status not in FINAL and time.monotonic() < deadline:
         session.close()  # no pooled connection held while we sleep: waiting requests must not starve the workers
         time.sleep(0.1)
-        row = session.get(Submission, row.id)
+        row = session.get_one(Submission, row.id)
     result = view(request, session, row, settings)
     return JSONResponse(result.model_dump(mode="json", by_alias=True), status_code=200 if row.status in FINAL else 202,
                         headers={"Location": result.links.self})
@@ -303,4 +303,4 @@ def regrade(request: Request, submission_id: str, session: SessionDep, settings:
         raise HTTPException(409, f"submission {row.id} is still being graded (status: {row.status})")
     request.app.state.dispatcher.submitted(row.id)
     session.expire_all()
-    return view(request, session, session.get(Submission, row.id), settings)
+    return view(request, session, session.get_one(Submission, row.id), settings)

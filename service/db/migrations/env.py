@@ -20,6 +20,8 @@ def run_migrations_offline() -> None:
 def run_migrations_online() -> None:
     connectable = config.attributes.get("connection")
     if connectable is None:
+        if url is None:
+            raise RuntimeError("no sqlalchemy.url in the Alembic config (service.db.migrate sets it)")
         engine = make_engine(url)
         try:
             with engine.connect() as connection:

@@ -7,6 +7,8 @@ Revision ID: 0006
 Revises: 0005
 Create Date: 2026-12-05 09:00:00.000000
 """
+from typing import Any
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -15,10 +17,10 @@ down_revision = '0005'
 branch_labels = None
 depends_on = None
 
-IDENTITY = [('assignment', sa.String(200)), ('student_id', sa.String(200)), ('student_name', sa.String(200)),
+IDENTITY: list[tuple[str, sa.types.TypeEngine[Any]]] = [('assignment', sa.String(200)), ('student_id', sa.String(200)), ('student_name', sa.String(200)),
             ('student_email', sa.String(320)), ('attempt', sa.Integer()), ('external_ref', sa.String(200)),
             ('language', sa.String(2))]
-GRADE = [('exercise_version', sa.Integer()), ('score_total', sa.Float()), ('score_max', sa.Float()),
+GRADE: list[tuple[str, sa.types.TypeEngine[Any]]] = [('exercise_version', sa.Integer()), ('score_total', sa.Float()), ('score_max', sa.Float()),
          ('pass_threshold', sa.Float()), ('passed', sa.Boolean()), ('provisional', sa.Boolean()),
          ('blocking', sa.String(200))]
 INDEXES = {
