@@ -20,9 +20,10 @@ controller on its own; on cgroup v2 both share one child per sandbox):
   cgroup, and RLIMIT_NPROC (processes) and RLIMIT_AS (memory, interpreter only) stay the caps.
 Under it, a parent `kernelgrade/` and one child per sandbox, named
 `<pid namespace inode>-<creator pid>-<creator start time>-<sequence>`, with `pids.max` set to
-`Limits.processes` and the memory limit to `Limits.memory_cgroup_bytes`. A child whose creator is dead (same pid namespace, and that pid is gone or is
-another process now) is stale: `remove_stale()` kills what is left in it and removes it. Children
-of other pid namespaces are left alone (we cannot tell whether their creator lives).
+`Limits.processes` and the memory limit to `Limits.memory_cgroup_bytes`. A child whose creator is
+dead (same pid namespace, and that pid is gone or is another process now) is stale: `remove_stale()`
+kills what is left in it and removes it. Children of other pid namespaces are left alone (we cannot
+tell whether their creator lives).
 
 How a sandbox gets in before it can fork: its argv is prefixed with
 
@@ -255,7 +256,8 @@ class ControllerCgroups:
         raise NotImplementedError
 
     @classmethod
-    def detect(cls, *, proc_cgroup: str | None = None, mountinfo: str | None = None) -> tuple[ControllerCgroups | None, str]:
+    def detect(cls, *, proc_cgroup: str | None = None,
+               mountinfo: str | None = None) -> tuple[ControllerCgroups | None, str]:
         """(the parent, created if need be, or None; why not). Only a parent in which a child
         with working limits could be created and removed counts."""
         try:
@@ -371,7 +373,8 @@ class SandboxCgroups:
         """`argv`, started inside every child (see the module's docstring)."""
         if len(self.children) == 1:
             return self.children[0].wrap(argv)
-        return ["/bin/sh", "-c", ENTER_ALL, "kernelgrade-enter", *(str(c.procs_file) for c in self.children), "--", *argv]
+        return ["/bin/sh", "-c", ENTER_ALL, "kernelgrade-enter", *(str(c.procs_file) for c in self.children), "--",
+                *argv]
 
     def oom_kills(self) -> int:
         """Processes the memory cgroup's OOM killer ended (v1 memory.oom_control, v2 memory.events)."""

@@ -46,7 +46,9 @@ class Limits(BaseModel):
     run_timeout_s: float = Field(600.0, gt=0, description="all attempts of one submission together")
     kill_grace_s: float = Field(5.0, gt=0, description="watchdog: how long after the kill we wait for the exit")
     cpu_time_s: int = Field(900, gt=0, description="RLIMIT_CPU of the sandbox")
-    memory_bytes: int = Field(16 * GiB, gt=0, description="RLIMIT_AS on the interpreter; unset on GPU (CUDA reserves huge address ranges)")
+    memory_bytes: int = Field(16 * GiB, gt=0,
+                              description="RLIMIT_AS on the interpreter; unset on GPU (CUDA reserves huge address "
+                                          "ranges)")
     memory_cgroup_bytes: int = Field(8 * GiB, gt=0, description=(
         "bwrap: memory limit of the sandbox's own memory cgroup where the service can write one, on GPU and "
         "interpreter alike (resident memory, page cache, /tmp and /dev/shm; no swap where swap is accounted); "
@@ -100,7 +102,8 @@ class CaseJob(BaseModel):
     args: list[TensorArg]
     kwargs: dict[str, Scalar] = {}
     outputs: list[str] = Field(description="the forward outputs, in the order the entry point returns them")
-    calls: int = Field(1, ge=1, le=8, description="call the entry point this often on the same tensors; the last call's outputs count")
+    calls: int = Field(1, ge=1, le=8,
+                       description="call the entry point this often on the same tensors; the last call's outputs count")
     backward: GradJob | None = None
 
 

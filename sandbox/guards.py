@@ -20,7 +20,8 @@ MAX_BUFFERS = 80  # the case's inputs and at most 64 guarded allocations
 MAX_REPORTED = 16
 _NAN_BITS = {"float32": (np.int32, 0x7FEB0000), "float64": (np.int64, 0x7FFBAD0000000000),
              "float16": (np.int16, 0x7E00), "bfloat16": (np.int16, 0x7FC0)}
-_INTS: dict[str, type[np.signedinteger[Any]]] = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64}
+_INTS: dict[str, type[np.signedinteger[Any]]] = {"int8": np.int8, "int16": np.int16, "int32": np.int32,
+                                                 "int64": np.int64}
 ITEMSIZE = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int8": 1, "int16": 2, "int32": 4, "int64": 8,
             "uint8": 1, "bool": 1}  # of the dtypes with a pattern of their own (others: the record's itemsize)
 GUARD_KEY = re.compile(r"__guard__\.(\d{1,3})\.(before|after)")
@@ -46,8 +47,8 @@ def _value(dtype: str, raw: bytes) -> str:
     if dtype == "bfloat16":  # numpy has no bfloat16: its bits are the high half of a float32's
         bits = int.from_bytes(raw, "little") << 16
         return repr(np.array([bits], dtype=np.uint32).view(np.float32)[0].item())[:40]
-    kinds: dict[str, type[np.generic[Any]]] = {"float32": np.float32, "float64": np.float64, "float16": np.float16, **_INTS, "uint8": np.uint8,
-             "bool": np.bool_}
+    kinds: dict[str, type[np.generic[Any]]] = {"float32": np.float32, "float64": np.float64, "float16": np.float16,
+                                               **_INTS, "uint8": np.uint8, "bool": np.bool_}
     if dtype in kinds:
         item = np.frombuffer(raw, dtype=kinds[dtype])[0].item()
         return repr(item)[:40]
@@ -68,9 +69,11 @@ def check(records: object, raw: dict[str, np.ndarray], *, required: set[str]) ->
         size = record.get("itemsize")
         if not (record.get("index") == position and record.get("salt") == 23 * position
                 and isinstance(dtype, str) and re.fullmatch(r"[a-z0-9_]{1,24}", dtype) is not None
-                and type(size) is int and size == ITEMSIZE.get(dtype, size) and 0 < size <= 16 and type(span) is int and 0 < span < 1 << 40 and kind in ("input", "allocated")
+                and type(size) is int and size == ITEMSIZE.get(dtype, size) and 0 < size <= 16
+                and type(span) is int and 0 < span < 1 << 40 and kind in ("input", "allocated")
                 and isinstance(name, str) and (output is None or isinstance(output, str))
-                and isinstance(shape, list) and len(shape) <= 8 and all(type(n) is int and 0 <= n < 1 << 40 for n in shape)):
+                and isinstance(shape, list) and len(shape) <= 8
+                and all(type(n) is int and 0 <= n < 1 << 40 for n in shape)):
             return [], f"guard record {position} is malformed"
         sides = {}
         for side in ("before", "after"):

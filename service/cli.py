@@ -53,8 +53,10 @@ def _check_settings() -> None:
     Settings()
 
 DeviceOpt = Annotated[Literal["auto", "gpu", "interpreter"] | None,
-                      typer.Option("--device", help="where kernels run (default: GPU if present, else the Triton interpreter)")]
-SandboxOpt = Annotated[Literal["bwrap", "docker", "local"] | None, typer.Option("--sandbox", help="sandbox backend (default: bwrap)")]
+                      typer.Option("--device",
+                                   help="where kernels run (default: GPU if present, else the Triton interpreter)")]
+SandboxOpt = Annotated[Literal["bwrap", "docker", "local"] | None,
+                       typer.Option("--sandbox", help="sandbox backend (default: bwrap)")]
 SeedOpt = Annotated[int | None, typer.Option("--secret-seed", help="replay a run: the secret seed from its report")]
 
 
@@ -131,7 +133,8 @@ def grade(
         from service.grades.policy import CoursePolicy
 
         export = gradescope if format == "gradescope" else prairielearn
-        sys.stdout.write(json.dumps(export(report, policy=CoursePolicy(veto_policy=veto_policy)), ensure_ascii=False) + "\n")
+        sys.stdout.write(json.dumps(export(report, policy=CoursePolicy(veto_policy=veto_policy)),
+                                    ensure_ascii=False) + "\n")
     else:
         print_report(report, Console())
 
@@ -149,16 +152,19 @@ def print_report(report: Report, console: Console) -> None:
     limits = ", ".join(x for x in (env.process_limit, env.memory_limit) if x)
     limit = f" ({limits})" if limits else ""
     console.print(escape(f"graded on {env.backend} ({env.device}), sandbox {env.sandbox}{limit}, torch {env.torch}, "
-                         f"triton {env.triton}; secret seed {report.seeds.secret if report.seeds else '-'}"), style="dim")
+                         f"triton {env.triton}; secret seed {report.seeds.secret if report.seeds else '-'}"),
+                  style="dim")
     if report.program and report.program.fills:
         console.print(f"fill: {report.program.fills}", style="dim", highlight=False)
     for item in report.items:
-        console.print(f"\n[bold]{item.id}[/] {escape(item.title)}: {item.points:g}/{item.max_points:g} \\[{item.status}]")
+        console.print(f"\n[bold]{item.id}[/] {escape(item.title)}: {item.points:g}/{item.max_points:g} "
+                      f"\\[{item.status}]")
         console.print(item.feedback, markup=False, highlight=False)
     for veto in report.vetoes:
         console.print(f"\n[bold red]veto {veto.rule}[/] ({veto.status})", highlight=False)
         for edit in veto.evidence.get("edits", []):
-            console.print(f"  line {edit['submission_line'] or edit['template_line']}: {edit['reason']}", markup=False, highlight=False)
+            console.print(f"  line {edit['submission_line'] or edit['template_line']}: {edit['reason']}", markup=False,
+                          highlight=False)
             if edit.get("hint"):
                 console.print(f"  {edit['hint']}", markup=False, highlight=False)
         if note := veto.evidence.get("note"):
@@ -170,7 +176,8 @@ def print_report(report: Report, console: Console) -> None:
             line = f"{perf.kernel.median_ms * 1000:.1f} µs median, {perf.achieved_gbps:,.0f} GB/s{ceiling}{baseline}"
         else:
             line = f"{perf.status}: {perf.reason or ''}"
-        console.print(f"\n[bold]speed[/] (no points{', reused' if perf.reused else ''}): {escape(line)}", highlight=False)
+        console.print(f"\n[bold]speed[/] (no points{', reused' if perf.reused else ''}): {escape(line)}",
+                      highlight=False)
 
 
 @exercises_app.command("list")
@@ -179,17 +186,21 @@ def list_exercises() -> None:
     catalog = ExerciseCatalog(Settings().exercises_dir)
     for exercise_id in catalog.ids():
         ex = catalog.get(exercise_id)
-        print(f"{exercise_id}\tv{ex.spec.version}\t{ex.spec.title}\t{len(ex.spec.cases)} cases, {len(ex.mutants)} mutants")
+        print(f"{exercise_id}\tv{ex.spec.version}\t{ex.spec.title}\t{len(ex.spec.cases)} cases, {len(ex.mutants)} "
+              "mutants")
 
 
 @exercises_app.command("validate")
 def validate(
-    exercise_id: Annotated[str | None, typer.Argument(help="exercise id, e.g. lesson06_mean_var (default: every exercise)")] = None,
+    exercise_id: Annotated[str | None,
+                           typer.Argument(help="exercise id, e.g. lesson06_mean_var (default: every exercise)")] = None,
     secret_seed: SeedOpt = None,
     device: DeviceOpt = None,
     sandbox: SandboxOpt = None,
-    report_dir: Annotated[Path | None, typer.Option(help="also write every report as JSON here (one folder per exercise)")] = None,
-    details: Annotated[bool, typer.Option("--details/--no-details", help="a table of every answer per exercise")] = True,
+    report_dir: Annotated[Path | None,
+                          typer.Option(help="also write every report as JSON here (one folder per exercise)")] = None,
+    details: Annotated[bool,
+                       typer.Option("--details/--no-details", help="a table of every answer per exercise")] = True,
 ) -> None:
     """Grade each reference solution (with its example's written answers: every pass requirement must hold) and
     every mutant; exit 1 if a solution loses a code point or a requirement, or a mutant escapes.
@@ -198,7 +209,8 @@ def validate(
     settings = _settings(device, sandbox)
     grader = build_grader(settings)
     try:
-        exercises = [grader.catalog.get(exercise_id)] if exercise_id else [grader.catalog.get(i) for i in grader.catalog.ids()]
+        ids = [exercise_id] if exercise_id else grader.catalog.ids()
+        exercises = [grader.catalog.get(i) for i in ids]
     except ExerciseNotFound as exc:
         raise _fail(str(exc)) from None
     seed = secret_seed if secret_seed is not None else secrets.randbits(63)
@@ -236,10 +248,11 @@ def _validate_one(grader, exercise, seed: int, report_dir: Path | None, details:
         done.append(outcome)
         r = outcome.report
         mark = "[green]ok[/]" if outcome.ok else "[red]FAIL[/]"
-        err.print(f"[{len(done)}/{total}] {mark} {outcome.name}" + ("" if outcome.ok else f": {'; '.join(outcome.problems)}"),
-                  highlight=False)
+        problems = "" if outcome.ok else f": {'; '.join(outcome.problems)}"
+        err.print(f"[{len(done)}/{total}] {mark} {outcome.name}{problems}", highlight=False)
         table.add_row(outcome.name, "ok" if outcome.ok else "FAIL", f"{code_points(r, exercise):g}",
-                      ",".join(v.rule for v in r.vetoes), ",".join(d.id for d in r.diagnoses), f"{r.timing.get('total_s', 0):.1f}")
+                      ",".join(v.rule for v in r.vetoes), ",".join(d.id for d in r.diagnoses),
+                      f"{r.timing.get('total_s', 0):.1f}")
         if report_dir is not None:
             (report_dir / exercise.id).mkdir(parents=True, exist_ok=True)
             (report_dir / exercise.id / f"{outcome.name}.json").write_text(r.to_json(), encoding="utf-8")
@@ -286,7 +299,8 @@ def list_courses() -> None:
 @courses_app.command("webhook-secret")
 def course_webhook_secret(
     course_id: Annotated[str, typer.Argument(help="course id, e.g. demo")],
-    rotate: Annotated[bool, typer.Option("--rotate", help="replace it first: the old secret stops verifying at once")] = False,
+    rotate: Annotated[bool, typer.Option("--rotate",
+                                         help="replace it first: the old secret stops verifying at once")] = False,
 ) -> None:
     """Print the secret that signs the course's webhooks (and, with --rotate, replace it first)."""
     from service.db import store
@@ -351,7 +365,8 @@ def review_queue(course: Annotated[str, typer.Option(help="course id")],
 
     with _sessions(Settings())() as session:
         for submission, reasons in decisions.review_queue(session, course, exercise=exercise):
-            print(f"{submission.id}\t{submission.exercise_id}\t{submission.created_at:%Y-%m-%d %H:%M}\t{', '.join(reasons)}")
+            print(f"{submission.id}\t{submission.exercise_id}\t{submission.created_at:%Y-%m-%d %H:%M}\t"
+                  f"{', '.join(reasons)}")
 
 
 @review_app.command("decide")
@@ -380,7 +395,8 @@ def review_decide(
             raise _fail(f"submission {submission_id!r} does not exist or is not graded yet") from None
         except DecisionError as exc:
             raise _fail(str(exc)) from None
-        print(f"decision {decision.id}: {decision.target} {decision.before} -> {decision.after}; report {decision.new_report_id} is current")
+        print(f"decision {decision.id}: {decision.target} {decision.before} -> {decision.after}; report "
+              f"{decision.new_report_id} is current")
 
 
 @courses_app.command("policy")
@@ -411,8 +427,10 @@ def course_policy(course: Annotated[str, typer.Argument(help="course id")],
 def grades_export(course: Annotated[str, typer.Option(help="course id")],
                   assignment: Annotated[str | None, typer.Option(help="only this assignment")] = None,
                   format: Annotated[Literal["csv", "json"], typer.Option("--format")] = "csv",
-                  output: Annotated[Path | None, typer.Option("--output", "-o", help="file (default: stdout)")] = None) -> None:
-    """One row per student and assignment: the grade that counts, final or provisional, what blocks it, the TA's decisions."""
+                  output: Annotated[Path | None,
+                                    typer.Option("--output", "-o", help="file (default: stdout)")] = None) -> None:
+    """One row per student and assignment: the grade that counts, final or provisional, what blocks it, the TA's
+    decisions."""
     from service.db import store
     from service.grades.gradebook import gradebook, to_csv
 
@@ -426,7 +444,8 @@ def grades_export(course: Annotated[str, typer.Option(help="course id")],
         sys.stdout.write(text)
     else:
         output.write_text(text, encoding="utf-8")
-        err.print(f"{len(book.rows)} rows ({book.policy.grade_policy} attempt, veto {book.policy.veto_policy}) -> {output}")
+        err.print(f"{len(book.rows)} rows ({book.policy.grade_policy} attempt, veto {book.policy.veto_policy}) -> "
+                  f"{output}")
 
 
 def _regrade_line(session, job) -> str:
@@ -440,8 +459,10 @@ def _regrade_line(session, job) -> str:
 
 @regrade_app.command("start")
 def regrade_start(course: Annotated[str, typer.Option(help="course id")],
-                  assignment: Annotated[str | None, typer.Option(help="every graded submission of this assignment")] = None,
-                  exercise: Annotated[str | None, typer.Option(help="every graded submission of this exercise…")] = None,
+                  assignment: Annotated[str | None,
+                                        typer.Option(help="every graded submission of this assignment")] = None,
+                  exercise: Annotated[str | None,
+                                      typer.Option(help="every graded submission of this exercise…")] = None,
                   version: Annotated[int | None, typer.Option(help="…graded at this exercise version")] = None,
                   by: Annotated[str, typer.Option(help="who asks (kept on the job)")] = "cli") -> None:
     """Start a bulk regrade (or show the one already running for the same scope). `kernelgrade serve`
@@ -460,7 +481,8 @@ def regrade_start(course: Annotated[str, typer.Option(help="course id")],
 
 @regrade_app.command("status")
 def regrade_status(course: Annotated[str, typer.Option(help="course id")],
-                   job: Annotated[str | None, typer.Argument(help="a job id (default: the course's jobs)")] = None) -> None:
+                   job: Annotated[str | None,
+                                  typer.Argument(help="a job id (default: the course's jobs)")] = None) -> None:
     """Progress of the course's bulk regrades."""
     from service.db import regrades
     from service.db.models import RegradeJob
@@ -476,12 +498,16 @@ def regrade_status(course: Annotated[str, typer.Option(help="course id")],
 @kits_app.command("gradescope")
 def kit_gradescope(
     exercise: Annotated[str, typer.Option(help="the exercise the assignment grades")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="the zip to upload to Gradescope")] = Path("autograder.zip"),
+    output: Annotated[Path,
+                      typer.Option("--output", "-o", help="the zip to upload to Gradescope")] = Path("autograder.zip"),
     server: Annotated[str | None, typer.Option(help="kernelgrade's URL, e.g. https://grader.example.org")] = None,
-    key_file: Annotated[Path | None, typer.Option(help="a file holding a course key with the submit and read scopes")] = None,
-    assignment: Annotated[str | None, typer.Option(help="the assignment id in kernelgrade (default: gradescope:<id>)")] = None,
-    local: Annotated[bool, typer.Option("--local", help="grade inside Gradescope's container on the interpreter "
-                                                        "(kernelgrade installed by setup.sh) instead of on a server")] = False,
+    key_file: Annotated[Path | None,
+                        typer.Option(help="a file holding a course key with the submit and read scopes")] = None,
+    assignment: Annotated[str | None,
+                          typer.Option(help="the assignment id in kernelgrade (default: gradescope:<id>)")] = None,
+    local: Annotated[bool, typer.Option(
+        "--local", help="grade inside Gradescope's container on the interpreter (kernelgrade installed by setup.sh) "
+                        "instead of on a server")] = False,
     timeout_s: Annotated[int, typer.Option(help="how long run_autograder waits for the grade")] = 540,
     language: Annotated[Literal["zh", "en"], typer.Option(help="language of the kit's own messages")] = "zh",
 ) -> None:
@@ -501,8 +527,12 @@ def kit_gradescope(
 @kits_app.command("prairielearn")
 def kit_prairielearn(
     exercise: Annotated[str, typer.Option(help="the exercise the question grades")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="a folder: the grader image context and a question")] = Path("kernelgrade-prairielearn"),
-    server: Annotated[str, typer.Option(help="kernelgrade's URL as the grader container reaches it")] = "https://grader.example.org",
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="a folder: the grader image context and a question")
+    ] = Path("kernelgrade-prairielearn"),
+    server: Annotated[
+        str, typer.Option(help="kernelgrade's URL as the grader container reaches it")
+    ] = "https://grader.example.org",
     assignment: Annotated[str | None, typer.Option(help="the assignment id in kernelgrade")] = None,
 ) -> None:
     """Write the PrairieLearn external-grader image context and an example question folder."""
@@ -523,7 +553,9 @@ def serve(
     port: Annotated[int, typer.Option(help="port")] = 8000,
     device: DeviceOpt = None,
     sandbox: SandboxOpt = None,
-    bootstrap_demo: Annotated[bool, typer.Option(help="on an empty database, create course 'demo' and an admin key in <data_dir>/demo-key.txt")] = False,
+    bootstrap_demo: Annotated[bool,
+                              typer.Option(help="on an empty database, create course 'demo' and an admin key in "
+                                                "<data_dir>/demo-key.txt")] = False,
 ) -> None:
     """The whole system on one machine: the API and in-process grading workers (SQLite by default)."""
     import uvicorn
@@ -563,7 +595,9 @@ def _bootstrap_demo(settings: Settings) -> None:
 
 
 @app.command()
-def worker(concurrency: Annotated[int, typer.Option(help="grading threads; default one per GPU (1 on the interpreter)")] = 0) -> None:
+def worker(
+    concurrency: Annotated[int, typer.Option(help="grading threads; default one per GPU (1 on the interpreter)")] = 0,
+) -> None:
     """A Celery worker over Redis (KERNELGRADE_QUEUE=celery, KERNELGRADE_BROKER_URL)."""
     from service.worker.celery_app import celery_app
 

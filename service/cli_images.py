@@ -18,8 +18,10 @@ def build(
         "full: the Dockerfile's kernelgrade image (API, workers, sandbox) on a Debian base made with debootstrap; "
         "host: a bare sandbox image that gets this machine's /usr and Python read-only (no network needed); "
         "stack: PostgreSQL and Redis for docker-compose.yml; all: full and stack"))] = "full",
-    tag: Annotated[str | None, typer.Option(help="default: kernelgrade:latest (full), kernelgrade-sandbox:host (host)")] = None,
-    base: Annotated[str | None, typer.Option(help="an image on this engine to build on instead of the Debian base")] = None,
+    tag: Annotated[str | None,
+                   typer.Option(help="default: kernelgrade:latest (full), kernelgrade-sandbox:host (host)")] = None,
+    base: Annotated[str | None,
+                    typer.Option(help="an image on this engine to build on instead of the Debian base")] = None,
     torch: Annotated[Literal["auto", "cpu", "cuda"], typer.Option(help=(
         "which torch the full image gets: cpu (constraints/cpu.txt) or cuda (deploy/constraints-gpu.txt); "
         "auto: cuda where /dev/nvidia0 exists"))] = "auto",
@@ -48,4 +50,5 @@ def build(
         state = "reused (inputs unchanged)" if image.cached else "built"
         typer.echo(f"{image.tag}\t{image.id[:19]}\t{state} in {image.seconds:.1f} s")
     if kind == "host":
-        typer.echo(f"grade with it: KERNELGRADE_DOCKER_IMAGE={built[0].tag} kernelgrade grade SUBMISSION --sandbox docker")
+        typer.echo(f"grade with it: KERNELGRADE_DOCKER_IMAGE={built[0].tag} kernelgrade grade SUBMISSION --sandbox "
+                   "docker")

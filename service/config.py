@@ -49,7 +49,8 @@ class Settings(BaseSettings):
     data_dir: Path = Field(Path("data"), description="database, job scratch, logs")
     # docker: one container per run; its settings are KERNELGRADE_DOCKER_* (sandbox/backends/docker.py: DockerOptions)
     sandbox: Literal["bwrap", "docker", "local"] = "bwrap"
-    allow_unsafe_local_sandbox: str = Field("", description=f"must be '{UNSAFE_LOCAL_CONSENT}' to use the local backend")
+    allow_unsafe_local_sandbox: str = Field("",
+                                            description=f"must be '{UNSAFE_LOCAL_CONSENT}' to use the local backend")
     device: Literal["auto", "gpu", "interpreter"] = "auto"
     gpu_index: int = Field(0, ge=0)
     sandbox_python: str = Field(sys.executable, description="the interpreter that runs inside the sandbox")
@@ -57,8 +58,8 @@ class Settings(BaseSettings):
     warm_pool: int = Field(2, ge=0, description="sandboxes per (mode, GPU) started ahead of demand by the service's "
                                                 "workers (torch imported, CUDA up); 0: every attempt starts cold")
     compile_cache: bool = Field(True, description="GPU mode, bwrap: every sandbox reads compiled kernels from a shared "
-                                                  "read-only cache that only the trusted side fills (reference, mutants, "
-                                                  "programs graded before)")
+                                                  "read-only cache that only the trusted side fills (reference, "
+                                                  "mutants, programs graded before)")
     compile_cache_dir: Path | None = Field(None, description="default: <data_dir>/triton-shared")
     compile_cache_prewarm: bool = Field(True, description="when the service starts, compile every exercise's reference "
                                                           "solution and mutants into the shared cache (background)")
@@ -68,28 +69,32 @@ class Settings(BaseSettings):
 
     # --- the service --------------------------------------------------------------------------
     database_url: str | None = Field(None, description="default: SQLite (WAL) at <data_dir>/kernelgrade.db")
-    queue: Literal["inprocess", "celery"] = Field("inprocess", description="who grades: threads of `serve`, or Celery workers")
+    queue: Literal["inprocess", "celery"] = Field("inprocess",
+                                                  description="who grades: threads of `serve`, or Celery workers")
     broker_url: str = Field("redis://127.0.0.1:6379/0", description="Celery broker (queue=celery)")
     workers: int = Field(0, ge=0, description="in-process grading threads; 0 = one per GPU, or 1 on the interpreter")
     lease_s: float = Field(60.0, gt=0, description="a worker's hold on a submission, renewed while it grades")
-    max_attempts: int = Field(3, ge=1, description="leases a submission may lose (dead workers) before it is not_gradable")
+    max_attempts: int = Field(3, ge=1,
+                              description="leases a submission may lose (dead workers) before it is not_gradable")
     max_queue: int = Field(2000, ge=1, description="queued + running submissions before POST answers 503")
     max_body_bytes: int = Field(256 * 1024, gt=0, description="request body cap")
     max_wait_s: float = Field(30.0, ge=0, description="upper bound of POST ?wait=")
     max_batch: int = Field(100, ge=1, description="submissions in one batch request")
     rate_limit_per_minute: int = Field(600, ge=1, description="requests per API key per minute")
     rate_limit_storage_url: str | None = Field(None, description="where the per-key request counts live, as a `limits` "
-                                                                 "storage URL (redis://…, memory://); default: the broker's "
-                                                                 "Redis when queue=celery (one budget for every API "
-                                                                 "replica), else this process's memory")
+                                                                 "storage URL (redis://…, memory://); default: the "
+                                                                 "broker's Redis when queue=celery (one budget for "
+                                                                 "every API replica), else this process's memory")
     rate_limit_key_prefix: str = Field("kernelgrade-ratelimit", min_length=1,
-                                       description="prefix of the rate limit's keys in Redis (installations sharing one Redis)")
+                                       description="prefix of the rate limit's keys in Redis (installations sharing "
+                                                   "one Redis)")
     webhook_allowed_hosts: HostList = Field(default_factory=list,
-                                            description="hosts that may get http:// or private-address callbacks (tests, "
-                                                        "intranets); comma-separated or a JSON array")
+                                            description="hosts that may get http:// or private-address callbacks "
+                                                        "(tests, intranets); comma-separated or a JSON array")
     webhook_timeout_s: float = Field(10.0, gt=0)
     webhook_backoff_s: SecondsList = Field(default_factory=lambda: [10.0, 60.0, 300.0, 1800.0, 7200.0],
-                                           description="waits between delivery attempts; comma-separated or a JSON array")
+                                           description="waits between delivery attempts; comma-separated or a JSON "
+                                                       "array")
     public_url: str = Field("", description="base URL used in links (default: the request's)")
     regrade_window: int = Field(8, ge=1, description="submissions of one bulk regrade in the queue at a time")
     webhook_legacy_signature: bool = Field(True, description="also send the pre-Standard-Webhooks header "
@@ -102,8 +107,9 @@ class Settings(BaseSettings):
 
     # --- LTI 1.3 (service/lti): launches from an LMS, deep linking, grades back --------------
     lti_allowed_hosts: list[str] = Field(default_factory=list,
-                                         description="platform hosts the tool may call over http or at private addresses "
-                                                     "(an intranet LMS, tests); others must be https and public")
+                                         description="platform hosts the tool may call over http or at private "
+                                                     "addresses (an intranet LMS, tests); others must be https and "
+                                                     "public")
     lti_http_timeout_s: float = Field(10.0, gt=0, description="each call to a platform (keys, token, scores, roster)")
     lti_nonce_lifetime_s: int = Field(600, gt=0, description="from the OIDC login to the launch")
     lti_launch_lifetime_s: int = Field(12 * 3600, gt=0, description="how long a launched page may still submit")

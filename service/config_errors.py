@@ -40,7 +40,8 @@ def _one(cls: type[BaseSettings], error: ErrorDetails) -> str:
     message = re.sub(r"^(Value|Assertion) error, ", "", error.get("msg", "invalid"))
     field = str(loc[0]).lower() if loc else ""
     shown = ""
-    if "input" in error and isinstance(error["input"], (str, int, float)) and not any(w in field for w in _SECRET_WORDS):
+    secret = any(w in field for w in _SECRET_WORDS)
+    if "input" in error and isinstance(error["input"], (str, int, float)) and not secret:
         text = str(error["input"])
         shown = "" if text in message else f" (got {text[:_SHOWN_CHARS]!r}{'…' if len(text) > _SHOWN_CHARS else ''})"
     return f"{_variable(cls, loc)}: {message}{shown}"

@@ -105,8 +105,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     # /docs and /redoc from the Swagger UI and ReDoc files that fastapi-offline ships, served by this app:
     # they work without internet. No validator badge either (Swagger UI would fetch it from outside).
-    app = FastAPIOffline(title="kernelgrade", version="1", lifespan=lifespan, swagger_ui_parameters={"validatorUrl": None},
-                         description="Autograder for Triton kernel exercises. Authenticate with `Authorization: Bearer <key>`.")
+    app = FastAPIOffline(title="kernelgrade", version="1", lifespan=lifespan,
+                         swagger_ui_parameters={"validatorUrl": None},
+                         description="Autograder for Triton kernel exercises. Authenticate with `Authorization: Bearer "
+                                     "<key>`.")
     engine = make_engine(settings.db_url())
     app.state.settings = settings
     app.state.engine = engine
@@ -141,7 +143,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # every query parameter with one is invalid input, said as the validation errors say it.
         bad = [name for name, value in request.query_params.multi_items() if "\x00" in name or "\x00" in value]
         if bad:
-            return JSONResponse({"detail": [{"loc": ["query", name.replace("\x00", "")], "msg": "NUL characters are not allowed",
+            return JSONResponse({"detail": [{"loc": ["query", name.replace("\x00", "")],
+                                             "msg": "NUL characters are not allowed",
                                              "type": "value_error"} for name in bad]}, status_code=422)
         return await call_next(request)
 
@@ -150,8 +153,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         log.exception("unhandled error on %s %s", request.method, request.url.path)
         return JSONResponse({"detail": "internal error (logged); nothing was lost: retry the request"}, status_code=500)
 
-    for router in (submissions.router, review.router, grades.router, dashboard.router, exercises.router, feedback.router,
-                   lti.router, health.router, webhook_secret.router):
+    for router in (submissions.router, review.router, grades.router, dashboard.router, exercises.router,
+                   feedback.router, lti.router, health.router, webhook_secret.router):
         app.include_router(router)
     mount_pages(app, settings)
     app.include_router(lti_pages.router)

@@ -67,7 +67,8 @@ class OutOfBounds(_Model):
     side: Literal["before", "after"]
     changed: int = Field(description="guard elements changed on that side")
     distance: int = Field(description="of the changed element nearest the data: 0 = adjacent to it")
-    index: int = Field(description="that element's index counted from the first element of the data (-1: just before it)")
+    index: int = Field(description="that element's index counted from the first element of the data (-1: just before "
+                                   "it)")
     guard: int = Field(description="guard elements checked on that side")
     value: str = Field("", description="the value written there")
     shape: list[int] = []
@@ -144,10 +145,12 @@ class ProgramReport(_Model):
     fill_policy: Literal["expression", "any"] = Field(
         "expression", description="any: whitelisting was off; the fill (a whole body) ran as written, in the sandbox")
     edits: list[EditReport] = []
-    reused: bool = Field(False, description="the code results (cases, given check, diagnoses, seeds) were reused from an "
-                                            "earlier run of this byte-identical program (verdict memo); written answers "
-                                            "are always scored afresh")
-    memo_key: str | None = Field(None, description="the verdict memo entry these code results were stored under or read from")
+    reused: bool = Field(False,
+                         description="the code results (cases, given check, diagnoses, seeds) were reused from an "
+                                     "earlier run of this byte-identical program (verdict memo); written "
+                                     "answers are always scored afresh")
+    memo_key: str | None = Field(None,
+                                 description="the verdict memo entry these code results were stored under or read from")
 
 
 class GivenCheckReport(_Model):
@@ -200,13 +203,16 @@ class Performance(_Model):
     percent_of_copy: float | None = None
     baseline_label: str
     baseline: BenchTiming | None = None
-    baseline_gbps: float | None = Field(None, description="ideal_bytes / baseline median: the baseline's effective bandwidth")
+    baseline_gbps: float | None = Field(None,
+                                        description="ideal_bytes / baseline median: the baseline's effective bandwidth")
     speedup_vs_baseline: float | None = Field(None, description="baseline median / kernel median")
     predicted_speedup: float | None = Field(None, description="the speed-up the claim implies")
     claim: str
     claim_source: str
     method: dict[str, Any] = {}
-    cases_passed: bool | None = Field(None, description="every case of this report passed (a wrong kernel's speed means little)")
+    cases_passed: bool | None = Field(None,
+                                      description="every case of this report passed (a wrong kernel's speed means "
+                                                  "little)")
     plausible: bool = Field(True, description="false: faster than the device's HBM ceiling allows")
     note: str | None = None
     reused: bool = Field(False, description="reused with the code results of a byte-identical program (same exercise "

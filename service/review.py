@@ -19,9 +19,12 @@ class DecisionRequest(BaseModel):
 
     item: str | None = Field(None, max_length=100, description="rubric item id, e.g. q2")
     points: float | None = Field(None, ge=0, description="the item's new points")
-    veto: Literal["modified_outside_blank", "boundary_check_removed", "unverified_claim", "coincidental_pass"] | None = None
+    veto: Literal["modified_outside_blank", "boundary_check_removed", "unverified_claim",
+                  "coincidental_pass"] | None = None
     action: Literal["confirm", "dismiss"] | None = None
-    reason: Annotated[str, AfterValidator(storable)] = Field(min_length=3, max_length=4000, description="why; shown to the student and kept in the audit")
+    reason: Annotated[str, AfterValidator(storable)] = Field(min_length=3, max_length=4000,
+                                                             description="why; shown to the student and kept in the "
+                                                                         "audit")
 
     @model_validator(mode="after")
     def _one_target(self) -> DecisionRequest:

@@ -10,7 +10,8 @@ from sandbox.backends.local import UnsafeLocalBackend
 __all__ = ["LaunchSpec", "SandboxBackend", "SandboxUnavailable", "make_backend"]
 
 
-def make_backend(name: str, *, python: str, hidden_paths: list[Path], allow_unsafe_local: bool = False) -> SandboxBackend:
+def make_backend(name: str, *, python: str, hidden_paths: list[Path],
+                 allow_unsafe_local: bool = False) -> SandboxBackend:
     if name == "bwrap":
         return BwrapBackend(python=python, hidden_paths=hidden_paths)
     if name == "local":

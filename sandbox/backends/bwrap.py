@@ -235,7 +235,8 @@ class BwrapBackend:
             "bwrap",
             "--unshare-all",  # user, pid, net, ipc, uts, cgroup: no network at all
             "--unshare-user",  # required, not only tried: --disable-userns needs it
-            *(["--disable-userns"] if bwrap_version() >= (0, 8) else []),  # no nested user namespace (tmpfs of any size)
+            # no nested user namespace (tmpfs of any size)
+            *(["--disable-userns"] if bwrap_version() >= (0, 8) else []),
             "--die-with-parent",
             "--new-session",  # no TIOCSTI into the caller's terminal
             "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),

@@ -29,5 +29,6 @@ class UnsafeLocalBackend:
         else:
             env["CUDA_VISIBLE_DEVICES"] = str(device_index)
         warm = ["--warm", mode.value, str(control_fd)] if control_fd is not None else []
-        return LaunchSpec(argv=[self.python, "-I", "-B", str(job_dir / "harness.py"), str(job_dir), str(verdict_fd), *warm],
+        return LaunchSpec(argv=[self.python, "-I", "-B", str(job_dir / "harness.py"), str(job_dir), str(verdict_fd),
+                                *warm],
                           env=env)

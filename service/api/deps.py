@@ -31,13 +31,15 @@ SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 def get_key(request: Request, session: SessionDep,
             credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> ApiKey:
     if credentials is None:
-        raise HTTPException(401, "missing API key: send 'Authorization: Bearer <key>'", headers={"WWW-Authenticate": "Bearer"})
+        raise HTTPException(401, "missing API key: send 'Authorization: Bearer <key>'",
+                            headers={"WWW-Authenticate": "Bearer"})
     key = store.authenticate(session, credentials.credentials)
     if key is None:
         raise HTTPException(401, "invalid or revoked API key", headers={"WWW-Authenticate": "Bearer"})
     retry_after = request.app.state.rate_limiter.take(key.id)
     if retry_after > 0:
-        raise HTTPException(429, f"rate limit of {request.app.state.settings.rate_limit_per_minute} requests/minute exceeded",
+        per_minute = request.app.state.settings.rate_limit_per_minute
+        raise HTTPException(429, f"rate limit of {per_minute} requests/minute exceeded",
                             headers={"Retry-After": str(max(1, round(retry_after)))})
     return key
 

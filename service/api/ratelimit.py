@@ -19,7 +19,8 @@ WARN_EVERY_S = 60.0
 class RateLimiter:
     """At most `per_minute` requests per key in any 60 seconds."""
 
-    def __init__(self, per_minute: int, *, storage_url: str = "memory://", key_prefix: str = "kernelgrade-ratelimit") -> None:
+    def __init__(self, per_minute: int, *, storage_url: str = "memory://",
+                 key_prefix: str = "kernelgrade-ratelimit") -> None:
         options: dict[str, float | str | bool] = {}
         if storage_url.startswith(("redis://", "rediss://")):
             options = {"key_prefix": key_prefix, "socket_timeout": REDIS_TIMEOUT_S,

@@ -100,7 +100,8 @@ class ScoreSummary(BaseModel):
     max: float
     passed: bool
     provisional: bool
-    blocking: str | None = Field(None, description="veto:<rule>:<status> or requirement:<id> that keeps it from passing")
+    blocking: str | None = Field(None,
+                                 description="veto:<rule>:<status> or requirement:<id> that keeps it from passing")
 
 
 class SubmissionSummary(Identity):
@@ -134,7 +135,8 @@ class LtiScoreView(BaseModel):
     """A score sent (or to be sent) to the LMS's gradebook for an LTI submission, with every attempt."""
 
     state: Literal["pending", "posted", "failed", "superseded"]
-    score: dict[str, Any] = Field(description="the AGS score: scoreGiven, gradingProgress (PendingManual | FullyGraded), ...")
+    score: dict[str, Any] = Field(description="the AGS score: scoreGiven, gradingProgress (PendingManual | "
+                                              "FullyGraded), ...")
     next_attempt_at: UTCDateTime | None
     attempts: list[ScoreAttempt]
 
@@ -146,7 +148,8 @@ class SubmissionView(Identity):
     created_at: UTCDateTime
     updated_at: UTCDateTime
     attempts: int
-    message: str | None = Field(None, description="for not_gradable: what failed on our side (never the student's fault)")
+    message: str | None = Field(None,
+                                description="for not_gradable: what failed on our side (never the student's fault)")
     links: Links
     report: Report | None = None
     history: list[ReportVersion] = []
@@ -183,7 +186,8 @@ class ExerciseView(ExerciseSummary):
     entry_point: str
     rubric: list[RubricPoints]
     questions: list[QuestionView]
-    case_kinds: dict[str, int] = Field(description="how many cases of each kind grade the code (their data stays secret)")
+    case_kinds: dict[str, int] = Field(description="how many cases of each kind grade the code (their data stays "
+                                                   "secret)")
 
 
 class ErrorBody(BaseModel):
@@ -204,7 +208,8 @@ class ValidationErrorBody(BaseModel):
     detail: list[FieldError]
 
 
-def error(description: str, *, model: type[BaseModel] = ErrorBody, headers: dict[str, str] | None = None) -> dict[str, Any]:
+def error(description: str, *, model: type[BaseModel] = ErrorBody,
+          headers: dict[str, str] | None = None) -> dict[str, Any]:
     """One documented error answer of a route (for `responses=`); `headers` are always sent with it."""
     doc: dict[str, Any] = {"model": model, "description": description}
     if headers:

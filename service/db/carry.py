@@ -21,7 +21,8 @@ _DECISION_KEYS = ("ta_decision", "earlier_decision")
 def in_force(session: Session, submission_id: str) -> list[Decision]:
     """The latest decision on each target of the submission, oldest first."""
     latest: dict[str, Decision] = {}
-    for decision in session.scalars(select(Decision).where(Decision.submission_id == submission_id).order_by(Decision.id)):
+    query = select(Decision).where(Decision.submission_id == submission_id).order_by(Decision.id)
+    for decision in session.scalars(query):
         latest[decision.target] = decision
     return sorted(latest.values(), key=lambda d: d.id)
 
@@ -97,5 +98,6 @@ def _mark(report: Report, decision: Decision, reapplied: dict[str, Any] | None) 
         things[index] = thing.model_copy(update={"evidence": {
             **thing.evidence, "ta_decision": {**thing.evidence.get("ta_decision", {}), **reapplied}}})
     else:
-        things[index] = thing.model_copy(update={**waiting, "evidence": {**thing.evidence, "earlier_decision": earlier}})
+        things[index] = thing.model_copy(update={**waiting,
+                                                 "evidence": {**thing.evidence, "earlier_decision": earlier}})
     return report.model_copy(update={"items" if kind == "item" else "vetoes": things})

@@ -31,9 +31,10 @@ def actor_of(key: ApiKey) -> str:
 def decide(session: Session, submission_id: str, request: DecisionRequest, *, actor: str) -> Decision:
     # Take the row first (PostgreSQL row lock / SQLite write lock) so no grading or other decision
     # can change the current report between our read and our write.
-    locked = cast(CursorResult[Any], session.execute(update(Submission).where(Submission.id == submission_id, Submission.status.in_(FINAL),
-                                                      Submission.current_report_id.is_not(None))
-                             .values(updated_at=utcnow())))
+    lock = (update(Submission).where(Submission.id == submission_id, Submission.status.in_(FINAL),
+                                     Submission.current_report_id.is_not(None))
+            .values(updated_at=utcnow()))
+    locked = cast(CursorResult[Any], session.execute(lock))
     if locked.rowcount != 1:
         session.rollback()
         raise NotDecidable(submission_id)
@@ -76,7 +77,8 @@ def review_queue(session: Session, course_id: str, *, exercise: str | None = Non
         query = query.where(Submission.graded_at <= graded_before)
     rows = list(session.scalars(query))
     reasons: dict[str, list[str]] = {row.id: [] for row in rows}
-    flags: Iterable[ReviewFlag] = session.scalars(select(ReviewFlag).where(ReviewFlag.submission_id.in_(list(reasons)))) if rows else []
+    flags: Iterable[ReviewFlag] = (
+        session.scalars(select(ReviewFlag).where(ReviewFlag.submission_id.in_(list(reasons)))) if rows else [])
     for flag in flags:
         reasons[flag.submission_id].append(flag.target)
     # Vetoes before items, as the report lists them.

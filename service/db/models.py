@@ -91,7 +91,8 @@ class Submission(Base):
     # Kept in sync with the current report on every write (store.finish, decisions.decide), so the
     # review queue filters in SQL: does it wait for a TA, and since when was it graded.
     needs_review: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
-    graded_at: Mapped[datetime | None] = mapped_column(TZDateTime, nullable=True)  # the grading report, not a TA's re-issue
+    # the grading report, not a TA's re-issue
+    graded_at: Mapped[datetime | None] = mapped_column(TZDateTime, nullable=True)
     # The platform's identity (service.submission.Submission), copied from the body to be filtered on.
     assignment: Mapped[str | None] = mapped_column(String(200), nullable=True)
     student_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
@@ -223,7 +224,8 @@ class VerdictMemoRow(Base):
     exercise_id: Mapped[str] = mapped_column(String(100), index=True)
     exercise_version: Mapped[int] = mapped_column(Integer)
     program_digest: Mapped[str] = mapped_column(String(64))
-    submission_id: Mapped[str] = mapped_column(String(32))  # whose sandbox run produced it (no FK: rows outlive nothing)
+    # whose sandbox run produced it (no FK: rows outlive nothing)
+    submission_id: Mapped[str] = mapped_column(String(32))
     result: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
 

@@ -141,8 +141,8 @@ class DbStorage(LaunchDataStorage[t.Any]):
         key = self._prepare_key(key)
         if len(key) > MAX_KEY_CHARS:
             return False
-        result = t.cast(CursorResult[t.Any], self._db.execute(delete(LtiStoreEntry).where(LtiStoreEntry.key == key,
-                                                              LtiStoreEntry.expires_at > utcnow())))
+        result = t.cast(CursorResult[t.Any], self._db.execute(
+            delete(LtiStoreEntry).where(LtiStoreEntry.key == key, LtiStoreEntry.expires_at > utcnow())))
         self._db.commit()
         return result.rowcount == 1
 
@@ -412,7 +412,8 @@ class Tool:
         """A launch validated earlier (the page it rendered posts its id back); refused if expired,
         unknown, or if its platform or deployment was revoked since."""
         if not launch_id.startswith("lti1p3-launch-") or len(launch_id) > 100:
-            raise LaunchRefused("launch_expired", "no such launch", hours=str(self.settings.lti_launch_lifetime_s // 3600))
+            raise LaunchRefused("launch_expired", "no such launch",
+                                hours=str(self.settings.lti_launch_lifetime_s // 3600))
         conf = self.conf()
         try:
             launch = t.cast(LtiLaunch, LtiLaunch.from_cache(launch_id, request, conf, self.session_service(), cookies,

@@ -11,7 +11,8 @@ from pydantic import ValidationError
 from service.config import Settings
 
 app = typer.Typer(help="LTI 1.3: LMS platforms, deployments and the tool's keys.", no_args_is_help=True)
-platforms_app = typer.Typer(help="Platform registrations (an LMS's issuer and client id), per course.", no_args_is_help=True)
+platforms_app = typer.Typer(help="Platform registrations (an LMS's issuer and client id), per course.",
+                            no_args_is_help=True)
 deployments_app = typer.Typer(help="Deployment ids a registered platform may launch with.", no_args_is_help=True)
 keys_app = typer.Typer(help="The tool's signing keys (published at /lti/jwks).", no_args_is_help=True)
 app.add_typer(platforms_app, name="platforms")
@@ -51,7 +52,8 @@ def _show(session, platform) -> None:  # noqa: ANN001
 
 
 @app.command("tool")
-def tool(url: Annotated[str, typer.Option(help="kernelgrade's public URL (default KERNELGRADE_PUBLIC_URL)")] = "") -> None:
+def tool(url: Annotated[str,
+                        typer.Option(help="kernelgrade's public URL (default KERNELGRADE_PUBLIC_URL)")] = "") -> None:
     """What an LMS administrator enters for kernelgrade (login, launch and JWKS URLs, scopes)."""
     from service.lti import registry
 
@@ -151,7 +153,8 @@ def add_deployment(platform_id: Annotated[str, typer.Argument(help="the platform
 
 
 @deployments_app.command("revoke")
-def revoke_deployment(platform_id: Annotated[str, typer.Argument()], deployment_id: Annotated[str, typer.Argument()]) -> None:
+def revoke_deployment(platform_id: Annotated[str, typer.Argument()],
+                      deployment_id: Annotated[str, typer.Argument()]) -> None:
     from service.lti import registry
 
     with _db() as session:

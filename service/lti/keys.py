@@ -65,6 +65,7 @@ def published(session: Session, *, grace_s: int) -> dict:
     """The JWKS: the active key and the keys retired less than `grace_s` ago."""
     active_key(session)
     since = utcnow() - timedelta(seconds=grace_s)
-    keys = [k for k in all_keys(session) if k.removed_at is None and (k.retired_at is None or as_utc(k.retired_at) > since)]
+    keys = [k for k in all_keys(session)
+            if k.removed_at is None and (k.retired_at is None or as_utc(k.retired_at) > since)]
     return {"keys": [k.public_jwk for k in reversed(keys)]}
 

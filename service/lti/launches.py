@@ -39,7 +39,8 @@ class Person:
 
     @classmethod
     def of(cls, claims: dict[str, Any]) -> Person:
-        name = text(claims.get("name") or " ".join(filter(None, (claims.get("given_name"), claims.get("family_name")))), 300)
+        name = text(claims.get("name") or " ".join(filter(None, (claims.get("given_name"), claims.get("family_name")))),
+                    300)
         return cls(sub=text(claims.get("sub"), 255), name=name, email=text(claims.get("email"), 300),
                    roles=[text(r, 200) for r in (claims.get(CLAIM + "roles") or [])[:30]])
 
@@ -63,7 +64,8 @@ def _get_or_add(session: Session, model, lookup: dict[str, Any], **values: Any):
     return row
 
 
-def record_context(session: Session, platform: LtiPlatform, claims: dict[str, Any], *, roster_max_age_s: int) -> LtiContext:
+def record_context(session: Session, platform: LtiPlatform, claims: dict[str, Any], *,
+                   roster_max_age_s: int) -> LtiContext:
     context = claims.get(CLAIM + "context") or {}
     nrps = claims.get(NRPS) or {}
     row = _get_or_add(session, LtiContext, {"platform_id": platform.id,
@@ -87,7 +89,8 @@ def record_link(session: Session, deployment: LtiDeployment, context: LtiContext
     custom = claims.get(CLAIM + "custom") or {}
     ags = claims.get(AGS) or {}
     scopes = [text(s, 200) for s in ags.get("scope", [])[:10]] if isinstance(ags.get("scope"), list) else None
-    return _get_or_add(session, LtiLink, {"deployment_id": deployment.id, "resource_link_id": text(link.get("id"), 255)},
+    return _get_or_add(session, LtiLink,
+                       {"deployment_id": deployment.id, "resource_link_id": text(link.get("id"), 255)},
                        context_id=context.id, title=text(link.get("title"), 500) or None,
                        exercise_id=text(custom.get("exercise"), 100) or None if isinstance(custom, dict) else None,
                        ags_scopes=scopes, lineitems_url=text(ags.get("lineitems"), 2000) or None,

@@ -41,15 +41,18 @@ class _Strict(BaseModel):
 
 
 class PlatformFields(_Strict):
-    auth_login_url: StorableText | None = Field(None, max_length=2000, description="the platform's OIDC authorization endpoint")
-    auth_token_url: StorableText | None = Field(None, max_length=2000, description="its OAuth 2 token endpoint (grades, roster)")
+    auth_login_url: StorableText | None = Field(None, max_length=2000,
+                                                description="the platform's OIDC authorization endpoint")
+    auth_token_url: StorableText | None = Field(None, max_length=2000,
+                                                description="its OAuth 2 token endpoint (grades, roster)")
     auth_audience: StorableText | None = Field(None, max_length=2000,
                                                description="audience of the token request, if not the token URL")
     key_set_url: StorableText | None = Field(None, max_length=2000, description="its public keys (JWKS URL)")
-    key_set: dict[str, Any] | None = Field(None, description="or its public keys themselves (a JWKS), if it publishes no URL")
+    key_set: dict[str, Any] | None = Field(None,
+                                           description="or its public keys themselves (a JWKS), if it publishes no URL")
     frame_origins: list[str] | None = Field(None, max_length=20,
-                                            description="origins that may show the tool in a frame (default: the issuer's "
-                                                        "and the login URL's)")
+                                            description="origins that may show the tool in a frame (default: the "
+                                                        "issuer's and the login URL's)")
     label: StorableText | None = Field(None, max_length=200)
 
     @field_validator("key_set")
@@ -69,11 +72,14 @@ class PlatformFields(_Strict):
 
 
 class PlatformCreate(PlatformFields):
-    issuer: StorableText = Field(min_length=1, max_length=500, description="the platform's issuer (`iss` of its launches)")
-    client_id: StorableText = Field(min_length=1, max_length=200, description="the client id the platform gave kernelgrade")
+    issuer: StorableText = Field(min_length=1, max_length=500,
+                                 description="the platform's issuer (`iss` of its launches)")
+    client_id: StorableText = Field(min_length=1, max_length=200,
+                                    description="the client id the platform gave kernelgrade")
     auth_login_url: StorableText = Field(max_length=2000)
     auth_token_url: StorableText = Field(max_length=2000)
-    deployments: list[DeploymentId] = Field(default_factory=list, max_length=100, description="deployment ids to accept")
+    deployments: list[DeploymentId] = Field(default_factory=list, max_length=100,
+                                            description="deployment ids to accept")
     label: StorableText = Field("", max_length=200)
 
     @model_validator(mode="after")
@@ -101,7 +107,8 @@ def _check_urls(fields: dict[str, Any], allowed_hosts: list[str]) -> None:
     for name in URL_FIELDS:
         if fields.get(name) and not (name == "auth_audience" and not fields[name].startswith(("http://", "https://"))):
             try:
-                check_callback_url(fields[name], allowed_hosts=allowed_hosts, field=name, allow_setting="lti_allowed_hosts")
+                check_callback_url(fields[name], allowed_hosts=allowed_hosts, field=name,
+                                   allow_setting="lti_allowed_hosts")
             except CallbackRefused as exc:
                 raise RegistrationError(name, str(exc)) from None
             except ValueError:  # urlsplit: an unparseable URL (a bad IPv6 literal, port)
@@ -113,13 +120,15 @@ def register(session: Session, *, course_id: str, body: PlatformCreate, allowed_
         raise RegistrationError("course", f"no course {course_id!r}")
     fields = body.model_dump(exclude={"deployments"})
     _check_urls(fields, allowed_hosts)
-    origins = fields.pop("frame_origins") or sorted({o for o in (origin_of(body.issuer), origin_of(body.auth_login_url)) if o})
+    origins = fields.pop("frame_origins") or sorted({o for o in (origin_of(body.issuer),
+                                                                 origin_of(body.auth_login_url)) if o})
     platform = LtiPlatform(id=secrets.token_hex(6), course_id=course_id, frame_origins=origins,
                            key_set_fetched_at=utcnow() if body.key_set else None, **fields)
     session.add(platform)
     try:
         session.flush()  # the platform first: its deployments refer to it
-        session.add_all(LtiDeployment(platform_id=platform.id, deployment_id=d) for d in dict.fromkeys(body.deployments))
+        session.add_all(LtiDeployment(platform_id=platform.id, deployment_id=d)
+                        for d in dict.fromkeys(body.deployments))
         session.commit()
     except IntegrityError:
         session.rollback()

@@ -80,7 +80,8 @@ def login(request: Request, session: SessionDep, settings: SettingsDep, params: 
         return Response("too many LTI logins from this address; retry in a minute\n", status_code=429,
                         media_type="text/plain", headers={"Retry-After": "60"})
     try:
-        response = _tool(session, settings, params).login(params, cookies).redirect(f"{_base(request, settings)}/lti/launch")
+        launch_url = f"{_base(request, settings)}/lti/launch"
+        response = _tool(session, settings, params).login(params, cookies).redirect(launch_url)
     except LaunchRefused as exc:
         return refused(request, exc)
     response.headers["Cache-Control"] = "no-store"
@@ -162,7 +163,8 @@ def _activity(request: Request, session: Session, message: LtiLaunch, platform: 
         "mine": _submission_rows(session, link, person.sub), "staff": staff,
         "everyone": _submission_rows(session, link, None) if staff else [],
     }
-    return render(request, "lti_activity.html", context, status_code=status_code, headers=framed_by(platform.frame_origins))
+    return render(request, "lti_activity.html", context, status_code=status_code,
+                  headers=framed_by(platform.frame_origins))
 
 
 def _identity(session: Session, link: LtiLink, person: Person, language: str) -> dict[str, Any]:
@@ -210,7 +212,8 @@ def submit(request: Request, session: SessionDep, settings: SettingsDep, params:
             item = _validated(body)
         except ValidationError as exc:
             errors = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
-            return _activity(request, session, message, platform, link, person, values=values, errors=errors, status_code=422)
+            return _activity(request, session, message, platform, link, person, values=values, errors=errors,
+                             status_code=422)
         t = texts(exercise.spec.language)
         if request.app.state.rate_limiter.take(f"lti:{platform.id}:{person.sub}") > 0:
             return _activity(request, session, message, platform, link, person, values=values, status_code=429,
@@ -227,8 +230,8 @@ def submit(request: Request, session: SessionDep, settings: SettingsDep, params:
                 idempotency_key=f"lti:{digest}",
                 related=lambda new: [LtiSubmission(submission_id=new.id, link_id=link.id, sub=person.sub)])
         except store.IdempotencyConflict:  # the same answers sent again once the first was stored (its attempt differs)
-            row, created = session.scalars(select(Submission).where(Submission.course_id == platform.course_id,
-                                                                    Submission.idempotency_key == f"lti:{digest}")).one(), False
+            row, created = session.scalars(select(Submission).where(
+                Submission.course_id == platform.course_id, Submission.idempotency_key == f"lti:{digest}")).one(), False
     except LaunchRefused as exc:
         return refused(request, exc)
     if created:
@@ -290,7 +293,8 @@ def deep_link(request: Request, session: SessionDep, settings: SettingsDep, para
         t = texts(spec.language)
         pass_line = t["lti_points_line"].format(max=f"{spec.max_points:g}", threshold=f"{spec.pass_threshold:g}")
         resource = (_Resource().set_text(f"{spec.id}: {pass_line}").set_url(f"{_base(request, settings)}/lti/launch")
-                    .set_title(spec.title).set_custom_params({"exercise": spec.id, "pass_threshold": f"{spec.pass_threshold:g}"})
+                    .set_title(spec.title).set_custom_params({"exercise": spec.id,
+                                                              "pass_threshold": f"{spec.pass_threshold:g}"})
                     .set_lineitem(LineItem().set_label(spec.title).set_score_maximum(spec.max_points)
                                   .set_resource_id(spec.id).set_tag("kernelgrade")))
         deep = message.get_deep_link()

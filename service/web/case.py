@@ -82,7 +82,8 @@ def item_views(report: Report, exercise: Exercise | None, body: SubmissionBody |
     views = []
     for item in report.items:
         ev = item.evidence
-        view = ItemView(id=item.id, title=item.title, points=item.points, max_points=item.max_points, status=item.status,
+        view = ItemView(id=item.id, title=item.title, points=item.points, max_points=item.max_points,
+                        status=item.status,
                         feedback=item.feedback, decision=ev.get("ta_decision"),
                         found=[f.get("label", "") for f in ev.get("found", [])],
                         missing=[m.get("label", "") for m in ev.get("missing", [])],

@@ -68,7 +68,8 @@ def histogram(bins: Sequence[Bin], *, pass_line: float | None, label: str, pass_
         if b.passed:
             parts.append(f'<rect class="bar passed" x="{x0:.1f}" y="{TOP + plot_h - h_pass:.1f}" '
                          f'width="{max(x1 - x0, 1):.1f}" height="{h_pass:.1f}"/>')
-        parts.append(f'<text class="tick" x="{x(b.low):.1f}" y="{HEIGHT - BOTTOM + 14}" text-anchor="middle">{b.low:g}</text>')
+        parts.append(f'<text class="tick" x="{x(b.low):.1f}" y="{HEIGHT - BOTTOM + 14}" '
+                     f'text-anchor="middle">{b.low:g}</text>')
     parts.append(f'<text class="tick" x="{x(hi):.1f}" y="{HEIGHT - BOTTOM + 14}" text-anchor="end">{hi:g}</text>')
     if pass_line is not None and lo <= pass_line <= hi:
         px = x(pass_line)
@@ -104,8 +105,9 @@ def hourly(hours: Sequence[datetime], *, columns: Series | None, lines: Sequence
     if columns is not None:
         for i, value in enumerate(columns.values):
             if value:
-                parts.append(f'<rect class="bar {columns.name}" x="{LEFT + i * slot + slot * 0.1:.1f}" y="{y(value):.1f}" '
-                             f'width="{max(slot * 0.8, 0.5):.1f}" height="{plot_h - (y(value) - TOP):.1f}"/>')
+                parts.append(f'<rect class="bar {columns.name}" x="{LEFT + i * slot + slot * 0.1:.1f}" '
+                             f'y="{y(value):.1f}" width="{max(slot * 0.8, 0.5):.1f}" '
+                             f'height="{plot_h - (y(value) - TOP):.1f}"/>')
     for series in lines:
         runs: list[list[str]] = [[]]
         for i, value in enumerate(series.values):
@@ -126,7 +128,8 @@ def hourly(hours: Sequence[datetime], *, columns: Series | None, lines: Sequence
     if marker is not None and hours[0] <= marker <= hours[-1].replace(minute=59, second=59):
         mx = LEFT + (marker - hours[0]).total_seconds() / 3600 * slot
         parts.append(f'<line class="marker" x1="{mx:.1f}" x2="{mx:.1f}" y1="{TOP - 4}" y2="{HEIGHT - BOTTOM + 4}"/>')
-        parts.append(f'<text class="pass-label" x="{mx - 3:.1f}" y="{HEIGHT - 4}" text-anchor="end">{escape(marker_label)}</text>')
+        parts.append(f'<text class="pass-label" x="{mx - 3:.1f}" y="{HEIGHT - 4}" '
+                     f'text-anchor="end">{escape(marker_label)}</text>')
     parts.append("</svg>")
     return Markup("".join(parts))
 

@@ -101,7 +101,8 @@ def code_diff(template: str, submission: str, edits: list[dict] | None = None) -
         kind = "fill" if fill else ("edit" if note or _squash(s_lines[j]) else "cosmetic")
         out.append(DiffLine(kind, "submission", None, j + 1, [Segment(s_lines[j], fill=fill)], note))
 
-    matcher = difflib.SequenceMatcher(None, [_squash(x) for x in t_lines], [_squash(x) for x in s_lines], autojunk=False)
+    matcher = difflib.SequenceMatcher(None, [_squash(x) for x in t_lines], [_squash(x) for x in s_lines],
+                                      autojunk=False)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op == "equal":
             for i, j in zip(range(i1, i2), range(j1, j2)):

@@ -78,7 +78,8 @@ def padding_picture(case: CaseReport, *, n: int, block: int, counted: int | None
         observed_sum, true_sum = mismatch.observed * n, mismatch.expected * n
         pad = max(0, min(counted, block) - n)
         padding_sum = max(0.0, observed_sum - true_sum) if pad else 0.0
-        row = PaddingRow(n=n, block=block, counted=counted, valid_sum=observed_sum - padding_sum, padding_sum=padding_sum)
+        row = PaddingRow(n=n, block=block, counted=counted, valid_sum=observed_sum - padding_sum,
+                         padding_sum=padding_sum)
         if pad:
             note = t["padding_bad"].format(each=f"{padding_sum / pad:.4g}", total=f"{padding_sum:.4g}")
     title = t["padding_title"].format(n=n, pad=block - n)
@@ -149,7 +150,8 @@ def performance_view(report: Report, t: dict[str, str]) -> PerformanceView | Non
             rows.append((t["perf_speedup"], f"×{p.speedup_vs_baseline:.2f}{predicted}"))
         m = p.method
         flush = m.get("l2_flush_bytes")
-        method = t["perf_method"].format(tool=m.get("tool", "?"), warmup=m.get("warmup_ms", "?"), rep=m.get("rep_ms", "?"),
+        method = t["perf_method"].format(tool=m.get("tool", "?"), warmup=m.get("warmup_ms", "?"),
+                                         rep=m.get("rep_ms", "?"),
                                          flush=f"{flush / 1e6:.0f}" if isinstance(flush, (int, float)) else "?")
     bytes_line = t["perf_bytes"].format(note=p.bytes_note, mb=f"{p.ideal_bytes / 1e6:,.1f}")
     return PerformanceView(p=p, rows=rows, bytes_line=bytes_line, method=method)
@@ -207,7 +209,8 @@ def reasons(report: Report, t: dict[str, str], language: str = "zh") -> list[Rea
             continue
         ev = requirement.evidence if isinstance(requirement.evidence, dict) else {}
         title = t.get(f"req_{requirement.id}") or str(ev.get("title") or ev.get("label") or requirement.id)
-        note = str(ev.get(f"message_{language}") or ev.get("message") or note_in(ev, language) or ev.get("reason") or "")
+        note = str(ev.get(f"message_{language}") or ev.get("message") or note_in(ev, language) or ev.get("reason")
+                   or "")
         found.append(Reason(kind="requirement", id=requirement.id, title=title, status="unmet", note=note,
                             lines=_lines_of(ev, t)))
     return found
@@ -309,7 +312,8 @@ def feedback_response(request: Request, session, row: Submission | None, *,
     context: dict[str, Any] = {"t": t, "row": row, "report": report, "title": t["feedback_title"],
                                "exercise_title": exercise.spec.title if exercise is not None else row.exercise_id,
                                # the other language, as a link that keeps the page (?lang= wins over the rest)
-                               "switch": [(code, texts(code)["language_name"]) for code in LANGUAGES if code != language]}
+                               "switch": [(code, texts(code)["language_name"])
+                                          for code in LANGUAGES if code != language]}
     if report is not None:
         score = report.score
         context.update(

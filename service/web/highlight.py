@@ -57,7 +57,8 @@ def highlighted(answer: str, spans: list[Span]) -> Markup:
     parts, cursor = [], 0
     for span in spans:
         parts.append(escape(answer[cursor:span.start]))
-        parts.append(Markup('<mark class="{}" title="{}">{}</mark>').format(span.kind, span.label, answer[span.start:span.end]))
+        parts.append(Markup('<mark class="{}" title="{}">{}</mark>').format(span.kind, span.label,
+                                                                            answer[span.start:span.end]))
         cursor = span.end
     parts.append(escape(answer[cursor:]))
     return Markup("").join(parts)

@@ -162,7 +162,8 @@ def _case_context(request: Request, session, keys: list[ApiKey], row: Submission
     return {
         "title": f"Case {row.id[:8]}", "csrf": auth.csrf_token(request), "keys": keys, "filters": filters,
         "row": row, "report": report, "age": _age(row.graded_at), "body": body,
-        "diff": diff_lines(report, exercise, body), "vetoes": veto_views(report), "items": item_views(report, exercise, body),
+        "diff": diff_lines(report, exercise, body), "vetoes": veto_views(report),
+        "items": item_views(report, exercise, body),
         "audit": decisions.decisions_for(session, row.id),
         # the hint levels the student asked for (service/hints.py), in English like the rest of these pages
         "hints": hint_ladder.shown(hint_ladder.taken(session, row.id),
@@ -194,7 +195,8 @@ def case_page(request: Request, session: SessionDep, submission_id: str, course:
     if isinstance(found, Response):
         return found
     keys, row = found
-    return render(request, "review_case.html", _case_context(request, session, keys, row, Filters(course, exercise, flag, age)))
+    return render(request, "review_case.html",
+                  _case_context(request, session, keys, row, Filters(course, exercise, flag, age)))
 
 
 @router.post("/review/cases/{submission_id}/decisions")
@@ -258,11 +260,13 @@ def copies_page(request: Request, session: SessionDep, course: Text = "",
         report = copies.find_copies(session, request.app.state.grader_catalog, course, assignment)
         for cluster in report.clusters:
             members = {m.submission_id: m for m in cluster.members}
-            clusters.append({"cluster": cluster, "pairs": [(members[a], members[b], s) for a, b, s in cluster.pairs[:PAIRS_ON_PAGE]]})
+            clusters.append({"cluster": cluster,
+                             "pairs": [(members[a], members[b], s) for a, b, s in cluster.pairs[:PAIRS_ON_PAGE]]})
     return render(request, "review_copies.html", {
         "title": "Copies", "csrf": auth.csrf_token(request), "keys": keys, "course": course, "assignment": assignment,
         "assignments": known, "report": report, "clusters": clusters, "pairs_on_page": PAIRS_ON_PAGE,
-        "min_text_chars": copies.MIN_TEXT_CHARS, "threshold": copies.TEXT_THRESHOLD, "min_fill_nodes": copies.MIN_FILL_NODES})
+        "min_text_chars": copies.MIN_TEXT_CHARS, "threshold": copies.TEXT_THRESHOLD,
+        "min_fill_nodes": copies.MIN_FILL_NODES})
 
 
 # --- export ------------------------------------------------------------------------------------
@@ -277,7 +281,9 @@ def _cell(value: Any) -> str:
 
 
 def _state(target: str, value: dict) -> str:
-    return f"{value.get('points', ''):g}" if target.startswith("item:") and "points" in value else str(value.get("status", ""))
+    if target.startswith("item:") and "points" in value:
+        return f"{value.get('points', ''):g}"
+    return str(value.get("status", ""))
 
 
 def _bearer_key(request: Request, session) -> ApiKey | None:
@@ -298,7 +304,8 @@ def export_csv(request: Request, session: SessionDep, course: Annotated[str, Que
             Response("a key with the review scope is needed\n", status_code=401, media_type="text/plain"))
     course = course or keys[0].course_id
     if course not in {k.course_id for k in keys}:
-        return secure(Response(f"no course {course[:64]!r} among your keys\n", status_code=404, media_type="text/plain"))
+        return secure(Response(f"no course {course[:64]!r} among your keys\n", status_code=404,
+                               media_type="text/plain"))
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(CSV_COLUMNS)

@@ -69,7 +69,8 @@ def padding_row(row: PaddingRow, label: str) -> Markup:
     if block <= LANE_CELLS_MAX:
         w = WIDTH / block
         for i in range(block):
-            parts.append(f'<rect class="{lane_class(i)}" x="{i * w:.2f}" y="{top}" width="{max(w - 1, 0.5):.2f}" height="{height}"/>')
+            parts.append(f'<rect class="{lane_class(i)}" x="{i * w:.2f}" y="{top}" width="{max(w - 1, 0.5):.2f}" '
+                         f'height="{height}"/>')
     else:  # runs, proportional: valid | counted padding | untouched padding
         runs = [(0, n, lane_class(0)), (n, n + (pad_counted or 0), "lane padding counted"),
                 (n + (pad_counted or 0), block, "lane padding")]

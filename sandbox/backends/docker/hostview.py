@@ -19,7 +19,8 @@ DRIVER_LIBRARIES = ("libcuda.so", "libcudadebugger.so", "libnvidia-ptxjitcompile
                     "libnvidia-gpucomp.so", "libnvidia-ml.so", "libnvidia-allocator.so", "libnvidia-pkcs11")
 SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/nsswitch.conf")
 # Where libcuda.so.1 usually lies when the linker cache does not say (driver containers, images).
-DRIVER_DIR_GUESSES = ("/usr/local/nvidia/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib/aarch64-linux-gnu")
+DRIVER_DIR_GUESSES = ("/usr/local/nvidia/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib64",
+                      "/usr/lib/aarch64-linux-gnu")
 
 
 @dataclass(frozen=True)

@@ -112,7 +112,8 @@ def _import_tar(api: Any, tar_path: Path, tag: str, labels: dict[str, str]) -> A
 
 def host_layout() -> list[tuple[str, str | None]]:
     """(path, symlink target or None for a folder) of the bare image, mirroring this machine."""
-    entries: list[tuple[str, str | None]] = [(d, None) for d in ("usr", "etc", "proc", "dev", "sys", "job", "run", "opt")]
+    entries: list[tuple[str, str | None]] = [
+        (d, None) for d in ("usr", "etc", "proc", "dev", "sys", "job", "run", "opt")]
     for link in MERGED_USR_LINKS:
         if os.path.islink(link):
             entries.append((link.lstrip("/"), os.readlink(link)))
@@ -163,7 +164,8 @@ def build_base_image(*, suite: str = "bookworm", mirror: str = "http://deb.debia
     try:
         if (image := _existing(api, tag, key)) is not None:
             return Built(tag, image.id, True, time.monotonic() - started)
-        debootstrap = shutil.which("debootstrap") or ("/usr/sbin/debootstrap" if os.path.exists("/usr/sbin/debootstrap") else None)
+        debootstrap = shutil.which("debootstrap") or (
+            "/usr/sbin/debootstrap" if os.path.exists("/usr/sbin/debootstrap") else None)
         if debootstrap is None:
             raise RuntimeError("debootstrap is not installed (apt-get install debootstrap)")
         if os.geteuid() != 0:

@@ -131,7 +131,8 @@ def launch(spec: dict[str, Any], *, client: Any, verdict_fd: int, log_fd: int, o
         nonlocal timer
         with budget_lock:
             if timer is None and not finished:
-                timer = threading.Timer(timeout_s, kill, args=(f"run budget of {timeout_s:g} s exhausted: container killed",))
+                timer = threading.Timer(timeout_s, kill,
+                                        args=(f"run budget of {timeout_s:g} s exhausted: container killed",))
                 timer.daemon = True
                 timer.start()
 

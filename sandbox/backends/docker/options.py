@@ -14,7 +14,8 @@ class DockerOptions(BaseSettings):
 
     image: str = Field(DEFAULT_IMAGE, description="the sandbox image (`kernelgrade image build` makes one)")
     python: str = Field("/opt/venv/bin/python", description="the interpreter inside a self-contained image")
-    runtime: str | None = Field(None, description="another OCI runtime, e.g. runsc (gVisor); None: the daemon's default")
+    runtime: str | None = Field(None,
+                                description="another OCI runtime, e.g. runsc (gVisor); None: the daemon's default")
     cpus: float = Field(4.0, gt=0, description="CPU cores one sandbox may use (cgroup quota)")
     gpu: Literal["devices", "nvidia"] = Field(
         "devices", description="devices: the device nodes and driver libraries passed explicitly (no NVIDIA "

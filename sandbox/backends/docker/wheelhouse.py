@@ -48,8 +48,8 @@ def missing(folder: Path, python_full_version: str, requirements: list[str]) -> 
     `folder` (with the extras asked for on the way), that no wheel there meets."""
     # every marker variable is a string (packaging types the TypedDict's values as object when unpacked)
     env: dict[str, str] = {**cast(dict[str, str], default_environment()), "python_full_version": python_full_version,
-           "python_version": ".".join(python_full_version.split(".")[:2]),
-           "implementation_version": python_full_version}
+                           "python_version": ".".join(python_full_version.split(".")[:2]),
+                           "implementation_version": python_full_version}
     wheels: dict[str, list[tuple[str, Path]]] = {}
     for wheel in folder.glob("*.whl"):
         name, version, _, _ = parse_wheel_filename(wheel.name)

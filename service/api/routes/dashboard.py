@@ -18,7 +18,8 @@ router = APIRouter(tags=["dashboard"], responses=KEYED_ERRORS)
 
 
 @router.get("/v1/dashboard", response_model=Dashboard,
-            responses={200: {"content": {"text/csv": {}}, "description": "the dashboard (JSON, or CSV with format=csv)"}})
+            responses={200: {"content": {"text/csv": {}},
+                             "description": "the dashboard (JSON, or CSV with format=csv)"}})
 def assignment_dashboard(session: SessionDep, key: ReviewKey,
                          assignment: Annotated[str, Query(min_length=1, max_length=200)],
                          deadline: Annotated[UTCDateTime | None, Query(description="shown on the timeline")] = None,

@@ -26,7 +26,8 @@ class CourseView(BaseModel):
 
 
 @router.get("/v1/grades", response_model=Gradebook,
-            responses={200: {"content": {"text/csv": {}}, "description": "the gradebook (JSON, or CSV with format=csv)"}})
+            responses={200: {"content": {"text/csv": {}},
+                             "description": "the gradebook (JSON, or CSV with format=csv)"}})
 def grades(session: SessionDep, key: ReadKey, assignment: Annotated[str | None, Query(max_length=200)] = None,
            format: Literal["json", "csv"] = "json") -> Response:
     """One row per student and assignment: the grade that counts under the course's policy (last or
@@ -99,7 +100,8 @@ def _view(session, job: RegradeJob) -> RegradeView:
 
 
 @router.post("/v1/regrades", status_code=202, response_model=RegradeView,
-             responses={200: {"model": RegradeView, "description": "the same scope is already being regraded: that job"},
+             responses={200: {"model": RegradeView,
+                              "description": "the same scope is already being regraded: that job"},
                         404: error("no graded submission of this course matches"), **BODY_ERRORS,
                         422: error("neither or both scopes given", model=ValidationErrorBody)})
 def start_regrade(body: RegradeRequest, session: SessionDep, key: ReviewKey) -> Response:

@@ -93,11 +93,13 @@ def _invalid(exc: RegistrationError) -> HTTPException:
 
 
 @router.post("/platforms", status_code=201, response_model=PlatformView, responses=INVALID)
-def register(request: Request, body: PlatformCreate, session: SessionDep, settings: SettingsDep, key: AdminKey) -> PlatformView:
+def register(request: Request, body: PlatformCreate, session: SessionDep, settings: SettingsDep,
+             key: AdminKey) -> PlatformView:
     """Register an LMS (its issuer and the client id it gave kernelgrade) for this course, with the
     deployment ids to accept. The answer's `tool` is what to enter on the LMS's side."""
     try:
-        platform = registry.register(session, course_id=key.course_id, body=body, allowed_hosts=settings.lti_allowed_hosts)
+        platform = registry.register(session, course_id=key.course_id, body=body,
+                                     allowed_hosts=settings.lti_allowed_hosts)
     except RegistrationError as exc:
         raise _invalid(exc) from None
     return _view(request, session, platform, settings)

@@ -60,9 +60,11 @@ def decide(request: Request, submission_id: str, body: DecisionRequest, session:
     except decisions.NotDecidable:
         raise HTTPException(409, f"submission {row.id} is not graded yet (status: {row.status})") from None
     except DecisionError as exc:
-        raise HTTPException(422, [{"loc": ["body", "item" if body.item else "veto"], "msg": str(exc), "type": "value_error"}]) from None
+        raise HTTPException(422, [{"loc": ["body", "item" if body.item else "veto"], "msg": str(exc),
+                                   "type": "value_error"}]) from None
     session.expire_all()
-    return DecisionResult(decision=_decision_view(decision), submission=view(request, session, owned(session, row.id, key.course_id), settings))
+    return DecisionResult(decision=_decision_view(decision),
+                          submission=view(request, session, owned(session, row.id, key.course_id), settings))
 
 
 @router.get("/v1/submissions/{submission_id}/decisions", response_model=list[DecisionView], responses=NOT_FOUND)
@@ -114,7 +116,8 @@ class CopyReportView(BaseModel):
 
 @router.get("/v1/review/copies", response_model=CopyReportView)
 def copied_answers(request: Request, session: SessionDep, key: ReviewKey,
-                   assignment: Annotated[str, Query(min_length=1, max_length=200), AfterValidator(storable)]) -> CopyReportView:
+                   assignment: Annotated[str, Query(min_length=1, max_length=200),
+                                         AfterValidator(storable)]) -> CopyReportView:
     """Near-identical written answers and whole-body fills of one assignment of this course: the latest
     submission of each student compared with the others' (text: character shingles, MinHash/LSH, then
     exact Jaccard; code: the fill's syntax tree with local names normalised). Evidence for a TA only:

@@ -48,7 +48,8 @@ from service.worker.webhooks import CallbackRefused, check_callback_url
 
 router = APIRouter(prefix="/v1/submissions", tags=["submissions"], responses=KEYED_ERRORS)
 FINAL = ("graded", "not_gradable")
-NOT_GRADABLE_MESSAGE = "kernelgrade failed to grade this submission (our failure, not the student's); it costs the student nothing."
+NOT_GRADABLE_MESSAGE = ("kernelgrade failed to grade this submission (our failure, not the student's); "
+                        "it costs the student nothing.")
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: error("no such submission for this key's course")}
 QUEUE_FULL = error("the grading queue is full (max_queue), or the database is unavailable for the moment",
                    headers=RETRY_AFTER)
@@ -65,7 +66,8 @@ def base_url(request: Request, settings: Settings) -> str:
 
 def links(base: str, row: Submission) -> Links:
     return Links(self=f"{base}/v1/submissions/{row.id}", report=f"{base}/v1/submissions/{row.id}/report",
-                 feedback=f"{base}/v1/feedback/{row.feedback_token}", feedback_page=f"{base}/feedback/{row.feedback_token}")
+                 feedback=f"{base}/v1/feedback/{row.feedback_token}",
+                 feedback_page=f"{base}/feedback/{row.feedback_token}")
 
 
 def identity(row: Submission) -> dict:
@@ -86,7 +88,8 @@ def view(request: Request, session: Session, row: Submission, settings: Settings
         history=[ReportVersion(seq=r.seq, reason=r.reason, status=r.status, created_at=r.created_at,
                                score=(r.report.get("score") or {}).get("total"), current=r.id == row.current_report_id)
                  for r in history],
-        webhooks=[WebhookAttempt(url=d.url, attempts=d.attempt, delivered=d.delivered, last_status_code=d.last_status_code,
+        webhooks=[WebhookAttempt(url=d.url, attempts=d.attempt, delivered=d.delivered,
+                                 last_status_code=d.last_status_code,
                                  last_error=d.last_error, next_attempt_at=d.next_attempt_at)
                   for d in store.deliveries(session, row.id)],
         lti_scores=[LtiScoreView(state=post.state, score=post.score, next_attempt_at=post.next_attempt_at,
@@ -124,7 +127,8 @@ def _accept(request: Request, session: Session, settings: Settings, *, course_id
         return store.create_submission(session, course_id=course_id, body=body, callback_url=item.callback_url,
                                        idempotency_key=idempotency_key)
     except store.IdempotencyConflict:
-        raise HTTPException(409, f"Idempotency-Key {idempotency_key!r} was already used with a different body") from None
+        raise HTTPException(409,
+                            f"Idempotency-Key {idempotency_key!r} was already used with a different body") from None
 
 
 def _check_capacity(session: Session, settings: Settings, incoming: int) -> None:
@@ -141,18 +145,23 @@ def _check_capacity(session: Session, settings: Settings, incoming: int) -> None
                         503: QUEUE_FULL})
 def create_submission(
     request: Request, item: SubmissionCreate, session: SessionDep, settings: SettingsDep, key: SubmitKey,
-    idempotency_key: Annotated[str | None, Header(max_length=200, description="same key + same body: the same submission")] = None,
-    wait: Annotated[float, Query(ge=0, description="seconds to wait for the report (bounded by the server's max_wait_s)")] = 0,
+    idempotency_key: Annotated[str | None,
+                               Header(max_length=200, description="same key + same body: the same submission")] = None,
+    wait: Annotated[float,
+                    Query(ge=0, description="seconds to wait for the report (bounded by the server's max_wait_s)")] = 0,
 ) -> JSONResponse:
     """Store a submission (it is acknowledged only once stored) and queue it for grading."""
     if wait > settings.max_wait_s:
-        raise HTTPException(422, [{"loc": ["query", "wait"], "msg": f"wait must be at most {settings.max_wait_s:g} s", "type": "value_error"}])
+        raise HTTPException(422, [{"loc": ["query", "wait"], "msg": f"wait must be at most {settings.max_wait_s:g} s",
+                                   "type": "value_error"}])
     existing = None
     if idempotency_key is not None:
-        existing = session.query(Submission).filter_by(course_id=key.course_id, idempotency_key=idempotency_key).one_or_none()
+        existing = session.query(Submission).filter_by(course_id=key.course_id,
+                                                       idempotency_key=idempotency_key).one_or_none()
     if existing is None:
         _check_capacity(session, settings, 1)
-    row, created = _accept(request, session, settings, course_id=key.course_id, item=item, idempotency_key=idempotency_key)
+    row, created = _accept(request, session, settings, course_id=key.course_id, item=item,
+                           idempotency_key=idempotency_key)
     if created:
         request.app.state.dispatcher.submitted(row.id)
     deadline = time.monotonic() + wait
@@ -171,10 +180,12 @@ def create_submission(
                         422: error("an invalid item, named submissions.<index>.<field> (nothing stored)",
                                    model=ValidationErrorBody),
                         503: QUEUE_FULL})
-def create_batch(request: Request, batch: BatchCreate, session: SessionDep, settings: SettingsDep, key: SubmitKey) -> BatchView:
+def create_batch(request: Request, batch: BatchCreate, session: SessionDep, settings: SettingsDep,
+                 key: SubmitKey) -> BatchView:
     """Up to `max_batch` submissions in one request; each may carry its own idempotency key."""
     if len(batch.submissions) > settings.max_batch:
-        raise field_error("submissions", f"at most {settings.max_batch} submissions per batch (got {len(batch.submissions)})")
+        raise field_error("submissions",
+                          f"at most {settings.max_batch} submissions per batch (got {len(batch.submissions)})")
     _check_capacity(session, settings, len(batch.submissions))
     # Check every item before storing any: a refused batch (422, 409) stores nothing.
     digests: dict[str, str] = {}
@@ -184,8 +195,10 @@ def create_batch(request: Request, batch: BatchCreate, session: SessionDep, sett
             digest = store.body_digest(body, item.callback_url)
             existing = session.query(Submission).filter_by(course_id=key.course_id,
                                                            idempotency_key=item.idempotency_key).one_or_none()
-            if digests.setdefault(item.idempotency_key, digest) != digest or (existing and existing.body_sha256 != digest):
-                raise HTTPException(409, f"Idempotency-Key {item.idempotency_key!r} was already used with a different body")
+            if (digests.setdefault(item.idempotency_key, digest) != digest
+                    or (existing and existing.body_sha256 != digest)):
+                raise HTTPException(409,
+                                    f"Idempotency-Key {item.idempotency_key!r} was already used with a different body")
     rows = []
     for index, item in enumerate(batch.submissions):
         row, created = _accept(request, session, settings, course_id=key.course_id, item=item,
@@ -232,7 +245,8 @@ Filter = Annotated[str | None, Query(max_length=200)]
                                                                      model=ValidationErrorBody)})
 def list_submissions(
     request: Request, session: SessionDep, settings: SettingsDep, key: ReadKey,
-    assignment: Filter = None, student: Annotated[str | None, Query(max_length=200, description="the student's platform id")] = None,
+    assignment: Filter = None,
+    student: Annotated[str | None, Query(max_length=200, description="the student's platform id")] = None,
     exercise: Annotated[str | None, Query(max_length=100)] = None, external_ref: Filter = None,
     status: Status | None = None,
     needs_review: Annotated[bool | None, Query(description="true: waiting for a TA")] = None,
@@ -255,21 +269,24 @@ def list_submissions(
         query = query.where(Submission.created_at < _utc(created_before))
     if cursor is not None:
         when, last_id = _after_cursor(cursor)
-        query = query.where(or_(Submission.created_at < when, and_(Submission.created_at == when, Submission.id < last_id)))
+        query = query.where(or_(Submission.created_at < when,
+                                and_(Submission.created_at == when, Submission.id < last_id)))
     rows = list(session.scalars(query.order_by(Submission.created_at.desc(), Submission.id.desc()).limit(limit + 1)))
     base = base_url(request, settings)
     items = [SubmissionSummary(
         id=row.id, status=row.status, exercise=row.exercise_id, exercise_version=row.exercise_version,
         needs_review=row.needs_review, created_at=row.created_at, updated_at=row.updated_at, graded_at=row.graded_at,
         score=None if row.score_total is None else ScoreSummary(total=row.score_total, max=row.score_max,
-                                                                passed=bool(row.passed), provisional=bool(row.provisional),
+                                                                passed=bool(row.passed),
+                                                                provisional=bool(row.provisional),
                                                                 blocking=row.blocking),
         links=links(base, row), **identity(row)) for row in rows[:limit]]
     return SubmissionPage(items=items, next_cursor=_cursor(rows[limit - 1]) if len(rows) > limit else None)
 
 
 @router.get("/{submission_id}", response_model=SubmissionView, responses=NOT_FOUND)
-def get_submission(request: Request, submission_id: str, session: SessionDep, settings: SettingsDep, key: ReadKey) -> SubmissionView:
+def get_submission(request: Request, submission_id: str, session: SessionDep, settings: SettingsDep,
+                   key: ReadKey) -> SubmissionView:
     """Status, the current report when graded, earlier reports, and webhook delivery attempts."""
     return view(request, session, owned(session, submission_id, key.course_id), settings)
 
@@ -294,7 +311,8 @@ def get_report(request: Request, submission_id: str, session: SessionDep, settin
 
 @router.post("/{submission_id}/regrade", status_code=202, response_model=SubmissionView,
              responses={**NOT_FOUND, 409: error("still being graded")})
-def regrade(request: Request, submission_id: str, session: SessionDep, settings: SettingsDep, key: ReviewKey) -> SubmissionView:
+def regrade(request: Request, submission_id: str, session: SessionDep, settings: SettingsDep,
+            key: ReviewKey) -> SubmissionView:
     """Grade again (for instance after an exercise fix); earlier reports stay in `history`, and the
     TA's decisions are re-applied where the evidence they decided on is unchanged (else the case
     goes back to the review queue, the earlier decision shown)."""

@@ -15,7 +15,8 @@ NO_STORE = {"Cache-Control": "no-store"}  # a secret: no proxy or browser keeps 
 
 class WebhookSecretView(BaseModel):
     course: str
-    webhook_secret: str = Field(description="HMAC-SHA256 key of the Kernelgrade-Signature header (docs/api.md, Webhooks)")
+    webhook_secret: str = Field(description="HMAC-SHA256 key of the Kernelgrade-Signature header (docs/api.md, "
+                                            "Webhooks)")
 
 
 def _answer(course_id: str, secret: str) -> JSONResponse:

@@ -90,7 +90,8 @@ def upgrade() -> None:
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
     sa.Column('updated_at', sa.DateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['report_id'], ['reports.id'], name=op.f('fk_webhook_deliveries_report_id_reports')),
-    sa.ForeignKeyConstraint(['submission_id'], ['submissions.id'], name=op.f('fk_webhook_deliveries_submission_id_submissions')),
+    sa.ForeignKeyConstraint(['submission_id'], ['submissions.id'],
+                            name=op.f('fk_webhook_deliveries_submission_id_submissions')),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_webhook_deliveries'))
     )
     with op.batch_alter_table('webhook_deliveries', schema=None) as batch_op:

@@ -32,7 +32,8 @@ def upgrade() -> None:
     sa.Column('submission_id', sa.String(length=32), nullable=False),
     sa.Column('target', sa.String(length=120), nullable=False),
     sa.Column('kind', sa.String(length=32), nullable=False),
-    sa.ForeignKeyConstraint(['submission_id'], ['submissions.id'], name=op.f('fk_review_flags_submission_id_submissions')),
+    sa.ForeignKeyConstraint(['submission_id'], ['submissions.id'],
+                            name=op.f('fk_review_flags_submission_id_submissions')),
     sa.PrimaryKeyConstraint('submission_id', 'target', name=op.f('pk_review_flags'))
     )
     with op.batch_alter_table('review_flags', schema=None) as batch_op:
@@ -42,8 +43,10 @@ def upgrade() -> None:
     submissions = sa.table('submissions', sa.column('id', sa.String), sa.column('current_report_id', sa.Integer),
                            sa.column('needs_review', sa.Boolean), sa.column('graded_at', sa.DateTime(timezone=True)))
     reports = sa.table('reports', sa.column('id', sa.Integer), sa.column('submission_id', sa.String),
-                       sa.column('reason', sa.String), sa.column('report', sa.JSON), sa.column('created_at', sa.DateTime(timezone=True)))
-    flags = sa.table('review_flags', sa.column('submission_id', sa.String), sa.column('target', sa.String), sa.column('kind', sa.String))
+                       sa.column('reason', sa.String), sa.column('report', sa.JSON),
+                       sa.column('created_at', sa.DateTime(timezone=True)))
+    flags = sa.table('review_flags', sa.column('submission_id', sa.String), sa.column('target', sa.String),
+                     sa.column('kind', sa.String))
     bind = op.get_bind()
     current = bind.execute(sa.select(submissions.c.id, reports.c.report)
                            .join(reports, reports.c.id == submissions.c.current_report_id)).all()

@@ -17,12 +17,13 @@ down_revision = '0005'
 branch_labels = None
 depends_on = None
 
-IDENTITY: list[tuple[str, sa.types.TypeEngine[Any]]] = [('assignment', sa.String(200)), ('student_id', sa.String(200)), ('student_name', sa.String(200)),
-            ('student_email', sa.String(320)), ('attempt', sa.Integer()), ('external_ref', sa.String(200)),
-            ('language', sa.String(2))]
-GRADE: list[tuple[str, sa.types.TypeEngine[Any]]] = [('exercise_version', sa.Integer()), ('score_total', sa.Float()), ('score_max', sa.Float()),
-         ('pass_threshold', sa.Float()), ('passed', sa.Boolean()), ('provisional', sa.Boolean()),
-         ('blocking', sa.String(200))]
+Columns = list[tuple[str, sa.types.TypeEngine[Any]]]
+IDENTITY: Columns = [('assignment', sa.String(200)), ('student_id', sa.String(200)), ('student_name', sa.String(200)),
+                     ('student_email', sa.String(320)), ('attempt', sa.Integer()), ('external_ref', sa.String(200)),
+                     ('language', sa.String(2))]
+GRADE: Columns = [('exercise_version', sa.Integer()), ('score_total', sa.Float()), ('score_max', sa.Float()),
+                  ('pass_threshold', sa.Float()), ('passed', sa.Boolean()), ('provisional', sa.Boolean()),
+                  ('blocking', sa.String(200))]
 INDEXES = {
     'ix_submissions_course_id_created_at_id': ['course_id', 'created_at', 'id'],
     'ix_submissions_course_id_assignment_student_id': ['course_id', 'assignment', 'student_id'],
@@ -81,7 +82,8 @@ def upgrade() -> None:
     sa.Column('state', sa.String(length=16), nullable=False),
     sa.Column('seq_before', sa.Integer(), nullable=False),
     sa.ForeignKeyConstraint(['job_id'], ['regrade_jobs.id'], name=op.f('fk_regrade_items_job_id_regrade_jobs')),
-    sa.ForeignKeyConstraint(['submission_id'], ['submissions.id'], name=op.f('fk_regrade_items_submission_id_submissions')),
+    sa.ForeignKeyConstraint(['submission_id'], ['submissions.id'],
+                            name=op.f('fk_regrade_items_submission_id_submissions')),
     sa.PrimaryKeyConstraint('job_id', 'submission_id', name=op.f('pk_regrade_items'))
     )
     op.create_index('ix_regrade_items_job_id_state', 'regrade_items', ['job_id', 'state'], unique=False)

@@ -55,7 +55,8 @@ def upgrade() -> None:
     sa.Column('label', sa.String(length=200), nullable=False),
     sa.Column('created_at', TZ, nullable=False),
     sa.Column('revoked_at', TZ, nullable=True),
-    sa.ForeignKeyConstraint(['platform_id'], ['lti_platforms.id'], name=op.f('fk_lti_deployments_platform_id_lti_platforms')),
+    sa.ForeignKeyConstraint(['platform_id'], ['lti_platforms.id'],
+                            name=op.f('fk_lti_deployments_platform_id_lti_platforms')),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_lti_deployments')),
     sa.UniqueConstraint('platform_id', 'deployment_id', name=op.f('uq_lti_deployments_platform_id'))
     )
@@ -70,7 +71,8 @@ def upgrade() -> None:
     sa.Column('roster_synced_at', TZ, nullable=True),
     sa.Column('roster_error', sa.Text(), nullable=True),
     sa.Column('created_at', TZ, nullable=False),
-    sa.ForeignKeyConstraint(['platform_id'], ['lti_platforms.id'], name=op.f('fk_lti_contexts_platform_id_lti_platforms')),
+    sa.ForeignKeyConstraint(['platform_id'], ['lti_platforms.id'],
+                            name=op.f('fk_lti_contexts_platform_id_lti_platforms')),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_lti_contexts')),
     sa.UniqueConstraint('platform_id', 'context_id', name=op.f('uq_lti_contexts_platform_id'))
     )
@@ -89,7 +91,8 @@ def upgrade() -> None:
     sa.Column('created_at', TZ, nullable=False),
     sa.Column('updated_at', TZ, nullable=False),
     sa.ForeignKeyConstraint(['context_id'], ['lti_contexts.id'], name=op.f('fk_lti_links_context_id_lti_contexts')),
-    sa.ForeignKeyConstraint(['deployment_id'], ['lti_deployments.id'], name=op.f('fk_lti_links_deployment_id_lti_deployments')),
+    sa.ForeignKeyConstraint(['deployment_id'], ['lti_deployments.id'],
+                            name=op.f('fk_lti_links_deployment_id_lti_deployments')),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_lti_links')),
     sa.UniqueConstraint('deployment_id', 'resource_link_id', name=op.f('uq_lti_links_deployment_id'))
     )
@@ -112,7 +115,8 @@ def upgrade() -> None:
     sa.Column('sub', sa.String(length=255), nullable=False),
     sa.Column('created_at', TZ, nullable=False),
     sa.ForeignKeyConstraint(['link_id'], ['lti_links.id'], name=op.f('fk_lti_submissions_link_id_lti_links')),
-    sa.ForeignKeyConstraint(['submission_id'], ['submissions.id'], name=op.f('fk_lti_submissions_submission_id_submissions')),
+    sa.ForeignKeyConstraint(['submission_id'], ['submissions.id'],
+                            name=op.f('fk_lti_submissions_submission_id_submissions')),
     sa.PrimaryKeyConstraint('submission_id', name=op.f('pk_lti_submissions'))
     )
     op.create_index('ix_lti_submissions_link_id_sub', 'lti_submissions', ['link_id', 'sub'], unique=False)
@@ -132,7 +136,8 @@ def upgrade() -> None:
     sa.Column('updated_at', TZ, nullable=False),
     sa.ForeignKeyConstraint(['link_id'], ['lti_links.id'], name=op.f('fk_lti_score_posts_link_id_lti_links')),
     sa.ForeignKeyConstraint(['report_id'], ['reports.id'], name=op.f('fk_lti_score_posts_report_id_reports')),
-    sa.ForeignKeyConstraint(['submission_id'], ['submissions.id'], name=op.f('fk_lti_score_posts_submission_id_submissions')),
+    sa.ForeignKeyConstraint(['submission_id'], ['submissions.id'],
+                            name=op.f('fk_lti_score_posts_submission_id_submissions')),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_lti_score_posts'))
     )
     op.create_index(op.f('ix_lti_score_posts_link_id'), 'lti_score_posts', ['link_id'], unique=False)
@@ -145,7 +150,8 @@ def upgrade() -> None:
     sa.Column('ok', sa.Boolean(), nullable=False),
     sa.Column('status_code', sa.Integer(), nullable=True),
     sa.Column('error', sa.Text(), nullable=True),
-    sa.ForeignKeyConstraint(['post_id'], ['lti_score_posts.id'], name=op.f('fk_lti_score_attempts_post_id_lti_score_posts')),
+    sa.ForeignKeyConstraint(['post_id'], ['lti_score_posts.id'],
+                            name=op.f('fk_lti_score_attempts_post_id_lti_score_posts')),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_lti_score_attempts'))
     )
     op.create_index(op.f('ix_lti_score_attempts_post_id'), 'lti_score_attempts', ['post_id'], unique=False)

@@ -31,7 +31,8 @@ def upgrade() -> None:
     sa.Column('key', sa.String(length=200), nullable=False),
     sa.Column('ok', sa.Boolean(), nullable=True),
     sa.Column('label', sa.Text(), nullable=False),
-    sa.ForeignKeyConstraint(['submission_id'], ['submissions.id'], name=op.f('fk_report_facts_submission_id_submissions')),
+    sa.ForeignKeyConstraint(['submission_id'], ['submissions.id'],
+                            name=op.f('fk_report_facts_submission_id_submissions')),
     sa.PrimaryKeyConstraint('submission_id', 'kind', 'item', 'key', name=op.f('pk_report_facts'))
     )
     op.create_index('ix_report_facts_kind_key', 'report_facts', ['kind', 'key'], unique=False)

@@ -25,7 +25,8 @@ def upgrade() -> None:
     sa.Column('language', sa.String(length=2), nullable=False),
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['course_id'], ['courses.id'], name=op.f('fk_hints_taken_course_id_courses')),
-    sa.ForeignKeyConstraint(['submission_id'], ['submissions.id'], name=op.f('fk_hints_taken_submission_id_submissions')),
+    sa.ForeignKeyConstraint(['submission_id'], ['submissions.id'],
+                            name=op.f('fk_hints_taken_submission_id_submissions')),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_hints_taken')),
     sa.UniqueConstraint('submission_id', 'diagnosis', 'level', name=op.f('uq_hints_taken_submission_id'))
     )
