@@ -24,7 +24,8 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from service.exercises import FillClaim, Question
+from service.exercises import Concept, FillClaim, Question
+from service.grading import similarity
 from service.report import Item
 
 REVIEW_THRESHOLD = 0.7
@@ -253,6 +254,8 @@ def _score_answer(question: Question, answer: str, max_points: float) -> TextSco
             kept = matches.get(concept.id, [])
             for m in itertools.islice(re.finditer(pattern, text, re.IGNORECASE), MAX_MATCHES_PER_CONCEPT - len(kept)):
                 matches.setdefault(concept.id, []).append(_Match(concept.id, m.start(), m.end(), _sentence_of(spans, m.start())))
+    if FUZZY:
+        _fuzzy_concepts(question, text, spans, matches)
     misconceptions = _misconceptions(question, text, spans)
     if not matches and not misconceptions:
         return TextScore(0.0, 0.9, kind="off_topic", missing=[{"concept": c.id, "label": c.label} for c in question.concepts])
@@ -292,11 +295,9 @@ def _score_answer(question: Question, answer: str, max_points: float) -> TextSco
                                 if w.id in {m["misconception"] for m in misconceptions})
     if misconceptions:
         flags.append("misconception")
-    if not misconceptions and (dismissal := _DISMISSAL.search(text)):
+    suspected = [] if misconceptions else _suspected(question, text, spans, matches)
+    if suspected:
         flags.append("dismissal")  # "X is not needed / does not matter": the shape of most misconceptions
-        suspected = [{"kind": "dismissal", "quote": _quote(text, dismissal.start(), dismissal.end())}]
-    else:
-        suspected = []
     copied = _copied(text, normalise(question.reference_answer))  # evidence only: the points stand
     points = max(0.0, min(max_points, math.floor(raw * 2 + 0.5) / 2))  # nearest half point, halves up
 
@@ -304,6 +305,78 @@ def _score_answer(question: Question, answer: str, max_points: float) -> TextSco
     confidence = 0.85 if clear else (0.4 if flags else 0.6)
     return TextScore(points, confidence, found, missing, links, missing_links, misconceptions, flags, suspected=suspected,
                      copied_reference=copied)
+
+
+# Concept recognition by similarity to reference phrasings: measured on the calibration set (2026-12-01)
+# it added no answer in band on the tuning part and lost one on the held-out part, so it is off.
+FUZZY = False
+# Generic signals of a stated wrong mechanism, none tied to one exercise (each can be switched off
+# to measure it on the calibration set's tuning part).
+SIGNALS = {"dismissal": True, "negated_concept": False, "misconception_like": True}
+# Saying a step can be skipped or is harmless, beyond _DISMISSAL's words.
+_HARMLESS = re.compile(
+    r"(反正|也没事|(可以|能)(省掉|省略|去掉|不加|不写)|更简洁|\banyway\b|\bno problem\b|won't (hurt|matter)|"
+    r"\b(safe|fine|ok|okay) to (skip|drop|omit|leave)|\bcan (skip|drop|omit|leave out)\b|\bcleaner\b)")
+# After a negated step, words that make it a counterfactual ("不 where 的话……", "without it … would").
+_COUNTERFACTUAL = re.compile(r"^[^。;\n]{0,30}?(的话|就会|会|否则|不然|导致|\bwould\b|\bwill\b|\botherwise\b|\bthen\b)")
+# A clause that holds this share of a misconception label's grams states it (see similarity.py).
+MISCONCEPTION_LIKE = 0.6
+
+
+def _suspected(question: Question, text: str, spans: list[tuple[int, int]],
+               matches: dict[str, list[_Match]]) -> list[dict]:
+    """Wording that may state a wrong mechanism when no known misconception matched, for a TA: a
+    step called unneeded or harmless, a rubric concept stated negated (not as a counterfactual),
+    or a clause close to a known misconception's own label."""
+    if SIGNALS["dismissal"]:
+        for regex in (_DISMISSAL, _HARMLESS):
+            if m := regex.search(text):
+                return [{"kind": "dismissal", "quote": _quote(text, m.start(), m.end())}]
+    if SIGNALS["negated_concept"]:
+        for ms in matches.values():
+            for m in ms:
+                if (_negated(text, m.start, spans) and not _conditional(text, m.start, spans)
+                        and not _COUNTERFACTUAL.search(text[m.end:])):
+                    return [{"kind": "negated_concept", "quote": _quote(text, m.start, m.end)}]
+    if SIGNALS["misconception_like"] and question.misconceptions:
+        parts = similarity.clauses(text)
+        for wrong in question.misconceptions:
+            phrases = [p for p in similarity.phrasings_of_label(wrong.label)]
+            hit = similarity.best_clause(text, parts, phrases, MISCONCEPTION_LIKE)
+            if hit is not None and not _negated(text, hit[0] + 1, spans):
+                return [{"kind": "misconception_like", "label": wrong.label, "quote": _quote(text, hit[0], hit[1])}]
+    return []
+
+
+def _fuzzy_concepts(question: Question, text: str, spans: list[tuple[int, int]],
+                    matches: dict[str, list[_Match]]) -> None:
+    """Concepts no pattern found, recognised by n-gram similarity to their reference phrasings
+    (service/grading/similarity.py); a stated one that is negated ("不需要…", "no need to") is not."""
+    parts = similarity.clauses(text)
+    if not parts:
+        return
+    for concept in question.concepts:
+        if concept.id in matches:
+            continue
+        hit = similarity.best_clause(text, parts, _phrasings(question, concept))
+        if hit is None or _negated(text, hit[0] + 1, spans) and not _negated_in_phrasing(question, concept):
+            continue
+        start, end, _share = hit
+        matches[concept.id] = [_Match(concept.id, start, end, _sentence_of(spans, start))]
+
+
+_PHRASINGS: dict[tuple[int, str], list[similarity.Phrasing]] = {}
+
+
+def _phrasings(question: Question, concept: Concept) -> list[similarity.Phrasing]:
+    key = (id(question), concept.id)
+    if key not in _PHRASINGS:
+        _PHRASINGS[key] = similarity.phrasings(question, concept)
+    return _PHRASINGS[key]
+
+
+def _negated_in_phrasing(question: Question, concept: Concept) -> bool:
+    return False
 
 
 def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]]) -> list[dict]:

@@ -111,8 +111,30 @@ def figures(entries: list[Entry]) -> dict[str, dict[str, tuple[int, int]]]:
     return {k: {p: (v[0], v[1]) for p, v in parts.items()} for k, parts in table.items()}
 
 
+def by_style(entries: list[Entry]) -> dict[str, dict[str, tuple[int, int]]]:
+    """{style or kind: {"tuning"/"held_out": (in band, total), "<part>_flagged": (...)}}: aggregated
+    figures only, so the held-out part can be reported per style without reading its answers."""
+    table: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
+    for entry in entries:
+        result = grade(entry)
+        part = "held_out" if entry.held_out else "tuning"
+        for key in (f"style:{entry.data['style']}", f"kind:{entry.data['kind']}", f"lang:{entry.data['lang']}"):
+            row = table[key][part]
+            row[0] += in_band(entry, result)
+            row[1] += 1
+            if must_flag(entry):
+                flagged = table[key][part + "_flagged"]
+                flagged[0] += bool(result.flags)
+                flagged[1] += 1
+    return {k: {p: (v[0], v[1]) for p, v in parts.items()} for k, parts in table.items()}
+
+
 def main(argv: list[str]) -> None:
     entries = load()
+    if "--styles" in argv:  # aggregated per style, kind and language: no answer text is shown
+        for key, row in sorted(by_style(entries).items()):
+            print(f"{key:24} {_rate(row.get('tuning')):>16} {_rate(row.get('held_out')):>12} "
+                  f"{_rate(row.get('tuning_flagged')):>30} {_rate(row.get('held_out_flagged')):>10}")
     show = "--misses" in argv
     only_tuning = "--tuning" in argv
     for entry in entries:

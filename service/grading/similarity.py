@@ -1,0 +1,121 @@
+"""Concept recognition by n-gram similarity to a concept's reference phrasings (no patterns).
+
+The rubric's regular expressions recognise the ways students were seen to say a concept; this
+recognises the ways they were not: an answer clause that holds most of the character bigrams
+(Chinese) and content words (English, code names, symbols) of one of the concept's *reference
+phrasings* states it. A concept's phrasings come from the exercise's own data, never from
+answers: the parts of its label, and the clauses of the question's reference answer in which the
+concept's patterns match (the reference says each concept once, in the lesson's words).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from service.exercises import Concept, Question
+
+# A clause states a phrasing when it holds this share of the phrasing's grams (containment), and
+# the phrasing has at least MIN_GRAMS of them (shorter ones match by chance).
+CONTAINMENT = 0.7
+MIN_GRAMS = 4
+
+_TOKEN = re.compile(r"[a-z_][a-z0-9_.]*|\d+(?:\.\d+)?|[\u3400-\u9fff]+|[μσ²<>≠≈]")
+_CJK = re.compile(r"[\u3400-\u9fff]+")
+_CLAUSE = re.compile(r"[。；;，,！？!?\n：:（）()]|(?<=\D)\.(?=\s|$)|→|->|=>|⇒")
+_LABEL_SPLIT = re.compile(r"[（）()：:，,；;、/]|例如|即|\bor\b|或")
+# Function words and characters that carry no concept.
+_EN_STOP = frozenset(
+    "the a an of to in on at by for and or but is are was were be been it its this that these those with as from "
+    "into onto than then so we you they i not no do does did can could will would should must may might have has "
+    "had which what when where why how all any each every one two only also just very more most".split())
+_ZH_STOP = frozenset("的了是在就把被和与及也都而又还这那个们之其有为以所着过得地么吗呢吧啊")
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def grams(text: str) -> frozenset[str]:
+    """Character bigrams of Chinese runs (function characters dropped), stemmed English content
+    words, code names and numbers, and math symbols."""
+    out: set[str] = set()
+    for token in _TOKEN.findall(text):
+        if _CJK.fullmatch(token):
+            chars = [c for c in token if c not in _ZH_STOP]
+            out.update(a + b for a, b in zip(chars, chars[1:], strict=False))
+            if len(chars) == 1:
+                out.add(chars[0])
+        elif token[0].isalpha() or token[0] == "_":
+            if token not in _EN_STOP and len(token) > 1:
+                out.add(_stem(token))
+        else:
+            out.add(token)
+    return frozenset(out)
+
+
+def clauses(text: str) -> list[tuple[int, int]]:
+    """(start, end) of the clauses of `text`: split at punctuation and arrows."""
+    spans, start = [], 0
+    for m in _CLAUSE.finditer(text):
+        if m.start() > start:
+            spans.append((start, m.start()))
+        start = m.end()
+    if start < len(text):
+        spans.append((start, len(text)))
+    return spans
+
+
+@dataclass(frozen=True)
+class Phrasing:
+    text: str
+    grams: frozenset[str]
+
+
+def phrasings(question: Question, concept: Concept, lesson: Iterable[str] = ()) -> list[Phrasing]:
+    """The concept's reference phrasings: the parts of its label, and the reference answer's (and
+    the lesson's) clauses that the concept's patterns match."""
+    pieces = [p.strip() for p in _LABEL_SPLIT.split(concept.label.lower())]
+    for source in (question.reference_answer.lower(), *(t.lower() for t in lesson)):
+        for a, b in clauses(source):
+            clause = source[a:b]
+            if any(re.search(p, clause, re.IGNORECASE) for p in concept.patterns):
+                pieces.append(clause.strip())
+    seen, out = set(), []
+    for piece in pieces:
+        g = grams(piece)
+        if len(g) >= MIN_GRAMS and g not in seen:
+            seen.add(g)
+            out.append(Phrasing(piece, g))
+    return out
+
+
+def phrasings_of_label(label: str) -> list[Phrasing]:
+    """The parts of a label (a misconception's, say) as phrasings."""
+    out = []
+    for piece in _LABEL_SPLIT.split(label.lower()):
+        g = grams(piece.strip())
+        if len(g) >= MIN_GRAMS:
+            out.append(Phrasing(piece.strip(), g))
+    return out
+
+
+def best_clause(text: str, spans: list[tuple[int, int]], phrases: list[Phrasing],
+                containment: float | None = None) -> tuple[int, int, float] | None:
+    """The answer clause (or pair of adjacent clauses) that holds the largest share of one phrasing's
+    grams, with that share, when it reaches CONTAINMENT."""
+    best: tuple[int, int, float] | None = None
+    clause_grams = [grams(text[a:b]) for a, b in spans]
+    windows = [(spans[i][0], spans[i][1], clause_grams[i]) for i in range(len(spans))]
+    windows += [(spans[i][0], spans[i + 1][1], clause_grams[i] | clause_grams[i + 1]) for i in range(len(spans) - 1)]
+    for start, end, mine in windows:
+        if not mine:
+            continue
+        for phrase in phrases:
+            share = len(phrase.grams & mine) / len(phrase.grams)
+            if share >= (CONTAINMENT if containment is None else containment) and (best is None or share > best[2]):
+                best = (start, end, share)
+    return best
