@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.calibration.calibration import Entry, grade, in_band, load
+from tests.calibration.calibration import CATALOG, Entry, by_style, grade, in_band, load
 
 ENTRIES = load()
 TUNING = [e for e in ENTRIES if not e.held_out]
@@ -16,7 +16,9 @@ HELD_OUT = [e for e in ENTRIES if e.held_out]
 # Measured 2026-12-01 with the scorer of this commit (before the work of issue 15: 69/104 and 122/200).
 HELD_OUT_IN_BAND = 72 / 104
 TUNING_IN_BAND = 160 / 200
-HELD_OUT_MISCONCEPTION_FLAGGED = 18  # of the held-out part's 33 misconception and keyword-stuffed answers
+# 18 before the generic signals of the second pass (docs/grading.md, "Calibration"); the scorer is
+# deterministic, so the floor is the measured figure.
+HELD_OUT_MISCONCEPTION_FLAGGED = 19  # of the held-out part's 33 misconception and keyword-stuffed answers
 
 
 def _misconception_or_stuffed(entries: list[Entry]) -> list[Entry]:
@@ -89,3 +91,27 @@ def test_arrows_between_bare_names_are_still_keyword_stuffing():
     answer = "catastrophic cancellation -> two-pass -> float64 -> Welford -> Chan merge -> ulp limit"
     result = grade(Entry("lesson06_mean_var", {"id": "names", "question": "q3", "answer": answer, "band": [0, 1]}))
     assert "keyword_stuffing" in result.flags
+
+
+@pytest.mark.parametrize("answer", ["other=0 已经把 padding 处理了，反正第二次求和前可以不加 tl.where",
+                                    "The load uses other=0.0, so it is safe to skip the tl.where before the second sum: cleaner code."])
+def test_a_step_called_skippable_is_flagged_for_a_ta(answer):
+    result = grade(Entry("lesson06_mean_var", {"id": "skip", "question": "q2", "answer": answer, "band": [0, 2]}))
+    assert result.flags and result.confidence < 0.7
+
+
+def test_a_clause_close_to_a_misconception_label_is_flagged_without_its_patterns():
+    from service.grading import freetext
+    exercise_question = CATALOG.get("lesson06_mean_var").question("q2")
+    wrong = exercise_question.misconceptions[0]
+    answer = "方差偏大是因为" + wrong.label.split("（")[0]  # the label's own words, none of its patterns
+    result = freetext.score_answer(exercise_question, answer, 2.0)
+    assert result.flags and result.suspected and result.suspected[0]["kind"] in ("misconception_like", "dismissal") \
+        or "misconception" in result.flags
+
+
+def test_per_style_figures_cover_every_answer():
+    table = by_style(ENTRIES)
+    for prefix in ("style:", "kind:", "lang:"):
+        rows = [row for key, row in table.items() if key.startswith(prefix)]
+        assert sum(r["held_out"][1] for r in rows if "held_out" in r) == len(HELD_OUT)
