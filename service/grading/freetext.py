@@ -415,7 +415,8 @@ SUSPECTED_PENALTY = 0.0  # 0.5 was tried: neutral on the tuning part, three full
 # between them (at most two sentences apart) count as linked.
 WORKED_EXAMPLE = True
 WORKED_STEPS = 3
-_NUMERIC_STEP = re.compile(r"\d\s*([-−+*/^=]|\*\*)\s*[-−]?\s*\d|[=≈]\s*[-−]?\d|\d\s*[=≈]")
+_NUMERIC_STEP = re.compile(r"\d\s*([-−+*/^=≈]|\*\*)\s*[-−]?\s*[\dμσ(]|[)μσ2]\s*[=≈]\s*[-−]?\s*\d")
+_WORKED_GAP = 400  # characters between two concepts that a computation may join (a bound on the search)
 
 
 def _worked_example(text: str) -> bool:
@@ -425,7 +426,8 @@ def _worked_example(text: str) -> bool:
 def _worked_link(text: str, befores: list[_Match], afters: list[_Match]) -> str | None:
     for a in befores:
         for b in afters:
-            if b.start >= a.end and b.sentence - a.sentence <= 2 and _NUMERIC_STEP.search(text, a.start, b.end):
+            if (a.end <= b.start <= a.end + _WORKED_GAP and b.sentence - a.sentence <= 2
+                    and _NUMERIC_STEP.search(text, a.start, b.end)):
                 return _quote(text, a.start, b.end)
     return None
 
