@@ -301,8 +301,8 @@ def _score_answer(question: Question, answer: str, max_points: float) -> TextSco
     suspected = [] if misconceptions else _suspected(question, text, spans, matches)
     if suspected and SUSPECTED_PENALTY:
         raw -= max_points * SUSPECTED_PENALTY
-    if suspected:
-        flags.append("dismissal")  # "X is not needed / does not matter": the shape of most misconceptions
+    if suspected:  # "X is not needed / does not matter", or close to a known misconception's label: for a TA
+        flags.append("dismissal" if suspected[0]["kind"] == "dismissal" else "suspected_misconception")
     copied = _copied(text, normalise(question.reference_answer))  # evidence only: the points stand
     points = max(0.0, min(max_points, math.floor(raw * 2 + 0.5) / 2))  # nearest half point, halves up
 
@@ -317,13 +317,11 @@ def _score_answer(question: Question, answer: str, max_points: float) -> TextSco
 FUZZY = False
 # Generic signals of a stated wrong mechanism, none tied to one exercise (each can be switched off
 # to measure it on the calibration set's tuning part).
-SIGNALS = {"dismissal": True, "negated_concept": False, "misconception_like": True}
+SIGNALS = {"dismissal": True, "misconception_like": True}
 # Saying a step can be skipped or is harmless, beyond _DISMISSAL's words.
 _HARMLESS = re.compile(
     r"(反正|也没事|(可以|能)(省掉|省略|去掉|不加|不写)|更简洁|\banyway\b|\bno problem\b|won't (hurt|matter)|"
     r"\b(safe|fine|ok|okay) to (skip|drop|omit|leave)|\bcan (skip|drop|omit|leave out)\b|\bcleaner\b)")
-# After a negated step, words that make it a counterfactual ("不 where 的话……", "without it … would").
-_COUNTERFACTUAL = re.compile(r"^[^。;\n]{0,30}?(的话|就会|会|否则|不然|导致|\bwould\b|\bwill\b|\botherwise\b|\bthen\b)")
 # A clause that holds this share of a misconception label's grams states it (see similarity.py).
 MISCONCEPTION_LIKE = 0.6
 
@@ -331,23 +329,15 @@ MISCONCEPTION_LIKE = 0.6
 def _suspected(question: Question, text: str, spans: list[tuple[int, int]],
                matches: dict[str, list[_Match]]) -> list[dict]:
     """Wording that may state a wrong mechanism when no known misconception matched, for a TA: a
-    step called unneeded or harmless, a rubric concept stated negated (not as a counterfactual),
-    or a clause close to a known misconception's own label."""
+    step called unneeded or harmless, or a clause close to a known misconception's own label."""
     if SIGNALS["dismissal"]:
         for regex in (_DISMISSAL, _HARMLESS):
             if m := regex.search(text):
                 return [{"kind": "dismissal", "quote": _quote(text, m.start(), m.end())}]
-    if SIGNALS["negated_concept"]:
-        for ms in matches.values():
-            for m in ms:
-                if (_negated(text, m.start, spans) and not _conditional(text, m.start, spans)
-                        and not _COUNTERFACTUAL.search(text[m.end:])):
-                    return [{"kind": "negated_concept", "quote": _quote(text, m.start, m.end)}]
     if SIGNALS["misconception_like"] and question.misconceptions:
         parts = similarity.clauses(text)
         for wrong in question.misconceptions:
-            phrases = [p for p in similarity.phrasings_of_label(wrong.label)]
-            hit = similarity.best_clause(text, parts, phrases, MISCONCEPTION_LIKE)
+            hit = similarity.best_clause(text, parts, similarity.phrasings_of_label(wrong.label), MISCONCEPTION_LIKE)
             if hit is not None and not _negated(text, hit[0] + 1, spans):
                 return [{"kind": "misconception_like", "label": wrong.label, "quote": _quote(text, hit[0], hit[1])}]
     return []
@@ -364,24 +354,20 @@ def _fuzzy_concepts(question: Question, text: str, spans: list[tuple[int, int]],
         if concept.id in matches:
             continue
         hit = similarity.best_clause(text, parts, _phrasings(question, concept))
-        if hit is None or _negated(text, hit[0] + 1, spans) and not _negated_in_phrasing(question, concept):
+        if hit is None or _negated(text, hit[0] + 1, spans):
             continue
         start, end, _share = hit
         matches[concept.id] = [_Match(concept.id, start, end, _sentence_of(spans, start))]
 
 
-_PHRASINGS: dict[tuple[int, str], list[similarity.Phrasing]] = {}
+_PHRASINGS: dict[tuple[str, str, str], list[similarity.Phrasing]] = {}
 
 
 def _phrasings(question: Question, concept: Concept) -> list[similarity.Phrasing]:
-    key = (id(question), concept.id)
+    key = (question.reference_answer, concept.id, concept.label)
     if key not in _PHRASINGS:
         _PHRASINGS[key] = similarity.phrasings(question, concept)
     return _PHRASINGS[key]
-
-
-def _negated_in_phrasing(question: Question, concept: Concept) -> bool:
-    return False
 
 
 def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]]) -> list[dict]:
@@ -543,7 +529,10 @@ def _feedback(question: Question, result: TextScore) -> str:
     for wrong in result.misconceptions:
         lines.append(f"误区：{wrong['label']}（“{wrong['quote']}”）。")
     for doubt in result.suspected:
-        lines.append(f"这里说某一步不需要或无所谓（“{doubt['quote']}”）：这常常是误区，请助教确认。")
+        if doubt["kind"] == "dismissal":
+            lines.append(f"这里说某一步不需要或无所谓（“{doubt['quote']}”）：这常常是误区，请助教确认。")
+        else:
+            lines.append(f"这里的说法接近一个已知误区：{doubt['label']}（“{doubt['quote']}”），请助教确认。")
     if result.confidence < REVIEW_THRESHOLD:
         lines.append("这一项是自动初评，待助教复核。")
     return "\n".join(lines)

@@ -9,6 +9,7 @@ concept's patterns match (the reference says each concept once, in the lesson's 
 """
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -25,10 +26,13 @@ _CJK = re.compile(r"[\u3400-\u9fff]+")
 _CLAUSE = re.compile(r"[。；;，,！？!?\n：:（）()]|(?<=\D)\.(?=\s|$)|→|->|=>|⇒")
 _LABEL_SPLIT = re.compile(r"[（）()：:，,；;、/]|例如|即|\bor\b|或")
 # Function words and characters that carry no concept.
-_EN_STOP = frozenset(
-    "the a an of to in on at by for and or but is are was were be been it its this that these those with as from "
-    "into onto than then so we you they i not no do does did can could will would should must may might have has "
-    "had which what when where why how all any each every one two only also just very more most".split())
+_EN_STOP = frozenset({
+    "the", "a", "an", "of", "to", "in", "on", "at", "by", "for", "and", "or", "but", "is", "are", "was", "were",
+    "be", "been", "it", "its", "this", "that", "these", "those", "with", "as", "from", "into", "onto", "than",
+    "then", "so", "we", "you", "they", "i", "not", "no", "do", "does", "did", "can", "could", "will", "would",
+    "should", "must", "may", "might", "have", "has", "had", "which", "what", "when", "where", "why", "how", "all",
+    "any", "each", "every", "one", "two", "only", "also", "just", "very", "more", "most",
+})
 _ZH_STOP = frozenset("的了是在就把被和与及也都而又还这那个们之其有为以所着过得地么吗呢吧啊")
 
 
@@ -46,7 +50,7 @@ def grams(text: str) -> frozenset[str]:
     for token in _TOKEN.findall(text):
         if _CJK.fullmatch(token):
             chars = [c for c in token if c not in _ZH_STOP]
-            out.update(a + b for a, b in zip(chars, chars[1:], strict=False))
+            out.update(a + b for a, b in itertools.pairwise(chars))
             if len(chars) == 1:
                 out.add(chars[0])
         elif token[0].isalpha() or token[0] == "_":
