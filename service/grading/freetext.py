@@ -338,7 +338,9 @@ def _suspected(question: Question, text: str, spans: list[tuple[int, int]],
         parts = similarity.clauses(text)
         for wrong in question.misconceptions:
             hit = similarity.best_clause(text, parts, similarity.phrasings_of_label(wrong.label), MISCONCEPTION_LIKE)
-            if hit is not None and not _negated(text, hit[0] + 1, spans):
+            # Said negated where the label is not ("加 eps 不能解决"), or the other way round: not stated.
+            if hit is not None and (bool(_NEGATIONS.search(text, hit[0], hit[1])) or _negated(text, hit[0], spans)) \
+                    == bool(_NEGATIONS.search(normalise(wrong.label))):
                 return [{"kind": "misconception_like", "label": wrong.label, "quote": _quote(text, hit[0], hit[1])}]
     return []
 

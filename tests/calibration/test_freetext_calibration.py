@@ -101,13 +101,20 @@ def test_a_step_called_skippable_is_flagged_for_a_ta(answer):
 
 
 def test_a_clause_close_to_a_misconception_label_is_flagged_without_its_patterns():
-    from service.grading import freetext
-    exercise_question = CATALOG.get("lesson06_mean_var").question("q2")
-    wrong = exercise_question.misconceptions[0]
-    answer = "方差偏大是因为" + wrong.label.split("（")[0]  # the label's own words, none of its patterns
-    result = freetext.score_answer(exercise_question, answer, 2.0)
-    assert result.flags and result.suspected and result.suspected[0]["kind"] in ("misconception_like", "dismissal") \
-        or "misconception" in result.flags
+    """The label's own words, none of its patterns: flagged for a TA (no points taken), with a
+    feedback line naming the misconception."""
+    from service.exercises import Concept, Misconception, Question
+    from service.grading.freetext import score_answer, score_text
+    question = Question(id="q3", prompt="p", reference_answer="先减均值再平方。",
+                        concepts=[Concept(id="mean", label="均值", patterns=["均值"])],
+                        misconceptions=[Misconception(id="eps", label="以为加 eps 能解决抵消问题", patterns=["(?!)"])])
+    said = "均值很大时，加一个 eps 就能解决抵消的问题。"
+    result = score_answer(question, said, 2.0)
+    assert result.flags == ["suspected_misconception"] and result.suspected[0]["label"] == "以为加 eps 能解决抵消问题"
+    item = score_text(item_id="q3", title="Q3", max_points=2.0, question=question, answer=said)
+    assert item.status == "needs_review" and "接近一个已知误区" in item.feedback
+    denied = score_answer(question, "均值很大时，加 eps 不能解决抵消的问题。", 2.0)  # the clause is negated
+    assert "suspected_misconception" not in denied.flags
 
 
 def test_per_style_figures_cover_every_answer():
