@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.calibration.calibration import CATALOG, Entry, by_style, grade, in_band, load
+from tests.calibration.calibration import Entry, by_style, grade, in_band, load
 
 ENTRIES = load()
 TUNING = [e for e in ENTRIES if not e.held_out]
