@@ -338,11 +338,22 @@ def _suspected(question: Question, text: str, spans: list[tuple[int, int]],
         parts = similarity.clauses(text)
         for wrong in question.misconceptions:
             hit = similarity.best_clause(text, parts, similarity.phrasings_of_label(wrong.label), MISCONCEPTION_LIKE)
-            # Said negated where the label is not ("加 eps 不能解决"), or the other way round: not stated.
-            if hit is not None and (bool(_NEGATIONS.search(text, hit[0], hit[1])) or _negated(text, hit[0], spans)) \
-                    == bool(_NEGATIONS.search(normalise(wrong.label))):
+            if hit is not None and _same_polarity(text, hit, normalise(wrong.label)):
                 return [{"kind": "misconception_like", "label": wrong.label, "quote": _quote(text, hit[0], hit[1])}]
     return []
+
+
+def _same_polarity(text: str, hit: tuple[int, int, float], label: str) -> bool:
+    """The answer's clause says what the label says, not its negation: a label with a negation
+    ("以为最后一块不需要 mask") needs that negated word in the clause ("不需要", not just any 不);
+    a label without one needs a clause without one ("加 eps 不能解决抵消" is not "以为加 eps 能解决抵消")."""
+    start, end, _share = hit
+    label = re.split(r"[（(]", label, maxsplit=1)[0]
+    negation = _NEGATIONS.search(label)
+    if negation is None:
+        return not _NEGATIONS.search(text, start, end) and not _negated(text, start, [(start, end)])
+    phrase = label[negation.start():negation.end() + 2].strip()
+    return phrase in text[start:end]
 
 
 def _fuzzy_concepts(question: Question, text: str, spans: list[tuple[int, int]],

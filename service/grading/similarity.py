@@ -98,9 +98,11 @@ def phrasings(question: Question, concept: Concept, lesson: Iterable[str] = ()) 
 
 
 def phrasings_of_label(label: str) -> list[Phrasing]:
-    """The parts of a label (a misconception's, say) as phrasings."""
+    """The parts of a misconception's label as phrasings: what comes before its first parenthesis
+    (the parenthesis states the correction, "（应除以真实元素数 N）", not the misconception)."""
     out = []
-    for piece in _LABEL_SPLIT.split(label.lower()):
+    wrong = re.split(r"[（(]", label.lower(), maxsplit=1)[0]
+    for piece in _LABEL_SPLIT.split(wrong):
         g = grams(piece.strip())
         if len(g) >= MIN_GRAMS:
             out.append(Phrasing(piece.strip(), g))

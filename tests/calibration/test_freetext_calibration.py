@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.calibration.calibration import Entry, by_style, grade, in_band, load
+from service.config import REPO_ROOT
+from tests.calibration.calibration import CATALOG, Entry, by_style, grade, in_band, load
 
 ENTRIES = load()
 TUNING = [e for e in ENTRIES if not e.held_out]
@@ -122,3 +123,17 @@ def test_per_style_figures_cover_every_answer():
     for prefix in ("style:", "kind:", "lang:"):
         rows = [row for key, row in table.items() if key.startswith(prefix)]
         assert sum(r["held_out"][1] for r in rows if "held_out" in r) == len(HELD_OUT)
+
+
+@pytest.mark.parametrize("exercise_id", sorted(p.name for p in (REPO_ROOT / "exercises").iterdir() if p.is_dir()))
+def test_every_exercise_example_answer_is_scored_without_a_flag(exercise_id):
+    """The example submissions' answers are right: no generic signal may send them to a TA."""
+    import json
+
+    from service.grading.freetext import score_answer
+    exercise = CATALOG.get(exercise_id)
+    example = json.loads((REPO_ROOT / "exercises" / exercise_id / "example_submission.json").read_text(encoding="utf-8"))
+    answers = {**example["answers"], "explanation": example["explanation"]}
+    for item in (i for i in exercise.spec.rubric if i.source == "text"):
+        result = score_answer(exercise.question(item.question), answers.get(item.question) or "", item.points)
+        assert not result.flags, (item.question, result.flags, result.suspected)
