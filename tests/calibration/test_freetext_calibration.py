@@ -95,7 +95,8 @@ def test_arrows_between_bare_names_are_still_keyword_stuffing():
 
 
 @pytest.mark.parametrize("answer", ["other=0 已经把 padding 处理了，反正第二次求和前可以不加 tl.where",
-                                    "The load uses other=0.0, so it is safe to skip the tl.where before the second sum: cleaner code."])
+                                    "The load uses other=0.0, so it is safe to skip the tl.where "
+                                    "before the second sum: cleaner code."])
 def test_a_step_called_skippable_is_flagged_for_a_ta(answer):
     result = grade(Entry("lesson06_mean_var", {"id": "skip", "question": "q2", "answer": answer, "band": [0, 2]}))
     assert result.flags and result.confidence < 0.7
@@ -132,7 +133,8 @@ def test_every_exercise_example_answer_is_scored_without_a_flag(exercise_id):
 
     from service.grading.freetext import score_answer
     exercise = CATALOG.get(exercise_id)
-    example = json.loads((REPO_ROOT / "exercises" / exercise_id / "example_submission.json").read_text(encoding="utf-8"))
+    path = REPO_ROOT / "exercises" / exercise_id / "example_submission.json"
+    example = json.loads(path.read_text(encoding="utf-8"))
     answers = {**example["answers"], "explanation": example["explanation"]}
     for item in (i for i in exercise.spec.rubric if i.source == "text"):
         result = score_answer(exercise.question(item.question), answers.get(item.question) or "", item.points)
