@@ -10,12 +10,14 @@ A missing D-direction boundary_check is recognised on strided inputs: the column
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
-from service.report import Diagnosis
+from service.exercises.kit import Arrays, CaseEvidence, CaseSpec, Found, Numbers, Say, make_diagnose, say_about
 
 
-def make_inputs(case, seed):
+def make_inputs(case: CaseSpec, seed: int) -> Arrays:
     rng = np.random.default_rng(seed)
     rows, d = case.rows, case.cols
     x = rng.uniform(-1.0, 1.0, size=(rows, 1)) + rng.standard_normal((rows, d))
@@ -24,16 +26,16 @@ def make_inputs(case, seed):
     return {"x": x.astype(np.float32), "w": w.astype(np.float32), "dy": dy.astype(np.float32)}
 
 
-def reference(x, w, dy):
+def reference(x: np.ndarray, w: np.ndarray, dy: np.ndarray) -> Arrays:
     x, w, dy = (np.asarray(a, dtype=np.float64) for a in (x, w, dy))
     return {"y": x @ w, "dx": dy[:, None] * w[None, :], "dw": (dy[:, None] * x).sum(axis=0)}
 
 
-def _tiles(case):
+def _tiles(case: CaseSpec) -> tuple[int, int]:
     return int(case.kwargs.get("rows_tile", 16)), int(case.kwargs.get("d_tile", 16))
 
 
-def _forward_advance(x, w, rt, dt, step):
+def _forward_advance(x: np.ndarray, w: np.ndarray, rt: int, dt: int, step: tuple[int, int]) -> np.ndarray:
     """y when x's block pointer advances by `step` (rows, cols) per iteration; w advances by dt."""
     rows, d = x.shape
     y = np.zeros(rows)
@@ -56,7 +58,7 @@ def _forward_advance(x, w, rt, dt, step):
     return y
 
 
-def _fits_gradx_row_offsets(dx, dy, w, rt) -> bool:
+def _fits_gradx_row_offsets(dx: np.ndarray, dy: np.ndarray, w: np.ndarray, rt: int) -> bool:
     """dx as written when grad_x's block starts at row row_tile_idx (not row_tile_idx * ROWS_TILE_SIZE):
     tile t writes rows t .. t+rt-1 with the gradients of rows t*rt .. t*rt+rt-1. Neighbouring tiles
     overlap, and which one wrote a row last depends on the order programs ran in (sequential on
@@ -76,7 +78,7 @@ def _fits_gradx_row_offsets(dx, dy, w, rt) -> bool:
     return True
 
 
-def _close(observed, predicted, mask=None):
+def _close(observed: np.ndarray, predicted: np.ndarray, mask: np.ndarray | None = None) -> bool:
     mask = np.ones(observed.shape, dtype=bool) if mask is None else mask
     if not mask.any():
         return False
@@ -84,114 +86,71 @@ def _close(observed, predicted, mask=None):
     return bool(np.all(np.isfinite(o)) and np.all(np.abs(o - p) <= 1e-3 * (np.abs(p) + 1.0)))
 
 
-def diagnose(evidence):
-    findings: dict[str, list[dict]] = {}
-    for ev in evidence:
-        if ev.passed or ev.observed is None:
-            continue
-        case = ev.case
-        rt, dt = _tiles(case)
-        x, w, dy = ev.arrays["x"], ev.arrays["w"], ev.arrays["dy"]
-        rows, d = x.shape
-        where = {"case": case.id, "rows": rows, "D": d, "ROWS_TILE_SIZE": rt, "D_TILE_SIZE": dt}
-        y, dx, dw = (ev.observed[k].astype(np.float64) for k in ("y", "dx", "dw"))
-        ref = ev.expected
-
-        # forward
-        if not _close(y, ref["y"]):
-            if not np.all(np.isfinite(y)):
-                key = "d_boundary_check_missing" if case.stride and d % dt else "nonfinite_forward"
-                findings.setdefault(key, []).append({**where, "stride": case.stride, "nan_rows": int((~np.isfinite(y)).sum()),
-                                                     "pad_cols": -d % dt})
-            else:
-                for key, step in (("no_advance", (0, 0)), ("advance_rows", (dt, 0)), ("advance_one_column", (0, 1))):
-                    pred = _forward_advance(x, w, rt, dt, step)
-                    if _close(y, pred):
-                        r = int(np.argmax(np.abs(y - ref["y"])))
-                        findings.setdefault(key, []).append({**where, "row": r, "observed": float(y[r]),
-                                                             "expected": float(ref["y"][r]), "predicted": float(pred[r])})
-                        break
-                else:
-                    r = int(np.argmax(np.abs(y - ref["y"])))
-                    findings.setdefault("unexplained_forward", []).append(
-                        {**where, "row": r, "observed": float(y[r]), "expected": float(ref["y"][r])})
-
-        # dL/dx
-        if not _close(dx, ref["dx"]):
-            unwritten = int(np.isnan(dx).sum())
-            shifted = np.full_like(dx, np.nan)
-            if d > dt:
-                shifted[:, dt:] = ref["dx"][:, : d - dt]
-            if d > dt and _close(dx, shifted, np.isfinite(shifted)) and np.all(np.isnan(dx[:, :dt])):
-                findings.setdefault("gradx_column_offset", []).append({**where, "unwritten": unwritten,
-                                                                       "sample_observed": float(dx[0, dt]),
-                                                                       "sample_expected": float(ref["dx"][0, dt])})
-            elif rows > rt and _fits_gradx_row_offsets(dx, dy, w, rt):
-                findings.setdefault("gradx_row_offset", []).append({**where, "unwritten": unwritten})
-            else:
-                r, c = np.unravel_index(int(np.argmax(np.where(np.isfinite(dx), np.abs(dx - ref["dx"]), np.inf))), dx.shape)
-                findings.setdefault("unexplained_grad_x", []).append({**where, "row": int(r), "col": int(c), "unwritten": unwritten})
-
-        # dL/dw
-        if not _close(dw, ref["dw"]):
-            full = (rows // rt) * rt
-            dropped = (dy[:full, None] * x[:full]).sum(axis=0)
-            if full < rows and _close(dw, dropped):
-                j = int(np.argmax(np.abs(dw - ref["dw"])))
-                findings.setdefault("last_row_tile_dropped", []).append({
-                    **where, "col": j, "observed": float(dw[j]), "expected": float(ref["dw"][j]),
-                    "missing_rows": rows - full, "tiles_floor": rows // rt, "tiles_cdiv": -(-rows // rt)})
-            elif not np.all(np.isfinite(dw)):
-                findings.setdefault("nonfinite_grad_w", []).append(where)
-            else:
-                j = int(np.argmax(np.abs(dw - ref["dw"])))
-                findings.setdefault("unexplained_grad_w", []).append({**where, "col": j, "observed": float(dw[j]),
-                                                                      "expected": float(ref["dw"][j])})
-    return [Diagnosis(id=k, message=_message(k, v), evidence={"cases": v}) for k, v in findings.items()]
+def _forward(where: Numbers, x: np.ndarray, w: np.ndarray, y: np.ndarray, ref: np.ndarray, case: CaseSpec) -> Found:
+    rt, dt = where["ROWS_TILE_SIZE"], where["D_TILE_SIZE"]
+    d = where["D"]
+    if not np.all(np.isfinite(y)):
+        key = "d_boundary_check_missing" if case.stride and d % dt else "nonfinite_forward"
+        return key, {**where, "stride": case.stride, "nan_rows": int((~np.isfinite(y)).sum()), "pad_cols": -d % dt}
+    for key, step in (("no_advance", (0, 0)), ("advance_rows", (dt, 0)), ("advance_one_column", (0, 1))):
+        pred = _forward_advance(x, w, rt, dt, step)
+        if _close(y, pred):
+            r = int(np.argmax(np.abs(y - ref)))
+            return key, {**where, "row": r, "observed": float(y[r]), "expected": float(ref[r]), "predicted": float(pred[r])}
+    r = int(np.argmax(np.abs(y - ref)))
+    return "unexplained_forward", {**where, "row": r, "observed": float(y[r]), "expected": float(ref[r])}
 
 
-def _message(key, cases):
-    c = cases[0]
-    names = "、".join(d["case"] for d in cases)
-    tiles = f"ROWS_TILE_SIZE={c['ROWS_TILE_SIZE']}，D_TILE_SIZE={c['D_TILE_SIZE']}"
-    if key == "d_boundary_check_missing":
-        return (f"在 {names} 上前向输出有 {c['nan_rows']} 行是 NaN（{c['case']}：D={c['D']}，{tiles}，x 是行步长 {c['stride']} 的视图，"
-                f"每行最后一个 tile 有 {c['pad_cols']} 列越过 D）。x 的 tl.load 没有检查 D 方向（维度 1）的边界：越过 D 的列读到了相邻的数据"
-                "（这里是 NaN），即使 weight 用 padding 补 0，NaN × 0 仍是 NaN。连续的 x 上越界列读到的是下一行的有限值，乘 0 后看不出来，"
-                "所以给定检查能通过。D_TILE_SIZE 不整除 D 时，boundary_check 必须包含维度 1：boundary_check=(0, 1)。")
-    if key == "no_advance":
-        return (f"在 {names} 上前向结果与“x 的 block pointer 没有前进”完全吻合（{c['case']}：{tiles}，第 {c['row']} 行得到 {c['observed']:.6g}，"
-                f"正确 {c['expected']:.6g}，预测 {c['predicted']:.6g}）：每次循环都读 x 的第一个 tile，而 weight 在前进。"
-                "x_block_ptr = x_block_ptr.advance((0, D_TILE_SIZE))：沿最后一维前进 D_TILE_SIZE。")
-    if key == "advance_rows":
-        return (f"在 {names} 上前向结果与“x 的 block pointer 沿行方向前进”完全吻合（{c['case']}：{tiles}，第 {c['row']} 行得到 "
-                f"{c['observed']:.6g}，正确 {c['expected']:.6g}）：advance 的参数是 (行偏移, 列偏移)，应为 (0, D_TILE_SIZE)，写成了 (D_TILE_SIZE, 0)。")
-    if key == "advance_one_column":
-        return (f"在 {names} 上前向结果与“每次只前进 1 列”吻合（{c['case']}：第 {c['row']} 行得到 {c['observed']:.6g}，正确 {c['expected']:.6g}）："
-                "advance 的单位是元素，不是 tile：应前进 D_TILE_SIZE 列。")
-    if key == "gradx_column_offset":
-        return (f"在 {names} 上 grad_x 向右错开了 D_TILE_SIZE={c['D_TILE_SIZE']} 列：前 {c['D_TILE_SIZE']} 列从未写入（{c['unwritten']} 个 NaN），"
-                f"第 j 列是本应在第 j − D_TILE_SIZE 列的值（{c['case']}：grad_x[0,{c['D_TILE_SIZE']}] = {c['sample_observed']:.6g}，"
-                f"正确 {c['sample_expected']:.6g}）。grad_x 的 block pointer 起点写成了 (row_tile_idx * ROWS_TILE_SIZE, D_TILE_SIZE)"
-                "（博客代码里的笔误）；起点应是 (row_tile_idx * ROWS_TILE_SIZE, 0)，之后由 advance 前进。")
-    if key == "gradx_row_offset":
-        return (f"在 {names} 上 grad_x 与“行块起点写成 row_tile_idx（漏乘 ROWS_TILE_SIZE）”的模拟吻合（{c['case']}：{tiles}，"
-                f"{c['unwritten']} 个元素从未写入）：各行块写到了重叠的行上。offsets 的单位是元素：第 i 个行块从第 i * ROWS_TILE_SIZE 行开始。")
-    if key == "last_row_tile_dropped":
-        return (f"在 {names} 上 grad_w 少了最后一个行块的贡献（{c['case']}：rows={c['rows']}，ROWS_TILE_SIZE={c['ROWS_TILE_SIZE']}，"
-                f"最后一个行块只有 {c['missing_rows']} 行；grad_w[{c['col']}] 得到 {c['observed']:.6g}，正确 {c['expected']:.6g}，"
-                f"等于只把前 {c['tiles_floor']} 个完整行块相加）。partial buffer 的形状用了向下取整的行块数（NUM_ROWS // ROWS_TILE_SIZE），"
-                f"而 grid 有 cdiv = {c['tiles_cdiv']} 个 program：最后一个 program 的行号越出了 block pointer 的 shape，boundary_check 把它的 store 丢掉了。"
-                "形状应是 (n_row_tiles, D)，n_row_tiles = tl.num_programs(0) = cdiv(NUM_ROWS, ROWS_TILE_SIZE)。")
-    if key == "nonfinite_forward":
-        return f"在 {names} 上前向输出了 NaN/inf，而正确结果是有限值：检查 boundary_check 与 padding_option。"
-    if key == "nonfinite_grad_w":
-        return f"在 {names} 上 grad_w 出现 NaN/inf：检查 x 与 grad_output 的 boundary_check 以及 partial buffer 的形状与偏移。"
-    if key == "unexplained_forward":
-        return (f"在 {names} 上前向结果不对（{c['case']}：第 {c['row']} 行得到 {c['observed']:.6g}，正确 {c['expected']:.6g}），"
-                "不符合已知误区的特征：检查 block pointer 的 shape、offsets、advance 与 boundary_check。")
-    if key == "unexplained_grad_x":
-        return (f"在 {names} 上 grad_x 不对（{c['case']}：第一个错误在 [{c['row']},{c['col']}]，{c['unwritten']} 个元素从未写入），"
-                "不符合已知误区的特征：grad_x 是 grad_output 与 w 的外积，检查 grad_x 的 block pointer 起点与 advance。")
-    return (f"在 {names} 上 grad_w 不对（{c['case']}：grad_w[{c['col']}] 得到 {c['observed']:.6g}，正确 {c['expected']:.6g}），"
-            "不符合已知误区的特征：检查每个行块的局部归约与 partial buffer 的形状、偏移。")
+def _grad_x(where: Numbers, dx: np.ndarray, dy: np.ndarray, w: np.ndarray, ref: np.ndarray) -> Found:
+    rows, d, rt, dt = where["rows"], where["D"], where["ROWS_TILE_SIZE"], where["D_TILE_SIZE"]
+    unwritten = int(np.isnan(dx).sum())
+    shifted = np.full_like(dx, np.nan)
+    if d > dt:
+        shifted[:, dt:] = ref[:, : d - dt]
+    if d > dt and _close(dx, shifted, np.isfinite(shifted)) and np.all(np.isnan(dx[:, :dt])):
+        return "gradx_column_offset", {**where, "unwritten": unwritten, "sample_observed": float(dx[0, dt]),
+                                       "sample_expected": float(ref[0, dt])}
+    if rows > rt and _fits_gradx_row_offsets(dx, dy, w, rt):
+        return "gradx_row_offset", {**where, "unwritten": unwritten}
+    r, c = np.unravel_index(int(np.argmax(np.where(np.isfinite(dx), np.abs(dx - ref), np.inf))), dx.shape)
+    return "unexplained_grad_x", {**where, "row": int(r), "col": int(c), "unwritten": unwritten}
+
+
+def _grad_w(where: Numbers, dw: np.ndarray, dy: np.ndarray, x: np.ndarray, ref: np.ndarray) -> Found:
+    rows, rt = where["rows"], where["ROWS_TILE_SIZE"]
+    full = (rows // rt) * rt
+    dropped = (dy[:full, None] * x[:full]).sum(axis=0)
+    if full < rows and _close(dw, dropped):
+        j = int(np.argmax(np.abs(dw - ref)))
+        return "last_row_tile_dropped", {**where, "col": j, "observed": float(dw[j]), "expected": float(ref[j]),
+                                         "missing_rows": rows - full, "tiles_floor": rows // rt,
+                                         "tiles_cdiv": -(-rows // rt)}
+    if not np.all(np.isfinite(dw)):
+        return "nonfinite_grad_w", where
+    j = int(np.argmax(np.abs(dw - ref)))
+    return "unexplained_grad_w", {**where, "col": j, "observed": float(dw[j]), "expected": float(ref[j])}
+
+
+def _classify(ev: CaseEvidence) -> Iterator[Found]:
+    """The forward output, dL/dx and dL/dw each get their own finding."""
+    assert ev.observed is not None
+    case = ev.case
+    rt, dt = _tiles(case)
+    x, w, dy = ev.arrays["x"], ev.arrays["w"], ev.arrays["dy"]
+    rows, d = x.shape
+    where = {"case": case.id, "rows": rows, "D": d, "ROWS_TILE_SIZE": rt, "D_TILE_SIZE": dt}
+    y, dx, dw = (ev.observed[k].astype(np.float64) for k in ("y", "dx", "dw"))
+    ref = ev.expected
+    if not _close(y, ref["y"]):
+        yield _forward(where, x, w, y, ref["y"], case)
+    if not _close(dx, ref["dx"]):
+        yield _grad_x(where, dx, dy, w, ref["dx"])
+    if not _close(dw, ref["dw"]):
+        yield _grad_w(where, dw, dy, x, ref["dw"])
+
+
+def _words(key: str, cases: list[Numbers]) -> Say:
+    return say_about(key, cases, tiles=Say("tiles", cases[0]))
+
+
+diagnose = make_diagnose(_classify, _words)

@@ -16,16 +16,27 @@ variance is many orders of magnitude below mean².
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import numpy as np
 
-from service.grading.diagnose import CaseEvidence
-from service.grading.inputs import draw_rows
-from service.report import Diagnosis
+from service.exercises.kit import (
+    Arrays,
+    CaseEvidence,
+    CaseSpec,
+    Found,
+    Numbers,
+    Say,
+    draw_rows,
+    make_diagnose,
+    say_about,
+)
 
 DEFAULT_BLOCK = 64  # welford_mean_var's default `block`
 
 
-def make_inputs(case, seed: int) -> dict[str, np.ndarray]:
+def make_inputs(case: CaseSpec, seed: int) -> Arrays:
     """Rows as the case's data says; `params.chunk_offsets: [lo, hi]` adds one offset per BLOCK chunk
     (a staircase), so the chunk means differ and the merge's delta term carries most of the variance."""
     x = draw_rows(case, seed).astype(np.float64)
@@ -72,7 +83,7 @@ def _merge(x: np.ndarray, block: int, *, count: str = "valid", remask: bool = Tr
     return mean, m2 / n
 
 
-_CANDIDATES = {
+_CANDIDATES: dict[str, dict[str, Any]] = {
     "last_chunk_counted_as_block": {"count": "block"},
     "chunk_m2_not_remasked": {"remask": False},
     "delta_term_missing": {"delta_term": "none"},
@@ -84,112 +95,64 @@ def _close(observed: np.ndarray, predicted: np.ndarray, floor: np.ndarray | floa
     return bool(np.all(np.abs(observed - predicted) <= rel * (np.abs(observed) + np.abs(predicted)) + floor))
 
 
-def diagnose(evidence: list[CaseEvidence]) -> list[Diagnosis]:
-    findings: dict[str, list[dict]] = {}
-    for ev in evidence:
-        if ev.passed or ev.observed is None:
-            continue
-        case = ev.case
-        block = int(case.kwargs.get("block", DEFAULT_BLOCK))
-        x = ev.inputs
-        rows, n = x.shape
-        mean_true, var_true = ev.expected["mean"], ev.expected["var"]
-        mean_obs = ev.observed["mean"].astype(np.float64).reshape(-1)
-        var_obs = ev.observed["var"].astype(np.float64).reshape(-1)
-        if mean_obs.shape != mean_true.shape or var_obs.shape != var_true.shape:
-            continue
-        chunks = -(-n // block)
-        where = {"case": case.id, "N": n, "BLOCK": block, "chunks": chunks, "last_chunk": n - (chunks - 1) * block}
-        if not (np.all(np.isfinite(mean_obs)) and np.all(np.isfinite(var_obs))):
-            findings.setdefault("nonfinite_output", []).append(where)
-            continue
-        ex2 = (x * x).mean(axis=1)
-        row = int(np.argmax(np.abs(var_obs - var_true) / (np.abs(var_true) + 1e-30)))
-        numbers = {**where, "row": row, "mean": float(mean_true[row]), "mean_obs": float(mean_obs[row]),
-                   "var": float(var_true[row]), "var_obs": float(var_obs[row])}
-        # float32 noise of a chunked two-pass kernel: the mean is rounded to ~1e-6 of its size, and
-        # the variance inherits that rounding squared.
-        floor_mean = 1e-6 * np.sqrt(ex2) + 1e-7
-        floor_var = 1e-13 * ex2 + 1e-9
-        found = None
-        for name, switches in _CANDIDATES.items():
-            mean_pred, var_pred = _merge(x, block, **switches)
-            if _close(mean_pred, mean_true, 0.0, rel=1e-7) and _close(var_pred, var_true, 0.0, rel=1e-7):
-                continue  # on this input the mistake changes nothing: it cannot explain a failure
-            if _close(mean_obs, mean_pred, floor_mean) and _close(var_obs, var_pred, floor_var):
-                found = name
-                numbers["var_pred"] = float(var_pred[row])
-                numbers["mean_pred"] = float(mean_pred[row])
-                break
-        if found is None:
-            mean_ok = _close(mean_obs, mean_true, floor_mean)
-            # float32 spacing at mean²: what a difference of two numbers of that size is rounded to
-            spacing = np.spacing((mean_true**2).astype(np.float32)).astype(np.float64)
-            err = np.abs(var_obs - var_true)
-            if mean_ok and np.max(mean_true**2 / (var_true + 1e-30)) > 1e6:
-                numbers["mean_sq"] = float(mean_true[row] ** 2)
-                numbers["spacing"] = float(spacing[row])
-                numbers["ratio"] = float(mean_true[row] ** 2 / var_true[row]) if var_true[row] > 0 else float("inf")
-                numbers["mean_ulp"] = float(np.spacing(np.float32(abs(mean_true[row]))))
-                numbers["max_err"] = float(np.max(err))
-                if np.max(err) >= 1e-2 * spacing[row] and np.all(err <= 1e3 * spacing):
-                    found = "cancellation"
-                elif np.max(err) < 1e-2 * spacing[row]:
-                    found = "rounding_amplified"
-        findings.setdefault(found or "unexplained", []).append(numbers)
-    return [Diagnosis(id=key, message=_message(key, cases), evidence={"cases": cases}) for key, cases in findings.items()]
+def _classify(ev: CaseEvidence) -> Iterator[Found]:
+    assert ev.observed is not None
+    case = ev.case
+    block = int(case.kwargs.get("block", DEFAULT_BLOCK))
+    x = ev.inputs
+    n = x.shape[1]
+    mean_true, var_true = ev.expected["mean"], ev.expected["var"]
+    mean_obs = ev.observed["mean"].astype(np.float64).reshape(-1)
+    var_obs = ev.observed["var"].astype(np.float64).reshape(-1)
+    if mean_obs.shape != mean_true.shape or var_obs.shape != var_true.shape:
+        return
+    chunks = -(-n // block)
+    where = {"case": case.id, "N": n, "BLOCK": block, "chunks": chunks, "last_chunk": n - (chunks - 1) * block}
+    if not (np.all(np.isfinite(mean_obs)) and np.all(np.isfinite(var_obs))):
+        yield "nonfinite_output", where
+        return
+    ex2 = (x * x).mean(axis=1)
+    row = int(np.argmax(np.abs(var_obs - var_true) / (np.abs(var_true) + 1e-30)))
+    numbers = {**where, "row": row, "mean": float(mean_true[row]), "mean_obs": float(mean_obs[row]),
+               "var": float(var_true[row]), "var_obs": float(var_obs[row])}
+    # float32 noise of a chunked two-pass kernel: the mean is rounded to ~1e-6 of its size, and
+    # the variance inherits that rounding squared.
+    floor_mean = 1e-6 * np.sqrt(ex2) + 1e-7
+    floor_var = 1e-13 * ex2 + 1e-9
+    found = None
+    for name, switches in _CANDIDATES.items():
+        mean_pred, var_pred = _merge(x, block, **switches)
+        if _close(mean_pred, mean_true, 0.0, rel=1e-7) and _close(var_pred, var_true, 0.0, rel=1e-7):
+            continue  # on this input the mistake changes nothing: it cannot explain a failure
+        if _close(mean_obs, mean_pred, floor_mean) and _close(var_obs, var_pred, floor_var):
+            found = name
+            numbers["var_pred"] = float(var_pred[row])
+            numbers["mean_pred"] = float(mean_pred[row])
+            break
+    if found is None:
+        mean_ok = _close(mean_obs, mean_true, floor_mean)
+        # float32 spacing at mean²: what a difference of two numbers of that size is rounded to
+        spacing = np.spacing((mean_true**2).astype(np.float32)).astype(np.float64)
+        err = np.abs(var_obs - var_true)
+        if mean_ok and np.max(mean_true**2 / (var_true + 1e-30)) > 1e6:
+            numbers["mean_sq"] = float(mean_true[row] ** 2)
+            numbers["spacing"] = float(spacing[row])
+            numbers["ratio"] = float(mean_true[row] ** 2 / var_true[row]) if var_true[row] > 0 else float("inf")
+            numbers["mean_ulp"] = float(np.spacing(np.float32(abs(mean_true[row]))))
+            numbers["max_err"] = float(np.max(err))
+            if np.max(err) >= 1e-2 * spacing[row] and np.all(err <= 1e3 * spacing):
+                found = "cancellation"
+            elif np.max(err) < 1e-2 * spacing[row]:
+                found = "rounding_amplified"
+    yield found or "unexplained", numbers
 
 
-def _message(key: str, cases: list[dict]) -> str:
-    names = "、".join(d["case"] for d in cases)
+def _words(key: str, cases: list[Numbers]) -> Say:
+    """The message of `key`, about the case whose variance is furthest off."""
     c = max(cases, key=lambda d: abs(d.get("var_obs", 0.0) - d.get("var", 0.0)))
-    at = (f"以 {c['case']} 为例（N={c['N']}，BLOCK={c['BLOCK']}，{c['chunks']} 块，最后一块 {c['last_chunk']} 个有效 lane，"
-          f"第 {c.get('row', 0)} 行）")
-    got = (f"均值 {c.get('mean_obs', float('nan')):.6g}（正确 {c.get('mean', float('nan')):.6g}），"
-           f"方差 {c.get('var_obs', float('nan')):.6g}（正确 {c.get('var', float('nan')):.6g}）")
-    if key == "cancellation":
-        return (
-            f"在 {names} 上均值正确、方差完全不对：{at}，{got}。这一行 mean² ≈ {c['mean_sq']:.4g}，是方差的 {c['ratio']:.3g} 倍；"
-            f"float32 在 mean² 附近相邻两个数相差 {c['spacing']:.3g}，比真实方差还大。块内用了 Σx² − n_b·mean_b²（E[x²] − E[x]²）："
-            "两个几乎相等的大数相减，剩下的只有舍入误差（灾难性抵消），甚至是负数。块内 M2_b 要先减 mean_b 再平方（两遍），"
-            "跨块再用 Chan 的公式合并 (n, mean, M2)。"
-        )
-    if key == "rounding_amplified":
-        return (
-            f"在 {names} 上均值正确、方差偏了 {c['max_err']:.3g}：{at}，{got}。这远小于 E[x²] − E[x]² 抵消时的量级"
-            f"（mean² 附近的 float32 间距是 {c['spacing']:.3g}），但比正确合并的误差大得多：float32 里块均值本身只精确到约 "
-            f"{c['mean_ulp']:.3g}（均值附近的间距），这些舍入通过 delta 进入修正项；Chan 的权重 n·n_b/(n + n_b) 不会放大它，"
-            "权重写错（例如没有除以 n + n_b）就会随已合并的元素个数放大。请检查合并公式中修正项的权重。"
-        )
-    if key == "last_chunk_counted_as_block":
-        return (
-            f"在 {names} 上结果与“每一块都按 BLOCK 个元素计数”吻合：{at}，{got}。N 不是 BLOCK 的整数倍时，"
-            f"最后一块只有 {c['last_chunk']} 个有效 lane：n_b 必须是有效 lane 的个数（例如 tl.sum(tl.where(mask, 1.0, 0.0))），"
-            "否则 mean_b 的分母、合并权重 n_b/n 和最终的 n 都错了。"
-        )
-    if key == "chunk_m2_not_remasked":
-        return (
-            f"在 {names} 上方差偏大，与“padding lane 也算进了块内 M2_b”吻合：{at}，{got}（按这个错误推算是 {c['var_pred']:.6g}）。"
-            "padding lane 以 0.0 载入，减去 mean_b 后是 −mean_b，平方后是 mean_b²：每个 padding lane 给 M2_b 多加 mean_b²"
-            "（第 6 课的二次 mask）。块内的平方项要用 tl.where(mask, …, 0.0) 清零后再求和。"
-        )
-    if key == "delta_term_missing":
-        return (
-            f"在 {names} 上方差偏小，与“合并时只把各块的 M2 相加”吻合：{at}，{got}（按这个错误推算是 {c['var_pred']:.6g}）。"
-            "每块的 M2_b 只度量块内相对于本块均值 mean_b 的偏差；各块均值不同时，相对于合并后均值还多出块间项 "
-            "delta²·n·n_b/(n + n_b)，delta = mean_b − mean。Chan 的合并公式必须加上这一项。"
-        )
-    if key == "delta_weight_wrong":
-        return (
-            f"在 {names} 上方差偏大，与“修正项写成 delta²·n·n_b（没有除以 n + n_b）”吻合：{at}，{got}"
-            f"（按这个错误推算是 {c['var_pred']:.6g}）。块间项的权重是 n·n_b/(n + n_b)：两部分各自的元素数之积除以合并后的总数。"
-        )
     if key == "nonfinite_output":
-        return (
-            f"在 {names} 上输出了 NaN 或 inf，而正确结果是有限值（{c['case']}：N = {c['N']}，BLOCK = {c['BLOCK']}）："
-            "第一块合并时 n = 0，检查是否除以了 n（而不是 n + n_b），或者 n_b 可能为 0。"
-        )
-    return (
-        f"在 {names} 上结果不对（{at}：{got}），且不符合已知误区的特征："
-        "请逐块检查 n_b、mean_b、M2_b 是否只统计有效 lane，以及 Chan 合并公式的每一项。"
-    )
+        return say_about(key, cases, c)
+    return say_about(key, cases, c, at=Say("at", c), got=Say("got", c))
+
+
+diagnose = make_diagnose(_classify, _words)

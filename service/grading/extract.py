@@ -11,10 +11,9 @@ import ast
 import difflib
 from dataclasses import dataclass, field
 
+from service.exercises.blanks import BLANK
 from service.grading import syntax
 from service.report import EditReport
-
-BLANK = "______"
 
 BOUNDARY_CHECK_REMOVED = "boundary_check_removed"
 MODIFIED_OUTSIDE_BLANK = "modified_outside_blank"
@@ -137,7 +136,7 @@ def _static_hint(t: ast.stmt | None, s: ast.stmt | None) -> str | None:
     """Name the misconception an edit points to, when it is one the lesson lists."""
     if s is None:
         return None
-    divisors = lambda stmt: [_dump(n.right) for n in ast.walk(stmt) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div)]  # noqa: E731
+    divisors = lambda stmt: [_dump(n.right) for n in ast.walk(stmt) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div)]
     before, after = divisors(t) if t is not None else [], divisors(s)
     if _dump(ast.Name("BLOCK", ast.Load())) in after and _dump(ast.Name("BLOCK", ast.Load())) not in before:
         return "把分母从 N 改成了 BLOCK：BLOCK ≥ N，统计量会被缩小 N/BLOCK 倍；分母必须是真实有效元素数 N"

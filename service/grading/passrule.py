@@ -10,52 +10,10 @@ import math
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-
+from service.exercises.spec import NamedIdea, PassRuleSpec
 from service.report import Item, Requirement, Veto
 
 Language = Literal["zh", "en"]
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class NamedIdea(_Strict):
-    """What naming a correctness boundary (or a performance trade-off) looks like in this exercise:
-    concepts of its questions (`question:concept`, found by the concept rubric) or patterns matched
-    against every written answer and the explanation (NFKC-normalised, lower-case)."""
-
-    label: str = Field(description="what counts, in the lesson's language")
-    concepts: list[str] = Field([], description="question:concept ids whose finding counts")
-    patterns: list[str] = []
-
-    @field_validator("patterns")
-    @classmethod
-    def _valid(cls, patterns: list[str]) -> list[str]:
-        for pattern in patterns:
-            re.compile(pattern)
-        return patterns
-
-    @field_validator("concepts")
-    @classmethod
-    def _qualified(cls, concepts: list[str]) -> list[str]:
-        if bad := [c for c in concepts if c.count(":") != 1]:
-            raise ValueError(f"concepts are question:concept ids, got {bad}")
-        return concepts
-
-
-class PassRuleSpec(_Strict):
-    """`pass_rule:` of exercise.yaml, written from the lesson's own pass criteria (`source`)."""
-
-    source: str = Field(description="where the lesson states it, quoted")
-    given_check: bool = Field(True, description="the lesson's given check must pass in our run")
-    run_output: bool = Field(True, description="the submission states the check's real output, or says it is a "
-                                               "static review only")
-    causal_chains: list[str] = Field([], description="questions whose answer must explain the causal chain")
-    chain_share: float = Field(0.5, gt=0, le=1, description="share of a question's chain links that must be stated")
-    correctness_boundary: NamedIdea | None = None
-    performance_tradeoff: NamedIdea | None = None
 
 
 _TITLES: dict[str, dict[str, str]] = {

@@ -180,7 +180,7 @@ class Grader:
                     self.compile_cache.submit(exercise, program, secret_seed)  # the next student with this fill compiles little
                 run.given = verify_given(exercise, run.given)
                 cases, evidence = self._cases(exercise, run, arrays, seeds.cases, graded)
-                diagnoses = exercise.checks.diagnose(evidence)
+                diagnoses = exercise.diagnose(evidence, language=spec.language)
                 if (overwritten := _overwritten_inputs(spec, graded, arrays, run)) is not None:
                     diagnoses.append(overwritten)  # on every exercise: inputs compared bit for bit
                 if run.given is not None:

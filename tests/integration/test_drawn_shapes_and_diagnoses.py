@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from service.exercises import ExerciseSpec
-from service.grading.inputs import shape_candidates
+from service.exercises import shape_candidates
 from service.grading.validate import code_points
 from service.report import Report
 from service.submission import Submission

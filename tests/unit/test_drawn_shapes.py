@@ -10,7 +10,8 @@ from pydantic import ValidationError
 
 from service.config import REPO_ROOT
 from service.exercises import ExerciseSpec, ShapeDraw
-from service.grading.inputs import case_seed, resolve_case, shape_candidates
+from service.exercises import resolve_case, shape_candidates
+from service.grading.inputs import case_seed
 
 LESSON6 = REPO_ROOT / "exercises/lesson06_mean_var"
 

@@ -6,7 +6,8 @@ import ast
 import pytest
 
 from service.config import REPO_ROOT
-from service.grading.fills import check_fill, names_in_scope
+from service.exercises.blanks import names_in_scope
+from service.grading.fills import check_fill
 
 TEMPLATE = ast.parse((REPO_ROOT / "exercises/lesson06_mean_var/template.py").read_text(encoding="utf-8"))
 SCOPE = names_in_scope(TEMPLATE)

@@ -7,8 +7,8 @@ import pytest
 
 from service.config import REPO_ROOT
 from service.exercises import CaseSpec, DataSpec, ExerciseCatalog
-from service.grading.diagnose import CaseEvidence
-from service.grading.inputs import draw_rows
+from service.exercises.kit import CaseEvidence
+from service.exercises.kit import draw_rows
 
 EXERCISE = ExerciseCatalog(REPO_ROOT / "exercises").get("lesson06_mean_var")
 

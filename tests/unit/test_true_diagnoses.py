@@ -9,7 +9,7 @@ import numpy as np
 
 from service.config import REPO_ROOT
 from service.exercises import ExerciseCatalog
-from service.grading.diagnose import CaseEvidence
+from service.exercises.kit import CaseEvidence
 from service.grading.overwrite import changed_input, diagnosis
 
 CATALOG = ExerciseCatalog(Path(REPO_ROOT / "exercises"))

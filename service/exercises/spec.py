@@ -1,26 +1,18 @@
-"""Exercises are folders: `exercise.yaml` (checked by these models), the template, the reference
-solution, a small trusted module (`checks.py`: reference computation and diagnoses) and mutants.
-
-No exercise id appears in the pipeline: everything specific to an exercise lives in its folder.
+"""The exercise schema: what `exercise.yaml` and `mutants.yaml` may say, checked on load, and how a
+case's drawn shape resolves under a secret seed (replay gives the same). A leaf: no grading import.
 """
 from __future__ import annotations
 
-import importlib.util
+import ast
+import hashlib
 import math
 import re
-from functools import cached_property
-from pathlib import Path
-from types import ModuleType
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-import yaml
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from service.grading import syntax
-from service.grading.passrule import PassRuleSpec
-
-if TYPE_CHECKING:
-    import numpy as np
+from service import syntax
 
 CaseKind = Literal["regular", "boundary", "probe"]
 ReportCaseKind = Literal["given", "regular", "boundary", "probe"]
@@ -29,6 +21,43 @@ _ID = r"^[a-z0-9][a-z0-9_.\-]*$"
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class NamedIdea(_Strict):
+    """What naming a correctness boundary (or a performance trade-off) looks like in this exercise:
+    concepts of its questions (`question:concept`, found by the concept rubric) or patterns matched
+    against every written answer and the explanation (NFKC-normalised, lower-case)."""
+
+    label: str = Field(description="what counts, in the lesson's language")
+    concepts: list[str] = Field([], description="question:concept ids whose finding counts")
+    patterns: list[str] = []
+
+    @field_validator("patterns")
+    @classmethod
+    def _valid(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            re.compile(pattern)
+        return patterns
+
+    @field_validator("concepts")
+    @classmethod
+    def _qualified(cls, concepts: list[str]) -> list[str]:
+        if bad := [c for c in concepts if c.count(":") != 1]:
+            raise ValueError(f"concepts are question:concept ids, got {bad}")
+        return concepts
+
+
+class PassRuleSpec(_Strict):
+    """`pass_rule:` of exercise.yaml, written from the lesson's own pass criteria (`source`)."""
+
+    source: str = Field(description="where the lesson states it, quoted")
+    given_check: bool = Field(True, description="the lesson's given check must pass in our run")
+    run_output: bool = Field(True, description="the submission states the check's real output, or says it is a "
+                                               "static review only")
+    causal_chains: list[str] = Field([], description="questions whose answer must explain the causal chain")
+    chain_share: float = Field(0.5, gt=0, le=1, description="share of a question's chain links that must be stated")
+    correctness_boundary: NamedIdea | None = None
+    performance_tradeoff: NamedIdea | None = None
 
 
 class Tolerance(_Strict):
@@ -52,9 +81,8 @@ MIN_DRAW_CANDIDATES = 8  # a family with fewer widths could be enumerated and fi
 
 
 class ShapeDraw(_Strict):
-    """Part of a case's shape drawn from the per-submission secret seed (service/grading/inputs.py,
-    `draw_shape`), so that no kernel can be fitted to the shapes an earlier report showed. The width
-    is drawn from `family` within `cols` (inclusive); `rows`, when given, uniformly within it. Every
+    """Part of a case's shape drawn from the per-submission secret seed (`resolve_case` below), so
+    that no kernel can be fitted to the shapes an earlier report showed. The width is drawn from `family` within `cols` (inclusive); `rows`, when given, uniformly within it. Every
     width the exercise's fixed cases use is left out, so a drawn case is never one already shown.
 
     ragged: not a power of two. prime: a prime. past_pow2: 2^k + d with 1 <= d <= max(1, 2^k / 8),
@@ -67,11 +95,36 @@ class ShapeDraw(_Strict):
         {}, description="case params that take the drawn value (e.g. T: cols, N0: rows for exercises that read params)")
 
     @model_validator(mode="after")
-    def _ranges(self) -> "ShapeDraw":
+    def _ranges(self) -> ShapeDraw:
         for name, (lo, hi) in (("cols", self.cols), ("rows", self.rows or (1, 1))):
             if not 1 <= lo <= hi <= 1 << 16:
                 raise ValueError(f"draw.{name} {lo}..{hi}: need 1 <= low <= high <= 65536")
         return self
+
+
+def _is_prime(n: int) -> bool:
+    if n < 2:
+        return False
+    return all(n % d for d in range(2, int(n ** 0.5) + 1))
+
+
+def _past_pow2(n: int) -> bool:
+    if n < 3:
+        return False
+    p = 1 << (n - 1).bit_length() - 1  # the largest power of two below n
+    return p < n <= p + max(1, p // 8)
+
+
+def shape_candidates(draw: ShapeDraw, fixed: frozenset[int] | set[int]) -> list[int]:
+    """Every width the family allows in its range, less the fixed cases' widths."""
+    keep = {
+        "ragged": lambda n: n & (n - 1) != 0,
+        "wide": lambda n: n & (n - 1) != 0,
+        "prime": _is_prime,
+        "past_pow2": _past_pow2,
+    }[draw.family]
+    lo, hi = draw.cols
+    return [n for n in range(lo, hi + 1) if keep(n) and n not in fixed]
 
 
 class CaseSpec(_Strict):
@@ -92,7 +145,7 @@ class CaseSpec(_Strict):
                                                      "and `description` ({cols}, {rows}, {block}) are then its defaults")
 
     @model_validator(mode="after")
-    def _check(self) -> "CaseSpec":
+    def _check(self) -> CaseSpec:
         if self.stride is not None and self.stride <= self.cols:
             raise ValueError(f"case {self.id}: stride {self.stride} must exceed cols {self.cols}")
         if self.kind == "probe" and not self.targets:
@@ -106,6 +159,29 @@ class CaseSpec(_Strict):
     @property
     def block(self) -> int:
         return 1 << max(0, math.ceil(math.log2(self.cols)))
+
+
+def shape_seed(case: CaseSpec, secret_seed: int) -> int:
+    """The seed a drawn case's shape comes from: separate from its data's, same recorded inputs."""
+    digest = hashlib.sha256(f"shape:{case.id}:{case.seed}:{secret_seed}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def resolve_case(case: CaseSpec, secret_seed: int, fixed: frozenset[int] | set[int]) -> CaseSpec:
+    """`case` with its drawn shape filled in (a case without `draw`, or not secret, as it is)."""
+    draw = case.draw
+    if draw is None or not case.secret:
+        return case
+    rng = np.random.default_rng(shape_seed(case, secret_seed))
+    candidates = shape_candidates(draw, fixed)
+    cols = int(candidates[int(rng.integers(len(candidates)))])
+    rows = int(rng.integers(draw.rows[0], draw.rows[1] + 1)) if draw.rows else case.rows
+    params = dict(case.params)
+    for name, source in draw.params.items():
+        params[name] = cols if source == "cols" else rows
+    block = 1 << max(0, (cols - 1).bit_length())
+    description = case.description.replace("{cols}", str(cols)).replace("{rows}", str(rows)).replace("{block}", str(block))
+    return case.model_copy(update={"cols": cols, "rows": rows, "params": params, "description": description})
 
 
 class GivenCheck(_Strict):
@@ -172,7 +248,7 @@ class Question(_Strict):
     describes: list[FillClaim] = Field([], description="explanation only: what it may say about the fill")
 
     @model_validator(mode="after")
-    def _chain_known(self) -> "Question":
+    def _chain_known(self) -> Question:
         known = {c.id for c in self.concepts}
         if unknown := [c for c in self.chain if c not in known]:
             raise ValueError(f"question {self.id}: chain names unknown concepts {unknown}")
@@ -189,7 +265,7 @@ class RubricItem(_Strict):
     question: str | None = Field(None, description="for text items: the question (or 'explanation') it grades")
 
     @model_validator(mode="after")
-    def _check(self) -> "RubricItem":
+    def _check(self) -> RubricItem:
         if self.source == "cases" and not self.case_kinds:
             raise ValueError(f"rubric item {self.id}: a cases item needs case_kinds")
         if self.source == "text" and not self.question:
@@ -210,8 +286,6 @@ _BYTES_OPS = {"Add": lambda a, b: a + b, "Sub": lambda a, b: a - b, "Mult": lamb
 
 def bytes_moved(formula: str, *, M: int, N: int) -> int:
     """Evaluate an exercise's `speed.bytes` formula: integers, M, N, + - * // and parentheses only."""
-    import ast
-
     def value(node: ast.AST) -> int:
         if isinstance(node, ast.Constant) and type(node.value) is int:
             return node.value
@@ -265,7 +339,7 @@ class SpeedSpec(_Strict):
                                                                     "(reads once where the baseline reads twice: 2)")
 
     @model_validator(mode="after")
-    def _check(self) -> "SpeedSpec":
+    def _check(self) -> SpeedSpec:
         if self.rows % self.draw_rows:
             raise ValueError(f"speed: draw_rows {self.draw_rows} must divide rows {self.rows}")
         if self.ideal_bytes <= 0:
@@ -319,7 +393,7 @@ class ExerciseSpec(_Strict):
     speed: SpeedSpec | None = Field(None, description="GPU only, informational: time the kernel on a large shape")
 
     @model_validator(mode="after")
-    def _check(self) -> "ExerciseSpec":
+    def _check(self) -> ExerciseSpec:
         ids = [c.id for c in self.cases]
         if len(ids) != len(set(ids)):
             raise ValueError("case ids must be unique")
@@ -356,14 +430,10 @@ class ExerciseSpec(_Strict):
                                  f"(the widest is {max(fixed)})")
             if case.stride is not None and case.draw.cols[1] >= case.stride:
                 raise ValueError(f"case {case.id}: drawn widths must stay below the row stride {case.stride}")
-            from service.grading.inputs import shape_candidates
-
             if (count := len(shape_candidates(case.draw, fixed))) < MIN_DRAW_CANDIDATES:
                 raise ValueError(f"case {case.id}: family {case.draw.family} in {case.draw.cols} has {count} widths "
                                  f"besides the fixed ones (at least {MIN_DRAW_CANDIDATES} needed)")
         if self.speed is not None:
-            import ast
-
             tree = syntax.parse(self.speed.baseline.code, mode="eval")
             bound = {"torch", *self.args} | {a.arg for n in ast.walk(tree) if isinstance(n, ast.Lambda) for a in n.args.args}
             if unknown := sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - bound):
@@ -377,8 +447,6 @@ class ExerciseSpec(_Strict):
 
     def cases_for(self, secret_seed: int) -> list[CaseSpec]:
         """The cases as graded under `secret_seed`: drawn shapes resolved (replay gives the same)."""
-        from service.grading.inputs import resolve_case
-
         return [resolve_case(c, secret_seed, self.fixed_widths) for c in self.cases]
 
     @property
@@ -418,119 +486,7 @@ class Mutant(_Strict):
     expect: MutantExpectation
 
     @model_validator(mode="after")
-    def _one_source(self) -> "Mutant":
+    def _one_source(self) -> Mutant:
         if sum(x is not None for x in (self.fill, self.fills, self.edits, self.file)) != 1:
             raise ValueError(f"mutant {self.id}: give exactly one of fill, fills, edits or file")
         return self
-
-
-class ExerciseNotFound(LookupError):
-    pass
-
-
-class Exercise:
-    """A loaded exercise folder."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        data = yaml.safe_load((root / "exercise.yaml").read_text(encoding="utf-8"))
-        if (root / "questions.yaml").is_file() and "questions" not in data:
-            questions = yaml.safe_load((root / "questions.yaml").read_text(encoding="utf-8"))
-            # Keys other than `questions` (x-patterns, ...) hold YAML anchors shared between questions.
-            data["questions"] = questions["questions"] if isinstance(questions, dict) else questions
-        self.spec = ExerciseSpec.model_validate(data)
-        if self.spec.id != root.name:
-            raise ValueError(f"exercise id {self.spec.id!r} does not match its folder {root.name!r}")
-
-    @property
-    def id(self) -> str:
-        return self.spec.id
-
-    @cached_property
-    def template(self) -> str:
-        return (self.root / self.spec.template).read_text(encoding="utf-8")
-
-    @cached_property
-    def blank_scopes(self) -> tuple[frozenset[str], ...]:
-        """The names a fill may use at each blank, in template order (`fills.names_in_scope`):
-        the template is parsed once per loaded exercise, not once per submission."""
-        import ast
-
-        from service.grading.extract import BLANK
-        from service.grading.fills import names_in_scope
-
-        tree = syntax.parse(self.template)
-        blanks = sum(1 for node in ast.walk(tree) if isinstance(node, ast.Name) and node.id == BLANK)
-        return tuple(frozenset(names_in_scope(tree, index)) for index in range(blanks))
-
-    @cached_property
-    def solution(self) -> str:
-        return (self.root / self.spec.solution).read_text(encoding="utf-8")
-
-    @cached_property
-    def checks(self) -> ModuleType:
-        """The exercise's trusted module (reference and diagnoses): our code, never the student's."""
-        path = self.root / self.spec.checks
-        spec = importlib.util.spec_from_file_location(f"kernelgrade_exercise_{self.id}", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        for name in ("reference", "diagnose"):
-            if not callable(getattr(module, name, None)):
-                raise ValueError(f"{path} must define {name}()")
-        return module
-
-    def make_inputs(self, case: CaseSpec, seed: int) -> dict[str, "np.ndarray"]:
-        """The case's inputs by name, as the kernel sees them (no stride padding): the exercise's
-        own `make_inputs(case, seed)` when checks.py has one, else rows drawn from `case.data` as `x`."""
-        from service.grading.inputs import draw_rows
-
-        custom = getattr(self.checks, "make_inputs", None)
-        arrays = custom(case, seed) if custom is not None else {"x": draw_rows(case, seed)}
-        needed = list(self.spec.args) + (list(self.spec.backward.grad_outputs.values()) if self.spec.backward else [])
-        if missing := [name for name in needed if name not in arrays]:
-            raise ValueError(f"{self.id}: make_inputs gave {sorted(arrays)} for case {case.id}, missing {missing}")
-        return arrays
-
-    @cached_property
-    def mutants(self) -> list[Mutant]:
-        path = self.root / "mutants.yaml"
-        if not path.exists():
-            return []
-        return [Mutant.model_validate(m) for m in yaml.safe_load(path.read_text(encoding="utf-8"))]
-
-    def mutant_code(self, mutant: Mutant) -> str:
-        if mutant.file is not None:
-            return (self.root / mutant.file).read_text(encoding="utf-8")
-        if mutant.edits is not None:
-            code = self.solution
-            for edit in mutant.edits:
-                if code.count(edit.old) != 1:
-                    raise ValueError(f"mutant {mutant.id}: {edit.old!r} must occur exactly once in the solution")
-                code = code.replace(edit.old, edit.new)
-            return code
-        if mutant.fills is not None:
-            parts = self.template.split("______")
-            if len(parts) - 1 != len(mutant.fills):
-                raise ValueError(f"mutant {mutant.id}: {len(mutant.fills)} fills for {len(parts) - 1} blanks")
-            return parts[0] + "".join(fill + rest for fill, rest in zip(mutant.fills, parts[1:]))
-        return self.template.replace("______", mutant.fill, 1)
-
-    def question(self, question_id: str) -> Question:
-        return next(q for q in self.spec.questions if q.id == question_id)
-
-
-class ExerciseCatalog:
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self._cache: dict[str, Exercise] = {}
-
-    def ids(self) -> list[str]:
-        return sorted(p.name for p in self.root.iterdir() if (p / "exercise.yaml").is_file())
-
-    def get(self, exercise_id: str) -> Exercise:
-        if len(exercise_id) > 100 or not re.fullmatch(_ID, exercise_id) or not (self.root / exercise_id / "exercise.yaml").is_file():
-            known = ", ".join(self.ids()) or "none"
-            raise ExerciseNotFound(f"unknown exercise {exercise_id!r} (known: {known})")
-        if exercise_id not in self._cache:
-            self._cache[exercise_id] = Exercise(self.root / exercise_id)
-        return self._cache[exercise_id]

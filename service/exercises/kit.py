@@ -1,0 +1,213 @@
+"""The one module an exercise's `checks.py` imports: what `diagnose()` receives (`CaseEvidence`) and
+returns (`Finding`: a diagnosis id, its message as code + parameters, each case's numbers), the
+`Checks` protocol, input drawing, the diagnose skeleton, and evidence helpers shared by exercises.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from service.exercises.spec import CaseSpec
+from service.messages import LANGUAGES, Catalogue
+from service.report import Diagnosis
+
+__all__ = [
+    "ROW_BLOCK_IGNORED", "Arrays", "CaseEvidence", "CaseSpec", "Checks", "Classify", "Finding", "Found", "MakesInputs",
+    "Messages", "Numbers", "Say", "Words", "collect", "draw_rows", "make_diagnose", "render", "report", "row_block_ignored",
+    "say", "say_about", "sentinel_breach",
+]
+
+Arrays = dict[str, np.ndarray]
+Numbers = dict[str, Any]  # one case's evidence: ids and numbers, JSON-able
+Found = tuple[str, Numbers]  # a diagnosis id and the numbers of the case that shows it
+
+
+@dataclass
+class CaseEvidence:
+    case: CaseSpec
+    inputs: np.ndarray  # the first argument's valid data, as float64 (for row exercises: rows x cols)
+    observed: dict[str, np.ndarray] | None  # None when the case did not return outputs
+    expected: dict[str, np.ndarray]
+    passed: bool
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)  # every input by name, float ones as float64
+    # A case that raised: its error text (never evidence by itself: any error reads the same), the
+    # guard regions it changed (compared on the trusted side: the only evidence of an out-of-bounds
+    # write) and the data of the buffers its entry point allocated (sandbox.contract.CaseRun).
+    error: str | None = None
+    out_of_bounds: list[dict] = field(default_factory=list)
+    allocations: list[dict] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Say:
+    """A message of the exercise's catalogue (`messages.yaml`) and its parameters. A parameter may
+    itself be a `Say`: a phrase rendered in the same language first."""
+
+    code: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+def say(code: str, **params: Any) -> Say:
+    return Say(code, params)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One diagnosis as checks.py states it: its id, its message, every case's evidence numbers."""
+
+    id: str
+    message: Say
+    cases: list[Numbers]
+
+
+@runtime_checkable
+class Checks(Protocol):
+    """What an exercise's checks.py defines: the float64 reference of every output, and the
+    diagnoses of the failed cases. `make_inputs` is optional (`MakesInputs`)."""
+
+    @property
+    def reference(self) -> Callable[..., Arrays]: ...
+
+    def diagnose(self, evidence: list[CaseEvidence], /) -> list[Finding]: ...
+
+
+@runtime_checkable
+class MakesInputs(Protocol):
+    """A checks.py that draws its own inputs (by argument name) instead of `draw_rows` as `x`."""
+
+    def make_inputs(self, case: CaseSpec, seed: int, /) -> Arrays: ...
+
+
+# The diagnose skeleton: classify each failed case, gather the numbers under the id they show,
+# turn each id's cases into its message.
+Classify = Callable[[CaseEvidence], Iterable[Found]]
+Words = Callable[[str, list[Numbers]], Say]
+
+
+def say_about(code: str, cases: list[Numbers], example: Numbers | None = None, **params: Any) -> Say:
+    """The message `code` about `cases`: `{names}` lists their ids, the example case's numbers (the
+    first case unless given) and `params` are the other parameters."""
+    return Say(code, {"names": [d["case"] for d in cases], **(cases[0] if example is None else example), **params})
+
+
+def collect(evidence: Iterable[CaseEvidence], classify: Classify, *, with_outputs: bool = True) -> dict[str, list[Numbers]]:
+    """Each failed case's findings (of those with outputs, unless `with_outputs` is false), the
+    numbers of every case under the id it shows, ids in the order first found."""
+    findings: dict[str, list[Numbers]] = {}
+    for ev in evidence:
+        if ev.passed or (with_outputs and ev.observed is None):
+            continue
+        for key, numbers in classify(ev):
+            findings.setdefault(key, []).append(numbers)
+    return findings
+
+
+def report(findings: Mapping[str, list[Numbers]], words: Words = say_about) -> list[Finding]:
+    return [Finding(id=key, message=words(key, cases), cases=cases) for key, cases in findings.items()]
+
+
+def make_diagnose(classify: Classify, words: Words = say_about, *,
+                  with_outputs: bool = True) -> Callable[[list[CaseEvidence]], list[Finding]]:
+    """A whole `diagnose()` from its two exercise-specific parts (cf. GPU MODE's make_match_reference)."""
+    def diagnose(evidence: list[CaseEvidence]) -> list[Finding]:
+        return report(collect(evidence, classify, with_outputs=with_outputs), words)
+    return diagnose
+
+
+class Messages:
+    """An exercise's catalogue over the kit's shared one (`service/exercises/messages.yaml`)."""
+
+    def __init__(self, own: Catalogue) -> None:
+        self._catalogues = (own, _SHARED)
+
+    def render(self, message: Say, lang: str) -> str:
+        params = {k: self.render(v, lang) if isinstance(v, Say) else v for k, v in message.params.items()}
+        catalogue = next((c for c in self._catalogues if message.code in c), self._catalogues[0])
+        return catalogue.render(message.code, lang, **params)
+
+    def check(self, findings: Iterable[Finding]) -> None:
+        """Render every finding in every language (raises on an unknown code or a missing parameter)."""
+        for finding in findings:
+            for lang in LANGUAGES:
+                self.render(finding.message, lang)
+
+
+_SHARED = Catalogue.load(Path(__file__).with_name("messages.yaml"))
+
+
+def render(findings: list[Finding], messages: Messages, language: str) -> list[Diagnosis]:
+    """The findings as the report's diagnoses: the message in `language`, every language in the evidence."""
+    out = []
+    for f in findings:
+        said = {lang: messages.render(f.message, lang) for lang in LANGUAGES}
+        out.append(Diagnosis(id=f.id, message=said.get(language, said["en"]), evidence={"cases": f.cases, "messages": said}))
+    return out
+
+
+def draw_rows(case: CaseSpec, seed: int) -> np.ndarray:
+    """The case's valid data, float32 (what the kernel sees), shape (rows, cols)."""
+    rng = np.random.default_rng(seed)
+    data = case.data
+    loc = rng.uniform(*data.loc, size=(case.rows, 1))
+    scale = rng.uniform(*data.scale, size=(case.rows, 1))
+    x = loc + scale * rng.standard_normal((case.rows, case.cols))
+    if data.sign == "negative":
+        x = -np.abs(x)
+    elif data.sign == "positive":
+        x = np.abs(x)
+    if data.zeros_fraction > 0:
+        count = max(1, round(data.zeros_fraction * case.cols))
+        for row in x:
+            row[rng.choice(case.cols, size=min(count, case.cols), replace=False)] = 0.0
+    return x.astype(np.float32)
+
+
+def sentinel_breach(ev: CaseEvidence, *, data_len: int, total_len: int, sentinel: float) -> Numbers | None:
+    """Out-of-bounds evidence for a wrapper that keeps `sentinel` values after its output inside one
+    allocated float32 buffer of `total_len` elements (the puzzles' `buf`, output `buf[:data_len]`):
+    the sentinel tail of that buffer as the sandbox returned it, compared bit for bit here, or a
+    guard region the trusted side found changed. None when neither changed: then the case's error
+    was something else (a NameError, a shape error, ...) and no out-of-bounds diagnosis is true."""
+    want = np.array([sentinel], dtype=np.float32).view(np.int32)[0]
+    for alloc in ev.allocations:
+        data = alloc.get("data")
+        if alloc.get("dtype") != "float32" or data is None or data.size != total_len:
+            continue
+        tail = np.asarray(data[data_len:], dtype=np.float32)
+        changed = tail.view(np.int32) != want
+        if changed.any():
+            first = int(np.flatnonzero(changed)[0])
+            return {"changed": int(changed.sum()), "first_past_end": first, "value": float(tail[first]),
+                    "source": "sentinel"}
+    past_end = [b for b in ev.out_of_bounds if b.get("side") == "after" and b.get("kind") == "allocated"]
+    if past_end:  # written past the whole buffer: past the sentinel tail too
+        first = past_end[0]
+        return {"changed": int(first.get("changed", 0)), "first_past_end": int(first.get("distance", 0)),
+                "value": first.get("value"), "source": "guard", "buffer": first.get("output") or first.get("buffer")}
+    return None
+
+
+ROW_BLOCK_IGNORED = "one_row_per_program"  # its message is the kit's (messages.yaml beside this file)
+
+
+def row_block_ignored(correct: np.ndarray, unwritten: np.ndarray, *, rows: int, block: int) -> Numbers | None:
+    """Evidence that a kernel handles one row per program and ignores the block of `block` rows
+    each program owns: with cdiv(rows, block) programs, exactly the rows one program per row would
+    reach (row = pid, or row = pid * block) are right, and every other row was never written.
+    `correct` and `unwritten` are per-row booleans from the trusted comparison."""
+    if block <= 1 or rows <= 1:
+        return None
+    programs = -(-rows // block)
+    for form, reached in (("row = pid", np.arange(programs)), ("row = pid * B0", np.arange(programs) * block)):
+        hit = np.zeros(rows, dtype=bool)
+        hit[reached[reached < rows]] = True
+        if hit.all():
+            continue
+        if np.array_equal(correct, hit) and bool(np.all(unwritten[~hit])):
+            return {"form": form, "programs": programs, "rows_written": int(hit.sum()),
+                    "rows_unwritten": int((~hit).sum()), "first_unwritten": int(np.flatnonzero(~hit)[0])}
+    return None
