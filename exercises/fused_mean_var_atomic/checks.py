@@ -20,24 +20,14 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from service.exercises.kit import (
-    Arrays,
-    CaseEvidence,
-    CaseSpec,
-    Found,
-    Numbers,
-    Say,
-    draw_rows,
-    make_diagnose,
-    say_about,
-)
+from service.exercises import kit
 
 DEFAULT_BLOCK = 128  # mean_var_atomic's default `block`
 
 
-def make_inputs(case: CaseSpec, seed: int) -> Arrays:
+def make_inputs(case: kit.CaseSpec, seed: int) -> kit.Arrays:
     """x as the case's data says; both scratch buffers start zeroed (as a fresh caller gives them)."""
-    x = draw_rows(case, seed)
+    x = kit.draw_rows(case, seed)
     return {"x": x, "sums": np.zeros(case.rows, np.float32), "sumsqs": np.zeros(case.rows, np.float32)}
 
 
@@ -76,19 +66,14 @@ def _close(observed: np.ndarray, predicted: np.ndarray, floor: np.ndarray) -> bo
     return bool(np.all(np.abs(observed - predicted) <= 1e-3 * (np.abs(observed) + np.abs(predicted)) + floor))
 
 
-def _classify(ev: CaseEvidence) -> Iterator[Found]:
-    assert ev.observed is not None
-    case = ev.case
-    block = int(case.kwargs.get("block", DEFAULT_BLOCK))
-    x = ev.inputs
-    n = x.shape[1]
-    mean_true, var_true = ev.expected["mean"], ev.expected["var"]
-    mean_obs = ev.observed["mean"].astype(np.float64).reshape(-1)
-    var_obs = ev.observed["var"].astype(np.float64).reshape(-1)
-    programs = -(-n // block)
-    where = {"case": case.id, "N": n, "BLOCK": block, "programs_per_row": programs, "calls": case.calls}
-    if mean_obs.shape != mean_true.shape or var_obs.shape != var_true.shape:
+def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
+    found = kit.outputs(ev, "mean", "var")
+    if found is None:
         return
+    (mean_obs, var_obs), (mean_true, var_true) = found
+    case, x, block = ev.case, ev.inputs, int(ev.case.kwargs.get("block", DEFAULT_BLOCK))
+    n = x.shape[1]  # the row width (x: rows x cols)
+    where = {"case": case.id, "N": n, "BLOCK": block, "programs_per_row": -(-n // block), "calls": case.calls}
     if not (np.all(np.isfinite(mean_obs)) and np.all(np.isfinite(var_obs))):
         yield "nonfinite_output", where
         return
@@ -108,10 +93,10 @@ def _classify(ev: CaseEvidence) -> Iterator[Found]:
         "mean_ratio": float(mean_obs[row] / mean_true[row]) if mean_true[row] else float("nan")}
 
 
-def _words(key: str, cases: list[Numbers]) -> Say:
+def _words(key: str, cases: list[kit.Numbers]) -> kit.Say:
     """The message of `key`, about the case whose variance is furthest off."""
     c = max(cases, key=lambda d: abs(d.get("var_obs", 0.0) - d.get("var", 0.0)))
-    return say_about(key, cases, c, at=Say("at.row" if "row" in c else "at", c))
+    return kit.say_about(key, cases, c, at=kit.Say("at.row" if "row" in c else "at", c))
 
 
-diagnose = make_diagnose(_classify, _words)
+diagnose = kit.make_diagnose(_classify, _words)

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from service.exercises.kit import CaseEvidence, Finding, Found, Numbers, Say, collect, report, say, say_about
+from service.exercises import kit
 
 
 def reference(x: np.ndarray) -> dict[str, np.ndarray]:
@@ -49,7 +49,7 @@ def _replay(buffer: np.ndarray, rows: int, step: int, lanes: int) -> tuple[np.nd
     return out, known
 
 
-def _strided_reading(ev: CaseEvidence, s_obs: np.ndarray) -> Found | None:
+def _strided_reading(ev: kit.CaseEvidence, s_obs: np.ndarray) -> kit.Found | None:
     """Which wrong way of addressing the wider buffer explains the observed sums."""
     case = ev.case
     rows, n, stride, block = case.rows, case.cols, case.row_stride, case.block
@@ -85,8 +85,8 @@ def _lanes_counted(x: np.ndarray, s_obs: np.ndarray) -> int | None:
     return None
 
 
-def _classify(ev: CaseEvidence, lane_counts: list[tuple[CaseEvidence, int]]) -> Iterator[Found]:
-    """One failed case's finding; a case explained by a count of lanes waits in `lane_counts` (the
+def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
+    """One failed case's finding; a case explained by a count of lanes waits under kit.ACROSS (the
     same count across widths is a hard-coded width)."""
     assert ev.observed is not None
     case = ev.case
@@ -94,7 +94,7 @@ def _classify(ev: CaseEvidence, lane_counts: list[tuple[CaseEvidence, int]]) -> 
     x = ev.inputs
     s_true = ev.expected["sums"]
     s_obs = ev.observed["sums"].astype(np.float64)
-    where: Numbers = {"case": case.id, "N": n, "BLOCK": block, "rows": case.rows}
+    where: kit.Numbers = {"case": case.id, "N": n, "BLOCK": block, "rows": case.rows}
     if case.stride is not None:
         where["stride"] = case.stride
         reading = _strided_reading(ev, s_obs)
@@ -122,39 +122,33 @@ def _classify(ev: CaseEvidence, lane_counts: list[tuple[CaseEvidence, int]]) -> 
             return
     k = _lanes_counted(x, s_obs)
     if k is not None:
-        lane_counts.append((ev, k))
+        yield kit.ACROSS, {"case": case.id, "N": n, "BLOCK": block, "lanes_counted": k, "row": worst,
+                           "missing": float(-diff[worst])}
         return
     yield "unexplained_sum", {**where, "row": worst, "max_abs_err": float(abs(diff[worst]))}
 
 
-def _lane_finding(ev: CaseEvidence, k: int, lane_counts: list[tuple[CaseEvidence, int]]) -> Found:
-    assert ev.observed is not None
-    n, block = ev.case.cols, ev.case.block
-    diff = ev.observed["sums"].astype(np.float64) - ev.expected["sums"]
-    worst = int(np.argmax(np.abs(diff)))
-    where = {"case": ev.case.id, "N": n, "BLOCK": block, "lanes_counted": k, "row": worst, "missing": float(-diff[worst])}
-    other_ns = {e.case.cols for e, kk in lane_counts if kk == k}
-    if len(other_ns) >= 2 and k != n - 1:
-        return "hardcoded_width", where
-    if k == n - 1:
-        return "drops_last_lane", where
-    return "wrong_lane_count", where
+def _lane_counts(cases: list[kit.Numbers]) -> Iterator[kit.Found]:
+    """Name each count of lanes summed, knowing every case's."""
+    for where in cases:
+        n, k = where["N"], where["lanes_counted"]
+        other_ns = {d["N"] for d in cases if d["lanes_counted"] == k}
+        if len(other_ns) >= 2 and k != n - 1:
+            yield "hardcoded_width", where
+        elif k == n - 1:
+            yield "drops_last_lane", where
+        else:
+            yield "wrong_lane_count", where
 
 
-def diagnose(evidence: list[CaseEvidence]) -> list[Finding]:
-    lane_counts: list[tuple[CaseEvidence, int]] = []
-    findings = collect(evidence, lambda ev: _classify(ev, lane_counts))
-    for ev, k in lane_counts:
-        key, numbers = _lane_finding(ev, k, lane_counts)
-        findings.setdefault(key, []).append(numbers)
-    return report(findings, _words)
-
-
-def _words(key: str, cases: list[Numbers]) -> Say:
+def _words(key: str, cases: list[kit.Numbers]) -> kit.Say:
     if key == "padding_not_identity":
         c = max(cases, key=lambda d: d["padding"])
         # a huge negative fill is the max reduction's idea (its identity is −inf)
-        return say_about(key, cases, c, max_note=say("padding_not_identity.max_note") if c["other"] < -1e6 else "")
+        return kit.say_about(key, cases, c, max_note=kit.say("padding_not_identity.max_note") if c["other"] < -1e6 else "")
     if key in ("row_stride_is_n", "mask_too_wide"):
-        return say_about(key, cases, extra_cols=cases[0]["stride"] - cases[0]["N"])
-    return say_about(key, cases)
+        return kit.say_about(key, cases, extra_cols=cases[0]["stride"] - cases[0]["N"])
+    return kit.say_about(key, cases)
+
+
+diagnose = kit.make_diagnose(_classify, _words, across=_lane_counts)

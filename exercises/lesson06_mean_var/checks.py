@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from service.exercises.kit import CaseEvidence, Finding, Found, Numbers, Say, collect, report, say_about
+from service.exercises import kit
 
 
 def reference(x: np.ndarray) -> dict[str, np.ndarray]:
@@ -68,9 +68,9 @@ def _value_mask(x: np.ndarray, mean: np.ndarray, var_obs: np.ndarray, block: int
     return None
 
 
-def _classify(ev: CaseEvidence, lane_counts: list[tuple[CaseEvidence, int]]) -> Iterator[Found]:
-    """One failed case's finding; a case explained by a count of lanes waits in `lane_counts` (which
-    count it is depends on the other cases: the same count across widths is a hard-coded width)."""
+def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
+    """One failed case's finding; a case explained by a count of lanes waits under kit.ACROSS (what
+    that count means depends on the other cases: the same count across widths is a hard-coded width)."""
     assert ev.observed is not None
     case = ev.case
     n, block = case.cols, case.block
@@ -98,7 +98,10 @@ def _classify(ev: CaseEvidence, lane_counts: list[tuple[CaseEvidence, int]]) -> 
     # Position first: on all-positive rows, "all BLOCK lanes" and "values >= 0" are the same set.
     k = _lanes_counted(x, mean_obs, var_obs, block)
     if k is not None:
-        lane_counts.append((ev, k))
+        excess = var_obs - var_true
+        worst = int(np.argmax(np.abs(excess)))
+        yield kit.ACROSS, {"case": case.id, "N": n, "BLOCK": block, "lanes_counted": k, "row": worst,
+                           "mean": float(mean_obs[worst]), "excess": float(excess[worst])}
         return
     label = _value_mask(x, mean_obs, var_obs, block)
     if label is not None:
@@ -107,36 +110,26 @@ def _classify(ev: CaseEvidence, lane_counts: list[tuple[CaseEvidence, int]]) -> 
     yield "unexplained_variance", {**where, "max_abs_err": float(np.max(np.abs(var_obs - var_true)))}
 
 
-def _lane_finding(ev: CaseEvidence, k: int, lane_counts: list[tuple[CaseEvidence, int]]) -> Found:
-    assert ev.observed is not None
-    n, block = ev.case.cols, ev.case.block
-    mean_obs = ev.observed["mean"].astype(np.float64)
-    var_obs = ev.observed["var"].astype(np.float64)
-    excess = var_obs - ev.expected["var"]
-    worst = int(np.argmax(np.abs(excess)))
-    where = {"case": ev.case.id, "N": n, "BLOCK": block, "lanes_counted": k, "row": worst,
-             "mean": float(mean_obs[worst]), "excess": float(excess[worst])}
-    other_ns = {e.case.cols for e, kk in lane_counts if kk == k}
-    if k == block:
-        return "missing_remask", {**where, "predicted_excess": float((block - n) * mean_obs[worst] ** 2 / n)}
-    if len(other_ns) >= 2 and k not in (n + 1, n - 1):
-        return "hardcoded_width", where
-    if k == n + 1:
-        return "off_by_one_le", {**where, "predicted_excess": float(mean_obs[worst] ** 2 / n)}
-    if k == n - 1:
-        return "drops_last_lane", where
-    return "wrong_lane_count", where
+def _lane_counts(cases: list[kit.Numbers]) -> Iterator[kit.Found]:
+    """Name each count of lanes counted, knowing every case's: k = BLOCK is the missing re-mask."""
+    for where in cases:
+        n, block, k, mean = where["N"], where["BLOCK"], where["lanes_counted"], where["mean"]
+        other_ns = {d["N"] for d in cases if d["lanes_counted"] == k}
+        if k == block:
+            yield "missing_remask", {**where, "predicted_excess": (block - n) * mean**2 / n}
+        elif len(other_ns) >= 2 and k not in (n + 1, n - 1):
+            yield "hardcoded_width", where
+        elif k == n + 1:
+            yield "off_by_one_le", {**where, "predicted_excess": mean**2 / n}
+        elif k == n - 1:
+            yield "drops_last_lane", where
+        else:
+            yield "wrong_lane_count", where
 
 
-def diagnose(evidence: list[CaseEvidence]) -> list[Finding]:
-    lane_counts: list[tuple[CaseEvidence, int]] = []
-    findings = collect(evidence, lambda ev: _classify(ev, lane_counts))
-    for ev, k in lane_counts:
-        key, numbers = _lane_finding(ev, k, lane_counts)
-        findings.setdefault(key, []).append(numbers)
-    return report(findings, _words)
-
-
-def _words(key: str, cases: list[Numbers]) -> Say:
+def _words(key: str, cases: list[kit.Numbers]) -> kit.Say:
     """The message of `key`, about the case with the largest excess variance."""
-    return say_about(key, cases, max(cases, key=lambda d: abs(d.get("excess", 0.0))))
+    return kit.say_about(key, cases, max(cases, key=lambda d: abs(d.get("excess", 0.0))))
+
+
+diagnose = kit.make_diagnose(_classify, _words, across=_lane_counts)

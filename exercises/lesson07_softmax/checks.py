@@ -23,7 +23,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from service.exercises.kit import CaseEvidence, Found, Numbers, Say, make_diagnose, say_about
+from service.exercises import kit
 
 LN_FLT_MAX = float(np.log(np.finfo(np.float32).max))  # 88.72: exp overflows to inf above this
 LN_FLT_TINY = float(np.log(np.float32(1.4e-45)))  # -103.28: exp is 0 below this (−87.3 with flush-to-zero)
@@ -95,7 +95,7 @@ def _underflow_rows(x: np.ndarray) -> list[int]:
     return [int(r) for r in np.flatnonzero(x.max(axis=1) < LN_FLT_TINY)]
 
 
-def _no_max(where: Numbers, x: np.ndarray) -> Iterator[Found]:
+def _no_max(where: kit.Numbers, x: np.ndarray) -> Iterator[kit.Found]:
     over, under = _overflow_rows(x), _underflow_rows(x)
     if over:
         yield "no_max_overflow", {**where, "row": over[0], "rows": over[:12], "row_max": float(x[over[0]].max())}
@@ -103,7 +103,7 @@ def _no_max(where: Numbers, x: np.ndarray) -> Iterator[Found]:
         yield "no_max_underflow", {**where, "row": under[0], "rows": under[:12], "row_max": float(x[under[0]].max())}
 
 
-def _padding(where: Numbers, x: np.ndarray, y_obs: np.ndarray, c: float, key: str) -> Found:
+def _padding(where: kit.Numbers, x: np.ndarray, y_obs: np.ndarray, c: float, key: str) -> kit.Found:
     n, block = x.shape[1], where["BLOCK"]
     p = block - n
     m = x.max(axis=1)
@@ -115,7 +115,7 @@ def _padding(where: Numbers, x: np.ndarray, y_obs: np.ndarray, c: float, key: st
                  "observed_row_sum": float(np.sum(y_obs[r])), "padding_is_max": bool(c > m[r])}
 
 
-def _classify(ev: CaseEvidence) -> Iterator[Found]:
+def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
     assert ev.observed is not None
     case = ev.case
     n, block = case.cols, case.block
@@ -155,17 +155,17 @@ def _classify(ev: CaseEvidence) -> Iterator[Found]:
     yield "unexplained_softmax", {**where, "row": r, "max_abs_err": float(err.max()), "row_sum": float(y_obs[r].sum())}
 
 
-def _words(key: str, cases: list[Numbers]) -> Say:
+def _words(key: str, cases: list[kit.Numbers]) -> kit.Say:
     limits = {"ln_flt_max": LN_FLT_MAX, "ln_flt_tiny": LN_FLT_TINY}
     if key in ("padding_zero", "padding_not_neg_inf"):
         # the example row: one whose probabilities still sum to something (not all underflowed to 0)
         c = max(cases, key=lambda d: (d["observed_row_sum"] > 0, d["extra"] / d["S"]))
-        note = Say("padding.max_note", c) if c["padding_is_max"] else ""
-        return say_about("padding", cases, c, head=Say(f"{key}.head", {**c, "names": [d["case"] for d in cases]}),
-                         pad=Say(f"{key}.pad", c), max_note=note)
+        note = kit.Say("padding.max_note", c) if c["padding_is_max"] else ""
+        return kit.say_about("padding", cases, c, head=kit.Say(f"{key}.head", {**c, "names": [d["case"] for d in cases]}),
+                         pad=kit.Say(f"{key}.pad", c), max_note=note)
     if key == "shift_not_max":
-        return say_about(key, cases, max(cases, key=lambda d: d["gap"]), **limits)
-    return say_about(key, cases, **limits)
+        return kit.say_about(key, cases, max(cases, key=lambda d: d["gap"]), **limits)
+    return kit.say_about(key, cases, **limits)
 
 
-diagnose = make_diagnose(_classify, _words)
+diagnose = kit.make_diagnose(_classify, _words)

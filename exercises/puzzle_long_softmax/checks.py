@@ -12,28 +12,16 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from service.exercises.kit import (
-    ROW_BLOCK_IGNORED,
-    Arrays,
-    CaseEvidence,
-    CaseSpec,
-    Found,
-    Numbers,
-    Say,
-    make_diagnose,
-    row_block_ignored,
-    say_about,
-    sentinel_breach,
-)
+from service.exercises import kit
 
 SENTINEL = -1234.5  # what the template's long_softmax keeps after z (B0 rows of it)
 
 LOG2E = 1.4426950408889634
 
 
-def make_inputs(case: CaseSpec, seed: int) -> Arrays:
+def make_inputs(case: kit.CaseSpec, seed: int) -> kit.Arrays:
     rng = np.random.default_rng(seed)
-    n0, t = int(case.params["N0"]), int(case.params["T"])
+    n0, t = kit.int_param(case, "N0"), kit.int_param(case, "T")
     kind = case.params.get("kind", "normal")
     if kind == "rising":  # every row climbs along T: the running max grows block after block
         x = np.linspace(0.0, 1.0, t)[None, :] * rng.uniform(8.0, 12.0, size=(n0, 1)) + 0.3 * rng.standard_normal((n0, t))
@@ -51,7 +39,7 @@ def _softmax(x: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=1, keepdims=True)
 
 
-def reference(x: np.ndarray) -> Arrays:
+def reference(x: np.ndarray) -> kit.Arrays:
     return {"z": _softmax(np.asarray(x, dtype=np.float64))}
 
 
@@ -87,24 +75,21 @@ def _close(observed: np.ndarray, predicted: np.ndarray) -> bool:
     return bool(np.all(np.abs(observed[ok] - predicted[ok]) <= 1e-3 * np.abs(predicted[ok]) + 1e-7))
 
 
-def _classify(ev: CaseEvidence) -> Iterator[Found]:
-    case = ev.case
-    n0, t = int(case.params["N0"]), int(case.params["T"])
-    b0, b1 = int(case.kwargs.get("B0", 4)), int(case.kwargs.get("B1", 32))
-    where = {"case": case.id, "N0": n0, "T": t, "B0": b0, "B1": b1}
+def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
+    where = kit.case_numbers(ev.case, params=("N0", "T"), kwargs={"B0": 4, "B1": 32})
+    n0, t, b0, b1 = where["N0"], where["T"], where["B0"], where["B1"]
     if ev.observed is None:
-        breach = sentinel_breach(ev, data_len=n0 * t, total_len=(n0 + b0) * t, sentinel=SENTINEL)
-        if breach is not None:  # evidence in the bytes, not in the error's text
-            yield "store_out_of_bounds", {**where, "rows_past_end": -n0 % b0, **breach}
+        yield from kit.store_out_of_bounds(ev, {**where, "rows_past_end": -n0 % b0}, data_len=n0 * t,
+                                           total_len=(n0 + b0) * t, sentinel=SENTINEL)
         return
     x = ev.arrays["x"]
     z = ev.observed["z"].astype(np.float64)
     ref = ev.expected["z"]
     xmax = float(x.max())
     correct = np.all(np.abs(z - ref) <= 1e-3 * np.abs(ref) + 1e-6, axis=1)
-    ignored = row_block_ignored(correct, np.all(np.isnan(z), axis=1), rows=n0, block=b0)
+    ignored = kit.row_block_ignored(correct, np.all(np.isnan(z), axis=1), rows=n0, block=b0)
     if ignored is not None:
-        yield ROW_BLOCK_IGNORED, {**where, **ignored}
+        yield kit.ROW_BLOCK_IGNORED, {**where, **ignored}
         return
     if not np.all(np.isfinite(z)):
         bad = ~np.isfinite(z)
@@ -134,10 +119,10 @@ def _classify(ev: CaseEvidence) -> Iterator[Found]:
                                   "expected": float(ref[r, c]), "row_sum": float(row_sums[r])}
 
 
-def _words(key: str, cases: list[Numbers]) -> Say:
+def _words(key: str, cases: list[kit.Numbers]) -> kit.Say:
     if key == "store_out_of_bounds":
-        return say_about(key, cases, position=cases[0]["first_past_end"] + 1)
-    return say_about(key, cases)
+        return kit.say_about(key, cases, position=cases[0]["first_past_end"] + 1)
+    return kit.say_about(key, cases)
 
 
-diagnose = make_diagnose(_classify, _words, with_outputs=False)
+diagnose = kit.make_diagnose(_classify, _words, with_outputs=False)

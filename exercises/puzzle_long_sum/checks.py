@@ -9,32 +9,20 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from service.exercises.kit import (
-    ROW_BLOCK_IGNORED,
-    Arrays,
-    CaseEvidence,
-    CaseSpec,
-    Found,
-    Numbers,
-    Say,
-    make_diagnose,
-    row_block_ignored,
-    say_about,
-    sentinel_breach,
-)
+from service.exercises import kit
 
 SENTINEL = -1234.5  # what the template's long_sum keeps after z (buf[N0:])
 
 
-def make_inputs(case: CaseSpec, seed: int) -> Arrays:
+def make_inputs(case: kit.CaseSpec, seed: int) -> kit.Arrays:
     rng = np.random.default_rng(seed)
-    n0, t = int(case.params["N0"]), int(case.params["T"])
+    n0, t = kit.int_param(case, "N0"), kit.int_param(case, "T")
     loc = rng.uniform(-2.0, 2.0, size=(n0, 1))
     x = loc + rng.standard_normal((n0, t))
     return {"x": x.astype(np.float32)}
 
 
-def reference(x: np.ndarray) -> Arrays:
+def reference(x: np.ndarray) -> kit.Arrays:
     return {"z": np.asarray(x, dtype=np.float64).sum(axis=1)}
 
 
@@ -62,23 +50,20 @@ def _candidates(x: np.ndarray, b1: int) -> dict[str, tuple[np.ndarray, bool]]:
     }
 
 
-def _classify(ev: CaseEvidence) -> Iterator[Found]:
-    case = ev.case
-    n0, t = int(case.params["N0"]), int(case.params["T"])
-    b0, b1 = int(case.kwargs.get("B0", 4)), int(case.kwargs.get("B1", 32))
-    where = {"case": case.id, "N0": n0, "T": t, "B0": b0, "B1": b1}
+def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
+    where = kit.case_numbers(ev.case, params=("N0", "T"), kwargs={"B0": 4, "B1": 32})
+    n0, t, b0, b1 = where["N0"], where["T"], where["B0"], where["B1"]
     if ev.observed is None:
-        breach = sentinel_breach(ev, data_len=n0, total_len=n0 + b0, sentinel=SENTINEL)
-        if breach is not None:  # evidence in the bytes, not in the error's text
-            yield "store_out_of_bounds", {**where, "rows_past_end": -n0 % b0, **breach}
+        yield from kit.store_out_of_bounds(ev, {**where, "rows_past_end": -n0 % b0}, data_len=n0, total_len=n0 + b0,
+                                           sentinel=SENTINEL)
         return
     x = ev.arrays["x"]
     z = ev.observed["z"].astype(np.float64)
     ref = ev.expected["z"]
     correct = np.abs(z - ref) <= 1e-3 * (np.abs(ref) + 1.0)
-    ignored = row_block_ignored(correct, np.isnan(z), rows=n0, block=b0)
+    ignored = kit.row_block_ignored(correct, np.isnan(z), rows=n0, block=b0)
     if ignored is not None:
-        yield ROW_BLOCK_IGNORED, {**where, **ignored}
+        yield kit.ROW_BLOCK_IGNORED, {**where, **ignored}
         return
     if not np.any(np.isfinite(z)):
         yield "nonfinite_output", where
@@ -96,13 +81,13 @@ def _classify(ev: CaseEvidence) -> Iterator[Found]:
     yield "unexplained_sum", {**where, "row": worst, "observed": float(z[worst]), "expected": float(ref[worst])}
 
 
-def _words(key: str, cases: list[Numbers]) -> Say:
+def _words(key: str, cases: list[kit.Numbers]) -> kit.Say:
     c = cases[0]
     if key == "dropped_tail":
-        return say_about(key, cases, full_cols=c["T"] // c["B1"] * c["B1"])
+        return kit.say_about(key, cases, full_cols=c["T"] // c["B1"] * c["B1"])
     if key == "store_out_of_bounds":
-        return say_about(key, cases, position=c["first_past_end"] + 1)
-    return say_about(key, cases)
+        return kit.say_about(key, cases, position=c["first_past_end"] + 1)
+    return kit.say_about(key, cases)
 
 
-diagnose = make_diagnose(_classify, _words, with_outputs=False)
+diagnose = kit.make_diagnose(_classify, _words, with_outputs=False)

@@ -10,20 +10,20 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from service.exercises.kit import Arrays, CaseEvidence, CaseSpec, Found, make_diagnose, sentinel_breach
+from service.exercises import kit
 
 SENTINEL = -1234.5  # what the template's add_vec_block keeps after z
 
 
-def make_inputs(case: CaseSpec, seed: int) -> Arrays:
+def make_inputs(case: kit.CaseSpec, seed: int) -> kit.Arrays:
     rng = np.random.default_rng(seed)
-    n0, n1 = int(case.params["N0"]), int(case.params["N1"])
+    n0, n1 = kit.int_param(case, "N0"), kit.int_param(case, "N1")
     x = rng.uniform(-3.0, 3.0) + rng.standard_normal(n0)
     y = rng.uniform(-3.0, 3.0) + 10.0 * rng.standard_normal(n1)
     return {"x": x.astype(np.float32), "y": y.astype(np.float32)}
 
 
-def reference(x: np.ndarray, y: np.ndarray) -> Arrays:
+def reference(x: np.ndarray, y: np.ndarray) -> kit.Arrays:
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     return {"z": x[None, :] + y[:, None]}
 
@@ -55,15 +55,12 @@ def _same(observed: np.ndarray, predicted: np.ndarray) -> bool:
     return bool(np.all(both_nan | close))
 
 
-def _classify(ev: CaseEvidence) -> Iterator[Found]:
-    case = ev.case
-    n0, n1 = int(case.params["N0"]), int(case.params["N1"])
-    b0, b1 = int(case.kwargs.get("B0", 32)), int(case.kwargs.get("B1", 32))
-    where = {"case": case.id, "N0": n0, "N1": n1, "B0": b0, "B1": b1}
+def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
+    where = kit.case_numbers(ev.case, params=("N0", "N1"), kwargs={"B0": 32, "B1": 32})
+    n0, n1, b0, b1 = where["N0"], where["N1"], where["B0"], where["B1"]
     if ev.observed is None:
-        breach = sentinel_breach(ev, data_len=n1 * n0, total_len=n1 * n0 + b1 * n0 + b0, sentinel=SENTINEL)
-        if breach is not None:  # evidence in the bytes, not in the error's text
-            yield "store_out_of_bounds", {**where, "cols_past_end": -n0 % b0, "rows_past_end": -n1 % b1, **breach}
+        yield from kit.store_out_of_bounds(ev, {**where, "cols_past_end": -n0 % b0, "rows_past_end": -n1 % b1},
+                                           data_len=n1 * n0, total_len=n1 * n0 + b1 * n0 + b0, sentinel=SENTINEL)
         return
     x, y = ev.arrays["x"], ev.arrays["y"]
     z = ev.observed["z"].astype(np.float64)
@@ -85,4 +82,4 @@ def _classify(ev: CaseEvidence) -> Iterator[Found]:
                                     "expected": float(ref[r, c]), "unwritten": unwritten}
 
 
-diagnose = make_diagnose(_classify, with_outputs=False)
+diagnose = kit.make_diagnose(_classify, with_outputs=False)

@@ -14,10 +14,10 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from service.exercises.kit import Arrays, CaseEvidence, CaseSpec, Found, Numbers, Say, make_diagnose, say_about
+from service.exercises import kit
 
 
-def make_inputs(case: CaseSpec, seed: int) -> Arrays:
+def make_inputs(case: kit.CaseSpec, seed: int) -> kit.Arrays:
     rng = np.random.default_rng(seed)
     rows, d = case.rows, case.cols
     x = rng.uniform(-1.0, 1.0, size=(rows, 1)) + rng.standard_normal((rows, d))
@@ -26,12 +26,12 @@ def make_inputs(case: CaseSpec, seed: int) -> Arrays:
     return {"x": x.astype(np.float32), "w": w.astype(np.float32), "dy": dy.astype(np.float32)}
 
 
-def reference(x: np.ndarray, w: np.ndarray, dy: np.ndarray) -> Arrays:
+def reference(x: np.ndarray, w: np.ndarray, dy: np.ndarray) -> kit.Arrays:
     x, w, dy = (np.asarray(a, dtype=np.float64) for a in (x, w, dy))
     return {"y": x @ w, "dx": dy[:, None] * w[None, :], "dw": (dy[:, None] * x).sum(axis=0)}
 
 
-def _tiles(case: CaseSpec) -> tuple[int, int]:
+def _tiles(case: kit.CaseSpec) -> tuple[int, int]:
     return int(case.kwargs.get("rows_tile", 16)), int(case.kwargs.get("d_tile", 16))
 
 
@@ -86,7 +86,7 @@ def _close(observed: np.ndarray, predicted: np.ndarray, mask: np.ndarray | None 
     return bool(np.all(np.isfinite(o)) and np.all(np.abs(o - p) <= 1e-3 * (np.abs(p) + 1.0)))
 
 
-def _forward(where: Numbers, x: np.ndarray, w: np.ndarray, y: np.ndarray, ref: np.ndarray, case: CaseSpec) -> Found:
+def _forward(where: kit.Numbers, x: np.ndarray, w: np.ndarray, y: np.ndarray, ref: np.ndarray, case: kit.CaseSpec) -> kit.Found:
     rt, dt = where["ROWS_TILE_SIZE"], where["D_TILE_SIZE"]
     d = where["D"]
     if not np.all(np.isfinite(y)):
@@ -101,7 +101,7 @@ def _forward(where: Numbers, x: np.ndarray, w: np.ndarray, y: np.ndarray, ref: n
     return "unexplained_forward", {**where, "row": r, "observed": float(y[r]), "expected": float(ref[r])}
 
 
-def _grad_x(where: Numbers, dx: np.ndarray, dy: np.ndarray, w: np.ndarray, ref: np.ndarray) -> Found:
+def _grad_x(where: kit.Numbers, dx: np.ndarray, dy: np.ndarray, w: np.ndarray, ref: np.ndarray) -> kit.Found:
     rows, d, rt, dt = where["rows"], where["D"], where["ROWS_TILE_SIZE"], where["D_TILE_SIZE"]
     unwritten = int(np.isnan(dx).sum())
     shifted = np.full_like(dx, np.nan)
@@ -116,7 +116,7 @@ def _grad_x(where: Numbers, dx: np.ndarray, dy: np.ndarray, w: np.ndarray, ref: 
     return "unexplained_grad_x", {**where, "row": int(r), "col": int(c), "unwritten": unwritten}
 
 
-def _grad_w(where: Numbers, dw: np.ndarray, dy: np.ndarray, x: np.ndarray, ref: np.ndarray) -> Found:
+def _grad_w(where: kit.Numbers, dw: np.ndarray, dy: np.ndarray, x: np.ndarray, ref: np.ndarray) -> kit.Found:
     rows, rt = where["rows"], where["ROWS_TILE_SIZE"]
     full = (rows // rt) * rt
     dropped = (dy[:full, None] * x[:full]).sum(axis=0)
@@ -131,7 +131,7 @@ def _grad_w(where: Numbers, dw: np.ndarray, dy: np.ndarray, x: np.ndarray, ref: 
     return "unexplained_grad_w", {**where, "col": j, "observed": float(dw[j]), "expected": float(ref[j])}
 
 
-def _classify(ev: CaseEvidence) -> Iterator[Found]:
+def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
     """The forward output, dL/dx and dL/dw each get their own finding."""
     assert ev.observed is not None
     case = ev.case
@@ -149,8 +149,8 @@ def _classify(ev: CaseEvidence) -> Iterator[Found]:
         yield _grad_w(where, dw, dy, x, ref["dw"])
 
 
-def _words(key: str, cases: list[Numbers]) -> Say:
-    return say_about(key, cases, tiles=Say("tiles", cases[0]))
+def _words(key: str, cases: list[kit.Numbers]) -> kit.Say:
+    return kit.say_about(key, cases, tiles=kit.Say("tiles", cases[0]))
 
 
-diagnose = make_diagnose(_classify, _words)
+diagnose = kit.make_diagnose(_classify, _words)

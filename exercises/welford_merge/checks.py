@@ -21,27 +21,18 @@ from typing import Any
 
 import numpy as np
 
-from service.exercises.kit import (
-    Arrays,
-    CaseEvidence,
-    CaseSpec,
-    Found,
-    Numbers,
-    Say,
-    draw_rows,
-    make_diagnose,
-    say_about,
-)
+from service.exercises import kit
 
 DEFAULT_BLOCK = 64  # welford_mean_var's default `block`
 
 
-def make_inputs(case: CaseSpec, seed: int) -> Arrays:
+def make_inputs(case: kit.CaseSpec, seed: int) -> kit.Arrays:
     """Rows as the case's data says; `params.chunk_offsets: [lo, hi]` adds one offset per BLOCK chunk
     (a staircase), so the chunk means differ and the merge's delta term carries most of the variance."""
-    x = draw_rows(case, seed).astype(np.float64)
+    x = kit.draw_rows(case, seed).astype(np.float64)
     offsets = case.params.get("chunk_offsets")
     if offsets is not None:
+        assert isinstance(offsets, list), "params.chunk_offsets is [low, high]"
         block = int(case.kwargs.get("block", DEFAULT_BLOCK))
         rng = np.random.default_rng(seed + 1)
         for start in range(0, case.cols, block):
@@ -95,17 +86,14 @@ def _close(observed: np.ndarray, predicted: np.ndarray, floor: np.ndarray | floa
     return bool(np.all(np.abs(observed - predicted) <= rel * (np.abs(observed) + np.abs(predicted)) + floor))
 
 
-def _classify(ev: CaseEvidence) -> Iterator[Found]:
-    assert ev.observed is not None
-    case = ev.case
-    block = int(case.kwargs.get("block", DEFAULT_BLOCK))
-    x = ev.inputs
-    n = x.shape[1]
-    mean_true, var_true = ev.expected["mean"], ev.expected["var"]
-    mean_obs = ev.observed["mean"].astype(np.float64).reshape(-1)
-    var_obs = ev.observed["var"].astype(np.float64).reshape(-1)
-    if mean_obs.shape != mean_true.shape or var_obs.shape != var_true.shape:
+def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
+    found = kit.outputs(ev, "mean", "var")
+    if found is None:
         return
+    (mean_obs, var_obs), (mean_true, var_true) = found
+    case, x = ev.case, ev.inputs
+    block = int(case.kwargs.get("block", DEFAULT_BLOCK))
+    n = x.shape[1]
     chunks = -(-n // block)
     where = {"case": case.id, "N": n, "BLOCK": block, "chunks": chunks, "last_chunk": n - (chunks - 1) * block}
     if not (np.all(np.isfinite(mean_obs)) and np.all(np.isfinite(var_obs))):
@@ -147,12 +135,12 @@ def _classify(ev: CaseEvidence) -> Iterator[Found]:
     yield found or "unexplained", numbers
 
 
-def _words(key: str, cases: list[Numbers]) -> Say:
+def _words(key: str, cases: list[kit.Numbers]) -> kit.Say:
     """The message of `key`, about the case whose variance is furthest off."""
     c = max(cases, key=lambda d: abs(d.get("var_obs", 0.0) - d.get("var", 0.0)))
     if key == "nonfinite_output":
-        return say_about(key, cases, c)
-    return say_about(key, cases, c, at=Say("at", c), got=Say("got", c))
+        return kit.say_about(key, cases, c)
+    return kit.say_about(key, cases, c, at=kit.Say("at", c), got=kit.Say("got", c))
 
 
-diagnose = make_diagnose(_classify, _words)
+diagnose = kit.make_diagnose(_classify, _words)

@@ -4,7 +4,7 @@ returns (`Finding`: a diagnosis id, its message as code + parameters, each case'
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -16,9 +16,9 @@ from service.messages import LANGUAGES, Catalogue
 from service.report import Diagnosis
 
 __all__ = [
-    "ROW_BLOCK_IGNORED", "Arrays", "CaseEvidence", "CaseSpec", "Checks", "Classify", "Finding", "Found", "MakesInputs",
-    "Messages", "Numbers", "Say", "Words", "collect", "draw_rows", "make_diagnose", "render", "report", "row_block_ignored",
-    "say", "say_about", "sentinel_breach",
+    "ACROSS", "ROW_BLOCK_IGNORED", "Across", "Arrays", "CaseEvidence", "CaseSpec", "Checks", "Classify", "Finding",
+    "Found", "MakesInputs", "Messages", "Numbers", "Say", "Words", "case_numbers", "collect", "draw_rows", "int_param", "make_diagnose",
+    "outputs", "render", "report", "row_block_ignored", "say", "say_about", "sentinel_breach", "store_out_of_bounds",
 ]
 
 Arrays = dict[str, np.ndarray]
@@ -86,22 +86,32 @@ class MakesInputs(Protocol):
 # turn each id's cases into its message.
 Classify = Callable[[CaseEvidence], Iterable[Found]]
 Words = Callable[[str, list[Numbers]], Say]
+Across = Callable[[list[Numbers]], Iterable[Found]]
+ACROSS = "_across"  # classify yields a case under this id when its diagnosis depends on the other cases
 
 
-def say_about(code: str, cases: list[Numbers], example: Numbers | None = None, **params: Any) -> Say:
+def say_about(code: str, cases: list[Numbers], example: Numbers | None = None, /, **params: Any) -> Say:
     """The message `code` about `cases`: `{names}` lists their ids, the example case's numbers (the
     first case unless given) and `params` are the other parameters."""
     return Say(code, {"names": [d["case"] for d in cases], **(cases[0] if example is None else example), **params})
 
 
-def collect(evidence: Iterable[CaseEvidence], classify: Classify, *, with_outputs: bool = True) -> dict[str, list[Numbers]]:
+def collect(evidence: Iterable[CaseEvidence], classify: Classify, *, with_outputs: bool = True,
+            across: Across | None = None) -> dict[str, list[Numbers]]:
     """Each failed case's findings (of those with outputs, unless `with_outputs` is false), the
-    numbers of every case under the id it shows, ids in the order first found."""
+    numbers of every case under the id it shows, ids in the order first found. The cases classify
+    put under ACROSS are named last, by `across`, which sees them all at once."""
     findings: dict[str, list[Numbers]] = {}
     for ev in evidence:
         if ev.passed or (with_outputs and ev.observed is None):
             continue
         for key, numbers in classify(ev):
+            findings.setdefault(key, []).append(numbers)
+    pending = findings.pop(ACROSS, [])
+    if pending:
+        if across is None:
+            raise ValueError(f"findings under {ACROSS!r} need an `across` to name them")
+        for key, numbers in across(pending):
             findings.setdefault(key, []).append(numbers)
     return findings
 
@@ -110,11 +120,11 @@ def report(findings: Mapping[str, list[Numbers]], words: Words = say_about) -> l
     return [Finding(id=key, message=words(key, cases), cases=cases) for key, cases in findings.items()]
 
 
-def make_diagnose(classify: Classify, words: Words = say_about, *,
-                  with_outputs: bool = True) -> Callable[[list[CaseEvidence]], list[Finding]]:
-    """A whole `diagnose()` from its two exercise-specific parts (cf. GPU MODE's make_match_reference)."""
+def make_diagnose(classify: Classify, words: Words = say_about, *, with_outputs: bool = True,
+                  across: Across | None = None) -> Callable[[list[CaseEvidence]], list[Finding]]:
+    """A whole `diagnose()` from its exercise-specific parts (cf. GPU MODE's make_match_reference)."""
     def diagnose(evidence: list[CaseEvidence]) -> list[Finding]:
-        return report(collect(evidence, classify, with_outputs=with_outputs), words)
+        return report(collect(evidence, classify, with_outputs=with_outputs, across=across), words)
     return diagnose
 
 
@@ -146,6 +156,35 @@ def render(findings: list[Finding], messages: Messages, language: str) -> list[D
         said = {lang: messages.render(f.message, lang) for lang in LANGUAGES}
         out.append(Diagnosis(id=f.id, message=said.get(language, said["en"]), evidence={"cases": f.cases, "messages": said}))
     return out
+
+
+def int_param(case: CaseSpec, name: str) -> int:
+    """An integer parameter of the case (`params:` in exercise.yaml, or drawn: `draw.params`)."""
+    value = case.params[name]
+    if isinstance(value, list):
+        raise TypeError(f"case {case.id}: params.{name} is a list, an integer was expected")
+    return int(value)
+
+
+def case_numbers(case: CaseSpec, *, params: tuple[str, ...] = (), kwargs: Mapping[str, int] | None = None) -> Numbers:
+    """A finding's first numbers: the case id, the integer `params` named, and the integer keyword
+    arguments named in `kwargs` (with their defaults: the entry point's)."""
+    numbers: Numbers = {"case": case.id, **{name: int_param(case, name) for name in params}}
+    for name, default in (kwargs or {}).items():
+        numbers[name] = int(case.kwargs.get(name, default))
+    return numbers
+
+
+def outputs(ev: CaseEvidence, *names: str) -> tuple[list[np.ndarray], list[np.ndarray]] | None:
+    """The named outputs as observed (float64, flattened) and as expected; None when the case gave
+    no outputs or one of another shape (nothing to read a signature from)."""
+    if ev.observed is None:
+        return None
+    observed = [ev.observed[name].astype(np.float64).reshape(-1) for name in names]
+    expected = [ev.expected[name] for name in names]
+    if any(o.shape != e.shape for o, e in zip(observed, expected)):
+        return None
+    return observed, expected
 
 
 def draw_rows(case: CaseSpec, seed: int) -> np.ndarray:
@@ -189,6 +228,14 @@ def sentinel_breach(ev: CaseEvidence, *, data_len: int, total_len: int, sentinel
         return {"changed": int(first.get("changed", 0)), "first_past_end": int(first.get("distance", 0)),
                 "value": first.get("value"), "source": "guard", "buffer": first.get("output") or first.get("buffer")}
     return None
+
+
+def store_out_of_bounds(ev: CaseEvidence, where: Numbers, *, data_len: int, total_len: int,
+                        sentinel: float) -> Iterator[Found]:
+    """`store_out_of_bounds` with `where` and the breach's numbers, when `sentinel_breach` finds one."""
+    breach = sentinel_breach(ev, data_len=data_len, total_len=total_len, sentinel=sentinel)
+    if breach is not None:  # evidence in the bytes, not in the error's text
+        yield "store_out_of_bounds", {**where, **breach}
 
 
 ROW_BLOCK_IGNORED = "one_row_per_program"  # its message is the kit's (messages.yaml beside this file)

@@ -41,7 +41,7 @@ def case(cols: int, **data) -> CaseSpec:
 
 
 def ids(*evidence: CaseEvidence) -> set[str]:
-    return {d.id for d in EXERCISE.checks.diagnose(list(evidence))}
+    return {d.id for d in EXERCISE.diagnose(list(evidence))}
 
 
 def test_correct_fill_gives_no_diagnosis():
@@ -52,7 +52,7 @@ def test_correct_fill_gives_no_diagnosis():
 @pytest.mark.parametrize("fill", [lambda c, v, n, b: np.ones_like(c, bool), lambda c, v, n, b: c < b])
 def test_missing_remask_matches_block_minus_n_mean_squared(fill):
     ev = evidence_for(case(33, loc=(300.0, 600.0), scale=(0.1, 0.3)), fill=fill)
-    (diagnosis,) = EXERCISE.checks.diagnose([ev])
+    (diagnosis,) = EXERCISE.diagnose([ev])
     assert diagnosis.id == "missing_remask"
     found = diagnosis.evidence["cases"][0]
     assert found["predicted_excess"] == pytest.approx(found["excess"], rel=1e-3)
@@ -74,7 +74,7 @@ def test_hardcoded_width_needs_two_widths():
 
 def test_value_based_mask_on_exact_zeros():
     ev = evidence_for(case(128, loc=(2.0, 5.0), zeros_fraction=0.25), fill=lambda c, v, n, b: v != 0)
-    (diagnosis,) = EXERCISE.checks.diagnose([ev])
+    (diagnosis,) = EXERCISE.diagnose([ev])
     assert diagnosis.id == "value_based_mask" and "values != 0" in diagnosis.message
 
 

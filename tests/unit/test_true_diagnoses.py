@@ -34,13 +34,13 @@ def test_an_error_without_out_of_bounds_evidence_is_no_out_of_bounds_diagnosis()
     for error in ("NameError: name 'not_defined_anywhere' is not defined", "AttributeError: ...",
                   "AssertionError: kernel 写到了 z 的范围之外（store 缺少行方向的 mask？）"):
         untouched = {"index": 1, "shape": [13], "dtype": "float32", "data": _buf(9, 4)}
-        found = LONG_SUM.checks.diagnose([_failed(ROWS_TAIL, error=error, allocations=[untouched])])
+        found = LONG_SUM.diagnose([_failed(ROWS_TAIL, error=error, allocations=[untouched])])
         assert "store_out_of_bounds" not in {d.id for d in found}, error
 
 
 def test_the_sentinel_bytes_are_the_evidence():
     written = {"index": 1, "shape": [13], "dtype": "float32", "data": _buf(9, 4, written_past_end=3)}
-    found = {d.id: d for d in LONG_SUM.checks.diagnose([_failed(ROWS_TAIL, error="AssertionError", allocations=[written])])}
+    found = {d.id: d for d in LONG_SUM.diagnose([_failed(ROWS_TAIL, error="AssertionError", allocations=[written])])}
     d = found["store_out_of_bounds"]
     case = d.evidence["cases"][0]
     assert case["changed"] == 3 and case["first_past_end"] == 0 and case["value"] == 7.25 and case["source"] == "sentinel"
@@ -54,14 +54,14 @@ def test_one_row_per_program_signature():
     z = np.full(8, np.nan)
     z[:2] = ref[:2]  # cdiv(8, 4) = 2 programs, each wrote row pid
     ev = CaseEvidence(ALIGNED, x, {"z": z.astype(np.float32)}, {"z": ref}, False, {"x": x})
-    found = {d.id: d for d in LONG_SUM.checks.diagnose([ev])}
+    found = {d.id: d for d in LONG_SUM.diagnose([ev])}
     e = found["one_row_per_program"].evidence["cases"][0]
     assert (e["form"], e["rows_written"], e["rows_unwritten"], e["first_unwritten"]) == ("row = pid", 2, 6, 2)
     assert "B0" in found["one_row_per_program"].message
     z2 = ref.copy()
     z2[3] = np.nan  # one unwritten row elsewhere: not this signature
     ev2 = CaseEvidence(ALIGNED, x, {"z": z2.astype(np.float32)}, {"z": ref}, False, {"x": x})
-    assert "one_row_per_program" not in {d.id for d in LONG_SUM.checks.diagnose([ev2])}
+    assert "one_row_per_program" not in {d.id for d in LONG_SUM.diagnose([ev2])}
 
 
 def test_input_compared_bit_for_bit():
