@@ -67,10 +67,10 @@ def _close(observed: np.ndarray, predicted: np.ndarray, floor: np.ndarray) -> bo
 
 
 def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
-    found = kit.outputs(ev, "mean", "var")
-    if found is None:
+    outputs = kit.outputs(ev, "mean", "var")
+    if outputs is None:
         return
-    (mean_obs, var_obs), (mean_true, var_true) = found
+    (mean_obs, var_obs), (mean_true, var_true) = outputs
     case, x, block = ev.case, ev.inputs, int(ev.case.kwargs.get("block", DEFAULT_BLOCK))
     n = x.shape[1]  # the row width (x: rows x cols)
     where = {"case": case.id, "N": n, "BLOCK": block, "programs_per_row": -(-n // block), "calls": case.calls}

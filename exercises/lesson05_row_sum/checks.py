@@ -32,7 +32,8 @@ def _close(observed: np.ndarray, predicted: np.ndarray, scale: np.ndarray | floa
     same_inf = np.isinf(observed) & (observed == predicted)
     finite = np.isfinite(observed) & np.isfinite(predicted)
     ok = np.zeros(observed.shape, dtype=bool)
-    ok[finite] = np.abs(observed[finite] - predicted[finite]) <= 1e-3 * np.broadcast_to(scale, observed.shape)[finite] + 1e-6
+    bound = 1e-3 * np.broadcast_to(scale, observed.shape)[finite] + 1e-6
+    ok[finite] = np.abs(observed[finite] - predicted[finite]) <= bound
     return bool(np.all(ok | both_nan | same_inf))
 
 
@@ -145,7 +146,8 @@ def _words(key: str, cases: list[kit.Numbers]) -> kit.Say:
     if key == "padding_not_identity":
         c = max(cases, key=lambda d: d["padding"])
         # a huge negative fill is the max reduction's idea (its identity is −inf)
-        return kit.say_about(key, cases, c, max_note=kit.say("padding_not_identity.max_note") if c["other"] < -1e6 else "")
+        note = kit.say("padding_not_identity.max_note") if c["other"] < -1e6 else ""
+        return kit.say_about(key, cases, c, max_note=note)
     if key in ("row_stride_is_n", "mask_too_wide"):
         return kit.say_about(key, cases, extra_cols=cases[0]["stride"] - cases[0]["N"])
     return kit.say_about(key, cases)

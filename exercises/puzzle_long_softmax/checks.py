@@ -24,7 +24,8 @@ def make_inputs(case: kit.CaseSpec, seed: int) -> kit.Arrays:
     n0, t = kit.int_param(case, "N0"), kit.int_param(case, "T")
     kind = case.params.get("kind", "normal")
     if kind == "rising":  # every row climbs along T: the running max grows block after block
-        x = np.linspace(0.0, 1.0, t)[None, :] * rng.uniform(8.0, 12.0, size=(n0, 1)) + 0.3 * rng.standard_normal((n0, t))
+        x = (np.linspace(0.0, 1.0, t)[None, :] * rng.uniform(8.0, 12.0, size=(n0, 1))
+             + 0.3 * rng.standard_normal((n0, t)))
     elif kind == "negative":  # all logits negative: a zero-padded lane becomes the row max
         x = rng.uniform(-8.0, -4.0, size=(n0, t))
     elif kind == "large":  # exp(x) overflows float32 (max ~ 3.4e38 = exp(88.7))

@@ -86,7 +86,8 @@ def _close(observed: np.ndarray, predicted: np.ndarray, mask: np.ndarray | None 
     return bool(np.all(np.isfinite(o)) and np.all(np.abs(o - p) <= 1e-3 * (np.abs(p) + 1.0)))
 
 
-def _forward(where: kit.Numbers, x: np.ndarray, w: np.ndarray, y: np.ndarray, ref: np.ndarray, case: kit.CaseSpec) -> kit.Found:
+def _forward(where: kit.Numbers, x: np.ndarray, w: np.ndarray, y: np.ndarray, ref: np.ndarray,
+             case: kit.CaseSpec) -> kit.Found:
     rt, dt = where["ROWS_TILE_SIZE"], where["D_TILE_SIZE"]
     d = where["D"]
     if not np.all(np.isfinite(y)):
@@ -96,7 +97,8 @@ def _forward(where: kit.Numbers, x: np.ndarray, w: np.ndarray, y: np.ndarray, re
         pred = _forward_advance(x, w, rt, dt, step)
         if _close(y, pred):
             r = int(np.argmax(np.abs(y - ref)))
-            return key, {**where, "row": r, "observed": float(y[r]), "expected": float(ref[r]), "predicted": float(pred[r])}
+            return key, {**where, "row": r, "observed": float(y[r]), "expected": float(ref[r]),
+                         "predicted": float(pred[r])}
     r = int(np.argmax(np.abs(y - ref)))
     return "unexplained_forward", {**where, "row": r, "observed": float(y[r]), "expected": float(ref[r])}
 

@@ -87,10 +87,10 @@ def _close(observed: np.ndarray, predicted: np.ndarray, floor: np.ndarray | floa
 
 
 def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
-    found = kit.outputs(ev, "mean", "var")
-    if found is None:
+    outputs = kit.outputs(ev, "mean", "var")
+    if outputs is None:
         return
-    (mean_obs, var_obs), (mean_true, var_true) = found
+    (mean_obs, var_obs), (mean_true, var_true) = outputs
     case, x = ev.case, ev.inputs
     block = int(case.kwargs.get("block", DEFAULT_BLOCK))
     n = x.shape[1]

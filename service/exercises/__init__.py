@@ -39,7 +39,7 @@ from service.exercises.spec import (
 __all__ = [
     "MIN_DRAW_CANDIDATES", "BaselineSpec", "CaseKind", "CaseSpec", "Concept", "DataSpec", "Exercise", "ExerciseCatalog",
     "ExerciseNotFound", "ExerciseSpec", "FillClaim", "GivenCheck", "GradSpec", "Misconception", "Mutant",
-    "MutantExpectation", "NamedIdea", "PassRuleSpec", "Question", "Replacement", "ReportCaseKind", "RubricItem", "Scalar",
-    "ShapeDraw", "ShapeFamily", "SpeedSpec", "Tolerance", "bytes_moved", "kit", "resolve_case", "shape_candidates",
+    "MutantExpectation", "NamedIdea", "PassRuleSpec", "Question", "Replacement", "ReportCaseKind", "RubricItem",
+    "Scalar", "ShapeDraw", "ShapeFamily", "SpeedSpec", "Tolerance", "bytes_moved", "kit", "resolve_case", "shape_candidates",
     "shape_seed",
 ]

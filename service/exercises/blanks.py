@@ -13,7 +13,9 @@ def names_in_scope(template: ast.Module, blank_index: int = 0) -> set[str]:
     names = {"tl"}
     scope: ast.AST = template
     for node in ast.walk(template):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line <= (node.end_lineno or line):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if node.lineno <= line <= (node.end_lineno or line):
             scope = node
     if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
         args = scope.args

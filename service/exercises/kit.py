@@ -17,7 +17,8 @@ from service.report import Diagnosis
 
 __all__ = [
     "ACROSS", "ROW_BLOCK_IGNORED", "Across", "Arrays", "CaseEvidence", "CaseSpec", "Checks", "Classify", "Finding",
-    "Found", "MakesInputs", "Messages", "Numbers", "Say", "Words", "case_numbers", "collect", "draw_rows", "int_param", "make_diagnose",
+    "Found", "MakesInputs", "Messages", "Numbers", "Say", "Words", "case_numbers", "collect", "draw_rows", "int_param",
+    "make_diagnose",
     "outputs", "render", "report", "row_block_ignored", "say", "say_about", "sentinel_breach", "store_out_of_bounds",
 ]
 
@@ -153,8 +154,9 @@ def render(findings: list[Finding], messages: Messages, language: str) -> list[D
     """The findings as the report's diagnoses: the message in `language`, every language in the evidence."""
     out = []
     for f in findings:
-        said = {lang: messages.render(f.message, lang) for lang in LANGUAGES}
-        out.append(Diagnosis(id=f.id, message=said.get(language, said["en"]), evidence={"cases": f.cases, "messages": said}))
+        said: dict[str, str] = {lang: messages.render(f.message, lang) for lang in LANGUAGES}
+        out.append(Diagnosis(id=f.id, message=said.get(language, said["en"]),
+                             evidence={"cases": f.cases, "messages": said}))
     return out
 
 
@@ -224,9 +226,9 @@ def sentinel_breach(ev: CaseEvidence, *, data_len: int, total_len: int, sentinel
                     "source": "sentinel"}
     past_end = [b for b in ev.out_of_bounds if b.get("side") == "after" and b.get("kind") == "allocated"]
     if past_end:  # written past the whole buffer: past the sentinel tail too
-        first = past_end[0]
-        return {"changed": int(first.get("changed", 0)), "first_past_end": int(first.get("distance", 0)),
-                "value": first.get("value"), "source": "guard", "buffer": first.get("output") or first.get("buffer")}
+        guard = past_end[0]
+        return {"changed": int(guard.get("changed", 0)), "first_past_end": int(guard.get("distance", 0)),
+                "value": guard.get("value"), "source": "guard", "buffer": guard.get("output") or guard.get("buffer")}
     return None
 
 

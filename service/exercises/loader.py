@@ -86,7 +86,10 @@ class Exercise:
         """The case's inputs by name, as the kernel sees them (no stride padding): the exercise's
         own `make_inputs(case, seed)` when checks.py has one, else rows drawn from `case.data` as `x`."""
         checks = self.checks
-        arrays = checks.make_inputs(case, seed) if isinstance(checks, kit.MakesInputs) else {"x": kit.draw_rows(case, seed)}
+        if isinstance(checks, kit.MakesInputs):
+            arrays = checks.make_inputs(case, seed)
+        else:
+            arrays = {"x": kit.draw_rows(case, seed)}
         needed = list(self.spec.args) + (list(self.spec.backward.grad_outputs.values()) if self.spec.backward else [])
         if missing := [name for name in needed if name not in arrays]:
             raise ValueError(f"{self.id}: make_inputs gave {sorted(arrays)} for case {case.id}, missing {missing}")
@@ -114,6 +117,7 @@ class Exercise:
             if len(parts) - 1 != len(mutant.fills):
                 raise ValueError(f"mutant {mutant.id}: {len(mutant.fills)} fills for {len(parts) - 1} blanks")
             return parts[0] + "".join(fill + rest for fill, rest in zip(mutant.fills, parts[1:]))
+        assert mutant.fill is not None  # the schema asks for exactly one source
         return self.template.replace(BLANK, mutant.fill, 1)
 
     def question(self, question_id: str) -> Question:
@@ -129,7 +133,8 @@ class ExerciseCatalog:
         return sorted(p.name for p in self.root.iterdir() if (p / "exercise.yaml").is_file())
 
     def get(self, exercise_id: str) -> Exercise:
-        if len(exercise_id) > 100 or not re.fullmatch(_ID, exercise_id) or not (self.root / exercise_id / "exercise.yaml").is_file():
+        known = len(exercise_id) <= 100 and re.fullmatch(_ID, exercise_id) is not None
+        if not known or not (self.root / exercise_id / "exercise.yaml").is_file():
             known = ", ".join(self.ids()) or "none"
             raise ExerciseNotFound(f"unknown exercise {exercise_id!r} (known: {known})")
         if exercise_id not in self._cache:

@@ -57,6 +57,9 @@ def test_missing_remask_matches_block_minus_n_mean_squared(fill):
     found = diagnosis.evidence["cases"][0]
     assert found["predicted_excess"] == pytest.approx(found["excess"], rel=1e-3)
     assert "(BLOCK−N)·mean²/N" in diagnosis.message and "tl.where" in diagnosis.message
+    (english,) = EXERCISE.diagnose([ev], language="en")
+    assert english.evidence == diagnosis.evidence and english.message == diagnosis.evidence["messages"]["en"]
+    assert english.message.startswith("On t.n33 the variance is too large") and "tl.where(mask, …, 0.0)" in english.message
 
 
 def test_off_by_one():

@@ -1,0 +1,168 @@
+"""The exercise kit (issue 14.1): every checks.py imports only service.exercises.kit (plus numpy and
+the standard library) and type-checks against its Checks protocol; the exercises package imports
+nothing from grading; every diagnosis message exists in Chinese and English."""
+from __future__ import annotations
+
+import ast
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from service.config import REPO_ROOT
+from service.exercises import ExerciseCatalog, kit
+from service.messages import Catalogue
+
+EXERCISES = REPO_ROOT / "exercises"
+CATALOG = ExerciseCatalog(EXERCISES)
+CHECKS = sorted(EXERCISES.glob("*/checks.py"))
+ALLOWED = {"service.exercises.kit", "numpy"}
+CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
+
+
+def _imports(tree: ast.AST) -> list[str]:
+    """Every module an import statement names, at any depth (a lazy import counts too)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            module = "." * node.level + (node.module or "")
+            found += [f"{module}.{alias.name}" if module == "service.exercises" else module for alias in node.names]
+    return found
+
+
+def test_there_are_nine_checks_modules():
+    assert len(CHECKS) == len(CATALOG.ids()) == 9
+
+
+@pytest.mark.parametrize("path", CHECKS, ids=lambda p: p.parent.name)
+def test_checks_imports_only_the_kit_numpy_and_the_standard_library(path: Path):
+    for module in _imports(ast.parse(path.read_text(encoding="utf-8"))):
+        top = module.split(".")[0]
+        assert module in ALLOWED or (top in sys.stdlib_module_names and top != "importlib") or module == "__future__", \
+            f"{path.parent.name}/checks.py imports {module}"
+
+
+def test_the_import_check_can_fail():
+    tree = ast.parse("from service.grading.diagnose import CaseEvidence\nimport service.report\n"
+                     "def f():\n    from service.exercises import kit, loader\n")
+    assert _imports(tree) == ["service.grading.diagnose", "service.report", "service.exercises.kit",
+                              "service.exercises.loader"]
+
+
+def test_the_exercises_package_imports_nothing_from_grading():
+    """grading imports exercises, never the reverse (so no cycle through them, lazy imports included)."""
+    for path in sorted((REPO_ROOT / "service" / "exercises").glob("*.py")):
+        bad = [m for m in _imports(ast.parse(path.read_text(encoding="utf-8"))) if m.startswith("service.grading")]
+        assert not bad, f"{path.name} imports {bad}"
+    probe = "import sys, service.exercises; print(sorted(m for m in sys.modules if m.startswith('service.grading')))"
+    out = subprocess.run([sys.executable, "-c", probe], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_type_check_against_the_kit(tmp_path: Path):
+    """mypy on every checks.py, and every module assigned to the Checks protocol (and MakesInputs
+    where it draws its own inputs); a module without make_inputs does not pass as MakesInputs."""
+    pytest.importorskip("mypy")
+    lines = ["from service.exercises.kit import Checks, MakesInputs"]
+    for path in CHECKS:
+        name = f"checks_{path.parent.name}"
+        shutil.copy(path, tmp_path / f"{name}.py")
+        lines += [f"import {name}", f"{name}_checks: Checks = {name}"]
+        if "def make_inputs" in path.read_text(encoding="utf-8"):
+            lines.append(f"{name}_inputs: MakesInputs = {name}")
+    (tmp_path / "conform.py").write_text("\n".join(lines) + "\n")
+    (tmp_path / "negative.py").write_text("import checks_lesson06_mean_var\n"
+                                          "from service.exercises.kit import MakesInputs\n"
+                                          "wrong: MakesInputs = checks_lesson06_mean_var\n")
+    mypy = [sys.executable, "-m", "mypy", "--ignore-missing-imports", "--follow-imports=silent", "--no-error-summary",
+            "--cache-dir", str(tmp_path / ".mypy_cache")]
+    env = {"MYPYPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"}
+    files = sorted(str(p) for p in tmp_path.glob("checks_*.py"))
+    ok = subprocess.run([*mypy, str(tmp_path / "conform.py"), *files], cwd=tmp_path, env=env, capture_output=True,
+                        text=True, timeout=300, check=False)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    wrong = subprocess.run([*mypy, str(tmp_path / "negative.py")], cwd=tmp_path, env=env, capture_output=True,
+                           text=True, timeout=300, check=False)
+    assert wrong.returncode == 1 and "MakesInputs" in wrong.stdout, wrong.stdout + wrong.stderr
+
+
+def test_the_loader_refuses_a_checks_module_without_diagnose(tmp_path: Path):
+    shutil.copytree(EXERCISES / "lesson06_mean_var", tmp_path / "lesson06_mean_var")
+    (tmp_path / "lesson06_mean_var" / "checks.py").write_text("def reference(x):\n    return {}\n")
+    with pytest.raises(ValueError, match="diagnose"):
+        _ = ExerciseCatalog(tmp_path).get("lesson06_mean_var").checks
+
+
+def _dummy(names: frozenset[str]) -> dict[str, object]:
+    return {name: 7 for name in names}
+
+
+@pytest.mark.parametrize("exercise_id", CATALOG.ids())
+def test_every_message_has_a_chinese_and_an_english_text(exercise_id: str):
+    """Both languages, the same parameters (checked on load), Chinese in zh and none left in en."""
+    catalogue = Catalogue.load(EXERCISES / exercise_id / "messages.yaml")
+    assert catalogue.codes, f"{exercise_id}: no messages.yaml"
+    for code in sorted(catalogue.codes):
+        params = _dummy(catalogue.parameters(code))
+        zh, en = catalogue.render(code, "zh", **params), catalogue.render(code, "en", **params)
+        assert not CJK.search(en), f"{exercise_id}/{code}: {en}"
+        if len(zh) > 40:  # a whole sentence (short phrases such as exp(0 − max) read the same)
+            assert CJK.search(zh), f"{exercise_id}/{code}: {zh}"
+
+
+def test_the_kit_shared_messages_are_in_both_languages():
+    shared = Catalogue.load(REPO_ROOT / "service" / "exercises" / "messages.yaml")
+    assert kit.ROW_BLOCK_IGNORED in shared.codes
+    en = shared.render(kit.ROW_BLOCK_IGNORED, "en", **_dummy(shared.parameters(kit.ROW_BLOCK_IGNORED)))
+    assert "one row" in en and not CJK.search(en)
+
+
+def test_a_finding_is_rendered_in_the_language_asked_with_both_in_the_evidence():
+    exercise = CATALOG.get("puzzle_long_sum")
+    case = next(c for c in exercise.spec.cases if c.id == "regular.aligned")  # N0 = 8, B0 = 4
+    x = exercise.make_inputs(case, 1)["x"].astype(np.float64)
+    ref = x.sum(axis=1)
+    z = np.full(8, np.nan)
+    z[:2] = ref[:2]  # two programs, each wrote only its first row
+    ev = kit.CaseEvidence(case, x, {"z": z.astype(np.float32)}, {"z": ref}, False, {"x": x})
+    (zh,) = exercise.diagnose([ev])  # the exercise's language
+    (en,) = exercise.diagnose([ev], language="en")
+    assert zh.id == en.id == kit.ROW_BLOCK_IGNORED and zh.evidence == en.evidence
+    assert CJK.search(zh.message) and "B0" in zh.message
+    assert en.message.startswith("On regular.aligned, each program handled one row") and not CJK.search(en.message)
+    assert en.evidence["messages"] == {"zh": zh.message, "en": en.message}
+
+
+def test_a_list_parameter_is_joined_the_language_s_way():
+    messages = kit.Messages(Catalogue({"m": {"zh": "在 {names} 上", "en": "on {names}"}}))
+    said = kit.say_about("m", [{"case": "a"}, {"case": "b"}])
+    assert messages.render(said, "zh") == "在 a、b 上" and messages.render(said, "en") == "on a, b"
+
+
+def test_across_names_the_cases_that_depend_on_each_other():
+    """The skeleton: failed cases only; ACROSS findings named once every case is seen, after the others."""
+    case = CATALOG.get("lesson06_mean_var").spec.cases[0]
+    evidence = [kit.CaseEvidence(case.model_copy(update={"id": f"c{i}"}), np.zeros((1, 1)), {}, {}, passed)
+                for i, passed in enumerate([False, True, False, False])]
+
+    def classify(ev: kit.CaseEvidence):
+        if ev.case.id == "c0":
+            yield "plain", {"case": ev.case.id}
+        else:
+            yield kit.ACROSS, {"case": ev.case.id}
+
+    def across(cases: list[kit.Numbers]):
+        for c in cases:
+            yield "together", {**c, "with": len(cases)}
+
+    findings = kit.collect(evidence, classify, across=across)
+    assert list(findings) == ["plain", "together"]
+    assert findings["together"] == [{"case": "c2", "with": 2}, {"case": "c3", "with": 2}]
+    with pytest.raises(ValueError, match="across"):
+        kit.collect(evidence, classify)
