@@ -96,7 +96,7 @@ def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
 def _words(key: str, cases: list[kit.Numbers]) -> kit.Say:
     """The message of `key`, about the case whose variance is furthest off."""
     c = max(cases, key=lambda d: abs(d.get("var_obs", 0.0) - d.get("var", 0.0)))
-    return kit.say_about(key, cases, c, at=kit.Say("at.row" if "row" in c else "at", c))
+    return kit.say_about(key, cases, c, at=kit.Say("part.at_row" if "row" in c else "part.at", c))
 
 
 diagnose = kit.make_diagnose(_classify, _words)

@@ -161,9 +161,8 @@ def _words(key: str, cases: list[kit.Numbers]) -> kit.Say:
         # the example row: one whose probabilities still sum to something (not all underflowed to 0)
         c = max(cases, key=lambda d: (d["observed_row_sum"] > 0, d["extra"] / d["S"]))
         note = kit.Say("padding.max_note", c) if c["padding_is_max"] else ""
-        names = [d["case"] for d in cases]
-        return kit.say_about("padding", cases, c, head=kit.Say(f"{key}.head", {**c, "names": names}),
-                         pad=kit.Say(f"{key}.pad", c), max_note=note)
+        explained = kit.Say("padding.explained", {**c, "pad": kit.Say(f"{key}.pad", c), "max_note": note})
+        return kit.say_about(key, cases, c, explained=explained)
     if key == "shift_not_max":
         return kit.say_about(key, cases, max(cases, key=lambda d: d["gap"]), **limits)
     return kit.say_about(key, cases, **limits)

@@ -152,7 +152,7 @@ def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
 
 
 def _words(key: str, cases: list[kit.Numbers]) -> kit.Say:
-    return kit.say_about(key, cases, tiles=kit.Say("tiles", cases[0]))
+    return kit.say_about(key, cases, tiles=kit.Say("part.tiles", cases[0]))
 
 
 diagnose = kit.make_diagnose(_classify, _words)

@@ -140,7 +140,7 @@ def _words(key: str, cases: list[kit.Numbers]) -> kit.Say:
     c = max(cases, key=lambda d: abs(d.get("var_obs", 0.0) - d.get("var", 0.0)))
     if key == "nonfinite_output":
         return kit.say_about(key, cases, c)
-    return kit.say_about(key, cases, c, at=kit.Say("at", c), got=kit.Say("got", c))
+    return kit.say_about(key, cases, c, at=kit.Say("part.at", c), got=kit.Say("part.got", c))
 
 
 diagnose = kit.make_diagnose(_classify, _words)

@@ -16,7 +16,7 @@ from service.messages import LANGUAGES, Catalogue
 from service.report import Diagnosis
 
 __all__ = [
-    "ACROSS", "ROW_BLOCK_IGNORED", "Across", "Arrays", "CaseEvidence", "CaseSpec", "Checks", "Classify", "Finding",
+    "ACROSS", "ROW_BLOCK_IGNORED", "STORE_OUT_OF_BOUNDS", "Across", "Arrays", "CaseEvidence", "CaseSpec", "Checks", "Classify", "Finding",
     "Found", "MakesInputs", "Messages", "Numbers", "Say", "Words", "case_numbers", "collect", "draw_rows", "int_param",
     "make_diagnose",
     "outputs", "render", "report", "row_block_ignored", "say", "say_about", "sentinel_breach", "store_out_of_bounds",
@@ -118,7 +118,15 @@ def collect(evidence: Iterable[CaseEvidence], classify: Classify, *, with_output
 
 
 def report(findings: Mapping[str, list[Numbers]], words: Words = say_about) -> list[Finding]:
-    return [Finding(id=key, message=words(key, cases), cases=cases) for key, cases in findings.items()]
+    """One Finding per id. Its message has the id as code (so messages.yaml lists every diagnosis an
+    exercise can report); a phrase inside it is a parameter with a dotted code (`part.at`)."""
+    out = []
+    for key, cases in findings.items():
+        message = words(key, cases)
+        if message.code != key:
+            raise ValueError(f"the message of diagnosis {key!r} has the code {message.code!r}: it must be the id")
+        out.append(Finding(id=key, message=message, cases=cases))
+    return out
 
 
 def make_diagnose(classify: Classify, words: Words = say_about, *, with_outputs: bool = True,
@@ -237,9 +245,10 @@ def store_out_of_bounds(ev: CaseEvidence, where: Numbers, *, data_len: int, tota
     """`store_out_of_bounds` with `where` and the breach's numbers, when `sentinel_breach` finds one."""
     breach = sentinel_breach(ev, data_len=data_len, total_len=total_len, sentinel=sentinel)
     if breach is not None:  # evidence in the bytes, not in the error's text
-        yield "store_out_of_bounds", {**where, **breach}
+        yield STORE_OUT_OF_BOUNDS, {**where, **breach}
 
 
+STORE_OUT_OF_BOUNDS = "store_out_of_bounds"  # what store_out_of_bounds() yields (the words are the exercise's)
 ROW_BLOCK_IGNORED = "one_row_per_program"  # its message is the kit's (messages.yaml beside this file)
 
 

@@ -116,6 +116,28 @@ def test_every_message_has_a_chinese_and_an_english_text(exercise_id: str):
             assert CJK.search(zh), f"{exercise_id}/{code}: {zh}"
 
 
+@pytest.mark.parametrize("path", CHECKS, ids=lambda p: p.parent.name)
+def test_every_diagnosis_message_is_one_checks_can_report(path: Path):
+    """A diagnosis's message has its id as code, so each undotted code must be an id checks.py names:
+    a string in it, or a kit constant it uses (kit.ROW_BLOCK_IGNORED; kit.store_out_of_bounds()
+    yields kit.STORE_OUT_OF_BOUNDS)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    for node in ast.walk(tree):
+        named = isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "kit"
+        if named and isinstance(constant := getattr(kit, node.attr.upper(), None), str):
+            strings.add(constant)
+    codes = {c for c in Catalogue.load(path.parent / "messages.yaml").codes if "." not in c}
+    assert codes and not codes - strings, f"{path.parent.name}: messages for no diagnosis: {sorted(codes - strings)}"
+
+
+def test_a_diagnosis_message_has_the_diagnosis_id_as_code():
+    with pytest.raises(ValueError, match="must be the id"):
+        kit.report({"bessel": [{"case": "c"}]}, lambda key, cases: kit.Say("part.at", {}))
+    (finding,) = kit.report({"bessel": [{"case": "c"}]})
+    assert finding.message == kit.Say("bessel", {"names": ["c"], "case": "c"})
+
+
 def test_the_kit_shared_messages_are_in_both_languages():
     shared = Catalogue.load(REPO_ROOT / "service" / "exercises" / "messages.yaml")
     assert kit.ROW_BLOCK_IGNORED in shared.codes

@@ -3,9 +3,10 @@ lesson 6 has one per diagnosis its checks.py can report; the full answer comes o
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from service.config import REPO_ROOT
-from service.exercises import ExerciseCatalog
+from service.exercises import ExerciseCatalog, kit
 from service.hints import LEVELS, hints_of, ladders_for
 from service.messages import Catalogue
 
@@ -27,8 +28,7 @@ def test_lesson6_has_a_ladder_per_diagnosis_and_keeps_the_answer_for_level_4():
     exercise = CATALOG.get("lesson06_mean_var")
     hints = hints_of(exercise.root)
     assert hints is not None
-    # lesson 6's diagnosis ids are its message codes (messages.yaml)
-    reported = set(Catalogue.load(exercise.root / "messages.yaml").codes)
+    reported = diagnosis_ids(exercise.root)
     assert reported and reported <= set(hints.diagnoses), reported - set(hints.diagnoses)
     for key, ladder in {"general": hints.general, **hints.diagnoses}.items():
         for level in ladder[:3]:
@@ -38,35 +38,20 @@ def test_lesson6_has_a_ladder_per_diagnosis_and_keeps_the_answer_for_level_4():
     assert ladders_for(hints, ["something_else"]) == ["general"] and ladders_for(hints, []) == ["general"]
 
 
-# How a checks.py names the diagnoses it can report: `findings.setdefault("id", …)`, the ids its
-# `_message` tells apart (`key == "id"`, `key in ("a", "b")`), the candidates it picks from
-# (`found["id"] = …`, `best or "id"`, `"a" if … else "b"`), and shared ids by constant name
-# (`findings.setdefault(ROW_BLOCK_IGNORED, …)`, from service.grading.diagnose).
-_ID = r"""["']([a-z][a-z0-9_]*)["']"""
-_ID_SOURCES = [rf"setdefault\({_ID}", rf"\b(?:key|k) == {_ID}", rf"found\[{_ID}\]", rf"\bor {_ID}",
-               rf"{_ID} if\b", rf"\belse {_ID}"]
-
-
-def diagnosis_ids(checks_source: str) -> set[str]:
-    """The diagnosis ids a checks.py can emit, read from its source (not imported: it runs in the sandbox)."""
-    from service.grading import diagnose
-
-    ids = {m for pattern in _ID_SOURCES for m in re.findall(pattern, checks_source)}
-    for group in re.findall(r"\bkey in \(([^)]*)\)", checks_source):
-        ids |= set(re.findall(_ID, group))
-    for name in re.findall(r"(?:setdefault\(|\b(?:key|k) == )([A-Z][A-Z0-9_]*)\b", checks_source):
-        local = re.search(rf"^{name}\s*=\s*{_ID}", checks_source, re.MULTILINE)
-        value = local.group(1) if local else getattr(diagnose, name, None)
-        assert isinstance(value, str), f"diagnosis id constant {name} not found"
-        ids.add(value)
+def diagnosis_ids(root: Path) -> set[str]:
+    """The diagnosis ids an exercise can report: its messages.yaml's codes (a diagnosis's message has
+    its id as code, service/exercises/kit.py `report`; dotted codes are phrases inside messages),
+    and the kit's shared diagnoses its checks.py names (`kit.ROW_BLOCK_IGNORED`)."""
+    ids = {code for code in Catalogue.load(root / "messages.yaml").codes if "." not in code}
+    for name in re.findall(r"\bkit\.(ROW_BLOCK_IGNORED)\b", (root / "checks.py").read_text(encoding="utf-8")):
+        ids.add(getattr(kit, name))
     return ids
 
 
-def test_diagnosis_ids_are_read_from_checks_sources():
-    source = ('findings.setdefault("a_b", [])\nif key == "c":\n    pass\nif key in ("d", "e"):\n    pass\n'
-              'found["f"] = 1\nfindings.setdefault(best or "g", [])\nx("h" if y else "i")\n'
-              'findings.setdefault(ROW_BLOCK_IGNORED, [])\nif kind == "not_an_id":\n    pass\n')
-    assert diagnosis_ids(source) == {"a_b", "c", "d", "e", "f", "g", "h", "i", "one_row_per_program"}
+def test_diagnosis_ids_are_the_message_codes_and_the_shared_ones_named():
+    ids = diagnosis_ids(CATALOG.get("puzzle_long_sum").root)
+    assert {"dropped_tail", "store_out_of_bounds", kit.ROW_BLOCK_IGNORED} <= ids
+    assert not any("." in i for i in ids)
 
 
 def test_every_ladder_names_a_diagnosis_its_checks_can_emit_and_every_diagnosis_has_one():
@@ -76,8 +61,8 @@ def test_every_ladder_names_a_diagnosis_its_checks_can_emit_and_every_diagnosis_
         root = CATALOG.get(exercise_id).root
         hints = hints_of(root)
         assert hints is not None
-        emitted = diagnosis_ids((root / "checks.py").read_text(encoding="utf-8"))
-        assert emitted, f"{exercise_id}: no diagnosis id found in checks.py"
+        emitted = diagnosis_ids(root)
+        assert emitted, f"{exercise_id}: no diagnosis id in messages.yaml"
         named = set(hints.diagnoses)
         assert named <= emitted, f"{exercise_id}: ladders for ids checks.py never emits: {sorted(named - emitted)}"
         assert emitted <= named, f"{exercise_id}: diagnoses without a ladder: {sorted(emitted - named)}"
