@@ -16,10 +16,10 @@ from service.messages import LANGUAGES, Catalogue
 from service.report import Diagnosis
 
 __all__ = [
-    "ACROSS", "ROW_BLOCK_IGNORED", "STORE_OUT_OF_BOUNDS", "Across", "Arrays", "CaseEvidence", "CaseSpec", "Checks", "Classify", "Finding",
-    "Found", "MakesInputs", "Messages", "Numbers", "Say", "Words", "case_numbers", "collect", "draw_rows", "int_param",
-    "make_diagnose",
-    "outputs", "render", "report", "row_block_ignored", "say", "say_about", "sentinel_breach", "store_out_of_bounds",
+    "ACROSS", "ROW_BLOCK_IGNORED", "STORE_OUT_OF_BOUNDS", "Across", "Arrays", "CaseEvidence", "CaseSpec", "Checks",
+    "Classify", "Finding", "Found", "MakesInputs", "Messages", "Numbers", "Say", "Words", "case_numbers", "collect",
+    "draw_rows", "int_param", "make_diagnose", "outputs", "render", "report", "row_block_ignored", "say", "say_about",
+    "sentinel_breach", "store_out_of_bounds",
 ]
 
 Arrays = dict[str, np.ndarray]

@@ -133,8 +133,8 @@ class ExerciseCatalog:
         return sorted(p.name for p in self.root.iterdir() if (p / "exercise.yaml").is_file())
 
     def get(self, exercise_id: str) -> Exercise:
-        known = len(exercise_id) <= 100 and re.fullmatch(_ID, exercise_id) is not None
-        if not known or not (self.root / exercise_id / "exercise.yaml").is_file():
+        valid = len(exercise_id) <= 100 and re.fullmatch(_ID, exercise_id) is not None
+        if not valid or not (self.root / exercise_id / "exercise.yaml").is_file():
             known = ", ".join(self.ids()) or "none"
             raise ExerciseNotFound(f"unknown exercise {exercise_id!r} (known: {known})")
         if exercise_id not in self._cache:

@@ -82,8 +82,9 @@ MIN_DRAW_CANDIDATES = 8  # a family with fewer widths could be enumerated and fi
 
 class ShapeDraw(_Strict):
     """Part of a case's shape drawn from the per-submission secret seed (`resolve_case` below), so
-    that no kernel can be fitted to the shapes an earlier report showed. The width is drawn from `family` within `cols` (inclusive); `rows`, when given, uniformly within it. Every
-    width the exercise's fixed cases use is left out, so a drawn case is never one already shown.
+    that no kernel can be fitted to the shapes an earlier report showed. The width is drawn from
+    `family` within `cols` (inclusive); `rows`, when given, uniformly within it. Every width the
+    exercise's fixed cases use is left out, so a drawn case is never one already shown.
 
     ragged: not a power of two. prime: a prime. past_pow2: 2^k + d with 1 <= d <= max(1, 2^k / 8),
     so BLOCK = 2^(k+1) is almost half padding. wide: wider than every fixed case of the exercise."""
@@ -138,11 +139,12 @@ class CaseSpec(_Strict):
     data: DataSpec = DataSpec()
     params: dict[str, Scalar | list[Scalar]] = Field({}, description="read by the exercise's make_inputs()")
     kwargs: dict[str, Scalar] = Field({}, description="keyword arguments of the entry point for this case")
-    calls: int = Field(1, ge=1, le=8, description="call the entry point this often on the same tensors; the last call counts")
+    calls: int = Field(1, ge=1, le=8,
+                       description="call the entry point this often on the same tensors; the last call counts")
     description: str
     targets: str | None = Field(None, description="the misconception a probe is built to expose")
-    draw: ShapeDraw | None = Field(None, description="part of the shape drawn from the secret seed; `cols`/`rows` "
-                                                     "and `description` ({cols}, {rows}, {block}) are then its defaults")
+    draw: ShapeDraw | None = Field(None, description="part of the shape drawn from the secret seed; `cols`/`rows` and "
+                                                     "`description` ({cols}, {rows}, {block}) are then its defaults")
 
     @model_validator(mode="after")
     def _check(self) -> CaseSpec:
@@ -180,7 +182,9 @@ def resolve_case(case: CaseSpec, secret_seed: int, fixed: frozenset[int] | set[i
     for name, source in draw.params.items():
         params[name] = cols if source == "cols" else rows
     block = 1 << max(0, (cols - 1).bit_length())
-    description = case.description.replace("{cols}", str(cols)).replace("{rows}", str(rows)).replace("{block}", str(block))
+    description = case.description
+    for name, value in (("cols", cols), ("rows", rows), ("block", block)):
+        description = description.replace("{" + name + "}", str(value))
     return case.model_copy(update={"cols": cols, "rows": rows, "params": params, "description": description})
 
 
@@ -276,7 +280,8 @@ class RubricItem(_Strict):
 class GradSpec(_Strict):
     """Backward grading: upstream gradients are inputs, the arguments' gradients are outputs."""
 
-    grad_outputs: dict[str, str] = Field(min_length=1, description="forward output -> input holding its upstream gradient")
+    grad_outputs: dict[str, str] = Field(min_length=1,
+                                         description="forward output -> input holding its upstream gradient")
     grads: dict[str, str] = Field(min_length=1, description="argument -> output name of its gradient")
 
 
@@ -299,13 +304,15 @@ def bytes_moved(formula: str, *, M: int, N: int) -> int:
         tree = syntax.parse(formula, mode="eval")
     except SyntaxError as exc:
         raise ValueError(f"speed.bytes {formula!r} is not an expression: {exc}") from None
+    assert isinstance(tree, ast.Expression)
     return value(tree.body)
 
 
 class BaselineSpec(_Strict):
     label: str = Field(description="what the baseline is, as the report shows it")
     code: str = Field(description="a Python expression over `torch` and the entry point's arguments (by their names in "
-                                  "`args`), run in the sandbox on the same GPU: the exercise author's code, never the student's")
+                                  "`args`), run in the sandbox on the same GPU: the exercise author's code, never the "
+                                  "student's")
 
     @field_validator("code")
     @classmethod
@@ -407,8 +414,10 @@ class ExerciseSpec(_Strict):
             raise ValueError(f"written_args names {unknown}, which are not in args {self.args}")
         if self.pass_rule is not None:
             questions = {q.id: q for q in self.questions}
-            if unknown := [q for q in self.pass_rule.causal_chains if q not in questions or len(questions[q].chain) < 2]:
-                raise ValueError(f"pass_rule.causal_chains names {unknown}: not questions with a chain of two or more concepts")
+            chains = self.pass_rule.causal_chains
+            if unknown := [q for q in chains if q not in questions or len(questions[q].chain) < 2]:
+                raise ValueError(f"pass_rule.causal_chains names {unknown}: "
+                                 "not questions with a chain of two or more concepts")
             for idea in (self.pass_rule.correctness_boundary, self.pass_rule.performance_tradeoff):
                 for ref in idea.concepts if idea is not None else []:
                     question, concept = ref.split(":")
@@ -435,9 +444,11 @@ class ExerciseSpec(_Strict):
                                  f"besides the fixed ones (at least {MIN_DRAW_CANDIDATES} needed)")
         if self.speed is not None:
             tree = syntax.parse(self.speed.baseline.code, mode="eval")
-            bound = {"torch", *self.args} | {a.arg for n in ast.walk(tree) if isinstance(n, ast.Lambda) for a in n.args.args}
+            lambdas = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)]
+            bound = {"torch", *self.args} | {a.arg for n in lambdas for a in n.args.args}
             if unknown := sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - bound):
-                raise ValueError(f"speed.baseline.code names {unknown}: it sees only torch and the arguments {self.args}")
+                raise ValueError(f"speed.baseline.code names {unknown}: "
+                                 f"it sees only torch and the arguments {self.args}")
         return self
 
     @property

@@ -9,8 +9,7 @@ import yaml
 from pydantic import ValidationError
 
 from service.config import REPO_ROOT
-from service.exercises import ExerciseSpec, ShapeDraw
-from service.exercises import resolve_case, shape_candidates
+from service.exercises import ExerciseSpec, ShapeDraw, resolve_case, shape_candidates
 from service.grading.inputs import case_seed
 
 LESSON6 = REPO_ROOT / "exercises/lesson06_mean_var"

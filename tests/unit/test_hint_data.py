@@ -19,7 +19,8 @@ def test_every_exercise_has_a_four_level_ladder_in_both_languages():
         assert hints is not None, f"{exercise_id}: no hints.yaml"
         for ladder in [hints.general, *hints.diagnoses.values()]:
             assert len(ladder) == LEVELS
-            assert all(re.search(r"[\u4e00-\u9fff]", level.zh) and not re.search(r"[\u4e00-\u9fff]", level.en) for level in ladder)
+            cjk = r"[\u4e00-\u9fff]"
+            assert all(re.search(cjk, level.zh) and not re.search(cjk, level.en) for level in ladder)
             assert ladder[0].zh.startswith("概念区域") and ladder[3].zh.startswith("完整答案")
             assert ladder[0].en.startswith("Concept area") and ladder[3].en.startswith("Full answer")
 

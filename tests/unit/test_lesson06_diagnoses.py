@@ -7,8 +7,7 @@ import pytest
 
 from service.config import REPO_ROOT
 from service.exercises import CaseSpec, DataSpec, ExerciseCatalog
-from service.exercises.kit import CaseEvidence
-from service.exercises.kit import draw_rows
+from service.exercises.kit import CaseEvidence, draw_rows
 
 EXERCISE = ExerciseCatalog(REPO_ROOT / "exercises").get("lesson06_mean_var")
 
@@ -59,7 +58,8 @@ def test_missing_remask_matches_block_minus_n_mean_squared(fill):
     assert "(BLOCK−N)·mean²/N" in diagnosis.message and "tl.where" in diagnosis.message
     (english,) = EXERCISE.diagnose([ev], language="en")
     assert english.evidence == diagnosis.evidence and english.message == diagnosis.evidence["messages"]["en"]
-    assert english.message.startswith("On t.n33 the variance is too large") and "tl.where(mask, …, 0.0)" in english.message
+    assert english.message.startswith("On t.n33 the variance is too large")
+    assert "tl.where(mask, …, 0.0)" in english.message
 
 
 def test_off_by_one():
