@@ -21,7 +21,7 @@ import json
 import time
 
 from service.config import Settings
-from service.grading.pipeline import build_grader
+from service.bootstrap import build_grader
 from service.submission import Submission
 
 MICRO = r"""

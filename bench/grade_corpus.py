@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from service.config import Settings  # noqa: E402
-from service.grading.pipeline import build_grader  # noqa: E402
+from service.bootstrap import build_grader  # noqa: E402
 from service.grading.validate import check_mutant, check_solution, code_points  # noqa: E402
 from service.submission import Submission  # noqa: E402
 

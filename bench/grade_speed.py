@@ -52,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sandbox.contract import DeviceMode  # noqa: E402
 from service.config import REPO_ROOT, Settings  # noqa: E402
-from service.grading.pipeline import build_grader  # noqa: E402
+from service.bootstrap import build_grader  # noqa: E402
 from service.submission import Submission  # noqa: E402
 
 EXERCISE = "lesson06_mean_var"

@@ -36,7 +36,7 @@ from sandbox.host_uids import lease_host_uid  # noqa: E402
 from sandbox.backends.docker.backend import DockerBackend  # noqa: E402
 from sandbox.contract import DeviceMode, Limits  # noqa: E402
 from service.config import REPO_ROOT, Settings  # noqa: E402
-from service.grading.pipeline import build_grader  # noqa: E402
+from service.bootstrap import build_grader  # noqa: E402
 from service.submission import Submission  # noqa: E402
 
 EXAMPLE = REPO_ROOT / "exercises/lesson06_mean_var/example_submission.json"

@@ -13,11 +13,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from service.cli_common import err, fail, migrated_sessions
 from service.cli_images import image_app
 from service.config import Settings
 from service.config_errors import settings_error
+from service.bootstrap import build_grader
 from service.exercises import ExerciseCatalog, ExerciseNotFound
-from service.grading.pipeline import build_grader
 from service.grading.validate import Outcome, Summary, code_points, summarize, validate_exercise
 from service.lti import cli as lti_cli
 from service.report import Report
@@ -43,7 +44,6 @@ kits_app = typer.Typer(help="Kits that plug kernelgrade into Gradescope and Prai
 app.add_typer(kits_app, name="kits")
 app.add_typer(lti_cli.app, name="lti")
 app.add_typer(image_app, name="image")
-err = Console(stderr=True)
 
 
 @app.callback()
@@ -65,10 +65,7 @@ def _settings(device: str | None, sandbox: str | None) -> Settings:
     return Settings(**overrides)
 
 
-def _fail(message: str, code: int = 2) -> typer.Exit:
-    # soft_wrap: one error is one line, whatever the terminal's width (scripts read it)
-    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
-    return typer.Exit(code)
+_fail = fail
 
 
 def load_submission(path: Path, exercise: str | None, catalog: ExerciseCatalog) -> Submission:
@@ -263,12 +260,7 @@ def _validate_one(grader, exercise, seed: int, report_dir: Path | None, details:
     return outcomes
 
 
-def _sessions(settings: Settings):
-    from service.db.migrate import upgrade
-    from service.db.session import make_engine, make_sessionmaker
-
-    upgrade(settings.db_url())
-    return make_sessionmaker(make_engine(settings.db_url()))
+_sessions = migrated_sessions
 
 
 @courses_app.command("create")

@@ -26,6 +26,7 @@ from sandbox.runner import SandboxRunner
 from service.exercises import Exercise, ExerciseCatalog
 from service.grading.assemble import Program, assemble
 from service.grading.extract import extract
+from service.grading.run import run_program
 
 log = logging.getLogger("kernelgrade.compile_cache")
 
@@ -137,8 +138,6 @@ class CompileWarmer:
                         self._idle.set()
 
     def _compile(self, exercise: Exercise, program: Program, secret_seed: int | None = None) -> None:
-        from service.grading.pipeline import run_program
-
         staging = self.cache.new_staging()  # handed to the compile sandbox's own host uid where it has one (confine)
         runner = SandboxRunner(backend=self.backend.with_triton_cache(TritonCacheMount(staging, writable=True)),
                                limits=self.limits)

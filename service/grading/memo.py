@@ -12,7 +12,7 @@ What is stored is only the code part of a report (`MemoEntry`); written answers 
 and are scored afresh for every submission. A reused result keeps the seeds it was produced with:
 the report records those seeds (not this submission's secret seed), so it can still be replayed.
 
-Two implementations: `InMemoryMemo` (one process: the benchmark, tests) and `DbMemo` (the service:
+Two implementations: `InMemoryMemo` (one process: the benchmark, tests) and `DbMemo` (service/db/memo.py, the service:
 a table shared by every worker; two identical programs finishing together both try to insert,
 and the second insert is simply dropped).
 
@@ -37,15 +37,12 @@ import hashlib
 import json
 import threading
 import time
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from service.exercises import Exercise
 from service.report import CaseReport, Diagnosis, Environment, Performance, Seeds
-
-if TYPE_CHECKING:  # the database is imported only by DbMemo: the grader runs without SQLAlchemy
-    from sqlalchemy.orm import Session, sessionmaker
 
 MEMO_FORMAT = 3  # bump when MemoEntry or the key changes meaning: old entries then simply miss
 # 3: cases may draw their shapes from the secret seed (a reused entry keeps its seeds, so its shapes),
@@ -118,7 +115,7 @@ class VerdictMemo(Protocol):
 POLL_S = 0.25  # how often a waiter in another process looks at a claim
 
 
-class _Releases:
+class Releases:
     """Wakes the waiters of this process when a claim is released (any key: they re-check). A
     waiter notes `generation` before it looks, so a release in between is not missed."""
 
@@ -136,12 +133,12 @@ class _Releases:
             self.condition.wait_for(lambda: self.generation != since, max(0.0, timeout_s))
 
 
-def _encode(entry: MemoEntry) -> dict:
+def encode_entry(entry: MemoEntry) -> dict:
     # Through JSON text as reports are stored (store.finish): NaN/inf become null the same way.
     return json.loads(entry.model_dump_json())
 
 
-def _decode(value: dict | None) -> MemoEntry | None:
+def decode_entry(value: dict | None) -> MemoEntry | None:
     if value is None:
         return None
     try:
@@ -159,11 +156,11 @@ class InMemoryMemo:
 
     def get(self, key: str) -> MemoEntry | None:
         with self._lock:
-            return _decode(self._entries.get(key))
+            return decode_entry(self._entries.get(key))
 
     def put(self, key: str, entry: MemoEntry, *, exercise_id: str, exercise_version: int) -> None:
         with self._lock:
-            self._entries.setdefault(key, _encode(entry))
+            self._entries.setdefault(key, encode_entry(entry))
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -194,94 +191,3 @@ class InMemoryMemo:
                 if now >= deadline:
                     return False
                 self._released.wait(min(deadline, held[1]) - now)
-
-
-class DbMemo:
-    """The `verdict_memo` table (migration 0004). The first result for a key wins; a concurrent
-    second insert of the same key fails on the primary key and is dropped."""
-
-    def __init__(self, sessions: "sessionmaker[Session]") -> None:
-        self.sessions = sessions
-        self._releases = _Releases()
-
-    def get(self, key: str) -> MemoEntry | None:
-        from service.db.models import VerdictMemoRow
-
-        with self.sessions() as session:
-            row = session.get(VerdictMemoRow, key)
-            return _decode(row.result if row is not None else None)
-
-    def put(self, key: str, entry: MemoEntry, *, exercise_id: str, exercise_version: int) -> None:
-        from sqlalchemy.exc import IntegrityError
-
-        from service.db.models import VerdictMemoRow
-
-        with self.sessions() as session:
-            if session.get(VerdictMemoRow, key) is not None:
-                return
-            session.add(VerdictMemoRow(key=key, exercise_id=exercise_id, exercise_version=exercise_version,
-                                       submission_id=entry.submission_id, program_digest=entry.program_digest,
-                                       result=_encode(entry)))
-            try:
-                session.commit()
-            except IntegrityError:
-                session.rollback()  # an identical program finished first: its result is as good
-
-    def claim(self, key: str, *, owner: str, ttl_s: float) -> bool:
-        """Insert the claim row; an expired row (its holder died) is deleted first, and a row of
-        the same owner (an earlier attempt of this submission) is taken over. The primary key
-        decides between two claimants racing for a free key, on SQLite and PostgreSQL alike."""
-        from datetime import timedelta
-
-        from sqlalchemy import delete, update
-        from sqlalchemy.exc import IntegrityError
-
-        from service.db.base import utcnow
-        from service.db.models import MemoClaimRow
-
-        now = utcnow()
-        expires = now + timedelta(seconds=ttl_s)
-        with self.sessions() as session:
-            taken = session.execute(update(MemoClaimRow)
-                                    .where(MemoClaimRow.key == key, MemoClaimRow.owner == owner)
-                                    .values(expires_at=expires)).rowcount
-            if taken:
-                session.commit()
-                return True
-            session.execute(delete(MemoClaimRow).where(MemoClaimRow.key == key, MemoClaimRow.expires_at <= now))
-            session.add(MemoClaimRow(key=key, owner=owner, expires_at=expires, created_at=now))
-            try:
-                session.commit()
-            except IntegrityError:
-                session.rollback()  # a live claim of someone else
-                return False
-            return True
-
-    def release(self, key: str, *, owner: str) -> None:
-        from sqlalchemy import delete
-
-        from service.db.models import MemoClaimRow
-
-        with self.sessions() as session:
-            session.execute(delete(MemoClaimRow).where(MemoClaimRow.key == key, MemoClaimRow.owner == owner))
-            session.commit()
-        self._releases.notify()
-
-    def wait_released(self, key: str, *, timeout_s: float) -> bool:
-        from sqlalchemy import select
-
-        from service.db.base import utcnow
-        from service.db.models import MemoClaimRow
-
-        deadline = time.monotonic() + timeout_s
-        while True:
-            seen = self._releases.generation
-            with self.sessions() as session:
-                live = session.scalar(select(MemoClaimRow.key)
-                                      .where(MemoClaimRow.key == key, MemoClaimRow.expires_at > utcnow()))
-            if live is None:
-                return True
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            self._releases.wait(seen, min(POLL_S, left))

@@ -1,40 +1,38 @@
-"""The grading pipeline: extract -> assemble -> run -> compare -> diagnose -> score -> report.
+"""The grading pipeline, which only sequences: extract -> assemble -> run -> compare -> diagnose -> score -> report.
 
 `Grader.grade` returns a report in every case; failures of the service become `not_gradable`
-reports (costing the student nothing), failures of the submission become graded reports.
+reports (costing the student nothing), failures of the submission become graded reports. The sandbox
+run is run.py, case comparison cases.py; the grader is wired from settings in service/bootstrap.py.
 """
 from __future__ import annotations
 
 import ast
+import logging
 import secrets
 import threading
 import time
 import uuid
-import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-import numpy as np
-
-from sandbox.contract import CaseJob, DeviceMode, GradJob, RunResult, TensorArg
+from sandbox.contract import DeviceMode, RunResult
 from sandbox.runner import SandboxRunner
-from service.exercises import CaseSpec, Exercise, ExerciseCatalog, ExerciseSpec
-from service.grading import bounds, passrule, rubric
+from service.exercises import Exercise, ExerciseCatalog, ExerciseSpec
+from service.grading import passrule, rubric
 from service.grading.assemble import Program, assemble
+from service.grading.cases import compare_cases, overwritten_inputs
 from service.grading.claims import parse_claim, unverified_claim
-from service.grading.compare import compare_outputs
 from service.grading.given import verify_given
-from service.grading.diagnose import CaseEvidence
 from service.grading.extract import Extraction, extract
 from service.grading.fills import check_block_fill, check_fill
-from service.grading.inputs import case_seed, storage
-from service.grading.overwrite import changed_input, diagnosis as overwrite_diagnosis
+from service.grading.inputs import case_seed
 from service.grading.memo import MemoEntry, VerdictMemo, memo_key, memoisable
-from service.grading.speed import performance as speed_performance, speed_inputs, speed_job
+from service.grading.speed import performance as speed_performance
 from service.grading.model_assist import ModelAssist
+from service.grading.run import run_program, run_timing
 from service.report import (
-    CaseReport, Diagnosis, Environment, ExerciseRef, GivenCheckReport, Item, OutOfBounds, Performance, ProgramReport,
+    CaseReport, Diagnosis, Environment, ExerciseRef, GivenCheckReport, Item, Performance, ProgramReport,
     Report, Score, Seeds,
 )
 from service.submission import Submission
@@ -42,7 +40,6 @@ from service.submission import Submission
 if TYPE_CHECKING:
     from service.grading.compile_warm import CompileWarmer
 
-GIVEN_CASE_ID = "given"
 log = logging.getLogger("kernelgrade.grader")
 
 _REUSED_NOTE = {
@@ -179,9 +176,9 @@ class Grader:
                 if self.compile_cache is not None:
                     self.compile_cache.submit(exercise, program, secret_seed)  # the next student with this fill compiles little
                 run.given = verify_given(exercise, run.given)
-                cases, evidence = self._cases(exercise, run, arrays, seeds.cases, graded)
+                cases, evidence = compare_cases(exercise, run, arrays, seeds.cases, graded)
                 diagnoses = exercise.diagnose(evidence, language=spec.language)
-                if (overwritten := _overwritten_inputs(spec, graded, arrays, run)) is not None:
+                if (overwritten := overwritten_inputs(spec, graded, arrays, run)) is not None:
                     diagnoses.append(overwritten)  # on every exercise: inputs compared bit for bit
                 if run.given is not None:
                     given_status, given_output = run.given.status, run.given.output
@@ -193,7 +190,7 @@ class Grader:
                 self._release(claims)  # stored (or not storable): the waiting gradings go on now
         else:
             arrays = {c.id: exercise.make_inputs(c, seeds.cases[c.id]) for c in graded}
-            cases, _ = self._cases(exercise, None, arrays, seeds.cases, graded)
+            cases, _ = compare_cases(exercise, None, arrays, seeds.cases, graded)
             performance = self._performance(exercise, None, cases)
 
         items = rubric.score_items(exercise, submission, cases, not_run_reason=not_run_reason, diagnoses=diagnoses,
@@ -213,7 +210,7 @@ class Grader:
             claim_kind=parse_claim(submission.claimed_output).kind, claimed_output=submission.claimed_output,
             written="\n".join([submission.explanation, *submission.answers.values()]), language=spec.language)
         score = score.model_copy(update={"requirements": requirements, "passed": all(r.met for r in requirements)})
-        timing = _timing(run, started)
+        timing = run_timing(run, started)
         if reused is not None:
             timing["reused"] = 1.0
         if waited_s is not None:
@@ -323,50 +320,6 @@ class Grader:
             return None
         return key
 
-    def _cases(self, exercise: Exercise, run: RunResult | None, arrays: dict[str, dict[str, np.ndarray]],
-               seeds: dict[str, int], graded: list[CaseSpec]) -> tuple[list[CaseReport], list[CaseEvidence]]:
-        spec = exercise.spec
-        tolerance = {name: t.model_dump() for name, t in spec.outputs.items()}
-        reports: list[CaseReport] = []
-        if run is not None:
-            given = run.given
-            reports.append(CaseReport(
-                id=GIVEN_CASE_ID, kind="given", description=spec.given_check.description, shape=[], seed=spec.given_check.seed,
-                passed=given is not None and given.status == "passed", tolerance=tolerance,
-                error=None if given is None or given.status == "passed" else (given.output or given.status),
-                elapsed_s=given.elapsed_s if given else None,
-            ))
-        runs = {c.id: c for c in run.cases} if run is not None else {}
-        evidence = []
-        for case in graded:
-            inputs64 = {name: a.astype(np.float64) if a.dtype.kind == "f" else a for name, a in arrays[case.id].items()}
-            primary = inputs64[spec.args[0]]
-            base = dict(id=case.id, kind=case.kind, description=case.description, shape=list(primary.shape),
-                        stride=case.stride, seed=seeds[case.id], tolerance=tolerance, targets=case.targets,
-                        drawn=case.draw.family if case.draw is not None and case.secret else None)
-            outcome = runs.get(case.id)
-            if outcome is None or outcome.status != "ok":
-                error = "未运行" if outcome is None else (outcome.error or outcome.status)
-                breaches = [OutOfBounds(**b) for b in outcome.out_of_bounds] if outcome is not None else []
-                if breaches:
-                    error = bounds.describe(breaches, language=spec.language, entry_point=spec.entry_point)
-                reports.append(CaseReport(**base, passed=False, error=error, out_of_bounds=breaches,
-                                          elapsed_s=outcome.elapsed_s if outcome else None))
-                if outcome is not None:
-                    evidence.append(CaseEvidence(case, primary, None, {}, False, inputs64, error=error,
-                                                 out_of_bounds=list(outcome.out_of_bounds),
-                                                 allocations=list(outcome.allocations)))
-                continue
-            expected = exercise.checks.reference(**inputs64)
-            result = compare_outputs(outcome.outputs, expected, spec.outputs)
-            reports.append(CaseReport(**base, passed=result.passed, max_abs_err=result.max_abs_err,
-                                      max_rel_err=result.max_rel_err, error_ratio=result.error_ratio,
-                                      first_mismatch=result.first_mismatch, error=result.error,
-                                      elapsed_s=outcome.elapsed_s))
-            observed = outcome.outputs if result.error is None else None
-            evidence.append(CaseEvidence(case, primary, observed, expected, result.passed, inputs64))
-        return reports, evidence
-
     def _environment(self, run: RunResult | None) -> Environment:
         env = run.environment if run is not None else {}
         process_limit = ((run.process_limit if run is not None else "")
@@ -387,7 +340,7 @@ class Grader:
             score=Score(total=0.0, max=exercise.spec.max_points, pass_threshold=exercise.spec.pass_threshold,
                         passed=False, provisional=False),
             environment=self._environment(run),
-            timing=_timing(run, started),
+            timing=run_timing(run, started),
             created_at=datetime.now(timezone.utc),
         )
 
@@ -414,118 +367,3 @@ def _rejected_fill(exercise: Exercise, extraction: Extraction) -> str | None:
         if message is not None:
             return message
     return None
-
-
-def run_program(runner: SandboxRunner, exercise: Exercise, program: Program, arrays: dict[str, dict[str, np.ndarray]], *,
-                mode: DeviceMode, device_index: int, cases: list[CaseSpec] | None = None) -> RunResult:
-    """One sandbox run of `program`: the given check, every case on its drawn inputs (`arrays`,
-    by case id), and on a GPU the speed phase of an exercise with `speed:` (its input drawn here,
-    on the trusted side). The grader and the compile-cache warmer both run programs this way."""
-    spec = exercise.spec
-    cases = spec.cases if cases is None else cases  # the cases as graded (drawn shapes resolved)
-    speed, speed_in = None, {}
-    if mode is DeviceMode.gpu and spec.speed is not None:
-        speed, speed_in = speed_job(spec), speed_inputs(exercise.make_inputs(spec.speed.case(), spec.speed.seed))
-    return runner.run(program=program.module, given_check=program.given_check, given_seed=spec.given_check.seed,
-                      entry_point=spec.entry_point, cases=[_case_job(spec, c) for c in cases],
-                      inputs={**_sandbox_inputs(cases, spec, arrays), **speed_in}, mode=mode, device_index=device_index,
-                      speed=speed, deterministic=memoisable(exercise))
-
-
-def _case_job(spec: ExerciseSpec, case: CaseSpec) -> CaseJob:
-    grads = spec.backward.grads if spec.backward else {}
-    args = [TensorArg(key=f"{case.id}.{name}", columns=case.cols if case.stride and index == 0 else None,
-                      requires_grad=name in grads) for index, name in enumerate(spec.args)]
-    backward = None
-    if spec.backward is not None:
-        backward = GradJob(grad_outputs={out: f"{case.id}.{name}" for out, name in spec.backward.grad_outputs.items()},
-                           grads={f"{case.id}.{arg}": out for arg, out in grads.items()})
-    return CaseJob(id=case.id, args=args, kwargs=dict(case.kwargs), outputs=spec.forward_outputs, calls=case.calls,
-                   backward=backward)
-
-
-def _sandbox_inputs(graded: list[CaseSpec], spec: ExerciseSpec,
-                    arrays: dict[str, dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """Every case's inputs under `case.name`; a strided case's first argument inside its wider buffer."""
-    cases = {c.id: c for c in graded}
-    stored = {}
-    for case_id, named in arrays.items():
-        for name, array in named.items():
-            stored[f"{case_id}.{name}"] = storage(cases[case_id], array) if name == spec.args[0] else array
-    return stored
-
-
-def _overwritten_inputs(spec: ExerciseSpec, graded: list[CaseSpec], arrays: dict[str, dict[str, np.ndarray]],
-                        run: RunResult) -> Diagnosis | None:
-    """The `input_overwritten` diagnosis when an input (not in `written_args`) came back from the
-    sandbox changed in any bit, on any case that returned; None otherwise."""
-    sent = _sandbox_inputs(graded, spec, arrays)
-    by_id = {c.id: c for c in graded}
-    found = []
-    for outcome in run.cases:
-        case = by_id.get(outcome.id)
-        if case is None or not outcome.inputs_after:
-            continue
-        for index, name in enumerate(spec.args):
-            key = f"{case.id}.{name}"
-            if name in spec.written_args or key not in sent:
-                continue
-            columns = case.cols if index == 0 and case.stride else None
-            change = changed_input(case.id, name, sent[key], outcome.inputs_after.get(key), columns=columns)
-            if change is not None:
-                found.append(change)
-    return overwrite_diagnosis(found[:16], language=spec.language)
-
-
-def _timing(run: RunResult | None, started: float) -> dict[str, float]:
-    timing = {"total_s": time.monotonic() - started}
-    if run is not None:
-        timing["sandbox_s"] = run.elapsed_s
-        timing["attempts"] = float(run.attempts)
-        if run.startup_s:
-            timing["startup_s"] = sum(run.startup_s)
-        case_times = [c.elapsed_s for c in run.cases if c.elapsed_s is not None]
-        if case_times:
-            timing["cases_s"] = sum(case_times)
-        if run.given is not None and run.given.elapsed_s is not None:
-            timing["given_check_s"] = run.given.elapsed_s
-        if run.speed is not None and run.speed.elapsed_s is not None:
-            timing["speed_s"] = run.speed.elapsed_s  # the speed phase (GPU, exercises with `speed:`)
-        for name, count in run.triton_cache.items():  # kernels_shared_hits, kernels_compiled, kernels_gpu_compile_checks
-            timing[f"kernels_{name}"] = float(count)
-        if run.gpu_compile_s:
-            timing["gpu_compile_check_s"] = run.gpu_compile_s
-    return timing
-
-
-def build_grader(settings, *, sessions=None) -> Grader:
-    """A grader wired from settings (sandbox backend, limits, device). With `sessions` (the
-    service's database) and `settings.verdict_memo`, code results are memoised in the database."""
-    from sandbox.backends import make_backend
-    from service.config import UNSAFE_LOCAL_CONSENT
-
-    backend = make_backend(settings.sandbox, python=settings.sandbox_python, hidden_paths=settings.hidden_paths(),
-                           allow_unsafe_local=settings.allow_unsafe_local_sandbox == UNSAFE_LOCAL_CONSENT)
-    assist = None
-    if settings.model_assist_url:
-        assist = ModelAssist(base_url=settings.model_assist_url, model=settings.model_assist_model,
-                             api_key=settings.model_assist_api_key)
-    memo = None
-    if sessions is not None and settings.verdict_memo:
-        from service.grading.memo import DbMemo
-
-        memo = DbMemo(sessions)
-    mode = settings.device_mode()
-    warmer = None
-    if settings.compile_cache and mode is DeviceMode.gpu and hasattr(backend, "with_triton_cache"):
-        from sandbox.backends.base import TritonCacheMount
-        from sandbox.compile_cache import SharedCompileCache, default_root
-        from service.grading.compile_warm import CompileWarmer
-
-        cache = SharedCompileCache(settings.compile_cache_dir or default_root(settings.data_dir.resolve() / "triton-shared"))
-        backend = backend.with_triton_cache(TritonCacheMount(cache.root))
-        warmer = CompileWarmer(cache=cache, backend=backend, limits=settings.limits, device_index=settings.gpu_index,
-                               threads=settings.compile_cache_threads)
-    return Grader(catalog=ExerciseCatalog(settings.exercises_dir), runner=SandboxRunner(backend=backend, limits=settings.limits),
-                  mode=mode, device_index=settings.gpu_index, assist=assist, memo=memo,
-                  warm_pool=settings.warm_pool, compile_cache=warmer, prewarm=settings.compile_cache_prewarm)

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 
+from service.cli_common import fail, migrated_sessions
 from service.config import Settings
 
 app = typer.Typer(help="LTI 1.3: LMS platforms, deployments and the tool's keys.", no_args_is_help=True)
@@ -21,14 +22,10 @@ app.add_typer(keys_app, name="keys")
 
 
 def _db():  # noqa: ANN202 - the command line's session factory (migrated database)
-    from service.cli import _sessions
-
-    return _sessions(Settings())()
+    return migrated_sessions(Settings())()
 
 
 def _fail(message: str) -> typer.Exit:
-    from service.cli import _fail as fail
-
     return fail(message)
 
 

@@ -46,7 +46,7 @@ def _worker_state():
 def _build_worker_state():
     from service.db.migrate import upgrade
     from service.db.session import make_engine, make_sessionmaker
-    from service.grading.pipeline import build_grader
+    from service.bootstrap import build_grader
     from service.worker.metrics import Metrics
 
     settings = get_settings()

@@ -19,7 +19,7 @@ log = logging.getLogger("kernelgrade.dispatch")
 
 class InProcessDispatcher:
     def __init__(self, settings: Settings, sessions: sessionmaker[Session], metrics: Metrics) -> None:
-        from service.grading.pipeline import build_grader
+        from service.bootstrap import build_grader
 
         self.pool = InProcessPool(sessions=sessions, grader=build_grader(settings, sessions=sessions), settings=settings, metrics=metrics,
                                   grading_threads=settings.worker_count())

@@ -7,7 +7,7 @@ import pytest
 
 from sandbox.contract import Limits
 from service.config import REPO_ROOT, Settings
-from service.grading.pipeline import build_grader
+from service.bootstrap import build_grader
 from service.submission import Submission
 from tests.adversarial.kit import QUICK, SECRET_SEED, assert_graded_normally
 

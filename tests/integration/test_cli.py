@@ -70,7 +70,7 @@ def test_review_queue_and_decide_from_the_command_line(tmp_path):
     from service.db import store
     from service.db.migrate import upgrade
     from service.db.session import make_engine, make_sessionmaker
-    from service.grading.pipeline import build_grader
+    from service.bootstrap import build_grader
     from service.submission import Submission
 
     settings = Settings(data_dir=tmp_path)

@@ -16,7 +16,7 @@ from service.config import REPO_ROOT, Settings
 from service.db import store
 from service.db.migrate import upgrade
 from service.db.session import make_engine, make_sessionmaker
-from service.grading.pipeline import build_grader
+from service.bootstrap import build_grader
 from service.submission import Submission
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from service.config import Settings
-from service.grading.pipeline import build_grader
+from service.bootstrap import build_grader
 from service.grading.validate import summarize, validate_exercise
 from service.submission import Submission
 

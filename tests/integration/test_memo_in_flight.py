@@ -20,8 +20,9 @@ from service.db.models import MemoClaimRow
 from service.db.migrate import upgrade
 from service.db.session import make_engine, make_sessionmaker
 from service.grading.assemble import assemble
-from service.grading.memo import DbMemo, InMemoryMemo, memo_key
-from service.grading.pipeline import build_grader
+from service.db.memo import DbMemo
+from service.grading.memo import InMemoryMemo, memo_key
+from service.bootstrap import build_grader
 from service.submission import Submission
 from tests.support.servers import database
 

@@ -20,7 +20,8 @@ import pytest
 from sandbox.backends import make_backend
 from sandbox.backends.base import SandboxBackend
 from service.config import Settings
-from service.grading.pipeline import Grader, build_grader
+from service.bootstrap import build_grader
+from service.grading.pipeline import Grader
 
 DEFAULT_BACKENDS = ("bwrap", "docker")
 ALL_BACKENDS = ("bwrap", "docker", "docker-host")

@@ -18,7 +18,7 @@ from service.db import store
 from service.db.migrate import upgrade
 from service.db.models import ReportRow, Submission
 from service.db.session import make_engine, make_sessionmaker
-from service.grading.pipeline import build_grader
+from service.bootstrap import build_grader
 from service.submission import Submission as SubmissionBody
 from service.worker.grading import gave_up_report, grade_claimed
 from tests.support.servers import database

@@ -1,0 +1,85 @@
+"""`DbMemo`: the verdict memo (service/grading/memo.py) in the database, shared by every worker.
+
+Entries are rows of `verdict_memo` (migration 0004); in-flight claims are rows of `memo_claims`
+(migration 0005), so they hold across processes and hosts.
+"""
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from service.db.base import utcnow
+from service.db.models import MemoClaimRow, VerdictMemoRow
+from service.grading.memo import POLL_S, MemoEntry, Releases, decode_entry, encode_entry
+
+
+class DbMemo:
+    """The `verdict_memo` table (migration 0004). The first result for a key wins; a concurrent
+    second insert of the same key fails on the primary key and is dropped."""
+
+    def __init__(self, sessions: "sessionmaker[Session]") -> None:
+        self.sessions = sessions
+        self._releases = Releases()
+
+    def get(self, key: str) -> MemoEntry | None:
+        with self.sessions() as session:
+            row = session.get(VerdictMemoRow, key)
+            return decode_entry(row.result if row is not None else None)
+
+    def put(self, key: str, entry: MemoEntry, *, exercise_id: str, exercise_version: int) -> None:
+        with self.sessions() as session:
+            if session.get(VerdictMemoRow, key) is not None:
+                return
+            session.add(VerdictMemoRow(key=key, exercise_id=exercise_id, exercise_version=exercise_version,
+                                       submission_id=entry.submission_id, program_digest=entry.program_digest,
+                                       result=encode_entry(entry)))
+            try:
+                session.commit()
+            except IntegrityError:
+                session.rollback()  # an identical program finished first: its result is as good
+
+    def claim(self, key: str, *, owner: str, ttl_s: float) -> bool:
+        """Insert the claim row; an expired row (its holder died) is deleted first, and a row of
+        the same owner (an earlier attempt of this submission) is taken over. The primary key
+        decides between two claimants racing for a free key, on SQLite and PostgreSQL alike."""
+        now = utcnow()
+        expires = now + timedelta(seconds=ttl_s)
+        with self.sessions() as session:
+            taken = session.execute(update(MemoClaimRow)
+                                    .where(MemoClaimRow.key == key, MemoClaimRow.owner == owner)
+                                    .values(expires_at=expires)).rowcount
+            if taken:
+                session.commit()
+                return True
+            session.execute(delete(MemoClaimRow).where(MemoClaimRow.key == key, MemoClaimRow.expires_at <= now))
+            session.add(MemoClaimRow(key=key, owner=owner, expires_at=expires, created_at=now))
+            try:
+                session.commit()
+            except IntegrityError:
+                session.rollback()  # a live claim of someone else
+                return False
+            return True
+
+    def release(self, key: str, *, owner: str) -> None:
+        with self.sessions() as session:
+            session.execute(delete(MemoClaimRow).where(MemoClaimRow.key == key, MemoClaimRow.owner == owner))
+            session.commit()
+        self._releases.notify()
+
+    def wait_released(self, key: str, *, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            seen = self._releases.generation
+            with self.sessions() as session:
+                live = session.scalar(select(MemoClaimRow.key)
+                                      .where(MemoClaimRow.key == key, MemoClaimRow.expires_at > utcnow()))
+            if live is None:
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            self._releases.wait(seen, min(POLL_S, left))

@@ -1,0 +1,87 @@
+"""Case comparison: a run's outputs against the reference, as case reports and the evidence diagnoses read.
+
+Also the inputs check (`overwritten_inputs`): every input that came back changed in any bit.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from sandbox.contract import RunResult
+from service.exercises import CaseSpec, Exercise, ExerciseSpec
+from service.grading import bounds
+from service.grading.compare import compare_outputs
+from service.grading.diagnose import CaseEvidence
+from service.grading.overwrite import changed_input, diagnosis as overwrite_diagnosis
+from service.grading.run import sandbox_inputs
+from service.report import CaseReport, Diagnosis, OutOfBounds
+
+GIVEN_CASE_ID = "given"
+
+
+def compare_cases(exercise: Exercise, run: RunResult | None, arrays: dict[str, dict[str, np.ndarray]],
+                  seeds: dict[str, int], graded: list[CaseSpec]) -> tuple[list[CaseReport], list[CaseEvidence]]:
+    """One report per case (the given check first when the program ran), and the evidence of every
+    case that returned; `run` None (the program did not run): every case fails, no evidence."""
+    spec = exercise.spec
+    tolerance = {name: t.model_dump() for name, t in spec.outputs.items()}
+    reports: list[CaseReport] = []
+    if run is not None:
+        given = run.given
+        reports.append(CaseReport(
+            id=GIVEN_CASE_ID, kind="given", description=spec.given_check.description, shape=[], seed=spec.given_check.seed,
+            passed=given is not None and given.status == "passed", tolerance=tolerance,
+            error=None if given is None or given.status == "passed" else (given.output or given.status),
+            elapsed_s=given.elapsed_s if given else None,
+        ))
+    runs = {c.id: c for c in run.cases} if run is not None else {}
+    evidence = []
+    for case in graded:
+        inputs64 = {name: a.astype(np.float64) if a.dtype.kind == "f" else a for name, a in arrays[case.id].items()}
+        primary = inputs64[spec.args[0]]
+        base = dict(id=case.id, kind=case.kind, description=case.description, shape=list(primary.shape),
+                    stride=case.stride, seed=seeds[case.id], tolerance=tolerance, targets=case.targets,
+                    drawn=case.draw.family if case.draw is not None and case.secret else None)
+        outcome = runs.get(case.id)
+        if outcome is None or outcome.status != "ok":
+            error = "未运行" if outcome is None else (outcome.error or outcome.status)
+            breaches = [OutOfBounds(**b) for b in outcome.out_of_bounds] if outcome is not None else []
+            if breaches:
+                error = bounds.describe(breaches, language=spec.language, entry_point=spec.entry_point)
+            reports.append(CaseReport(**base, passed=False, error=error, out_of_bounds=breaches,
+                                      elapsed_s=outcome.elapsed_s if outcome else None))
+            if outcome is not None:
+                evidence.append(CaseEvidence(case, primary, None, {}, False, inputs64, error=error,
+                                             out_of_bounds=list(outcome.out_of_bounds),
+                                             allocations=list(outcome.allocations)))
+            continue
+        expected = exercise.checks.reference(**inputs64)
+        result = compare_outputs(outcome.outputs, expected, spec.outputs)
+        reports.append(CaseReport(**base, passed=result.passed, max_abs_err=result.max_abs_err,
+                                  max_rel_err=result.max_rel_err, error_ratio=result.error_ratio,
+                                  first_mismatch=result.first_mismatch, error=result.error,
+                                  elapsed_s=outcome.elapsed_s))
+        observed = outcome.outputs if result.error is None else None
+        evidence.append(CaseEvidence(case, primary, observed, expected, result.passed, inputs64))
+    return reports, evidence
+
+
+def overwritten_inputs(spec: ExerciseSpec, graded: list[CaseSpec], arrays: dict[str, dict[str, np.ndarray]],
+                       run: RunResult) -> Diagnosis | None:
+    """The `input_overwritten` diagnosis when an input (not in `written_args`) came back from the
+    sandbox changed in any bit, on any case that returned; None otherwise."""
+    sent = sandbox_inputs(graded, spec, arrays)
+    by_id = {c.id: c for c in graded}
+    found = []
+    for outcome in run.cases:
+        case = by_id.get(outcome.id)
+        if case is None or not outcome.inputs_after:
+            continue
+        for index, name in enumerate(spec.args):
+            key = f"{case.id}.{name}"
+            if name in spec.written_args or key not in sent:
+                continue
+            columns = case.cols if index == 0 and case.stride else None
+            change = changed_input(case.id, name, sent[key], outcome.inputs_after.get(key), columns=columns)
+            if change is not None:
+                found.append(change)
+    return overwrite_diagnosis(found[:16], language=spec.language)

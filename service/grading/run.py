@@ -1,0 +1,78 @@
+"""One sandbox run of an assembled program (cases, given check, speed phase) and what it cost.
+
+The grader and the compile-cache warmer (compile_warm.py) both run programs through `run_program`.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from sandbox.contract import CaseJob, DeviceMode, GradJob, RunResult, TensorArg
+from sandbox.runner import SandboxRunner
+from service.exercises import CaseSpec, Exercise, ExerciseSpec
+from service.grading.assemble import Program
+from service.grading.inputs import storage
+from service.grading.memo import memoisable
+from service.grading.speed import speed_inputs, speed_job
+
+
+def run_program(runner: SandboxRunner, exercise: Exercise, program: Program, arrays: dict[str, dict[str, np.ndarray]], *,
+                mode: DeviceMode, device_index: int, cases: list[CaseSpec] | None = None) -> RunResult:
+    """One sandbox run of `program`: the given check, every case on its drawn inputs (`arrays`,
+    by case id), and on a GPU the speed phase of an exercise with `speed:` (its input drawn here,
+    on the trusted side). The grader and the compile-cache warmer both run programs this way."""
+    spec = exercise.spec
+    cases = spec.cases if cases is None else cases  # the cases as graded (drawn shapes resolved)
+    speed, speed_in = None, {}
+    if mode is DeviceMode.gpu and spec.speed is not None:
+        speed, speed_in = speed_job(spec), speed_inputs(exercise.make_inputs(spec.speed.case(), spec.speed.seed))
+    return runner.run(program=program.module, given_check=program.given_check, given_seed=spec.given_check.seed,
+                      entry_point=spec.entry_point, cases=[_case_job(spec, c) for c in cases],
+                      inputs={**sandbox_inputs(cases, spec, arrays), **speed_in}, mode=mode, device_index=device_index,
+                      speed=speed, deterministic=memoisable(exercise))
+
+
+def _case_job(spec: ExerciseSpec, case: CaseSpec) -> CaseJob:
+    grads = spec.backward.grads if spec.backward else {}
+    args = [TensorArg(key=f"{case.id}.{name}", columns=case.cols if case.stride and index == 0 else None,
+                      requires_grad=name in grads) for index, name in enumerate(spec.args)]
+    backward = None
+    if spec.backward is not None:
+        backward = GradJob(grad_outputs={out: f"{case.id}.{name}" for out, name in spec.backward.grad_outputs.items()},
+                           grads={f"{case.id}.{arg}": out for arg, out in grads.items()})
+    return CaseJob(id=case.id, args=args, kwargs=dict(case.kwargs), outputs=spec.forward_outputs, calls=case.calls,
+                   backward=backward)
+
+
+def sandbox_inputs(graded: list[CaseSpec], spec: ExerciseSpec,
+                   arrays: dict[str, dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """Every case's inputs under `case.name`; a strided case's first argument inside its wider buffer."""
+    cases = {c.id: c for c in graded}
+    stored = {}
+    for case_id, named in arrays.items():
+        for name, array in named.items():
+            stored[f"{case_id}.{name}"] = storage(cases[case_id], array) if name == spec.args[0] else array
+    return stored
+
+
+def run_timing(run: RunResult | None, started: float) -> dict[str, float]:
+    """The report's `timing`: the whole grading since `started` (monotonic), and the run's phases."""
+    timing = {"total_s": time.monotonic() - started}
+    if run is not None:
+        timing["sandbox_s"] = run.elapsed_s
+        timing["attempts"] = float(run.attempts)
+        if run.startup_s:
+            timing["startup_s"] = sum(run.startup_s)
+        case_times = [c.elapsed_s for c in run.cases if c.elapsed_s is not None]
+        if case_times:
+            timing["cases_s"] = sum(case_times)
+        if run.given is not None and run.given.elapsed_s is not None:
+            timing["given_check_s"] = run.given.elapsed_s
+        if run.speed is not None and run.speed.elapsed_s is not None:
+            timing["speed_s"] = run.speed.elapsed_s  # the speed phase (GPU, exercises with `speed:`)
+        for name, count in run.triton_cache.items():  # kernels_shared_hits, kernels_compiled, kernels_gpu_compile_checks
+            timing[f"kernels_{name}"] = float(count)
+        if run.gpu_compile_s:
+            timing["gpu_compile_check_s"] = run.gpu_compile_s
+    return timing
