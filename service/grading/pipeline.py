@@ -30,10 +30,11 @@ from service.grading.inputs import case_seed
 from service.grading.memo import MemoEntry, VerdictMemo, memo_key, memoisable
 from service.grading.speed import performance as speed_performance
 from service.grading.model_assist import ModelAssist
+from service.grading.not_gradable import not_gradable_report
 from service.grading.run import run_program, run_timing
 from service.report import (
     CaseReport, Diagnosis, Environment, ExerciseRef, GivenCheckReport, Item, Performance, ProgramReport,
-    Report, Score, Seeds,
+    Report, Seeds,
 )
 from service.submission import Submission
 
@@ -330,19 +331,12 @@ class Grader:
 
     def _not_gradable(self, exercise: Exercise, submission_id: str, run: RunResult | None, started: float, *,
                       message: str | None = None) -> Report:
-        return Report(
-            submission_id=submission_id,
-            exercise=ExerciseRef(id=exercise.id, version=exercise.spec.version),
-            status="not_gradable",
-            language=exercise.spec.language,
-            message=message or ("评分服务自身出错，这不是你的问题：这次提交不计分，也不算一次尝试，请稍后重试或联系助教。"
-                                f"（内部原因：{(run.infra_error if run else '')[:2000]}）"),
-            score=Score(total=0.0, max=exercise.spec.max_points, pass_threshold=exercise.spec.pass_threshold,
-                        passed=False, provisional=False),
-            environment=self._environment(run),
-            timing=run_timing(run, started),
-            created_at=datetime.now(timezone.utc),
-        )
+        spec = exercise.spec
+        return not_gradable_report(
+            submission_id=submission_id, exercise=ExerciseRef(id=exercise.id, version=spec.version),
+            max_points=spec.max_points, pass_threshold=spec.pass_threshold, language=spec.language,
+            reason=(run.infra_error or "") if run is not None else "", message=message,
+            environment=self._environment(run), timing=run_timing(run, started))
 
 
 def _is_cases_item(item: Item, spec: ExerciseSpec) -> bool:

@@ -9,16 +9,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from datetime import datetime, timezone
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.db import store
 from service.db.models import ReportRow, Submission
-from service.exercises import ExerciseNotFound
+from service.exercises import Exercise, ExerciseNotFound
 from service.grading.pipeline import Grader
-from service.report import Environment, ExerciseRef, Report, Score
+from service.grading.not_gradable import not_gradable_report
+from service.report import ExerciseRef, Report
 from service.submission import Submission as SubmissionBody
 from service.worker.metrics import Metrics
 
@@ -58,13 +58,20 @@ class _Heartbeat:
         self._thread.join(timeout=5)
 
 
-def gave_up_report(row: Submission, exercise_version: int, max_points: float, threshold: float, reason: str) -> Report:
-    return Report(
-        submission_id=row.id, exercise=ExerciseRef(id=row.exercise_id, version=exercise_version), status="not_gradable",
-        message=f"评分服务自身出错，这不是你的问题：这次提交不计分，也不算一次尝试。（内部原因：{reason}）",
-        score=Score(total=0, max=max_points, pass_threshold=threshold, passed=False, provisional=False),
-        environment=Environment(backend="interpreter", sandbox="none"), created_at=datetime.now(timezone.utc),
-    )
+# An exercise that left the catalogue after the submission was accepted: its report still needs a
+# scale, the lesson's (DESIGN.md: 10 points, pass at 8).
+_GONE_VERSION, _GONE_MAX_POINTS, _GONE_PASS_THRESHOLD = 0, 10.0, 8.0
+
+
+def gave_up_report(row: Submission, exercise: Exercise | None, reason: str) -> Report:
+    """The not_gradable report of a grading the worker gave up on (`exercise` None: it left the catalogue)."""
+    spec = exercise.spec if exercise is not None else None
+    return not_gradable_report(
+        submission_id=row.id,
+        exercise=ExerciseRef(id=row.exercise_id, version=spec.version if spec else _GONE_VERSION),
+        max_points=spec.max_points if spec else _GONE_MAX_POINTS,
+        pass_threshold=spec.pass_threshold if spec else _GONE_PASS_THRESHOLD,
+        language=spec.language if spec else "zh", reason=reason)
 
 
 def grade_claimed(sessions: sessionmaker[Session], grader: Grader, claim: store.Claim, *, lease_s: float,
@@ -80,10 +87,10 @@ def grade_claimed(sessions: sessionmaker[Session], grader: Grader, claim: store.
     try:
         exercise = grader.catalog.get(body.exercise)
     except ExerciseNotFound as exc:  # the exercise left the catalog after the submission was accepted
-        report = gave_up_report(row, 0, 10, 8, str(exc))
+        report = gave_up_report(row, None, str(exc))
     else:
         if claim.attempt > max_attempts:
-            report = gave_up_report(row, exercise.spec.version, exercise.spec.max_points, exercise.spec.pass_threshold,
+            report = gave_up_report(row, exercise,
                                     f"grading was interrupted {claim.attempt - 1} times (worker died or timed out)")
         else:
             with _Heartbeat(sessions, claim, lease_s, grader.max_grading_s()):
@@ -91,8 +98,7 @@ def grade_claimed(sessions: sessionmaker[Session], grader: Grader, claim: store.
                     report = grader.grade(body, submission_id=row.id, secret_seed=row.secret_seed, reuse=not regrade)
                 except Exception as exc:  # noqa: BLE001 - our bug must become not_gradable, never a lost submission
                     log.exception("grading %s failed", row.id)
-                    report = gave_up_report(row, exercise.spec.version, exercise.spec.max_points,
-                                            exercise.spec.pass_threshold, f"{type(exc).__name__}: {exc}")
+                    report = gave_up_report(row, exercise, f"{type(exc).__name__}: {exc}")
     with sessions() as session:
         written = store.finish(session, claim, report)
     if written is None:

@@ -20,7 +20,9 @@ from service.db.models import ReportRow, Submission
 from service.db.session import make_engine, make_sessionmaker
 from service.bootstrap import build_grader
 from service.submission import Submission as SubmissionBody
-from service.worker.grading import gave_up_report, grade_claimed
+from service.grading.not_gradable import not_gradable_report
+from service.report import ExerciseRef
+from service.worker.grading import grade_claimed
 from tests.support.servers import database
 from tests.workers.procs import EXAMPLE
 
@@ -57,7 +59,9 @@ def new_submission(sessions) -> str:
 def a_report(sessions, submission_id: str, status: str = "graded"):
     with sessions() as session:
         row = session.get(Submission, submission_id)
-        return gave_up_report(row, 1, 10, 8, "test").model_copy(update={"status": status})
+        return not_gradable_report(submission_id=row.id, exercise=ExerciseRef(id=row.exercise_id, version=1),
+                                   max_points=10, pass_threshold=8, language="zh",
+                                   reason="test").model_copy(update={"status": status})
 
 
 def race(sessions, n_threads: int, **claim_kwargs) -> list[store.Claim | None]:

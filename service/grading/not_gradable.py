@@ -1,0 +1,28 @@
+"""The one `not_gradable` report: a failure of ours, which costs the student nothing and says so."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from service.messages import Language, render
+from service.report import Environment, ExerciseRef, Report, Score
+
+MAX_REASON = 2000  # characters of the internal reason the report carries
+
+
+def not_gradable_report(*, submission_id: str, exercise: ExerciseRef, max_points: float, pass_threshold: float,
+                        language: Language, reason: str = "", message: str | None = None,
+                        environment: Environment | None = None, timing: dict[str, float] | None = None) -> Report:
+    """A not_gradable report of `submission_id`: no points, never provisional. `message` replaces the
+    standard one ("our failure, not yours", with the internal `reason`); `environment`: where it
+    failed, if a sandbox was reached."""
+    return Report(
+        submission_id=submission_id,
+        exercise=exercise,
+        status="not_gradable",
+        language=language,
+        message=message or render("not_gradable_ours", language, reason=reason[:MAX_REASON]),
+        score=Score(total=0.0, max=max_points, pass_threshold=pass_threshold, passed=False, provisional=False),
+        environment=environment or Environment(backend="interpreter", sandbox="none"),
+        timing=timing or {},
+        created_at=datetime.now(timezone.utc),
+    )
