@@ -18,6 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.db.models import Course, HintTaken, Submission
+from service.status import SubmissionStatus
 
 LEVELS = 4
 LEVEL_NAMES = {"zh": ("概念区域", "具体方向", "关键局部", "完整答案"),
@@ -157,7 +158,7 @@ def ladders(session: Session, row: Submission, exercise_root: Path | None) -> La
 
     hints = hints_of(exercise_root) if exercise_root is not None else None
     offered: list[str] = []
-    if hints is not None and row.status == "graded":
+    if hints is not None and row.status == SubmissionStatus.graded:
         current = store.current_report(session, row)
         if current is not None:
             diagnoses = [d.get("id", "") for d in current.report.get("diagnoses") or [] if isinstance(d, dict)]

@@ -7,9 +7,10 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from service.report import Report
+from service.status import SubmissionStatus
 from service.submission import Student, Submission, storable
 
-Status = Literal["queued", "running", "graded", "not_gradable"]
+Status = SubmissionStatus  # the API shows the stored strings
 
 
 def _as_utc(value: datetime) -> datetime:

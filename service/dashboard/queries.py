@@ -16,6 +16,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from service.api.schemas import UTCDateTime
 from service.db.models import HintTaken, ReportFact, Submission
+from service.status import IN_PROGRESS_STATUSES, SubmissionStatus
 
 EXAMPLES = 3  # example submissions per diagnosis
 HOURS_MAX = 24 * 14  # the timeline keeps the last two weeks of hours
@@ -159,7 +160,7 @@ def assignments(session: Session, course_id: str) -> list[tuple[str, int, int]]:
 
 def dashboard(session: Session, course_id: str, assignment: str, *, deadline: datetime | None = None) -> Dashboard:
     scope = _scope(course_id, assignment)
-    graded = and_(scope, Submission.status == "graded")
+    graded = and_(scope, Submission.status == SubmissionStatus.graded)
     # Each student's latest graded submission.
     ranked = (select(Submission.id, Submission.student_id, Submission.score_total, Submission.passed,
                      func.row_number().over(partition_by=Submission.student_id,
@@ -180,13 +181,13 @@ def dashboard(session: Session, course_id: str, assignment: str, *, deadline: da
 
 
 def _overview(session: Session, course_id: str, assignment: str, scope: ColumnElement[bool]) -> Overview:
-    is_graded = Submission.status == "graded"
+    is_graded = Submission.status == SubmissionStatus.graded
     passed = and_(is_graded, Submission.passed.is_(True))
     row = session.execute(select(
         func.count(),
         func.coalesce(func.sum(case((is_graded, 1), else_=0)), 0),
-        func.coalesce(func.sum(case((Submission.status == "not_gradable", 1), else_=0)), 0),
-        func.coalesce(func.sum(case((Submission.status.in_(("queued", "running")), 1), else_=0)), 0),
+        func.coalesce(func.sum(case((Submission.status == SubmissionStatus.not_gradable, 1), else_=0)), 0),
+        func.coalesce(func.sum(case((Submission.status.in_(IN_PROGRESS_STATUSES), 1), else_=0)), 0),
         func.count(distinct(Submission.student_id)),
         func.count(distinct(case((is_graded, Submission.student_id)))),
         func.count(distinct(case((passed, Submission.student_id)))),

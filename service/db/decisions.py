@@ -15,8 +15,7 @@ from service.db.base import utcnow
 from service.db.models import ApiKey, Decision, ReportRow, ReviewFlag, Submission
 from service.report import Report
 from service.review import DecisionRequest, apply_decision
-
-FINAL = ("graded", "not_gradable")
+from service.status import FINAL_STATUSES, SubmissionStatus
 
 
 class NotDecidable(Exception):
@@ -31,7 +30,7 @@ def actor_of(key: ApiKey) -> str:
 def decide(session: Session, submission_id: str, request: DecisionRequest, *, actor: str) -> Decision:
     # Take the row first (PostgreSQL row lock / SQLite write lock) so no grading or other decision
     # can change the current report between our read and our write.
-    lock = (update(Submission).where(Submission.id == submission_id, Submission.status.in_(FINAL),
+    lock = (update(Submission).where(Submission.id == submission_id, Submission.status.in_(FINAL_STATUSES),
                                      Submission.current_report_id.is_not(None))
             .values(updated_at=utcnow()))
     locked = cast(CursorResult[Any], session.execute(lock))
@@ -66,7 +65,7 @@ def review_queue(session: Session, course_id: str, *, exercise: str | None = Non
     """Graded submissions of a course whose current report waits for a TA, oldest first, with the
     reasons (`veto:<rule>`, `item:<id>`). Filters: exercise, flag kind (a veto rule or
     `needs_review`), and graded before a time (age). All in SQL, on the review columns."""
-    query = (select(Submission).where(Submission.course_id == course_id, Submission.status == "graded",
+    query = (select(Submission).where(Submission.course_id == course_id, Submission.status == SubmissionStatus.graded,
                                       Submission.needs_review.is_(True))
              .order_by(Submission.graded_at, Submission.created_at, Submission.id).limit(limit))
     if exercise:

@@ -23,6 +23,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from service.db.base import Base, utcnow
+from service.status import SubmissionStatus
 
 TZDateTime = DateTime(timezone=True)
 DASHBOARD_COLUMNS = ("course_id", "assignment", "student_id", "status", "created_at", "id", "passed", "score_total",
@@ -83,7 +84,7 @@ class Submission(Base):
     callback_url: Mapped[str | None] = mapped_column(String(2000), nullable=True)
     feedback_token: Mapped[str] = mapped_column(String(64), unique=True)
     secret_seed: Mapped[int] = mapped_column(BigInteger)
-    status: Mapped[str] = mapped_column(String(16), default="queued")  # queued|running|graded|not_gradable
+    status: Mapped[str] = mapped_column(String(16), default=SubmissionStatus.queued)  # service/status.py
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     lease_token: Mapped[str | None] = mapped_column(String(32), nullable=True)
     lease_expires_at: Mapped[datetime | None] = mapped_column(TZDateTime, nullable=True)

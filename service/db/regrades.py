@@ -13,8 +13,7 @@ from sqlalchemy.orm import Session
 from service.db import store
 from service.db.base import utcnow
 from service.db.models import RegradeItem, RegradeJob, ReportRow, Submission
-
-FINAL = ("graded", "not_gradable")
+from service.status import FINAL_STATUSES
 
 
 class NothingToRegrade(LookupError):
@@ -51,7 +50,7 @@ def start(session: Session, course_id: str, *, assignment: str | None = None, ex
                                     assignment=assignment, exercise_id=exercise_id, exercise_version=exercise_version))
     if running is not None:
         return running, False
-    matching = select(Submission.id).where(Submission.course_id == course_id, Submission.status.in_(FINAL))
+    matching = select(Submission.id).where(Submission.course_id == course_id, Submission.status.in_(FINAL_STATUSES))
     if assignment is not None:
         matching = matching.where(Submission.assignment == assignment)
     else:
@@ -123,7 +122,8 @@ def _mark_done(session: Session, job: RegradeJob) -> None:
                                            ReportRow.seq > RegradeItem.seq_before,
                                            ReportRow.reason.in_(("initial", "regrade")))
                 .exists())
-    final = select(Submission.id).where(Submission.id == RegradeItem.submission_id, Submission.status.in_(FINAL)).exists()
+    final = select(Submission.id).where(Submission.id == RegradeItem.submission_id,
+                                        Submission.status.in_(FINAL_STATUSES)).exists()
     result = session.execute(update(RegradeItem).where(and_(RegradeItem.job_id == job.id,
                                                             RegradeItem.state.in_(("pending", "queued")),
                                                             regraded, final)).values(state="done")

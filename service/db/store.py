@@ -16,12 +16,14 @@ from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from service.db.base import utcnow
 from service.dashboard.facts import report_facts
+from service.db.base import utcnow
+from service.db.carry import carry_decisions
 from service.db.models import ApiKey, Course, ReportFact, ReportRow, ReviewFlag, Submission, WebhookDelivery
 from service.grades.policy import CoursePolicy, PolicyUpdate, grade_columns
 from service.lti import scores as lti_scores
 from service.report import Report
+from service.status import FINAL_STATUSES, IN_PROGRESS_STATUSES, SubmissionStatus
 from service.submission import Submission as SubmissionBody
 
 SCOPES = ("submit", "read", "review", "admin")
@@ -137,7 +139,8 @@ def create_submission(session: Session, *, course_id: str, body: SubmissionBody,
     student = body.student
     row = Submission(id=uuid.uuid4().hex, course_id=course_id, exercise_id=body.exercise, body=body.model_dump(),
                      body_sha256=digest, idempotency_key=idempotency_key, callback_url=callback_url,
-                     feedback_token=secrets.token_urlsafe(32), secret_seed=secrets.randbits(62), status="queued",
+                     feedback_token=secrets.token_urlsafe(32), secret_seed=secrets.randbits(62),
+                     status=SubmissionStatus.queued,
                      assignment=body.assignment, student_id=student.id if student else None,
                      student_name=student.name if student else None, student_email=student.email if student else None,
                      attempt=body.attempt, external_ref=body.external_ref, language=body.language)
@@ -157,7 +160,8 @@ def create_submission(session: Session, *, course_id: str, body: SubmissionBody,
 
 
 def queue_depth(session: Session) -> int:
-    return session.scalar(select(func.count()).select_from(Submission).where(Submission.status.in_(("queued", "running")))) or 0
+    in_progress = Submission.status.in_(IN_PROGRESS_STATUSES)
+    return session.scalar(select(func.count()).select_from(Submission).where(in_progress)) or 0
 
 
 def counts_by_status(session: Session) -> dict[str, int]:
@@ -172,8 +176,8 @@ class Claim:
 
 
 def _claimable(now: datetime):
-    return or_(Submission.status == "queued",
-               (Submission.status == "running") & (Submission.lease_expires_at < now))
+    return or_(Submission.status == SubmissionStatus.queued,
+               (Submission.status == SubmissionStatus.running) & (Submission.lease_expires_at < now))
 
 
 def claim(session: Session, *, lease_s: float, submission_id: str | None = None) -> Claim | None:
@@ -195,7 +199,8 @@ def claim(session: Session, *, lease_s: float, submission_id: str | None = None)
         result = session.execute(
             update(Submission)
             .where(Submission.id == candidate, _claimable(now))
-            .values(status="running", lease_token=token, lease_expires_at=now + timedelta(seconds=lease_s),
+            .values(status=SubmissionStatus.running, lease_token=token,
+                    lease_expires_at=now + timedelta(seconds=lease_s),
                     attempts=Submission.attempts + 1, updated_at=now)
         )
         session.commit()
@@ -208,7 +213,8 @@ def claim(session: Session, *, lease_s: float, submission_id: str | None = None)
 def renew_lease(session: Session, claim_: Claim, *, lease_s: float) -> bool:
     result = session.execute(
         update(Submission)
-        .where(Submission.id == claim_.submission_id, Submission.lease_token == claim_.token, Submission.status == "running")
+        .where(Submission.id == claim_.submission_id, Submission.lease_token == claim_.token,
+               Submission.status == SubmissionStatus.running)
         .values(lease_expires_at=utcnow() + timedelta(seconds=lease_s))
     )
     session.commit()
@@ -226,14 +232,12 @@ def finish(session: Session, claim_: Claim, report: Report) -> ReportRow | None:
     result = session.execute(
         update(Submission)
         .where(Submission.id == claim_.submission_id, Submission.lease_token == claim_.token,
-               Submission.status == "running")
+               Submission.status == SubmissionStatus.running)
         .values(status=report.status, lease_token=None, lease_expires_at=None, updated_at=utcnow())
     )
     if result.rowcount != 1:
         session.rollback()
         return None
-    from service.db.carry import carry_decisions  # carry imports store: import here, not at module level
-
     row = session.get(Submission, claim_.submission_id)
     seq = (session.scalar(select(func.max(ReportRow.seq)).where(ReportRow.submission_id == row.id)) or 0) + 1
     if seq > 1:  # a regrade: the TA's decisions stay with the submission (service/db/carry.py)
@@ -294,8 +298,9 @@ def request_regrade(session: Session, submission_id: str) -> bool:
     """Queue a graded submission again; its earlier reports stay as history."""
     result = session.execute(
         update(Submission)
-        .where(Submission.id == submission_id, Submission.status.in_(("graded", "not_gradable")))
-        .values(status="queued", attempts=0, lease_token=None, lease_expires_at=None, updated_at=utcnow())
+        .where(Submission.id == submission_id, Submission.status.in_(FINAL_STATUSES))
+        .values(status=SubmissionStatus.queued, attempts=0, lease_token=None, lease_expires_at=None,
+                updated_at=utcnow())
     )
     session.commit()
     return result.rowcount == 1

@@ -13,7 +13,8 @@ from sqlalchemy.orm import Session
 
 from service.api.schemas import UTCDateTime
 from service.db.models import Decision, HintTaken, Submission
-from service.grades.policy import CoursePolicy, Counted, counted, counted_report
+from service.grades.policy import Counted, CoursePolicy, counted, counted_report
+from service.status import IN_PROGRESS_STATUSES, SubmissionStatus
 
 CSV_COLUMNS = ["assignment", "student_id", "student_name", "student_email", "exercise", "submission_id", "attempt",
                "graded_attempts", "points", "max_points", "raw_total", "passed", "state", "rule", "blocking",
@@ -76,7 +77,8 @@ def gradebook(session: Session, course_id: str, policy: CoursePolicy, *, assignm
         groups.setdefault((row.assignment, row.student_id), []).append(row)
     chosen: dict[tuple[str, str], tuple[Submission, Counted]] = {}
     for key, rows in groups.items():
-        graded = [(r, _counted(r, policy)) for r in rows if r.status == "graded" and r.score_total is not None]
+        graded = [(r, _counted(r, policy)) for r in rows
+                  if r.status == SubmissionStatus.graded and r.score_total is not None]
         if not graded:
             continue
         if policy.grade_policy == "best":
@@ -94,9 +96,10 @@ def gradebook(session: Session, course_id: str, policy: CoursePolicy, *, assignm
     for key in sorted(groups):
         rows = groups[key]
         empty = GradeRow(assignment=key[0], student_id=key[1], student_name=rows[-1].student_name,
-                         student_email=rows[-1].student_email, graded_attempts=sum(r.status == "graded" for r in rows),
-                         in_progress=sum(r.status in ("queued", "running") for r in rows),
-                         not_gradable=sum(r.status == "not_gradable" for r in rows), state="none")
+                         student_email=rows[-1].student_email,
+                         graded_attempts=sum(r.status == SubmissionStatus.graded for r in rows),
+                         in_progress=sum(r.status in IN_PROGRESS_STATUSES for r in rows),
+                         not_gradable=sum(r.status == SubmissionStatus.not_gradable for r in rows), state="none")
         hints, cost = charges.get(key, ((), 0.0))
         empty = empty.model_copy(update={"hints": list(hints), "hint_cost": round(cost, 6)})
         if key not in chosen:

@@ -28,6 +28,7 @@ from service.lti.launches import Person, find_link, is_staff, record_context, re
 from service.lti.refusals import LaunchRefused
 from service.lti.registry import origin_of
 from service.lti.roster import names
+from service.status import SubmissionStatus
 from service.submission import Submission as SubmissionBody
 from service.web.feedback import feedback_response, find_by_token
 from service.web.i18n import LTI_REFUSAL_TITLE, LTI_REFUSALS, texts
@@ -126,7 +127,7 @@ def _exercise(request: Request, link: LtiLink) -> Exercise:
 
 def _score(session: Session, row: Submission) -> str:
     current = store.current_report(session, row)
-    if current is None or row.status != "graded":
+    if current is None or row.status != SubmissionStatus.graded:
         return ""
     score = current.report.get("score", {})
     return f"{score.get('total', 0):g} / {score.get('max', 0):g}" + (" *" if score.get("provisional") else "")

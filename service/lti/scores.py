@@ -29,11 +29,12 @@ from service.db.lti_models import LtiDeployment, LtiLink, LtiPlatform, LtiScoreA
 from service.db.models import ReportRow, Submission
 from service.grades.gradebook import counted_with_hints, gradebook
 from service.grades.platforms import summary
-from service.grades.policy import CoursePolicy, Counted
+from service.grades.policy import Counted, CoursePolicy
 from service.lti import keys
 from service.lti.adapter import ToolRegistration
 from service.lti.http import BoundedSession
 from service.report import Report
+from service.status import SubmissionStatus
 
 log = logging.getLogger("kernelgrade.lti.scores")
 LEASE_S = 120  # a post being attempted is not picked up by another process meanwhile
@@ -64,7 +65,7 @@ def score_body(report: Report, counted: Counted, *, sub: str, submitted_at: date
 def counting_submission(session: Session, submission: Submission, sub: str, policy: CoursePolicy) -> Submission | None:
     """The student's attempt whose grade counts on this placement now (the course's gradebook)."""
     if submission.assignment is None:
-        return submission if submission.status == "graded" else None
+        return submission if submission.status == SubmissionStatus.graded else None
     book = gradebook(session, submission.course_id, policy, assignment=submission.assignment)
     row = next((r for r in book.rows if r.student_id == sub), None)
     return session.get(Submission, row.submission_id) if row is not None and row.submission_id else None

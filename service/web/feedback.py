@@ -16,6 +16,7 @@ from service.db import store
 from service.db.models import Submission
 from service.exercises import Exercise, ExerciseNotFound
 from service.report import BenchTiming, CaseReport, Performance, Report
+from service.status import FINAL_STATUSES
 from service.student_view import LANGUAGES, strip_tracebacks, student_language
 from service.web.i18n import texts
 from service.web.pages import render, secure
@@ -23,7 +24,6 @@ from service.web.svg import PaddingRow, padding_row, score_bar
 
 router = APIRouter(include_in_schema=False)
 
-FINAL = ("graded", "not_gradable")
 
 
 def find_by_token(session, token: str) -> Submission | None:
@@ -303,8 +303,8 @@ def feedback_response(request: Request, session, row: Submission | None, *,
     exercise = exercise_of(request, row.exercise_id)
     current = store.current_report(session, row)
     # the harness's frames are not the student's (service/student_view.py); the seeds stay (the pictures use them)
-    report = (Report.model_validate(strip_tracebacks(current.report)) if current is not None and row.status in FINAL
-              else None)
+    final = current is not None and row.status in FINAL_STATUSES
+    report = Report.model_validate(strip_tracebacks(current.report)) if final else None
     lesson = report.language if report is not None else (exercise.spec.language if exercise is not None else "zh")
     asked = request.query_params.get("lang")
     language = student_language(asked, row.language, row.body, lesson)

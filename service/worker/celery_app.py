@@ -14,6 +14,7 @@ from functools import lru_cache
 from celery import Celery
 
 from service.config import Settings, get_settings
+from service.status import SubmissionStatus
 
 log = logging.getLogger("kernelgrade.celery")
 
@@ -44,9 +45,9 @@ def _worker_state():
 
 @lru_cache
 def _build_worker_state():
+    from service.bootstrap import build_grader
     from service.db.migrate import upgrade
     from service.db.session import make_engine, make_sessionmaker
-    from service.bootstrap import build_grader
     from service.worker.metrics import Metrics
 
     settings = get_settings()
@@ -72,7 +73,7 @@ def _grade_task(task, submission_id: str) -> str | None:
         claim = store.claim(session, lease_s=settings.lease_s, submission_id=submission_id)
         if claim is None:
             row = session.get(Submission, submission_id)
-            if row is not None and row.status == "running" and row.lease_expires_at is not None:
+            if row is not None and row.status == SubmissionStatus.running and row.lease_expires_at is not None:
                 # Someone holds it: come back when their lease would have expired.
                 expires = row.lease_expires_at if row.lease_expires_at.tzinfo else row.lease_expires_at.replace(tzinfo=utcnow().tzinfo)
                 raise task.retry(countdown=max(1.0, (expires - utcnow()).total_seconds() + 1))

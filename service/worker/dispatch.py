@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from datetime import timedelta, timezone
+from datetime import UTC, timedelta
 
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session, sessionmaker
@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from service.config import Settings
 from service.db.base import utcnow
 from service.db.models import Submission
+from service.status import SubmissionStatus
 from service.worker.metrics import Metrics
 from service.worker.pool import InProcessPool
 
@@ -81,12 +82,12 @@ class CeleryDispatcher:
         stale_before = now - timedelta(seconds=self.settings.lease_s)
         with self.sessions() as session:
             rows = session.execute(select(Submission.id, Submission.status, Submission.updated_at).where(or_(
-                (Submission.status == "running") & (Submission.lease_expires_at < now),
-                Submission.status == "queued")).limit(500)).all()
+                (Submission.status == SubmissionStatus.running) & (Submission.lease_expires_at < now),
+                Submission.status == SubmissionStatus.queued)).limit(500)).all()
         republished = 0
         for submission_id, status, updated_at in rows:
-            updated = updated_at if updated_at.tzinfo else updated_at.replace(tzinfo=timezone.utc)
-            if status == "running" or updated < stale_before:
+            updated = updated_at if updated_at.tzinfo else updated_at.replace(tzinfo=UTC)
+            if status == SubmissionStatus.running or updated < stale_before:
                 self.submitted(submission_id)
                 republished += 1
         return republished

@@ -13,6 +13,7 @@ from service.api.schemas import BODY_ERRORS, DATABASE_UNAVAILABLE, UTCDateTime, 
 from service.db import store
 from service.db.models import Submission
 from service.exercises import ExerciseNotFound
+from service.status import FINAL_STATUSES
 from service.student_view import student_language, student_report
 
 router = APIRouter(prefix="/v1/feedback", tags=["feedback"])
@@ -41,7 +42,7 @@ def feedback(token: str, session: SessionDep,
              lang: Literal["zh", "en"] | None = Query(None, description="the language to read it in")) -> FeedbackView:
     row = _row(session, token)
     current = store.current_report(session, row)
-    report = dict(current.report) if current is not None and row.status in ("graded", "not_gradable") else None
+    report = dict(current.report) if current is not None and row.status in FINAL_STATUSES else None
     if report:
         report = student_report(report)  # no seeds, no harness frames (service/student_view.py)
     lesson = str(report.get("language") or "zh") if report else "zh"

@@ -9,6 +9,7 @@ from sqlalchemy import text
 
 from sandbox.backends.base import SandboxUnavailable
 from service.db import store
+from service.status import IN_PROGRESS_STATUSES
 
 router = APIRouter(tags=["health"])
 
@@ -62,6 +63,6 @@ def metrics(request: Request) -> Response:
     m = request.app.state.metrics
     with request.app.state.sessions() as session:
         counts = store.counts_by_status(session)
-    for status in ("queued", "running"):
+    for status in IN_PROGRESS_STATUSES:
         m.queue_depth.labels(status).set(counts.get(status, 0))
     return Response(generate_latest(m.registry), media_type=CONTENT_TYPE_LATEST)

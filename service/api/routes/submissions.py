@@ -42,12 +42,12 @@ from service.grades.gradebook import hint_charge
 from service.grades.platforms import gradescope, prairielearn
 from service.lti import scores as lti_scores
 from service.report import Report
+from service.status import FINAL_STATUSES, SubmissionStatus
 from service.submission import Student
 from service.submission import Submission as SubmissionBody
 from service.worker.webhooks import CallbackRefused, check_callback_url
 
 router = APIRouter(prefix="/v1/submissions", tags=["submissions"], responses=KEYED_ERRORS)
-FINAL = ("graded", "not_gradable")
 NOT_GRADABLE_MESSAGE = ("kernelgrade failed to grade this submission (our failure, not the student's); "
                         "it costs the student nothing.")
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: error("no such submission for this key's course")}
@@ -82,9 +82,9 @@ def view(request: Request, session: Session, row: Submission, settings: Settings
     history = store.report_history(session, row.id)
     return SubmissionView(
         id=row.id, status=row.status, exercise=row.exercise_id, created_at=row.created_at, updated_at=row.updated_at,
-        attempts=row.attempts, message=NOT_GRADABLE_MESSAGE if row.status == "not_gradable" else None,
+        attempts=row.attempts, message=NOT_GRADABLE_MESSAGE if row.status == SubmissionStatus.not_gradable else None,
         links=links(base, row), **identity(row),
-        report=Report.model_validate(current.report) if current is not None and row.status in FINAL else None,
+        report=Report.model_validate(current.report) if current is not None and row.status in FINAL_STATUSES else None,
         history=[ReportVersion(seq=r.seq, reason=r.reason, status=r.status, created_at=r.created_at,
                                score=(r.report.get("score") or {}).get("total"), current=r.id == row.current_report_id)
                  for r in history],
@@ -165,12 +165,13 @@ def create_submission(
     if created:
         request.app.state.dispatcher.submitted(row.id)
     deadline = time.monotonic() + wait
-    while row.status not in FINAL and time.monotonic() < deadline:
+    while row.status not in FINAL_STATUSES and time.monotonic() < deadline:
         session.close()  # no pooled connection held while we sleep: waiting requests must not starve the workers
         time.sleep(0.1)
         row = session.get_one(Submission, row.id)
     result = view(request, session, row, settings)
-    return JSONResponse(result.model_dump(mode="json", by_alias=True), status_code=200 if row.status in FINAL else 202,
+    return JSONResponse(result.model_dump(mode="json", by_alias=True),
+                        status_code=200 if row.status in FINAL_STATUSES else 202,
                         headers={"Location": result.links.self})
 
 
@@ -298,7 +299,7 @@ def get_report(request: Request, submission_id: str, session: SessionDep, settin
     platform imports (the course's veto policy applied; docs/integrations.md has the mapping)."""
     row = owned(session, submission_id, key.course_id)
     current = store.current_report(session, row)
-    if current is None or row.status not in FINAL:
+    if current is None or row.status not in FINAL_STATUSES:
         raise HTTPException(409, f"submission {row.id} is not graded yet (status: {row.status})")
     report = Report.model_validate(current.report)
     if format == "json":
