@@ -226,6 +226,8 @@ def finish(session: Session, claim_: Claim, report: Report) -> ReportRow | None:
 
     One transaction: the report row, the submission's status and its current report, and the
     webhook delivery (if a callback was asked for). A worker that lost its lease writes nothing.
+    A not_gradable regrade of a graded submission is written to the history only: the graded
+    report stays current and the submission stays graded (our failure never replaces a grade).
     """
     # The conditional UPDATE comes first: it takes the row (PostgreSQL) or the write lock
     # (SQLite), so nobody can re-claim between our check and our write.
@@ -246,6 +248,12 @@ def finish(session: Session, claim_: Claim, report: Report) -> ReportRow | None:
                            status=report.status, report=json.loads(report.to_json()))
     session.add(report_row)
     session.flush()
+    if _keeps_earlier_grade(session, row, report):
+        # Our failure never replaces a good grade: the regrade stays in the history (not current),
+        # the graded report stays current (gradebook, passback, feedback), and it can be regraded again.
+        row.status = SubmissionStatus.graded
+        session.commit()
+        return report_row
     row.current_report_id = report_row.id
     row.graded_at = utcnow()
     if row.first_graded_at is None:
@@ -254,6 +262,14 @@ def finish(session: Session, claim_: Claim, report: Report) -> ReportRow | None:
     notify(session, row, report_row, event="submission.graded" if seq == 1 else "submission.regraded")
     session.commit()
     return report_row
+
+
+def _keeps_earlier_grade(session: Session, row: Submission, report: Report) -> bool:
+    """A not_gradable regrade of a submission whose current report is graded: that report stays current."""
+    if report.status != SubmissionStatus.not_gradable or row.current_report_id is None:
+        return False
+    current = session.get(ReportRow, row.current_report_id)
+    return current is not None and current.status == SubmissionStatus.graded
 
 
 def notify(session: Session, row: Submission, report_row: ReportRow, *, event: str, decision_id: int | None = None) -> None:
