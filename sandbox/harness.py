@@ -21,10 +21,6 @@ import sys
 import time
 import traceback
 
-EXIT_OK = 0
-EXIT_BAD_JOB = 3
-EXIT_GPU_POISONED = 4  # a CUDA fault left the context unusable: the rest needs a fresh sandbox
-
 MAX_TEXT = 8000
 MAX_RECORDED_CALLS = 16  # of the entry point during the given check
 MAX_RECORDED_BYTES = 8 << 20
@@ -84,6 +80,7 @@ def main() -> int:
     _JOB_DIR = os.path.join(os.path.realpath(job_dir), "")
     sys.path.insert(0, job_dir)
     import wire  # noqa: E402  (from the job folder)
+    from exits import HarnessExit  # the exit statuses the runner reads (sandbox/exits.py)
 
     def send(message: dict, blob: bytes = b"") -> None:
         wire.write_frame(verdict_fd, message, blob)
@@ -100,7 +97,7 @@ def main() -> int:
     if mode == "interpreter" and os.environ.get("TRITON_INTERPRET") != "1":
         # Must be set before triton is first imported; the backend does that, we only verify.
         send({"type": "fatal", "error": "TRITON_INTERPRET=1 was not set before start-up"})
-        return EXIT_BAD_JOB
+        return HarnessExit.bad_job
 
     started = time.perf_counter()
     import torch
@@ -112,7 +109,7 @@ def main() -> int:
     if mode == "gpu":
         if not torch.cuda.is_available():
             send({"type": "fatal", "error": "GPU mode requested but torch sees no CUDA device"})
-            return EXIT_BAD_JOB
+            return HarnessExit.bad_job
         torch.cuda.init()
         device_name = torch.cuda.get_device_name(0)
     else:
@@ -139,7 +136,7 @@ def main() -> int:
     expected = [2 * i + 1 for i in range(13)] + [0, 0, 0]
     if canary.cpu().tolist() != expected:
         send({"type": "fatal", "error": f"canary kernel returned {canary.cpu().tolist()}, expected {expected}"})
-        return EXIT_BAD_JOB
+        return HarnessExit.bad_job
 
     send({
         "type": "hello",
@@ -156,10 +153,10 @@ def main() -> int:
         go = os.read(control_fd, 1)  # blocks until the job is written (or the pool closes the pipe)
         os.close(control_fd)
         if go != b"g":
-            return EXIT_OK
+            return HarnessExit.ok
         job = read_job()
         if job["mode"] != mode:
-            return EXIT_BAD_JOB  # a trusted-side bug; 'fatal' is not accepted after hello
+            return HarnessExit.bad_job  # a trusted-side bug; 'fatal' is not accepted after hello
 
     def gpu_poisoned() -> bool:
         if mode != "gpu":
@@ -180,7 +177,7 @@ def main() -> int:
         entry = getattr(module, job["entry_point"])
     except BaseException as exc:  # noqa: BLE001 - the student's program failed to load
         send({"type": "load_error", "error": _student_traceback(exc)})
-        return EXIT_OK
+        return HarnessExit.ok
     _end_stray_processes()
 
     if job["run_given_check"]:
@@ -232,7 +229,7 @@ def main() -> int:
               "elapsed_s": time.perf_counter() - t0, "calls": calls[0]}, record_blob)
         _end_stray_processes()
         if gpu_poisoned():
-            return EXIT_GPU_POISONED
+            return HarnessExit.gpu_poisoned
 
     inputs = load_file(os.path.join(job_dir, "inputs.safetensors"))
     for case in job["cases"]:
@@ -299,7 +296,7 @@ def main() -> int:
                   "elapsed_s": time.perf_counter() - t0, "guards": records}, blob)
             _end_stray_processes()
             if gpu_poisoned():
-                return EXIT_GPU_POISONED
+                return HarnessExit.gpu_poisoned
             continue
         send({"type": "case", "id": case["id"], "status": "ok", "elapsed_s": time.perf_counter() - t0,
               "guards": records}, blob)
@@ -308,11 +305,11 @@ def main() -> int:
         send({"type": "speed_start"})
         send(_speed(job["speed"], entry, inputs, torch))
         if gpu_poisoned():
-            return EXIT_GPU_POISONED
+            return HarnessExit.gpu_poisoned
     cache = sys.modules.get("shared_triton_cache")  # loaded by Triton only when the shared cache is mounted
     send({"type": "done", **({"triton_cache": dict(cache.counts)} if cache is not None else {}),
           **({"gpu_compile": {"compiles": gate.compiles, "seconds": gate.compile_s}} if gate else {})})
-    return EXIT_OK
+    return HarnessExit.ok
 
 
 def _stats(times: list) -> dict:

@@ -29,12 +29,11 @@ from safetensors.numpy import save_file
 from sandbox.backends.base import SandboxBackend, SandboxUnavailable
 from sandbox.cgroups import remove_stale_cgroups
 from sandbox.contract import CaseJob, CaseRun, DeviceMode, GivenRun, Job, Limits, RunResult, SpeedJob, SpeedRun
+from sandbox.exits import HarnessExit
 from sandbox.guards import check as check_guards
 from sandbox.pool import JOB_PREFIX, Sandbox, WarmPool, copy_harness, new_job_dir, start_sandbox
 from sandbox.text import clean_text, hello_environment
 from sandbox.wire import FrameError
-
-EXIT_GPU_POISONED = 4
 
 
 def remove_stale_jobs(work_root: Path | None = None) -> int:
@@ -245,7 +244,7 @@ class SandboxRunner:
             error = (f"超出内存上限：沙箱用掉的内存（含 /tmp 与 /dev/shm 里的文件）超过了 {sandbox.memory_limit}，进程被终止"
                      f"（Out of memory: the sandbox's memory, files in /tmp and /dev/shm included, went past its "
                      f"limit ({sandbox.memory_limit}) and its process was killed）")
-        elif proc.returncode == EXIT_GPU_POISONED:
+        elif proc.returncode == HarnessExit.gpu_poisoned:
             error = "GPU 出现致命错误（例如非法地址访问），CUDA 上下文已不可用"
         else:
             error = f"进程异常退出（{_signal_name(proc.returncode)}）"

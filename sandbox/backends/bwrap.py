@@ -29,6 +29,7 @@ from sandbox.backends.base import (
 from sandbox.cgroups import PIDS_CGROUP, host_pids_cgroups, sandbox_cgroups
 from sandbox.contract import OWN_PID_NAMESPACE_ENV, RUNTIME_THREAD_ENV, DeviceMode, GiB, Limits
 from sandbox.host_uids import lease_host_uid
+from sandbox.paths import is_within
 from sandbox.seccomp import filter_fd, filter_program
 
 SANDBOX_UID = 65534  # the uid inside every sandbox (on the host: root's, or one of sandbox.host_uids)
@@ -51,8 +52,8 @@ def python_roots(python: str) -> list[Path]:
         roots.add(Path(prefix))
         roots.add(Path(prefix).resolve())
     # Drop roots already covered by /usr or by another root.
-    kept = sorted(r for r in roots if not _is_within(r, Path("/usr")))
-    return [r for r in kept if not any(r != o and _is_within(r, o) for o in kept)]
+    kept = sorted(r for r in roots if not is_within(r, Path("/usr")))
+    return [r for r in kept if not any(r != o and is_within(r, o) for o in kept)]
 
 
 def blocked_for_others(path: Path) -> Path | None:
@@ -84,14 +85,6 @@ def bwrap_version() -> tuple[int, ...]:
 
 def _size(n: int) -> str:
     return f"{n / GiB:g} GiB" if n >= GiB else f"{n >> 20} MiB"
-
-
-def _is_within(path: Path, folder: Path) -> bool:
-    try:
-        path.relative_to(folder)
-        return True
-    except ValueError:
-        return False
 
 
 class BwrapBackend:
@@ -275,7 +268,7 @@ class BwrapBackend:
         for root in roots:
             args += ["--ro-bind", str(root), str(root)]
         for hidden in self.hidden_paths:
-            if any(_is_within(hidden, r) for r in [*roots, Path("/usr")]):
+            if any(is_within(hidden, r) for r in [*roots, Path("/usr")]):
                 args += ["--tmpfs", str(hidden)]
         args += [
             "--ro-bind", str(job_dir), "/job",

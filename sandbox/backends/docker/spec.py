@@ -19,6 +19,7 @@ from sandbox.backends.base import TRITON_CACHE_MOUNT_POINT, TritonCacheMount
 from sandbox.backends.docker.hostview import GpuView
 from sandbox.backends.docker.options import DockerOptions
 from sandbox.contract import OWN_PID_NAMESPACE_ENV, RUNTIME_THREAD_ENV, DeviceMode, Limits
+from sandbox.paths import is_within
 
 SANDBOX_UID = 65534
 JOB_MOUNT = "/job"
@@ -44,11 +45,6 @@ class ContainerView:
     system_binds: tuple[str, ...] = ()  # host-system images: host folders bound read-only at the same path
     gpu: GpuView | None = None  # gpu=devices in GPU mode
     triton_cache: TritonCacheMount | None = None  # GPU mode: the shared compile cache
-
-
-def is_within(path: str, folder: str) -> bool:
-    path, folder = os.path.normpath(path), os.path.normpath(folder)
-    return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
 def _ro_bind(source: str, target: str | None = None) -> dict[str, Any]:
