@@ -8,6 +8,11 @@ import posixpath
 import re
 from typing import Any
 
+from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
+
+from service.report import CaseReport, Report, Seeds
+
 # The files of a job a student wrote or was given: every other frame is the grader's.
 STUDENT_FILES = frozenset({"submission.py", "given_check.py"})
 
@@ -52,6 +57,19 @@ def student_report(report: dict[str, Any]) -> dict[str, Any]:
     report.pop("seeds", None)
     report["cases"] = [{k: v for k, v in case.items() if k != "seed"} for case in report.get("cases", []) or []]
     return strip_tracebacks(report)
+
+
+class StudentCaseReport(CaseReport):
+    """A case as the student sees it: without its seed."""
+
+    seed: SkipJsonSchema[int | None] = Field(None, exclude=True)
+
+
+class StudentReport(Report):
+    """A report as the student sees it (`student_report`): no seeds, no harness frames."""
+
+    cases: list[StudentCaseReport] = []
+    seeds: SkipJsonSchema[Seeds | None] = Field(None, exclude=True)
 
 
 LANGUAGES = ("zh", "en")

@@ -1,7 +1,7 @@
 """/v1/feedback/{token}: a student's own report, through an unguessable link (no key)."""
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from pydantic import BaseModel, Field
@@ -13,16 +13,17 @@ from service.api.schemas import BODY_ERRORS, DATABASE_UNAVAILABLE, UTCDateTime, 
 from service.db import store
 from service.db.models import Submission
 from service.exercises import ExerciseNotFound
-from service.status import FINAL_STATUSES
-from service.student_view import student_language, student_report
+from service.status import FINAL_STATUSES, SubmissionStatus
+from service.student_view import StudentReport, student_language, student_report
 
 router = APIRouter(prefix="/v1/feedback", tags=["feedback"])
 
 
 class FeedbackView(BaseModel):
-    status: str
+    status: SubmissionStatus
     exercise: str
-    report: dict[str, Any] | None = None
+    report: StudentReport | None = Field(None, description="the current report once graded (or not gradable), "
+                                                           "as the student sees it: no seeds, no harness frames")
     language: Literal["zh", "en"] = Field("zh", description="the language the student reads their feedback in: ?lang=, "
                                                              "else the submission's declared language, else the one its "
                                                              "written answers are in, else the lesson's")
@@ -42,10 +43,10 @@ def feedback(token: str, session: SessionDep,
              lang: Literal["zh", "en"] | None = Query(None, description="the language to read it in")) -> FeedbackView:
     row = _row(session, token)
     current = store.current_report(session, row)
-    report = dict(current.report) if current is not None and row.status in FINAL_STATUSES else None
-    if report:
-        report = student_report(report)  # no seeds, no harness frames (service/student_view.py)
-    lesson = str(report.get("language") or "zh") if report else "zh"
+    report = None
+    if current is not None and row.status in FINAL_STATUSES:  # no seeds, no harness frames (service/student_view.py)
+        report = StudentReport.model_validate(student_report(current.report))
+    lesson = report.language if report is not None else "zh"
     return FeedbackView(status=row.status, exercise=row.exercise_id, report=report,
                         language=student_language(lang, row.language, row.body, lesson))  # type: ignore[arg-type]
 
