@@ -38,10 +38,12 @@ def build_grader(settings: Settings, *, sessions: sessionmaker[Session] | None =
         from sandbox.compile_cache import SharedCompileCache, default_root
         from service.grading.compile_warm import CompileWarmer
 
-        cache = SharedCompileCache(settings.compile_cache_dir or default_root(settings.data_dir.resolve() / "triton-shared"))
+        root = settings.compile_cache_dir or default_root(settings.data_dir.resolve() / "triton-shared")
+        cache = SharedCompileCache(root)
         backend = backend.with_triton_cache(TritonCacheMount(cache.root))
         warmer = CompileWarmer(cache=cache, backend=backend, limits=settings.limits, device_index=settings.gpu_index,
                                threads=settings.compile_cache_threads)
-    return Grader(catalog=ExerciseCatalog(settings.exercises_dir), runner=SandboxRunner(backend=backend, limits=settings.limits),
+    return Grader(catalog=ExerciseCatalog(settings.exercises_dir),
+                  runner=SandboxRunner(backend=backend, limits=settings.limits),
                   mode=mode, device_index=settings.gpu_index, assist=assist, memo=memo,
                   warm_pool=settings.warm_pool, compile_cache=warmer, prewarm=settings.compile_cache_prewarm)

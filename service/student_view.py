@@ -62,13 +62,13 @@ def student_report(report: dict[str, Any]) -> dict[str, Any]:
 class StudentCaseReport(CaseReport):
     """A case as the student sees it: without its seed."""
 
-    seed: SkipJsonSchema[int | None] = Field(None, exclude=True)
+    seed: SkipJsonSchema[int | None] = Field(None, exclude=True)  # type: ignore[assignment]  # never sent
 
 
 class StudentReport(Report):
     """A report as the student sees it (`student_report`): no seeds, no harness frames."""
 
-    cases: list[StudentCaseReport] = []
+    cases: list[StudentCaseReport] = []  # type: ignore[assignment]  # read only, never mixed with CaseReport
     seeds: SkipJsonSchema[Seeds | None] = Field(None, exclude=True)
 
 

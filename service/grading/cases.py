@@ -28,7 +28,8 @@ def compare_cases(exercise: Exercise, run: RunResult | None, arrays: dict[str, d
     if run is not None:
         given = run.given
         reports.append(CaseReport(
-            id=GIVEN_CASE_ID, kind="given", description=spec.given_check.description, shape=[], seed=spec.given_check.seed,
+            id=GIVEN_CASE_ID, kind="given", description=spec.given_check.description, shape=[],
+            seed=spec.given_check.seed,
             passed=given is not None and given.status == "passed", tolerance=tolerance,
             error=None if given is None or given.status == "passed" else (given.output or given.status),
             elapsed_s=given.elapsed_s if given else None,

@@ -17,8 +17,9 @@ from service.grading.memo import memoisable
 from service.grading.speed import speed_inputs, speed_job
 
 
-def run_program(runner: SandboxRunner, exercise: Exercise, program: Program, arrays: dict[str, dict[str, np.ndarray]], *,
-                mode: DeviceMode, device_index: int, cases: list[CaseSpec] | None = None) -> RunResult:
+def run_program(runner: SandboxRunner, exercise: Exercise, program: Program,
+                arrays: dict[str, dict[str, np.ndarray]], *, mode: DeviceMode, device_index: int,
+                cases: list[CaseSpec] | None = None) -> RunResult:
     """One sandbox run of `program`: the given check, every case on its drawn inputs (`arrays`,
     by case id), and on a GPU the speed phase of an exercise with `speed:` (its input drawn here,
     on the trusted side). The grader and the compile-cache warmer both run programs this way."""
@@ -71,7 +72,8 @@ def run_timing(run: RunResult | None, started: float) -> dict[str, float]:
             timing["given_check_s"] = run.given.elapsed_s
         if run.speed is not None and run.speed.elapsed_s is not None:
             timing["speed_s"] = run.speed.elapsed_s  # the speed phase (GPU, exercises with `speed:`)
-        for name, count in run.triton_cache.items():  # kernels_shared_hits, kernels_compiled, kernels_gpu_compile_checks
+        # kernels_shared_hits, kernels_compiled, kernels_gpu_compile_checks
+        for name, count in run.triton_cache.items():
             timing[f"kernels_{name}"] = float(count)
         if run.gpu_compile_s:
             timing["gpu_compile_check_s"] = run.gpu_compile_s

@@ -57,7 +57,8 @@ def _imports(module: str, path: Path, known: dict[str, Path]) -> set[str]:
         for name in names:
             target = _resolve(name, known)
             if target is None and "." not in name and f"{package}.{name}" in known:
-                target = f"{package}.{name}"  # a flat import of a sibling: the harness imports `wire` from its job folder
+                # a flat import of a sibling: the harness imports `wire` from its job folder
+                target = f"{package}.{name}"
             if target is not None and target != module:
                 found.add(target)
     return found
