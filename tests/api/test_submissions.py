@@ -404,6 +404,19 @@ def test_feedback_link_needs_no_key_and_shows_only_that_report(graded):
     assert low["id"] not in response.text
     assert "seeds" not in report and all("seed" not in case for case in report["cases"])
     assert str(example["report"]["seeds"]["secret"]) not in response.text
+    assert set(report) == set(example["report"]) - {"seeds"}, "the report's fields, less the seeds"
+    assert [set(c) for c in report["cases"]] == [set(c) - {"seed"} for c in example["report"]["cases"]]
+
+
+def test_the_feedback_response_is_declared_in_the_openapi_document(service):
+    schemas = httpx.get(f"{service.url}/openapi.json", timeout=30).json()["components"]["schemas"]
+    view = schemas["FeedbackView"]["properties"]
+    assert {"$ref": "#/components/schemas/StudentReport"} in view["report"]["anyOf"]
+    assert view["status"] == {"$ref": "#/components/schemas/SubmissionStatus"}
+    assert set(schemas["SubmissionStatus"]["enum"]) == {"queued", "running", "graded", "not_gradable"}
+    student = schemas["StudentReport"]["properties"]
+    assert "seeds" not in student and {"score", "items", "cases", "status", "message"} <= set(student)
+    assert "seed" not in schemas["StudentCaseReport"]["properties"]
 
 
 def test_feedback_link_of_an_ungraded_submission_shows_no_report(service, course):
