@@ -99,7 +99,7 @@ def test_stdout_reaches_the_verdict_fd_unchanged_stderr_the_log_and_the_containe
     job.mkdir()
     script = "printf 'frame-one'; echo 'student print' >&2; head -c 200000 /dev/zero | tr '\\0' 'x'; exit 3"
     code, verdict, log, _ = run_launcher(api, shell_spec(host_image, job, script))
-    assert code == 3  # the exit status passes through (the harness's EXIT_GPU_POISONED is 4)
+    assert code == 3  # the exit status passes through (the harness's HarnessExit.gpu_poisoned is 4)
     assert verdict == b"frame-one" + b"x" * 200000
     assert log == "student print\n"
     assert containers_of(api, job.name) == []
