@@ -13,11 +13,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from service.bootstrap import build_grader
 from service.cli_common import err, fail, migrated_sessions
 from service.cli_images import image_app
 from service.config import Settings
 from service.config_errors import settings_error
-from service.bootstrap import build_grader
 from service.exercises import ExerciseCatalog, ExerciseNotFound
 from service.grading.validate import Outcome, Summary, code_points, summarize, validate_exercise
 from service.lti import cli as lti_cli

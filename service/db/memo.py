@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import time
 from datetime import timedelta
+from typing import Any, cast
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import CursorResult, delete, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -21,7 +22,7 @@ class DbMemo:
     """The `verdict_memo` table (migration 0004). The first result for a key wins; a concurrent
     second insert of the same key fails on the primary key and is dropped."""
 
-    def __init__(self, sessions: "sessionmaker[Session]") -> None:
+    def __init__(self, sessions: sessionmaker[Session]) -> None:
         self.sessions = sessions
         self._releases = Releases()
 
@@ -49,9 +50,8 @@ class DbMemo:
         now = utcnow()
         expires = now + timedelta(seconds=ttl_s)
         with self.sessions() as session:
-            taken = session.execute(update(MemoClaimRow)
-                                    .where(MemoClaimRow.key == key, MemoClaimRow.owner == owner)
-                                    .values(expires_at=expires)).rowcount
+            take = update(MemoClaimRow).where(MemoClaimRow.key == key, MemoClaimRow.owner == owner)
+            taken = cast(CursorResult[Any], session.execute(take.values(expires_at=expires))).rowcount
             if taken:
                 session.commit()
                 return True

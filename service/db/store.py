@@ -240,7 +240,7 @@ def finish(session: Session, claim_: Claim, report: Report) -> ReportRow | None:
     if result.rowcount != 1:
         session.rollback()
         return None
-    row = session.get(Submission, claim_.submission_id)
+    row = session.get_one(Submission, claim_.submission_id)
     seq = (session.scalar(select(func.max(ReportRow.seq)).where(ReportRow.submission_id == row.id)) or 0) + 1
     if seq > 1:  # a regrade: the TA's decisions stay with the submission (service/db/carry.py)
         report = carry_decisions(session, row.id, report)

@@ -11,7 +11,8 @@ from service.exercises import CaseSpec, Exercise, ExerciseSpec
 from service.grading import bounds
 from service.grading.compare import compare_outputs
 from service.grading.diagnose import CaseEvidence
-from service.grading.overwrite import changed_input, diagnosis as overwrite_diagnosis
+from service.grading.overwrite import changed_input
+from service.grading.overwrite import diagnosis as overwrite_diagnosis
 from service.grading.run import sandbox_inputs
 from service.report import CaseReport, Diagnosis, OutOfBounds
 

@@ -1,7 +1,7 @@
 """The one `not_gradable` report: a failure of ours, which costs the student nothing and says so."""
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from service.messages import Language, render
 from service.report import Environment, ExerciseRef, Report, Score
@@ -24,5 +24,5 @@ def not_gradable_report(*, submission_id: str, exercise: ExerciseRef, max_points
         score=Score(total=0.0, max=max_points, pass_threshold=pass_threshold, passed=False, provisional=False),
         environment=environment or Environment(backend="interpreter", sandbox="none"),
         timing=timing or {},
-        created_at=datetime.now(timezone.utc),
+        created_at=datetime.now(UTC),
     )

@@ -303,8 +303,8 @@ def feedback_response(request: Request, session, row: Submission | None, *,
     exercise = exercise_of(request, row.exercise_id)
     current = store.current_report(session, row)
     # the harness's frames are not the student's (service/student_view.py); the seeds stay (the pictures use them)
-    final = current is not None and row.status in FINAL_STATUSES
-    report = Report.model_validate(strip_tracebacks(current.report)) if final else None
+    report = (Report.model_validate(strip_tracebacks(current.report))
+              if current is not None and row.status in FINAL_STATUSES else None)
     lesson = report.language if report is not None else (exercise.spec.language if exercise is not None else "zh")
     asked = request.query_params.get("lang")
     language = student_language(asked, row.language, row.body, lesson)

@@ -16,8 +16,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from service.db import store
 from service.db.models import ReportRow, Submission
 from service.exercises import Exercise, ExerciseNotFound
-from service.grading.pipeline import Grader
 from service.grading.not_gradable import not_gradable_report
+from service.grading.pipeline import Grader
 from service.report import ExerciseRef, Report
 from service.submission import Submission as SubmissionBody
 from service.worker.metrics import Metrics
@@ -49,7 +49,7 @@ class _Heartbeat:
             except Exception:  # noqa: BLE001 - a failed renewal is retried at the next beat
                 log.exception("lease renewal failed for %s", claim.submission_id)
 
-    def __enter__(self) -> "_Heartbeat":
+    def __enter__(self) -> _Heartbeat:
         self._thread.start()
         return self
 

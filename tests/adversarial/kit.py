@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from sandbox.contract import DeviceMode, Limits
-from service.config import REPO_ROOT, Settings
 from service.bootstrap import build_grader
+from service.config import REPO_ROOT, Settings
 from service.grading.pipeline import Grader
 from service.report import Report
 from service.submission import Submission

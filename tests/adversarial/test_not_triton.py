@@ -16,8 +16,8 @@ import textwrap
 import pytest
 
 from sandbox.contract import DeviceMode, Limits
-from service.config import REPO_ROOT, Settings
 from service.bootstrap import build_grader
+from service.config import REPO_ROOT, Settings
 from service.submission import Submission
 from tests.adversarial.kit import (
     QUICK,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from sandbox.contract import Limits
-from service.config import REPO_ROOT, Settings
 from service.bootstrap import build_grader
+from service.config import REPO_ROOT, Settings
 from service.submission import Submission
 from tests.adversarial.kit import QUICK, SECRET_SEED, assert_graded_normally
 

@@ -66,11 +66,11 @@ def test_validate_fails_loudly_when_a_mutant_escapes(tmp_path):
 
 def test_review_queue_and_decide_from_the_command_line(tmp_path):
     """A graded submission waiting for a TA (a partial Q2 answer), decided with the CLI."""
+    from service.bootstrap import build_grader
     from service.config import Settings
     from service.db import store
     from service.db.migrate import upgrade
     from service.db.session import make_engine, make_sessionmaker
-    from service.bootstrap import build_grader
     from service.submission import Submission
 
     settings = Settings(data_dir=tmp_path)

@@ -12,11 +12,11 @@ import sys
 
 import pytest
 
+from service.bootstrap import build_grader
 from service.config import REPO_ROOT, Settings
 from service.db import store
 from service.db.migrate import upgrade
 from service.db.session import make_engine, make_sessionmaker
-from service.bootstrap import build_grader
 from service.submission import Submission
 
 

@@ -28,8 +28,8 @@ from sandbox.backends.docker.options import DockerOptions
 from sandbox.backends.docker.reaper import Reaper
 from sandbox.backends.docker.spec import BUDGET_LABEL, LABEL, OWNER_LABEL, ContainerView, container_spec
 from sandbox.contract import DeviceMode, Limits, MiB
-from service.config import REPO_ROOT, Settings
 from service.bootstrap import build_grader
+from service.config import REPO_ROOT, Settings
 from service.submission import Submission
 from tests.support.backends import docker_image
 from tests.support.servers import LiveServer

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from service.config import Settings
 from service.bootstrap import build_grader
+from service.config import Settings
 from service.grading.validate import summarize, validate_exercise
 from service.submission import Submission
 

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from sandbox.contract import CaseJob, DeviceMode, SpeedJob, TensorArg
+from service.bootstrap import build_grader
 from service.config import REPO_ROOT, Settings
 from service.grading.memo import InMemoryMemo
-from service.bootstrap import build_grader
 from service.report import Report
 from service.submission import Submission
 from service.web.feedback import performance_view, reasons

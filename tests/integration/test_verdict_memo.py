@@ -8,13 +8,13 @@ import threading
 import pytest
 import yaml
 
+from service.bootstrap import build_grader
 from service.config import REPO_ROOT, Settings
+from service.db.memo import DbMemo
 from service.db.migrate import upgrade
 from service.db.models import VerdictMemoRow
 from service.db.session import make_engine, make_sessionmaker
-from service.db.memo import DbMemo
 from service.grading.memo import InMemoryMemo, MemoEntry
-from service.bootstrap import build_grader
 from service.submission import Submission
 from tests.support.servers import database
 

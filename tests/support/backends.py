@@ -19,8 +19,8 @@ import pytest
 
 from sandbox.backends import make_backend
 from sandbox.backends.base import SandboxBackend
-from service.config import Settings
 from service.bootstrap import build_grader
+from service.config import Settings
 from service.grading.pipeline import Grader
 
 DEFAULT_BACKENDS = ("bwrap", "docker")

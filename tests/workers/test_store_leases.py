@@ -13,15 +13,15 @@ import time
 import pytest
 from sqlalchemy import func, select
 
+from service.bootstrap import build_grader
 from service.config import Settings
 from service.db import store
 from service.db.migrate import upgrade
 from service.db.models import ReportRow, Submission
 from service.db.session import make_engine, make_sessionmaker
-from service.bootstrap import build_grader
-from service.submission import Submission as SubmissionBody
 from service.grading.not_gradable import not_gradable_report
 from service.report import ExerciseRef
+from service.submission import Submission as SubmissionBody
 from service.worker.grading import grade_claimed
 from tests.support.servers import database
 from tests.workers.procs import EXAMPLE
