@@ -12,6 +12,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from sandbox.contract import Scalar  # what a case passes through to the sandbox: one definition
 from service import syntax
 
 CaseKind = Literal["regular", "boundary", "probe"]
@@ -73,8 +74,6 @@ class DataSpec(_Strict):
     zeros_fraction: float = Field(0.0, ge=0, le=1, description="valid lanes set to exactly 0.0")
     sign: Literal["any", "negative", "positive"] = "any"
 
-
-Scalar = int | float | bool | str
 
 ShapeFamily = Literal["ragged", "prime", "past_pow2", "wide"]
 MIN_DRAW_CANDIDATES = 8  # a family with fewer widths could be enumerated and fitted

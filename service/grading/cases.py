@@ -8,9 +8,9 @@ import numpy as np
 
 from sandbox.contract import RunResult
 from service.exercises import CaseSpec, Exercise, ExerciseSpec
+from service.exercises.kit import CaseEvidence
 from service.grading import bounds
 from service.grading.compare import compare_outputs
-from service.grading.diagnose import CaseEvidence
 from service.grading.overwrite import changed_input
 from service.grading.overwrite import diagnosis as overwrite_diagnosis
 from service.grading.run import sandbox_inputs

@@ -9,13 +9,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("service", "sandbox")
 
-# Edges (importer, imported) known to close a cycle that another branch removes; each one names it.
-ALLOWED_EDGES: set[tuple[str, str]] = {
-    ("service.exercises", "service.grading.inputs"),  # removed by the kit branch
-    ("service.exercises", "service.grading.passrule"),  # removed by the kit branch (passrule -> freetext -> exercises)
-}
-
-
 def _module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     if parts[-1] == "__init__":
@@ -66,10 +59,7 @@ def _imports(module: str, path: Path, known: dict[str, Path]) -> set[str]:
 
 def import_graph() -> dict[str, set[str]]:
     known = _sources()
-    graph = {module: _imports(module, path, known) for module, path in known.items()}
-    for importer, imported in ALLOWED_EDGES:
-        graph.get(importer, set()).discard(imported)
-    return graph
+    return {module: _imports(module, path, known) for module, path in known.items()}
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
