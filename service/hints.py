@@ -18,11 +18,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.db.models import Course, HintTaken, Submission
+from service.messages import LANGUAGES, render
 from service.status import SubmissionStatus
 
 LEVELS = 4
-LEVEL_NAMES = {"zh": ("概念区域", "具体方向", "关键局部", "完整答案"),
-               "en": ("concept area", "direction", "key spot", "full answer")}
+LEVEL_NAMES: dict[str, tuple[str, ...]] = {  # the levels' names, from the catalogue (hints.level.1 … 4)
+    lang: tuple(render(f"hints.level.{level}", lang) for level in range(1, LEVELS + 1)) for lang in LANGUAGES}
 GENERAL = "general"
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from service.grading.freetext import normalise
+from service.messages import render
 from service.report import Veto
 
 ClaimKind = Literal["missing", "static_review", "pass", "fail", "results", "unclear"]
@@ -74,30 +75,6 @@ def parse_claim(claimed_output: str) -> Claim:
     return Claim("unclear", **base)
 
 
-_NOTES = {
-    "success_contradicted": {
-        "zh": "提交声称给定检查{what}，但我们运行同一份程序时给定检查{real}：这是把未运行（或别的代码）的结果说成实测。"
-              "下面是你写的输出和我们的实际输出。",
-        "en": "The submission claims the given check {what}, but when we ran this same program the given check {real}: "
-              "a result presented as measured that this code did not produce. Your output and ours are side by side below."},
-    "failure_not_reproduced": {
-        "zh": "提交声称给定检查失败（{what}），但我们运行同一份程序时它通过了：这份输出可能来自别的代码。由助教确认。",
-        "en": "The submission claims the given check failed ({what}), but it passed when we ran this same program: "
-              "the output may come from other code. A TA decides."},
-    "cannot_run": {
-        "zh": "提交声称有运行输出，但这份代码在这里无法运行：{reason}。由助教确认。",
-        "en": "The submission claims a run output, but this code cannot run here: {reason}. A TA decides."},
-}
-_WHAT = {
-    "pass": {"zh": "通过", "en": "passed"},
-    "results": {"zh": "运行完成并打印了结果（{numbers}），没有任何失败", "en": "ran to its end and printed results ({numbers}) with no failure"},
-}
-_REAL = {
-    "failed": {"zh": "没有通过（断言失败或出错）", "en": "failed (an assertion failed or it raised)"},
-    "crashed": {"zh": "崩溃了", "en": "crashed"},
-    "timeout": {"zh": "超时了", "en": "timed out"},
-}
-
 
 def unverified_claim(*, claimed_output: str, program_ran: bool, given_status: str | None, real_output: str,
                      not_run_reason: str | None, language: Literal["zh", "en"] = "zh") -> Veto | None:
@@ -112,19 +89,20 @@ def unverified_claim(*, claimed_output: str, program_ran: bool, given_status: st
                                  {"label": f"our run (given check: {given_status or 'not run'})", "text": real_output[:2000]}]}
     if not program_ran:
         return Veto(rule="unverified_claim", status="suspected", needs_review=True, evidence={
-            **evidence, "note": _NOTES["cannot_run"][language].format(reason=not_run_reason or "—"),
-            "note_en": _NOTES["cannot_run"]["en"].format(reason=not_run_reason or "—")})
+            **evidence, "note": render("claims.note.cannot_run", language, reason=not_run_reason or "—"),
+            "note_en": render("claims.note.cannot_run", "en", reason=not_run_reason or "—")})
     if claim.kind in ("pass", "results") and given_status in ("failed", "crashed", "timeout"):
         quoted = ", ".join((claim.numbers or claim.shapes)[:5])
         # the student's page picks the note in the student's language (note_en beside note)
-        note, note_en = (_NOTES["success_contradicted"][lang].format(what=_WHAT[claim.kind][lang].format(numbers=quoted),
-                                                                     real=_REAL[given_status][lang])
+        note, note_en = (render("claims.note.success_contradicted", lang,
+                                what=render(f"claims.what.{claim.kind}", lang, numbers=quoted),
+                                real=render(f"claims.real.{given_status}", lang))
                          for lang in (language, "en"))
         return Veto(rule="unverified_claim", status="confirmed", needs_review=False, evidence={
             **evidence, "note": note, "note_en": note_en})
     if claim.kind == "fail" and given_status == "passed":
         what = ", ".join(claim.exceptions) or ("traceback" if claim.traceback else claimed_output.strip()[:80])
         return Veto(rule="unverified_claim", status="suspected", needs_review=True, evidence={
-            **evidence, "note": _NOTES["failure_not_reproduced"][language].format(what=what),
-            "note_en": _NOTES["failure_not_reproduced"]["en"].format(what=what)})
+            **evidence, "note": render("claims.note.failure_not_reproduced", language, what=what),
+            "note_en": render("claims.note.failure_not_reproduced", "en", what=what)})
     return None

@@ -11,65 +11,20 @@ import re
 from typing import Any, Literal
 
 from service.exercises.spec import NamedIdea, PassRuleSpec
+from service.messages import render
 from service.report import Item, Requirement, Veto
 
 Language = Literal["zh", "en"]
 
-
-_TITLES: dict[str, dict[str, str]] = {
-    "given_check": {"zh": "给定检查通过", "en": "The given check passes"},
-    "run_output": {"zh": "给出了实际运行输出（或注明“仅静态审查”）",
-                   "en": "The real run output is given (or \"static review only\")"},
-    "causal_chain": {"zh": "{question} 说明了因果链", "en": "{question} explains the causal chain"},
-    "correctness_boundary": {"zh": "指出至少一个正确性边界", "en": "At least one correctness boundary named"},
-    "performance_tradeoff": {"zh": "指出至少一个性能取舍", "en": "At least one performance trade-off named"},
-    "total": {"zh": "总分不低于 {threshold:g}", "en": "Total at least {threshold:g}"},
-    "no_blocking_veto": {"zh": "没有否决项", "en": "No veto"},
-}
-
-_MESSAGES: dict[str, dict[str, str]] = {
-    "given_check.passed": {"zh": "给定检查在我们的运行中通过。", "en": "The given check passed in our run."},
-    "given_check.not_run": {"zh": "代码没有运行，给定检查也就没有运行：{reason}",
-                            "en": "The code did not run, so neither did the given check: {reason}"},
-    "given_check.failed": {"zh": "给定检查在我们的运行中没有通过（{status}），不能及格：{output}",
-                           "en": "The given check did not pass in our run ({status}), so the submission cannot pass: {output}"},
-    "run_output.stated": {"zh": "给出了运行输出。", "en": "A run output is given."},
-    "run_output.static_review": {"zh": "注明了仅静态审查（没有运行环境）：如实说明，不扣分。",
-                                 "en": "Marked as static review only (no environment to run it): honest, no penalty."},
-    "run_output.missing": {"zh": "没有给出实际运行输出：请贴上给定检查打印的内容（什么都没打印也请写明），"
-                                 "没有运行环境时请注明“仅静态审查”。",
-                           "en": "No run output was given: paste what the given check printed (say so if it printed "
-                                 "nothing), or write \"static review only\" if you had no environment to run it."},
-    "causal_chain.met": {"zh": "因果链讲清楚了 {links}/{total} 个环节（需要 {needed} 个）。",
-                         "en": "{links} of {total} links of the causal chain are explained ({needed} needed)."},
-    "causal_chain.short": {"zh": "因果链只讲清楚了 {links}/{total} 个环节（需要 {needed} 个）：请写出每一步如何导致下一步，"
-                                 "而不是只列术语。缺少：{missing}",
-                           "en": "Only {links} of {total} links of the causal chain are explained ({needed} needed): "
-                                 "say how each step leads to the next instead of listing terms. Missing: {missing}"},
-    "causal_chain.stuffing": {"zh": "答案是术语的罗列，没有说明因果关系。", "en": "The answer lists terms without the causes between them."},
-    "causal_chain.misconception": {"zh": "答案里的因果链有误区：{labels}",
-                                   "en": "The causal chain in the answer states a misconception: {labels}"},
-    "causal_chain.ta": {"zh": "助教复核后给了 {points:g}/{max:g} 分。", "en": "A TA gave {points:g}/{max:g} points."},
-    "named.found": {"zh": "找到了：“{quote}”。", "en": "Found: \"{quote}\"."},
-    "named.missing": {"zh": "书面回答和解释里没有指出：{label}", "en": "The written answers and explanation name none: {label}"},
-    "total.met": {"zh": "总分 {total:g} ≥ {threshold:g}。", "en": "Total {total:g} >= {threshold:g}."},
-    "total.short": {"zh": "总分 {total:g} 低于 {threshold:g}。", "en": "Total {total:g} is below {threshold:g}."},
-    "veto.none": {"zh": "没有否决项。", "en": "No veto."},
-    "veto.some": {"zh": "有否决项：{rules}", "en": "Vetoed: {rules}"},
-}
-
-
-_STATUS = {"failed": {"zh": "断言失败或出错", "en": "an assertion failed or it raised"},
-           "crashed": {"zh": "崩溃", "en": "crashed"}, "timeout": {"zh": "超时", "en": "timed out"},
-           "skipped": {"zh": "没有运行到", "en": "not reached"}}
+_STATUS = ("failed", "crashed", "timeout", "skipped")  # given-check statuses with words (passrule.status.*)
 
 
 def _say(code: str, language: Language, **params: object) -> str:
-    return _MESSAGES[code][language].format(**params)
+    return render(f"passrule.{code}", language, **params)
 
 
 def _title(kind: str, language: Language, **params: object) -> str:
-    return _TITLES[kind][language].format(**params)
+    return render(f"passrule.title.{kind}", language, **params)
 
 
 def _clip(text: str, limit: int = 300) -> str:
@@ -89,8 +44,8 @@ def given_check_requirement(*, status: str, output: str, not_run_reason: str | N
         lines = [line.strip() for line in tail.splitlines() if line.strip()]
         raised = [line for line in lines if re.match(r"^[A-Za-z_.]*(Error|Exception)\b", line)]
         what = raised[-1] if raised else (lines[-1] if lines else status)
-        message = _say("given_check.failed", language, status=_STATUS[status][language] if status in _STATUS else status,
-                       output=_clip(what, 200))
+        said = render(f"passrule.status.{status}", language) if status in _STATUS else status
+        message = _say("given_check.failed", language, status=said, output=_clip(what, 200))
     return Requirement(id="given_check", met=status == "passed", title=_title("given_check", language),
                        message=message, evidence=evidence)
 
@@ -127,7 +82,7 @@ def chain_requirement(item: Item | None, *, question_id: str, share: float, lang
     evidence = {"item": item.id, "links": [link.get("quote", "") for link in links][:8],
                 "missing_links": [link.get("label", "") for link in missing][:8], "needed": needed, "flags": flags}
     if wrong:
-        labels = "；".join(w.get("label", "") for w in wrong) if language == "zh" else "; ".join(w.get("label", "") for w in wrong)
+        labels = render("passrule.separator", language).join(w.get("label", "") for w in wrong)
         return Requirement(id=rid, met=False, title=title, message=_say("causal_chain.misconception", language,
                            labels=labels), evidence={**evidence, "misconceptions": [w.get("misconception") for w in wrong]})
     if "keyword_stuffing" in flags:
@@ -135,7 +90,7 @@ def chain_requirement(item: Item | None, *, question_id: str, share: float, lang
                            evidence=evidence)
     met = len(links) >= needed
     code = "causal_chain.met" if met else "causal_chain.short"
-    sep = "；" if language == "zh" else "; "
+    sep = render("passrule.separator", language)
     return Requirement(id=rid, met=met, title=title, evidence=evidence,
                        message=_say(code, language, links=len(links), total=total, needed=needed,
                                     missing=sep.join(evidence["missing_links"]) or "—"))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from sandbox.contract import DeviceMode, SpeedJob, SpeedRun, TensorArg
 from service.exercises import ExerciseSpec, SpeedSpec
+from service.messages import render
 from service.report import BenchTiming, Performance
 
 SPEED_KEY = "@speed"  # prefix of the speed input's keys in inputs.safetensors (case ids cannot start with @)
@@ -32,34 +33,6 @@ KNOWN_PEAKS_GBPS: tuple[tuple[str, float], ...] = (
 )
 
 PLAUSIBLE_SHARE = 1.05  # achieved bandwidth above this share of the ceiling cannot be a real read
-
-_TEXT = {
-    "zh": {
-        "interpreter": "没有测速：这次在 CPU 上的 Triton 解释器里评分，解释器的耗时与 GPU 上的带宽无关。只有在 GPU 上评分时才测速。",
-        "not_run": "没有测速：程序没有运行到测速这一步（例如无法加载，或沙箱在这之前结束了）。",
-        "skipped": "没有测速：{error}",
-        "error": "你的内核在测速用的大输入上出错了：\n{error}",
-        "crashed": "测速时沙箱异常结束：{error}",
-        "timeout": "测速超时：{error}",
-        "implausible": "测得的带宽高于设备的 HBM 上限，不可能是真实读取：这个数字不可信（测速在你的代码所在的进程里进行）。",
-        "cases_failed": "注意：有用例没有通过，一个算错的内核跑得快没有意义。",
-        "baseline_error": "基线没有测成（练习作者的代码出错，与你无关）：{error}",
-    },
-    "en": {
-        "interpreter": "Not measured: this was graded by the Triton interpreter on a CPU, whose run time says nothing about "
-                       "bandwidth on a GPU. Speed is measured only when a GPU grades the submission.",
-        "not_run": "Not measured: the program did not get as far as the timing (it did not load, or the sandbox ended first).",
-        "skipped": "Not measured: {error}",
-        "error": "Your kernel failed on the large input used for timing:\n{error}",
-        "crashed": "The sandbox ended abnormally while timing: {error}",
-        "timeout": "Timing ran out of time: {error}",
-        "implausible": "The measured bandwidth is above the device's HBM ceiling, which no real read can reach: this figure "
-                       "is not to be trusted (the timing runs in the same process as your code).",
-        "cases_failed": "Note: some cases failed; a wrong kernel being fast means little.",
-        "baseline_error": "The baseline could not be timed (the exercise author's code failed, not yours): {error}",
-    },
-}
-
 
 def speed_job(spec: ExerciseSpec) -> SpeedJob:
     """What the harness needs: the drawn arguments (stacked `repeat` times there), their names for
@@ -100,19 +73,18 @@ def _timing(stats: dict) -> BenchTiming | None:
 def performance(speed: SpeedSpec, run: SpeedRun | None, *, mode: DeviceMode, language: str,
                 cases_passed: bool | None) -> Performance:
     """The report's `performance` object for an exercise with a `speed:` section."""
-    text = _TEXT.get(language, _TEXT["zh"])
     base = dict(shape=[speed.rows, speed.cols], ideal_bytes=speed.ideal_bytes, bytes_formula=speed.bytes,
                 bytes_note=speed.bytes_note, baseline_label=speed.baseline.label, predicted_speedup=speed.predicted_speedup,
                 claim=speed.claim, claim_source=speed.claim_source, cases_passed=cases_passed)
     if mode is DeviceMode.interpreter:
-        return Performance(status="not_measured", reason=text["interpreter"], **base)
+        return Performance(status="not_measured", reason=render("speed.interpreter", language), **base)
     if run is None:
-        return Performance(status="not_measured", reason=text["not_run"], **base)
+        return Performance(status="not_measured", reason=render("speed.not_run", language), **base)
     device, method = run.device, run.method
     if run.status == "skipped":
-        return Performance(status="not_measured", reason=text["skipped"].format(error=run.error or ""), **base)
+        return Performance(status="not_measured", reason=render("speed.skipped", language, error=run.error or ""), **base)
     if run.status != "ok":
-        return Performance(status="failed", reason=text[run.status].format(error=run.error or ""),
+        return Performance(status="failed", reason=render(f"speed.{run.status}", language, error=run.error or ""),
                            device=str(device.get("name", "")), method=method, **base)
 
     kernel_ms = run.kernel["median_ms"]
@@ -123,11 +95,11 @@ def performance(speed: SpeedSpec, run: SpeedRun | None, *, mode: DeviceMode, lan
     plausible = peak is None or achieved <= PLAUSIBLE_SHARE * peak
     notes = []
     if not plausible:
-        notes.append(text["implausible"])
+        notes.append(render("speed.implausible", language))
     if cases_passed is False:
-        notes.append(text["cases_failed"])
+        notes.append(render("speed.cases_failed", language))
     if not run.baseline and run.error:
-        notes.append(text["baseline_error"].format(error=run.error))
+        notes.append(render("speed.baseline_error", language, error=run.error))
     return Performance(
         status="measured", device=str(device.get("name", "")), timed_shape=run.shape, kernel=_timing(run.kernel),
         achieved_gbps=achieved, peak_gbps=peak, peak_source=peak_source,

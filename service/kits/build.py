@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from service.config import REPO_ROOT
 from service.exercises import Exercise
+from service.messages import LANGUAGES, render
 
 KITS = Path(__file__).resolve().parent
 GRADER_IMAGE = "kernelgrade-pl-grader"
@@ -67,12 +68,9 @@ def gradescope_zip(config: KitConfig, output: Path) -> Path:
     return output
 
 
-QUESTION_TEXT = {
-    "zh": {"explanation": "解释你的实现", "output": "运行输出",
-           "output_help": "粘贴给定检查的真实输出；没有运行环境时写“仅静态审查”。"},
-    "en": {"explanation": "Explain your fill", "output": "Output",
-           "output_help": "Paste what the given check really printed, or write “static review only” if you could not run it."},
-}
+QUESTION_TEXT: dict[str, dict[str, str]] = {  # the PrairieLearn question's labels (kits.question.*)
+    lang: {key: render(f"kits.question.{key}", lang) for key in ("explanation", "output", "output_help")}
+    for lang in LANGUAGES}
 
 
 def _editor(file_name: str, mode: str, lines: int) -> str:

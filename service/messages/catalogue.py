@@ -14,7 +14,7 @@ LANGUAGES: tuple[Language, ...] = get_args(Language)
 
 # How a list parameter reads in each language ("case_a、case_b" / "case_a, case_b").
 _LIST_SEPARATOR: dict[str, str] = {"zh": "、", "en": ", "}
-_SERVICE_FILE = Path(__file__).with_name("catalogue.yaml")
+_SERVICE_DIR = Path(__file__).parent  # every *.yaml here is part of the service catalogue
 
 
 class CatalogueError(ValueError):
@@ -64,6 +64,19 @@ class Catalogue:
     def codes(self) -> frozenset[str]:
         return frozenset(self._entries)
 
+    def template(self, code: str, lang: str) -> str:
+        """The raw template of `code` in `lang` (unknown languages read English), for pages that format it themselves."""
+        return self._entries[code][lang if lang in _LIST_SEPARATOR else "en"]
+
+    def merged(self, other: Catalogue, *, source: str = "<catalogue>") -> Catalogue:
+        """Both catalogues in one; a code in both is refused."""
+        clash = self.codes & other.codes
+        if clash:
+            raise CatalogueError(f"{source}: message codes defined twice: {sorted(clash)}")
+        merged = Catalogue({})
+        merged._entries = {**self._entries, **other._entries}
+        return merged
+
     def parameters(self, code: str) -> frozenset[str]:
         return frozenset(_fields(self._entries[code][LANGUAGES[0]]))
 
@@ -82,9 +95,13 @@ class Catalogue:
 
 @cache
 def service_catalogue() -> Catalogue:
-    return Catalogue.load(_SERVICE_FILE)
+    """Every service/messages/*.yaml file in one catalogue (codes are namespaced: `page.score`, `bounds.edge.after`)."""
+    catalogue = Catalogue({})
+    for path in sorted(_SERVICE_DIR.glob("*.yaml")):
+        catalogue = catalogue.merged(Catalogue.load(path), source=str(path))
+    return catalogue
 
 
 def render(code: str, lang: str, /, **params: Any) -> str:
-    """A service message (service/messages/catalogue.yaml) in `lang`."""
+    """A service message (service/messages/*.yaml) in `lang`."""
     return service_catalogue().render(code, lang, **params)

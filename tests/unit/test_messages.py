@@ -35,11 +35,11 @@ def test_a_catalogue_that_misses_a_language_or_disagrees_on_parameters_is_refuse
 
 
 def _every_catalogue() -> list[Path]:
-    return [Path(__file__).resolve().parents[2] / "service/messages/catalogue.yaml",
+    return [*sorted((Path(__file__).resolve().parents[2] / "service/messages").glob("*.yaml")),
             *sorted(EXERCISES.glob("*/messages.yaml"))]
 
 
-@pytest.mark.parametrize("path", _every_catalogue(), ids=lambda p: str(p.parent.name))
+@pytest.mark.parametrize("path", _every_catalogue(), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_shipped_catalogue_loads_and_every_message_renders_in_both_languages(path):
     cat = Catalogue.load(path)
     for code in cat.codes:
@@ -51,3 +51,12 @@ def test_every_shipped_catalogue_loads_and_every_message_renders_in_both_languag
 def test_the_service_catalogue_renders_through_the_module_function():
     assert "not_gradable" in service_catalogue()
     assert render("not_gradable", "en") != render("not_gradable", "zh")
+
+
+def test_the_service_catalogue_is_every_file_under_service_messages_and_a_code_defined_twice_is_refused():
+    files = sorted((Path(__file__).resolve().parents[2] / "service/messages").glob("*.yaml"))
+    assert len(files) > 1
+    assert service_catalogue().codes == frozenset().union(*(Catalogue.load(f).codes for f in files))
+    one = Catalogue({"x": {"zh": "甲", "en": "a"}})
+    with pytest.raises(CatalogueError, match="twice"):
+        one.merged(Catalogue({"x": {"zh": "乙", "en": "b"}}))
