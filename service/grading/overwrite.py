@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from service.messages import render
 from service.report import Diagnosis
 
 DIAGNOSIS_ID = "input_overwritten"
@@ -46,7 +47,7 @@ def changed_input(case_id: str, name: str, sent: np.ndarray, after: object, *, c
 def diagnosis(found: list[dict], *, language: str) -> Diagnosis | None:
     if not found:
         return None
-    messages = {"zh": _zh(found), "en": _en(found)}
+    messages = {lang: _message(found, lang) for lang in ("zh", "en")}
     return Diagnosis(id=DIAGNOSIS_ID, message=messages.get(language, messages["en"]),
                      evidence={"cases": found, "messages": messages})
 
@@ -55,28 +56,11 @@ def _where(c: dict) -> str:
     return "[" + ", ".join(str(i) for i in c.get("index", [])) + "]"
 
 
-def _zh(found: list[dict]) -> str:
+def _message(found: list[dict], lang: str) -> str:
     c = max(found, key=lambda d: d["changed"])
-    names = "、".join(sorted({f"{d['case']}（{d['input']}）" for d in found}))
-    detail = (f"第一个在 {c['input']}{_where(c)}：原值 {c['before']}，调用后 {c['after']}"
-              + (f"，最大改变量 {c['max_abs_change']:.4g}" if c.get("max_abs_change") is not None else "")
+    names = sorted({render("overwrite.case_input", lang, case=d["case"], input=d["input"]) for d in found})
+    detail = (render("overwrite.first", lang, input=c["input"], where=_where(c), before=c["before"], after=c["after"])
+              + (render("overwrite.largest", lang, change=c["max_abs_change"]) if c.get("max_abs_change") is not None else "")
               if "index" in c else c.get("note", ""))
-    return (f"入口函数改写了它的输入：在 {names} 上，调用之后输入与评分方传入的数据逐位比较不再相同。"
-            f"以 {c['case']} 为例，{c['input']}（形状 {c['shape']}）的 {c['total']} 个元素里有 {c['changed']} 个被改写，{detail}。"
-            "输入只能读，不能写：调用方之后还要用它，同一输入再算一次会得到不同结果。"
-            "常见原因：tl.store 用错了指针（写回了输入的指针，例如 x_ptr 而不是输出的指针），"
-            "或在 host 代码里对输入做了原地操作（x -= …、x.sub_(…)、x.copy_(…)）。")
-
-
-def _en(found: list[dict]) -> str:
-    c = max(found, key=lambda d: d["changed"])
-    names = ", ".join(sorted({f"{d['case']} ({d['input']})" for d in found}))
-    detail = (f"the first at {c['input']}{_where(c)}: {c['before']} before the call, {c['after']} after"
-              + (f", largest change {c['max_abs_change']:.4g}" if c.get("max_abs_change") is not None else "")
-              if "index" in c else c.get("note", ""))
-    return (f"The entry point overwrote its input: on {names}, the input compared bit for bit after the call no longer "
-            f"matches what the grader passed in. On {c['case']}, {c['changed']} of the {c['total']} elements of "
-            f"{c['input']} (shape {c['shape']}) changed, {detail}. Inputs are read-only: the caller still needs them, "
-            "and computing again on the same input gives a different answer. Usual causes: a tl.store through the "
-            "wrong pointer (the input's, e.g. x_ptr, instead of the output's), or an in-place operation on the input "
-            "in the host code (x -= …, x.sub_(…), x.copy_(…)).")
+    return render("overwrite.message", lang, names=names, case=c["case"], input=c["input"], shape=str(c["shape"]),
+                  total=c["total"], changed=c["changed"], detail=detail)
