@@ -12,6 +12,7 @@ import ast
 from collections.abc import Set as AbstractSet
 
 from service.grading.extract import BLANK
+from service.messages import render, service_catalogue
 
 MAX_FILL_CHARS = 400
 MAX_FILL_NODES = 120
@@ -52,11 +53,13 @@ TENSOR_METHODS = frozenset({
     "cumprod", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sigmoid",
 })
 
-_NAMES = {
-    ast.Lambda: "lambda", ast.NamedExpr: "海象运算符 :=", ast.ListComp: "列表推导式", ast.SetComp: "集合推导式",
-    ast.DictComp: "字典推导式", ast.GeneratorExp: "生成器表达式", ast.Subscript: "下标 [...]", ast.Starred: "星号展开 *",
-    ast.JoinedStr: "f-string", ast.Await: "await", ast.Yield: "yield", ast.YieldFrom: "yield from",
-    ast.List: "列表", ast.Dict: "字典", ast.Set: "集合", ast.Slice: "切片", ast.MatMult: "@ 运算",
+# What a refused construct is called: a catalogue code (fills.node.*), or a word that reads the same in both languages.
+_NAMES: dict[type, str] = {
+    ast.Lambda: "lambda", ast.NamedExpr: "fills.node.walrus", ast.ListComp: "fills.node.listcomp",
+    ast.SetComp: "fills.node.setcomp", ast.DictComp: "fills.node.dictcomp", ast.GeneratorExp: "fills.node.generator",
+    ast.Subscript: "fills.node.subscript", ast.Starred: "fills.node.starred", ast.JoinedStr: "f-string",
+    ast.Await: "await", ast.Yield: "yield", ast.YieldFrom: "yield from", ast.List: "fills.node.list",
+    ast.Dict: "fills.node.dict", ast.Set: "fills.node.set", ast.Slice: "fills.node.slice", ast.MatMult: "fills.node.matmul",
 }
 
 
@@ -64,65 +67,71 @@ MAX_BLOCK_CHARS = 20_000
 MAX_BLOCK_STATEMENTS = 400
 
 
-def check_block_fill(fill: list[ast.stmt], source: str, *, blank_number: int = 1) -> str | None:
+def check_block_fill(fill: list[ast.stmt], source: str, *, blank_number: int = 1, language: str = "zh") -> str | None:
     """A block blank (a whole body) in an exercise whose fill policy is `any`: anything may run, in
     the sandbox, which is then the only defence; only its size is bounded."""
-    prefix = f"第 {blank_number} 个填空"
     if not fill or any(isinstance(s, ast.Expr) and isinstance(s.value, ast.Name) and s.value.id == BLANK for s in fill):
-        return f"{prefix}还没有填写（仍然是 ______）"
+        return render("fills.unfilled", language, blank=blank_number)
     if len(source) > MAX_BLOCK_CHARS:
-        return f"{prefix}太长（{len(source)} 个字符，上限 {MAX_BLOCK_CHARS}）"
+        return render("fills.block_too_long", language, blank=blank_number, chars=len(source), limit=MAX_BLOCK_CHARS)
     if sum(1 for node in ast.walk(ast.Module(body=fill, type_ignores=[])) if isinstance(node, ast.stmt)) > MAX_BLOCK_STATEMENTS:
-        return f"{prefix}的语句太多（上限 {MAX_BLOCK_STATEMENTS}）"
+        return render("fills.block_too_many_statements", language, blank=blank_number, limit=MAX_BLOCK_STATEMENTS)
     return None
 
 
-def check_fill(fill: ast.expr, source: str, *, allowed_names: AbstractSet[str], blank_number: int = 1) -> str | None:
-    """None if the fill may run; otherwise the message for the student."""
-    prefix = f"第 {blank_number} 个填空"
+def check_fill(fill: ast.expr, source: str, *, allowed_names: AbstractSet[str], blank_number: int = 1,
+               language: str = "zh") -> str | None:
+    """None if the fill may run; otherwise the message for the student, in `language`."""
+    refused = _refusal(fill, source, allowed_names)
+    if refused is None:
+        return None
+    code, params = refused
+    if "what" in params and params["what"] in service_catalogue():
+        params["what"] = render(params["what"], language)
+    if code in ("fills.not_allowed", "fills.constant"):
+        params["rule"] = render("fills.rule", language)
+    return render(code, language, blank=blank_number, **params)
+
+
+def _refusal(fill: ast.expr, source: str, allowed_names: AbstractSet[str]) -> tuple[str, dict[str, object]] | None:
+    """Why the fill may not run, as a message code and its parameters (less the blank's number), or None."""
     if isinstance(fill, ast.Name) and fill.id == BLANK:
-        return f"{prefix}还没有填写（仍然是 ______）"
+        return "fills.unfilled", {}
     if len(source) > MAX_FILL_CHARS:
-        return f"{prefix}太长（{len(source)} 个字符，上限 {MAX_FILL_CHARS}）：这里只需要一个简短的表达式"
+        return "fills.too_long", {"chars": len(source), "limit": MAX_FILL_CHARS}
     nodes = list(ast.walk(fill))
     if len(nodes) > MAX_FILL_NODES:
-        return f"{prefix}太复杂（{len(nodes)} 个语法节点，上限 {MAX_FILL_NODES}）"
+        return "fills.too_complex", {"nodes": len(nodes), "limit": MAX_FILL_NODES}
     if _depth(fill) > MAX_FILL_DEPTH:
-        return f"{prefix}嵌套太深（上限 {MAX_FILL_DEPTH} 层）"
+        return "fills.too_deep", {"limit": MAX_FILL_DEPTH}
     costly = _costly(fill, nodes)
     if costly is not None:
-        return f"{prefix}{costly}"
-    rule = ("填空只能是一个表达式：作用域内的变量、tl.* 函数调用、作用域内变量的张量方法（如 cols.to(tl.float32)）、"
-            "算术/比较/逻辑运算和数值常数")
+        return costly
     literal = {id(n) for call in nodes if _is_float_literal(call) for n in ast.walk(call)}
     methods = {id(call.func) for call in nodes if _is_tensor_method_call(call, allowed_names)}
     for node in nodes:
         if id(node) in literal:
             continue
         if not isinstance(node, _ALLOWED):
-            what = _NAMES.get(type(node), type(node).__name__)
-            return f"{prefix}中不允许使用 {what}。{rule}"
+            return "fills.not_allowed", {"what": _NAMES.get(type(node), type(node).__name__)}
         if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float, bool, type(None))):
-            return f"{prefix}中不允许使用 {type(node.value).__name__} 常量 {node.value!r:.40}。{rule}"
+            return "fills.constant", {"type": type(node.value).__name__, "value": f"{node.value!r:.40}"}
         if isinstance(node, ast.Name) and node.id not in allowed_names:
-            shown = ", ".join(sorted(allowed_names))
-            return f"{prefix}中的名字 `{node.id[:40]}` 在这里不可用。可用的名字：{shown}"
+            return "fills.unknown_name", {"name": node.id[:40], "names": ", ".join(sorted(allowed_names))}
         if isinstance(node, ast.Attribute):
             if node.attr.startswith("_"):
-                return f"{prefix}中不允许访问以下划线开头的属性 `{node.attr[:40]}`"
+                return "fills.private_attribute", {"attr": node.attr[:40]}
             # One level, from a fixed list: tl's submodules re-export the standard library
             # (tl.core.builtins, tl.core.inspect.os, ...), so no deeper chain may be followed.
             if id(node) in methods:
                 continue
             if not (isinstance(node.value, ast.Name) and node.value.id == "tl" and node.attr in TL_ALLOWED):
-                return (f"{prefix}中只允许 tl.* 的数学、比较、归约函数和数据类型（如 tl.where、tl.full、tl.float32），"
-                        f"以及作用域内变量的张量方法（如 cols.to(tl.float32)、x.sum(axis=0)），"
-                        f"不允许 `{ast.unparse(node)[:60]}`")
+                return "fills.attribute", {"expr": ast.unparse(node)[:60]}
         if isinstance(node, ast.Call):
             if not isinstance(node.func, ast.Attribute):
-                return f"{prefix}中只允许调用 tl.* 函数，不允许调用 `{ast.unparse(node.func)[:60]}`"
+                return "fills.call", {"expr": ast.unparse(node.func)[:60]}
             if any(k.arg is None for k in node.keywords):
-                return f"{prefix}中不允许 ** 展开参数"
+                return "fills.double_star", {}
     return None
 
 
@@ -149,33 +158,27 @@ def _depth(node: ast.AST) -> int:
     return 1 + (max(map(_depth, children)) if children else 0)
 
 
-def _costly(fill: ast.expr, nodes: list[ast.AST]) -> str | None:
+def _costly(fill: ast.expr, nodes: list[ast.AST]) -> tuple[str, dict[str, object]] | None:
     """Why the fill could cost more than a one-line expression should (see MAX_FILL_INT_BITS), or None."""
     for node in nodes:
         if isinstance(node, ast.Constant) and type(node.value) is int and node.value.bit_length() > MAX_FILL_INT_BITS:
-            return (f"中的整数常量太大（{node.value.bit_length()} 位，上限 {MAX_FILL_INT_BITS} 位）。"
-                    f"(An integer constant of {node.value.bit_length()} bits: the limit is {MAX_FILL_INT_BITS}.)")
+            return "fills.int_too_big", {"bits": node.value.bit_length(), "limit": MAX_FILL_INT_BITS}
     growing = [n for n in nodes if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Pow, ast.LShift))]
     if len(growing) > MAX_FILL_POWERS:
-        return (f"中的 ** 和 << 太多（{len(growing)} 个，上限 {MAX_FILL_POWERS}）。"
-                f"(Too many ** and << operators: {len(growing)}, the limit is {MAX_FILL_POWERS}.)")
+        return "fills.too_many_powers", {"count": len(growing), "limit": MAX_FILL_POWERS}
     for node in growing:
         symbol = "**" if isinstance(node.op, ast.Pow) else "<<"
         amount = _constant_number(node.right)
         if amount is None or (isinstance(amount, int) and abs(amount) > MAX_FILL_EXPONENT):
-            return (f"中 {symbol} 的右边必须是不超过 {MAX_FILL_EXPONENT} 的数值常数（不能是变量或表达式），"
-                    f"否则结果可以大到耗尽内存和时间。(The right side of {symbol} must be a number constant of at "
-                    f"most {MAX_FILL_EXPONENT}: anything else can grow without bound.)")
+            return "fills.exponent", {"symbol": symbol, "limit": MAX_FILL_EXPONENT}
         if any(isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Pow, ast.LShift)) for n in ast.walk(node.left)):
-            return (f"中 {symbol} 的左边不能再含 ** 或 <<。(The left side of {symbol} may not contain ** or << "
-                    f"itself: towers grow without bound.)")
+            return "fills.tower", {"symbol": symbol}
     for node in nodes:
         if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.IfExp)):
             operands = [getattr(node, name) for name in ("left", "right", "operand", "test", "body", "orelse")
                         if hasattr(node, name)] + list(getattr(node, "comparators", [])) + list(getattr(node, "values", []))
             if any(isinstance(o, ast.Tuple) for o in operands):
-                return ("中的元组只能作为 tl.* 函数的参数（例如形状），不能参与运算。"
-                        "(A tuple may only be a tl.* call's argument, such as a shape, never an operand.)")
+                return "fills.tuple_operand", {}
     return None
 
 
