@@ -10,9 +10,11 @@ from __future__ import annotations
 import ast
 import difflib
 from dataclasses import dataclass, field
+from typing import Any
 
 from service.exercises.blanks import BLANK
 from service.grading import syntax
+from service.messages import render
 from service.report import EditReport
 
 BOUNDARY_CHECK_REMOVED = "boundary_check_removed"
@@ -80,31 +82,40 @@ def _number(node: ast.expr | None) -> float | None:
     return float(value) if isinstance(value, (int, float)) else None
 
 
-def classify(template_stmt: ast.stmt | None, submission_stmt: ast.stmt | None) -> tuple[str, str]:
-    """Which veto rule an edit raises, and why, in the lesson's words."""
+def classify(template_stmt: ast.stmt | None, submission_stmt: ast.stmt | None, language: str = "zh") -> tuple[str, str]:
+    """Which veto rule an edit raises, and why, in `language`."""
+    rule, code, params = _classify(template_stmt, submission_stmt)
+    if code == "extract.edit.tolerance_loosened" and params["after"] is None:
+        params["after"] = render("extract.edit.tolerance_deleted", language)
+    return rule, render(code, language, **params)
+
+
+def _classify(template_stmt: ast.stmt | None, submission_stmt: ast.stmt | None) -> tuple[str, str, dict[str, Any]]:
+    """Which veto rule an edit raises, and why: a message code and its parameters."""
     t = template_stmt
     s = submission_stmt
     if t is not None and any(isinstance(n, ast.Assert) for n in ast.walk(t)):
         kept = s is not None and sum(isinstance(n, ast.Assert) for n in ast.walk(s)) >= sum(isinstance(n, ast.Assert) for n in ast.walk(t))
         if not kept or _assert_weakened(t, s):
-            return BOUNDARY_CHECK_REMOVED, "删除或改动了断言（assert）：断言是边界检查的一部分，不能删改"
+            return BOUNDARY_CHECK_REMOVED, "extract.edit.assert_changed", {}
     t_checks = _calls(t, "assert_close") if t is not None else []
     if t_checks:
         s_checks = _calls(s, "assert_close") if s is not None else []
         if len(s_checks) < len(t_checks):
-            return BOUNDARY_CHECK_REMOVED, "删除了给定检查中的 assert_close：不能删除断言"
+            return BOUNDARY_CHECK_REMOVED, "extract.edit.assert_close_removed", {}
         for tc, sc in zip(t_checks, s_checks):
             if _dump(tc.args[0]) != _dump(sc.args[0]) if tc.args and sc.args else len(tc.args) != len(sc.args):
-                return BOUNDARY_CHECK_REMOVED, "改动了 assert_close 比较的对象：给定检查被削弱"
+                return BOUNDARY_CHECK_REMOVED, "extract.edit.assert_close_target", {}
             for kw in _TOLERANCE_KEYWORDS:
                 before, after = _number(_keyword(tc, kw)), _number(_keyword(sc, kw))
                 if before is not None and (after is None or after > before):
-                    return BOUNDARY_CHECK_REMOVED, f"放宽了误差（{kw}: {before:g} → {after if after is not None else '删除'}）：不能放宽误差"
+                    return BOUNDARY_CHECK_REMOVED, "extract.edit.tolerance_loosened", {"keyword": kw, "before": before,
+                                                                             "after": after}
             if len(tc.args) != len(sc.args) or len(tc.keywords) != len(sc.keywords):
-                return BOUNDARY_CHECK_REMOVED, "改动了 assert_close 的参数：给定检查被削弱"
+                return BOUNDARY_CHECK_REMOVED, "extract.edit.assert_close_arguments", {}
     if t is not None and _touches_mask(t, s):
-        return BOUNDARY_CHECK_REMOVED, "删除或改动了边界 mask（tl.load/tl.store 的 mask 或 boundary_check，或 mask 的定义）"
-    return MODIFIED_OUTSIDE_BLANK, "改动了填空以外的代码：只允许修改 ______ 所在位置"
+        return BOUNDARY_CHECK_REMOVED, "extract.edit.mask_changed", {}
+    return MODIFIED_OUTSIDE_BLANK, "extract.edit.outside_blank", {}
 
 
 def _assert_weakened(t: ast.stmt, s: ast.stmt | None) -> bool:
@@ -132,22 +143,22 @@ def _touches_mask(t: ast.stmt, s: ast.stmt | None) -> bool:
     return bool(before) and before != mask_parts(s)
 
 
-def _static_hint(t: ast.stmt | None, s: ast.stmt | None) -> str | None:
+def _static_hint(t: ast.stmt | None, s: ast.stmt | None, language: str = "zh") -> str | None:
     """Name the misconception an edit points to, when it is one the lesson lists."""
     if s is None:
         return None
     divisors = lambda stmt: [_dump(n.right) for n in ast.walk(stmt) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div)]
     before, after = divisors(t) if t is not None else [], divisors(s)
     if _dump(ast.Name("BLOCK", ast.Load())) in after and _dump(ast.Name("BLOCK", ast.Load())) not in before:
-        return "把分母从 N 改成了 BLOCK：BLOCK ≥ N，统计量会被缩小 N/BLOCK 倍；分母必须是真实有效元素数 N"
+        return render("extract.hint.divisor_block", language)
     if any("Sub(Name('N'" in d and "Constant(1)" in d for d in after) and not any("Constant(1)" in d for d in before):
-        return "分母用了 N − 1（Bessel 校正，样本方差）：本课要求总体方差，分母为 N；N = 1 时还会除以 0"
+        return render("extract.hint.divisor_bessel", language)
     return None
 
 
 class _Matcher:
-    def __init__(self, template_src: str, submission_src: str) -> None:
-        self.t_src, self.s_src = template_src, submission_src
+    def __init__(self, template_src: str, submission_src: str, language: str = "zh") -> None:
+        self.t_src, self.s_src, self.language = template_src, submission_src, language
         self.fills: dict[tuple[int, int], ast.expr] = {}
         self.changed: list[tuple[ast.stmt, ast.stmt]] = []
         self.edits: list[EditReport] = []
@@ -276,13 +287,13 @@ class _Matcher:
             self.changed.append(self._stmt)
 
     def _edit(self, kind: str, t: ast.stmt | None, s: ast.stmt | None) -> None:
-        rule, reason = classify(t, s)
+        rule, reason = classify(t, s, self.language)
         self.edits.append(EditReport(
             kind=kind, rule=rule, reason=reason,
             template_line=getattr(t, "lineno", None), submission_line=getattr(s, "lineno", None),
             template_text=_first_lines(ast.get_source_segment(self.t_src, t)) if t is not None else "",
             submission_text=_first_lines(ast.get_source_segment(self.s_src, s)) if s is not None else "",
-            hint=_static_hint(t, s),
+            hint=_static_hint(t, s, self.language),
         ))
 
 
@@ -317,29 +328,28 @@ def _first_lines(text: str | None, limit: int = 6) -> str:
     return "\n".join(lines[:limit] + (["…"] if len(lines) > limit else []))
 
 
-def extract(template_src: str, submission_src: str) -> Extraction:
+def extract(template_src: str, submission_src: str, *, language: str = "zh") -> Extraction:
+    """The fills and the edits outside them; `error` (in `language`) when the code cannot be compared."""
     template = syntax.parse(template_src)
     spots = blank_positions(template)
     if "\x00" in submission_src:
-        return Extraction(fills=[None] * len(spots), error="代码中含有 NUL 字节（\\x00），无法解析")
+        return Extraction(fills=[None] * len(spots), error=render("extract.error.nul", language))
     try:
         submission = syntax.parse(submission_src)
     except SyntaxError as exc:
-        where = f"第 {exc.lineno} 行" if exc.lineno else "某处"
-        return Extraction(fills=[None] * len(spots), error=f"代码有语法错误（{where}）：{exc.msg}")
+        error = (render("extract.error.syntax_at", language, line=exc.lineno, detail=exc.msg) if exc.lineno
+                 else render("extract.error.syntax", language, detail=exc.msg))
+        return Extraction(fills=[None] * len(spots), error=error)
     except (ValueError, RecursionError, MemoryError) as exc:
-        return Extraction(fills=[None] * len(spots), error=f"代码无法解析：{type(exc).__name__}")
-    matcher = _Matcher(template_src, submission_src)
+        return Extraction(fills=[None] * len(spots), error=render("extract.error.unparsable", language, exception=type(exc).__name__))
+    matcher = _Matcher(template_src, submission_src, language)
     try:
         matcher.stmts(template.body, submission.body)
     except RecursionError:
-        return Extraction(fills=[None] * len(spots), error="代码嵌套过深，无法比较")
+        return Extraction(fills=[None] * len(spots), error=render("extract.error.too_deep", language))
     fills = [matcher.fills.get(spot) for spot in spots]
     extraction = Extraction(fills=fills, edits=matcher.edits)
     missing = [i + 1 for i, f in enumerate(fills) if f is None]
     if missing:
-        extraction.error = (
-            f"找不到第 {', '.join(map(str, missing))} 个填空：包含 ______ 的那一行被改写或删除了。"
-            "请只替换 ______ 本身，保留这一行的其余部分。"
-        )
+        extraction.error = render("extract.error.blank_missing", language, blanks=", ".join(map(str, missing)))
     return extraction
