@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from service.exercises import Tolerance
+from service.messages import render
 from service.report import Mismatch
 
 
@@ -20,20 +21,21 @@ class Comparison:
 
 
 def compare_outputs(observed: dict[str, np.ndarray], expected: dict[str, np.ndarray],
-                    tolerances: dict[str, Tolerance]) -> Comparison:
+                    tolerances: dict[str, Tolerance], *, language: str = "zh") -> Comparison:
     """`|obs - ref| <= atol + rtol * |ref|` elementwise (torch.testing.assert_close's rule);
     a non-finite output where the reference is finite always fails."""
     max_abs = max_rel = ratio = 0.0
     first: Mismatch | None = None
     for name, ref in expected.items():
         if name not in observed:
-            return Comparison(False, None, None, None, None, f"缺少输出 {name}")
+            return Comparison(False, None, None, None, None, render("compare.missing", language, name=name))
         obs = observed[name]
         if obs.shape != ref.shape:
             return Comparison(False, None, None, None, None,
-                              f"输出 {name} 的形状是 {tuple(obs.shape)}，期望 {tuple(ref.shape)}")
+                              render("compare.shape", language, name=name, shape=str(tuple(obs.shape)),
+                                     expected=str(tuple(ref.shape))))
         if obs.dtype.kind != "f":
-            return Comparison(False, None, None, None, None, f"输出 {name} 的类型是 {obs.dtype}，期望浮点数")
+            return Comparison(False, None, None, None, None, render("compare.dtype", language, name=name, dtype=obs.dtype))
         obs64 = obs.astype(np.float64)
         tol = tolerances[name]
         allowed = tol.atol + tol.rtol * np.abs(ref)

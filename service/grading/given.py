@@ -17,41 +17,45 @@ import numpy as np
 from sandbox.contract import GivenRun
 from service.exercises import Exercise
 from service.grading.compare import compare_outputs
+from service.messages import render
 
 
-def verify_given(exercise: Exercise, given: GivenRun | None) -> GivenRun | None:
-    """`given`, or a failed copy of it that says why its pass does not count."""
+def verify_given(exercise: Exercise, given: GivenRun | None, *, language: str | None = None) -> GivenRun | None:
+    """`given`, or a failed copy of it that says why its pass does not count (in `language`, else the exercise's)."""
     spec = exercise.spec
+    lang = language or spec.language
     if given is None or given.status != "passed" or spec.backward is not None:
         return given  # a check with gradients is not recomputed (its upstream gradient is drawn inside)
     expected_calls = spec.given_check.calls
     if not given.calls or (expected_calls is not None and len(given.calls) != expected_calls):
-        return _failed(given, f"给定检查报告“通过”，但记录到的 {spec.entry_point} 调用是 {len(given.calls)} 次"
-                              + (f"（应为 {expected_calls} 次）" if expected_calls else "")
-                              + "：无法在可信一侧复核，这次给定检查不算通过。")
+        return _failed(given, render("given.call_count_expected", lang, entry_point=spec.entry_point,
+                                     calls=len(given.calls), expected=expected_calls) if expected_calls
+                       else render("given.call_count", lang, entry_point=spec.entry_point, calls=len(given.calls)))
     outputs = spec.forward_outputs
     for index, (args, outs) in enumerate(given.calls, start=1):
         if len(args) != len(spec.args) or len(outs) != len(outputs):
-            return _failed(given, f"给定检查第 {index} 次调用 {spec.entry_point} 时有 {len(args)} 个张量参数、"
-                                  f"返回 {len(outs)} 个张量（应为 {len(spec.args)} 个参数、{len(outputs)} 个输出）。")
+            return _failed(given, render("given.call_shape", lang, index=index, entry_point=spec.entry_point,
+                                         args=len(args), outs=len(outs), want_args=len(spec.args), want_outs=len(outputs)))
         inputs = {name: np.asarray(a, dtype=np.float64) if np.asarray(a).dtype.kind == "f" else np.asarray(a)
                   for name, a in zip(spec.args, args)}
         try:
             expected = exercise.checks.reference(**inputs)
         except Exception as exc:  # noqa: BLE001 - the exercise's reference cannot take this call
-            return _failed(given, f"给定检查第 {index} 次调用 {spec.entry_point} 的输入无法在可信一侧复核（{type(exc).__name__}）。")
-        result = compare_outputs(dict(zip(outputs, outs)), {name: expected[name] for name in outputs}, spec.outputs)
+            return _failed(given, render("given.reference_failed", lang, index=index, entry_point=spec.entry_point,
+                                         exception=type(exc).__name__))
+        result = compare_outputs(dict(zip(outputs, outs)), {name: expected[name] for name in outputs}, spec.outputs,
+                                 language=lang)
         if not result.passed:
             where = ""
             if (m := result.first_mismatch) is not None:
                 observed = "NaN/inf" if m.observed is None else f"{m.observed:.6g}"
-                where = (f"：输出 {m.output}{m.index} 是 {observed}，应为 {m.expected:.6g}"
-                         f"（允许误差 {m.allowed_error:.3g}）")
+                where = render("given.where_mismatch", lang, output=m.output, index=str(m.index), observed=observed,
+                               expected=m.expected, allowed=m.allowed_error)
             elif result.error:
-                where = f"：{result.error}"
+                where = render("given.where_error", lang, error=result.error)
             shape = "×".join(map(str, np.asarray(args[0]).shape)) if args else "?"
-            return _failed(given, f"给定检查在沙箱里报告“通过”，但在可信一侧按它第 {index} 次调用 {spec.entry_point} 的输入"
-                                  f"（形状 {shape}）重新计算，结果不对{where}。")
+            return _failed(given, render("given.recomputed_wrong", lang, index=index, entry_point=spec.entry_point,
+                                         shape=shape, where=where))
     return given
 
 

@@ -6,17 +6,15 @@ import math
 from service.exercises import Exercise, RubricItem
 from service.grading.freetext import score_text
 from service.grading.model_assist import ModelAssist
+from service.messages import render
 from service.report import CaseReport, Diagnosis, EditReport, Item, Score, Veto
 from service.submission import Submission
 
-_KIND_NAMES = {"given": "给定检查", "regular": "正常输入", "boundary": "边界输入", "probe": "探针"}
-
-
 def score_cases_item(item: RubricItem, cases: list[CaseReport], *, not_run_reason: str | None,
-                     diagnoses: list[Diagnosis]) -> Item:
+                     diagnoses: list[Diagnosis], language: str = "zh") -> Item:
     if not_run_reason is not None:
         return Item(id=item.id, title=item.title, points=0.0, max_points=item.points, status="fail",
-                    feedback=f"代码没有运行：{not_run_reason}")
+                    feedback=render("rubric.not_run", language, reason=not_run_reason))
     mine = [c for c in cases if c.kind in item.case_kinds]
     passed = [c for c in mine if c.passed]
     failed = [c for c in mine if not c.passed]
@@ -27,13 +25,14 @@ def score_cases_item(item: RubricItem, cases: list[CaseReport], *, not_run_reaso
         status = "partial" if points > 0 else "fail"
     else:
         points, status = 0.0, "fail"
-    kinds = "、".join(_KIND_NAMES[k] for k in item.case_kinds)
-    lines = [f"{kinds}：通过 {len(passed)}/{len(mine)} 个用例。"]
+    kinds = [render(f"rubric.kind.{k}", language) for k in item.case_kinds]
+    lines = [render("rubric.cases_line", language, kinds=kinds, passed=len(passed), total=len(mine))]
     for case in failed:
-        lines.append(f"- {case.id}（{case.description}）：{_case_failure(case)}")
+        lines.append(render("rubric.failed_case", language, case=case.id, description=case.description,
+                            failure=_case_failure(case, language)))
     related = [d for d in diagnoses if any(e.get("case") in {c.id for c in failed} for e in d.evidence.get("cases", []))]
     if related:
-        lines.append("诊断：")
+        lines.append(render("rubric.diagnoses_heading", language))
         lines += [f"- {d.message}" for d in related]
     return Item(id=item.id, title=item.title, points=points, max_points=item.points, status=status,
                 feedback="\n".join(lines),
@@ -41,27 +40,30 @@ def score_cases_item(item: RubricItem, cases: list[CaseReport], *, not_run_reaso
                           "diagnoses": [d.id for d in related]})
 
 
-def _case_failure(case: CaseReport) -> str:
+def _case_failure(case: CaseReport, language: str) -> str:
     if case.out_of_bounds and case.error:  # one line, worded in full by service/grading/bounds.py
         return case.error.strip()
     if case.error:
-        return case.error.strip().splitlines()[-1][:300] if case.error.strip() else "运行出错"
+        return case.error.strip().splitlines()[-1][:300] if case.error.strip() else render("rubric.case_error", language)
     m = case.first_mismatch
     if m is None:
-        return "未通过"
+        return render("rubric.case_failed", language)
     observed = "NaN/inf" if m.observed is None else f"{m.observed:.6g}"
-    return (f"输出 {m.output}{m.index} 得到 {observed}，应为 {m.expected:.6g}"
-            f"（允许误差 {m.allowed_error:.3g}，最大误差是允许值的 {case.error_ratio:.3g} 倍）")
+    return render("rubric.mismatch", language, output=m.output, index=str(m.index), observed=observed, expected=m.expected,
+                  allowed=m.allowed_error, ratio=case.error_ratio)
 
 
 def score_items(exercise: Exercise, submission: Submission, cases: list[CaseReport], *,
                 not_run_reason: str | None, diagnoses: list[Diagnosis], assist: ModelAssist | None = None,
-                fills: list[str | None] | None = None) -> list[Item]:
-    """`fills`: the submitted fills' canonical sources; explanations are scored against them."""
+                fills: list[str | None] | None = None, language: str | None = None) -> list[Item]:
+    """`fills`: the submitted fills' canonical sources; explanations are scored against them.
+    `language`: the report's (default: the exercise's)."""
     items = []
+    lang = language or exercise.spec.language
     for item in exercise.spec.rubric:
         if item.source == "cases":
-            items.append(score_cases_item(item, cases, not_run_reason=not_run_reason, diagnoses=diagnoses))
+            items.append(score_cases_item(item, cases, not_run_reason=not_run_reason, diagnoses=diagnoses,
+                                          language=lang))
             continue
         question, answer = exercise.question(item.question), submission.answer(item.question)
         scored = score_text(item_id=item.id, title=item.title, max_points=item.points, question=question, answer=answer,
@@ -70,7 +72,7 @@ def score_items(exercise: Exercise, submission: Submission, cases: list[CaseRepo
     return items
 
 
-def edit_vetoes(edits: list[EditReport]) -> list[Veto]:
+def edit_vetoes(edits: list[EditReport], language: str = "zh") -> list[Veto]:
     vetoes = []
     for rule in ("boundary_check_removed", "modified_outside_blank"):
         mine = [e for e in edits if e.rule == rule]
@@ -79,13 +81,13 @@ def edit_vetoes(edits: list[EditReport]) -> list[Veto]:
                 "edits": [{"kind": e.kind, "template_line": e.template_line, "submission_line": e.submission_line,
                            "template": e.template_text, "submission": e.submission_text, "reason": e.reason,
                            "hint": e.hint} for e in mine],
-                "note": "填空以外的改动没有运行；评分用的是模板 + 你的填空。",
-                "note_en": "The changes outside the blank did not run: the grade is for the template with your fill.",
+                "note": render("rubric.note.outside_blank", language),
+                "note_en": render("rubric.note.outside_blank", "en"),
             }))
     return vetoes
 
 
-def coincidental_pass_veto(cases: list[CaseReport], diagnoses: list[Diagnosis]) -> Veto | None:
+def coincidental_pass_veto(cases: list[CaseReport], diagnoses: list[Diagnosis], language: str = "zh") -> Veto | None:
     """The lesson's own check passes while a probe shows the reasoning is wrong: a TA decides."""
     given = next((c for c in cases if c.kind == "given"), None)
     failed_probes = [c for c in cases if c.kind == "probe" and not c.passed]
@@ -95,13 +97,12 @@ def coincidental_pass_veto(cases: list[CaseReport], diagnoses: list[Diagnosis]) 
         "given_check": "passed",
         "failed_probes": [{"case": c.id, "targets": c.targets, "error_ratio": c.error_ratio} for c in failed_probes],
         "diagnoses": [d.id for d in diagnoses],
-        "note": "给定检查通过，但针对具体误区的探针失败：结果可能是碰巧正确。由助教确认。",
-        "note_en": "The given check passes, but a probe aimed at a specific misconception fails: the result may be "
-                   "right by coincidence. A TA decides.",
+        "note": render("rubric.note.probe_failed", language),
+        "note_en": render("rubric.note.probe_failed", "en"),
     })
 
 
-def wrong_chain_veto(cases: list[CaseReport], items: list[Item]) -> Veto | None:
+def wrong_chain_veto(cases: list[CaseReport], items: list[Item], language: str = "zh") -> Veto | None:
     """The code is right, but a written answer states a misconception: right by accident?"""
     ran = [c for c in cases if c.kind != "given"]
     if not ran or not all(c.passed and c.error is None for c in cases):
@@ -111,9 +112,8 @@ def wrong_chain_veto(cases: list[CaseReport], items: list[Item]) -> Veto | None:
         return None
     return Veto(rule="coincidental_pass", status="suspected", needs_review=True, evidence={
         "misconceptions": stated,
-        "note": "代码全部通过，但书面回答里的因果链是错的：结果可能是碰巧正确。由助教确认。",
-        "note_en": "Every case passes, but a written answer states a wrong chain of causes: the result may be right "
-                   "by coincidence. A TA decides.",
+        "note": render("rubric.note.wrong_chain", language),
+        "note_en": render("rubric.note.wrong_chain", "en"),
     })
 
 
