@@ -137,6 +137,15 @@ class Job(BaseModel):
     speed: SpeedJob | None = None
 
 
+@dataclass(frozen=True)
+class Said:
+    """What the runner has to say about a phase, as a message code and its numbers (never prose): the
+    trusted side renders it in the report's language (service/grading/sandbox_text.py) into `error`/`output`."""
+
+    code: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+
 @dataclass
 class CaseRun:
     """One case as it came back from the sandbox (tensors already parsed, not yet compared)."""
@@ -144,6 +153,7 @@ class CaseRun:
     id: str
     status: Literal["ok", "error", "crashed", "timeout", "skipped"]
     error: str | None = None
+    said: Said | None = None  # the runner's own account (a crash, a timeout, ...), rendered into `error`
     outputs: dict[str, Any] = field(default_factory=dict)
     elapsed_s: float | None = None
     # Guards around the case's buffers that the kernel changed (a write out of bounds), as the
@@ -164,6 +174,7 @@ class GivenRun:
 
     status: Literal["passed", "failed", "crashed", "timeout", "skipped"]
     output: str = ""
+    said: Said | None = None  # the runner's own account, rendered into `output`
     elapsed_s: float | None = None
     # Each recorded call of the entry point during the check: (tensor arguments, tensor outputs).
     calls: list[tuple[list[Any], list[Any]]] = field(default_factory=list)
@@ -176,6 +187,7 @@ class SpeedRun:
 
     status: Literal["ok", "error", "crashed", "timeout", "skipped"]
     error: str | None = None
+    said: Said | None = None  # the runner's own account, rendered into `error`
     shape: list[int] = field(default_factory=list)
     kernel: dict[str, float] = field(default_factory=dict)
     baseline: dict[str, float] = field(default_factory=dict)

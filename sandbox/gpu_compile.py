@@ -24,10 +24,17 @@ TARGET = ("cuda", 90, 32)  # sm_90 (H100/H200), warp size 32: the GPU the lesson
 LAST_STAGE = "ptx"  # ttir (the front end) -> ttgir -> llir -> ptx; cubin would need ptxas (a subprocess)
 MAX_MESSAGE = 4000
 
-_PREFIX = ("这个 kernel 无法为 GPU 编译（Triton 编译器，目标 {target}），所以在任何设备上都不会运行；"
-           "在真实 GPU 上它同样会在编译时失败。编译器的信息：\n"
-           "(This kernel does not compile for a GPU (Triton's compiler, target {target}), so it runs on no "
-           "device: on a real GPU it fails to compile the same way. The compiler says:)\n")
+# The words around a rejection are the trusted side's (service/messages/sandbox.yaml): this module, which runs in
+# the student's process, writes only their codes, inline: «kg:<code>|key=value|...» (service/grading/sandbox_text.py).
+PREFIX_CODE, PYTHON_CALL_CODE = "sandbox.gpu_compile", "sandbox.python_call"
+MARK_OPEN, MARK_SEP, MARK_CLOSE = "«kg:", "|", "»"
+
+
+def mark(code: str, **params: object) -> str:
+    """A message code and its parameters, inline in text (values lose line breaks and the mark's own characters)."""
+    def plain(value: object) -> str:
+        return "".join(" " if ch in "\n\r" else ch for ch in str(value) if ch not in "«»|=")
+    return MARK_OPEN + MARK_SEP.join([code, *(f"{key}={plain(value)}" for key, value in params.items())]) + MARK_CLOSE
 
 
 def _language_namespaces() -> list:
@@ -92,7 +99,7 @@ def compile_error_message(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     if len(text) > MAX_MESSAGE:
         text = text[:MAX_MESSAGE] + " …"
-    return _PREFIX.format(target=_target_name()) + f"{type(exc).__name__}: {text}"
+    return mark(PREFIX_CODE, target=_target_name()) + f"{type(exc).__name__}: {text}"
 
 
 class CompileGate:
@@ -309,11 +316,7 @@ def restrict_compile_time_calls() -> bool:
             name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
             module = getattr(fn, "__module__", None) or ""
             shown = f"{module}.{name}" if module and module != "builtins" else str(name)
-            raise unsupported(
-                self.jit_fn.src, node,
-                f"calling the Python function `{shown[:80]}` inside a Triton kernel is not supported: a kernel may "
-                "call @triton.jit functions and triton.language (tl.*) functions only "
-                f"（Triton kernel 里不能调用普通 Python 函数 `{shown[:80]}`，只能调用 @triton.jit 函数和 tl.* 函数）")
+            raise unsupported(self.jit_fn.src, node, mark(PYTHON_CALL_CODE, name=shown[:80]))
         return original(self, node, fn, args, kws)
 
     generator.call_Function = call_Function

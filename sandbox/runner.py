@@ -28,7 +28,7 @@ from safetensors.numpy import save_file
 
 from sandbox.backends.base import SandboxBackend, SandboxUnavailable
 from sandbox.cgroups import remove_stale_cgroups
-from sandbox.contract import CaseJob, CaseRun, DeviceMode, GivenRun, Job, Limits, RunResult, SpeedJob, SpeedRun
+from sandbox.contract import CaseJob, CaseRun, DeviceMode, GivenRun, Job, Limits, RunResult, Said, SpeedJob, SpeedRun
 from sandbox.exits import HarnessExit
 from sandbox.guards import check as check_guards
 from sandbox.pool import JOB_PREFIX, Sandbox, WarmPool, copy_harness, new_job_dir, start_sandbox
@@ -121,14 +121,14 @@ class SandboxRunner:
             while (pending or run_given) and result.infra_error is None:
                 result.ended_by_timeout = deterministic and _timed_out(result)
                 if result.attempts > self.limits.max_restarts or time.monotonic() >= run_deadline or result.ended_by_timeout:
-                    reason = (TIMEOUT_ENDS_RUN if result.ended_by_timeout else "运行时间预算已用完"
-                              if time.monotonic() >= run_deadline else "沙箱多次崩溃后不再重试")
+                    said = Said("sandbox.skipped.after_timeout" if result.ended_by_timeout else "sandbox.skipped.budget_spent"
+                                if time.monotonic() >= run_deadline else "sandbox.skipped.crash_limit")
                     for case in pending:
-                        result.cases.append(CaseRun(id=case.id, status="skipped", error=f"未运行：{reason}"))
+                        result.cases.append(CaseRun(id=case.id, status="skipped", said=said))
                     if run_given:
-                        result.given = GivenRun(status="skipped", output=f"未运行：{reason}")
+                        result.given = GivenRun(status="skipped", said=said)
                     if speed is not None and result.speed is None:
-                        result.speed = SpeedRun(status="skipped", error=f"未运行：{reason}")
+                        result.speed = SpeedRun(status="skipped", said=said)
                     break
                 job = Job(mode=mode, entry_point=entry_point, run_given_check=run_given, given_seed=given_seed, cases=pending,
                           speed=speed if result.speed is None else None)
@@ -236,18 +236,15 @@ class SandboxRunner:
         result.log_tail = log.text()
 
         if stop_reason == "channel":
-            error = f"沙箱输出违反协议或超出上限：{broken_channel}"
+            said = Said("sandbox.broken_channel", {"detail": broken_channel})
         elif stop_reason == "timeout":
-            elapsed = time.monotonic() - phase_started
-            error = f"超时：运行 {elapsed:.1f} 秒仍未结束，已强制终止（单个用例上限 {limits.case_timeout_s:g} 秒）"
+            said = Said("sandbox.timeout", {"elapsed": time.monotonic() - phase_started, "limit": limits.case_timeout_s})
         elif sandbox.oom_killed:
-            error = (f"超出内存上限：沙箱用掉的内存（含 /tmp 与 /dev/shm 里的文件）超过了 {sandbox.memory_limit}，进程被终止"
-                     f"（Out of memory: the sandbox's memory, files in /tmp and /dev/shm included, went past its "
-                     f"limit ({sandbox.memory_limit}) and its process was killed）")
+            said = Said("sandbox.out_of_memory", {"limit": sandbox.memory_limit})
         elif proc.returncode == HarnessExit.gpu_poisoned:
-            error = "GPU 出现致命错误（例如非法地址访问），CUDA 上下文已不可用"
+            said = Said("sandbox.gpu_poisoned")
         else:
-            error = f"进程异常退出（{_signal_name(proc.returncode)}）"
+            said = Said("sandbox.exited", {"signal": _signal_name(proc.returncode)})
 
         if not ready and result.infra_error is None:
             # Never got as far as running student code: that is our failure, not theirs.
@@ -258,20 +255,20 @@ class SandboxRunner:
             # Student code ran and broke the verdict channel: that is the submission's failure, for
             # every phase still open (no fresh sandbox: a retry would reward the tampering).
             if job.run_given_check and result.given is None:
-                result.given = GivenRun(status="crashed", output=error)
+                result.given = GivenRun(status="crashed", said=said)
             for case in job.cases:
                 if case.id not in settled:
-                    result.cases.append(CaseRun(id=case.id, status="crashed", error=error))
+                    result.cases.append(CaseRun(id=case.id, status="crashed", said=said))
                     settled.add(case.id)
             if job.speed is not None and result.speed is None:
-                result.speed = SpeedRun(status="crashed", error=error)
+                result.speed = SpeedRun(status="crashed", said=said)
         elif current == "<speed>":
-            result.speed = SpeedRun(status="timeout" if stop_reason == "timeout" else "crashed", error=error)
+            result.speed = SpeedRun(status="timeout" if stop_reason == "timeout" else "crashed", said=said)
         elif current == "<given>":
-            result.given = GivenRun(status="timeout" if stop_reason == "timeout" else "crashed", output=error)
+            result.given = GivenRun(status="timeout" if stop_reason == "timeout" else "crashed", said=said)
         elif current is not None:
             status = "timeout" if stop_reason == "timeout" else "crashed"
-            result.cases.append(CaseRun(id=current, status=status, error=error))
+            result.cases.append(CaseRun(id=current, status=status, said=said))
             settled.add(current)
         return settled
 
@@ -303,11 +300,11 @@ class SandboxRunner:
                 raise FrameError("a 'fatal' frame after start-up (written by the submission, not the harness)")
             result.infra_error = f"sandbox harness refused to run: {clean_text(message.get('error'), 2000)}"
         elif kind == "load_error":
-            error = f"程序无法加载：\n{clean_text(message.get('error'))}"
+            said = Said("sandbox.load_error", {"detail": clean_text(message.get("error"))})
             if job.run_given_check:
-                result.given = GivenRun(status="failed", output=error)
+                result.given = GivenRun(status="failed", said=said)
             for case in job.cases:
-                result.cases.append(CaseRun(id=case.id, status="error", error=error))
+                result.cases.append(CaseRun(id=case.id, status="error", said=said))
                 settled.add(case.id)
         elif kind == "given_start":
             current = "<given>"
@@ -368,30 +365,25 @@ class SandboxRunner:
         try:
             tensors = load_tensors(blob)  # safetensors: no pickle, header validated by the library
         except Exception as exc:  # noqa: BLE001 - anything malformed is the submission's result
-            result.cases.append(CaseRun(id=case_id, status="error", error=f"输出无法解析：{clean_text(str(exc), 500)}",
-                                        elapsed_s=elapsed))
+            result.cases.append(CaseRun(id=case_id, status="error", elapsed_s=elapsed,
+                                        said=Said("sandbox.output_unparsable", {"detail": clean_text(str(exc), 500)})))
             return case_id
         raw = {name: tensors.pop(name) for name in list(tensors) if name.startswith("__guard__.")}
         after = {name[len("__input__."):]: tensors.pop(name) for name in list(tensors) if name.startswith("__input__.")}
         breaches, missing = check_guards(message.get("guards"), raw, required=_guarded_inputs(known[case_id], inputs))
         if missing is not None:  # the harness's guarding was switched off or its evidence forged away
-            result.cases.append(CaseRun(id=case_id, status="error", elapsed_s=elapsed, error=(
-                f"越界检查的证据缺失：{missing}。评分用的保护区被提交的代码关掉或改掉了，这个用例按出错处理"
-                f"（Out-of-bounds evidence missing: {missing}. The submission switched off or altered the guard "
-                f"regions the grader puts around every buffer, so this case counts as an error）")))
+            result.cases.append(CaseRun(id=case_id, status="error", elapsed_s=elapsed,
+                                        said=Said("sandbox.guards_missing", {"missing": missing})))
         elif breaches:
             first = breaches[0]
-            result.cases.append(CaseRun(id=case_id, status="error", elapsed_s=elapsed, out_of_bounds=breaches, error=(
-                f"out-of-bounds write: {first['changed']} element(s) {first['side']} the data of "
-                f"{first['output'] or first['buffer']} changed")))
+            result.cases.append(CaseRun(id=case_id, status="error", elapsed_s=elapsed, out_of_bounds=breaches,
+                                        said=Said("sandbox.out_of_bounds", {"changed": first["changed"],
+                                                                            "side": first["side"],
+                                                                            "buffer": first["output"] or first["buffer"]})))
         else:
             result.cases.append(CaseRun(id=case_id, status="ok", outputs=dict(tensors), elapsed_s=elapsed,
                                         inputs_after=after))
         return case_id
-
-
-TIMEOUT_ENDS_RUN = ("前面的阶段已超时；程序是确定性的，重新运行也会同样超时"
-                    "（an earlier phase timed out; the program is deterministic, so running it again would time out too）")
 
 
 def _timed_out(result: RunResult) -> bool:
@@ -492,7 +484,8 @@ def _speed_run(message: dict) -> SpeedRun:
     kernel = _timings(message.get("kernel"))
     shape = message.get("shape")
     if not kernel or not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape) or len(shape) > 8:
-        return SpeedRun(status="error", error="测速结果无法解析", device=device, method=method, elapsed_s=elapsed)
+        return SpeedRun(status="error", said=Said("sandbox.speed_unparsable"), device=device, method=method,
+                        elapsed_s=elapsed)
     copy_bytes = message.get("copy_bytes")
     return SpeedRun(status="ok", shape=shape, kernel=kernel, baseline=_timings(message.get("baseline")),
                     copy=_timings(message.get("copy")),

@@ -1,0 +1,52 @@
+"""The sandbox's codes in words: a run's `Said` accounts and «kg:…» marks, rendered in the report's language.
+
+The runner and the code that runs in the sandbox write no prose (sandbox/contract.py `Said`,
+sandbox/gpu_compile.py `mark`); this is where the trusted side turns them into `error`/`output` text,
+once per run, before anything reads those fields (`render_run`)."""
+from __future__ import annotations
+
+import re
+
+from sandbox.contract import RunResult, Said
+from sandbox.gpu_compile import MARK_CLOSE, MARK_OPEN, MARK_SEP, PREFIX_CODE, PYTHON_CALL_CODE
+from service.messages import render, service_catalogue
+
+# The only codes text written inside the sandbox may name: a mark naming another is left as written.
+INLINE_CODES = frozenset({PREFIX_CODE, PYTHON_CALL_CODE})
+_MARK = re.compile(re.escape(MARK_OPEN) + r"([a-z_.]{1,40})((?:" + re.escape(MARK_SEP) + r"[a-z_]{1,20}=[^«»|\n]{0,200}){0,4})"
+                   + re.escape(MARK_CLOSE))
+
+
+def expand_marks(text: str, language: str) -> str:
+    """`text` with every mark of a known inline code (and exactly its parameters) said in `language`."""
+    def said(match: re.Match[str]) -> str:
+        code = match.group(1)
+        params = dict(part.split("=", 1) for part in match.group(2).split(MARK_SEP)[1:])
+        if code not in INLINE_CODES or set(params) != service_catalogue().parameters(code):
+            return match.group(0)
+        return render(code, language, **params)
+    return _MARK.sub(said, text) if MARK_OPEN in text else text
+
+
+def say(said: Said, language: str) -> str:
+    """The runner's account in words (sandbox text inside its parameters has its marks said too)."""
+    return expand_marks(render(said.code, language, **said.params), language)
+
+
+def render_run(result: RunResult, language: str) -> RunResult:
+    """Fill each phase's `error`/`output` from its code, in `language`; returns `result` (changed in place)."""
+    for case in result.cases:
+        if case.said is not None:
+            case.error = say(case.said, language)
+        elif case.error:
+            case.error = expand_marks(case.error, language)
+    if result.given is not None:
+        given = result.given
+        given.output = say(given.said, language) if given.said is not None else expand_marks(given.output, language)
+    if result.speed is not None:
+        speed = result.speed
+        if speed.said is not None:
+            speed.error = say(speed.said, language)
+        elif speed.error:
+            speed.error = expand_marks(speed.error, language)
+    return result

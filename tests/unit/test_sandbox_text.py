@@ -1,0 +1,43 @@
+"""The sandbox's codes rendered on the trusted side: the runner's accounts and the in-sandbox marks."""
+from __future__ import annotations
+
+from sandbox.contract import CaseRun, DeviceMode, GivenRun, RunResult, Said, SpeedRun
+from sandbox.gpu_compile import compile_error_message, mark
+from service.grading.sandbox_text import expand_marks, render_run
+
+
+def _run() -> RunResult:
+    result = RunResult(backend="test", mode=DeviceMode.interpreter)
+    result.cases = [CaseRun(id="a", status="timeout", said=Said("sandbox.timeout", {"elapsed": 12.34, "limit": 10.0})),
+                    CaseRun(id="b", status="error", error="Traceback …\nValueError: x"),
+                    CaseRun(id="c", status="error", error=compile_error_message(TypeError("bad type")))]
+    result.given = GivenRun(status="skipped", said=Said("sandbox.skipped.budget_spent"))
+    result.speed = SpeedRun(status="error", said=Said("sandbox.speed_unparsable"))
+    return result
+
+
+def test_the_runners_codes_read_as_before_in_chinese_and_in_english():
+    zh = render_run(_run(), "zh")
+    assert zh.cases[0].error == "超时：运行 12.3 秒仍未结束，已强制终止（单个用例上限 10 秒）"
+    assert zh.cases[1].error == "Traceback …\nValueError: x"  # the sandbox's own traceback, as it came
+    assert zh.given.output == "未运行：运行时间预算已用完"
+    assert zh.speed.error == "测速结果无法解析"
+    en = render_run(_run(), "en")
+    assert en.cases[0].error == "Timed out: still running after 12.3 s, so it was stopped (the limit is 10 s per case)"
+    assert en.given.output == "Not run: the run's time budget is spent"
+
+
+def test_a_gpu_compile_rejection_is_worded_on_the_trusted_side():
+    zh, en = render_run(_run(), "zh").cases[2].error, render_run(_run(), "en").cases[2].error
+    assert zh.startswith("这个 kernel 无法为 GPU 编译（Triton 编译器，目标 cuda sm_90）") and zh.endswith("TypeError: bad type")
+    assert en.startswith("This kernel does not compile for a GPU (Triton's compiler, target cuda sm_90)")
+    assert "无法" not in en and "«kg:" not in en
+
+
+def test_a_mark_naming_an_unknown_code_or_wrong_parameters_is_left_as_written():
+    forged = [mark("not_gradable"), mark("sandbox.python_call", other="x"), "«kg:sandbox.python_call|name=f"]
+    for text in forged:
+        assert expand_marks(text, "en") == text
+    assert expand_marks("x " + mark("sandbox.python_call", name="os.system") + " y", "en") == (
+        "x calling the Python function `os.system` inside a Triton kernel is not supported: a kernel may call "
+        "@triton.jit functions and triton.language (tl.*) functions only y")
