@@ -1,11 +1,20 @@
 """Every sentence a student or TA reads, in Chinese and English: code and numbers in, text out.
 
 Grading and sandbox code never write prose; they name a message code and its parameters, and
-`render` says it in the report's language. `catalogue.yaml` holds the service's messages; each
+`render` says it in the report's language (`report_language`). service/messages/*.yaml hold the service's
+messages (pages, grading, grades, sandbox, namespaced by prefix); each
 exercise adds its own (`exercises/<id>/messages.yaml`, same format) through `Catalogue.load`.
 """
 from __future__ import annotations
 
-from service.messages.catalogue import LANGUAGES, Catalogue, CatalogueError, Language, render, service_catalogue
+from service.messages.catalogue import (
+    LANGUAGES,
+    Catalogue,
+    CatalogueError,
+    Language,
+    render,
+    report_language,
+    service_catalogue,
+)
 
-__all__ = ["LANGUAGES", "Catalogue", "CatalogueError", "Language", "render", "service_catalogue"]
+__all__ = ["LANGUAGES", "Catalogue", "CatalogueError", "Language", "render", "report_language", "service_catalogue"]

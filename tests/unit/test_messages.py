@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from service.messages import LANGUAGES, Catalogue, CatalogueError, render, service_catalogue
+from service.messages import LANGUAGES, Catalogue, CatalogueError, render, report_language, service_catalogue
 
 EXERCISES = Path(__file__).resolve().parents[2] / "exercises"
 
@@ -60,3 +60,10 @@ def test_the_service_catalogue_is_every_file_under_service_messages_and_a_code_d
     one = Catalogue({"x": {"zh": "甲", "en": "a"}})
     with pytest.raises(CatalogueError, match="twice"):
         one.merged(Catalogue({"x": {"zh": "乙", "en": "b"}}))
+
+
+def test_a_report_is_in_the_submissions_declared_language_else_the_exercises():
+    assert report_language("en", "zh") == "en"
+    assert report_language(None, "zh") == "zh"
+    assert report_language(None, "en") == "en"
+    assert report_language("fr", "en") == "en"  # not a language we write: the exercise's
