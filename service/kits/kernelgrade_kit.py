@@ -21,6 +21,8 @@ MAX_FILES = 50
 MAX_WAIT_PER_REQUEST_S = 25  # below the service's default max_wait_s (30)
 USER_AGENT = "kernelgrade-kit/1"
 
+# A copy of the catalogue's kit.* messages (service/messages/grades.yaml): this file runs on the platform without the
+# service; tests/unit/test_messages.py keeps the two equal.
 MESSAGES = {
     "unreachable": {"zh": "无法连接评分服务 {url}（{error}）。这次提交还没有评分——这不是 0 分；课程团队会重新运行评分。",
                     "en": "The grading service {url} could not be reached ({error}). This submission is not graded "

@@ -67,3 +67,12 @@ def test_a_report_is_in_the_submissions_declared_language_else_the_exercises():
     assert report_language(None, "zh") == "zh"
     assert report_language(None, "en") == "en"
     assert report_language("fr", "en") == "en"  # not a language we write: the exercise's
+
+
+def test_the_kits_own_copy_of_its_messages_is_the_catalogues():
+    from service.kits import kernelgrade_kit  # runs on the grading platform, without the service: it carries a copy
+    catalogue = service_catalogue()
+    kit_codes = {code.removeprefix("kit.") for code in catalogue.codes if code.startswith("kit.")}
+    assert kit_codes == set(kernelgrade_kit.MESSAGES)
+    for code, by_language in kernelgrade_kit.MESSAGES.items():
+        assert by_language == {lang: catalogue.template(f"kit.{code}", lang) for lang in LANGUAGES}

@@ -55,8 +55,8 @@ def feedback(token: str, session: SessionDep,
 
 class HintLevel(BaseModel):
     diagnosis: str = Field(description="the diagnosis id whose ladder it is, or `general`")
-    level: int = Field(description="1 概念区域 (concept area), 2 具体方向 (direction), 3 关键局部 (key spot), "
-                                   "4 完整答案 (full answer)")
+    level: int = Field(description=", ".join(f"{n} {zh} ({en})" for n, (zh, en) in  # hints.level.* in the catalogue
+                                             enumerate(zip(hint_ladder.LEVEL_NAMES["zh"], hint_ladder.LEVEL_NAMES["en"]), 1)))
     name: str = Field(description="the level's name in the student's language")
     text: str
     cost: float = Field(description="points the course's policy charges for it (0: none)")
