@@ -87,7 +87,7 @@ def check_fill(fill: ast.expr, source: str, *, allowed_names: AbstractSet[str], 
         return None
     code, params = refused
     if "what" in params and params["what"] in service_catalogue():
-        params["what"] = render(params["what"], language)
+        params["what"] = render(str(params["what"]), language)
     if code in ("fills.not_allowed", "fills.constant"):
         params["rule"] = render("fills.rule", language)
     return render(code, language, blank=blank_number, **params)

@@ -10,6 +10,7 @@ from service.messages import render
 from service.report import CaseReport, Diagnosis, EditReport, Item, Score, Veto
 from service.submission import Submission
 
+
 def score_cases_item(item: RubricItem, cases: list[CaseReport], *, not_run_reason: str | None,
                      diagnoses: list[Diagnosis], language: str = "zh") -> Item:
     if not_run_reason is not None:

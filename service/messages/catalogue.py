@@ -38,7 +38,7 @@ class Catalogue:
         for code, by_language in entries.items():
             if not isinstance(by_language, Mapping) or set(by_language) != set(LANGUAGES):
                 raise CatalogueError(f"{source}: message {code!r} must have exactly the languages {LANGUAGES}")
-            templates = {lang: str(by_language[lang]) for lang in LANGUAGES}
+            templates: dict[str, str] = {lang: str(by_language[lang]) for lang in LANGUAGES}
             try:
                 fields = {lang: _fields(t) for lang, t in templates.items()}
             except ValueError as exc:
