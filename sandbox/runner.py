@@ -121,8 +121,9 @@ class SandboxRunner:
             while (pending or run_given) and result.infra_error is None:
                 result.ended_by_timeout = deterministic and _timed_out(result)
                 if result.attempts > self.limits.max_restarts or time.monotonic() >= run_deadline or result.ended_by_timeout:
-                    said = Said("sandbox.skipped.after_timeout" if result.ended_by_timeout else "sandbox.skipped.budget_spent"
-                                if time.monotonic() >= run_deadline else "sandbox.skipped.crash_limit")
+                    said = Said("sandbox.skipped.after_timeout" if result.ended_by_timeout
+                                else "sandbox.skipped.budget_spent" if time.monotonic() >= run_deadline
+                                else "sandbox.skipped.crash_limit")
                     for case in pending:
                         result.cases.append(CaseRun(id=case.id, status="skipped", said=said))
                     if run_given:
@@ -238,7 +239,8 @@ class SandboxRunner:
         if stop_reason == "channel":
             said = Said("sandbox.broken_channel", {"detail": broken_channel})
         elif stop_reason == "timeout":
-            said = Said("sandbox.timeout", {"elapsed": time.monotonic() - phase_started, "limit": limits.case_timeout_s})
+            said = Said("sandbox.timeout",
+                        {"elapsed": time.monotonic() - phase_started, "limit": limits.case_timeout_s})
         elif sandbox.oom_killed:
             said = Said("sandbox.out_of_memory", {"limit": sandbox.memory_limit})
         elif proc.returncode == HarnessExit.gpu_poisoned:
@@ -377,9 +379,9 @@ class SandboxRunner:
         elif breaches:
             first = breaches[0]
             result.cases.append(CaseRun(id=case_id, status="error", elapsed_s=elapsed, out_of_bounds=breaches,
-                                        said=Said("sandbox.out_of_bounds", {"changed": first["changed"],
-                                                                            "side": first["side"],
-                                                                            "buffer": first["output"] or first["buffer"]})))
+                                        said=Said("sandbox.out_of_bounds", {
+                                            "changed": first["changed"], "side": first["side"],
+                                            "buffer": first["output"] or first["buffer"]})))
         else:
             result.cases.append(CaseRun(id=case_id, status="ok", outputs=dict(tensors), elapsed_s=elapsed,
                                         inputs_after=after))

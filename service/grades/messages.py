@@ -1,4 +1,4 @@
-"""Student-facing text of the grade exports (Gradescope, PrairieLearn, the gradebook): the catalogue's `grades.*` codes."""
+"""Student-facing text of the grade exports (Gradescope, PrairieLearn, the gradebook): the catalogue's `grades.*`."""
 from __future__ import annotations
 
 from service.messages import LANGUAGES, Language, service_catalogue
@@ -14,4 +14,6 @@ def say(code: str, language: Language, **params: object) -> str:
 def status_word(status: str, language: Language) -> str:
     """A veto status in words; a status without words reads as itself."""
     code = f"grades.status.{status}"
-    return service_catalogue().render(code, language) if code in service_catalogue() and language in LANGUAGES else status
+    if code not in service_catalogue() or language not in LANGUAGES:
+        return status
+    return service_catalogue().render(code, language)

@@ -35,7 +35,8 @@ def compare_outputs(observed: dict[str, np.ndarray], expected: dict[str, np.ndar
                               render("compare.shape", language, name=name, shape=str(tuple(obs.shape)),
                                      expected=str(tuple(ref.shape))))
         if obs.dtype.kind != "f":
-            return Comparison(False, None, None, None, None, render("compare.dtype", language, name=name, dtype=obs.dtype))
+            return Comparison(False, None, None, None, None,
+                              render("compare.dtype", language, name=name, dtype=obs.dtype))
         obs64 = obs.astype(np.float64)
         tol = tolerances[name]
         allowed = tol.atol + tol.rtol * np.abs(ref)

@@ -341,7 +341,8 @@ def extract(template_src: str, submission_src: str, *, language: str = "zh") -> 
                  else render("extract.error.syntax", language, detail=exc.msg))
         return Extraction(fills=[None] * len(spots), error=error)
     except (ValueError, RecursionError, MemoryError) as exc:
-        return Extraction(fills=[None] * len(spots), error=render("extract.error.unparsable", language, exception=type(exc).__name__))
+        return Extraction(fills=[None] * len(spots),
+                          error=render("extract.error.unparsable", language, exception=type(exc).__name__))
     matcher = _Matcher(template_src, submission_src, language)
     try:
         matcher.stmts(template.body, submission.body)

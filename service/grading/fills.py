@@ -59,7 +59,8 @@ _NAMES: dict[type, str] = {
     ast.SetComp: "fills.node.setcomp", ast.DictComp: "fills.node.dictcomp", ast.GeneratorExp: "fills.node.generator",
     ast.Subscript: "fills.node.subscript", ast.Starred: "fills.node.starred", ast.JoinedStr: "f-string",
     ast.Await: "await", ast.Yield: "yield", ast.YieldFrom: "yield from", ast.List: "fills.node.list",
-    ast.Dict: "fills.node.dict", ast.Set: "fills.node.set", ast.Slice: "fills.node.slice", ast.MatMult: "fills.node.matmul",
+    ast.Dict: "fills.node.dict", ast.Set: "fills.node.set", ast.Slice: "fills.node.slice",
+    ast.MatMult: "fills.node.matmul",
 }
 
 

@@ -35,7 +35,8 @@ def verify_given(exercise: Exercise, given: GivenRun | None, *, language: str | 
     for index, (args, outs) in enumerate(given.calls, start=1):
         if len(args) != len(spec.args) or len(outs) != len(outputs):
             return _failed(given, render("given.call_shape", lang, index=index, entry_point=spec.entry_point,
-                                         args=len(args), outs=len(outs), want_args=len(spec.args), want_outs=len(outputs)))
+                                         args=len(args), outs=len(outs), want_args=len(spec.args),
+                                         want_outs=len(outputs)))
         inputs = {name: np.asarray(a, dtype=np.float64) if np.asarray(a).dtype.kind == "f" else np.asarray(a)
                   for name, a in zip(spec.args, args)}
         try:

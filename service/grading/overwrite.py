@@ -60,7 +60,8 @@ def _message(found: list[dict], lang: str) -> str:
     c = max(found, key=lambda d: d["changed"])
     names = sorted({render("overwrite.case_input", lang, case=d["case"], input=d["input"]) for d in found})
     detail = (render("overwrite.first", lang, input=c["input"], where=_where(c), before=c["before"], after=c["after"])
-              + (render("overwrite.largest", lang, change=c["max_abs_change"]) if c.get("max_abs_change") is not None else "")
+              + (render("overwrite.largest", lang, change=c["max_abs_change"])
+                 if c.get("max_abs_change") is not None else "")
               if "index" in c else c.get("note", ""))
     return render("overwrite.message", lang, names=names, case=c["case"], input=c["input"], shape=str(c["shape"]),
                   total=c["total"], changed=c["changed"], detail=detail)

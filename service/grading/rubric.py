@@ -45,13 +45,14 @@ def _case_failure(case: CaseReport, language: str) -> str:
     if case.out_of_bounds and case.error:  # one line, worded in full by service/grading/bounds.py
         return case.error.strip()
     if case.error:
-        return case.error.strip().splitlines()[-1][:300] if case.error.strip() else render("rubric.case_error", language)
+        return (case.error.strip().splitlines()[-1][:300] if case.error.strip()
+                else render("rubric.case_error", language))
     m = case.first_mismatch
     if m is None:
         return render("rubric.case_failed", language)
     observed = "NaN/inf" if m.observed is None else f"{m.observed:.6g}"
-    return render("rubric.mismatch", language, output=m.output, index=str(m.index), observed=observed, expected=m.expected,
-                  allowed=m.allowed_error, ratio=case.error_ratio)
+    return render("rubric.mismatch", language, output=m.output, index=str(m.index), observed=observed,
+                  expected=m.expected, allowed=m.allowed_error, ratio=case.error_ratio)
 
 
 def score_items(exercise: Exercise, submission: Submission, cases: list[CaseReport], *,

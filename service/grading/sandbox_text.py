@@ -13,8 +13,8 @@ from service.messages import render, service_catalogue
 
 # The only codes text written inside the sandbox may name: a mark naming another is left as written.
 INLINE_CODES = frozenset({PREFIX_CODE, PYTHON_CALL_CODE})
-_MARK = re.compile(re.escape(MARK_OPEN) + r"([a-z_.]{1,40})((?:" + re.escape(MARK_SEP) + r"[a-z_]{1,20}=[^«»|\n]{0,200}){0,4})"
-                   + re.escape(MARK_CLOSE))
+_MARK = re.compile(re.escape(MARK_OPEN) + r"([a-z_.]{1,40})"
+                   + r"((?:" + re.escape(MARK_SEP) + r"[a-z_]{1,20}=[^«»|\n]{0,200}){0,4})" + re.escape(MARK_CLOSE))
 
 
 def expand_marks(text: str, language: str) -> str:

@@ -82,7 +82,8 @@ def performance(speed: SpeedSpec, run: SpeedRun | None, *, mode: DeviceMode, lan
         return Performance(status="not_measured", reason=render("speed.not_run", language), **base)
     device, method = run.device, run.method
     if run.status == "skipped":
-        return Performance(status="not_measured", reason=render("speed.skipped", language, error=run.error or ""), **base)
+        return Performance(status="not_measured", reason=render("speed.skipped", language, error=run.error or ""),
+                           **base)
     if run.status != "ok":
         return Performance(status="failed", reason=render(f"speed.{run.status}", language, error=run.error or ""),
                            device=str(device.get("name", "")), method=method, **base)

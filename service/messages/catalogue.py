@@ -38,7 +38,7 @@ class Catalogue:
         for code, by_language in entries.items():
             if not isinstance(by_language, Mapping) or set(by_language) != set(LANGUAGES):
                 raise CatalogueError(f"{source}: message {code!r} must have exactly the languages {LANGUAGES}")
-            templates: dict[str, str] = {lang: str(by_language[lang]) for lang in LANGUAGES}
+            templates = {lang: str(by_language[lang]) for lang in LANGUAGES}
             try:
                 fields = {lang: _fields(t) for lang, t in templates.items()}
             except ValueError as exc:
@@ -65,8 +65,8 @@ class Catalogue:
         return frozenset(self._entries)
 
     def template(self, code: str, lang: str) -> str:
-        """The raw template of `code` in `lang` (unknown languages read English), for pages that format it themselves."""
-        return self._entries[code][lang if lang in _LIST_SEPARATOR else "en"]
+        """The raw template of `code` in `lang` (unknown languages read English), for pages that format it."""
+        return self._entries[code][next((known for known in LANGUAGES if known == lang), "en")]
 
     def merged(self, other: Catalogue, *, source: str = "<catalogue>") -> Catalogue:
         """Both catalogues in one; a code in both is refused."""
@@ -106,8 +106,9 @@ def report_language(declared: str | None, exercise_language: str) -> Language:
     """The language a report is written in: the submission's declared language when it gives one, else the
     exercise's (a student who writes `"language": "en"` reads English feedback on a Chinese lesson)."""
     for choice in (declared, exercise_language):
-        if choice in LANGUAGES:
-            return choice  # type: ignore[return-value]
+        for known in LANGUAGES:
+            if known == choice:
+                return known
     return "zh"
 
 

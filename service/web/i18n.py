@@ -25,7 +25,8 @@ def texts(language: str | None) -> dict[str, str]:
 
 # --- LTI (service/lti) ---------------------------------------------------------------------
 # A refused launch is shown in both languages: it failed before kernelgrade knew whose it was.
-LTI_REFUSAL_TITLE: dict[str, str] = {lang: service_catalogue().template("lti.refusal_title", lang) for lang in LANGUAGES}
+LTI_REFUSAL_TITLE: dict[str, str] = {lang: service_catalogue().template("lti.refusal_title", lang)
+                                     for lang in LANGUAGES}
 _REFUSALS = _section("lti.refusal.")
 LTI_REFUSALS: dict[str, dict[str, str]] = {reason: {lang: _REFUSALS[lang][reason] for lang in LANGUAGES}
                                            for reason in _REFUSALS["en"]}

@@ -29,7 +29,8 @@ def test_the_runners_codes_read_as_before_in_chinese_and_in_english():
 
 def test_a_gpu_compile_rejection_is_worded_on_the_trusted_side():
     zh, en = render_run(_run(), "zh").cases[2].error, render_run(_run(), "en").cases[2].error
-    assert zh.startswith("这个 kernel 无法为 GPU 编译（Triton 编译器，目标 cuda sm_90）") and zh.endswith("TypeError: bad type")
+    assert zh.startswith("这个 kernel 无法为 GPU 编译（Triton 编译器，目标 cuda sm_90）")
+    assert zh.endswith("TypeError: bad type")
     assert en.startswith("This kernel does not compile for a GPU (Triton's compiler, target cuda sm_90)")
     assert "无法" not in en and "«kg:" not in en
 

@@ -53,10 +53,13 @@ def feedback(token: str, session: SessionDep,
 
 # --- The hint ladder (service/hints.py) ----------------------------------------------------------
 
+_LEVELS_ZH, _LEVELS_EN = hint_ladder.LEVEL_NAMES["zh"], hint_ladder.LEVEL_NAMES["en"]
+
+
 class HintLevel(BaseModel):
     diagnosis: str = Field(description="the diagnosis id whose ladder it is, or `general`")
-    level: int = Field(description=", ".join(f"{n} {zh} ({en})" for n, (zh, en) in  # hints.level.* in the catalogue
-                                             enumerate(zip(hint_ladder.LEVEL_NAMES["zh"], hint_ladder.LEVEL_NAMES["en"]), 1)))
+    level: int = Field(description=", ".join(  # the levels' names: hints.level.* in the catalogue
+        f"{n} {zh} ({en})" for n, (zh, en) in enumerate(zip(_LEVELS_ZH, _LEVELS_EN), 1)))
     name: str = Field(description="the level's name in the student's language")
     text: str
     cost: float = Field(description="points the course's policy charges for it (0: none)")
