@@ -6,7 +6,10 @@ observed sum of squares and `mu` the row mean, a kernel that counts lanes `[0, k
 `S = sum_{i<min(k,N)} (x_i - mu)^2 + max(0, min(k,BLOCK) - N) * mu^2` (padding lanes hold 0.0,
 which becomes -mu, then mu^2). Solving for k names the bug: k = BLOCK is the missing re-mask,
 k = N + 1 is `cols <= N`, k = N - 1 drops the last valid lane, and the same k across different N
-is a hard-coded width. Masks that depend on values (`values != 0`, `values > 0`) are recognised
+is a hard-coded width, and k = stride_m on a strided case (a view x[:, :N] of a wider buffer, with
+N < stride < BLOCK) while the contiguous cases pass is a mask built from the row stride: the extra
+lanes are padding lanes the load already masked to 0.0 (its mask stays cols < N), so they add mu^2
+each, like the missing re-mask. Masks that depend on values (`values != 0`, `values > 0`) are recognised
 by recomputing S over the lanes such a mask keeps.
 """
 from __future__ import annotations
@@ -100,8 +103,11 @@ def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
     if k is not None:
         excess = var_obs - var_true
         worst = int(np.argmax(np.abs(excess)))
-        yield kit.ACROSS, {"case": case.id, "N": n, "BLOCK": block, "lanes_counted": k, "row": worst,
-                           "mean": float(mean_obs[worst]), "excess": float(excess[worst])}
+        numbers = {"case": case.id, "N": n, "BLOCK": block, "lanes_counted": k, "row": worst,
+                   "mean": float(mean_obs[worst]), "excess": float(excess[worst])}
+        if case.stride is not None:
+            numbers["stride"] = case.stride
+        yield kit.ACROSS, numbers
         return
     label = _value_mask(x, mean_obs, var_obs, block)
     if label is not None:
@@ -110,8 +116,30 @@ def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
     yield "unexplained_variance", {**where, "max_abs_err": float(np.max(np.abs(var_obs - var_true)))}
 
 
+def _counts_to_stride(d: kit.Numbers) -> bool:
+    """The case's lane count is what `cols < stride_m` gives there: min(stride, BLOCK) lanes."""
+    stride = d.get("stride")
+    return stride is not None and d["lanes_counted"] == min(stride, d["BLOCK"])
+
+
+def _uses_row_stride(cases: list[kit.Numbers]) -> bool:
+    """Every case explained by a lane count counted up to its row stride, and one of them tells
+    that apart from the missing re-mask (N < stride < BLOCK). Contiguous cases (stride = N) pass
+    with such a mask, so a contiguous case among these, or one whose count is not its stride (the
+    same count on other widths: a hard-coded width), means it is something else."""
+    return all(_counts_to_stride(d) for d in cases) and \
+        any(d["N"] < d["stride"] < d["BLOCK"] for d in cases)
+
+
 def _lane_counts(cases: list[kit.Numbers]) -> Iterator[kit.Found]:
-    """Name each count of lanes counted, knowing every case's: k = BLOCK is the missing re-mask."""
+    """Name each count of lanes counted, knowing every case's: k = BLOCK is the missing re-mask,
+    k = stride_m on every failed case (all strided) a mask built from the row stride."""
+    if _uses_row_stride(cases):
+        for where in cases:
+            extra = where["lanes_counted"] - where["N"]
+            yield "mask_uses_row_stride", {**where, "extra_lanes": extra,
+                                           "predicted_excess": extra * where["mean"] ** 2 / where["N"]}
+        return
     for where in cases:
         n, block, k, mean = where["N"], where["BLOCK"], where["lanes_counted"], where["mean"]
         other_ns = {d["N"] for d in cases if d["lanes_counted"] == k}
@@ -128,8 +156,10 @@ def _lane_counts(cases: list[kit.Numbers]) -> Iterator[kit.Found]:
 
 
 def _words(key: str, cases: list[kit.Numbers]) -> kit.Say:
-    """The message of `key`, about the case with the largest excess variance."""
-    return kit.say_about(key, cases, max(cases, key=lambda d: abs(d.get("excess", 0.0))))
+    """The message of `key`, about the case with the largest excess variance (for the row stride:
+    among the cases whose stride lies below BLOCK, the ones that show it)."""
+    shown = [d for d in cases if d["N"] < d["stride"] < d["BLOCK"]] if key == "mask_uses_row_stride" else cases
+    return kit.say_about(key, cases, max(shown, key=lambda d: abs(d.get("excess", 0.0))))
 
 
 diagnose = kit.make_diagnose(_classify, _words, across=_lane_counts)

@@ -9,7 +9,10 @@ merged into the running (n, mean, M2) with Chan's formula
 The known wrong answers are replayed here in float64 on the case's input, chunk by chunk, so a
 diagnosis can say which one the observed numbers match: the last chunk counted as BLOCK lanes,
 padding lanes left in the chunk's M2 (each adds mean_b², lesson 6's re-mask), the delta term
-dropped or weighted n·n_b (not divided by n'). The naive chunk formula Σx² − n_b·mean_b² cannot
+dropped or weighted n·n_b (not divided by n'), and, on a strided case (a view x[:, :N] of a wider
+buffer), the chunk counted up to the row stride (`cols < stride_m`): the last chunk then counts
+min(BLOCK, stride − s) lanes instead of N − s (s its start), the extra ones padding lanes the load
+masked to 0.0, so the mean is pulled to mean·N/(N + extra). The naive chunk formula Σx² − n_b·mean_b² cannot
 be replayed in float64 (its error *is* float32 rounding): its signature is a mean that is right
 and a variance whose error is of the order of float32's spacing at mean², on a row whose
 variance is many orders of magnitude below mean².
@@ -47,8 +50,9 @@ def reference(x: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def _merge(x: np.ndarray, block: int, *, count: str = "valid", remask: bool = True,
-           delta_term: str = "chan") -> tuple[np.ndarray, np.ndarray]:
-    """Chunked merge in float64, with one of the known mistakes switched on."""
+           delta_term: str = "chan", stride: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Chunked merge in float64, with one of the known mistakes switched on (count="stride":
+    n_b counts the lanes below the row `stride`)."""
     rows, n_total = x.shape
     n = np.zeros(rows)
     mean = np.zeros(rows)
@@ -56,7 +60,11 @@ def _merge(x: np.ndarray, block: int, *, count: str = "valid", remask: bool = Tr
     for start in range(0, n_total, block):
         chunk = x[:, start:start + block]
         valid = chunk.shape[1]
-        n_b = float(block if count == "block" else valid)
+        if count == "stride":
+            assert stride is not None and stride >= n_total
+            n_b = float(min(block, stride - start))
+        else:
+            n_b = float(block if count == "block" else valid)
         mean_b = chunk.sum(axis=1) / n_b
         m2_b = ((chunk - mean_b[:, None]) ** 2).sum(axis=1)
         if not remask:
@@ -86,7 +94,17 @@ def _close(observed: np.ndarray, predicted: np.ndarray, floor: np.ndarray | floa
     return bool(np.all(np.abs(observed - predicted) <= rel * (np.abs(observed) + np.abs(predicted)) + floor))
 
 
-def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
+def _stride_extra(n: int, block: int, stride: int | None) -> int:
+    """How many lanes `cols < stride_m` counts beyond the valid ones (all in the last chunk)."""
+    if stride is None:
+        return 0
+    start = ((n - 1) // block) * block
+    return min(block, stride - start) - (n - start)
+
+
+def _classify(ev: kit.CaseEvidence, *, block_count_refuted: bool = False) -> Iterator[kit.Found]:
+    """One failed case's finding. `block_count_refuted`: a contiguous case with a partial last
+    chunk passed, so "every chunk counted as BLOCK" is not the bug (it would have failed there)."""
     outputs = kit.outputs(ev, "mean", "var")
     if outputs is None:
         return
@@ -108,6 +126,16 @@ def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
     floor_mean = 1e-6 * np.sqrt(ex2) + 1e-7
     floor_var = 1e-13 * ex2 + 1e-9
     found = None
+    extra = _stride_extra(n, block, case.stride)
+    if extra > 0 and _close(mean_obs, mean_true * n / (n + extra), floor_mean):
+        mean_pred, var_pred = _merge(x, block, count="stride", stride=case.stride)
+        # stride - s >= BLOCK counts the whole last chunk: the same numbers as the block count
+        same_as_block = min(block, case.stride - (n - where["last_chunk"])) == block
+        if _close(var_obs, var_pred, floor_var) and (block_count_refuted or not same_as_block):
+            yield "count_uses_row_stride", {**numbers, "stride": case.stride, "extra": extra,
+                                            "counted": where["last_chunk"] + extra,
+                                            "mean_pred": float(mean_pred[row]), "var_pred": float(var_pred[row])}
+            return
     for name, switches in _CANDIDATES.items():
         mean_pred, var_pred = _merge(x, block, **switches)
         if _close(mean_pred, mean_true, 0.0, rel=1e-7) and _close(var_pred, var_true, 0.0, rel=1e-7):
@@ -143,4 +171,10 @@ def _words(key: str, cases: list[kit.Numbers]) -> kit.Say:
     return kit.say_about(key, cases, c, at=kit.Say("part.at", c), got=kit.Say("part.got", c))
 
 
-diagnose = kit.make_diagnose(_classify, _words)
+def diagnose(evidence: list[kit.CaseEvidence]) -> list[kit.Finding]:
+    """The kit's skeleton, with one fact from the passed cases: a contiguous case whose last chunk
+    is partial passed, which the block count would have failed (on a strided case whose stride
+    reaches past the last chunk, counting to the stride and counting BLOCK give the same numbers)."""
+    refuted = any(ev.passed and ev.case.stride is None and ev.case.cols % int(ev.case.kwargs.get("block", DEFAULT_BLOCK))
+                  for ev in evidence)
+    return kit.report(kit.collect(evidence, lambda ev: _classify(ev, block_count_refuted=refuted)), _words)
