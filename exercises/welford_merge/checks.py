@@ -175,6 +175,6 @@ def diagnose(evidence: list[kit.CaseEvidence]) -> list[kit.Finding]:
     """The kit's skeleton, with one fact from the passed cases: a contiguous case whose last chunk
     is partial passed, which the block count would have failed (on a strided case whose stride
     reaches past the last chunk, counting to the stride and counting BLOCK give the same numbers)."""
-    refuted = any(ev.passed and ev.case.stride is None and ev.case.cols % int(ev.case.kwargs.get("block", DEFAULT_BLOCK))
-                  for ev in evidence)
+    refuted = any(ev.passed and ev.case.stride is None
+                  and ev.case.cols % int(ev.case.kwargs.get("block", DEFAULT_BLOCK)) for ev in evidence)
     return kit.report(kit.collect(evidence, lambda ev: _classify(ev, block_count_refuted=refuted)), _words)

@@ -78,7 +78,8 @@ def test_mask_uses_row_stride_on_each_strided_case(case_id, n, stride, block):
     (d,) = LESSON6.diagnose([ev])
     assert d.id == "mask_uses_row_stride"
     e = d.evidence["cases"][0]
-    assert (e["N"], e["stride"], e["BLOCK"], e["lanes_counted"], e["extra_lanes"]) == (n, stride, block, stride, stride - n)
+    numbers = (e["N"], e["stride"], e["BLOCK"], e["lanes_counted"], e["extra_lanes"])
+    assert numbers == (n, stride, block, stride, stride - n)
     assert e["predicted_excess"] == pytest.approx((stride - n) * e["mean"] ** 2 / n)
     # the prediction is the observed excess, and the excess is that of the worst row of the real numbers
     assert e["predicted_excess"] == pytest.approx(e["excess"], rel=1e-3)
