@@ -120,7 +120,8 @@ class SandboxRunner:
             files = self._write_static(job_root, program=program, given_check=given_check or "", inputs=inputs)
             while (pending or run_given) and result.infra_error is None:
                 result.ended_by_timeout = deterministic and _timed_out(result)
-                if result.attempts > self.limits.max_restarts or time.monotonic() >= run_deadline or result.ended_by_timeout:
+                if (result.attempts > self.limits.max_restarts or time.monotonic() >= run_deadline
+                        or result.ended_by_timeout):
                     said = Said("sandbox.skipped.after_timeout" if result.ended_by_timeout
                                 else "sandbox.skipped.budget_spent" if time.monotonic() >= run_deadline
                                 else "sandbox.skipped.crash_limit")
@@ -131,10 +132,10 @@ class SandboxRunner:
                     if speed is not None and result.speed is None:
                         result.speed = SpeedRun(status="skipped", said=said)
                     break
-                job = Job(mode=mode, entry_point=entry_point, run_given_check=run_given, given_seed=given_seed, cases=pending,
-                          speed=speed if result.speed is None else None)
-                done_ids = self._attempt(job_root, files, job, result, device_index=device_index, run_deadline=run_deadline,
-                                         inputs=sizes)
+                job = Job(mode=mode, entry_point=entry_point, run_given_check=run_given, given_seed=given_seed,
+                          cases=pending, speed=speed if result.speed is None else None)
+                done_ids = self._attempt(job_root, files, job, result, device_index=device_index,
+                                         run_deadline=run_deadline, inputs=sizes)
                 run_given = False
                 pending = [c for c in pending if c.id not in done_ids]
         finally:
@@ -250,7 +251,8 @@ class SandboxRunner:
 
         if not ready and result.infra_error is None:
             # Never got as far as running student code: that is our failure, not theirs.
-            what = "did not start in time" if stop_reason == "timeout" else f"died during start-up ({_signal_name(proc.returncode)})"
+            what = ("did not start in time" if stop_reason == "timeout"
+                    else f"died during start-up ({_signal_name(proc.returncode)})")
             result.infra_error = f"sandbox {what}; log tail:\n{result.log_tail[-2000:]}"
             return settled
         if stop_reason == "channel":
@@ -269,8 +271,8 @@ class SandboxRunner:
         elif current == "<given>":
             result.given = GivenRun(status="timeout" if stop_reason == "timeout" else "crashed", said=said)
         elif current is not None:
-            status = "timeout" if stop_reason == "timeout" else "crashed"
-            result.cases.append(CaseRun(id=current, status=status, said=said))
+            result.cases.append(CaseRun(id=current, status="timeout" if stop_reason == "timeout" else "crashed",
+                                        said=said))
             settled.add(current)
         return settled
 
@@ -313,8 +315,8 @@ class SandboxRunner:
         elif kind == "given":
             if not job.run_given_check or result.given is not None:
                 raise FrameError("a 'given' frame the job did not ask for")
-            status = "passed" if message.get("status") == "passed" else "failed"
-            result.given = GivenRun(status=status, output=clean_text(message.get("output")),
+            result.given = GivenRun(status="passed" if message.get("status") == "passed" else "failed",
+                                    output=clean_text(message.get("output")),
                                     elapsed_s=_as_float(message.get("elapsed_s")), calls=_given_calls(blob))
             current = None
         elif kind == "case_start":
@@ -346,7 +348,8 @@ class SandboxRunner:
             if isinstance(check, dict):
                 compiles, seconds = check.get("compiles"), check.get("seconds")
                 if type(compiles) is int and 0 <= compiles < 1 << 20:
-                    result.triton_cache["gpu_compile_checks"] = result.triton_cache.get("gpu_compile_checks", 0) + compiles
+                    result.triton_cache["gpu_compile_checks"] = (result.triton_cache.get("gpu_compile_checks", 0)
+                                                                 + compiles)
                 if type(seconds) is float and 0.0 <= seconds < 86_400.0:
                     result.gpu_compile_s += seconds
         if kind in ("hello", "given_start", "case_start", "given", "case", "speed_start", "speed"):
@@ -361,8 +364,8 @@ class SandboxRunner:
         elapsed = _as_float(message.get("elapsed_s"))
         if message.get("status") != "ok":
             breaches, allocations = _error_evidence(message.get("guards"), blob, known[case_id], inputs)
-            result.cases.append(CaseRun(id=case_id, status="error", error=clean_text(message.get("error")), elapsed_s=elapsed,
-                                        out_of_bounds=breaches, allocations=allocations))
+            result.cases.append(CaseRun(id=case_id, status="error", error=clean_text(message.get("error")),
+                                        elapsed_s=elapsed, out_of_bounds=breaches, allocations=allocations))
             return case_id
         try:
             tensors = load_tensors(blob)  # safetensors: no pickle, header validated by the library
@@ -389,7 +392,8 @@ class SandboxRunner:
 
 
 def _timed_out(result: RunResult) -> bool:
-    return (any(c.status == "timeout" for c in result.cases) or (result.given is not None and result.given.status == "timeout")
+    return (any(c.status == "timeout" for c in result.cases)
+            or (result.given is not None and result.given.status == "timeout")
             or (result.speed is not None and result.speed.status == "timeout"))
 
 
@@ -397,7 +401,8 @@ _NUMPY_DTYPES = {"float32": np.float32, "float64": np.float64, "float16": np.flo
                  "int16": np.int16, "int32": np.int32, "int64": np.int64, "uint8": np.uint8, "bool": np.bool_}
 
 
-def _error_evidence(records: object, blob: bytes, case: CaseJob, inputs: dict[str, int]) -> tuple[list[dict], list[dict]]:
+def _error_evidence(records: object, blob: bytes, case: CaseJob,
+                    inputs: dict[str, int]) -> tuple[list[dict], list[dict]]:
     """(out-of-bounds evidence, allocated buffers' data) of a case that raised, from the guards'
     bytes compared here and the `__alloc__.<i>` arrays; nothing when the evidence is absent or
     malformed (the case stays a plain error, and no diagnosis can claim an out-of-bounds write)."""
@@ -417,7 +422,9 @@ def _error_evidence(records: object, blob: bytes, case: CaseJob, inputs: dict[st
             continue
         index = name[len("__alloc__."):]
         record = records[int(index)] if index.isdigit() and int(index) < len(records) else None
-        dtype = _NUMPY_DTYPES.get(record.get("dtype")) if isinstance(record, dict) else None
+        if not isinstance(record, dict):
+            continue
+        dtype = _NUMPY_DTYPES.get(record["dtype"]) if "dtype" in record else None
         if dtype is None or record.get("kind") != "allocated" or array.size % np.dtype(dtype).itemsize:
             continue
         allocations.append({"index": int(index), "shape": record.get("shape"), "dtype": record["dtype"],
@@ -456,9 +463,14 @@ def _timings(value) -> dict[str, float]:
     """One timed function's figures from the sandbox, or {} when any is missing or not a finite positive number."""
     if not isinstance(value, dict):
         return {}
-    stats = {key: _as_float(value.get(key)) for key in _STATS}
+    stats: dict[str, float] = {}
+    for key in _STATS:
+        figure = _as_float(value.get(key))
+        if figure is None or not 0 < figure < 1e7:
+            return {}
+        stats[key] = figure
     reps = value.get("reps")
-    if any(v is None or not 0 < v < 1e7 for v in stats.values()) or type(reps) is not int or not 0 < reps < 1 << 24:
+    if type(reps) is not int or not 0 < reps < 1 << 24:
         return {}
     return {**stats, "reps": reps}
 
@@ -467,7 +479,7 @@ def _plain(value, limit: int = 16) -> dict:
     """A flat dict of short strings and numbers (the device's and the method's description)."""
     if not isinstance(value, dict):
         return {}
-    kept = {}
+    kept: dict[str, str | int | float] = {}
     for key, item in list(value.items())[:limit]:
         if isinstance(item, str):
             kept[clean_text(str(key), 64)] = clean_text(item, 200)

@@ -32,10 +32,13 @@ _NEGATED_FAIL = re.compile(
     r"(没有|没|无|未|不)\s*(任何)?\s*(运行|执行)?\s*(报错|错误|失败|异常|error|assertion)|"
     r"no (errors?|failures?|exceptions?|assertion ?errors?|mismatch(es)?)\b|without (any )?(errors?|failures?)|"
     r"0 (failed|failures|errors)\b|(不|没有?)\s*(抛|报)|"
-    r"(max(imum)?|abs(olute)?|rel(ative)?|mean|最大)[\s_]*(abs(olute)?|rel(ative)?)?[\s_]*(err(or)?s?|误差)\s*[:=：]?\s*[-+]?\d")
-_FAIL = re.compile(r"assertionerror|traceback|mismatch|not close|不通过|未通过|没通过|没有通过|失败|报错|出错|错误|异常|不一致|"
+    r"(max(imum)?|abs(olute)?|rel(ative)?|mean|最大)[\s_]*(abs(olute)?|rel(ative)?)?"
+    r"[\s_]*(err(or)?s?|误差)\s*[:=：]?\s*[-+]?\d")
+_FAIL = re.compile(r"assertionerror|traceback|mismatch|not close|"
+                   r"不通过|未通过|没通过|没有通过|失败|报错|出错|错误|异常|不一致|"
                    r"\b\w*error\b|\bfail(ed|s|ure)?\b|exception")
-_PASS = re.compile(r"通过|成功|正常|(没有|没|无)\s*(任何)?\s*(运行|执行)?\s*(报错|错误|异常)|no errors?\b|无输出|没有输出|没输出|什么都没(有)?(打印|输出)|没有打印|\bpass(ed|es)?\b|success|"
+_PASS = re.compile(r"通过|成功|正常|(没有|没|无)\s*(任何)?\s*(运行|执行)?\s*(报错|错误|异常)|no errors?\b|"
+                   r"无输出|没有输出|没输出|什么都没(有)?(打印|输出)|没有打印|\bpass(ed|es)?\b|success|"
                    r"\bok\b|no output|nothing (was )?printed|printed nothing|✓|✔")
 _SHAPE = re.compile(r"torch\.size\(\[\s*\d+(\s*,\s*\d+)*\s*\]\)|\(\s*\d+\s*,\s*\d+\s*\)|\[\s*\d+\s*,\s*\d+\s*\]|"
                     r"\b\d+\s*[x×]\s*\d+\b")
@@ -63,16 +66,19 @@ def parse_claim(claimed_output: str) -> Claim:
     numbers = [m.group(0) for m in _NUMBER.finditer(unshaped)][:20]
     exceptions = sorted({m.group(1) for m in _EXCEPTION.finditer(text)})[:5]
     traceback = "traceback" in text
-    base = dict(numbers=numbers, shapes=shapes, exceptions=exceptions, traceback=traceback)
+
+    def claim(kind: ClaimKind) -> Claim:
+        return Claim(kind, numbers=numbers, shapes=shapes, exceptions=exceptions, traceback=traceback)
+
     if _STATIC.search(text):
-        return Claim("static_review", **base)
+        return claim("static_review")
     if traceback or _FAIL.search(_NEGATED_FAIL.sub(" ", text)):
-        return Claim("fail", **base)
+        return claim("fail")
     if _PASS.search(text):
-        return Claim("pass", **base)
+        return claim("pass")
     if numbers or shapes:
-        return Claim("results", **base)  # printed results, no failure: the check ran to its end
-    return Claim("unclear", **base)
+        return claim("results")  # printed results, no failure: the check ran to its end
+    return claim("unclear")
 
 
 
@@ -86,7 +92,8 @@ def unverified_claim(*, claimed_output: str, program_ran: bool, given_status: st
                 "claim": claim.kind, "claimed_numbers": claim.numbers, "claimed_shapes": claim.shapes,
                 "claimed_exceptions": claim.exceptions,
                 "side_by_side": [{"label": "claimed" , "text": claimed_output[:2000]},
-                                 {"label": f"our run (given check: {given_status or 'not run'})", "text": real_output[:2000]}]}
+                                 {"label": f"our run (given check: {given_status or 'not run'})",
+                                  "text": real_output[:2000]}]}
     if not program_ran:
         return Veto(rule="unverified_claim", status="suspected", needs_review=True, evidence={
             **evidence, "note": render("claims.note.cannot_run", language, reason=not_run_reason or "—"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import difflib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from service.exercises.blanks import BLANK
 from service.grading import syntax
@@ -95,7 +95,8 @@ def _classify(template_stmt: ast.stmt | None, submission_stmt: ast.stmt | None) 
     t = template_stmt
     s = submission_stmt
     if t is not None and any(isinstance(n, ast.Assert) for n in ast.walk(t)):
-        kept = s is not None and sum(isinstance(n, ast.Assert) for n in ast.walk(s)) >= sum(isinstance(n, ast.Assert) for n in ast.walk(t))
+        kept = s is not None and (sum(isinstance(n, ast.Assert) for n in ast.walk(s))
+                                  >= sum(isinstance(n, ast.Assert) for n in ast.walk(t)))
         if not kept or _assert_weakened(t, s):
             return BOUNDARY_CHECK_REMOVED, "extract.edit.assert_changed", {}
     t_checks = _calls(t, "assert_close") if t is not None else []
@@ -147,7 +148,9 @@ def _static_hint(t: ast.stmt | None, s: ast.stmt | None, language: str = "zh") -
     """Name the misconception an edit points to, when it is one the lesson lists."""
     if s is None:
         return None
-    divisors = lambda stmt: [_dump(n.right) for n in ast.walk(stmt) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div)]
+    def divisors(stmt: ast.AST) -> list[str]:
+        return [_dump(n.right) for n in ast.walk(stmt) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div)]
+
     before, after = divisors(t) if t is not None else [], divisors(s)
     if _dump(ast.Name("BLOCK", ast.Load())) in after and _dump(ast.Name("BLOCK", ast.Load())) not in before:
         return render("extract.hint.divisor_block", language)
@@ -159,7 +162,7 @@ def _static_hint(t: ast.stmt | None, s: ast.stmt | None, language: str = "zh") -
 class _Matcher:
     def __init__(self, template_src: str, submission_src: str, language: str = "zh") -> None:
         self.t_src, self.s_src, self.language = template_src, submission_src, language
-        self.fills: dict[tuple[int, int], ast.expr] = {}
+        self.fills: dict[tuple[int, int], ast.expr | list[ast.stmt]] = {}
         self.changed: list[tuple[ast.stmt, ast.stmt]] = []
         self.edits: list[EditReport] = []
         self._stmt: tuple[ast.stmt, ast.stmt] | None = None
@@ -204,7 +207,7 @@ class _Matcher:
             self._pair_block(lost_before, middle[:len(lost_before)])
         if lost_after:
             self._pair_block(lost_after, middle[len(middle) - len(lost_after):])
-        blank = t_list[index].value
+        blank = cast(ast.Expr, t_list[index]).value  # is_block_blank chose it: an Expr of the blank's Name
         self.fills[(blank.lineno, blank.col_offset)] = fill  # may be empty or still `______`: fills.py says so
 
     def _pair_block(self, ts: list[ast.stmt], ss: list[ast.stmt]) -> None:
@@ -215,7 +218,8 @@ class _Matcher:
             for j in range(next_s, len(ss)):
                 if type(ss[j]) is not type(t):
                     continue
-                if getattr(t, "name", None) is not None and getattr(ss[j], "name", None) == t.name:
+                name = getattr(t, "name", None)
+                if name is not None and getattr(ss[j], "name", None) == name:
                     best, best_ratio = j, 1.0  # a def or class pairs with the one of the same name
                     break
                 if _fits(t, ss[j]):
@@ -258,7 +262,8 @@ class _Matcher:
             return
         for name in t._fields:
             tv, sv = getattr(t, name, None), getattr(s, name, None)
-            if isinstance(tv, list) and (any(isinstance(x, ast.stmt) for x in tv) or any(isinstance(x, ast.stmt) for x in sv or [])):
+            if isinstance(tv, list) and (any(isinstance(x, ast.stmt) for x in tv)
+                                         or any(isinstance(x, ast.stmt) for x in sv or [])):
                 self.stmts(tv, sv or [])
             elif isinstance(tv, list):
                 if not isinstance(sv, list) or len(tv) != len(sv):
@@ -330,12 +335,12 @@ def _first_lines(text: str | None, limit: int = 6) -> str:
 
 def extract(template_src: str, submission_src: str, *, language: str = "zh") -> Extraction:
     """The fills and the edits outside them; `error` (in `language`) when the code cannot be compared."""
-    template = syntax.parse(template_src)
+    template = cast(ast.Module, syntax.parse(template_src))  # mode "exec" (the default) parses to a Module
     spots = blank_positions(template)
     if "\x00" in submission_src:
         return Extraction(fills=[None] * len(spots), error=render("extract.error.nul", language))
     try:
-        submission = syntax.parse(submission_src)
+        submission = cast(ast.Module, syntax.parse(submission_src))  # mode "exec": a Module
     except SyntaxError as exc:
         error = (render("extract.error.syntax_at", language, line=exc.lineno, detail=exc.msg) if exc.lineno
                  else render("extract.error.syntax", language, detail=exc.msg))

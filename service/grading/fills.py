@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Set as AbstractSet
+from typing import TypeGuard
 
 from service.grading.extract import BLANK
 from service.messages import render, service_catalogue
@@ -75,7 +76,8 @@ def check_block_fill(fill: list[ast.stmt], source: str, *, blank_number: int = 1
         return render("fills.unfilled", language, blank=blank_number)
     if len(source) > MAX_BLOCK_CHARS:
         return render("fills.block_too_long", language, blank=blank_number, chars=len(source), limit=MAX_BLOCK_CHARS)
-    if sum(1 for node in ast.walk(ast.Module(body=fill, type_ignores=[])) if isinstance(node, ast.stmt)) > MAX_BLOCK_STATEMENTS:
+    statements = sum(1 for node in ast.walk(ast.Module(body=fill, type_ignores=[])) if isinstance(node, ast.stmt))
+    if statements > MAX_BLOCK_STATEMENTS:
         return render("fills.block_too_many_statements", language, blank=blank_number, limit=MAX_BLOCK_STATEMENTS)
     return None
 
@@ -136,7 +138,7 @@ def _refusal(fill: ast.expr, source: str, allowed_names: AbstractSet[str]) -> tu
     return None
 
 
-def _is_tensor_method_call(node: ast.AST, allowed_names: AbstractSet[str]) -> bool:
+def _is_tensor_method_call(node: ast.AST, allowed_names: AbstractSet[str]) -> TypeGuard[ast.Call]:
     """`name.method(...)` with `name` in scope (not `tl`) and `method` in TENSOR_METHODS."""
     return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in TENSOR_METHODS
             and isinstance(node.func.value, ast.Name) and node.func.value.id != "tl"
@@ -176,8 +178,9 @@ def _costly(fill: ast.expr, nodes: list[ast.AST]) -> tuple[str, dict[str, object
             return "fills.tower", {"symbol": symbol}
     for node in nodes:
         if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.IfExp)):
-            operands = [getattr(node, name) for name in ("left", "right", "operand", "test", "body", "orelse")
-                        if hasattr(node, name)] + list(getattr(node, "comparators", [])) + list(getattr(node, "values", []))
+            operands = ([getattr(node, name) for name in ("left", "right", "operand", "test", "body", "orelse")
+                         if hasattr(node, name)]
+                        + list(getattr(node, "comparators", [])) + list(getattr(node, "values", [])))
             if any(isinstance(o, ast.Tuple) for o in operands):
                 return "fills.tuple_operand", {}
     return None
@@ -188,6 +191,6 @@ def _constant_number(node: ast.expr) -> int | float | None:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         inner = _constant_number(node.operand)
         return None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        return node.value
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return node.value  # int or float exactly: a Constant's value is never another subclass
     return None

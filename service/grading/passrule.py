@@ -79,12 +79,14 @@ def chain_requirement(item: Item | None, *, question_id: str, share: float, lang
     needed = max(1, math.ceil(total * share - 1e-9)) if total else 0
     flags = item.evidence.get("flags") or []
     wrong = item.evidence.get("misconceptions") or []
+    missing_labels = [link.get("label", "") for link in missing][:8]
     evidence = {"item": item.id, "links": [link.get("quote", "") for link in links][:8],
-                "missing_links": [link.get("label", "") for link in missing][:8], "needed": needed, "flags": flags}
+                "missing_links": missing_labels, "needed": needed, "flags": flags}
     if wrong:
         labels = render("passrule.separator", language).join(w.get("label", "") for w in wrong)
         return Requirement(id=rid, met=False, title=title, message=_say("causal_chain.misconception", language,
-                           labels=labels), evidence={**evidence, "misconceptions": [w.get("misconception") for w in wrong]})
+                           labels=labels),
+                           evidence={**evidence, "misconceptions": [w.get("misconception") for w in wrong]})
     if "keyword_stuffing" in flags:
         return Requirement(id=rid, met=False, title=title, message=_say("causal_chain.stuffing", language),
                            evidence=evidence)
@@ -93,10 +95,11 @@ def chain_requirement(item: Item | None, *, question_id: str, share: float, lang
     sep = render("passrule.separator", language)
     return Requirement(id=rid, met=met, title=title, evidence=evidence,
                        message=_say(code, language, links=len(links), total=total, needed=needed,
-                                    missing=sep.join(evidence["missing_links"]) or "—"))
+                                    missing=sep.join(missing_labels) or "—"))
 
 
-def named_requirement(kind: str, idea: NamedIdea, *, items: list[Item], written: str, language: Language) -> Requirement:
+def named_requirement(kind: str, idea: NamedIdea, *, items: list[Item], written: str,
+                      language: Language) -> Requirement:
     """Met when one of the idea's concepts was found in an answer, or one of its patterns matches
     the written text (answers and explanation)."""
     from service.grading.freetext import normalise
@@ -105,7 +108,8 @@ def named_requirement(kind: str, idea: NamedIdea, *, items: list[Item], written:
     for ref in idea.concepts:
         question, concept = ref.split(":")
         item = by_id.get(question)
-        found = next((f for f in (item.evidence.get("found") or []) if f.get("concept") == concept), None) if item else None
+        found = next((f for f in (item.evidence.get("found") or []) if f.get("concept") == concept),
+                     None) if item else None
         if found is not None:
             return Requirement(id=kind, met=True, title=_title(kind, language),
                                message=_say("named.found", language, quote=found.get("quote", "")),
@@ -147,7 +151,8 @@ def requirements(rule: PassRuleSpec | None, *, items: list[Item], vetoes: list[V
             found.append(given_check_requirement(status=given_status, output=given_output,
                                                  not_run_reason=not_run_reason, language=language))
         if rule.run_output:
-            found.append(run_output_requirement(claim_kind=claim_kind, claimed_output=claimed_output, language=language))
+            found.append(run_output_requirement(claim_kind=claim_kind, claimed_output=claimed_output,
+                                                language=language))
         by_id = {i.id: i for i in items}
         for question in rule.causal_chains:
             found.append(chain_requirement(by_id.get(question), question_id=question, share=rule.chain_share,

@@ -31,7 +31,8 @@ def score_cases_item(item: RubricItem, cases: list[CaseReport], *, not_run_reaso
     for case in failed:
         lines.append(render("rubric.failed_case", language, case=case.id, description=case.description,
                             failure=_case_failure(case, language)))
-    related = [d for d in diagnoses if any(e.get("case") in {c.id for c in failed} for e in d.evidence.get("cases", []))]
+    related = [d for d in diagnoses
+               if any(e.get("case") in {c.id for c in failed} for e in d.evidence.get("cases", []))]
     if related:
         lines.append(render("rubric.diagnoses_heading", language))
         lines += [f"- {d.message}" for d in related]
@@ -67,6 +68,8 @@ def score_items(exercise: Exercise, submission: Submission, cases: list[CaseRepo
             items.append(score_cases_item(item, cases, not_run_reason=not_run_reason, diagnoses=diagnoses,
                                           language=lang))
             continue
+        if item.question is None:  # the spec refuses it (RubricItem._check): a text item names its question
+            raise ValueError(f"rubric item {item.id}: a text item needs the question it grades")
         question, answer = exercise.question(item.question), submission.answer(item.question)
         scored = score_text(item_id=item.id, title=item.title, max_points=item.points, question=question, answer=answer,
                             fills=fills, language=exercise.spec.language)

@@ -25,8 +25,8 @@ class FeedbackView(BaseModel):
     report: StudentReport | None = Field(None, description="the current report once graded (or not gradable), "
                                                            "as the student sees it: no seeds, no harness frames")
     language: Literal["zh", "en"] = Field("zh", description="the language the student reads their feedback in: ?lang=, "
-                                                             "else the submission's declared language, else the one its "
-                                                             "written answers are in, else the lesson's")
+                                                             "else the submission's declared language, else the one "
+                                                             "its written answers are in, else the lesson's")
 
 
 def _row(session, token: str) -> Submission:
@@ -48,7 +48,7 @@ def feedback(token: str, session: SessionDep,
         report = StudentReport.model_validate(student_report(current.report))
     lesson = report.language if report is not None else "zh"
     return FeedbackView(status=row.status, exercise=row.exercise_id, report=report,
-                        language=student_language(lang, row.language, row.body, lesson))  # type: ignore[arg-type]
+                        language=student_language(lang, row.language, row.body, lesson))
 
 
 # --- The hint ladder (service/hints.py) ----------------------------------------------------------
@@ -100,9 +100,10 @@ def _hints_view(session, request: Request, row: Submission, lang: str | None) ->
     language = student_language(lang, row.language, row.body, lesson)
     shown = hint_ladder.shown(state.rows, state.hints, language)
     return HintsView(
-        language=language,  # type: ignore[arg-type]
+        language=language,
         cost_per_level=state.cost,
-        ladders=[HintLadder(diagnosis=d, taken=sum(h.diagnosis == d for h in state.rows), next_level=state.next_level(d))
+        ladders=[HintLadder(diagnosis=d, taken=sum(h.diagnosis == d for h in state.rows),
+                            next_level=state.next_level(d))
                  for d in state.offered],
         taken=[HintLevel(diagnosis=s.diagnosis, level=s.level, name=s.name, text=s.text, cost=s.cost,
                          taken_at=r.created_at) for s, r in zip(shown, state.rows, strict=True)])
@@ -135,6 +136,7 @@ def take_hint(token: str, request: Request, session: SessionDep,
                               student_language(lang, row.language, row.body, lesson))
     except hint_ladder.HintError as exc:
         if exc.code == 422:
-            raise HTTPException(422, [{"loc": ["body", "diagnosis"], "msg": exc.message, "type": "value_error"}]) from None
+            raise HTTPException(422,
+                                [{"loc": ["body", "diagnosis"], "msg": exc.message, "type": "value_error"}]) from None
         raise HTTPException(exc.code, exc.message) from None
     return _hints_view(session, request, row, lang)
