@@ -198,7 +198,8 @@ class CompileGate:
         started = time.perf_counter()
         error = None
         try:
-            options, signature, constexprs, attrs = jit._pack_args(self.backend, kwargs, bound_args, specialization, options)
+            options, signature, constexprs, attrs = jit._pack_args(self.backend, kwargs, bound_args, specialization,
+                                                                   options)
             self._compile(jit, signature, constexprs, attrs, options)
         except Exception as exc:  # noqa: BLE001 - whatever the compiler raised is the verdict
             error = exc

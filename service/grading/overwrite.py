@@ -15,7 +15,8 @@ from service.report import Diagnosis
 DIAGNOSIS_ID = "input_overwritten"
 
 
-def changed_input(case_id: str, name: str, sent: np.ndarray, after: object, *, columns: int | None = None) -> dict | None:
+def changed_input(case_id: str, name: str, sent: np.ndarray, after: object, *,
+                  columns: int | None = None) -> dict | None:
     """The evidence that input `name` of case `case_id` changed, or None when it is bit-identical
     (or when the sandbox sent nothing for it: no evidence, no diagnosis)."""
     if not isinstance(after, np.ndarray):

@@ -74,7 +74,8 @@ def performance(speed: SpeedSpec, run: SpeedRun | None, *, mode: DeviceMode, lan
                 cases_passed: bool | None) -> Performance:
     """The report's `performance` object for an exercise with a `speed:` section."""
     base = dict(shape=[speed.rows, speed.cols], ideal_bytes=speed.ideal_bytes, bytes_formula=speed.bytes,
-                bytes_note=speed.bytes_note, baseline_label=speed.baseline.label, predicted_speedup=speed.predicted_speedup,
+                bytes_note=speed.bytes_note, baseline_label=speed.baseline.label,
+                predicted_speedup=speed.predicted_speedup,
                 claim=speed.claim, claim_source=speed.claim_source, cases_passed=cases_passed)
     if mode is DeviceMode.interpreter:
         return Performance(status="not_measured", reason=render("speed.interpreter", language), **base)
@@ -105,7 +106,8 @@ def performance(speed: SpeedSpec, run: SpeedRun | None, *, mode: DeviceMode, lan
         status="measured", device=str(device.get("name", "")), timed_shape=run.shape, kernel=_timing(run.kernel),
         achieved_gbps=achieved, peak_gbps=peak, peak_source=peak_source,
         percent_of_peak=100 * achieved / peak if peak else None,
-        copy_timing=_timing(run.copy), copy_gbps=copy_gbps, percent_of_copy=100 * achieved / copy_gbps if copy_gbps else None,
+        copy_timing=_timing(run.copy), copy_gbps=copy_gbps,
+        percent_of_copy=100 * achieved / copy_gbps if copy_gbps else None,
         baseline=_timing(run.baseline), baseline_gbps=gbps(speed.ideal_bytes, baseline_ms) if baseline_ms else None,
         speedup_vs_baseline=baseline_ms / kernel_ms if baseline_ms else None,
         method={**method, "statistic": "median of the repetitions; p20 and p80 for the spread"},

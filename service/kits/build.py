@@ -31,13 +31,14 @@ class KitConfig(BaseModel):
     api_key: str | None = Field(None, description="a course key with the submit and read scopes")
     exercise: str = Field(min_length=1, max_length=100)
     assignment: str | None = Field(None, max_length=200)
-    timeout_s: int = Field(540, ge=30, le=2400, description="below the assignment's Gradescope timeout (10 min by default)")
+    timeout_s: int = Field(540, ge=30, le=2400,
+                           description="below the assignment's Gradescope timeout (10 min by default)")
     language: Literal["zh", "en"] = "zh"
     local_command: str = "kernelgrade"
     veto_policy: Literal["capped", "zero"] = Field("capped", description="local mode: what a confirmed veto exports")
 
     @model_validator(mode="after")
-    def _server_needs_url_and_key(self) -> "KitConfig":
+    def _server_needs_url_and_key(self) -> KitConfig:
         if self.mode == "server" and not (self.server_url and self.api_key):
             raise ValueError("server mode needs --server and --key-file (a key with the submit and read scopes)")
         return self
@@ -74,7 +75,8 @@ QUESTION_TEXT: dict[str, dict[str, str]] = {  # the PrairieLearn question's labe
 
 
 def _editor(file_name: str, mode: str, lines: int) -> str:
-    return (f'<pl-file-editor file-name="{file_name}" ace-mode="ace/mode/{mode}" min-lines="{lines}" allow-blank="true">'
+    return (f'<pl-file-editor file-name="{file_name}" ace-mode="ace/mode/{mode}" min-lines="{lines}" '
+            'allow-blank="true">'
             "</pl-file-editor>")
 
 
@@ -89,7 +91,8 @@ def _question_html(exercise: Exercise) -> str:
         label = text["explanation"] if question.id == "explanation" else question.id.upper()
         parts += [f"<p><strong>{html.escape(label)}</strong> {html.escape(question.prompt)}</p>",
                   _editor(f"{question.id}.md", "markdown", 6)]
-    parts += [f"<p><strong>{text['output']}</strong> {html.escape(text['output_help'])}</p>", _editor("output.txt", "text", 4)]
+    parts += [f"<p><strong>{text['output']}</strong> {html.escape(text['output_help'])}</p>",
+              _editor("output.txt", "text", 4)]
     return ("<pl-question-panel>\n" + "\n".join(parts) + "\n</pl-question-panel>\n\n<pl-submission-panel>\n"
             "<pl-external-grader-results></pl-external-grader-results>\n<pl-file-preview></pl-file-preview>\n"
             "</pl-submission-panel>\n")

@@ -24,10 +24,12 @@ USER_AGENT = "kernelgrade-kit/1"
 # A copy of the catalogue's kit.* messages (service/messages/grades.yaml): this file runs on the platform without the
 # service; tests/unit/test_messages.py keeps the two equal.
 MESSAGES = {
-    "unreachable": {"zh": "无法连接评分服务 {url}（{error}）。这次提交还没有评分——这不是 0 分；课程团队会重新运行评分。",
+    "unreachable": {"zh": "无法连接评分服务 {url}（{error}）。"
+                          "这次提交还没有评分——这不是 0 分；课程团队会重新运行评分。",
                     "en": "The grading service {url} could not be reached ({error}). This submission is not graded "
                           "yet - that is not a zero; the course staff will run the grader again."},
-    "timeout": {"zh": "评分服务在 {seconds} 秒内没有给出结果（提交 {submission} 仍在评分）。这不是 0 分；课程团队会重新运行评分。",
+    "timeout": {"zh": "评分服务在 {seconds} 秒内没有给出结果（提交 {submission} 仍在评分）。这不是 0 "
+                      "分；课程团队会重新运行评分。",
                 "en": "The grading service gave no result within {seconds} s (submission {submission} is still "
                       "being graded). That is not a zero; the course staff will run the grader again."},
     "config": {"zh": "评分工具的配置有误（{error}），这是课程的问题，不是你的：这次提交还没有评分，不是 0 分。",
@@ -36,14 +38,17 @@ MESSAGES = {
     "invalid": {"zh": "没能从你提交的文件里组出一次作答：{error}。请检查文件后重新提交；这次不计分。",
                 "en": "Your files did not make a submission: {error}. Check them and submit again; this attempt "
                       "earns no score."},
-    "kept": {"zh": "暂时保留你上一次有效提交的分数 {score:g}。", "en": "Your previous valid score {score:g} is kept meanwhile."},
+    "kept": {"zh": "暂时保留你上一次有效提交的分数 {score:g}。",
+             "en": "Your previous valid score {score:g} is kept meanwhile."},
     "title": {"zh": "kernelgrade：未评分", "en": "kernelgrade: not graded"},
 }
 SECTION_ALIASES = {
     "q1": "q1", "q2": "q2", "q3": "q3", "explanation": "explanation", "解释": "explanation", "实现说明": "explanation",
-    "output": "claimed_output", "claimed output": "claimed_output", "输出": "claimed_output", "运行输出": "claimed_output",
+    "output": "claimed_output", "claimed output": "claimed_output", "输出": "claimed_output",
+    "运行输出": "claimed_output",
 }
-HEADING = re.compile(r"^\s{0,3}(?:#{1,6}\s*|\*\*)?\s*(q[1-3]|explanation|claimed output|output|解释|实现说明|运行输出|输出)"
+HEADING = re.compile(r"^\s{0,3}(?:#{1,6}\s*|\*\*)?\s*"
+                     r"(q[1-3]|explanation|claimed output|output|解释|实现说明|运行输出|输出)"
                      r"\b\s*(?:\*\*)?\s*[:：.、)）-]?\s*(.*)$", re.IGNORECASE)
 
 
@@ -69,7 +74,8 @@ def read_files(folder: Path) -> dict[str, str]:
     for path in sorted(folder.rglob("*")):
         if len(files) >= MAX_FILES:
             break
-        if path.is_symlink() or not path.is_file() or any(part.startswith(".") for part in path.relative_to(folder).parts):
+        if (path.is_symlink() or not path.is_file()
+                or any(part.startswith(".") for part in path.relative_to(folder).parts)):
             continue
         with open(path, "rb") as handle:
             data = handle.read(MAX_FILE_BYTES + 1)
@@ -80,7 +86,8 @@ def read_files(folder: Path) -> dict[str, str]:
 
 
 def sections(text: str) -> dict[str, str]:
-    """Answers written under headings (`## Q1`, `Q2:`, `解释`, `输出`, ...) -> {q1, q2, q3, explanation, claimed_output}."""
+    """Answers written under headings (`## Q1`, `Q2:`, `解释`, `输出`, ...)
+    -> {q1, q2, q3, explanation, claimed_output}."""
     found: dict[str, list[str]] = {}
     current = None
     for line in text.splitlines():
@@ -101,7 +108,8 @@ def _notebook(text: str) -> tuple[str, dict[str, str]]:
     notebook = json.loads(text)
     code, answers, output = "", {}, ""
     for cell in notebook.get("cells", []):
-        source = "".join(cell.get("source", [])) if isinstance(cell.get("source"), list) else str(cell.get("source", ""))
+        source = ("".join(cell.get("source", [])) if isinstance(cell.get("source"), list)
+                  else str(cell.get("source", "")))
         if cell.get("cell_type") == "code" and not code and "triton.jit" in source:
             code = source
             output = "".join("".join(o.get("text", [])) if isinstance(o.get("text"), list) else str(o.get("text", ""))
@@ -204,7 +212,8 @@ class Server:
             pause = min(pause * 2, 15.0)
         raise AssertionError("unreachable")  # the loop returns or raises
 
-    def grade(self, body: dict[str, Any], *, idempotency_key: str, result_format: str, deadline: float) -> dict[str, Any]:
+    def grade(self, body: dict[str, Any], *, idempotency_key: str, result_format: str,
+              deadline: float) -> dict[str, Any]:
         """Submit (the same key gives back the same submission, with its current report), wait past
         the service's own `wait` bound by polling, and return the platform's result."""
         wait = max(0, min(MAX_WAIT_PER_REQUEST_S, int(deadline - time.monotonic()) - 5))
@@ -252,7 +261,8 @@ def grade_locally(body: dict[str, Any], *, command: str, result_format: str, vet
         except subprocess.TimeoutExpired:
             raise KitError("timeout", submission="local") from None
     if done.returncode == 2:  # kernelgrade grade: input it cannot read
-        raise KitError("invalid", error=done.stderr.strip().splitlines()[-1][:500] if done.stderr.strip() else "refused")
+        raise KitError("invalid",
+                       error=done.stderr.strip().splitlines()[-1][:500] if done.stderr.strip() else "refused")
     if done.returncode != 0:
         raise KitError("config", error=f"kernelgrade exited with {done.returncode}: {done.stderr.strip()[-500:]}")
     return json.loads(done.stdout)

@@ -30,7 +30,8 @@ def load_config() -> dict:
 def submission(config: dict, data: dict) -> tuple[dict, str]:
     """The submission, and an idempotency key: the same variant with the same answers is the same
     kernelgrade submission (a re-grade fetches its current result instead of grading again)."""
-    exercise = env_or(config, "exercise", "KERNELGRADE_EXERCISE") or (data.get("params") or {}).get("kernelgrade_exercise")
+    exercise = (env_or(config, "exercise", "KERNELGRADE_EXERCISE")
+                or (data.get("params") or {}).get("kernelgrade_exercise"))
     if not exercise:
         raise KitError("config", error="no exercise configured")
     body = submission_from_files(read_files(ROOT / "student"), exercise=exercise)
