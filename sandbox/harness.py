@@ -170,6 +170,7 @@ def main() -> int:
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("submission", os.path.join(job_dir, "submission.py"))
+    assert spec is not None and spec.loader is not None  # a .py path always gets a spec with a source loader
     module = importlib.util.module_from_spec(spec)
     sys.modules["submission"] = module
     try:
@@ -197,8 +198,10 @@ def main() -> int:
         def recording_entry(*args, **kwargs):
             index = calls[0]
             calls[0] += 1
-            keep = index < MAX_RECORDED_CALLS and sum(t.numel() * t.element_size() for t in recorded.values()) < MAX_RECORDED_BYTES
-            before = [a.detach().to("cpu").contiguous().clone() for a in args if type(a) is torch.Tensor] if keep else []
+            recorded_bytes = sum(t.numel() * t.element_size() for t in recorded.values())
+            keep = index < MAX_RECORDED_CALLS and recorded_bytes < MAX_RECORDED_BYTES
+            before = ([a.detach().to("cpu").contiguous().clone() for a in args if type(a) is torch.Tensor]
+                      if keep else [])
             result = real_entry(*args, **kwargs)
             if keep:
                 outs = result if isinstance(result, (tuple, list)) else (result,)
@@ -236,6 +239,7 @@ def main() -> int:
         send({"type": "case_start", "id": case["id"]})
         t0 = time.perf_counter()
         guards = None
+        records: list | None  # the guards' records: None when a case failed before any guard existed
         try:
             args, leaves, placed = [], {}, {}
             guards = _Guards(torch, job["entry_point"])
@@ -260,7 +264,8 @@ def main() -> int:
             results = result if isinstance(result, (tuple, list)) else (result,)
             names = case["outputs"]
             if len(results) != len(names):
-                raise TypeError(f"{job['entry_point']} returned {len(results)} values, expected {len(names)} ({', '.join(names)})")
+                raise TypeError(f"{job['entry_point']} returned {len(results)} values, expected {len(names)} "
+                                f"({', '.join(names)})")
             for name, value in zip(names, results):
                 if type(value) is not torch.Tensor:  # exact type: no subclasses that fake their data
                     raise TypeError(f"output '{name}' is a {type(value).__name__}, expected a torch.Tensor")
@@ -459,7 +464,6 @@ class _Guards:
         return buffer.new_empty(0).set_(buffer.untyped_storage(), start, like.shape, like.stride())
 
     def _track(self, buffer, start: int, span: int, *, buffer_name: str, kind: str, shape, dtype) -> None:
-        torch = self.torch
         self.buffers.append({
             "buffer": buffer, "start": start, "span": span, "name": buffer_name, "kind": kind,
             "shape": list(shape), "dtype": str(dtype).replace("torch.", ""), "salt": 23 * len(self.buffers),
@@ -528,7 +532,8 @@ class _Guards:
             storage = buffer.untyped_storage().data_ptr()
             names = [n for n, t in outputs.items() if type(t) is torch.Tensor and t.device == buffer.device
                      and t.untyped_storage().data_ptr() == storage]
-            records.append({"index": index, "buffer": entry["name"], "kind": entry["kind"], "output": names[0] if names else None,
+            records.append({"index": index, "buffer": entry["name"], "kind": entry["kind"],
+                            "output": names[0] if names else None,
                             "shape": entry["shape"], "dtype": entry["dtype"], "itemsize": buffer.element_size(),
                             "span": span, "salt": entry["salt"]})
             raw[f"__guard__.{index}.before"] = buffer[:start].view(torch.uint8).cpu().clone()

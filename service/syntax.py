@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import functools
 import threading
+from typing import Literal, overload
 
 _lock = threading.RLock()  # re-entrant: a finalizer that parses, run by GC inside a parse, must not deadlock
 _unlocked_parse = getattr(ast.parse, "__wrapped__", ast.parse)  # the original, even if re-imported
@@ -29,5 +30,11 @@ def _parse_locked(*args, **kwargs):
 ast.parse = _parse_locked
 
 
+@overload
+def parse(source: str, mode: Literal["exec"] = "exec") -> ast.Module: ...
+@overload
+def parse(source: str, mode: Literal["eval"]) -> ast.Expression: ...
+@overload
+def parse(source: str, mode: str) -> ast.AST: ...
 def parse(source: str, mode: str = "exec") -> ast.AST:
     return _parse_locked(source, mode=mode)

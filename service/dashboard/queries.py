@@ -32,7 +32,8 @@ class Overview(BaseModel):
     students_passed: int = Field(description="students with at least one passing submission")
     pass_rate: float | None = Field(None, description="students_passed / students_graded")
     submissions_passed: int
-    pass_threshold: float | None = Field(None, description="the pass line of the assignment's reports (the highest seen)")
+    pass_threshold: float | None = Field(None,
+                                         description="the pass line of the assignment's reports (the highest seen)")
     score_max: float | None = None
     unattributed: int = Field(description="submissions of the assignment without a student id (not counted above)")
 
@@ -41,7 +42,8 @@ class ScoreBin(BaseModel):
     low: float = Field(description="scores in [low, high); the last bin holds the maximum too")
     high: float
     students: int = Field(description="students whose latest graded submission scored in this bin")
-    passed: int = Field(description="of them, how many passed (a score over the line can still fail: a veto, a requirement)")
+    passed: int = Field(description="of them, how many passed (a score over the line can still fail: a veto, a "
+                                    "requirement)")
 
 
 class AttemptsBin(BaseModel):
@@ -88,7 +90,8 @@ class HintRow(BaseModel):
     exercise: str
     ladder: str = Field(description="the ladder: a diagnosis id, `general`; empty in `by_exercise` (every ladder)")
     students: int = Field(description="students who took at least one level of it (any attempt of the assignment)")
-    levels: list[int] = Field(description="students who took level 1, 2, 3 and 4 (概念区域 → 具体方向 → 关键局部 → 完整答案)")
+    levels: list[int] = Field(description="students who took level 1, 2, 3 and 4 (概念区域 → 具体方向 → 关键局部 → "
+                                          "完整答案)")
     taken: int = Field(description="levels taken in all (a student asks anew on each attempt)")
 
 
@@ -104,7 +107,8 @@ class HourRow(BaseModel):
     submissions: int = Field(description="submissions received in this hour")
     graded: int = Field(description="first reports written in this hour")
     queue_depth: int = Field(description="submissions waiting or being graded at the end of the hour")
-    latency_p50_s: float | None = Field(None, description="of the submissions received in this hour: first report − received")
+    latency_p50_s: float | None = Field(None,
+                                        description="of the submissions received in this hour: first report − received")
     latency_p95_s: float | None = None
 
 
@@ -152,7 +156,8 @@ def assignments(session: Session, course_id: str) -> list[tuple[str, int, int]]:
     rows = session.execute(
         select(Submission.assignment, func.count(distinct(Submission.student_id)), func.count(),
                func.max(Submission.created_at))
-        .where(Submission.course_id == course_id, Submission.assignment.is_not(None), Submission.student_id.is_not(None))
+        .where(Submission.course_id == course_id, Submission.assignment.is_not(None),
+               Submission.student_id.is_not(None))
         .group_by(Submission.assignment)).all()
     ordered = sorted(rows, key=lambda r: (_as_utc(r[3]), r[0]), reverse=True)
     return [(r[0] or "", r[1], r[2]) for r in ordered]
@@ -166,7 +171,8 @@ def dashboard(session: Session, course_id: str, assignment: str, *, deadline: da
                      func.row_number().over(partition_by=Submission.student_id,
                                             order_by=(Submission.created_at.desc(), Submission.id.desc())).label("rn"))
               .where(graded).subquery())
-    latest = select(ranked.c.id, ranked.c.student_id, ranked.c.score_total, ranked.c.passed).where(ranked.c.rn == 1).subquery()
+    latest = select(ranked.c.id, ranked.c.student_id, ranked.c.score_total,
+                    ranked.c.passed).where(ranked.c.rn == 1).subquery()
 
     overview = _overview(session, course_id, assignment, scope)
     exercises = sorted(session.scalars(select(Submission.exercise_id).where(scope).distinct()))
@@ -209,7 +215,8 @@ def _scores(session: Session, latest, overview: Overview) -> list[ScoreBin]:
                              .group_by(latest.c.score_total)).all()
     top = max([overview.score_max or 0.0, *(float(s) for s, _, _ in counts if s is not None)])
     width = 1.0 if top <= 40 else float(int(top / 20) or 1)
-    bins = [ScoreBin(low=i * width, high=(i + 1) * width, students=0, passed=0) for i in range(max(1, int(-(-top // width))))]
+    bins = [ScoreBin(low=i * width, high=(i + 1) * width, students=0,
+                     passed=0) for i in range(max(1, int(-(-top // width))))]
     for score, students, passed in counts:
         if score is None:
             continue
@@ -227,7 +234,8 @@ def _attempts(session: Session, graded: ColumnElement[bool]) -> list[AttemptsBin
               .where(graded).subquery())
     first = func.min(case((ranked.c.passed.is_(True), ranked.c.rn)))
     per_student = select(first.label("n")).group_by(ranked.c.student_id).having(first.is_not(None)).subquery()
-    rows = session.execute(select(per_student.c.n, func.count()).group_by(per_student.c.n).order_by(per_student.c.n)).all()
+    rows = session.execute(select(per_student.c.n, func.count())
+                           .group_by(per_student.c.n).order_by(per_student.c.n)).all()
     return [AttemptsBin(attempts=n, students=count) for n, count in rows]
 
 
@@ -255,7 +263,8 @@ def _facts(session: Session, graded: ColumnElement[bool], latest) -> dict[tuple[
             .where(graded, bad).group_by(*group)):
         facts[(kind, item, key)] = _Fact(label=label or "", students_bad=students, submissions_bad=submissions)
     for kind, item, key, count, ok, label in session.execute(
-            select(*group, func.count(), func.sum(case((ReportFact.ok.is_(True), 1), else_=0)), func.min(ReportFact.label))
+            select(*group, func.count(), func.sum(case((ReportFact.ok.is_(True), 1), else_=0)),
+                   func.min(ReportFact.label))
             .join(latest, latest.c.id == ReportFact.submission_id).group_by(*group)):
         fact = facts.setdefault((kind, item, key), _Fact(label=label or ""))
         fact.latest, fact.latest_ok = count, int(ok or 0)
@@ -309,7 +318,8 @@ def _hints(session: Session, scope: ColumnElement[bool]) -> tuple[Hints, dict[st
     """The levels taken, counted in SQL over `hints_taken` joined to the assignment's submissions:
     distinct students per (exercise, ladder, level), per (exercise, level), per ladder, per exercise
     and in all. Also the students per diagnosis ladder (over exercises), for the diagnoses' rows."""
-    student, exercise, ladder, level = Submission.student_id, Submission.exercise_id, HintTaken.diagnosis, HintTaken.level
+    student, exercise = Submission.student_id, Submission.exercise_id
+    ladder, level = HintTaken.diagnosis, HintTaken.level
 
     def grouped(*columns):
         return session.execute(select(*columns, func.count(distinct(student)), func.count()).select_from(HintTaken)

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from typing import Any, cast
 
-from sqlalchemy import and_, func, select, update
+from sqlalchemy import CursorResult, and_, func, select, update
 from sqlalchemy.orm import Session
 
 from service.db import store
@@ -54,7 +55,8 @@ def start(session: Session, course_id: str, *, assignment: str | None = None, ex
     if assignment is not None:
         matching = matching.where(Submission.assignment == assignment)
     else:
-        matching = matching.where(Submission.exercise_id == exercise_id, Submission.exercise_version == exercise_version)
+        matching = matching.where(Submission.exercise_id == exercise_id,
+                                  Submission.exercise_version == exercise_version)
     last_seq = (select(ReportRow.submission_id, func.max(ReportRow.seq).label("seq"))
                 .group_by(ReportRow.submission_id).subquery())
     rows = session.execute(select(Submission.id, last_seq.c.seq)
@@ -67,7 +69,8 @@ def start(session: Session, course_id: str, *, assignment: str | None = None, ex
                      status="running", total=len(rows), requested_by=requested_by)
     session.add(job)
     session.flush()
-    session.add_all(RegradeItem(job_id=job.id, submission_id=sid, state="pending", seq_before=seq or 0) for sid, seq in rows)
+    session.add_all(RegradeItem(job_id=job.id, submission_id=sid, state="pending", seq_before=seq or 0) for sid,
+                    seq in rows)
     session.commit()
     return job, True
 
@@ -124,10 +127,11 @@ def _mark_done(session: Session, job: RegradeJob) -> None:
                 .exists())
     final = select(Submission.id).where(Submission.id == RegradeItem.submission_id,
                                         Submission.status.in_(FINAL_STATUSES)).exists()
-    result = session.execute(update(RegradeItem).where(and_(RegradeItem.job_id == job.id,
-                                                            RegradeItem.state.in_(("pending", "queued")),
-                                                            regraded, final)).values(state="done")
-                             .execution_options(synchronize_session=False))
+    # an UPDATE gives a CursorResult (Session.execute's stubs say Result)
+    result = cast(CursorResult[Any], session.execute(
+        update(RegradeItem).where(and_(RegradeItem.job_id == job.id, RegradeItem.state.in_(("pending", "queued")),
+                                       regraded, final)).values(state="done")
+        .execution_options(synchronize_session=False)))
     if result.rowcount:
         session.execute(update(RegradeJob).where(RegradeJob.id == job.id).values(updated_at=utcnow()))
     session.commit()

@@ -11,8 +11,9 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any, cast
 
-from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy import CursorResult, delete, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -72,11 +73,13 @@ def create_key(session: Session, *, course_id: str, scopes: list[str], label: st
     """Returns the row and the full key, which is shown once and never stored."""
     unknown = sorted(set(scopes) - set(SCOPES))
     if unknown or not scopes:
-        raise ValueError(f"unknown scopes {unknown}; choose from {', '.join(SCOPES)}" if unknown else "give at least one scope")
+        raise ValueError(f"unknown scopes {unknown}; choose from {', '.join(SCOPES)}" if unknown
+                         else "give at least one scope")
     existing_course(session, course_id)
     key_id = secrets.token_hex(6)
     secret = secrets.token_urlsafe(32)
-    row = ApiKey(id=key_id, course_id=course_id, secret_hash=_hash_secret(secret), scopes=sorted(set(scopes)), label=label)
+    row = ApiKey(id=key_id, course_id=course_id, secret_hash=_hash_secret(secret), scopes=sorted(set(scopes)),
+                 label=label)
     session.add(row)
     session.commit()
     return row, f"{KEY_PREFIX}_{key_id}_{secret}"
@@ -119,7 +122,8 @@ def rotate_webhook_secret(session: Session, course_id: str) -> str:
 # --- submissions -------------------------------------------------------------------------------
 
 def body_digest(body: SubmissionBody, callback_url: str | None) -> str:
-    canonical = json.dumps({"body": body.model_dump(), "callback_url": callback_url}, sort_keys=True, ensure_ascii=False)
+    canonical = json.dumps({"body": body.model_dump(), "callback_url": callback_url}, sort_keys=True,
+                           ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -196,27 +200,28 @@ def claim(session: Session, *, lease_s: float, submission_id: str | None = None)
             session.rollback()
             return None
         token = secrets.token_hex(16)
-        result = session.execute(
+        result = cast(CursorResult[Any], session.execute(  # an UPDATE's result (the stubs say Result)
             update(Submission)
             .where(Submission.id == candidate, _claimable(now))
             .values(status=SubmissionStatus.running, lease_token=token,
                     lease_expires_at=now + timedelta(seconds=lease_s),
                     attempts=Submission.attempts + 1, updated_at=now)
-        )
+        ))
         session.commit()
         if result.rowcount == 1:
-            attempts = session.scalar(select(Submission.attempts).where(Submission.id == candidate))
+            # one(): the row was just updated, and submissions are never deleted
+            attempts = session.scalars(select(Submission.attempts).where(Submission.id == candidate)).one()
             return Claim(candidate, token, attempts)
     return None
 
 
 def renew_lease(session: Session, claim_: Claim, *, lease_s: float) -> bool:
-    result = session.execute(
+    result = cast(CursorResult[Any], session.execute(  # an UPDATE's result (the stubs say Result)
         update(Submission)
         .where(Submission.id == claim_.submission_id, Submission.lease_token == claim_.token,
                Submission.status == SubmissionStatus.running)
         .values(lease_expires_at=utcnow() + timedelta(seconds=lease_s))
-    )
+    ))
     session.commit()
     return result.rowcount == 1
 
@@ -231,12 +236,12 @@ def finish(session: Session, claim_: Claim, report: Report) -> ReportRow | None:
     """
     # The conditional UPDATE comes first: it takes the row (PostgreSQL) or the write lock
     # (SQLite), so nobody can re-claim between our check and our write.
-    result = session.execute(
+    result = cast(CursorResult[Any], session.execute(  # an UPDATE's result (the stubs say Result)
         update(Submission)
         .where(Submission.id == claim_.submission_id, Submission.lease_token == claim_.token,
                Submission.status == SubmissionStatus.running)
         .values(status=report.status, lease_token=None, lease_expires_at=None, updated_at=utcnow())
-    )
+    ))
     if result.rowcount != 1:
         session.rollback()
         return None
@@ -272,7 +277,8 @@ def _keeps_earlier_grade(session: Session, row: Submission, report: Report) -> b
     return current is not None and current.status == SubmissionStatus.graded
 
 
-def notify(session: Session, row: Submission, report_row: ReportRow, *, event: str, decision_id: int | None = None) -> None:
+def notify(session: Session, row: Submission, report_row: ReportRow, *, event: str,
+           decision_id: int | None = None) -> None:
     """Queue the webhook for a report that became current (same transaction), if one was asked for,
     and the LMS score of a submission that came through LTI."""
     if row.callback_url:
@@ -312,12 +318,12 @@ def set_review_flags(session: Session, row: Submission, report: dict) -> None:
 
 def request_regrade(session: Session, submission_id: str) -> bool:
     """Queue a graded submission again; its earlier reports stay as history."""
-    result = session.execute(
+    result = cast(CursorResult[Any], session.execute(  # an UPDATE's result (the stubs say Result)
         update(Submission)
         .where(Submission.id == submission_id, Submission.status.in_(FINAL_STATUSES))
         .values(status=SubmissionStatus.queued, attempts=0, lease_token=None, lease_expires_at=None,
                 updated_at=utcnow())
-    )
+    ))
     session.commit()
     return result.rowcount == 1
 
@@ -327,7 +333,8 @@ def current_report(session: Session, row: Submission) -> ReportRow | None:
 
 
 def report_history(session: Session, submission_id: str) -> list[ReportRow]:
-    return list(session.scalars(select(ReportRow).where(ReportRow.submission_id == submission_id).order_by(ReportRow.seq)))
+    return list(session.scalars(select(ReportRow).where(ReportRow.submission_id == submission_id)
+                                .order_by(ReportRow.seq)))
 
 
 def deliveries(session: Session, submission_id: str) -> list[WebhookDelivery]:

@@ -29,7 +29,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from datasketch import MinHash, MinHashLSH  # type: ignore[import-untyped,import-not-found]  # no type hints
+from datasketch import MinHash, MinHashLSH  # type: ignore[import-untyped]  # datasketch ships no type hints
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -134,8 +134,10 @@ class Cluster:
     pairs: list[tuple[str, str, float]] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "exercise": self.exercise, "part": self.part, "similarity": round(self.similarity, 3),
-                "members": [{"submission_id": m.submission_id, "student_id": m.student_id, "student_name": m.student_name,
+        return {"kind": self.kind, "exercise": self.exercise, "part": self.part,
+                "similarity": round(self.similarity, 3),
+                "members": [{"submission_id": m.submission_id, "student_id": m.student_id,
+                             "student_name": m.student_name,
                              "text": m.text[:MAX_TEXT_SHOWN]} for m in self.members],
                 "pairs": [{"a": a, "b": b, "similarity": round(s, 3)} for a, b, s in self.pairs[:MAX_PAIRS_SHOWN]],
                 "pairs_total": len(self.pairs)}

@@ -39,7 +39,8 @@ class GradeRow(BaseModel):
     state: Literal["final", "provisional", "none"] = Field(
         description="provisional: a TA's decision is still pending; none: no graded attempt yet")
     rule: Literal["total", "capped", "zero"] | None = Field(None, description="how `points` follows from `raw_total`")
-    blocking: str | None = Field(None, description="veto:<rule>:<status> or requirement:<id> that keeps it from passing")
+    blocking: str | None = Field(None,
+                                 description="veto:<rule>:<status> or requirement:<id> that keeps it from passing")
     ta_decisions: list[str] = Field([], description="the TA decisions on that attempt, oldest first")
     hints: list[str] = Field([], description="the hint levels the student took on any attempt of this assignment, "
                                              "oldest first: `<ladder>:<level>`")

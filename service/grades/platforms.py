@@ -25,7 +25,8 @@ def _rule_name(blocking: str) -> str:
 def _why(counted: Counted, language: Language, report: Report | None = None) -> list[str]:
     """Why the score that counts is what it is: the blocking veto or requirement, capped or zero."""
     if counted.blocking is None:
-        return [say("not_passed_capped", language, cap=counted.cap, total=counted.total)] if counted.rule == "capped" else []
+        return [say("not_passed_capped", language, cap=counted.cap,
+                    total=counted.total)] if counted.rule == "capped" else []
     params = dict(cap=counted.cap, total=counted.total)
     if counted.blocking.startswith("veto:"):
         rule, status = _rule_name(counted.blocking), counted.blocking.split(":")[2]
@@ -38,9 +39,12 @@ def _why(counted: Counted, language: Language, report: Report | None = None) -> 
 
 def _requirement_name(report: Report | None, requirement_id: str) -> str:
     """`id (title)`: the id platforms key on, the title the student reads."""
-    found = next((r for r in report.score.requirements if r.id == requirement_id), None) if report is not None else None
-    return f"{requirement_id}（{found.title}）" if found is not None and found.title and report.language == "zh" else \
-        f"{requirement_id} ({found.title})" if found is not None and found.title else requirement_id
+    if report is None:
+        return requirement_id
+    found = next((r for r in report.score.requirements if r.id == requirement_id), None)
+    if found is None or not found.title:
+        return requirement_id
+    return f"{requirement_id}（{found.title}）" if report.language == "zh" else f"{requirement_id} ({found.title})"
 
 
 def pending_reasons(report: Report) -> list[str]:
@@ -123,7 +127,8 @@ def gradescope(report: Report, *, policy: CoursePolicy, feedback_url: str | None
     tests += [{"name": name, "status": "failed", "output": output, "visibility": "visible"}
               for name, output in _verdict_tests(report, language)]
     results: dict[str, Any] = {
-        **base, "score": counted.points, "output": summary(report, counted, language=language, feedback_url=feedback_url),
+        **base, "score": counted.points,
+        "output": summary(report, counted, language=language, feedback_url=feedback_url),
         "tests": tests,
         "extra_data": {"kernelgrade": {**kernelgrade, "total": counted.total, "counted": counted.points,
                                        "rule": counted.rule, "blocking": counted.blocking,

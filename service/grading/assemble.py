@@ -11,12 +11,14 @@ import ast
 import hashlib
 import io
 import tokenize
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from service.grading import syntax
 from service.grading.extract import BLANK
 
-_DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign)
+_DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign,
+                ast.AnnAssign)
 
 
 @dataclass(frozen=True)
@@ -30,13 +32,16 @@ class Program:
         return hashlib.sha256(self.source.encode("utf-8")).hexdigest()
 
 
-def assemble(template_src: str, fills: list[str]) -> Program:
+def assemble(template_src: str, fills: Sequence[str | None]) -> Program:
     spots = [tok for tok in tokenize.generate_tokens(io.StringIO(template_src).readline)
              if tok.type == tokenize.NAME and tok.string == BLANK]
     if len(spots) != len(fills):
         raise ValueError(f"template has {len(spots)} blanks, got {len(fills)} fills")
+    present = [fill for fill in fills if fill is not None]  # an extraction without an error found every blank
+    if len(present) != len(fills):
+        raise ValueError(f"blanks without a fill: {[i + 1 for i, f in enumerate(fills) if f is None]}")
     lines = template_src.splitlines(keepends=True)
-    for tok, fill in sorted(zip(spots, fills), key=lambda pair: pair[0].start, reverse=True):
+    for tok, fill in sorted(zip(spots, present), key=lambda pair: pair[0].start, reverse=True):
         (row, col), (_, end_col) = tok.start, tok.end
         line = lines[row - 1]
         if line.strip() == BLANK:  # a block blank: the fill's statements, indented like the blank

@@ -50,7 +50,7 @@ class CompileWarmer:
     threads: int = 2
     max_queue: int = 256
     stats: WarmStats = field(default_factory=WarmStats)
-    _queue: "queue.Queue[tuple[Exercise, Program] | None]" = field(default=None, repr=False)
+    _queue: queue.Queue[tuple[Exercise, Program, int | None] | None] = field(init=False, repr=False)
     _seen: set[str] = field(default_factory=set, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _threads: list[threading.Thread] = field(default_factory=list, repr=False)
@@ -61,7 +61,7 @@ class CompileWarmer:
         self._queue = queue.Queue(maxsize=self.max_queue)
         self._idle.set()
 
-    def start(self) -> "CompileWarmer":
+    def start(self) -> CompileWarmer:
         while len(self._threads) < self.threads:
             thread = threading.Thread(target=self._loop, name=f"compile-cache-{len(self._threads)}", daemon=True)
             thread.start()

@@ -56,7 +56,8 @@ _LINKS = re.compile(
 )
 _ARROWS = re.compile(r"→|->|=>|⇒")
 _CONDITIONAL = re.compile(r"(如果|若|要是|否则|不然|\bif\b|\botherwise\b|\bunless\b)", re.IGNORECASE)
-_NEGATIONS = re.compile(r"(不|别|没|非|避免|而不是|绝不|\bnot\b|n't|\bnever\b|\binstead of\b|\bavoid|\brather than\b|\bno\b)",
+_NEGATIONS = re.compile(r"(不|别|没|非|避免|而不是|绝不|"
+                        r"\bnot\b|n't|\bnever\b|\binstead of\b|\bavoid|\brather than\b|\bno\b)",
                         re.IGNORECASE)
 _LEFT = r"(\d+(\.\d+)?|\b[a-z]\b|μ|σ|\bmean\b|\bmu\b|\bmax\b|\bsum\b|\bm_\w+|\))"
 _RIGHT = r"(\d|\b[a-z]\b|μ|σ|\bmean\b|\bmu\b|\bmax\b|\bsum\b|\bm_\w+|\()"
@@ -246,19 +247,22 @@ def _not_the_fill(claims: list[FillClaim], text: str, spans: list[tuple[int, int
 def _score_answer(question: Question, answer: str, max_points: float) -> TextScore:
     text = _Text.of(answer)
     if not text or len(text) < 3:
-        return TextScore(0.0, 0.95, kind="empty", missing=[{"concept": c.id, "label": c.label} for c in question.concepts])
+        return TextScore(0.0, 0.95, kind="empty",
+                         missing=[{"concept": c.id, "label": c.label} for c in question.concepts])
     spans = _sentences(text)
     matches: dict[str, list[_Match]] = {}
     for concept in question.concepts:
         for pattern in concept.patterns:
             kept = matches.get(concept.id, [])
             for m in itertools.islice(re.finditer(pattern, text, re.IGNORECASE), MAX_MATCHES_PER_CONCEPT - len(kept)):
-                matches.setdefault(concept.id, []).append(_Match(concept.id, m.start(), m.end(), _sentence_of(spans, m.start())))
+                matches.setdefault(concept.id, []).append(_Match(concept.id, m.start(), m.end(),
+                                                                 _sentence_of(spans, m.start())))
     if FUZZY:
         _fuzzy_concepts(question, text, spans, matches)
     misconceptions = _misconceptions(question, text, spans)
     if not matches and not misconceptions:
-        return TextScore(0.0, 0.9, kind="off_topic", missing=[{"concept": c.id, "label": c.label} for c in question.concepts])
+        return TextScore(0.0, 0.9, kind="off_topic",
+                         missing=[{"concept": c.id, "label": c.label} for c in question.concepts])
 
     by_id = {c.id: c for c in question.concepts}
     total_weight = sum(c.weight for c in question.concepts)
@@ -308,7 +312,8 @@ def _score_answer(question: Question, answer: str, max_points: float) -> TextSco
 
     clear = not flags and (points == max_points or (points == 0 and concept_share < 0.2))
     confidence = 0.85 if clear else (0.4 if flags else 0.6)
-    return TextScore(points, confidence, found, missing, links, missing_links, misconceptions, flags, suspected=suspected,
+    return TextScore(points, confidence, found, missing, links, missing_links, misconceptions, flags,
+                     suspected=suspected,
                      copied_reference=copied)
 
 
@@ -388,8 +393,10 @@ def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]])
     for wrong in question.misconceptions:
         for pattern in wrong.patterns:
             m = re.search(pattern, text, re.IGNORECASE)
-            if m and not (wrong.negatable and _negated(text, m.start(), spans)) and not _conditional(text, m.start(), spans):
-                found.append({"misconception": wrong.id, "label": wrong.label, "quote": _quote(text, m.start(), m.end())})
+            if m and not (wrong.negatable and _negated(text, m.start(), spans)) \
+                    and not _conditional(text, m.start(), spans):
+                found.append({"misconception": wrong.id, "label": wrong.label,
+                              "quote": _quote(text, m.start(), m.end())})
                 break
     return found
 
@@ -448,7 +455,8 @@ def _term_list(text: str) -> bool:
     pieces = [p.strip() for p in re.split(r"[,，、;；]+", flat) if p.strip()]
     if len(pieces) < 5:
         return False
-    short = [p for p in pieces if len(p) <= 28 and not _LINKS.search(_ARROWS.sub(" ", p)) and not _COMPUTATION.search(p)]
+    short = [p for p in pieces
+             if len(p) <= 28 and not _LINKS.search(_ARROWS.sub(" ", p)) and not _COMPUTATION.search(p)]
     return len(short) >= 0.8 * len(pieces)
 
 
@@ -488,7 +496,8 @@ def score_text(*, item_id: str, title: str, max_points: float, question: Questio
     status = "needs_review" if result.confidence < REVIEW_THRESHOLD else ("pass" if points == max_points else
                                                                           "fail" if points == 0 else "partial")
     return Item(id=item_id, title=title, points=points, max_points=max_points, status=status,
-                feedback="\n".join(t for t in (_not_the_fill_feedback(result, language), _feedback(question, result)) if t),
+                feedback="\n".join(t for t in (_not_the_fill_feedback(result, language),
+                                               _feedback(question, result)) if t),
                 evidence={"found": result.found, "missing": result.missing, "links": result.links,
                           "missing_links": result.missing_links, "misconceptions": result.misconceptions,
                           "flags": result.flags, "confidence": result.confidence, "kind": result.kind,
@@ -498,7 +507,8 @@ def score_text(*, item_id: str, title: str, max_points: float, question: Questio
 
 
 _NOT_THE_FILL_TEXT = {
-    "zh": ("你的解释与你提交的代码不符（本项不得分，待助教复核）：", "你的解释说“{quote}”（{label}），但你提交的{where}是：{fill}"),
+    "zh": ("你的解释与你提交的代码不符（本项不得分，待助教复核）：",
+           "你的解释说“{quote}”（{label}），但你提交的{where}是：{fill}"),
     "en": ("Your explanation does not describe your code (no points for this item; a TA will look at it): ",
            "your explanation says \"{quote}\" ({label}), but the {where_en} you submitted is: {fill}"),
 }

@@ -13,7 +13,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from sandbox.contract import DeviceMode, RunResult
@@ -23,18 +23,26 @@ from service.grading import passrule, rubric
 from service.grading.assemble import Program, assemble
 from service.grading.cases import compare_cases, overwritten_inputs
 from service.grading.claims import parse_claim, unverified_claim
-from service.grading.given import verify_given
 from service.grading.extract import Extraction, extract
 from service.grading.fills import check_block_fill, check_fill
+from service.grading.given import verify_given
 from service.grading.inputs import case_seed
 from service.grading.memo import MemoEntry, VerdictMemo, memo_key, memoisable
-from service.grading.speed import performance as speed_performance
 from service.grading.model_assist import ModelAssist
 from service.grading.not_gradable import not_gradable_report
 from service.grading.run import run_program, run_timing
+from service.grading.speed import performance as speed_performance
 from service.report import (
-    CaseReport, Diagnosis, Environment, ExerciseRef, GivenCheckReport, Item, Performance, ProgramReport,
-    Report, Seeds,
+    CaseReport,
+    Diagnosis,
+    Environment,
+    ExerciseRef,
+    GivenCheckReport,
+    Item,
+    Performance,
+    ProgramReport,
+    Report,
+    Seeds,
 )
 from service.submission import Submission
 
@@ -88,7 +96,7 @@ class Grader:
     assist: ModelAssist | None = None  # optional second opinion on written answers
     memo: VerdictMemo | None = None  # reuse code results of identical programs (deterministic exercises)
     warm_pool: int = 0  # sandboxes kept started ahead of demand once start() is called
-    compile_cache: "CompileWarmer | None" = None  # fills the shared Triton cache (GPU); None: each sandbox compiles alone
+    compile_cache: CompileWarmer | None = None  # fills the shared Triton cache (GPU); None: each sandbox compiles alone
     prewarm: bool = False  # start(): queue every exercise's solution and mutants for the compile cache
     _environment_seen: dict[str, str] | None = field(default=None, repr=False)  # the last sandbox's hello
     counts: GradeCounts = field(default_factory=GradeCounts, repr=False)
@@ -137,8 +145,8 @@ class Grader:
 
         if self.mode is DeviceMode.interpreter and spec.requires_gpu:
             return self._not_gradable(exercise, submission_id, None, started, message=(
-                "这个练习只能在 GPU 上评分，本服务现在用的是 Triton 解释器（没有 GPU）：这次提交不计分，也不算一次尝试。"
-                f"原因：{spec.requires_gpu}"))
+                "这个练习只能在 GPU 上评分，本服务现在用的是 Triton 解释器（没有 "
+                f"GPU）：这次提交不计分，也不算一次尝试。原因：{spec.requires_gpu}"))
 
         extraction = extract(exercise.template, submission.code)
         not_run_reason = extraction.error or _rejected_fill(exercise, extraction)
@@ -169,13 +177,15 @@ class Grader:
             else:
                 arrays = {c.id: exercise.make_inputs(c, seeds.cases[c.id]) for c in graded}
                 self.counts.add(sandbox_runs=1, ran_after_wait=int(waited_s is not None))
-                run = run_program(self.runner, exercise, program, arrays, mode=self.mode, device_index=self.device_index,
+                run = run_program(self.runner, exercise, program, arrays, mode=self.mode,
+                                  device_index=self.device_index,
                                   cases=graded)
                 if run.infra_error is not None:
                     return self._not_gradable(exercise, submission_id, run, started)
                 self._environment_seen = dict(run.environment)
                 if self.compile_cache is not None:
-                    self.compile_cache.submit(exercise, program, secret_seed)  # the next student with this fill compiles little
+                    # the next student with this fill compiles little
+                    self.compile_cache.submit(exercise, program, secret_seed)
                 run.given = verify_given(exercise, run.given)
                 cases, evidence = compare_cases(exercise, run, arrays, seeds.cases, graded)
                 diagnoses = exercise.diagnose(evidence, language=spec.language)
@@ -201,7 +211,8 @@ class Grader:
         vetoes = rubric.edit_vetoes(extraction.edits)
         coincidental = rubric.coincidental_pass_veto(cases, diagnoses) or rubric.wrong_chain_veto(cases, items)
         claim = unverified_claim(claimed_output=submission.claimed_output, program_ran=program is not None,
-                                 given_status=None if given_status == "not_run" else given_status, real_output=given_output,
+                                 given_status=None if given_status == "not_run" else given_status,
+                                 real_output=given_output,
                                  not_run_reason=not_run_reason, language=spec.language)
         vetoes += [v for v in (coincidental, claim) if v is not None]
         score = rubric.total_score(exercise, items, vetoes)
@@ -234,7 +245,7 @@ class Grader:
             given_check=GivenCheckReport(status=given_status, output=given_output,
                                          claimed_output=submission.claimed_output),
             performance=performance,
-            created_at=datetime.now(timezone.utc),
+            created_at=datetime.now(UTC),
         )
 
     def _pool_environment(self) -> dict[str, str] | None:
@@ -258,18 +269,20 @@ class Grader:
         result is stored); the others wait until that claim is gone (released, or expired because
         its holder died: at most the run's time budget), then look again, and run the program
         themselves if nothing was stored. Second: the seconds spent waiting (None: no wait)."""
-        entry, waited_s = self.memo.get(key), None
-        if entry is None and callable(getattr(self.memo, "claim", None)):
+        memo = self.memo
+        assert memo is not None  # a key exists only with a memo (_memo_key)
+        entry, waited_s = memo.get(key), None
+        if entry is None and callable(getattr(memo, "claim", None)):
             ttl_s = self.runner.limits.run_timeout_s + CLAIM_MARGIN_S
             try:
-                if self.memo.claim(key, owner=owner, ttl_s=ttl_s):
+                if memo.claim(key, owner=owner, ttl_s=ttl_s):
                     claims.append((key, owner))
-                    entry = self.memo.get(key)  # stored between the first look and the claim
+                    entry = memo.get(key)  # stored between the first look and the claim
                 else:
                     waiting = time.monotonic()
-                    self.memo.wait_released(key, timeout_s=ttl_s)
+                    memo.wait_released(key, timeout_s=ttl_s)
                     waited_s = time.monotonic() - waiting
-                    entry = self.memo.get(key)
+                    entry = memo.get(key)
             except Exception:  # noqa: BLE001 - de-duplication is an optimisation: run the program
                 log.exception("memo claim or wait on %s failed; running the program", key[:12])
         if entry is not None:
@@ -280,8 +293,10 @@ class Grader:
     def _release(self, claims: list[tuple[str, str]]) -> None:
         while claims:
             key, owner = claims.pop()
+            memo = self.memo
+            assert memo is not None  # claims are taken only on a memo (_lookup)
             try:
-                self.memo.release(key, owner=owner)
+                memo.release(key, owner=owner)
             except Exception:  # noqa: BLE001 - the claim expires by itself; waiters then run the program
                 log.exception("could not release the memo claim on %s", key[:12])
 
@@ -300,7 +315,8 @@ class Grader:
         ran to an answer (no crash, timeout or skipped case or speed phase, which may be the
         machine's doing). The speed figures go with them: same program, same device name."""
         key = self._memo_key(exercise, program, run.environment)
-        if key is None:
+        memo = self.memo
+        if key is None or memo is None:  # (a key exists only with a memo)
             return None
         # A timeout ended a deterministic run (run_program): the program's own result, memoised so
         # that resubmitting it costs nothing instead of another run to the time limit.
@@ -315,7 +331,7 @@ class Grader:
                           given_output=run.given.output if run.given else "", seeds=seeds, environment=environment,
                           performance=performance)
         try:
-            self.memo.put(key, entry, exercise_id=exercise.id, exercise_version=exercise.spec.version)
+            memo.put(key, entry, exercise_id=exercise.id, exercise_version=exercise.spec.version)
         except Exception:  # noqa: BLE001 - the memo is an optimisation: a failed write costs a re-run later
             log.exception("could not store the verdict memo entry for %s", submission_id)
             return None
@@ -350,12 +366,14 @@ def _mark_reused(item: Item, spec: ExerciseSpec) -> Item:
 
 def _rejected_fill(exercise: Exercise, extraction: Extraction) -> str | None:
     for index, (fill, source) in enumerate(zip(extraction.fills, extraction.fill_sources)):
+        assert fill is not None and source is not None  # called only when extraction found every blank
         if isinstance(fill, list):
             if exercise.spec.fill_policy != "any":
                 return f"第 {index + 1} 个填空应是一个表达式，不是一段语句"
             message = check_block_fill(fill, source, blank_number=index + 1)
         elif exercise.spec.fill_policy == "any":
-            message = None if not (isinstance(fill, ast.Name) and fill.id == "______") else f"第 {index + 1} 个填空还没有填写"
+            blank = isinstance(fill, ast.Name) and fill.id == "______"
+            message = None if not blank else f"第 {index + 1} 个填空还没有填写"
         else:
             message = check_fill(fill, source, allowed_names=exercise.blank_scopes[index], blank_number=index + 1)
         if message is not None:

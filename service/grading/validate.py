@@ -39,7 +39,8 @@ def solution_submission(exercise: Exercise) -> tuple[Submission, bool]:
         return Submission(exercise=exercise.id, code=exercise.solution), False
     example = json.loads(path.read_text(encoding="utf-8"))
     return Submission(exercise=exercise.id, code=exercise.solution, answers=example.get("answers") or {},
-                      explanation=example.get("explanation") or "", claimed_output=example.get("claimed_output") or ""), True
+                      explanation=example.get("explanation") or "",
+                      claimed_output=example.get("claimed_output") or ""), True
 
 
 def check_solution(exercise: Exercise, report: Report, *, with_answers: bool = False) -> list[str]:
@@ -58,7 +59,8 @@ def check_solution(exercise: Exercise, report: Report, *, with_answers: bool = F
         if not case.passed:
             problems.append(f"solution fails case {case.id}: {case.error or case.first_mismatch}")
         elif case.error_ratio is not None and case.error_ratio > CORRECT_MAX_ERROR_RATIO:
-            problems.append(f"solution's error on {case.id} is {case.error_ratio:.3g} of the tolerance (> {CORRECT_MAX_ERROR_RATIO})")
+            problems.append(f"solution's error on {case.id} is {case.error_ratio:.3g} of the tolerance (> "
+                            f"{CORRECT_MAX_ERROR_RATIO})")
     return problems
 
 
@@ -77,7 +79,8 @@ def check_mutant(exercise: Exercise, mutant: Mutant, report: Report) -> list[str
         problems.append(f"diagnoses {sorted(found)} lack {missing}")
     ran = report.program is not None and report.program.ran
     if expect.rejected == ran:
-        problems.append("was run, expected to be refused" if ran else f"was refused: {report.program.not_run_reason}")
+        reason = report.program.not_run_reason if report.program is not None else "no program in the report"
+        problems.append("was run, expected to be refused" if ran else f"was refused: {reason}")
     for wanted in expect.failing_cases:
         chosen = [c for c in report.cases if c.id == wanted or c.kind == wanted]
         if not chosen:
@@ -86,7 +89,8 @@ def check_mutant(exercise: Exercise, mutant: Mutant, report: Report) -> list[str
             if case.passed:
                 problems.append(f"case {case.id} passes, expected it to fail")
             elif case.kind == "probe" and case.error is None and (case.error_ratio or 0) < BUG_MIN_ERROR_RATIO:
-                problems.append(f"probe {case.id} misses by only {case.error_ratio:.3g} tolerances (< {BUG_MIN_ERROR_RATIO:g})")
+                problems.append(f"probe {case.id} misses by only {case.error_ratio:.3g} tolerances (< "
+                                f"{BUG_MIN_ERROR_RATIO:g})")
     full = sum(i.points for i in exercise.spec.rubric if i.source == "cases")
     if ran and expect.code_points == full:  # a correct answer: every case passes
         problems += [f"case {c.id} fails: {c.error or c.first_mismatch}" for c in report.cases if not c.passed]
@@ -102,7 +106,8 @@ class Summary:
     caught: int
     mutants: int
     worst_correct_ratio: float | None  # the solution's largest error / tolerance (<= 0.1 holds)
-    worst_bug_ratio: float | None  # the smallest error / tolerance of a wrong answer on a case it must fail (>= 100 holds)
+    # the smallest error / tolerance of a wrong answer on a case it must fail (>= 100 holds)
+    worst_bug_ratio: float | None
     refused: str | None = None  # the exercise cannot be graded in this mode (the not_gradable reason)
 
 
@@ -134,7 +139,8 @@ def validate_exercise(grader: Grader, exercise: Exercise, *, secret_seed: int,
         outcomes[-1].problems.clear()  # refused on purpose, with its reason: nothing more to run here
         return outcomes
     for mutant in exercise.mutants:
-        report = grader.grade(Submission(exercise=exercise.id, code=exercise.mutant_code(mutant)), secret_seed=secret_seed)
+        report = grader.grade(Submission(exercise=exercise.id, code=exercise.mutant_code(mutant)),
+                              secret_seed=secret_seed)
         outcomes.append(Outcome(mutant.id, report, check_mutant(exercise, mutant, report)))
         on_result(outcomes[-1])
     return outcomes

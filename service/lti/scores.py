@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import Any, cast
 
 import requests
 from pylti1p3.assignments_grades import AssignmentsGradesService
@@ -21,7 +22,7 @@ from pylti1p3.exception import LtiException, LtiServiceException
 from pylti1p3.grade import Grade
 from pylti1p3.lineitem import LineItem
 from pylti1p3.service_connector import ServiceConnector
-from sqlalchemy import select, update
+from sqlalchemy import CursorResult, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.db.base import as_utc, utcnow
@@ -80,7 +81,8 @@ def enqueue(session: Session, submission: Submission, report_row: ReportRow, *, 
     if origin is None:
         return None
     chosen = counting_submission(session, submission, origin.sub, policy)
-    current = session.get(ReportRow, chosen.current_report_id) if chosen is not None and chosen.current_report_id else None
+    current = (session.get(ReportRow, chosen.current_report_id)
+               if chosen is not None and chosen.current_report_id else None)
     if chosen is None or current is None:
         return None  # no graded attempt yet
     counted = counted_with_hints(session, chosen, current.report, policy)
@@ -92,7 +94,8 @@ def enqueue(session: Session, submission: Submission, report_row: ReportRow, *, 
         at = report_row.created_at
     score = score_body(Report.model_validate(current.report), counted, sub=origin.sub, submitted_at=chosen.created_at,
                        at=at)
-    last = session.scalar(select(LtiScorePost).where(LtiScorePost.link_id == origin.link_id, LtiScorePost.sub == origin.sub,
+    last = session.scalar(select(LtiScorePost).where(LtiScorePost.link_id == origin.link_id,
+                                                     LtiScorePost.sub == origin.sub,
                                                      LtiScorePost.state.in_(("pending", "posted")))
                           .order_by(LtiScorePost.id.desc()).limit(1))
     if last is not None and last.submission_id == chosen.id and _same(last.score, score):
@@ -130,9 +133,10 @@ class PermanentFailure(Exception):
 
 def _claim(sessions: sessionmaker[Session], post_id: int) -> bool:
     with sessions() as session:
-        result = session.execute(update(LtiScorePost).where(LtiScorePost.id == post_id, LtiScorePost.state == "pending",
-                                                            LtiScorePost.next_attempt_at <= utcnow())
-                                 .values(next_attempt_at=utcnow() + timedelta(seconds=LEASE_S)))
+        result = cast(CursorResult[Any], session.execute(  # an UPDATE gives a CursorResult (the stubs say Result)
+            update(LtiScorePost).where(LtiScorePost.id == post_id, LtiScorePost.state == "pending",
+                                       LtiScorePost.next_attempt_at <= utcnow())
+            .values(next_attempt_at=utcnow() + timedelta(seconds=LEASE_S))))
         session.commit()
         return result.rowcount == 1
 
@@ -142,7 +146,8 @@ def _line_item(session: Session, ags: AssignmentsGradesService, link: LtiLink, m
     if link.lineitem_url:
         return LineItem({"id": link.lineitem_url})
     if not link.lineitems_url or not ags.can_create_lineitem():
-        raise PermanentFailure("the platform named no line item for this placement and does not let the tool create one")
+        raise PermanentFailure("the platform named no line item for this placement "
+                               "and does not let the tool create one")
     wanted = (LineItem().set_label(link.title or link.exercise_id or "kernelgrade").set_score_maximum(maximum)
               .set_resource_id(link.exercise_id or "").set_tag(LINE_ITEM_TAG)
               .set_resource_link_id(link.resource_link_id))
@@ -155,15 +160,18 @@ def _line_item(session: Session, ags: AssignmentsGradesService, link: LtiLink, m
 
 
 def _post(session: Session, post: LtiScorePost, http: BoundedSession) -> int | None:
-    link = session.get(LtiLink, post.link_id)
-    platform = session.get(LtiPlatform, session.get(LtiDeployment, link.deployment_id).platform_id)
+    # get_one: foreign keys name these rows, and links, deployments and platforms are revoked, never deleted.
+    link = session.get_one(LtiLink, post.link_id)
+    platform = session.get_one(LtiPlatform, session.get_one(LtiDeployment, link.deployment_id).platform_id)
     if platform.revoked_at is not None:
         raise PermanentFailure("the platform's registration was revoked")
     scopes = list(link.ags_scopes or [])
     if SCORE_SCOPE not in scopes:
         raise PermanentFailure("the platform did not grant the score scope for this placement")
     connector = ServiceConnector(ToolRegistration(platform, keys.active_key(session)), http)
-    ags = AssignmentsGradesService(connector, {"scope": scopes, "lineitems": link.lineitems_url or "",
+    # ignore: pylti1p3 types "scope" as a list of the scopes it knows; ours are what the platform granted (strings)
+    ags = AssignmentsGradesService(connector, {"scope": scopes,  # type: ignore[typeddict-item]
+                                               "lineitems": link.lineitems_url or "",
                                                "lineitem": link.lineitem_url or ""})
     score = dict(post.score)
     line_item = _line_item(session, ags, link, score["scoreMaximum"])
@@ -181,7 +189,7 @@ def attempt(sessions: sessionmaker[Session], post_id: int, *, http: BoundedSessi
         return  # posted, superseded, or being attempted elsewhere
     status_code, error, permanent = None, None, False
     with sessions() as session:
-        post = session.get(LtiScorePost, post_id)
+        post = session.get_one(LtiScorePost, post_id)  # _claim just updated it; score posts are never deleted
         try:
             status_code = _post(session, post, http)
         except LtiServiceException as exc:
@@ -193,7 +201,7 @@ def attempt(sessions: sessionmaker[Session], post_id: int, *, http: BoundedSessi
             error = f"{type(exc).__name__}: {exc}"[:500]
     ok = error is None
     with sessions() as session:
-        post = session.get(LtiScorePost, post_id)
+        post = session.get_one(LtiScorePost, post_id)
         post.attempt += 1
         post.last_status_code, post.last_error = status_code, error
         session.add(LtiScoreAttempt(post_id=post_id, ok=ok, status_code=status_code, error=error))

@@ -56,8 +56,10 @@ def _charts(board: Dashboard, w: dict[str, str]) -> dict[str, Any]:
     latest_students = sum(b.students for b in board.scores)
     latest_passed = sum(b.passed for b in board.scores)
     scores = histogram([Bin(b.low, b.high, b.students, b.passed) for b in board.scores], pass_line=line,
-                       label=w["scores_chart"].format(passed=latest_passed, students=latest_students, line=_fmt(line, 1)),
-                       pass_label=w["pass_line"].format(line=f"{line:g}" if line is not None else "–"), y_label=w["students"])
+                       label=w["scores_chart"].format(passed=latest_passed, students=latest_students,
+                                                      line=_fmt(line, 1)),
+                       pass_label=w["pass_line"].format(line=f"{line:g}" if line is not None else "–"),
+                       y_label=w["students"])
     hours = [h.hour for h in board.timeline.hours]
     deadline = board.timeline.deadline
     per_hour = hourly(hours, columns=Series("submissions", [h.submissions for h in board.timeline.hours]),
@@ -67,8 +69,10 @@ def _charts(board: Dashboard, w: dict[str, str]) -> dict[str, Any]:
                      lines=[Series("p50", [h.latency_p50_s for h in board.timeline.hours]),
                             Series("p95", [h.latency_p95_s for h in board.timeline.hours])],
                      label=w["latency_chart"], y_label="s", marker=deadline, marker_label=w["deadline"])
-    families = {f.family: share_bar(f.share_failing, f"{_pct(f.share_failing)} {w['failing']}") for f in board.case_families}
-    concepts = {(c.item, c.concept): share_bar(c.share_missed, f"{_pct(c.share_missed)} {w['missed']}") for c in board.concepts}
+    families = {f.family: share_bar(f.share_failing,
+                                    f"{_pct(f.share_failing)} {w['failing']}") for f in board.case_families}
+    concepts = {(c.item, c.concept): share_bar(c.share_missed,
+                                               f"{_pct(c.share_missed)} {w['missed']}") for c in board.concepts}
     return {"scores": scores, "per_hour": per_hour, "latency": latency, "families": families, "concepts": concepts,
             "hints": _hint_bars(board, w)}
 
@@ -94,7 +98,8 @@ def _hint_words(lang: str) -> dict[str, Any]:
 
 @router.get("/review/dashboard")
 def dashboard_page(request: Request, session: SessionDep, course: Text = "", assignment: Text = "",
-                   deadline: Annotated[str, Query(max_length=40)] = "", lang: Annotated[str, Query(max_length=2)] = "en") -> Response:
+                   deadline: Annotated[str, Query(max_length=40)] = "",
+                   lang: Annotated[str, Query(max_length=2)] = "en") -> Response:
     keys = auth.review_keys(request, session)
     if not keys:
         return _to_sign_in(request)
@@ -110,13 +115,16 @@ def dashboard_page(request: Request, session: SessionDep, course: Text = "", ass
                  "href": "/review/dashboard?" + urlencode({"course": c, "assignment": a, "lang": lang})}
                 for c, a, s, n in listing]
         return render(request, "dashboard_index.html", {
-            "title": w["title"], "w": w, "t": {"lang": w["lang"]}, "csrf": auth.csrf_token(request), "keys": keys, "rows": rows,
-            "lang_href": "/review/dashboard?" + urlencode({"course": course, "lang": other} if course else {"lang": other})})
+            "title": w["title"], "w": w, "t": {"lang": w["lang"]}, "csrf": auth.csrf_token(request), "keys": keys,
+            "rows": rows,
+            "lang_href": "/review/dashboard?"
+                         + urlencode({"course": course, "lang": other} if course else {"lang": other})})
     when = _deadline(deadline)
     board = dashboard(session, course, assignment, deadline=when)
     query = {"course": course, "assignment": assignment, **({"deadline": deadline} if when else {})}
     return render(request, "dashboard.html", {
-        "title": f"{w['title']} · {assignment}", "w": w, "t": {"lang": w["lang"]}, "csrf": auth.csrf_token(request), "keys": keys, "board": board,
+        "title": f"{w['title']} · {assignment}", "w": w, "t": {"lang": w["lang"]}, "csrf": auth.csrf_token(request),
+        "keys": keys, "board": board,
         "charts": _charts(board, w), "hw": _hint_words(lang), "fmt": _fmt, "pct": _pct,
         "deadline": deadline if when else "",
         "course": course, "assignment": assignment, "lang": lang,
@@ -136,7 +144,8 @@ def dashboard_csv(request: Request, session: SessionDep, course: Annotated[str, 
             Response("a key with the review scope is needed\n", status_code=401, media_type="text/plain"))
     course = course or keys[0].course_id
     if course not in {k.course_id for k in keys}:
-        return secure(Response(f"no course {course[:64]!r} among your keys\n", status_code=404, media_type="text/plain"))
+        return secure(Response(f"no course {course[:64]!r} among your keys\n", status_code=404,
+                               media_type="text/plain"))
     if not assignment:
         return secure(Response("give ?assignment=\n", status_code=422, media_type="text/plain"))
     board = dashboard(session, course, assignment, deadline=_deadline(deadline))

@@ -75,7 +75,9 @@ def _grade_task(task, submission_id: str) -> str | None:
             row = session.get(Submission, submission_id)
             if row is not None and row.status == SubmissionStatus.running and row.lease_expires_at is not None:
                 # Someone holds it: come back when their lease would have expired.
-                expires = row.lease_expires_at if row.lease_expires_at.tzinfo else row.lease_expires_at.replace(tzinfo=utcnow().tzinfo)
+                expires = row.lease_expires_at
+                if not expires.tzinfo:
+                    expires = expires.replace(tzinfo=utcnow().tzinfo)
                 raise task.retry(countdown=max(1.0, (expires - utcnow()).total_seconds() + 1))
             return None  # graded already, or unknown: nothing to do
     return grade_claimed(sessions, grader, claim, lease_s=settings.lease_s, max_attempts=settings.max_attempts,

@@ -22,7 +22,8 @@ class InProcessDispatcher:
     def __init__(self, settings: Settings, sessions: sessionmaker[Session], metrics: Metrics) -> None:
         from service.bootstrap import build_grader
 
-        self.pool = InProcessPool(sessions=sessions, grader=build_grader(settings, sessions=sessions), settings=settings, metrics=metrics,
+        self.pool = InProcessPool(sessions=sessions, grader=build_grader(settings, sessions=sessions),
+                                  settings=settings, metrics=metrics,
                                   grading_threads=settings.worker_count())
 
     def start(self) -> None:

@@ -39,7 +39,8 @@ class _Heartbeat:
         deadline = time.monotonic() + max_s
         while not self._stop.wait(lease_s / 3):
             if time.monotonic() > deadline:
-                log.error("grading %s ran past its %.0f s budget: no longer renewing its lease", claim.submission_id, max_s)
+                log.error("grading %s ran past its %.0f s budget: no longer renewing its lease", claim.submission_id,
+                          max_s)
                 return
             try:
                 with sessions() as session:
@@ -79,10 +80,12 @@ def grade_claimed(sessions: sessionmaker[Session], grader: Grader, claim: store.
     """Grade a claimed submission and write its report. Returns the final status, or None if the
     lease was lost to another worker (nothing written)."""
     with sessions() as session:
-        row = session.get(Submission, claim.submission_id)
+        row = session.get_one(Submission, claim.submission_id)  # claimed, and submissions are never deleted
         body = SubmissionBody.model_validate(row.body)
         # A regrade asks for a fresh run: never answer it from the verdict memo.
-        regrade = session.scalar(select(func.count()).select_from(ReportRow).where(ReportRow.submission_id == row.id)) > 0
+        reports = session.scalars(select(func.count()).select_from(ReportRow)
+                                  .where(ReportRow.submission_id == row.id)).one()
+        regrade = reports > 0
     started = time.monotonic()
     try:
         exercise = grader.catalog.get(body.exercise)

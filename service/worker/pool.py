@@ -63,6 +63,8 @@ class InProcessPool:
         return self.grading_threads - self.busy
 
     def _grade_loop(self) -> None:
+        grader = self.grader
+        assert grader is not None  # start() runs grading threads only with a grader
         while not self._stop.is_set():
             try:
                 with self.sessions() as session:
@@ -78,7 +80,7 @@ class InProcessPool:
             with self._busy_lock:
                 self.busy += 1
             try:
-                grade_claimed(self.sessions, self.grader, claim, lease_s=self.settings.lease_s,
+                grade_claimed(self.sessions, grader, claim, lease_s=self.settings.lease_s,
                               max_attempts=self.settings.max_attempts, metrics=self.metrics)
             except Exception:  # noqa: BLE001 - the lease expires and the submission is retried
                 log.exception("worker failed on %s", claim.submission_id)

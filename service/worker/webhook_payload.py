@@ -9,7 +9,7 @@ import hashlib
 import hmac
 import json
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from standardwebhooks import Webhook
@@ -39,7 +39,7 @@ def message(*, course_secret: str, delivery_id: int, event: str, submission: dic
             report_reason: str, report: dict[str, Any], grade: dict[str, Any] | None,
             decision: dict[str, Any] | None, legacy: bool, now: datetime | None = None) -> Message:
     """The signed message for one delivery. Its id is stable across retries (receivers deduplicate on it)."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     data = {"submission_id": submission["id"], "status": report["status"], "report_seq": report_seq,
             "reason": report_reason, "identity": submission["identity"], "grade": grade, "decision": decision}
     # `event`, `submission_id`, `status`, `report_seq` and `report` at the top level are the v1 body:

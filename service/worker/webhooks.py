@@ -28,7 +28,7 @@ from service.db.base import utcnow
 from service.db.models import Course, Decision, ReportRow, Submission, WebhookDelivery
 from service.grades.gradebook import counted_with_hints
 from service.grades.policy import CoursePolicy
-from service.worker.webhook_payload import LEGACY_SIGNATURE_HEADER as SIGNATURE_HEADER
+from service.worker.webhook_payload import LEGACY_SIGNATURE_HEADER as SIGNATURE_HEADER  # noqa: F401 (tests import it here)
 from service.worker.webhook_payload import legacy_signature as sign
 from service.worker.webhook_payload import message
 
@@ -123,7 +123,8 @@ def pin_callback(url: str, *, allowed_hosts: list[str], field: str = "callback_u
         infos = socket.getaddrinfo(host, parsed.port or 443, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError) as exc:
         raise CallbackRefused(f"{field} host {host!r} does not resolve: {exc}") from None
-    addresses = [ipaddress.ip_address(info[4][0].split("%", 1)[0]) for info in infos]
+    # str(): typeshed types a sockaddr's host as str | int; for AF_INET/AF_INET6 (all SOCK_STREAM gives) it is a str
+    addresses = [ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]) for info in infos]
     if not addresses:
         raise CallbackRefused(f"{field} host {host!r} does not resolve")
     for ip in addresses:
@@ -139,7 +140,8 @@ def post_callback(client: httpx.Client, url: str, *, body: bytes, headers: dict[
     if pinned.host is None:
         return client.post(url, content=body, headers=headers)
     port = httpx.URL(url).port
-    return client.post(pinned.url, content=body, headers={**headers, "Host": pinned.host + (f":{port}" if port else "")},
+    return client.post(pinned.url, content=body,
+                       headers={**headers, "Host": pinned.host + (f":{port}" if port else "")},
                        extensions={"sni_hostname": pinned.host})
 
 
@@ -165,9 +167,10 @@ def deliver_due(sessions: sessionmaker[Session], *, allowed_hosts: list[str], ti
 
 def _payload_parts(session: Session, delivery: WebhookDelivery) -> dict:
     """What the message says besides the report: identity, the grade that counts, the decision."""
-    submission = session.get(Submission, delivery.submission_id)
-    report = session.get(ReportRow, delivery.report_id)
-    course = session.get(Course, submission.course_id)
+    # get_one: foreign keys name these rows, and submissions, reports and courses are never deleted.
+    submission = session.get_one(Submission, delivery.submission_id)
+    report = session.get_one(ReportRow, delivery.report_id)
+    course = session.get_one(Course, submission.course_id)
     counted = counted_with_hints(session, submission, report.report,
                                  CoursePolicy(grade_policy=course.grade_policy, veto_policy=course.veto_policy))
     grade = None if counted is None else {"points": counted.points, "max": counted.max, "total": counted.total,
@@ -206,7 +209,7 @@ def _attempt(sessions: sessionmaker[Session], delivery_id: int, *, client: httpx
     except (httpx.HTTPError, CallbackRefused) as exc:
         ok, error = False, f"{type(exc).__name__}: {exc}"[:500]
     with sessions() as session:
-        delivery = session.get(WebhookDelivery, delivery_id)
+        delivery = session.get_one(WebhookDelivery, delivery_id)  # read above; deliveries are never deleted
         delivery.attempt += 1
         delivery.last_status_code = status_code
         delivery.last_error = error
