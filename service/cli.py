@@ -21,6 +21,7 @@ from service.config_errors import settings_error
 from service.exercises import ExerciseCatalog, ExerciseNotFound
 from service.grading.validate import Outcome, Summary, code_points, summarize, validate_exercise
 from service.lti import cli as lti_cli
+from service.messages import render
 from service.report import Report
 from service.submission import Submission
 
@@ -142,7 +143,7 @@ def print_report(report: Report, console: Console) -> None:
         console.print(f"[bold yellow]not gradable[/]: {report.message}")
         return
     verdict = "[green]PASS[/]" if score.passed else "[red]NOT PASSED[/]"
-    provisional = "（暂定，待助教复核）" if score.provisional else ""
+    provisional = render("cli.provisional", report.language) if score.provisional else ""
     console.print(f"[bold]{report.exercise.id}[/] v{report.exercise.version}: {score.total:g}/{score.max:g} "
                   f"(pass ≥ {score.pass_threshold:g}) {verdict}{provisional}")
     env = report.environment

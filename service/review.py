@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from service.grading import passrule
+from service.messages import render
 from service.report import CarriedDecision, Item, Report, Score, Veto
 from service.submission import storable
 
@@ -64,7 +65,8 @@ def apply_decision(report: Report, decision: DecisionRequest, *, actor: str) -> 
         status = "pass" if points == old.max_points else "fail" if points == 0 else "partial"
         new = old.model_copy(update={
             "points": points, "status": status,
-            "feedback": f"{old.feedback}\n助教复核：{points:g}/{old.max_points:g}。{decision.reason}",
+            "feedback": f"{old.feedback}\n" + render("review.ta_decision", report.language, points=f"{points:g}",
+                                                      max=f"{old.max_points:g}", reason=decision.reason),
             "evidence": {**old.evidence, "ta_decision": {**stamp, "points_before": old.points}},
         })
         items[index] = new

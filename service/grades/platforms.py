@@ -161,9 +161,9 @@ def prairielearn(report: Report, *, policy: CoursePolicy, feedback_url: str | No
     if counted is None:  # "no points awarded or lost, and not penalized an attempt" (PrairieLearn's words)
         text = _not_gradable_text(report, language, feedback_url)
         return {"gradable": False, "format_errors": [text], "message": text}
-    rubric_word = {"zh": "评分项 {id}，满分 {max:g} 分", "en": "Rubric item {id}, worth {max:g} points"}[language]
     tests: list[dict[str, Any]] = [
-        {"name": _item_name(item, language), "description": rubric_word.format(id=item.id, max=item.max_points),
+        {"name": _item_name(item, language),
+         "description": render("grades.rubric_item", language, id=item.id, max=f"{item.max_points:g}"),
          "points": item.points, "max_points": item.max_points, "message": _clip(item.feedback),
          "output": _test_output(item)}
         for item in report.items

@@ -14,16 +14,20 @@ from service.grading.compare import compare_outputs
 from service.grading.overwrite import changed_input
 from service.grading.overwrite import diagnosis as overwrite_diagnosis
 from service.grading.run import sandbox_inputs
+from service.messages import Language, render
 from service.report import CaseReport, Diagnosis, OutOfBounds
 
 GIVEN_CASE_ID = "given"
 
 
 def compare_cases(exercise: Exercise, run: RunResult | None, arrays: dict[str, dict[str, np.ndarray]],
-                  seeds: dict[str, int], graded: list[CaseSpec]) -> tuple[list[CaseReport], list[CaseEvidence]]:
+                  seeds: dict[str, int], graded: list[CaseSpec], *,
+                  language: Language | None = None) -> tuple[list[CaseReport], list[CaseEvidence]]:
     """One report per case (the given check first when the program ran), and the evidence of every
-    case that returned; `run` None (the program did not run): every case fails, no evidence."""
+    case that returned; `run` None (the program did not run): every case fails, no evidence.
+    `language`: the report's (default: the exercise's)."""
     spec = exercise.spec
+    lang = language or spec.language
     tolerance = {name: t.model_dump() for name, t in spec.outputs.items()}
     reports: list[CaseReport] = []
     if run is not None:
@@ -45,10 +49,10 @@ def compare_cases(exercise: Exercise, run: RunResult | None, arrays: dict[str, d
                     drawn=case.draw.family if case.draw is not None and case.secret else None)
         outcome = runs.get(case.id)
         if outcome is None or outcome.status != "ok":
-            error = "未运行" if outcome is None else (outcome.error or outcome.status)
+            error = render("cases.not_run", lang) if outcome is None else (outcome.error or outcome.status)
             breaches = [OutOfBounds(**b) for b in outcome.out_of_bounds] if outcome is not None else []
             if breaches:
-                error = bounds.describe(breaches, language=spec.language, entry_point=spec.entry_point)
+                error = bounds.describe(breaches, language=lang, entry_point=spec.entry_point)
             reports.append(CaseReport(**base, passed=False, error=error, out_of_bounds=breaches,
                                       elapsed_s=outcome.elapsed_s if outcome else None))
             if outcome is not None:
@@ -68,7 +72,7 @@ def compare_cases(exercise: Exercise, run: RunResult | None, arrays: dict[str, d
 
 
 def overwritten_inputs(spec: ExerciseSpec, graded: list[CaseSpec], arrays: dict[str, dict[str, np.ndarray]],
-                       run: RunResult) -> Diagnosis | None:
+                       run: RunResult, *, language: Language | None = None) -> Diagnosis | None:
     """The `input_overwritten` diagnosis when an input (not in `written_args`) came back from the
     sandbox changed in any bit, on any case that returned; None otherwise."""
     sent = sandbox_inputs(graded, spec, arrays)
@@ -86,4 +90,4 @@ def overwritten_inputs(spec: ExerciseSpec, graded: list[CaseSpec], arrays: dict[
             change = changed_input(case.id, name, sent[key], outcome.inputs_after.get(key), columns=columns)
             if change is not None:
                 found.append(change)
-    return overwrite_diagnosis(found[:16], language=spec.language)
+    return overwrite_diagnosis(found[:16], language=language or spec.language)

@@ -44,7 +44,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from service.exercises import Exercise
 from service.report import CaseReport, Diagnosis, Environment, Performance, Seeds
 
-MEMO_FORMAT = 3  # bump when MemoEntry or the key changes meaning: old entries then simply miss
+MEMO_FORMAT = 4  # bump when MemoEntry or the key changes meaning: old entries then simply miss
 # 3: cases may draw their shapes from the secret seed (a reused entry keeps its seeds, so its shapes),
 #    and every run now compares inputs after the call (diagnosis input_overwritten)
 # 2: guard regions around the buffers (an out-of-bounds write fails a case that format 1 passed)
@@ -82,10 +82,12 @@ def exercise_fingerprint(exercise: Exercise) -> str:
     return digest.hexdigest()
 
 
-def memo_key(*, program_digest: str, exercise: Exercise, mode: str, device: str, triton: str) -> str:
+def memo_key(*, program_digest: str, exercise: Exercise, mode: str, device: str, triton: str,
+             language: str | None = None) -> str:
+    """`language`: the report's; the stored cases and diagnoses are text in it (None: the exercise's)."""
     parts = {"format": MEMO_FORMAT, "program": program_digest, "exercise": exercise.id,
              "version": exercise.spec.version, "spec": exercise_fingerprint(exercise),
-             "mode": mode, "device": device, "triton": triton}
+             "mode": mode, "device": device, "triton": triton, "language": language or exercise.spec.language}
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 

@@ -15,6 +15,7 @@ import logging
 import httpx
 
 from service.exercises import Question
+from service.messages import render
 from service.report import Item
 
 log = logging.getLogger("kernelgrade.model_assist")
@@ -57,8 +58,8 @@ class ModelAssist:
                 "misconceptions": list(verdict.get("misconceptions", []))[:20],
                 "rationale": str(verdict.get("rationale", ""))[:1000]}
 
-    def annotate(self, item: Item, question: Question, answer: str) -> Item:
-        """The same item, with the model's opinion as evidence and a flag if it disagrees."""
+    def annotate(self, item: Item, question: Question, answer: str, *, language: str = "zh") -> Item:
+        """The same item, with the model's opinion as evidence and a flag if it disagrees (said in `language`)."""
         if not answer.strip():
             return item
         evidence = dict(item.evidence)
@@ -72,5 +73,5 @@ class ModelAssist:
         if abs(opinion["points"] - item.points) < DISAGREEMENT_POINTS:
             return item.model_copy(update={"evidence": evidence})
         evidence["flags"] = [*evidence.get("flags", []), "model_disagrees"]
-        feedback = item.feedback + "\n自动评分与模型意见不一致，这一项待助教复核。"
+        feedback = item.feedback + "\n" + render("assist.disagrees", language)
         return item.model_copy(update={"evidence": evidence, "status": "needs_review", "feedback": feedback})

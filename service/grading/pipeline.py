@@ -32,6 +32,7 @@ from service.grading.model_assist import ModelAssist
 from service.grading.not_gradable import not_gradable_report
 from service.grading.run import run_program, run_timing
 from service.grading.speed import performance as speed_performance
+from service.messages import Language, render, report_language
 from service.report import (
     CaseReport,
     Diagnosis,
@@ -50,15 +51,6 @@ if TYPE_CHECKING:
     from service.grading.compile_warm import CompileWarmer
 
 log = logging.getLogger("kernelgrade.grader")
-
-_REUSED_NOTE = {
-    "zh": "（这些代码结果复用自此前对逐字节相同程序的一次评分：同一练习版本、同一组用例、同一设备与 Triton 版本。"
-          "报告里的种子是那次运行实际用的种子。书面回答每次都重新评分。）",
-    "en": "(These code results were reused from an earlier grading of a byte-identical program: same exercise "
-          "version, case set, device and Triton version. The seeds in this report are the ones that run used. "
-          "Written answers are always scored afresh.)",
-}
-
 
 CLAIM_MARGIN_S = 60.0  # a memo claim outlives the run's time budget by this (inputs, comparison)
 GRADING_MARGIN_S = 120.0  # beyond the run and memo budgets, before a grading's lease stops being renewed
@@ -142,14 +134,14 @@ class Grader:
         submission_id = submission_id or uuid.uuid4().hex
         secret_seed = secrets.randbits(63) if secret_seed is None else secret_seed
         spec = exercise.spec
+        language = report_language(submission.language, spec.language)  # the submission's, else the exercise's
 
         if self.mode is DeviceMode.interpreter and spec.requires_gpu:
-            return self._not_gradable(exercise, submission_id, None, started, message=(
-                "这个练习只能在 GPU 上评分，本服务现在用的是 Triton 解释器（没有 "
-                f"GPU）：这次提交不计分，也不算一次尝试。原因：{spec.requires_gpu}"))
+            return self._not_gradable(exercise, submission_id, None, started, language,
+                                      message=render("grading.gpu_only", language, reason=spec.requires_gpu))
 
-        extraction = extract(exercise.template, submission.code)
-        not_run_reason = extraction.error or _rejected_fill(exercise, extraction)
+        extraction = extract(exercise.template, submission.code, language=language)
+        not_run_reason = extraction.error or _rejected_fill(exercise, extraction, language)
         graded = spec.cases_for(secret_seed)  # drawn shapes resolved: replay with the seed gives the same
         seeds = Seeds(secret=secret_seed, given=spec.given_check.seed,
                       cases={c.id: case_seed(c, secret_seed) for c in graded})
@@ -166,7 +158,7 @@ class Grader:
         environment = self._environment(None)
         if not_run_reason is None:
             program = assemble(exercise.template, extraction.fill_sources)
-            memo_key = self._memo_key(exercise, program, self._environment_seen or self._pool_environment())
+            memo_key = self._memo_key(exercise, program, self._environment_seen or self._pool_environment(), language)
             if memo_key is not None and reuse:
                 reused, waited_s = self._lookup(memo_key, submission_id, claims)
             if reused is not None:
@@ -179,48 +171,49 @@ class Grader:
                 self.counts.add(sandbox_runs=1, ran_after_wait=int(waited_s is not None))
                 run = run_program(self.runner, exercise, program, arrays, mode=self.mode,
                                   device_index=self.device_index,
-                                  cases=graded)
+                                  cases=graded, language=language)
                 if run.infra_error is not None:
-                    return self._not_gradable(exercise, submission_id, run, started)
+                    return self._not_gradable(exercise, submission_id, run, started, language)
                 self._environment_seen = dict(run.environment)
                 if self.compile_cache is not None:
                     # the next student with this fill compiles little
                     self.compile_cache.submit(exercise, program, secret_seed)
-                run.given = verify_given(exercise, run.given)
-                cases, evidence = compare_cases(exercise, run, arrays, seeds.cases, graded)
-                diagnoses = exercise.diagnose(evidence, language=spec.language)
-                if (overwritten := overwritten_inputs(spec, graded, arrays, run)) is not None:
+                run.given = verify_given(exercise, run.given, language=language)
+                cases, evidence = compare_cases(exercise, run, arrays, seeds.cases, graded, language=language)
+                diagnoses = exercise.diagnose(evidence, language=language)
+                if (overwritten := overwritten_inputs(spec, graded, arrays, run, language=language)) is not None:
                     diagnoses.append(overwritten)  # on every exercise: inputs compared bit for bit
                 if run.given is not None:
                     given_status, given_output = run.given.status, run.given.output
                 environment = self._environment(run)
-                performance = self._performance(exercise, run, cases)
+                performance = self._performance(exercise, run, cases, language)
                 memo_key = self._remember(exercise, program, run, submission_id=submission_id, cases=cases,
                                           diagnoses=diagnoses, seeds=seeds, environment=environment,
-                                          performance=performance)
+                                          performance=performance, language=language)
                 self._release(claims)  # stored (or not storable): the waiting gradings go on now
         else:
             arrays = {c.id: exercise.make_inputs(c, seeds.cases[c.id]) for c in graded}
-            cases, _ = compare_cases(exercise, None, arrays, seeds.cases, graded)
-            performance = self._performance(exercise, None, cases)
+            cases, _ = compare_cases(exercise, None, arrays, seeds.cases, graded, language=language)
+            performance = self._performance(exercise, None, cases, language)
 
         items = rubric.score_items(exercise, submission, cases, not_run_reason=not_run_reason, diagnoses=diagnoses,
-                                   assist=self.assist, fills=extraction.fill_sources)
+                                   assist=self.assist, fills=extraction.fill_sources, language=language)
         if reused is not None:
-            items = [_mark_reused(item, spec) if _is_cases_item(item, spec) else item for item in items]
-        vetoes = rubric.edit_vetoes(extraction.edits)
-        coincidental = rubric.coincidental_pass_veto(cases, diagnoses) or rubric.wrong_chain_veto(cases, items)
+            items = [_mark_reused(item, language) if _is_cases_item(item, spec) else item for item in items]
+        vetoes = rubric.edit_vetoes(extraction.edits, language=language)
+        coincidental = (rubric.coincidental_pass_veto(cases, diagnoses, language=language)
+                        or rubric.wrong_chain_veto(cases, items, language=language))
         claim = unverified_claim(claimed_output=submission.claimed_output, program_ran=program is not None,
                                  given_status=None if given_status == "not_run" else given_status,
                                  real_output=given_output,
-                                 not_run_reason=not_run_reason, language=spec.language)
+                                 not_run_reason=not_run_reason, language=language)
         vetoes += [v for v in (coincidental, claim) if v is not None]
         score = rubric.total_score(exercise, items, vetoes)
         requirements = passrule.requirements(
             spec.pass_rule, items=items, vetoes=vetoes, threshold=spec.pass_threshold, given_status=given_status,
             given_output=given_output, not_run_reason=not_run_reason,
             claim_kind=parse_claim(submission.claimed_output).kind, claimed_output=submission.claimed_output,
-            written="\n".join([submission.explanation, *submission.answers.values()]), language=spec.language)
+            written="\n".join([submission.explanation, *submission.answers.values()]), language=language)
         score = score.model_copy(update={"requirements": requirements, "passed": all(r.met for r in requirements)})
         timing = run_timing(run, started)
         if reused is not None:
@@ -231,7 +224,7 @@ class Grader:
             submission_id=submission_id,
             exercise=ExerciseRef(id=exercise.id, version=spec.version),
             status="graded",
-            language=spec.language,
+            language=language,
             score=score,
             items=items, cases=cases, diagnoses=diagnoses, vetoes=vetoes,
             environment=environment,
@@ -252,15 +245,17 @@ class Grader:
         pool = self.runner.pools.get((self.mode, self.device_index))
         return dict(pool.environment) if pool is not None and pool.environment else None
 
-    def _memo_key(self, exercise: Exercise, program: Program, environment: dict[str, str] | None) -> str | None:
+    def _memo_key(self, exercise: Exercise, program: Program, environment: dict[str, str] | None,
+                  language: Language) -> str | None:
         """The memo key of this program here, or None when nothing may be reused: no memo, an
-        exercise that opts out, or no sandbox has told us its device and Triton version yet."""
+        exercise that opts out, or no sandbox has told us its device and Triton version yet. The
+        report's language is part of it: the stored cases and diagnoses are rendered text."""
         if self.memo is None or not memoisable(exercise) or not environment:
             return None
         if environment.get("mode") != self.mode.value or not environment.get("triton"):
             return None
         return memo_key(program_digest=program.digest, exercise=exercise, mode=self.mode.value,
-                        device=environment.get("device", ""), triton=environment["triton"])
+                        device=environment.get("device", ""), triton=environment["triton"], language=language)
 
     def _lookup(self, key: str, owner: str, claims: list[tuple[str, str]]) -> tuple[MemoEntry | None, float | None]:
         """The memo's entry for `key`, or None: then this grading runs the program. In-flight
@@ -300,21 +295,22 @@ class Grader:
             except Exception:  # noqa: BLE001 - the claim expires by itself; waiters then run the program
                 log.exception("could not release the memo claim on %s", key[:12])
 
-    def _performance(self, exercise: Exercise, run: RunResult | None, cases: list[CaseReport]) -> Performance | None:
+    def _performance(self, exercise: Exercise, run: RunResult | None, cases: list[CaseReport],
+                     language: Language) -> Performance | None:
         """The report's `performance` (None for an exercise without `speed:`); never points."""
         spec = exercise.spec
         if spec.speed is None:
             return None
         return speed_performance(spec.speed, run.speed if run is not None else None, mode=self.mode,
-                                 language=spec.language, cases_passed=all(c.passed for c in cases) if cases else None)
+                                 language=language, cases_passed=all(c.passed for c in cases) if cases else None)
 
     def _remember(self, exercise: Exercise, program: Program, run: RunResult, *, submission_id: str,
                   cases: list[CaseReport], diagnoses: list[Diagnosis], seeds: Seeds, environment: Environment,
-                  performance: Performance | None = None) -> str | None:
+                  performance: Performance | None = None, language: Language = "zh") -> str | None:
         """Store a run's code results if they are a property of the program alone: every phase
         ran to an answer (no crash, timeout or skipped case or speed phase, which may be the
         machine's doing). The speed figures go with them: same program, same device name."""
-        key = self._memo_key(exercise, program, run.environment)
+        key = self._memo_key(exercise, program, run.environment, language)
         memo = self.memo
         if key is None or memo is None:  # (a key exists only with a memo)
             return None
@@ -345,12 +341,12 @@ class Grader:
                            torch=env.get("torch", ""), triton=env.get("triton", ""), python=env.get("python", ""),
                            process_limit=process_limit, memory_limit=run.memory_limit if run is not None else "")
 
-    def _not_gradable(self, exercise: Exercise, submission_id: str, run: RunResult | None, started: float, *,
-                      message: str | None = None) -> Report:
+    def _not_gradable(self, exercise: Exercise, submission_id: str, run: RunResult | None, started: float,
+                      language: Language, *, message: str | None = None) -> Report:
         spec = exercise.spec
         return not_gradable_report(
             submission_id=submission_id, exercise=ExerciseRef(id=exercise.id, version=spec.version),
-            max_points=spec.max_points, pass_threshold=spec.pass_threshold, language=spec.language,
+            max_points=spec.max_points, pass_threshold=spec.pass_threshold, language=language,
             reason=(run.infra_error or "") if run is not None else "", message=message,
             environment=self._environment(run), timing=run_timing(run, started))
 
@@ -359,23 +355,24 @@ def _is_cases_item(item: Item, spec: ExerciseSpec) -> bool:
     return any(r.id == item.id and r.source == "cases" for r in spec.rubric)
 
 
-def _mark_reused(item: Item, spec: ExerciseSpec) -> Item:
-    return item.model_copy(update={"feedback": f"{item.feedback}\n{_REUSED_NOTE[spec.language]}",
+def _mark_reused(item: Item, language: Language) -> Item:
+    return item.model_copy(update={"feedback": f"{item.feedback}\n{render('grading.reused_note', language)}",
                                    "evidence": {**item.evidence, "reused": True}})
 
 
-def _rejected_fill(exercise: Exercise, extraction: Extraction) -> str | None:
+def _rejected_fill(exercise: Exercise, extraction: Extraction, language: Language) -> str | None:
     for index, (fill, source) in enumerate(zip(extraction.fills, extraction.fill_sources)):
         assert fill is not None and source is not None  # called only when extraction found every blank
         if isinstance(fill, list):
             if exercise.spec.fill_policy != "any":
-                return f"第 {index + 1} 个填空应是一个表达式，不是一段语句"
-            message = check_block_fill(fill, source, blank_number=index + 1)
+                return render("fills.not_an_expression", language, blank=index + 1)
+            message = check_block_fill(fill, source, blank_number=index + 1, language=language)
         elif exercise.spec.fill_policy == "any":
-            blank = isinstance(fill, ast.Name) and fill.id == "______"
-            message = None if not blank else f"第 {index + 1} 个填空还没有填写"
+            unfilled = isinstance(fill, ast.Name) and fill.id == "______"
+            message = render("fills.unfilled", language, blank=index + 1) if unfilled else None
         else:
-            message = check_fill(fill, source, allowed_names=exercise.blank_scopes[index], blank_number=index + 1)
+            message = check_fill(fill, source, allowed_names=exercise.blank_scopes[index], blank_number=index + 1,
+                                 language=language)
         if message is not None:
             return message
     return None

@@ -72,8 +72,8 @@ def score_items(exercise: Exercise, submission: Submission, cases: list[CaseRepo
             raise ValueError(f"rubric item {item.id}: a text item needs the question it grades")
         question, answer = exercise.question(item.question), submission.answer(item.question)
         scored = score_text(item_id=item.id, title=item.title, max_points=item.points, question=question, answer=answer,
-                            fills=fills, language=exercise.spec.language)
-        items.append(assist.annotate(scored, question, answer) if assist is not None else scored)
+                            fills=fills, language=lang)
+        items.append(assist.annotate(scored, question, answer, language=lang) if assist is not None else scored)
     return items
 
 

@@ -18,6 +18,7 @@ from service.db.models import ReportRow, Submission
 from service.exercises import Exercise, ExerciseNotFound
 from service.grading.not_gradable import not_gradable_report
 from service.grading.pipeline import Grader
+from service.messages import report_language
 from service.report import ExerciseRef, Report
 from service.submission import Submission as SubmissionBody
 from service.worker.metrics import Metrics
@@ -72,7 +73,7 @@ def gave_up_report(row: Submission, exercise: Exercise | None, reason: str) -> R
         exercise=ExerciseRef(id=row.exercise_id, version=spec.version if spec else _GONE_VERSION),
         max_points=spec.max_points if spec else _GONE_MAX_POINTS,
         pass_threshold=spec.pass_threshold if spec else _GONE_PASS_THRESHOLD,
-        language=spec.language if spec else "zh", reason=reason)
+        language=report_language(row.language, spec.language if spec else "zh"), reason=reason)
 
 
 def grade_claimed(sessions: sessionmaker[Session], grader: Grader, claim: store.Claim, *, lease_s: float,
