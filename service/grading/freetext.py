@@ -21,11 +21,12 @@ import itertools
 import math
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from service.exercises import Concept, FillClaim, Question
 from service.grading import similarity
+from service.messages import render
 from service.report import Item
 
 REVIEW_THRESHOLD = 0.7
@@ -497,7 +498,7 @@ def score_text(*, item_id: str, title: str, max_points: float, question: Questio
                                                                           "fail" if points == 0 else "partial")
     return Item(id=item_id, title=title, points=points, max_points=max_points, status=status,
                 feedback="\n".join(t for t in (_not_the_fill_feedback(result, language),
-                                               _feedback(question, result)) if t),
+                                               _feedback(question, result, language)) if t),
                 evidence={"found": result.found, "missing": result.missing, "links": result.links,
                           "missing_links": result.missing_links, "misconceptions": result.misconceptions,
                           "flags": result.flags, "confidence": result.confidence, "kind": result.kind,
@@ -532,30 +533,35 @@ def _not_the_fill_feedback(result: TextScore, language: str) -> str:
     return "\n".join(lines)
 
 
-def _feedback(question: Question, result: TextScore) -> str:
+def _feedback(question: Question, result: TextScore, language: str = "zh") -> str:
+    def say(code: str, **params: object) -> str:
+        return render(f"freetext.{code}", language, **params)
+
+    def joined(labels: Iterable[str]) -> str:
+        return ("; " if language == "en" else "；").join(labels)
+
     if result.kind == "empty":
-        return "未作答。"
+        return say("unanswered")
     if result.kind == "off_topic":
-        return "答案没有涉及本题的内容：" + "；".join(c.label for c in question.concepts[:3]) + "……"
+        return say("off_topic", labels=joined(c.label for c in question.concepts[:3]))
     lines = []
     if result.found:
-        lines.append("你讲到了：" + "；".join(f"{f['label']}（“{f['quote']}”）" for f in result.found) + "。")
+        lines.append(say("found", items=joined(say("quoted", label=f["label"], quote=f["quote"]) for f in result.found)))
     if result.links:
-        lines.append("因果链中讲清楚的环节：" + "；".join(link["label"] for link in result.links) + "。")
+        lines.append(say("links", labels=joined(link["label"] for link in result.links)))
     if result.missing:
-        lines.append("缺少：" + "；".join(m["label"] for m in result.missing) + "。")
+        lines.append(say("missing", labels=joined(m["label"] for m in result.missing)))
     if result.missing_links and "keyword_stuffing" not in result.flags:
-        lines.append("没有说明的因果环节：" + "；".join(m["label"] for m in result.missing_links)
-                     + "。请写出前一步如何导致后一步。")
+        lines.append(say("missing_links", labels=joined(m["label"] for m in result.missing_links)))
     if "keyword_stuffing" in result.flags:
-        lines.append("答案主要是术语的罗列，没有说明它们之间的因果关系：请用完整的句子说明每一步如何导致下一步。")
+        lines.append(say("keyword_stuffing"))
     for wrong in result.misconceptions:
-        lines.append(f"误区：{wrong['label']}（“{wrong['quote']}”）。")
+        lines.append(say("misconception", label=wrong["label"], quote=wrong["quote"]))
     for doubt in result.suspected:
         if doubt["kind"] == "dismissal":
-            lines.append(f"这里说某一步不需要或无所谓（“{doubt['quote']}”）：这常常是误区，请助教确认。")
+            lines.append(say("dismissal", quote=doubt["quote"]))
         else:
-            lines.append(f"这里的说法接近一个已知误区：{doubt['label']}（“{doubt['quote']}”），请助教确认。")
+            lines.append(say("near_misconception", label=doubt["label"], quote=doubt["quote"]))
     if result.confidence < REVIEW_THRESHOLD:
-        lines.append("这一项是自动初评，待助教复核。")
+        lines.append(say("provisional"))
     return "\n".join(lines)
