@@ -546,7 +546,8 @@ def _feedback(question: Question, result: TextScore, language: str = "zh") -> st
         return say("off_topic", labels=joined(c.label for c in question.concepts[:3]))
     lines = []
     if result.found:
-        lines.append(say("found", items=joined(say("quoted", label=f["label"], quote=f["quote"]) for f in result.found)))
+        quoted = (say("quoted", label=f["label"], quote=f["quote"]) for f in result.found)
+        lines.append(say("found", items=joined(quoted)))
     if result.links:
         lines.append(say("links", labels=joined(link["label"] for link in result.links)))
     if result.missing:
