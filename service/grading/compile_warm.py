@@ -14,6 +14,7 @@ submission. Each program digest is compiled at most once per process.
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
 from dataclasses import dataclass, field
@@ -138,7 +139,11 @@ class CompileWarmer:
                         self._idle.set()
 
     def _compile(self, exercise: Exercise, program: Program, secret_seed: int | None = None) -> None:
-        staging = self.cache.new_staging()  # handed to the compile sandbox's own host uid where it has one (confine)
+        # Writable by the compile sandbox: bwrap hands it to the sandbox's own host uid where it has
+        # one (confine); a docker container runs as a fixed uid, which gets it here.
+        host_uid = getattr(self.backend, "host_uid", None)
+        owner = host_uid(DeviceMode.gpu, self.device_index) if callable(host_uid) else None
+        staging = self.cache.new_staging(owner if os.geteuid() == 0 else None)
         runner = SandboxRunner(backend=self.backend.with_triton_cache(TritonCacheMount(staging, writable=True)),
                                limits=self.limits)
         # The same run as a grading's (the speed phase's large shape included): the same kernels compile.
