@@ -1,41 +1,6 @@
 """A cgroup per sandbox, where the service can write the controller: pids (`pids.max`) and memory
-(`memory.max` or `memory.limit_in_bytes`, swap included where it is accounted).
-
-Why: RLIMIT_NPROC counts the processes of a real uid, and the kernel does not apply it to uid 0.
-When the service runs as root, the sandbox's uid maps to host root and a fork bomb is bounded only
-by the host's pid_max. A pids cgroup binds whatever the uid, counts this one sandbox only (threads
-included), and lists every process of the sandbox even if it left its process group (setsid,
-double fork), so the end of a sandbox can kill them all.
-
-Why memory: RLIMIT_AS counts address space, not memory; it cannot be set on a GPU (CUDA reserves
-huge ranges), and it misses page cache, tmpfs and memfd pages. A memory cgroup charges all of
-them, for the whole sandbox, and its OOM kill ends the sandbox instead of the host.
-
-Where: the service's own cgroup, as /proc/self/cgroup and /proc/self/mountinfo place it (each
-controller on its own; on cgroup v2 both share one child per sandbox):
-- cgroup v1: the hierarchy that holds the controller (`/sys/fs/cgroup/pids/...`, `.../memory/...`);
-- cgroup v2: the unified hierarchy, if the controller is in the own cgroup's `cgroup.controllers`
-  and can be enabled for its children. The kernel refuses that (EBUSY) for a non-root cgroup that
-  holds processes, which is the usual case under systemd or in a container: then there is no such
-  cgroup, and RLIMIT_NPROC (processes) and RLIMIT_AS (memory, interpreter only) stay the caps.
-Under it, a parent `kernelgrade/` and one child per sandbox, named
-`<pid namespace inode>-<creator pid>-<creator start time>-<sequence>`, with `pids.max` set to
-`Limits.processes` and the memory limit to `Limits.memory_cgroup_bytes`. A child whose creator is
-dead (same pid namespace, and that pid is gone or is another process now) is stale: `remove_stale()`
-kills what is left in it and removes it. Children of other pid namespaces are left alone (we cannot
-tell whether their creator lives).
-
-How a sandbox gets in before it can fork: its argv is prefixed with
-
-    /bin/sh -c 'echo 0 > "$0" && exec "$@"' <child>/cgroup.procs prlimit ... bwrap ...
-
-(with a child in two v1 hierarchies, ENTER_ALL writes each `cgroup.procs` named before `--`).
-The shell writes 0 (the writing process itself) into the child's cgroup.procs, then execs the real
-command in the same process, so the sandbox's first instruction already runs in the cgroup and
-every descendant inherits it. No preexec_fn (not safe in a threaded program, and the warm pool
-starts sandboxes from a thread), and the path is an argument of the script, never part of it. If
-the write fails the shell exits non-zero before anything else runs: the sandbox fails to start
-(our failure, reported as such), it never runs unlimited.
+(`memory.max` or `memory.limit_in_bytes`, swap included where it is accounted). Why, where, and how
+a sandbox enters it before its first instruction: SECURITY.md, "Per-sandbox cgroups".
 """
 from __future__ import annotations
 

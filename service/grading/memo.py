@@ -1,35 +1,6 @@
-"""Verdict memo: the code results of a canonical program, reused for an identical program.
-
-The program that runs is canonical (template + canonical unparse of each fill, `Program.digest`),
-so two students who fill the blank the same way run byte-identical programs. For a deterministic
-exercise, the sandbox results (cases, the given check's real output, diagnoses) of one are the
-results of the other, as long as nothing else that decides them changed: the key covers the
-program, the exercise id and version, a hash of everything in the exercise that shapes a run or
-its comparison (entry point, arguments, cases, tolerances, the given check, the trusted
-`checks.py`), and the environment (device mode, device name, Triton version).
-
-What is stored is only the code part of a report (`MemoEntry`); written answers are never memoised
-and are scored afresh for every submission. A reused result keeps the seeds it was produced with:
-the report records those seeds (not this submission's secret seed), so it can still be replayed.
-
-Two implementations: `InMemoryMemo` (one process: the benchmark, tests) and `DbMemo` (service/db/memo.py, the service:
-a table shared by every worker; two identical programs finishing together both try to insert,
-and the second insert is simply dropped).
-
-In-flight de-duplication (a class burst: many students submit the same new fill at once). Before
-running a program the memo does not hold, a grading *claims* its key (`claim`); only one claim on
-a key is live at a time. The others `wait_released` until that claim is gone, then look the key
-up again: the result is there (they reuse it, `program.reused`), or it is not (the first run
-failed, crashed, was not memoisable or was stored under another key), and each of them runs the
-program itself, as it would have without the claim. A claim is released as soon as the result is
-stored (or the grading gives up), and it expires after `ttl_s`, so a claimant that died never
-holds the others for longer than a run may take. A grading that takes over a claim with its own
-owner (its submission retried after its worker died) holds it again at once. `InMemoryMemo`
-claims live in the process (the in-process pool's threads); `DbMemo` claims are rows of
-`memo_claims` (migration 0005), so they hold across processes and hosts (Celery workers sharing
-the database); waiters in the claimant's process are woken at once, others poll every
-`POLL_S`. Claims only ever decide who runs first: a lost, expired or failed claim costs a
-duplicate run, never a wrong or missing result.
+"""Verdict memo: the code results of a canonical program, reused for an identical program, and
+in-flight claims so that a class burst runs each new program once (how: docs/grading.md, "How the
+memo works").
 """
 from __future__ import annotations
 
