@@ -27,6 +27,7 @@ import pytest
 
 from sandbox.contract import CaseRun
 from service.config import REPO_ROOT
+from service.grading.sandbox_text import render_run
 
 pytestmark = pytest.mark.sandbox_backends("bwrap", "docker", "docker-host")
 
@@ -439,7 +440,10 @@ def probe_normal():
 '''
     result, cases = probes(body, ["segv", "normal"])
     crash = cases["segv"]
-    assert crash.status == "crashed", (crash.status, crash.error)
+    # The sandbox says it as a code and its numbers; the trusted side puts it in words.
+    assert crash.status == "crashed" and crash.said is not None, (crash.status, crash.said)
+    assert crash.said.code == "sandbox.exited", crash.said
+    render_run(result, "en")
     assert crash.error and re.search(r"SIG[A-Z]+|signal|exit code", crash.error), crash.error
     assert outcome(cases["normal"]) == (False, 7.0)
     assert result.attempts == 2
@@ -453,9 +457,11 @@ def probe_normal():
 @pytest.mark.sandbox
 def test_crash_error_names_the_signal(probes):
     body = "import ctypes\n\ndef probe_segv():\n    ctypes.string_at(0)\n"
-    _, cases = probes(body, ["segv"])
-    assert cases["segv"].status == "crashed"
-    assert "SIGSEGV" in (cases["segv"].error or ""), cases["segv"].error
+    result, cases = probes(body, ["segv"])
+    assert cases["segv"].status == "crashed" and cases["segv"].said is not None
+    assert cases["segv"].said.params.get("signal") == "SIGSEGV", cases["segv"].said
+    for language in ("zh", "en"):
+        assert "SIGSEGV" in (render_run(result, language).cases[0].error or ""), cases["segv"].error
 
 
 TRITON_PROGRAM = '''

@@ -12,6 +12,7 @@ from sandbox.contract import CaseJob, DeviceMode, SpeedJob, TensorArg
 from service.bootstrap import build_grader
 from service.config import REPO_ROOT, Settings
 from service.grading.memo import InMemoryMemo
+from service.grading.sandbox_text import render_run
 from service.report import Report
 from service.submission import Submission
 from service.web.feedback import performance_view, reasons
@@ -89,7 +90,9 @@ def test_a_speed_frame_written_by_the_submission_breaks_the_channel(bwrap_runner
                         mode=DeviceMode.interpreter)
     assert result.infra_error is None
     (case,) = result.cases
-    assert case.status == "crashed" and "违反协议" in case.error and kind in case.error
+    assert case.status == "crashed" and case.said is not None and case.said.code == "sandbox.broken_channel", case.said
+    render_run(result, "zh")
+    assert "违反协议" in case.error and kind in case.error, case.error
     assert result.speed is None
 
 
