@@ -73,6 +73,9 @@ def chain_requirement(item: Item | None, *, question_id: str, share: float, lang
         return Requirement(id=rid, met=met, title=title,
                            message=_say("causal_chain.ta", language, points=item.points, max=item.max_points),
                            evidence={"item": item.id, "ta_decision": True, "points": item.points})
+    if item.evidence.get("kind") in ("empty", "off_topic"):  # no chain to count: never "0 of 0, met"
+        return Requirement(id=rid, met=False, title=title, message=_say("causal_chain.unanswered", language),
+                           evidence={"item": item.id, "kind": item.evidence.get("kind")})
     links = item.evidence.get("links") or []
     missing = item.evidence.get("missing_links") or []
     total = len(links) + len(missing)
