@@ -6,7 +6,9 @@ No exercise id appears in the pipeline: everything specific to an exercise lives
 from __future__ import annotations
 
 import ast
+import hashlib
 import importlib.util
+import json
 import re
 from functools import cached_property
 from pathlib import Path
@@ -59,6 +61,22 @@ class Exercise:
     @cached_property
     def solution(self) -> str:
         return (self.root / self.spec.solution).read_text(encoding="utf-8")
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """sha256 of what decides a run's results besides the program (the memo key's exercise part,
+        service/grading/memo.py): cases, tolerances, the call, the given check, the speed section where
+        there is one, and the trusted checks.py with its messages.yaml, as this exercise loaded them."""
+        spec = self.spec
+        shape = spec.model_dump(mode="json", include={"entry_point", "args", "backward", "outputs", "given_check",
+                                                      "cases", "fill_policy", "requires_gpu", "written_args"})
+        if spec.speed is not None:  # only then: the keys of exercises without one stay as they were
+            shape["speed"] = spec.speed.model_dump(mode="json")
+        digest = hashlib.sha256(json.dumps(shape, sort_keys=True).encode())
+        digest.update((self.root / spec.checks).read_bytes())
+        if (messages := self.root / "messages.yaml").is_file():
+            digest.update(messages.read_bytes())
+        return digest.hexdigest()
 
     @cached_property
     def checks(self) -> kit.Checks:

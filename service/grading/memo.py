@@ -40,17 +40,9 @@ class MemoEntry(BaseModel):
 def exercise_fingerprint(exercise: Exercise) -> str:
     """sha256 of what decides a run's results besides the program: cases, tolerances, the call,
     the given check, the speed section where there is one, and the trusted checks.py (reference,
-    inputs, diagnoses) with its messages.yaml."""
-    spec = exercise.spec
-    shape = spec.model_dump(mode="json", include={"entry_point", "args", "backward", "outputs", "given_check", "cases",
-                                                  "fill_policy", "requires_gpu", "written_args"})
-    if spec.speed is not None:  # only then: the keys of exercises without one stay as they were
-        shape["speed"] = spec.speed.model_dump(mode="json")
-    digest = hashlib.sha256(json.dumps(shape, sort_keys=True).encode())
-    digest.update((exercise.root / spec.checks).read_bytes())
-    if (messages := exercise.root / "messages.yaml").is_file():
-        digest.update(messages.read_bytes())
-    return digest.hexdigest()
+    inputs, diagnoses) with its messages.yaml: `Exercise.fingerprint`, computed once per loaded
+    exercise (as its checks.py is loaded once), not on each of a submission's memo keys."""
+    return exercise.fingerprint
 
 
 def memo_key(*, program_digest: str, exercise: Exercise, mode: str, device: str, triton: str,

@@ -35,6 +35,7 @@ class Catalogue:
 
     def __init__(self, entries: Mapping[str, Mapping[str, str]], *, source: str = "<catalogue>") -> None:
         self._entries: dict[str, dict[Language, str]] = {}
+        self._parameters: dict[str, frozenset[str]] = {}  # parsed once here, read per render of a mark
         for code, by_language in entries.items():
             if not isinstance(by_language, Mapping) or set(by_language) != set(LANGUAGES):
                 raise CatalogueError(f"{source}: message {code!r} must have exactly the languages {LANGUAGES}")
@@ -46,6 +47,7 @@ class Catalogue:
             if len({frozenset(f) for f in fields.values()}) != 1:
                 raise CatalogueError(f"{source}: message {code!r} uses different parameters per language: {fields}")
             self._entries[str(code)] = templates
+            self._parameters[str(code)] = frozenset(fields[LANGUAGES[0]])
 
     @classmethod
     def load(cls, path: Path) -> Catalogue:
@@ -75,10 +77,11 @@ class Catalogue:
             raise CatalogueError(f"{source}: message codes defined twice: {sorted(clash)}")
         merged = Catalogue({})
         merged._entries = {**self._entries, **other._entries}
+        merged._parameters = {**self._parameters, **other._parameters}
         return merged
 
     def parameters(self, code: str) -> frozenset[str]:
-        return frozenset(_fields(self._entries[code][LANGUAGES[0]]))
+        return self._parameters[code]
 
     def render(self, code: str, lang: str, /, **params: Any) -> str:
         """The message in `lang` (unknown languages read English), lists joined the language's way."""
