@@ -12,11 +12,6 @@ class SubmissionStatus(StrEnum):
     graded = "graded"  # a report judged the submission
     not_gradable = "not_gradable"  # we failed, not the student: it costs them nothing
 
-    @property
-    def final(self) -> bool:
-        """A report is current and no worker holds it."""
-        return self in FINAL_STATUSES
-
 
 FINAL_STATUSES: tuple[SubmissionStatus, ...] = (SubmissionStatus.graded, SubmissionStatus.not_gradable)
 IN_PROGRESS_STATUSES: tuple[SubmissionStatus, ...] = (SubmissionStatus.queued, SubmissionStatus.running)

@@ -64,7 +64,7 @@ def _build_worker_state():
 
 def _grade_task(task, submission_id: str) -> str | None:
     from service.db import store
-    from service.db.base import utcnow
+    from service.db.base import as_utc, utcnow
     from service.db.models import Submission
     from service.worker.grading import grade_claimed
 
@@ -75,9 +75,7 @@ def _grade_task(task, submission_id: str) -> str | None:
             row = session.get(Submission, submission_id)
             if row is not None and row.status == SubmissionStatus.running and row.lease_expires_at is not None:
                 # Someone holds it: come back when their lease would have expired.
-                expires = row.lease_expires_at
-                if not expires.tzinfo:
-                    expires = expires.replace(tzinfo=utcnow().tzinfo)
+                expires = as_utc(row.lease_expires_at)
                 raise task.retry(countdown=max(1.0, (expires - utcnow()).total_seconds() + 1))
             return None  # graded already, or unknown: nothing to do
     return grade_claimed(sessions, grader, claim, lease_s=settings.lease_s, max_attempts=settings.max_attempts,

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from datetime import UTC, timedelta
+from datetime import timedelta
 
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.config import Settings
-from service.db.base import utcnow
+from service.db.base import as_utc, utcnow
 from service.db.models import Submission
 from service.status import SubmissionStatus
 from service.worker.metrics import Metrics
@@ -87,7 +87,7 @@ class CeleryDispatcher:
                 Submission.status == SubmissionStatus.queued)).limit(500)).all()
         republished = 0
         for submission_id, status, updated_at in rows:
-            updated = updated_at if updated_at.tzinfo else updated_at.replace(tzinfo=UTC)
+            updated = as_utc(updated_at)
             if status == SubmissionStatus.running or updated < stale_before:
                 self.submitted(submission_id)
                 republished += 1
