@@ -42,7 +42,8 @@ def build_grader(settings: Settings, *, sessions: sessionmaker[Session] | None =
         cache = SharedCompileCache(root)
         backend = backend.with_triton_cache(TritonCacheMount(cache.root))
         warmer = CompileWarmer(cache=cache, backend=backend, limits=settings.limits, device_index=settings.gpu_index,
-                               threads=settings.compile_cache_threads)
+                               threads=settings.compile_cache_threads, parallel=settings.compile_cache_parallel,
+                               parallel_wait_s=settings.compile_cache_parallel_wait_s)
     return Grader(catalog=ExerciseCatalog(settings.exercises_dir),
                   runner=SandboxRunner(backend=backend, limits=settings.limits),
                   mode=mode, device_index=settings.gpu_index, assist=assist, memo=memo,

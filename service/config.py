@@ -64,6 +64,12 @@ class Settings(BaseSettings):
     compile_cache_prewarm: bool = Field(True, description="when the service starts, compile every exercise's reference "
                                                           "solution and mutants into the shared cache (background)")
     compile_cache_threads: int = Field(2, ge=1, description="compile runs at a time when filling the shared cache")
+    compile_cache_parallel: int = Field(0, ge=0, description="warm compile sandboxes per GPU that compile a new "
+                                                             "program's specialisations in parallel before its grading "
+                                                             "run (0: off; the grading sandbox compiles them itself)")
+    compile_cache_parallel_wait_s: float = Field(5.0, ge=0, description="the most a grading waits for those "
+                                                                        "compile runs; 0: it starts at once and finds "
+                                                                        "what they published in time")
     verdict_memo: bool = Field(True, description="the service reuses code results of byte-identical programs "
                                                  "(deterministic exercises; written answers are always re-scored)")
 

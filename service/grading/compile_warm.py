@@ -10,6 +10,11 @@ Triton's writable cache; `SharedCompileCache.publish` then moves what compiled i
 
 `threads` runs at a time (daemon threads), behind the grading: a compile run never holds up a
 submission. Each program digest is compiled at most once per process.
+
+With `parallel` > 0, a program graded for the first time is compiled before its grading run
+instead (`compile_first`, compile_parallel.py): its cases split over that many warm compile
+sandboxes at once, the grading waiting for them at most `parallel_wait_s` (0: not at all; it
+starts at once and finds whatever they published in time).
 """
 from __future__ import annotations
 
@@ -24,14 +29,14 @@ from sandbox.backends.bwrap import BwrapBackend
 from sandbox.compile_cache import SharedCompileCache
 from sandbox.contract import DeviceMode, Limits
 from sandbox.runner import SandboxRunner
-from service.exercises import Exercise, ExerciseCatalog
+from service.exercises import CaseSpec, Exercise, ExerciseCatalog
 from service.grading.assemble import Program, assemble
+from service.grading.compile_parallel import COMPILE_SEED, ParallelCompile, ParallelCompiler
 from service.grading.extract import extract
 from service.grading.run import run_program
 
 log = logging.getLogger("kernelgrade.compile_cache")
 
-COMPILE_SEED = 0  # inputs only fix shapes and dtypes here; the values do not matter
 
 
 @dataclass
@@ -40,6 +45,8 @@ class WarmStats:
     compiled: int = 0
     failed: int = 0
     published: int = 0  # key folders added to the cache
+    parallel: int = 0  # programs compiled in parallel before their grading run (compile_first)
+    parallel_skipped: int = 0  # new programs for which too few compile sandboxes were ready
 
 
 @dataclass
@@ -50,6 +57,9 @@ class CompileWarmer:
     device_index: int = 0
     threads: int = 2
     max_queue: int = 256
+    mode: DeviceMode = DeviceMode.gpu  # the interpreter compiles nothing: tests only (nothing to publish)
+    parallel: int = 0  # warm compile sandboxes for compile_first (0: off)
+    parallel_wait_s: float = 5.0  # the most a grading waits for its program's compile runs
     stats: WarmStats = field(default_factory=WarmStats)
     _queue: queue.Queue[tuple[Exercise, Program, int | None] | None] = field(init=False, repr=False)
     _seen: set[str] = field(default_factory=set, repr=False)
@@ -57,6 +67,8 @@ class CompileWarmer:
     _threads: list[threading.Thread] = field(default_factory=list, repr=False)
     _pending: int = field(default=0, repr=False)
     _idle: threading.Event = field(default_factory=threading.Event, repr=False)
+    _parallel: ParallelCompiler | None = field(default=None, repr=False)
+    last_parallel: ParallelCompile | None = field(default=None, repr=False)  # the latest compile_first (tests, bench)
 
     def __post_init__(self) -> None:
         self._queue = queue.Queue(maxsize=self.max_queue)
@@ -67,7 +79,37 @@ class CompileWarmer:
             thread = threading.Thread(target=self._loop, name=f"compile-cache-{len(self._threads)}", daemon=True)
             thread.start()
             self._threads.append(thread)
+        if self.parallel > 0 and self._parallel is None:
+            self._parallel = ParallelCompiler(cache=self.cache, backend=self.backend, limits=self.limits,
+                                              mode=self.mode, device_index=self.device_index,
+                                              size=self.parallel).start()
         return self
+
+    def compile_first(self, exercise: Exercise, program: Program, cases: list[CaseSpec]) -> ParallelCompile | None:
+        """Before a grading run of `program` on `cases` (drawn shapes resolved): compile it in
+        parallel into the shared cache and wait for that at most `parallel_wait_s`. None (and no
+        wait) when parallel compiling is off, the program does not qualify or was compiled (or
+        queued) before, or too few compile sandboxes are ready. The grading runs the same either
+        way: this only decides what it finds in the cache."""
+        parallel = self._parallel
+        if parallel is None or exercise.spec.fill_policy != "expression":
+            return None
+        with self._lock:
+            if program.digest in self._seen:
+                return None
+            self._seen.add(program.digest)  # the grading's own submit() afterwards: nothing left to do
+        job = parallel.compile(exercise, program, cases)
+        if job is None:
+            with self._lock:
+                self._seen.discard(program.digest)  # compiled behind the grading instead, as before
+                self.stats.parallel_skipped += 1
+            return None
+        with self._lock:
+            self.stats.parallel += 1
+            self.last_parallel = job
+        if self.parallel_wait_s > 0:
+            job.wait(self.parallel_wait_s)
+        return job
 
     def submit(self, exercise: Exercise, program: Program, secret_seed: int | None = None) -> bool:
         """Queue a program for compiling into the shared cache; False when it does not qualify,
@@ -108,11 +150,18 @@ class CompileWarmer:
                     queued += self.submit(exercise, assemble(exercise.template, extraction.fill_sources))
         return queued
 
+    def wait_parallel_ready(self, timeout_s: float) -> bool:
+        """Block until every warm compile sandbox of compile_first is ready (benchmarks and tests)."""
+        return self._parallel is not None and self._parallel.wait_ready(timeout_s)
+
     def wait_idle(self, timeout_s: float) -> bool:
         return self._idle.wait(timeout_s)
 
     def close(self) -> None:
         """Stop taking work; a run in progress finishes in its daemon thread (not waited for)."""
+        parallel, self._parallel = self._parallel, None
+        if parallel is not None:
+            parallel.close()
         threads, self._threads = self._threads, []
         for _ in threads:
             try:
@@ -142,7 +191,7 @@ class CompileWarmer:
         # Writable by the compile sandbox: bwrap hands it to the sandbox's own host uid where it has
         # one (confine); a docker container runs as a fixed uid, which gets it here.
         host_uid = getattr(self.backend, "host_uid", None)
-        owner = host_uid(DeviceMode.gpu, self.device_index) if callable(host_uid) else None
+        owner = host_uid(self.mode, self.device_index) if callable(host_uid) else None
         staging = self.cache.new_staging(owner if os.geteuid() == 0 else None)
         runner = SandboxRunner(backend=self.backend.with_triton_cache(TritonCacheMount(staging, writable=True)),
                                limits=self.limits)
@@ -150,7 +199,7 @@ class CompileWarmer:
         cases = exercise.spec.cases_for(COMPILE_SEED if secret_seed is None else secret_seed)
         arrays = {c.id: exercise.make_inputs(c, COMPILE_SEED) for c in cases}
         try:
-            run = run_program(runner, exercise, program, arrays, mode=DeviceMode.gpu, device_index=self.device_index,
+            run = run_program(runner, exercise, program, arrays, mode=self.mode, device_index=self.device_index,
                               cases=cases)
         except BaseException:
             self.cache.discard(staging)

@@ -48,6 +48,7 @@ from service.report import (
 from service.submission import Submission
 
 if TYPE_CHECKING:
+    from service.grading.compile_parallel import ParallelCompile
     from service.grading.compile_warm import CompileWarmer
 
 log = logging.getLogger("kernelgrade.grader")
@@ -148,6 +149,7 @@ class Grader:
 
         program: Program | None = None
         run: RunResult | None = None
+        compiled_first: ParallelCompile | None = None
         memo_key: str | None = None
         reused: MemoEntry | None = None
         waited_s: float | None = None  # spent waiting for an identical program in flight
@@ -169,6 +171,9 @@ class Grader:
             else:
                 arrays = {c.id: exercise.make_inputs(c, seeds.cases[c.id]) for c in graded}
                 self.counts.add(sandbox_runs=1, ran_after_wait=int(waited_s is not None))
+                # a new program: its kernels compiled in parallel into the shared cache first (GPU)
+                compiled_first = (self.compile_cache.compile_first(exercise, program, graded)
+                                  if self.compile_cache is not None else None)
                 run = run_program(self.runner, exercise, program, arrays, mode=self.mode,
                                   device_index=self.device_index,
                                   cases=graded, language=language)
@@ -220,6 +225,8 @@ class Grader:
             timing["reused"] = 1.0
         if waited_s is not None:
             timing["memo_wait_s"] = waited_s
+        if compiled_first is not None:
+            timing.update(compiled_first.timing())
         return Report(
             submission_id=submission_id,
             exercise=ExerciseRef(id=exercise.id, version=spec.version),
