@@ -21,6 +21,10 @@ Modes (all in this one process, one after the other):
   prewarmed with lesson 6's reference and mutants before timing starts (as the service does when
   it starts); fills graded during the run are compiled into it in the background. Modes without
   "cache" in their name run with the compile cache off.
+- ...+par (with cache, GPU only; e.g. warm+memo+cache+par): a new program's specialisations are
+  compiled in parallel in `--parallel` warm compile sandboxes before its grading run (waiting at
+  most `--parallel-wait-s`; 0: the grading starts at once), instead of in its grading sandbox
+  (service/grading/compile_parallel.py). bench/parallel_compile.py compares the two on new fills.
 
 One-at-a-time: `--single` submissions in sequence; latency = one grade() call. Burst: all
 submissions queued at t=0, `--workers` grading threads sharing one grader (the service's
@@ -110,10 +114,11 @@ def naive_runs(cell: str, *, count: int, parallel: int, interpreter: bool) -> tu
 
 # --- kernelgrade ----------------------------------------------------------------------------
 
-def make_grader(args, *, pool: int, memo: bool, tmp: Path, cache: bool = False):
+def make_grader(args, *, pool: int, memo: bool, tmp: Path, cache: bool = False, parallel: int = 0):
     tmp.mkdir(parents=True, exist_ok=True)
     settings = Settings(device=args.device, warm_pool=pool, data_dir=tmp, compile_cache=cache,
-                        compile_cache_prewarm=False, compile_cache_threads=args.compile_threads)
+                        compile_cache_prewarm=False, compile_cache_threads=args.compile_threads,
+                        compile_cache_parallel=parallel, compile_cache_parallel_wait_s=args.parallel_wait_s)
     sessions, kind = None, "none"
     if memo:
         try:
@@ -142,6 +147,9 @@ def make_grader(args, *, pool: int, memo: bool, tmp: Path, cache: bool = False):
         stats = grader.compile_cache.stats
         log(f"  compile cache prewarmed in {time.perf_counter() - t0:.1f} s: {queued} programs, {stats.compiled} compiled, "
             f"{stats.failed} failed, {grader.compile_cache.cache.entries()} entries{'' if done else ' (NOT finished)'}")
+        if parallel:
+            ready = grader.compile_cache.wait_parallel_ready(args.ready_timeout_s)
+            log(f"  parallel compile: {parallel} warm compile sandbox(es) {'ready' if ready else 'NOT all ready'}")
     elif cache:
         log("  compile cache: not available here (GPU mode with bwrap only)")
     return grader, kind
@@ -151,6 +159,8 @@ def wait_refill(grader, size: int, timeout_s: float) -> None:
     pool = grader.runner.pools.get((grader.mode, grader.device_index))
     if pool is not None:
         pool.wait_ready(size, timeout_s)
+    if grader.compile_cache is not None and grader.compile_cache.parallel:
+        grader.compile_cache.wait_parallel_ready(timeout_s)
 
 
 def grade_one(grader, body: Submission, seed: int) -> dict:
@@ -159,7 +169,8 @@ def grade_one(grader, body: Submission, seed: int) -> dict:
     wall = time.perf_counter() - t0
     return {"wall_s": wall, "status": report.status, "reused": bool(report.program and report.program.reused),
             "compiled": report.timing.get("kernels_compiled"), "shared_hits": report.timing.get("kernels_shared_hits"),
-            "waited_s": report.timing.get("memo_wait_s"),
+            "waited_s": report.timing.get("memo_wait_s"), "parallel_runs": report.timing.get("parallel_compile_runs"),
+            "parallel_compile_s": report.timing.get("parallel_compile_s"),
             "total": report.score.total, "startup_s": report.timing.get("startup_s"), "device": report.environment.device,
             "triton": report.environment.triton, "torch": report.environment.torch}
 
@@ -211,6 +222,12 @@ def summarise(rows: list[dict], wall_s: float, *, naive_rate: float | None, samp
         out["p50_ran_compiled_s"] = percentile([r["wall_s"] for r in ran if r["compiled"] > 0], 0.5)
         out["ran_nothing_compiled"] = sum(1 for r in ran if r["compiled"] == 0)
         out["ran"] = len(ran)
+    parallel = [r for r in rows if r.get("parallel_runs")]
+    if parallel:  # ...+par: new programs compiled in parallel before their grading run
+        out["compiled_in_parallel"] = len(parallel)
+        out["p50_compiled_in_parallel_s"] = percentile([r["wall_s"] for r in parallel], 0.5)
+        out["p50_parallel_compile_s"] = percentile([r["parallel_compile_s"] for r in parallel
+                                                    if r.get("parallel_compile_s") is not None], 0.5)
     waited = [r for r in rows if r.get("waited_s") is not None]
     if waited:  # waited for an identical program in flight (memo de-duplication), then reused it or ran it
         out["reused_after_wait"] = sum(1 for r in waited if r.get("reused"))
@@ -244,6 +261,9 @@ def main() -> None:
     parser.add_argument("--naive-burst", type=int, default=0, help="fresh-process runs in the burst sample (default 2 x workers)")
     parser.add_argument("--modes", default="naive,cold,warm,warm+memo,warm+cache,warm+memo+cache")
     parser.add_argument("--compile-threads", type=int, default=4, help="compile runs at a time when prewarming the cache")
+    parser.add_argument("--parallel", type=int, default=4, help="+par modes: warm compile sandboxes per new program")
+    parser.add_argument("--parallel-wait-s", type=float, default=5.0,
+                        help="+par modes: the most a grading waits for its compile runs (0: not at all)")
     parser.add_argument("--seed", type=int, default=6)
     parser.add_argument("--ready-timeout-s", type=float, default=180)
     args = parser.parse_args()
@@ -283,19 +303,24 @@ def main() -> None:
         pool = pool_size if name.startswith("warm") else 0
         memo = "memo" in name.split("+")
         cache = "cache" in name.split("+")
+        parallel = args.parallel if "par" in name.split("+") else 0
+        if parallel and not cache:
+            log(f"{name}: skipped (+par needs +cache: the compile runs fill the shared compile cache)")
+            continue
         if cache and mode is not DeviceMode.gpu:
             log(f"{name}: skipped (the compile cache is GPU only: the interpreter compiles nothing)")
             continue
         with tempfile.TemporaryDirectory(prefix="kg-bench-") as tmp:
             log(f"{name}: pool {pool}, memo {'on' if memo else 'off'}, compile cache {'on' if cache else 'off'}")
-            grader, memo_kind = make_grader(args, pool=pool, memo=memo, tmp=Path(tmp), cache=cache)
+            grader, memo_kind = make_grader(args, pool=pool, memo=memo, tmp=Path(tmp), cache=cache, parallel=parallel)
             try:
                 log("  one at a time")
                 rows_single = single(grader, single_mix, pool=pool, timeout_s=args.ready_timeout_s)
                 wall_single = sum(r["wall_s"] for r in rows_single)
                 if memo:  # the burst starts from an empty memo, like a class's first deadline
                     grader.close()
-                    grader, memo_kind = make_grader(args, pool=pool, memo=memo, tmp=Path(tmp) / "burst", cache=cache)
+                    grader, memo_kind = make_grader(args, pool=pool, memo=memo, tmp=Path(tmp) / "burst", cache=cache,
+                                                    parallel=parallel)
                 size = args.burst if memo else min(args.burst, args.cold_burst)
                 log(f"  burst of {size}")
                 wait_refill(grader, pool, args.ready_timeout_s)
@@ -330,6 +355,10 @@ def main() -> None:
         if "ran" in b:
             print(f"{name}: of {b['ran']} burst runs, {b['ran_nothing_compiled']} compiled nothing "
                   f"(p50 {fmt(b['p50_ran_nothing_compiled_s'])} s), the rest compiled (p50 {fmt(b['p50_ran_compiled_s'])} s)")
+        if "compiled_in_parallel" in b:
+            print(f"{name}: {b['compiled_in_parallel']} burst runs compiled in parallel first (p50 "
+                  f"{fmt(b['p50_compiled_in_parallel_s'])} s; the compile runs' wall p50 "
+                  f"{fmt(b['p50_parallel_compile_s'])} s)")
     for name, r in results["modes"].items():
         b, c = r["burst"], r.get("burst_counts")
         if c and "memo" in name.split("+"):

@@ -39,10 +39,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from sandbox.compile_cache import SharedCompileCache  # noqa: E402
 from sandbox.contract import DeviceMode  # noqa: E402
 from service.bootstrap import build_grader  # noqa: E402
 from service.config import Settings  # noqa: E402
 from service.grading.assemble import assemble  # noqa: E402
+from service.grading.compile_warm import CompileWarmer  # noqa: E402
 from service.grading.extract import extract  # noqa: E402
 from service.submission import Submission  # noqa: E402
 
@@ -119,7 +121,14 @@ def summary(rows: list[dict], wall_s: float | None = None) -> dict:
 
 def measure(name: str, args, exercise) -> dict:
     with tempfile.TemporaryDirectory(prefix="kg-parcompile-") as tmp:
-        grader = build_grader(settings_for(name, args, Path(tmp)))
+        settings = settings_for(name, args, Path(tmp))
+        grader = build_grader(settings)
+        if grader.compile_cache is None and grader.mode is DeviceMode.interpreter:
+            # A dry run of the orchestration on a CPU: compile runs that publish nothing (tests do the same).
+            grader.compile_cache = CompileWarmer(
+                cache=SharedCompileCache(Path(tmp) / "triton-shared"), backend=grader.runner.backend,
+                limits=settings.limits, mode=DeviceMode.interpreter, parallel=settings.compile_cache_parallel,
+                parallel_wait_s=settings.compile_cache_parallel_wait_s)
         warmer = grader.compile_cache
         if warmer is None:
             raise SystemExit("no shared compile cache here (GPU mode with bwrap or docker only)")
@@ -149,6 +158,8 @@ def measure(name: str, args, exercise) -> dict:
                                           enumerate(mix)))
                 burst_wall = time.perf_counter() - started
                 log(f"  burst of {args.burst}: {burst_wall:.1f} s")
+            # The compile runs queued behind the gradings (serial; a drained burst) end here, not in the next setting.
+            warmer.wait_idle(args.ready_timeout_s)
             stats = vars(warmer.stats).copy()
         finally:
             grader.close()
@@ -158,7 +169,8 @@ def measure(name: str, args, exercise) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--device", choices=["auto", "gpu", "interpreter"], default="gpu")
+    parser.add_argument("--device", choices=["auto", "gpu", "interpreter"], default="gpu",
+                        help="interpreter: a dry run of the orchestration (nothing compiles into a cache)")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--runs", default="4", help="compile runs per new program, comma-separated (e.g. 2,4,6)")
     parser.add_argument("--no-while", action="store_true", help="only the 'before' setting for each K")

@@ -124,7 +124,10 @@ class CompileSandboxes(WarmPool):
         if sandbox is None:
             return None
         with self._lock:
-            return self._slots.pop(sandbox.proc.pid)
+            slot = self._slots.pop(sandbox.proc.pid, None)
+        if slot is None:  # not started by our _start_one: no staging folder of its own, never a compile run's
+            sandbox.kill(self.limits.kill_grace_s)
+        return slot
 
     def close(self) -> None:
         super().close()

@@ -98,7 +98,11 @@ class CompileWarmer:
             if program.digest in self._seen:
                 return None
             self._seen.add(program.digest)  # the grading's own submit() afterwards: nothing left to do
-        job = parallel.compile(exercise, program, cases)
+        try:
+            job = parallel.compile(exercise, program, cases)
+        except Exception:  # noqa: BLE001 - the cache is an optimisation: the grading compiles alone
+            log.exception("parallel compile of %s %s could not start", exercise.id, program.digest[:12])
+            job = None
         if job is None:
             with self._lock:
                 self._seen.discard(program.digest)  # compiled behind the grading instead, as before
