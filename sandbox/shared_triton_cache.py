@@ -4,7 +4,8 @@ The shared cache is mounted read-only at $KERNELGRADE_SHARED_TRITON_CACHE (GPU m
 the trusted side fills it, from programs it chose to compile (see sandbox/compile_cache.py), so a
 common fill finds its kernels and launchers there and does not compile at all. Everything this
 sandbox compiles goes to its own private cache ($TRITON_CACHE_DIR on the private /tmp), which
-disappears with it: no student can write into what another student's sandbox reads.
+disappears with it: no student can write into what another student's sandbox reads. A trusted
+compile run reads the shared cache the same way (mounted elsewhere) and writes its staging folder.
 
 Selected with TRITON_CACHE_MANAGER=shared_triton_cache:SharedFirstCacheManager (the job folder is
 on sys.path). Subclasses Triton's own FileCacheManager so writes keep its atomic-rename protocol.
@@ -45,7 +46,9 @@ class SharedFirstCacheManager(FileCacheManager):
                 group = super().get_group(filename)
             finally:
                 self.cache_dir = private
-            if group is not None:
+            # Complete only if the file asked for resolves: a trusted compile run reads the shared
+            # cache elsewhere (/triton-shared-read), where those absolute paths do not lead.
+            if group is not None and filename in group:
                 counts["shared_hits"] += 1
                 return group
         return super().get_group(filename)

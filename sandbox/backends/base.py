@@ -57,9 +57,14 @@ class TritonCacheMount:
 
     host_dir: Path
     writable: bool = False
+    # A compile run (writable): the shared cache itself, read-only at TRITON_CACHE_READS_MOUNT_POINT,
+    # where Triton looks first (launchers and kernels already there do not compile again).
+    reads: Path | None = None
 
 
 TRITON_CACHE_MOUNT_POINT = "/triton-shared"
+TRITON_CACHE_READS_MOUNT_POINT = "/triton-shared-read"
+SHARED_FIRST_MANAGER = "shared_triton_cache:SharedFirstCacheManager"
 
 
 class SandboxUnavailable(RuntimeError):

@@ -20,7 +20,9 @@ import threading
 from pathlib import Path
 
 from sandbox.backends.base import (
+    SHARED_FIRST_MANAGER,
     TRITON_CACHE_MOUNT_POINT,
+    TRITON_CACHE_READS_MOUNT_POINT,
     Confinement,
     LaunchSpec,
     SandboxUnavailable,
@@ -108,12 +110,17 @@ class BwrapBackend:
         if mode is not DeviceMode.gpu or mount is None or not mount.host_dir.is_dir():
             return [], ["--setenv", "TRITON_CACHE_DIR", "/tmp/triton-cache"]
         if mount.writable:  # a trusted compile run: Triton writes straight into the staging folder
-            return (["--bind", str(mount.host_dir), TRITON_CACHE_MOUNT_POINT],
-                    ["--setenv", "TRITON_CACHE_DIR", TRITON_CACHE_MOUNT_POINT])
+            mounts, env = (["--bind", str(mount.host_dir), TRITON_CACHE_MOUNT_POINT],
+                           ["--setenv", "TRITON_CACHE_DIR", TRITON_CACHE_MOUNT_POINT])
+            if mount.reads is not None and mount.reads.is_dir():  # after reading the shared cache
+                mounts += ["--ro-bind", str(mount.reads), TRITON_CACHE_READS_MOUNT_POINT]
+                env += ["--setenv", "KERNELGRADE_SHARED_TRITON_CACHE", TRITON_CACHE_READS_MOUNT_POINT,
+                        "--setenv", "TRITON_CACHE_MANAGER", SHARED_FIRST_MANAGER]
+            return mounts, env
         return (["--ro-bind", str(mount.host_dir), TRITON_CACHE_MOUNT_POINT],
                 ["--setenv", "TRITON_CACHE_DIR", "/tmp/triton-cache",
                  "--setenv", "KERNELGRADE_SHARED_TRITON_CACHE", TRITON_CACHE_MOUNT_POINT,
-                 "--setenv", "TRITON_CACHE_MANAGER", "shared_triton_cache:SharedFirstCacheManager"])
+                 "--setenv", "TRITON_CACHE_MANAGER", SHARED_FIRST_MANAGER])
 
     def check(self) -> None:
         if shutil.which("bwrap") is None:

@@ -142,7 +142,7 @@ class CompileSandboxes(WarmPool):
         host_uid = getattr(self.base, "host_uid", None)
         owner = host_uid(self.mode, self.device_index) if callable(host_uid) and os.geteuid() == 0 else None
         staging = self.cache.new_staging(owner)
-        backend = self.base.with_triton_cache(TritonCacheMount(staging, writable=True))
+        backend = self.base.with_triton_cache(TritonCacheMount(staging, writable=True, reads=self.cache.root))
         job_dir = new_job_dir(self.work_root)
         try:
             copy_harness(job_dir)

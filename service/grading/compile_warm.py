@@ -197,7 +197,8 @@ class CompileWarmer:
         host_uid = getattr(self.backend, "host_uid", None)
         owner = host_uid(self.mode, self.device_index) if callable(host_uid) else None
         staging = self.cache.new_staging(owner if os.geteuid() == 0 else None)
-        runner = SandboxRunner(backend=self.backend.with_triton_cache(TritonCacheMount(staging, writable=True)),
+        runner = SandboxRunner(backend=self.backend.with_triton_cache(TritonCacheMount(staging, writable=True,
+                                                                                       reads=self.cache.root)),
                                limits=self.limits)
         # The same run as a grading's (the speed phase's large shape included): the same kernels compile.
         cases = exercise.spec.cases_for(COMPILE_SEED if secret_seed is None else secret_seed)

@@ -88,23 +88,28 @@ os.environ["TRITON_CACHE_DIR"] = {str(shared)!r}
 from triton.runtime.cache import FileCacheManager
 writer = FileCacheManager("{KEY}")  # the trusted compile run writes straight into the shared folder
 path = writer.put(b"cubin", "k.cubin")
-writer.put_group("k.json", {{"k.cubin": path}})
+meta = writer.put("{{}}", "k.json")
+writer.put_group("k.json", {{"k.cubin": path, "k.json": meta}})  # as Triton's compile(): the metadata file too
+relocated = FileCacheManager("{OTHER}")  # a group whose paths do not lead here (a compile run reads elsewhere)
+relocated.put_group("r.json", {{"r.json": "/triton-shared/{OTHER}/r.json"}})
 os.environ["TRITON_CACHE_DIR"] = {str(private)!r}
 os.environ["KERNELGRADE_SHARED_TRITON_CACHE"] = {str(shared)!r}
 import shared_triton_cache as c
 reader = c.SharedFirstCacheManager("{KEY}")
 found = reader.get_group("k.json")
 missing = reader.get_group("other.json")
+unresolved = c.SharedFirstCacheManager("{OTHER}").get_group("r.json")
 written = reader.put(b"mine", "other.cubin")
 reader.put_group("other.json", {{"other.cubin": written}})
-print(json.dumps({{"found": found, "file": reader.get_file("k.cubin"), "missing": missing,
+print(json.dumps({{"found": found, "file": reader.get_file("k.cubin"), "missing": missing, "unresolved": unresolved,
                   "written": written, "own": reader.get_group("other.json"), "counts": c.counts}}))
 '''
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     result = json.loads(out)
-    assert result["found"] == {"k.cubin": str(shared / KEY / "k.cubin")}
+    assert result["found"] == {"k.cubin": str(shared / KEY / "k.cubin"), "k.json": str(shared / KEY / "k.json")}
     assert result["file"] == str(shared / KEY / "k.cubin")
     assert result["missing"] is None
+    assert result["unresolved"] is None, "a group whose metadata does not resolve is a miss, not a hit"
     assert result["written"].startswith(str(private / KEY)), "writes go to the private cache only"
     assert result["own"] == {"other.cubin": result["written"]}
     assert result["counts"] == {"shared_hits": 1, "compiled": 1}
@@ -155,5 +160,37 @@ def test_grading_sandboxes_see_the_shared_cache_read_only(tmp_path):
     out = _run_in(writer, job, DeviceMode.gpu, ["/bin/sh", "-c", "touch /triton-shared/k && echo $TRITON_CACHE_DIR"])
     assert out.stdout.strip() == "/triton-shared" and (staging / "k").exists(), out
 
+    # ... that reads the shared cache first (launchers and kernels already there), read-only, elsewhere.
+    staging = cache.new_staging()
+    writer = base.with_triton_cache(TritonCacheMount(staging, writable=True, reads=cache.root))
+    probe = ("cat /triton-shared-read/" + KEY + "/k.cubin; echo; touch /triton-shared-read/planted 2>/dev/null "
+             "&& echo WROTE; touch /triton-shared/k && echo $TRITON_CACHE_DIR $KERNELGRADE_SHARED_TRITON_CACHE "
+             "$TRITON_CACHE_MANAGER")
+    out = _run_in(writer, job, DeviceMode.gpu, ["/bin/sh", "-c", probe])
+    assert out.stdout.split("\n") == [
+        "shared", "/triton-shared /triton-shared-read shared_triton_cache:SharedFirstCacheManager", ""], out
+    assert (staging / "k").exists() and not (cache.root / "planted").exists()
+
     out = _run_in(reader, job, DeviceMode.interpreter, ["/bin/sh", "-c", "ls /triton-shared; echo $TRITON_CACHE_DIR"])
     assert out.stdout.strip() == "/tmp/triton-cache", "the interpreter compiles nothing: no shared cache"
+
+
+def test_a_docker_compile_run_reads_the_shared_cache_read_only_and_writes_its_staging_folder(tmp_path):
+    """The docker backend's container specification (a pure function: no engine needed)."""
+    from sandbox.backends.base import TritonCacheMount
+    from sandbox.backends.docker.options import DockerOptions
+    from sandbox.backends.docker.spec import ContainerView, container_spec
+    from sandbox.contract import DeviceMode, Limits
+
+    cache = SharedCompileCache(tmp_path / "cache")
+    staging = cache.new_staging()
+    view = ContainerView(python="/opt/venv/bin/python",
+                         triton_cache=TritonCacheMount(staging, writable=True, reads=cache.root))
+    kwargs = container_spec(job_dir=tmp_path / "job", mode=DeviceMode.gpu, device_index=0, limits=Limits(),
+                            options=DockerOptions(image="kernelgrade:test"), view=view)["kwargs"]
+    mounts = {m["Target"]: (m["Source"], m["ReadOnly"]) for m in kwargs["mounts"]}
+    assert mounts["/triton-shared"] == (str(staging), False)
+    assert mounts["/triton-shared-read"] == (str(cache.root), True)
+    env = kwargs["environment"]
+    assert env["TRITON_CACHE_DIR"] == "/triton-shared"
+    assert env["KERNELGRADE_SHARED_TRITON_CACHE"] == "/triton-shared-read"

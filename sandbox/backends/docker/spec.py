@@ -15,7 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sandbox.backends.base import TRITON_CACHE_MOUNT_POINT, TritonCacheMount
+from sandbox.backends.base import (
+    SHARED_FIRST_MANAGER,
+    TRITON_CACHE_MOUNT_POINT,
+    TRITON_CACHE_READS_MOUNT_POINT,
+    TritonCacheMount,
+)
 from sandbox.backends.docker.hostview import GpuView
 from sandbox.backends.docker.options import DockerOptions
 from sandbox.contract import OWN_PID_NAMESPACE_ENV, RUNTIME_THREAD_ENV, DeviceMode, Limits
@@ -90,9 +95,12 @@ def _environment(mode: DeviceMode, device_index: int, options: DockerOptions, vi
     cache = view.triton_cache
     if cache is not None and cache.writable:  # a trusted compile run: Triton writes the staging folder
         env["TRITON_CACHE_DIR"] = TRITON_CACHE_MOUNT_POINT
+        if cache.reads is not None and os.path.isdir(cache.reads):  # after reading the shared cache
+            env["KERNELGRADE_SHARED_TRITON_CACHE"] = TRITON_CACHE_READS_MOUNT_POINT
+            env["TRITON_CACHE_MANAGER"] = SHARED_FIRST_MANAGER
     elif cache is not None:
         env["KERNELGRADE_SHARED_TRITON_CACHE"] = TRITON_CACHE_MOUNT_POINT
-        env["TRITON_CACHE_MANAGER"] = "shared_triton_cache:SharedFirstCacheManager"
+        env["TRITON_CACHE_MANAGER"] = SHARED_FIRST_MANAGER
     return env
 
 
@@ -117,6 +125,9 @@ def container_spec(*, job_dir: Path | str, mode: DeviceMode, device_index: int, 
             cache = view.triton_cache
             mounts.append({"Type": "bind", "Source": str(cache.host_dir), "Target": TRITON_CACHE_MOUNT_POINT,
                            "ReadOnly": not cache.writable, "BindOptions": {"Propagation": "rprivate"}})
+            if cache.writable and cache.reads is not None and os.path.isdir(cache.reads):
+                mounts.append({"Type": "bind", "Source": str(cache.reads), "Target": TRITON_CACHE_READS_MOUNT_POINT,
+                               "ReadOnly": True, "BindOptions": {"Propagation": "rprivate"}})
 
     ulimits = [
         {"name": "cpu", "soft": limits.cpu_time_s, "hard": limits.cpu_time_s},
