@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 from sandbox.backends.base import (
@@ -183,7 +184,11 @@ class BwrapBackend:
         parent = Path(job_parent or tempfile.gettempdir())
         command = [self.python, "-I", "-c", "pass" if mode is DeviceMode.interpreter else
                    "import ctypes, sys; sys.exit(ctypes.CDLL('libcuda.so.1').cuInit(0))"]
-        key = tuple(self._spec(job_dir=parent / "<job>", verdict_fd=1, mode=mode, device_index=device_index,
+        mount, keyed = self.triton_cache, self
+        if mount is not None and mount.writable:  # every compile run has a staging folder of its own, in one
+            # folder: one answer for all of them (else a probe per compile sandbox, each kept forever)
+            keyed = self.with_triton_cache(replace(mount, host_dir=mount.host_dir.parent))
+        key = tuple(keyed._spec(job_dir=parent / "<job>", verdict_fd=1, mode=mode, device_index=device_index,
                                limits=Limits(), control_fd=None, host_uid=None, command=command, seccomp=False).argv)
         with _probe_lock:
             if key not in _unprivileged:

@@ -194,3 +194,32 @@ def test_a_docker_compile_run_reads_the_shared_cache_read_only_and_writes_its_st
     env = kwargs["environment"]
     assert env["TRITON_CACHE_DIR"] == "/triton-shared"
     assert env["KERNELGRADE_SHARED_TRITON_CACHE"] == "/triton-shared-read"
+
+
+def test_the_staging_folders_of_compile_runs_share_one_unprivileged_probe(monkeypatch, tmp_path):
+    """Root without a pids cgroup probes whether an unprivileged uid can start each distinct launch;
+    compile runs differ only in their staging folder's name, so one probe answers for all of them
+    (a warm compile sandbox per new program would otherwise add a probe each, kept forever)."""
+    import shutil
+
+    import pytest
+
+    import sandbox.backends.bwrap as bwrap
+    from sandbox.backends.base import TritonCacheMount
+    from sandbox.contract import DeviceMode
+
+    if os.geteuid() != 0 or shutil.which("bwrap") is None:
+        pytest.skip("the probe is for a worker running as root, with bubblewrap")
+    monkeypatch.setattr(bwrap, "host_pids_cgroups", lambda: None)
+    monkeypatch.setattr(bwrap, "_unprivileged", {})
+    probed: list[tuple] = []
+    real = bwrap.BwrapBackend._probe_unprivileged
+    monkeypatch.setattr(bwrap.BwrapBackend, "_probe_unprivileged",
+                        lambda self, *args: probed.append(args) or real(self, *args))
+    cache = SharedCompileCache(tmp_path / "cache")
+    base = bwrap.BwrapBackend(python=sys.executable, hidden_paths=[])
+    answers = {base.with_triton_cache(TritonCacheMount(cache.new_staging(), writable=True, reads=cache.root))
+               .unprivileged(DeviceMode.gpu) for _ in range(3)}
+    assert len(probed) == 1 and len(answers) == 1
+    base.with_triton_cache(TritonCacheMount(cache.root)).unprivileged(DeviceMode.gpu)  # a grading launch: its own
+    assert len(probed) == 2
