@@ -145,6 +145,7 @@ class CompileSandboxes(WarmPool):
         backend = self.base.with_triton_cache(TritonCacheMount(staging, writable=True, reads=self.cache.root))
         job_dir = new_job_dir(self.work_root)
         try:
+            runner = SandboxRunner(backend=backend, limits=self.limits, work_root=self.work_root)
             copy_harness(job_dir)
             sandbox = start_sandbox(backend=backend, limits=self.limits, job_dir=job_dir, mode=self.mode,
                                     device_index=self.device_index, warm=True)
@@ -152,7 +153,6 @@ class CompileSandboxes(WarmPool):
             shutil.rmtree(job_dir, ignore_errors=True)
             self.cache.discard(staging)
             raise
-        runner = SandboxRunner(backend=backend, limits=self.limits, work_root=self.work_root)
         runner.pools[(self.mode, self.device_index)] = cast(WarmPool, _Handed(sandbox))
         self.started_total += 1
         with self._lock:
@@ -264,6 +264,8 @@ class ParallelCompiler:
             if ready < self.min_runs:
                 return None
             groups = split_cases(cases, groups=ready, given_weight=exercise.spec.given_check.calls or 1)
+            if len(groups) < self.min_runs:  # one run would only move the serial compile out of the grading
+                return None
             slots: list[_Slot] = []
             while len(slots) < len(groups) and (slot := pool.take()) is not None:
                 slots.append(slot)
