@@ -247,13 +247,15 @@ class Question(_Strict):
     reference_answer: str
     concepts: list[Concept] = Field(min_length=1)
     chain: list[str] = Field(default_factory=list, description="concept ids in causal order")
+    more_chains: list[list[str]] = Field([], description="the chains of a question's other parts (\"…? and what if …?\"), "
+                                                       "scored like `chain`")
     misconceptions: list[Misconception] = []
     describes: list[FillClaim] = Field([], description="explanation only: what it may say about the fill")
 
     @model_validator(mode="after")
     def _chain_known(self) -> Question:
         known = {c.id for c in self.concepts}
-        if unknown := [c for c in self.chain if c not in known]:
+        if unknown := [c for chain in (self.chain, *self.more_chains) for c in chain if c not in known]:
             raise ValueError(f"question {self.id}: chain names unknown concepts {unknown}")
         return self
 

@@ -38,6 +38,8 @@ SHARE_FLOOR = 0.1
 SHARE_FULL = 0.6
 # A stated misconception costs its penalty (a share of the points) times this.
 PENALTY_SCALE = 2.0
+# ... but keeps at least this share of what the rest of the answer earned.
+MISCONCEPTION_KEEP = 0.25
 # A near-verbatim copy of the reference answer: this share of the answer's character 6-grams.
 COPY_GRAM = 6
 COPY_SHARE = 0.6
@@ -273,34 +275,38 @@ def _score_answer(question: Question, answer: str, max_points: float) -> TextSco
     concept_share = sum(by_id[cid].weight for cid in matches) / total_weight if matches else 0.0
 
     links, missing_links = [], []
-    chain = question.chain
+    chains = [c for c in (question.chain, *question.more_chains) if c]
     index = _LinkIndex(text, spans)
-    # A step the answer never mentions costs its concept and one link, not two: the links are between
-    # the chain's concepts that the answer states, in chain order.
-    stated = [c for c in chain if c in matches]
     worked = WORKED_EXAMPLE and _worked_example(text)
-    for before, after in itertools.pairwise(stated):
-        evidence = _link(text, index, matches.get(before, []), matches.get(after, []))
-        if evidence is None and worked:
-            evidence = _worked_link(text, matches[before], matches[after])
-        pair = {"from": before, "to": after, "label": f"{by_id[before].label} → {by_id[after].label}"}
-        if evidence is not None:
-            links.append({**pair, "quote": evidence})
-        else:
-            missing_links.append(pair)
-    link_share = len(links) / max(1, len(chain) - 1)
+    for chain in chains:
+        # A step the answer never mentions costs its concept and one link, not two: the links are
+        # between the chain's concepts that the answer states, in chain order.
+        stated = [c for c in chain if c in matches]
+        for before, after in itertools.pairwise(stated):
+            evidence = _link(text, index, matches.get(before, []), matches.get(after, []))
+            if evidence is None and worked:
+                evidence = _worked_link(text, matches[before], matches[after])
+            pair = {"from": before, "to": after, "label": f"{by_id[before].label} → {by_id[after].label}"}
+            if evidence is not None:
+                links.append({**pair, "quote": evidence})
+            else:
+                missing_links.append(pair)
+    chain_links = sum(max(0, len(c) - 1) for c in chains)
+    link_share = len(links) / max(1, chain_links)
 
     flags = []
-    stuffed = _looks_stuffed(text, matches, links, chain)
+    stuffed = _looks_stuffed(text, matches, links, chain_links)
     if stuffed:
         flags.append("keyword_stuffing")
         raw = max_points * 0.25 * concept_share
     else:
         share = 0.5 * concept_share + 0.5 * link_share
         raw = max_points * min(1.0, max(0.0, (share - SHARE_FLOOR) / (SHARE_FULL - SHARE_FLOOR)))
+    share_before = raw / max_points if max_points else 0.0
     if misconceptions:  # the worst one counts: a TA sees them all
-        raw -= max_points * PENALTY_SCALE * max(w.penalty for w in question.misconceptions
-                                if w.id in {m["misconception"] for m in misconceptions})
+        worst = max(w.penalty for w in question.misconceptions if w.id in {m["misconception"] for m in misconceptions})
+        raw -= max_points * PENALTY_SCALE * worst
+        raw = max(raw, MISCONCEPTION_KEEP * max_points * share_before)
     if misconceptions:
         flags.append("misconception")
     suspected = [] if misconceptions else _suspected(question, text, spans, matches)
@@ -402,12 +408,16 @@ def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]])
     return found
 
 
+# Two stated concepts at most this many sentences apart can be linked.
+LINK_SENTENCES = 2
+
+
 def _link(text: str, index: _LinkIndex, befores: list[_Match], afters: list[_Match]) -> str | None:
     """A quote showing `before` leading to `after`: in order, at most two sentences apart, joined
     by a linking word or told as consecutive sentences (not merely listed with commas)."""
     for a in befores:
         for b in afters:
-            if b.start < a.end or b.sentence - a.sentence > 2:
+            if b.start < a.end or b.sentence - a.sentence > LINK_SENTENCES:
                 continue
             told_in_sentences = b.sentence > a.sentence and (index.prose[a.sentence] or index.prose[b.sentence])
             if told_in_sentences or index.between(a.end, b.start):
@@ -461,7 +471,7 @@ def _term_list(text: str) -> bool:
     return len(short) >= 0.8 * len(pieces)
 
 
-def _looks_stuffed(text: str, matches: dict[str, list[_Match]], links: list[dict], chain: list[str]) -> bool:
+def _looks_stuffed(text: str, matches: dict[str, list[_Match]], links: list[dict], chain_links: int) -> bool:
     """Many concepts, few links, and little text besides the terms themselves; or a bare term list."""
     if matches and _term_list(text):
         return True
@@ -484,7 +494,7 @@ def _looks_stuffed(text: str, matches: dict[str, list[_Match]], links: list[dict
     # An arrow between computations ("0 → −μ → μ²") is a stated step; between bare names it is not.
     steps = _ARROWS.split(text)
     prose_links += sum(1 for a, b in itertools.pairwise(steps) if _COMPUTATION.search(a) or _COMPUTATION.search(b))
-    few_links = len(links) <= max(0, (len(chain) - 1) // 3)
+    few_links = len(links) <= max(0, chain_links // 3)
     # A list of terms, or terms strung together by arrows with no prose between them.
     return prose_links <= 1 and (few_links or term_share > 0.5)
 
