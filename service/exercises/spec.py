@@ -215,6 +215,8 @@ class Concept(_Strict):
 class Misconception(_Strict):
     id: str = Field(pattern=_ID)
     label: str
+    label_en: str | None = Field(None, description="the label in English: shown to English-speaking students, and "
+                                                   "matched like the label (a clause close to it is flagged for a TA)")
     patterns: list[str] = Field(min_length=1)
     penalty: float = Field(0.25, ge=0, le=1, description="share of the question's points taken off")
     negatable: bool = Field(True, description="'不能除以 BLOCK' does not state the misconception")

@@ -349,10 +349,25 @@ def _suspected(question: Question, text: str, spans: list[tuple[int, int]],
     if SIGNALS["misconception_like"] and question.misconceptions:
         parts = similarity.clauses(text)
         for wrong in question.misconceptions:
-            hit = similarity.best_clause(text, parts, similarity.phrasings_of_label(wrong.label), MISCONCEPTION_LIKE)
-            if hit is not None and _same_polarity(text, hit, normalise(wrong.label)):
-                return [{"kind": "misconception_like", "label": wrong.label, "quote": _quote(text, hit[0], hit[1])}]
+            for label in (wrong.label, wrong.label_en) if LABEL_EN else (wrong.label,):
+                if not label:
+                    continue
+                hit = similarity.best_clause(text, parts, _label_phrasings(label), MISCONCEPTION_LIKE)
+                if hit is not None and _same_polarity(text, hit, normalise(label)):
+                    return [{"kind": "misconception_like", "label": wrong.label, "label_en": wrong.label_en,
+                             "quote": _quote(text, hit[0], hit[1])}]
     return []
+
+
+# English labels are matched too (English answers share few grams with a Chinese label).
+LABEL_EN = True
+_LABEL_PHRASINGS: dict[str, list[similarity.Phrasing]] = {}
+
+
+def _label_phrasings(label: str) -> list[similarity.Phrasing]:
+    if label not in _LABEL_PHRASINGS:
+        _LABEL_PHRASINGS[label] = similarity.phrasings_of_label(label)
+    return _LABEL_PHRASINGS[label]
 
 
 def _same_polarity(text: str, hit: tuple[int, int, float], label: str) -> bool:
@@ -402,7 +417,7 @@ def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]])
             m = re.search(pattern, text, re.IGNORECASE)
             if m and not (wrong.negatable and _negated(text, m.start(), spans)) \
                     and not _conditional(text, m.start(), spans):
-                found.append({"misconception": wrong.id, "label": wrong.label,
+                found.append({"misconception": wrong.id, "label": wrong.label, "label_en": wrong.label_en,
                               "quote": _quote(text, m.start(), m.end())})
                 break
     return found
@@ -543,6 +558,11 @@ def _not_the_fill_feedback(result: TextScore, language: str) -> str:
     return "\n".join(lines)
 
 
+def _label(wrong: dict, language: str) -> str:
+    """A misconception's label in the feedback's language, where the exercise gives one."""
+    return (wrong.get("label_en") if language == "en" else None) or wrong["label"]
+
+
 def _feedback(question: Question, result: TextScore, language: str = "zh") -> str:
     def say(code: str, **params: object) -> str:
         return render(f"freetext.{code}", language, **params)
@@ -567,12 +587,12 @@ def _feedback(question: Question, result: TextScore, language: str = "zh") -> st
     if "keyword_stuffing" in result.flags:
         lines.append(say("keyword_stuffing"))
     for wrong in result.misconceptions:
-        lines.append(say("misconception", label=wrong["label"], quote=wrong["quote"]))
+        lines.append(say("misconception", label=_label(wrong, language), quote=wrong["quote"]))
     for doubt in result.suspected:
         if doubt["kind"] == "dismissal":
             lines.append(say("dismissal", quote=doubt["quote"]))
         else:
-            lines.append(say("near_misconception", label=doubt["label"], quote=doubt["quote"]))
+            lines.append(say("near_misconception", label=_label(doubt, language), quote=doubt["quote"]))
     if result.confidence < REVIEW_THRESHOLD:
         lines.append(say("provisional"))
     return "\n".join(lines)
