@@ -203,6 +203,7 @@ def _compiles(patterns: list[str]) -> list[str]:
 class Concept(_Strict):
     id: str = Field(pattern=_ID)
     label: str
+    label_en: str | None = Field(None, description="the label in English, for English feedback")
     weight: float = Field(1.0, gt=0)
     patterns: list[str] = Field(min_length=1, description="regular expressions on NFKC-normalised lower-case text")
 

@@ -251,7 +251,7 @@ def _score_answer(question: Question, answer: str, max_points: float) -> TextSco
     text = _Text.of(answer)
     if not text or len(text) < 3:
         return TextScore(0.0, 0.95, kind="empty",
-                         missing=[{"concept": c.id, "label": c.label} for c in question.concepts])
+                         missing=[{"concept": c.id, "label": c.label, "label_en": c.label_en} for c in question.concepts])
     spans = _sentences(text)
     matches: dict[str, list[_Match]] = {}
     for concept in question.concepts:
@@ -265,13 +265,13 @@ def _score_answer(question: Question, answer: str, max_points: float) -> TextSco
     misconceptions = _misconceptions(question, text, spans)
     if not matches and not misconceptions:
         return TextScore(0.0, 0.9, kind="off_topic",
-                         missing=[{"concept": c.id, "label": c.label} for c in question.concepts])
+                         missing=[{"concept": c.id, "label": c.label, "label_en": c.label_en} for c in question.concepts])
 
     by_id = {c.id: c for c in question.concepts}
     total_weight = sum(c.weight for c in question.concepts)
-    found = [{"concept": cid, "label": by_id[cid].label, "quote": _quote(text, ms[0].start, ms[0].end)}
-             for cid, ms in matches.items()]
-    missing = [{"concept": c.id, "label": c.label} for c in question.concepts if c.id not in matches]
+    found = [{"concept": cid, "label": by_id[cid].label, "label_en": by_id[cid].label_en,
+              "quote": _quote(text, ms[0].start, ms[0].end)} for cid, ms in matches.items()]
+    missing = [{"concept": c.id, "label": c.label, "label_en": c.label_en} for c in question.concepts if c.id not in matches]
     concept_share = sum(by_id[cid].weight for cid in matches) / total_weight if matches else 0.0
 
     links, missing_links = [], []
@@ -286,7 +286,8 @@ def _score_answer(question: Question, answer: str, max_points: float) -> TextSco
             evidence = _link(text, index, matches.get(before, []), matches.get(after, []))
             if evidence is None and worked:
                 evidence = _worked_link(text, matches[before], matches[after])
-            pair = {"from": before, "to": after, "label": f"{by_id[before].label} → {by_id[after].label}"}
+            pair = {"from": before, "to": after, "label": f"{by_id[before].label} → {by_id[after].label}",
+                    "label_en": f"{by_id[before].label_en or by_id[before].label} → {by_id[after].label_en or by_id[after].label}"}
             if evidence is not None:
                 links.append({**pair, "quote": evidence})
             else:
@@ -559,7 +560,7 @@ def _not_the_fill_feedback(result: TextScore, language: str) -> str:
 
 
 def _label(wrong: dict, language: str) -> str:
-    """A misconception's label in the feedback's language, where the exercise gives one."""
+    """A concept's, link's or misconception's label in the feedback's language, where the exercise gives one."""
     return (wrong.get("label_en") if language == "en" else None) or wrong["label"]
 
 
@@ -573,17 +574,18 @@ def _feedback(question: Question, result: TextScore, language: str = "zh") -> st
     if result.kind == "empty":
         return say("unanswered")
     if result.kind == "off_topic":
-        return say("off_topic", labels=joined(c.label for c in question.concepts[:3]))
+        return say("off_topic", labels=joined(_label({"label": c.label, "label_en": c.label_en}, language)
+                                               for c in question.concepts[:3]))
     lines = []
     if result.found:
-        quoted = (say("quoted", label=f["label"], quote=f["quote"]) for f in result.found)
+        quoted = (say("quoted", label=_label(f, language), quote=f["quote"]) for f in result.found)
         lines.append(say("found", items=joined(quoted)))
     if result.links:
-        lines.append(say("links", labels=joined(link["label"] for link in result.links)))
+        lines.append(say("links", labels=joined(_label(link, language) for link in result.links)))
     if result.missing:
-        lines.append(say("missing", labels=joined(m["label"] for m in result.missing)))
+        lines.append(say("missing", labels=joined(_label(m, language) for m in result.missing)))
     if result.missing_links and "keyword_stuffing" not in result.flags:
-        lines.append(say("missing_links", labels=joined(m["label"] for m in result.missing_links)))
+        lines.append(say("missing_links", labels=joined(_label(m, language) for m in result.missing_links)))
     if "keyword_stuffing" in result.flags:
         lines.append(say("keyword_stuffing"))
     for wrong in result.misconceptions:

@@ -82,7 +82,7 @@ class Phrasing:
 def phrasings(question: Question, concept: Concept, lesson: Iterable[str] = ()) -> list[Phrasing]:
     """The concept's reference phrasings: the parts of its label, and the reference answer's (and
     the lesson's) clauses that the concept's patterns match."""
-    pieces = [p.strip() for p in _LABEL_SPLIT.split(concept.label.lower())]
+    pieces = [p.strip() for label in (concept.label, concept.label_en or "") for p in _LABEL_SPLIT.split(label.lower())]
     for source in (question.reference_answer.lower(), *(t.lower() for t in lesson)):
         for a, b in clauses(source):
             clause = source[a:b]
