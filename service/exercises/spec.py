@@ -250,8 +250,8 @@ class Question(_Strict):
     reference_answer: str
     concepts: list[Concept] = Field(min_length=1)
     chain: list[str] = Field(default_factory=list, description="concept ids in causal order")
-    more_chains: list[list[str]] = Field([], description="the chains of a question's other parts (\"…? and what if …?\"), "
-                                                       "scored like `chain`")
+    more_chains: list[list[str]] = Field([], description="the chains of the question's other parts "
+                                                       "(\"…? and what if …?\"), scored like `chain`")
     misconceptions: list[Misconception] = []
     describes: list[FillClaim] = Field([], description="explanation only: what it may say about the fill")
 

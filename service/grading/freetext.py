@@ -247,11 +247,15 @@ def _not_the_fill(claims: list[FillClaim], text: str, spans: list[tuple[int, int
     return found
 
 
+def _missing(concepts: Iterable[Concept]) -> list[dict]:
+    return [{"concept": c.id, "label": c.label, "label_en": c.label_en} for c in concepts]
+
+
 def _score_answer(question: Question, answer: str, max_points: float) -> TextScore:
     text = _Text.of(answer)
     if not text or len(text) < 3:
         return TextScore(0.0, 0.95, kind="empty",
-                         missing=[{"concept": c.id, "label": c.label, "label_en": c.label_en} for c in question.concepts])
+                         missing=_missing(question.concepts))
     spans = _sentences(text)
     matches: dict[str, list[_Match]] = {}
     for concept in question.concepts:
@@ -265,13 +269,13 @@ def _score_answer(question: Question, answer: str, max_points: float) -> TextSco
     misconceptions = _misconceptions(question, text, spans)
     if not matches and not misconceptions:
         return TextScore(0.0, 0.9, kind="off_topic",
-                         missing=[{"concept": c.id, "label": c.label, "label_en": c.label_en} for c in question.concepts])
+                         missing=_missing(question.concepts))
 
     by_id = {c.id: c for c in question.concepts}
     total_weight = sum(c.weight for c in question.concepts)
     found = [{"concept": cid, "label": by_id[cid].label, "label_en": by_id[cid].label_en,
               "quote": _quote(text, ms[0].start, ms[0].end)} for cid, ms in matches.items()]
-    missing = [{"concept": c.id, "label": c.label, "label_en": c.label_en} for c in question.concepts if c.id not in matches]
+    missing = _missing(c for c in question.concepts if c.id not in matches)
     concept_share = sum(by_id[cid].weight for cid in matches) / total_weight if matches else 0.0
 
     links, missing_links = [], []
@@ -286,8 +290,9 @@ def _score_answer(question: Question, answer: str, max_points: float) -> TextSco
             evidence = _link(text, index, matches.get(before, []), matches.get(after, []))
             if evidence is None and worked:
                 evidence = _worked_link(text, matches[before], matches[after])
-            pair = {"from": before, "to": after, "label": f"{by_id[before].label} → {by_id[after].label}",
-                    "label_en": f"{by_id[before].label_en or by_id[before].label} → {by_id[after].label_en or by_id[after].label}"}
+            a, b = by_id[before], by_id[after]
+            pair = {"from": before, "to": after, "label": f"{a.label} → {b.label}",
+                    "label_en": f"{a.label_en or a.label} → {b.label_en or b.label}"}
             if evidence is not None:
                 links.append({**pair, "quote": evidence})
             else:

@@ -8,6 +8,7 @@ import hashlib
 import sys
 import textwrap
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -111,12 +112,12 @@ def figures(entries: list[Entry]) -> dict[str, dict[str, tuple[int, int]]]:
     return {k: {p: (v[0], v[1]) for p, v in parts.items()} for k, parts in table.items()}
 
 
-def by_style(entries: list[Entry]) -> dict[str, dict[str, tuple[int, int]]]:
+def by_style(entries: list[Entry], grader: Callable[[Entry], TextScore] | None = None) -> dict[str, dict[str, tuple[int, int]]]:
     """{style or kind: {"tuning"/"held_out": (in band, total), "<part>_flagged": (...)}}: aggregated
     figures only, so the held-out part can be reported per style without reading its answers."""
     table: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
     for entry in entries:
-        result = grade(entry)
+        result = (grader or grade)(entry)
         part = "held_out" if entry.held_out else "tuning"
         for key in (f"style:{entry.data['style']}", f"kind:{entry.data['kind']}", f"lang:{entry.data['lang']}"):
             row = table[key][part]

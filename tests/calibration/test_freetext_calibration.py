@@ -8,18 +8,29 @@ from __future__ import annotations
 import pytest
 
 from service.config import REPO_ROOT
+from service.grading.freetext import TextScore
 from tests.calibration.calibration import CATALOG, Entry, by_style, grade, in_band, load
 
 ENTRIES = load()
 TUNING = [e for e in ENTRIES if not e.held_out]
 HELD_OUT = [e for e in ENTRIES if e.held_out]
+_GRADED: dict[str, TextScore] = {}
 
-# Measured 2026-12-01 with the scorer of this commit (before the work of issue 15: 69/104 and 122/200).
-HELD_OUT_IN_BAND = 72 / 104
-TUNING_IN_BAND = 160 / 200
-# 18 before the generic signals of the second pass (docs/grading.md, "Calibration"); the scorer is
-# deterministic, so the floor is the measured figure.
-HELD_OUT_MISCONCEPTION_FLAGGED = 19  # of the held-out part's 33 misconception and keyword-stuffed answers
+
+def graded(entry: Entry) -> TextScore:
+    """The set's answers are graded once per session (the scorer is deterministic)."""
+    if entry.id not in _GRADED:
+        _GRADED[entry.id] = grade(entry)
+    return _GRADED[entry.id]
+
+# Measured 2026-12-02 (docs/grading.md, "Calibration"; before: 72/104 and 160/200 on 2026-12-01,
+# 69/104 and 122/200 before the work of issue 15). The scorer is deterministic: the floors are the
+# measured figures.
+HELD_OUT_IN_BAND = 74 / 104
+TUNING_IN_BAND = 174 / 200
+HELD_OUT_MISCONCEPTION_FLAGGED = 25  # of the held-out part's 33 misconception and keyword-stuffed answers (19 before)
+# Held-out answers no reader flagged that the scorer flags (of 46; 1 on 2026-12-01): a TA looks at them.
+HELD_OUT_FALSE_FLAGS = 3
 
 
 def _misconception_or_stuffed(entries: list[Entry]) -> list[Entry]:
@@ -38,7 +49,7 @@ def test_the_set_is_big_and_varied_enough():
 def _rate(entries: list[Entry]) -> tuple[float, list[str]]:
     misses = []
     for entry in entries:
-        result = grade(entry)
+        result = graded(entry)
         if not in_band(entry, result):
             misses.append(f"{entry.id}: {result.points} not in {list(entry.band)}")
     return 1 - len(misses) / len(entries), misses
@@ -56,26 +67,34 @@ def test_tuning_in_band_rate_does_not_fall():
 
 @pytest.mark.parametrize("entry", _misconception_or_stuffed(TUNING), ids=lambda e: e.id)
 def test_tuning_misconception_and_stuffed_answers_are_flagged(entry):
-    result = grade(entry)
+    result = graded(entry)
     assert result.flags, f"{entry.id} not flagged: {entry.data['reading_1']['why']}"
     assert result.confidence < 0.7, "a flagged answer goes to a TA"
 
 
 def test_held_out_misconception_and_stuffed_answers_flagged_does_not_fall():
-    flagged = [e.id for e in _misconception_or_stuffed(HELD_OUT) if grade(e).flags]
-    assert len(flagged) >= HELD_OUT_MISCONCEPTION_FLAGGED, flagged
+    """The target is every one; the held-out part is not tuned on, so the measured figure is the floor
+    and the message names the ones still missed (the report lists them too)."""
+    entries = _misconception_or_stuffed(HELD_OUT)
+    missed = [e.id for e in entries if not graded(e).flags]
+    assert len(entries) - len(missed) >= HELD_OUT_MISCONCEPTION_FLAGGED, f"not flagged: {missed}"
+
+
+def test_held_out_answers_no_reader_flagged_stay_mostly_unflagged():
+    flagged = [e.id for e in HELD_OUT if e.data.get("flag") is False and graded(e).flags]
+    assert len(flagged) <= HELD_OUT_FALSE_FLAGS, flagged
 
 
 @pytest.mark.parametrize("entry", [e for e in ENTRIES if e.data["kind"] in ("empty", "off_topic")], ids=lambda e: e.id)
 def test_empty_and_off_topic_score_zero_without_a_flag(entry):
-    result = grade(entry)
+    result = graded(entry)
     assert result.points == 0 and not result.flags
 
 
 @pytest.mark.parametrize("entry", [e for e in ENTRIES if "does not describe your code" in e.data["reading_1"].get("why", "")],
                          ids=lambda e: e.id)
 def test_an_explanation_of_another_fill_earns_nothing_and_is_flagged(entry):
-    result = grade(entry)
+    result = graded(entry)
     assert result.points == 0 and "explanation_not_fill" in result.flags
     assert result.not_the_fill[0]["quote"] and result.not_the_fill[0]["fill"]
 
@@ -120,7 +139,7 @@ def test_a_clause_close_to_a_misconception_label_is_flagged_without_its_patterns
 
 
 def test_per_style_figures_cover_every_answer():
-    table = by_style(ENTRIES)
+    table = by_style(ENTRIES, graded)
     for prefix in ("style:", "kind:", "lang:"):
         rows = [row for key, row in table.items() if key.startswith(prefix)]
         assert sum(r["held_out"][1] for r in rows if "held_out" in r) == len(HELD_OUT)
@@ -139,3 +158,56 @@ def test_every_exercise_example_answer_is_scored_without_a_flag(exercise_id):
     for item in (i for i in exercise.spec.rubric if i.source == "text"):
         result = score_answer(exercise.question(item.question), answers.get(item.question) or "", item.points)
         assert not result.flags, (item.question, result.flags, result.suspected)
+
+
+def test_a_question_with_two_parts_links_each_part():
+    """Welford Q3 asks about n_b and about M2_b: an answer that explains only the M2_b half, with its
+    chain, earns part of the points (it earned nothing while the question had one chain)."""
+    answer = "M2_b 那里要 tl.where 一下：padding lane 减完 mean_b 是 −mean_b，所以平方是 mean_b²，不 mask 掉会加进 M2_b。"
+    result = grade(Entry("welford_merge", {"id": "half", "question": "q3", "answer": answer, "band": [0.5, 1.5]}))
+    assert ("padding_mean_sq", "remask") in {(link["from"], link["to"]) for link in result.links}
+    assert 0.5 <= result.points < 2.0 and not result.flags
+
+
+def test_more_chains_must_name_known_concepts():
+    from pydantic import ValidationError
+
+    from service.exercises import Concept, Question
+    with pytest.raises(ValidationError, match="unknown concepts"):
+        Question(id="q1", prompt="p", reference_answer="r", concepts=[Concept(id="a", label="a", patterns=["a"])],
+                 chain=["a"], more_chains=[["a", "b"]])
+
+
+@pytest.mark.parametrize("answer", [
+    "N=3, BLOCK=4, row [1, 2, 3]: loaded [1, 2, 3, 0], sum 6, 6/3 = 2 = mean. Centred: [-1, 0, 1, -2], the pad 0 - 2 = -2, "
+    "squared 4 = mean^2. where(mask) turns it back into 0: [1, 0, 1, 0], sum 2, 2/3 = 0.667 stored to variances[row].",
+    "N=3、BLOCK=4，[1, 2, 3]：读进来 [1, 2, 3, 0]，补的 0 不影响和，6/3 = 2 = μ。减 μ 后补位 0 − 2 = −2，平方后是 4 = μ²，"
+    "所以要 where(mask) 再清零：[1, 0, 1, 0]，和 2，/3 = 0.667，存到 variances[row]。"])
+def test_a_numeric_worked_example_states_the_chain(answer):
+    """Numbers carry the concepts: 0 − 2 = −2 is the pad becoming −μ, (−2)² = 4 its square."""
+    result = grade(Entry("lesson06_mean_var", {"id": "worked", "question": "q1", "answer": answer, "band": [1.5, 2.0]}))
+    assert {"padding_neg_mean", "mean_squared", "remask"} <= {f["concept"] for f in result.found}
+    assert result.points >= 1.5 and not result.flags
+
+
+def test_english_feedback_names_concepts_and_misconceptions_in_english():
+    from service.grading.freetext import score_text
+    exercise = CATALOG.get("lesson06_mean_var")
+    said = "The load uses other=0.0 and we divide by BLOCK, so the padding is handled."
+    item = score_text(item_id="q2", title="Q2", max_points=2.0, question=exercise.question("q2"), answer=said, language="en")
+    assert "divide the sums by BLOCK" in item.feedback and "other=0.0 is the identity only for the first sum" in item.feedback
+    assert "以为" not in item.feedback and "中心化" not in item.feedback
+
+
+def test_a_clause_close_to_a_misconceptions_english_label_is_flagged():
+    from service.exercises import Concept, Misconception, Question
+    from service.grading.freetext import score_answer
+    question = Question(id="q3", prompt="p", reference_answer="先减均值再平方。",
+                        concepts=[Concept(id="mean", label="均值", patterns=["mean"])],
+                        misconceptions=[Misconception(id="eps", label="以为加 eps 能解决抵消问题",
+                                                      label_en="adding a small epsilon solves the cancellation problem",
+                                                      patterns=["(?!)"])])
+    result = score_answer(question, "When the mean is large, a small epsilon solves the cancellation problem.", 2.0)
+    assert result.flags == ["suspected_misconception"] and result.suspected[0]["label_en"].startswith("adding a small")
+    denied = score_answer(question, "When the mean is large, a small epsilon does not solve the cancellation problem.", 2.0)
+    assert "suspected_misconception" not in denied.flags
