@@ -353,12 +353,12 @@ def _suspected(question: Question, text: str, spans: list[tuple[int, int]],
             if m := regex.search(text):
                 return [{"kind": "dismissal", "quote": _quote(text, m.start(), m.end())}]
     if SIGNALS["misconception_like"] and question.misconceptions:
-        parts = similarity.clauses(text)
+        parts = similarity.windows(text, similarity.clauses(text))
         for wrong in question.misconceptions:
             for label in (wrong.label, wrong.label_en) if LABEL_EN else (wrong.label,):
                 if not label:
                     continue
-                hit = similarity.best_clause(text, parts, _label_phrasings(label), MISCONCEPTION_LIKE)
+                hit = similarity.best_window(parts, _label_phrasings(label), MISCONCEPTION_LIKE)
                 if hit is not None and _same_polarity(text, hit, normalise(label)):
                     return [{"kind": "misconception_like", "label": wrong.label, "label_en": wrong.label_en,
                              "quote": _quote(text, hit[0], hit[1])}]

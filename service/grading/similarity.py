@@ -109,15 +109,29 @@ def phrasings_of_label(label: str) -> list[Phrasing]:
     return out
 
 
+Window = tuple[int, int, frozenset[str]]
+
+
+def windows(text: str, spans: list[tuple[int, int]]) -> list[Window]:
+    """Each clause and each pair of adjacent clauses, with its grams: computed once per answer."""
+    clause_grams = [grams(text[a:b]) for a, b in spans]
+    out = [(spans[i][0], spans[i][1], clause_grams[i]) for i in range(len(spans))]
+    out += [(spans[i][0], spans[i + 1][1], clause_grams[i] | clause_grams[i + 1]) for i in range(len(spans) - 1)]
+    return out
+
+
 def best_clause(text: str, spans: list[tuple[int, int]], phrases: list[Phrasing],
                 containment: float | None = None) -> tuple[int, int, float] | None:
     """The answer clause (or pair of adjacent clauses) that holds the largest share of one phrasing's
     grams, with that share, when it reaches CONTAINMENT."""
+    return best_window(windows(text, spans), phrases, containment)
+
+
+def best_window(wins: list[Window], phrases: list[Phrasing],
+                containment: float | None = None) -> tuple[int, int, float] | None:
+    """best_clause over an answer's windows(), computed once for many phrasings."""
     best: tuple[int, int, float] | None = None
-    clause_grams = [grams(text[a:b]) for a, b in spans]
-    windows = [(spans[i][0], spans[i][1], clause_grams[i]) for i in range(len(spans))]
-    windows += [(spans[i][0], spans[i + 1][1], clause_grams[i] | clause_grams[i + 1]) for i in range(len(spans) - 1)]
-    for start, end, mine in windows:
+    for start, end, mine in wins:
         if not mine:
             continue
         for phrase in phrases:
