@@ -36,6 +36,12 @@ REVIEW_THRESHOLD = 0.7
 # calibration set's tuning part (tests/calibration/answers/README.md).
 SHARE_FLOOR = 0.1
 SHARE_FULL = 0.6
+# A well-linked answer that states less than CONCEPT_FULL of the concepts (by weight) would earn at
+# most CONCEPT_CAP of the points (readers keep full points for answers that tell the chain and name
+# the rest). Off: at 0.7 / 0.5 the tuning part rose 174 -> 177 but the held-out part fell 74 -> 73
+# (three full answers capped): it fits the tuning part's partial answers, not the readers' rule.
+CONCEPT_FULL = 0.0
+CONCEPT_CAP = 0.5
 # A stated misconception costs its penalty (a share of the points) times this.
 PENALTY_SCALE = 2.0
 # ... but keeps at least this share of what the rest of the answer earned.
@@ -308,6 +314,8 @@ def _score_answer(question: Question, answer: str, max_points: float) -> TextSco
     else:
         share = 0.5 * concept_share + 0.5 * link_share
         raw = max_points * min(1.0, max(0.0, (share - SHARE_FLOOR) / (SHARE_FULL - SHARE_FLOOR)))
+        if concept_share < CONCEPT_FULL:
+            raw = min(raw, max_points * CONCEPT_CAP)
     share_before = raw / max_points if max_points else 0.0
     if misconceptions:  # the worst one counts: a TA sees them all
         worst = max(w.penalty for w in question.misconceptions if w.id in {m["misconception"] for m in misconceptions})
