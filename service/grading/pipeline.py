@@ -12,6 +12,7 @@ import secrets
 import threading
 import time
 import uuid
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -32,6 +33,7 @@ from service.grading.model_assist import ModelAssist
 from service.grading.not_gradable import not_gradable_report
 from service.grading.run import run_program, run_timing
 from service.grading.speed import performance as speed_performance
+from service.grading.steps import ParkStep, RunStep, Step
 from service.messages import Language, render, report_language
 from service.report import (
     CaseReport,
@@ -120,16 +122,50 @@ class Grader:
     def grade(self, submission: Submission, *, submission_id: str | None = None, secret_seed: int | None = None,
               reuse: bool = True) -> Report:
         """`reuse=False` (a regrade) runs the program even when the memo holds its results, and
-        never waits for an identical program in flight (`_lookup`)."""
+        never waits for an identical program in flight (`_lookup`). All at once, in this thread
+        (CLI, validate, bench); the service's workers drive `steps` instead (service/worker/lanes.py)."""
         claims: list[tuple[str, str]] = []  # the memo claim this grading holds: released however it ends
         try:
-            return self._grade(submission, submission_id=submission_id, secret_seed=secret_seed, reuse=reuse,
+            steps = self.steps(submission, submission_id=submission_id, secret_seed=secret_seed, reuse=reuse,
                                claims=claims)
+            answer: RunResult | None = None
+            while True:
+                try:
+                    step = steps.send(answer)
+                except StopIteration as done:
+                    return done.value
+                if isinstance(step, RunStep):
+                    answer = self.run_step(step)
+                else:
+                    self.wait_step(step)
+                    answer = None
         finally:
             self._release(claims)
 
-    def _grade(self, submission: Submission, *, submission_id: str | None, secret_seed: int | None, reuse: bool,
-               claims: list[tuple[str, str]]) -> Report:
+    def run_step(self, step: RunStep, *, runner: SandboxRunner | None = None,
+                 device_index: int | None = None) -> RunResult:
+        """The sandbox part of a grading: its program, on `runner`'s device (a lane's; default this
+        grader's), after its kernels were compiled in parallel into the shared cache (GPU, a new program)."""
+        if self.compile_cache is not None:
+            step.compiled_first = self.compile_cache.compile_first(step.exercise, step.program, step.cases)
+        return run_program(runner or self.runner, step.exercise, step.program, step.arrays, mode=self.mode,
+                           device_index=self.device_index if device_index is None else device_index,
+                           cases=step.cases, language=step.language)
+
+    def wait_step(self, step: ParkStep) -> None:
+        """Block this thread until the claim `step` waits on is gone (or its lifetime passed)."""
+        assert self.memo is not None  # a grading parks only on a memo claim (_lookup)
+        try:
+            self.memo.wait_released(step.key, timeout_s=step.timeout_s)
+        except Exception:  # noqa: BLE001 - de-duplication is an optimisation: look again, then run the program
+            log.exception("memo wait on %s failed; running the program", step.key[:12])
+
+    def steps(self, submission: Submission, *, submission_id: str | None, secret_seed: int | None, reuse: bool,
+              claims: list[tuple[str, str]]) -> Generator[Step, RunResult | None, Report]:
+        """One grading as a generator that yields where it would block: a `RunStep` (send back the
+        sandbox's RunResult) and a `ParkStep` (an identical program is in flight elsewhere: send
+        None once its claim is gone). Everything else is cheap: extraction, the memo, comparison,
+        written answers, the report. The caller releases `claims` however it ends."""
         started = time.monotonic()
         exercise = self.catalog.get(submission.exercise)
         submission_id = submission_id or uuid.uuid4().hex
@@ -162,7 +198,7 @@ class Grader:
             program = assemble(exercise.template, extraction.fill_sources)
             memo_key = self._memo_key(exercise, program, self._environment_seen or self._pool_environment(), language)
             if memo_key is not None and reuse:
-                reused, waited_s = self._lookup(memo_key, submission_id, claims)
+                reused, waited_s = yield from self._lookup(memo_key, submission_id, claims)
             if reused is not None:
                 cases, diagnoses, seeds = reused.cases, reused.diagnoses, reused.seeds
                 if reused.performance is not None:  # measured with the code results, on that run
@@ -171,12 +207,12 @@ class Grader:
             else:
                 arrays = {c.id: exercise.make_inputs(c, seeds.cases[c.id]) for c in graded}
                 self.counts.add(sandbox_runs=1, ran_after_wait=int(waited_s is not None))
-                # a new program: its kernels compiled in parallel into the shared cache first (GPU)
-                compiled_first = (self.compile_cache.compile_first(exercise, program, graded)
-                                  if self.compile_cache is not None else None)
-                run = run_program(self.runner, exercise, program, arrays, mode=self.mode,
-                                  device_index=self.device_index,
-                                  cases=graded, language=language)
+                # A new program: on a GPU its kernels compile in parallel into the shared cache
+                # first (run_step, in the sandbox part: it may wait), then it runs.
+                step = RunStep(exercise=exercise, program=program, arrays=arrays, cases=graded, language=language)
+                run = yield step
+                assert run is not None  # the driver sends the sandbox's result back
+                compiled_first = step.compiled_first
                 if run.infra_error is not None:
                     return self._not_gradable(exercise, submission_id, run, started, language)
                 self._environment_seen = dict(run.environment)
@@ -264,13 +300,15 @@ class Grader:
         return memo_key(program_digest=program.digest, exercise=exercise, mode=self.mode.value,
                         device=environment.get("device", ""), triton=environment["triton"], language=language)
 
-    def _lookup(self, key: str, owner: str, claims: list[tuple[str, str]]) -> tuple[MemoEntry | None, float | None]:
+    def _lookup(self, key: str, owner: str,
+                claims: list[tuple[str, str]]) -> Generator[ParkStep, object, tuple[MemoEntry | None, float | None]]:
         """The memo's entry for `key`, or None: then this grading runs the program. In-flight
         de-duplication (service/grading/memo.py): with no entry yet, claim the key; the grading
         that gets the claim runs the program (the claim goes into `claims`, released once the
         result is stored); the others wait until that claim is gone (released, or expired because
         its holder died: at most the run's time budget), then look again, and run the program
-        themselves if nothing was stored. Second: the seconds spent waiting (None: no wait)."""
+        themselves if nothing was stored; they wait by yielding a ParkStep, so a driver may park
+        them without a thread (service/worker/lanes.py). Second: the seconds spent waiting (None: no wait)."""
         memo = self.memo
         assert memo is not None  # a key exists only with a memo (_memo_key)
         entry, waited_s = memo.get(key), None
@@ -282,7 +320,7 @@ class Grader:
                     entry = memo.get(key)  # stored between the first look and the claim
                 else:
                     waiting = time.monotonic()
-                    memo.wait_released(key, timeout_s=ttl_s)
+                    yield ParkStep(key=key, timeout_s=ttl_s)
                     waited_s = time.monotonic() - waiting
                     entry = memo.get(key)
             except Exception:  # noqa: BLE001 - de-duplication is an optimisation: run the program
