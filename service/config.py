@@ -40,6 +40,7 @@ def _hosts(hosts: list[str]) -> list[str]:
 # pydantic-settings from insisting on JSON before _listed sees the text).
 HostList = Annotated[list[str], NoDecode, BeforeValidator(_listed), AfterValidator(_hosts)]
 SecondsList = Annotated[list[Annotated[float, Field(ge=0)]], NoDecode, BeforeValidator(_listed)]
+DeviceList = Annotated[list[Annotated[int, Field(ge=0)]], NoDecode, BeforeValidator(_listed)]
 
 
 class Settings(BaseSettings):
@@ -53,6 +54,10 @@ class Settings(BaseSettings):
                                             description=f"must be '{UNSAFE_LOCAL_CONSENT}' to use the local backend")
     device: Literal["auto", "gpu", "interpreter"] = "auto"
     gpu_index: int = Field(0, ge=0)
+    gpus: DeviceList = Field(default_factory=list,
+                             description="the grading lanes of `serve`: one per GPU index listed, each with its own "
+                                         "warm pool (e.g. 0,1); an index listed twice simulates two lanes on one "
+                                         "device (0,0; on the interpreter too); empty: one lane on gpu_index")
     sandbox_python: str = Field(sys.executable, description="the interpreter that runs inside the sandbox")
     limits: Limits = Limits()
     warm_pool: int = Field(2, ge=0, description="sandboxes per (mode, GPU) started ahead of demand by the service's "
@@ -78,7 +83,15 @@ class Settings(BaseSettings):
     queue: Literal["inprocess", "celery"] = Field("inprocess",
                                                   description="who grades: threads of `serve`, or Celery workers")
     broker_url: str = Field("redis://127.0.0.1:6379/0", description="Celery broker (queue=celery)")
-    workers: int = Field(0, ge=0, description="in-process grading threads; 0 = one per GPU, or 1 on the interpreter")
+    worker_lane: Literal["all", "fast", "sandbox"] = Field(
+        "all", description="Celery: the queues `kernelgrade worker` consumes: fast (claims, memo hits, written "
+                           "answers, reports; no sandbox), sandbox (program runs; its GPU's warm pool), or all")
+    workers: int = Field(0, ge=0, description="Celery: grading threads of `kernelgrade worker` (0: one per GPU, 1 on "
+                                              "the interpreter); serve: sandbox threads per lane (0: warm_pool, at "
+                                              "least 1)")
+    fast_workers: int = Field(4, ge=1, description="serve: threads that claim submissions and do all the grading that "
+                                                   "needs no sandbox (memo hits, refused fills, written answers, "
+                                                   "reports); runs go to the lanes")
     lease_s: float = Field(60.0, gt=0, description="a worker's hold on a submission, renewed while it grades")
     max_attempts: int = Field(3, ge=1,
                               description="leases a submission may lose (dead workers) before it is not_gradable")
@@ -151,6 +164,14 @@ class Settings(BaseSettings):
         if self.device_mode() is DeviceMode.gpu:
             return max(1, sum(1 for p in Path("/dev").glob("nvidia[0-9]*")))
         return 1
+
+    def lane_devices(self) -> list[int]:
+        """The device index of each grading lane of `serve` (service/worker/lanes.py)."""
+        return list(self.gpus) or [self.gpu_index]
+
+    def lane_threads(self) -> int:
+        """Sandbox threads per lane: one per warm sandbox, so a free thread mostly finds one ready."""
+        return self.workers or max(1, self.warm_pool)
 
     def hidden_paths(self) -> list[Path]:
         """Folders the sandbox must never see, even if they sit inside a bound folder."""

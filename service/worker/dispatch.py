@@ -24,7 +24,7 @@ class InProcessDispatcher:
 
         self.pool = InProcessPool(sessions=sessions, grader=build_grader(settings, sessions=sessions),
                                   settings=settings, metrics=metrics,
-                                  grading_threads=settings.worker_count())
+                                  grading_threads=settings.lane_threads())
 
     def start(self) -> None:
         self.pool.start()

@@ -10,10 +10,10 @@ from collections.abc import Callable
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.config import Settings
-from service.db import regrades, store
+from service.db import regrades
 from service.grading.pipeline import Grader
 from service.lti.housekeeping import Housekeeper
-from service.worker.grading import grade_claimed
+from service.worker.lanes import Lanes
 from service.worker.metrics import Metrics
 from service.worker.webhooks import deliver_due
 
@@ -21,25 +21,24 @@ log = logging.getLogger("kernelgrade.pool")
 
 
 class InProcessPool:
+    """With a grader: its gradings run in `Lanes` (fast threads, one sandbox lane per GPU, parked
+    gradings: service/worker/lanes.py); `grading_threads` there is the sandbox threads per lane."""
+
     def __init__(self, *, sessions: sessionmaker[Session], grader: Grader | None, settings: Settings, metrics: Metrics,
                  grading_threads: int, queued: Callable[[str], None] | None = None) -> None:
         self.sessions, self.grader, self.settings, self.metrics = sessions, grader, settings, metrics
         self.queued = queued or (lambda submission_id: self.wake())  # a bulk regrade queued this submission
-        self.grading_threads = grading_threads if grader is not None else 0
         self._stop = threading.Event()
-        self._wake = threading.Event()
         self._threads: list[threading.Thread] = []
-        self.busy = 0
-        self._busy_lock = threading.Lock()
+        self.lanes = None if grader is None or not grading_threads else Lanes(
+            sessions=sessions, grader=grader, lane_devices=settings.lane_devices(), lane_threads=grading_threads,
+            fast_threads=settings.fast_workers, lease_s=settings.lease_s, max_attempts=settings.max_attempts,
+            metrics=metrics)
+        self.grading_threads = self.lanes.sandbox_slots if self.lanes is not None else 0
 
     def start(self) -> None:
-        if self.grader is not None and self.grading_threads:
-            try:
-                self.grader.start()  # warm sandboxes; grading still works cold if this fails
-            except Exception:  # noqa: BLE001
-                log.exception("could not start the warm sandbox pool")
-        for i in range(self.grading_threads):
-            self._threads.append(threading.Thread(target=self._grade_loop, name=f"grader-{i}", daemon=True))
+        if self.lanes is not None:
+            self.lanes.start()
         self._threads.append(threading.Thread(target=self._webhook_loop, name="webhooks", daemon=True))
         self._threads.append(threading.Thread(target=self._regrade_loop, name="regrades", daemon=True))
         self._threads.append(threading.Thread(target=self._lti_loop, name="lti", daemon=True))
@@ -48,45 +47,17 @@ class InProcessPool:
 
     def stop(self) -> None:
         self._stop.set()
-        self._wake.set()
         for thread in self._threads:
             thread.join(timeout=2)
-        if self.grader is not None:
+        if self.lanes is not None:
+            self.lanes.stop()
+        elif self.grader is not None:
             self.grader.close()
 
     def wake(self) -> None:
         """A submission was stored: don't wait for the next poll."""
-        self._wake.set()
-
-    @property
-    def free_slots(self) -> int:
-        return self.grading_threads - self.busy
-
-    def _grade_loop(self) -> None:
-        grader = self.grader
-        assert grader is not None  # start() runs grading threads only with a grader
-        while not self._stop.is_set():
-            try:
-                with self.sessions() as session:
-                    claim = store.claim(session, lease_s=self.settings.lease_s)
-            except Exception:  # noqa: BLE001 - the database may be restarting: try again shortly
-                log.exception("claiming failed")
-                self._stop.wait(2)
-                continue
-            if claim is None:
-                self._wake.wait(1.0)
-                self._wake.clear()
-                continue
-            with self._busy_lock:
-                self.busy += 1
-            try:
-                grade_claimed(self.sessions, grader, claim, lease_s=self.settings.lease_s,
-                              max_attempts=self.settings.max_attempts, metrics=self.metrics)
-            except Exception:  # noqa: BLE001 - the lease expires and the submission is retried
-                log.exception("worker failed on %s", claim.submission_id)
-            finally:
-                with self._busy_lock:
-                    self.busy -= 1
+        if self.lanes is not None:
+            self.lanes.wake()
 
     def _webhook_loop(self) -> None:
         while not self._stop.wait(0.5):
