@@ -590,14 +590,23 @@ def _bootstrap_demo(settings: Settings) -> None:
 @app.command()
 def worker(
     concurrency: Annotated[int, typer.Option(help="grading threads; default one per GPU (1 on the interpreter)")] = 0,
+    lane: Annotated[str, typer.Option(help="queues: fast (no sandbox: memo hits, written answers, reports), "
+                                           "sandbox (program runs), or all; default KERNELGRADE_WORKER_LANE")] = "",
 ) -> None:
     """A Celery worker over Redis (KERNELGRADE_QUEUE=celery, KERNELGRADE_BROKER_URL)."""
-    from service.worker.celery_app import celery_app
+    import os
 
+    from service.worker.celery_app import celery_app, worker_queues
+
+    if lane:
+        if lane not in ("all", "fast", "sandbox"):
+            raise typer.BadParameter("choose fast, sandbox or all", param_hint="--lane")
+        os.environ["KERNELGRADE_WORKER_LANE"] = lane  # the worker's state reads it (no warm pool on a fast lane)
     settings = Settings()
     threads = concurrency or settings.worker_count()
     celery_app().worker_main(["worker", "--pool", "threads", "--concurrency", str(threads), "--loglevel", "INFO",
-                              "--without-gossip", "--without-mingle"])
+                              "--without-gossip", "--without-mingle",
+                              "--queues", ",".join(worker_queues(settings.worker_lane))])
 
 
 def main() -> None:

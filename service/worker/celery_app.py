@@ -3,12 +3,21 @@
 Tasks carry only a submission id and open their own session; the database decides who grades
 (leases), so a task delivered twice, or re-delivered after its worker was killed, never produces
 two current reports. acks_late + reject_on_worker_lost make a killed worker's task come back.
+
+Two queues, as the in-process lanes (service/worker/lanes.py): `kernelgrade.grade` (queue
+FAST_QUEUE) claims the submission and does everything that needs no sandbox: a memo hit, a
+refused fill, written answers, the report. A program to run is handed, with the lease, to
+`kernelgrade.run` (queue SANDBOX_QUEUE), which only `kernelgrade worker --lane sandbox|all`
+consumes. A grading whose identical program is in flight elsewhere is parked: its task is
+re-enqueued (a countdown: it holds no worker thread meanwhile) and looks again once the awaited
+claim is gone, under the same lease; the lease outlives the wait.
 """
 from __future__ import annotations
 
 import atexit
 import logging
 import threading
+import time
 from functools import lru_cache
 
 from celery import Celery
@@ -28,9 +37,20 @@ def make_celery(settings: Settings) -> Celery:
         task_ignore_result=True,
         broker_connection_retry_on_startup=True,
         broker_transport_options={"visibility_timeout": max(60, int(settings.lease_s * 2))},
+        task_routes={"kernelgrade.grade": {"queue": FAST_QUEUE}, "kernelgrade.run": {"queue": SANDBOX_QUEUE}},
     )
     app.task(name="kernelgrade.grade", bind=True, max_retries=None)(_grade_task)
+    app.task(name="kernelgrade.run", bind=True, max_retries=None)(_run_task)
     return app
+
+
+FAST_QUEUE, SANDBOX_QUEUE = "kernelgrade.fast", "kernelgrade.sandbox"
+PARK_POLL_S = 0.5  # a parked grading's task comes back this often while the awaited claim lives
+
+
+def worker_queues(lane: str) -> list[str]:
+    """The queues `kernelgrade worker --lane LANE` consumes."""
+    return {"fast": [FAST_QUEUE], "sandbox": [SANDBOX_QUEUE]}.get(lane, [FAST_QUEUE, SANDBOX_QUEUE])
 
 
 _state_lock = threading.Lock()
@@ -55,31 +75,143 @@ def _build_worker_state():
     sessions = make_sessionmaker(make_engine(settings.db_url()))
     grader = build_grader(settings, sessions=sessions)
     try:
-        grader.start()  # warm sandboxes for this worker process; they die with it (bwrap --die-with-parent)
+        if settings.worker_lane != "fast":  # a fast-only worker runs no program: no sandboxes to keep warm
+            grader.start()  # warm sandboxes for this worker process; they die with it (bwrap --die-with-parent)
         atexit.register(grader.close)
     except Exception:  # noqa: BLE001 - grading still works cold
         log.exception("could not start the warm sandbox pool")
     return settings, sessions, grader, Metrics()
 
 
-def _grade_task(task, submission_id: str) -> str | None:
+def _grade_task(task, submission_id: str, token: str | None = None, parked_on: str | None = None,
+                parked_until: float = 0.0) -> str | None:
+    """The fast part. `token`: a parked grading coming back under the lease it kept; while the
+    claim it waits on (`parked_on`) lives, it goes back to sleep without grading anything."""
     from service.db import store
-    from service.db.base import as_utc, utcnow
-    from service.db.models import Submission
-    from service.worker.grading import grade_claimed
 
     settings, sessions, grader, metrics = _worker_state()
-    with sessions() as session:
-        claim = store.claim(session, lease_s=settings.lease_s, submission_id=submission_id)
+    if token is not None:
+        claim = _resume(sessions, submission_id, token, lease_s=_held_s(grader))
         if claim is None:
-            row = session.get(Submission, submission_id)
-            if row is not None and row.status == SubmissionStatus.running and row.lease_expires_at is not None:
-                # Someone holds it: come back when their lease would have expired.
-                expires = as_utc(row.lease_expires_at)
-                raise task.retry(countdown=max(1.0, (expires - utcnow()).total_seconds() + 1))
-            return None  # graded already, or unknown: nothing to do
-    return grade_claimed(sessions, grader, claim, lease_s=settings.lease_s, max_attempts=settings.max_attempts,
-                         metrics=metrics)
+            return None  # the lease was lost (expired, claimed again elsewhere): that grading goes on
+        if parked_on is not None and time.time() < parked_until and not _claim_gone(grader, parked_on):
+            task.app.send_task("kernelgrade.grade", args=[submission_id], countdown=PARK_POLL_S, kwargs=dict(
+                token=token, parked_on=parked_on, parked_until=parked_until))
+            return None
+    else:
+        with sessions() as session:
+            claim = store.claim(session, lease_s=settings.lease_s, submission_id=submission_id)
+            if claim is None:
+                _come_back_later(task, session, submission_id)
+                return None
+    return _drive(task, sessions, grader, claim, settings=settings, metrics=metrics, may_run=False)
+
+
+def _run_task(task, submission_id: str, token: str, attempt: int) -> str | None:
+    """The sandbox part: the grading again from its start (cheap, deterministic with its seed), now
+    allowed to run its program; the memo claim the fast part took is this grading's (same owner)."""
+    settings, sessions, grader, metrics = _worker_state()
+    claim = _resume(sessions, submission_id, token, lease_s=settings.lease_s)
+    if claim is None:
+        return None
+    return _drive(task, sessions, grader, claim, settings=settings, metrics=metrics, may_run=True)
+
+
+def _drive(task, sessions, grader, claim, *, settings: Settings, metrics, may_run: bool) -> str | None:
+    """Drive the grading's steps (service/grading/steps.py) in this task: a RunStep is run here
+    (sandbox queue) or handed to the sandbox queue; a ParkStep re-enqueues the fast task."""
+    from service.grading.steps import RunStep
+    from service.worker.grading import grade_claimed
+
+    if not may_run and settings.worker_lane == "fast":
+        _learn_environment(sessions, grader)
+    parked: list = []
+
+    def on_step(step, claims: list) -> bool:
+        """True: go on in this task (the RunStep is run here); False: the grading left this task."""
+        if isinstance(step, RunStep):
+            if may_run:
+                return True
+            claims.clear()  # the memo claim goes with the grading to the sandbox queue (same owner there)
+            _hold_lease(sessions, claim, _held_s(grader))
+            task.app.send_task("kernelgrade.run", args=[claim.submission_id, claim.token, claim.attempt])
+            return False
+        _hold_lease(sessions, claim, step.timeout_s + _held_s(grader))
+        parked.append(step)
+        return False
+
+    status = grade_claimed(sessions, grader, claim, lease_s=settings.lease_s, max_attempts=settings.max_attempts,
+                           metrics=metrics, on_step=on_step)
+    if parked:  # back on the fast queue under the same lease (also from a run task whose claim was taken meanwhile)
+        task.app.send_task("kernelgrade.grade", args=[claim.submission_id], countdown=PARK_POLL_S, kwargs=dict(
+            token=claim.token, parked_on=parked[0].key, parked_until=time.time() + parked[0].timeout_s))
+    return status
+
+
+def _learn_environment(sessions, grader) -> None:
+    """A fast-only worker starts no sandbox, yet the memo key names the sandbox's device and Triton
+    version: it takes them from the newest memo entry of its mode (stored by a sandbox worker).
+    Until one exists its gradings carry no key, and the sandbox worker de-duplicates them."""
+    if grader._environment_seen is not None or grader.memo is None:  # noqa: SLF001
+        return
+    from sqlalchemy import select
+
+    from service.db.models import VerdictMemoRow
+    from service.grading.memo import decode_entry
+
+    with sessions() as session:
+        rows = session.scalars(select(VerdictMemoRow.result).order_by(VerdictMemoRow.created_at.desc()).limit(20))
+        for result in rows:
+            entry = decode_entry(result)
+            env = entry.environment if entry is not None else None
+            if env is not None and env.backend == grader.mode.value and env.triton:
+                grader._environment_seen = {"mode": env.backend, "device": env.device,  # noqa: SLF001
+                                            "triton": env.triton, "torch": env.torch, "python": env.python}
+                return
+
+
+def _held_s(grader) -> float:
+    """How long a lease is set to outlive a hand-over: the run's budget and the grading's margins."""
+    return float(grader.max_grading_s())
+
+
+def _hold_lease(sessions, claim, seconds: float) -> None:
+    from service.db import store
+
+    with sessions() as session:
+        store.renew_lease(session, claim, lease_s=seconds)
+
+
+def _resume(sessions, submission_id: str, token: str, *, lease_s: float):
+    """The claim of a grading handed over under its lease, if that lease is still its own."""
+    from service.db import store
+    from service.db.models import Submission
+
+    with sessions() as session:
+        row = session.get(Submission, submission_id)
+        if row is None:
+            return None
+        claim = store.Claim(submission_id, token, row.attempts)
+        return claim if store.renew_lease(session, claim, lease_s=lease_s) else None
+
+
+def _claim_gone(grader, key: str) -> bool:
+    try:
+        return bool(grader.memo.wait_released(key, timeout_s=0))
+    except Exception:  # noqa: BLE001 - cannot tell: look at the memo again (or run it)
+        return True
+
+
+def _come_back_later(task, session, submission_id: str) -> None:
+    from service.db.base import as_utc, utcnow
+    from service.db.models import Submission
+
+    row = session.get(Submission, submission_id)
+    if row is not None and row.status == SubmissionStatus.running and row.lease_expires_at is not None:
+        # Someone holds it: come back when their lease would have expired.
+        expires = as_utc(row.lease_expires_at)
+        raise task.retry(countdown=max(1.0, (expires - utcnow()).total_seconds() + 1))
+    # else: graded already, or unknown: nothing to do
 
 
 @lru_cache

@@ -9,15 +9,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from sandbox.contract import RunResult
 from service.db import store
 from service.db.models import ReportRow, Submission
 from service.exercises import Exercise, ExerciseNotFound
 from service.grading.not_gradable import not_gradable_report
 from service.grading.pipeline import Grader
+from service.grading.steps import RunStep, Step
 from service.messages import report_language
 from service.report import ExerciseRef, Report
 from service.submission import Submission as SubmissionBody
@@ -60,6 +63,33 @@ class _Heartbeat:
         self._thread.join(timeout=5)
 
 
+OnStep = Callable[[Step, list[tuple[str, str]]], bool]
+
+
+def _stepped(grader: Grader, body: SubmissionBody, row: Submission, *, regrade: bool, on_step: OnStep) -> Report | None:
+    """`Grader.grade`, asking `on_step` before each blocking step (see grade_claimed)."""
+    claims: list[tuple[str, str]] = []
+    try:
+        steps = grader.steps(body, submission_id=row.id, secret_seed=row.secret_seed, reuse=not regrade,
+                             claims=claims)
+        answer: RunResult | None = None
+        while True:
+            try:
+                step = steps.send(answer)
+            except StopIteration as done:
+                return done.value
+            if not on_step(step, claims):
+                steps.close()
+                return None
+            if isinstance(step, RunStep):
+                answer = grader.run_step(step)
+            else:
+                grader.wait_step(step)
+                answer = None
+    finally:
+        grader._release(claims)  # noqa: SLF001 - what on_step left to this worker, however it ended
+
+
 # An exercise that left the catalogue after the submission was accepted: its report still needs a
 # scale, the lesson's (DESIGN.md: 10 points, pass at 8).
 _GONE_VERSION, _GONE_MAX_POINTS, _GONE_PASS_THRESHOLD = 0, 10.0, 8.0
@@ -77,9 +107,11 @@ def gave_up_report(row: Submission, exercise: Exercise | None, reason: str) -> R
 
 
 def grade_claimed(sessions: sessionmaker[Session], grader: Grader, claim: store.Claim, *, lease_s: float,
-                  max_attempts: int, metrics: Metrics | None = None) -> str | None:
+                  max_attempts: int, metrics: Metrics | None = None, on_step: OnStep | None = None) -> str | None:
     """Grade a claimed submission and write its report. Returns the final status, or None if the
-    lease was lost to another worker (nothing written)."""
+    lease was lost to another worker (nothing written). `on_step` (Celery's two queues): asked at
+    each blocking step whether to take it here; False: the grading left this worker (handed to the
+    sandbox queue, or parked), nothing is written and None returned."""
     with sessions() as session:
         row = session.get_one(Submission, claim.submission_id)  # claimed, and submissions are never deleted
         body = SubmissionBody.model_validate(row.body)
@@ -99,7 +131,14 @@ def grade_claimed(sessions: sessionmaker[Session], grader: Grader, claim: store.
         else:
             with _Heartbeat(sessions, claim, lease_s, grader.max_grading_s()):
                 try:
-                    report = grader.grade(body, submission_id=row.id, secret_seed=row.secret_seed, reuse=not regrade)
+                    if on_step is None:
+                        report = grader.grade(body, submission_id=row.id, secret_seed=row.secret_seed,
+                                              reuse=not regrade)
+                    else:
+                        stepped = _stepped(grader, body, row, regrade=regrade, on_step=on_step)
+                        if stepped is None:
+                            return None
+                        report = stepped
                 except Exception as exc:  # noqa: BLE001 - our bug must become not_gradable, never a lost submission
                     log.exception("grading %s failed", row.id)
                     report = gave_up_report(row, exercise, f"{type(exc).__name__}: {exc}")

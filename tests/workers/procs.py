@@ -168,8 +168,9 @@ def start_serve(procs: Procs, env: Env, *, name: str = "serve", port: int | None
     return proc, url
 
 
-def start_worker(procs: Procs, env: Env, *, name: str = "worker", concurrency: int = 1) -> Proc:
-    proc = procs.start(name, ["worker", "--concurrency", str(concurrency)], env.vars)
+def start_worker(procs: Procs, env: Env, *, name: str = "worker", concurrency: int = 1, lane: str = "") -> Proc:
+    proc = procs.start(name, ["worker", "--concurrency", str(concurrency), *(["--lane", lane] if lane else [])],
+                       env.vars)
 
     def ready() -> bool:
         if not proc.alive():
