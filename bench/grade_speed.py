@@ -26,6 +26,14 @@ Modes (all in this one process, one after the other):
   most `--parallel-wait-s`; 0: the grading starts at once), instead of in its grading sandbox
   (service/grading/compile_parallel.py). bench/parallel_compile.py compares the two on new fills.
 
+- lanes[0,0] (`--lanes 0,0`; repeat the option for several): the service's own in-process
+  grading (service/worker/lanes.py) with KERNELGRADE_GPUS set to that list, one lane per entry
+  (an index twice: lanes simulated on one device), warm pool `--pool` per lane, the database memo
+  (SQLite), `--fast-workers` fast threads, and the compile cache on a GPU. Burst only: every
+  submission stored at t=0, latency = stored to graded (queue-inclusive, from the database). Also
+  printed: runs per lane, gradings parked (waiting for an identical program in flight without a
+  thread), the most ever parked at once, and the most fast threads busy at once.
+
 One-at-a-time: `--single` submissions in sequence; latency = one grade() call. Burst: all
 submissions queued at t=0, `--workers` grading threads sharing one grader (the service's
 in-process pool); latency = grade() duration, and also queue-inclusive completion time. cold and
@@ -207,6 +215,78 @@ def burst(grader, mix, *, workers: int) -> tuple[list[dict], float]:
     return rows, time.perf_counter() - started
 
 
+def lanes_burst(args, mix, devices: list[int], *, pool: int, cache: bool, tmp: Path) -> tuple[list[dict], float, dict]:
+    """The burst through the service's lanes (see the module's docstring); rows, wall time, counts."""
+    from sqlalchemy import select
+
+    from service.db import store
+    from service.db.migrate import upgrade
+    from service.db.models import ReportRow, Submission as SubmissionRow
+    from service.db.session import make_engine, make_sessionmaker
+    from service.worker.lanes import Lanes
+
+    tmp.mkdir(parents=True, exist_ok=True)
+    url = f"sqlite:///{tmp / 'lanes.db'}"
+    upgrade(url)
+    sessions = make_sessionmaker(make_engine(url))
+    with sessions() as session:
+        store.create_course(session, "bench", "bench")
+    settings = Settings(device=args.device, warm_pool=pool, data_dir=tmp, compile_cache=cache,
+                        compile_cache_prewarm=cache, compile_cache_threads=args.compile_threads, gpus=devices,
+                        fast_workers=args.fast_workers)
+    grader = build_grader(settings, sessions=sessions)
+    lanes = Lanes(sessions=sessions, grader=grader, lane_devices=settings.lane_devices(),
+                  lane_threads=settings.lane_threads(), fast_threads=settings.fast_workers, lease_s=settings.lease_s,
+                  max_attempts=settings.max_attempts)
+    lanes.start()
+    peaks = {"parked": 0, "busy_fast": 0, "busy_lanes": 0}
+    try:
+        for lane in lanes.lanes:
+            ready = lane.runner.pools[(grader.mode, lane.device_index)].wait_ready(pool, args.ready_timeout_s) \
+                if pool else True
+            log(f"  lane {lane.index} (device {lane.device_index}): {pool} warm sandbox(es) "
+                f"{'ready' if ready else 'NOT all ready'}, {lane.threads} thread(s)")
+        if grader.compile_cache is not None:
+            grader.compile_cache.wait_idle(args.ready_timeout_s * 4)
+        # One grading first, so the memo key knows the sandbox's device (as the pool's hello tells it).
+        grader.grade(mix[0][1], secret_seed=1)
+        started = time.perf_counter()
+        with sessions() as session:
+            ids = []
+            for i, (label, body) in enumerate(mix):
+                row, _ = store.create_submission(session, course_id="bench", body=body, callback_url=None,
+                                                 idempotency_key=f"b{i}")
+                ids.append((row.id, label))
+        lanes.wake()
+        pending = {submission_id for submission_id, _ in ids}
+        while pending:
+            counts = lanes.counts()
+            for name in peaks:
+                peaks[name] = max(peaks[name], counts[name])
+            with sessions() as session:
+                done = set(session.scalars(select(SubmissionRow.id).where(
+                    SubmissionRow.status.in_(("graded", "not_gradable")))))
+            pending -= done
+            time.sleep(0.05)
+        wall = time.perf_counter() - started
+        rows = []
+        with sessions() as session:
+            for submission_id, label in ids:
+                row = session.get_one(SubmissionRow, submission_id)
+                report = session.get_one(ReportRow, row.current_report_id).report
+                completed = (row.graded_at - row.created_at).total_seconds()
+                rows.append({"wall_s": completed, "completed_s": completed, "fill": label, "status": report["status"],
+                             "reused": bool((report.get("program") or {}).get("reused")),
+                             "waited_s": report["timing"].get("memo_wait_s"),
+                             "compiled": report["timing"].get("kernels_compiled"),
+                             "device": report["environment"]["device"], "triton": report["environment"]["triton"],
+                             "torch": report["environment"]["torch"]})
+        counts = {**lanes.counts(), **{f"peak_{k}": v for k, v in peaks.items()}, **grader.counts.snapshot()}
+    finally:
+        lanes.stop()
+    return rows, wall, counts
+
+
 def summarise(rows: list[dict], wall_s: float, *, naive_rate: float | None, sample_of: int | None = None) -> dict:
     walls = [r["wall_s"] for r in rows]
     rate = len(rows) / wall_s if wall_s else None
@@ -264,6 +344,10 @@ def main() -> None:
     parser.add_argument("--parallel", type=int, default=4, help="+par modes: warm compile sandboxes per new program")
     parser.add_argument("--parallel-wait-s", type=float, default=5.0,
                         help="+par modes: the most a grading waits for its compile runs (0: not at all)")
+    parser.add_argument("--lanes", action="append", default=[], metavar="0,1",
+                        help="also run the burst through the service's lanes on these device indices (0,0: two lanes "
+                             "simulated on device 0); repeat for several")
+    parser.add_argument("--fast-workers", type=int, default=4, help="the lanes' fast threads")
     parser.add_argument("--seed", type=int, default=6)
     parser.add_argument("--ready-timeout-s", type=float, default=180)
     args = parser.parse_args()
@@ -340,13 +424,25 @@ def main() -> None:
         b = results["modes"][name]["burst"]
         log(f"  burst: p50 {fmt(b['p50_s'], ' s')}, p95 {fmt(b['p95_s'], ' s')}, {fmt(b['per_s'])}/s")
 
+    for spec in args.lanes:
+        devices = [int(part) for part in spec.split(",") if part.strip()]
+        name = f"lanes[{','.join(map(str, devices))}]"
+        cache = mode is DeviceMode.gpu
+        with tempfile.TemporaryDirectory(prefix="kg-bench-") as tmp:
+            log(f"{name}: {len(devices)} lane(s), pool {pool_size} each, memo on, compile cache {'on' if cache else 'off'}")
+            rows, wall, counts = lanes_burst(args, burst_mix, devices, pool=pool_size, cache=cache, tmp=Path(tmp))
+        results["modes"][name] = {"memo": "database (SQLite)", "burst": summarise(rows, wall, naive_rate=naive_rate_burst),
+                                  "statuses": sorted({r["status"] for r in rows}), "burst_counts": counts}
+        b = results["modes"][name]["burst"]
+        log(f"  burst: completion p50 {fmt(b['p50_s'], ' s')}, p95 {fmt(b['p95_s'], ' s')}, {fmt(b['per_s'])}/s; {counts}")
+
     (args.out / "grade_speed.json").write_text(json.dumps(results, indent=2, ensure_ascii=False), encoding="utf-8")
     print()
     print(f"{results['date']}  {results['machine']}  mode {mode.value}  device {results.get('environment', {}).get('device')}")
     print("| mode | one at a time p50 / p95 | per s | × naive | burst n | burst p50 / p95 | seen-before p50 | new p50 | per s | × naive |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, r in results["modes"].items():
-        s, b = r["single"], r["burst"]
+        s, b = r.get("single") or {"p50_s": None, "p95_s": None, "per_s": None, "vs_naive": None}, r["burst"]
         print(f"| {name} | {fmt(s['p50_s'])} / {fmt(s['p95_s'])} s | {fmt(s['per_s'])} | {fmt(s['vs_naive'])} | {b['n']} | "
               f"{fmt(b['p50_s'])} / {fmt(b['p95_s'])} s | {fmt(b['p50_seen_before_s'])} | {fmt(b['p50_new_s'])} | "
               f"{fmt(b['per_s'])} | {fmt(b['vs_naive'])} |")
@@ -361,7 +457,13 @@ def main() -> None:
                   f"{fmt(b['p50_parallel_compile_s'])} s)")
     for name, r in results["modes"].items():
         b, c = r["burst"], r.get("burst_counts")
-        if c and "memo" in name.split("+"):
+        if c and name.startswith("lanes["):
+            runs = ", ".join(f"{k[:-5]} {v}" for k, v in c.items() if k.startswith("lane_") and k.endswith("_runs"))
+            print(f"{name}: burst of {b['n']}: {c['sandbox_runs']} sandbox runs ({runs}), {c['reused']} reused, "
+                  f"{c['parked_total']} parked without a thread (at most {c['peak_parked']} at once; "
+                  f"{c['reused_after_wait']} then reused, {c['ran_after_wait']} ran it), at most {c['peak_busy_fast']} "
+                  f"fast threads and {c['peak_busy_lanes']} lane threads busy at once")
+        elif c and "memo" in name.split("+"):
             print(f"{name}: burst of {b['n']}: {c['sandbox_runs']} sandbox runs, {c['reused']} reused "
                   f"({c['reused_after_wait']} of them after waiting for an identical run in flight, wait p50 "
                   f"{fmt(b.get('p50_wait_s'))} s); {c['ran_after_wait']} waited and then ran it themselves")
