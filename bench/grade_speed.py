@@ -250,6 +250,7 @@ def lanes_burst(args, mix, devices: list[int], *, pool: int, cache: bool, tmp: P
             grader.compile_cache.wait_idle(args.ready_timeout_s * 4)
         # One grading first, so the memo key knows the sandbox's device (as the pool's hello tells it).
         grader.grade(mix[0][1], secret_seed=1)
+        before = grader.counts.snapshot()
         started = time.perf_counter()
         with sessions() as session:
             ids = []
@@ -281,7 +282,9 @@ def lanes_burst(args, mix, devices: list[int], *, pool: int, cache: bool, tmp: P
                              "compiled": report["timing"].get("kernels_compiled"),
                              "device": report["environment"]["device"], "triton": report["environment"]["triton"],
                              "torch": report["environment"]["torch"]})
-        counts = {**lanes.counts(), **{f"peak_{k}": v for k, v in peaks.items()}, **grader.counts.snapshot()}
+        after = grader.counts.snapshot()  # the burst's own (the grading before it excluded)
+        counts = {**lanes.counts(), **{f"peak_{k}": v for k, v in peaks.items()},
+                  **{k: after[k] - before[k] for k in after}}
     finally:
         lanes.stop()
     return rows, wall, counts

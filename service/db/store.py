@@ -226,6 +226,21 @@ def renew_lease(session: Session, claim_: Claim, *, lease_s: float) -> bool:
     return result.rowcount == 1
 
 
+def hand_over(session: Session, claim_: Claim) -> bool:
+    """Give a claimed submission back to the queue for another task to claim (Celery: its cheap
+    part is done, its run goes to the sandbox queue), not counting this lease as an attempt: a
+    claim that hands over is not a worker that died. False if the lease was no longer ours."""
+    result = cast(CursorResult[Any], session.execute(  # an UPDATE's result (the stubs say Result)
+        update(Submission)
+        .where(Submission.id == claim_.submission_id, Submission.lease_token == claim_.token,
+               Submission.status == SubmissionStatus.running)
+        .values(status=SubmissionStatus.queued, lease_token=None, lease_expires_at=None,
+                attempts=Submission.attempts - 1, updated_at=utcnow())
+    ))
+    session.commit()
+    return result.rowcount == 1
+
+
 def finish(session: Session, claim_: Claim, report: Report) -> ReportRow | None:
     """Write the report and make it current, only if this worker still holds the lease.
 

@@ -6,11 +6,12 @@ two current reports. acks_late + reject_on_worker_lost make a killed worker's ta
 
 Two queues, as the in-process lanes (service/worker/lanes.py): `kernelgrade.grade` (queue
 FAST_QUEUE) claims the submission and does everything that needs no sandbox: a memo hit, a
-refused fill, written answers, the report. A program to run is handed, with the lease, to
-`kernelgrade.run` (queue SANDBOX_QUEUE), which only `kernelgrade worker --lane sandbox|all`
-consumes. A grading whose identical program is in flight elsewhere is parked: its task is
-re-enqueued (a countdown: it holds no worker thread meanwhile) and looks again once the awaited
-claim is gone, under the same lease; the lease outlives the wait.
+refused fill, written answers, the report. A program to run is handed back to the queue
+(store.hand_over: not counted as an attempt) for `kernelgrade.run` (queue SANDBOX_QUEUE), which
+only `kernelgrade worker --lane sandbox|all` consumes; the memo claim goes with it (its owner is
+the submission). A grading whose identical program is in flight elsewhere is parked: its task is
+re-enqueued every PARK_POLL_S (a countdown: it holds no worker thread meanwhile) under the same
+lease, renewed at each look, and goes on once the awaited claim is gone.
 """
 from __future__ import annotations
 
@@ -91,12 +92,11 @@ def _grade_task(task, submission_id: str, token: str | None = None, parked_on: s
 
     settings, sessions, grader, metrics = _worker_state()
     if token is not None:
-        claim = _resume(sessions, submission_id, token, lease_s=_held_s(grader))
+        claim = _resume(sessions, submission_id, token, lease_s=settings.lease_s)
         if claim is None:
             return None  # the lease was lost (expired, claimed again elsewhere): that grading goes on
         if parked_on is not None and time.time() < parked_until and not _claim_gone(grader, parked_on):
-            task.app.send_task("kernelgrade.grade", args=[submission_id], countdown=PARK_POLL_S, kwargs=dict(
-                token=token, parked_on=parked_on, parked_until=parked_until))
+            _park(task, claim, parked_on, parked_until)
             return None
     else:
         with sessions() as session:
@@ -107,19 +107,31 @@ def _grade_task(task, submission_id: str, token: str | None = None, parked_on: s
     return _drive(task, sessions, grader, claim, settings=settings, metrics=metrics, may_run=False)
 
 
-def _run_task(task, submission_id: str, token: str, attempt: int) -> str | None:
+def _run_task(task, submission_id: str) -> str | None:
     """The sandbox part: the grading again from its start (cheap, deterministic with its seed), now
     allowed to run its program; the memo claim the fast part took is this grading's (same owner)."""
+    from service.db import store
+
     settings, sessions, grader, metrics = _worker_state()
-    claim = _resume(sessions, submission_id, token, lease_s=settings.lease_s)
-    if claim is None:
-        return None
+    with sessions() as session:
+        claim = store.claim(session, lease_s=settings.lease_s, submission_id=submission_id)
+        if claim is None:
+            _come_back_later(task, session, submission_id)
+            return None
     return _drive(task, sessions, grader, claim, settings=settings, metrics=metrics, may_run=True)
+
+
+def _park(task, claim, key: str, until: float) -> None:
+    """Back on the fast queue in PARK_POLL_S, under the same lease (renewed at each look, so a lost
+    message lets it expire within a lease and the sweeper publishes the submission again)."""
+    task.app.send_task("kernelgrade.grade", args=[claim.submission_id], countdown=PARK_POLL_S,
+                       kwargs=dict(token=claim.token, parked_on=key, parked_until=until))
 
 
 def _drive(task, sessions, grader, claim, *, settings: Settings, metrics, may_run: bool) -> str | None:
     """Drive the grading's steps (service/grading/steps.py) in this task: a RunStep is run here
     (sandbox queue) or handed to the sandbox queue; a ParkStep re-enqueues the fast task."""
+    from service.db import store
     from service.grading.steps import RunStep
     from service.worker.grading import grade_claimed
 
@@ -133,18 +145,17 @@ def _drive(task, sessions, grader, claim, *, settings: Settings, metrics, may_ru
             if may_run:
                 return True
             claims.clear()  # the memo claim goes with the grading to the sandbox queue (same owner there)
-            _hold_lease(sessions, claim, _held_s(grader))
-            task.app.send_task("kernelgrade.run", args=[claim.submission_id, claim.token, claim.attempt])
+            with sessions() as session:
+                if store.hand_over(session, claim):
+                    task.app.send_task("kernelgrade.run", args=[claim.submission_id])
             return False
-        _hold_lease(sessions, claim, step.timeout_s + _held_s(grader))
         parked.append(step)
         return False
 
     status = grade_claimed(sessions, grader, claim, lease_s=settings.lease_s, max_attempts=settings.max_attempts,
                            metrics=metrics, on_step=on_step)
     if parked:  # back on the fast queue under the same lease (also from a run task whose claim was taken meanwhile)
-        task.app.send_task("kernelgrade.grade", args=[claim.submission_id], countdown=PARK_POLL_S, kwargs=dict(
-            token=claim.token, parked_on=parked[0].key, parked_until=time.time() + parked[0].timeout_s))
+        _park(task, claim, parked[0].key, time.time() + parked[0].timeout_s)
     return status
 
 
@@ -168,18 +179,6 @@ def _learn_environment(sessions, grader) -> None:
                 grader._environment_seen = {"mode": env.backend, "device": env.device,  # noqa: SLF001
                                             "triton": env.triton, "torch": env.torch, "python": env.python}
                 return
-
-
-def _held_s(grader) -> float:
-    """How long a lease is set to outlive a hand-over: the run's budget and the grading's margins."""
-    return float(grader.max_grading_s())
-
-
-def _hold_lease(sessions, claim, seconds: float) -> None:
-    from service.db import store
-
-    with sessions() as session:
-        store.renew_lease(session, claim, lease_s=seconds)
 
 
 def _resume(sessions, submission_id: str, token: str, *, lease_s: float):

@@ -364,6 +364,9 @@ class Lanes:
             self.parking.kick()  # the step may have released a memo claim
         grading.step = step
         if isinstance(step, RunStep):
+            # Waiting for a lane: at most max_waiting_runs ahead of it, each bounded by the run budget.
+            runs_ahead = self.max_waiting_runs / self.sandbox_slots + 1
+            self.leases.hold(grading.claim, runs_ahead * self._phase_s(run=True))
             self._busy("waiting_runs", 1)
             self._runs.put(grading)
         else:

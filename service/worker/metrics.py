@@ -19,6 +19,9 @@ class Metrics:
                                         "gradings that failed on our side (not_gradable)", registry=self.registry)
         self.webhooks = Counter("kernelgrade_webhook_attempts_total", "webhook delivery attempts", ["outcome"],
                                 registry=self.registry)
+        self.lane_gradings = Gauge("kernelgrade_lane_gradings", "serve's gradings in its lanes now: parked (waiting "
+                                   "for an identical program, no thread), waiting_run, running", ["state"],
+                                   registry=self.registry)
         self.lti_scores = Counter("kernelgrade_lti_score_attempts_total", "attempts at posting a score to an LMS",
                                   ["outcome"], registry=self.registry)
 

@@ -65,4 +65,9 @@ def metrics(request: Request) -> Response:
         counts = store.counts_by_status(session)
     for status in IN_PROGRESS_STATUSES:
         m.queue_depth.labels(status).set(counts.get(status, 0))
+    lanes = getattr(request.app.state.dispatcher.pool, "lanes", None)  # serve's own grading (service/worker/lanes.py)
+    if lanes is not None:
+        now = lanes.counts()
+        for state, name in (("parked", "parked"), ("waiting_run", "waiting_runs"), ("running", "busy_lanes")):
+            m.lane_gradings.labels(state).set(now[name])
     return Response(generate_latest(m.registry), media_type=CONTENT_TYPE_LATEST)
