@@ -133,10 +133,10 @@ def _drive(task, sessions, grader, claim, *, settings: Settings, metrics, may_ru
     (sandbox queue) or handed to the sandbox queue; a ParkStep re-enqueues the fast task."""
     from service.db import store
     from service.grading.steps import RunStep
-    from service.worker.grading import grade_claimed
+    from service.worker.grading import grade_claimed, learn_environment
 
     if not may_run and settings.worker_lane == "fast":
-        _learn_environment(sessions, grader)
+        learn_environment(sessions, grader)
     parked: list = []
 
     def on_step(step, claims: list) -> bool:
@@ -157,28 +157,6 @@ def _drive(task, sessions, grader, claim, *, settings: Settings, metrics, may_ru
     if parked:  # back on the fast queue under the same lease (also from a run task whose claim was taken meanwhile)
         _park(task, claim, parked[0].key, time.time() + parked[0].timeout_s)
     return status
-
-
-def _learn_environment(sessions, grader) -> None:
-    """A fast-only worker starts no sandbox, yet the memo key names the sandbox's device and Triton
-    version: it takes them from the newest memo entry of its mode (stored by a sandbox worker).
-    Until one exists its gradings carry no key, and the sandbox worker de-duplicates them."""
-    if grader._environment_seen is not None or grader.memo is None:  # noqa: SLF001
-        return
-    from sqlalchemy import select
-
-    from service.db.models import VerdictMemoRow
-    from service.grading.memo import decode_entry
-
-    with sessions() as session:
-        rows = session.scalars(select(VerdictMemoRow.result).order_by(VerdictMemoRow.created_at.desc()).limit(20))
-        for result in rows:
-            entry = decode_entry(result)
-            env = entry.environment if entry is not None else None
-            if env is not None and env.backend == grader.mode.value and env.triton:
-                grader._environment_seen = {"mode": env.backend, "device": env.device,  # noqa: SLF001
-                                            "triton": env.triton, "torch": env.torch, "python": env.python}
-                return
 
 
 def _resume(sessions, submission_id: str, token: str, *, lease_s: float):

@@ -182,3 +182,19 @@ def test_two_simulated_lanes_run_two_programs_at_once_and_share_the_memo(session
         lanes.stop()
     assert lanes.counts()["lane_0_runs"] + lanes.counts()["lane_1_runs"] == 2, "the memo is shared by the lanes"
     assert all(_report(sessions, s).program.reused for s in again)
+
+
+def test_a_hand_over_queues_the_submission_again_without_counting_an_attempt(sessions):
+    """Celery's fast task gives a submission whose program must run back to the queue for the
+    sandbox queue's task (store.hand_over): a stale lease cannot do it, nor finish afterwards."""
+    submission_id = _submit(sessions, _example())
+    with sessions() as session:
+        first = store.claim(session, lease_s=60, submission_id=submission_id)
+        assert first is not None and first.attempt == 1
+        assert store.hand_over(session, first)
+        row = session.get_one(SubmissionRow, submission_id)
+        assert (row.status, row.attempts, row.lease_token) == ("queued", 0, None)
+        assert not store.hand_over(session, first), "the lease is gone with the hand-over"
+        second = store.claim(session, lease_s=60, submission_id=submission_id)
+        assert second is not None and second.attempt == 1, "the sandbox task's claim is the first attempt"
+        assert not store.hand_over(session, first) and store.renew_lease(session, second, lease_s=60)
