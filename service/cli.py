@@ -184,8 +184,8 @@ def list_exercises() -> None:
     catalog = ExerciseCatalog(Settings().exercises_dir)
     for exercise_id in catalog.ids():
         ex = catalog.get(exercise_id)
-        print(f"{exercise_id}\tv{ex.spec.version}\t{ex.spec.title}\t{len(ex.spec.cases)} cases, {len(ex.mutants)} "
-              "mutants")
+        title = ex.spec.title.in_(ex.spec.language)
+        print(f"{exercise_id}\tv{ex.spec.version}\t{title}\t{len(ex.spec.cases)} cases, {len(ex.mutants)} mutants")
 
 
 @exercises_app.command("validate")

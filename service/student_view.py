@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
+from service.messages import LANGUAGES, written_language
 from service.report import CaseReport, Report, Seeds
 
 # The files of a job a student wrote or was given: every other frame is the grader's.
@@ -72,25 +73,14 @@ class StudentReport(Report):
     seeds: SkipJsonSchema[Seeds | None] = Field(None, exclude=True)
 
 
-LANGUAGES = ("zh", "en")
-_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
-_LATIN = re.compile(r"[A-Za-z]")
-
-
 def detected_language(body: dict[str, Any] | None) -> str | None:
-    """The language of the written answers (and the explanation): mostly ASCII letters → en,
-    else zh when any Chinese is written; None when nothing was written. Code words in a Chinese
-    answer (mask, padding, mean) are a minority of its characters."""
+    """The language of a stored submission's written answers and explanation (the grader's rule,
+    service.messages.written_language); None when nothing was written."""
     if not isinstance(body, dict):
         return None
     answers = body.get("answers")
-    if not isinstance(answers, dict):
-        answers = {}
-    written = " ".join(str(v) for v in [*answers.values(), body.get("explanation") or ""] if isinstance(v, str))
-    latin, cjk = len(_LATIN.findall(written)), len(_CJK.findall(written))
-    if latin + cjk == 0:
-        return None
-    return "en" if latin >= 0.8 * (latin + cjk) else "zh"
+    written = [*(answers.values() if isinstance(answers, dict) else ()), body.get("explanation") or ""]
+    return written_language(v for v in written if isinstance(v, str))
 
 
 def student_language(asked: str | None, declared: str | None, body: dict[str, Any] | None, fallback: str) -> str:

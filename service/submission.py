@@ -67,7 +67,14 @@ class Submission(BaseModel):
     student: Student | None = None
     attempt: int | None = Field(None, ge=1, le=1_000_000, description="the platform's attempt number (1 = first)")
     external_ref: PlatformId | None = Field(None, description="the platform's own reference for this submission")
-    language: Literal["zh", "en"] | None = Field(None, description="the student's language")
+    language: Literal["zh", "en"] | None = Field(None, description="the student's language; unset: the one the "
+                                                                   "answers are written in, else the lesson's")
+
+    @property
+    def written(self) -> list[str]:
+        """What the student wrote in words: the explanation and the answers (their language is the report's
+        when none is declared, service.messages.written_language)."""
+        return [self.explanation, *self.answers.values()]
 
     def answer(self, question_id: str) -> str:
         if question_id == "explanation":

@@ -29,6 +29,7 @@ from service.exercises.spec import (
     ShapeDraw,
     ShapeFamily,
     SpeedSpec,
+    Text,
     Tolerance,
     bytes_moved,
     resolve_case,
@@ -40,6 +41,6 @@ __all__ = [
     "MIN_DRAW_CANDIDATES", "BaselineSpec", "CaseKind", "CaseSpec", "Concept", "DataSpec", "Exercise", "ExerciseCatalog",
     "ExerciseNotFound", "ExerciseSpec", "FillClaim", "GivenCheck", "GradSpec", "Misconception", "Mutant",
     "MutantExpectation", "NamedIdea", "PassRuleSpec", "Question", "Replacement", "ReportCaseKind", "RubricItem",
-    "Scalar", "ShapeDraw", "ShapeFamily", "SpeedSpec", "Tolerance", "bytes_moved", "kit", "resolve_case",
+    "Scalar", "ShapeDraw", "ShapeFamily", "SpeedSpec", "Text", "Tolerance", "bytes_moved", "kit", "resolve_case",
     "shape_candidates", "shape_seed",
 ]

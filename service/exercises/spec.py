@@ -24,12 +24,51 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class Text(_Strict):
+    """Text that reaches a student or a TA (a report, a page), in each language of the course:
+    `{zh: …, en: …}` in YAML. A plain string (the old form) is the same text in every language, so
+    an English report shows it as written: give both for anything a student reads."""
+
+    zh: str | None = None
+    en: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plain(cls, data: object) -> object:
+        return {"zh": data, "en": data} if isinstance(data, str) else data
+
+    @model_validator(mode="after")
+    def _some(self) -> Text:
+        if not (self.zh or self.en):
+            raise ValueError("a text needs zh or en")
+        return self
+
+    def in_(self, language: str | None) -> str:
+        """The text in `language` (a report's, a page's), else in the other one."""
+        own = self.en if language == "en" else self.zh if language == "zh" else None
+        return own or self.lesson
+
+    @property
+    def lesson(self) -> str:
+        """The lesson's own words (zh where given): what matching a student's answer compares with, the
+        same whatever the report's language, so that a zh and an en report of one answer score alike."""
+        return self.zh or self.en or ""
+
+    def filled(self, **values: object) -> Text:
+        """Both languages with `{name}` replaced by `values[name]` (a drawn case's shape)."""
+        def fill(text: str | None) -> str | None:
+            for name, value in values.items():
+                text = text.replace("{" + name + "}", str(value)) if text is not None else None
+            return text
+        return Text(zh=fill(self.zh), en=fill(self.en))
+
+
 class NamedIdea(_Strict):
     """What naming a correctness boundary (or a performance trade-off) looks like in this exercise:
     concepts of its questions (`question:concept`, found by the concept rubric) or patterns matched
     against every written answer and the explanation (NFKC-normalised, lower-case)."""
 
-    label: str = Field(description="what counts, in the lesson's language")
+    label: Text = Field(description="what counts, shown in the pass rule's requirement")
     concepts: list[str] = Field([], description="question:concept ids whose finding counts")
     patterns: list[str] = []
 
@@ -140,8 +179,8 @@ class CaseSpec(_Strict):
     kwargs: dict[str, Scalar] = Field({}, description="keyword arguments of the entry point for this case")
     calls: int = Field(1, ge=1, le=8,
                        description="call the entry point this often on the same tensors; the last call counts")
-    description: str
-    targets: str | None = Field(None, description="the misconception a probe is built to expose")
+    description: Text
+    targets: Text | None = Field(None, description="the misconception a probe is built to expose")
     draw: ShapeDraw | None = Field(None, description="part of the shape drawn from the secret seed; `cols`/`rows` and "
                                                      "`description` ({cols}, {rows}, {block}) are then its defaults")
 
@@ -181,15 +220,13 @@ def resolve_case(case: CaseSpec, secret_seed: int, fixed: frozenset[int] | set[i
     for name, source in draw.params.items():
         params[name] = cols if source == "cols" else rows
     block = 1 << max(0, (cols - 1).bit_length())
-    description = case.description
-    for name, value in (("cols", cols), ("rows", rows), ("block", block)):
-        description = description.replace("{" + name + "}", str(value))
+    description = case.description.filled(cols=cols, rows=rows, block=block)
     return case.model_copy(update={"cols": cols, "rows": rows, "params": params, "description": description})
 
 
 class GivenCheck(_Strict):
     seed: int = Field(ge=0)
-    description: str
+    description: Text
     calls: int | None = Field(None, ge=1, description="how often the check calls the entry point; when set, a check "
                                                       "that recorded another number of calls does not count as passed")
 
@@ -233,7 +270,7 @@ class FillClaim(_Strict):
     explanation that says it over a fill that does not show it describes a different fill."""
 
     id: str = Field(pattern=_ID)
-    label: str
+    label: Text
     says: list[str] = Field(min_length=1, description="regexes on the explanation (NFKC, lower-case)")
     shown_by: list[str] = Field(min_length=1, description="regexes on the fill's canonical source (ast.unparse)")
     blank: int | None = Field(None, ge=1, description="the blank (1-based) it is about; none: every fill joined")
@@ -246,7 +283,7 @@ class FillClaim(_Strict):
 
 class Question(_Strict):
     id: str = Field(pattern=_ID)
-    prompt: str
+    prompt: Text
     reference_answer: str
     concepts: list[Concept] = Field(min_length=1)
     chain: list[str] = Field(default_factory=list, description="concept ids in causal order")
@@ -265,7 +302,7 @@ class Question(_Strict):
 
 class RubricItem(_Strict):
     id: str = Field(pattern=_ID)
-    title: str
+    title: Text
     points: float = Field(gt=0)
     source: Literal["cases", "text"]
     case_kinds: list[ReportCaseKind] = []
@@ -313,7 +350,7 @@ def bytes_moved(formula: str, *, M: int, N: int) -> int:
 
 
 class BaselineSpec(_Strict):
-    label: str = Field(description="what the baseline is, as the report shows it")
+    label: Text = Field(description="what the baseline is, as the report shows it")
     code: str = Field(description="a Python expression over `torch` and the entry point's arguments (by their names in "
                                   "`args`), run in the sandbox on the same GPU: the exercise author's code, never the "
                                   "student's")
@@ -342,10 +379,11 @@ class SpeedSpec(_Strict):
     params: dict[str, Scalar | list[Scalar]] = {}
     kwargs: dict[str, Scalar] = {}
     bytes: str = Field(description="bytes the ideal kernel moves to and from HBM, over M and N (e.g. 4*M*N + 2*4*M)")
-    bytes_note: str = Field(description="what the formula counts, in the lesson's language")
+    bytes_note: Text = Field(description="what the formula counts, in the lesson's language")
     baseline: BaselineSpec
-    claim: str = Field(description="the lesson's own words on this kernel's memory traffic, shown beside the figures")
-    claim_source: str = Field(description="where the claim is written")
+    claim: Text = Field(description="the lesson's own words on this kernel's memory traffic, shown beside the figures "
+                                    "(en: translated)")
+    claim_source: Text = Field(description="where the claim is written")
     predicted_speedup: float | None = Field(None, gt=0, description="the speed-up over the baseline the claim implies "
                                                                     "(reads once where the baseline reads twice: 2)")
 
@@ -369,13 +407,14 @@ class SpeedSpec(_Strict):
         """The drawn block as a case (never graded): what make_inputs() builds the timed input from."""
         return CaseSpec(id="speed", kind="regular", rows=self.draw_rows, cols=self.cols, seed=self.seed, secret=False,
                         data=self.data, params=self.params, kwargs=self.kwargs,
-                        description=f"speed: {self.draw_rows} rows drawn, stacked to {self.rows} × {self.cols}")
+                        description=Text(en=f"speed: {self.draw_rows} rows drawn, stacked to "
+                                            f"{self.rows} × {self.cols}"))
 
 
 class ExerciseSpec(_Strict):
     id: str = Field(pattern=_ID)
     version: int = Field(ge=1)
-    title: str
+    title: Text
     language: Literal["zh", "en"]
     source: str | None = None
     template: str = "template.py"
@@ -387,7 +426,7 @@ class ExerciseSpec(_Strict):
     written_args: list[str] = Field([], description="arguments the entry point is meant to write (caller-owned "
                                                      "scratch buffers); every other input is compared bit for bit "
                                                      "after the call (diagnosis input_overwritten)")
-    requires_gpu: str | None = Field(None, description="why the Triton interpreter cannot grade this exercise; "
+    requires_gpu: Text | None = Field(None, description="why the Triton interpreter cannot grade this exercise; "
                                                        "unset: the interpreter grades it like the GPU")
     deterministic: bool = Field(True, description="identical programs give identical outputs (false: atomics, ...)")
     fill_policy: Literal["expression", "any"] = Field(

@@ -33,7 +33,7 @@ def compare_cases(exercise: Exercise, run: RunResult | None, arrays: dict[str, d
     if run is not None:
         given = run.given
         reports.append(CaseReport(
-            id=GIVEN_CASE_ID, kind="given", description=spec.given_check.description, shape=[],
+            id=GIVEN_CASE_ID, kind="given", description=spec.given_check.description.in_(lang), shape=[],
             seed=spec.given_check.seed,
             passed=given is not None and given.status == "passed", tolerance=tolerance,
             error=None if given is None or given.status == "passed" else (given.output or given.status),
@@ -44,8 +44,9 @@ def compare_cases(exercise: Exercise, run: RunResult | None, arrays: dict[str, d
     for case in graded:
         inputs64 = {name: a.astype(np.float64) if a.dtype.kind == "f" else a for name, a in arrays[case.id].items()}
         primary = inputs64[spec.args[0]]
-        base = dict(id=case.id, kind=case.kind, description=case.description, shape=list(primary.shape),
-                    stride=case.stride, seed=seeds[case.id], tolerance=tolerance, targets=case.targets,
+        base = dict(id=case.id, kind=case.kind, description=case.description.in_(lang), shape=list(primary.shape),
+                    stride=case.stride, seed=seeds[case.id], tolerance=tolerance,
+                    targets=case.targets.in_(lang) if case.targets is not None else None,
                     drawn=case.draw.family if case.draw is not None and case.secret else None)
         outcome = runs.get(case.id)
         if outcome is None or outcome.status != "ok":

@@ -248,8 +248,8 @@ def _not_the_fill(claims: list[FillClaim], text: str, spans: list[tuple[int, int
                 break
         if said is None or any(re.search(p, code) for p in claim.shown_by):
             continue
-        found.append({"claim": claim.id, "label": claim.label, "quote": _quote(text, said.start(), said.end()),
-                      "blank": claim.blank, "fill": code[:600]})
+        found.append({"claim": claim.id, "label": claim.label.lesson, "label_en": claim.label.en,
+                      "quote": _quote(text, said.start(), said.end()), "blank": claim.blank, "fill": code[:600]})
     return found
 
 
@@ -555,21 +555,19 @@ _NOT_THE_FILL_TEXT = {
 
 
 def _not_the_fill_feedback(result: TextScore, language: str) -> str:
-    """Both languages, the report's first: the student sees the fill and their own words side by side."""
+    """In the report's language (the student's: declared, or the one they wrote in), the student's own
+    words and the fill side by side."""
     if not result.not_the_fill:
         return ""
-    order = ["en", "zh"] if language == "en" else ["zh", "en"]
-    lines = []
-    for lang in order:
-        head, line = _NOT_THE_FILL_TEXT[lang]
-        parts = []
-        for m in result.not_the_fill:
-            fill = "\n" + m["fill"] if "\n" in m["fill"] else f"`{m['fill']}`"
-            where = f"第 {m['blank']} 个填空" if m["blank"] else "填空"
-            where_en = f"fill of blank {m['blank']}" if m["blank"] else "fill"
-            parts.append(line.format(quote=m["quote"], label=m["label"], where=where, where_en=where_en, fill=fill))
-        lines.append(head + ("；" if lang == "zh" else "; ").join(parts))
-    return "\n".join(lines)
+    lang = "en" if language == "en" else "zh"
+    head, line = _NOT_THE_FILL_TEXT[lang]
+    parts = []
+    for m in result.not_the_fill:
+        fill = "\n" + m["fill"] if "\n" in m["fill"] else f"`{m['fill']}`"
+        where = f"第 {m['blank']} 个填空" if m["blank"] else "填空"
+        where_en = f"fill of blank {m['blank']}" if m["blank"] else "fill"
+        parts.append(line.format(quote=m["quote"], label=_label(m, lang), where=where, where_en=where_en, fill=fill))
+    return head + ("；" if lang == "zh" else "; ").join(parts)
 
 
 def _label(wrong: dict, language: str) -> str:

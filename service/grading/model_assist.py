@@ -38,7 +38,7 @@ class ModelAssist:
 
     def opinion(self, question: Question, answer: str, max_points: float) -> dict:
         rubric = {
-            "question": question.prompt, "max_points": max_points,
+            "question": question.prompt.lesson, "max_points": max_points,  # the lesson's words: one opinion
             "concepts": [{"id": c.id, "label": c.label} for c in question.concepts],
             "causal_chain": question.chain,
             "misconceptions": [{"id": m.id, "label": m.label} for m in question.misconceptions],

@@ -126,7 +126,8 @@ def named_requirement(kind: str, idea: NamedIdea, *, items: list[Item], written:
                                message=_say("named.found", language, quote=quote),
                                evidence={"via": "pattern", "quote": quote})
     return Requirement(id=kind, met=False, title=_title(kind, language),
-                       message=_say("named.missing", language, label=idea.label), evidence={"looked_for": idea.label})
+                       message=_say("named.missing", language, label=idea.label.in_(language)),
+                       evidence={"looked_for": idea.label.in_(language)})
 
 
 def total_requirement(total: float, threshold: float, language: Language) -> Requirement:

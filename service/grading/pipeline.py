@@ -171,11 +171,12 @@ class Grader:
         submission_id = submission_id or uuid.uuid4().hex
         secret_seed = secrets.randbits(63) if secret_seed is None else secret_seed
         spec = exercise.spec
-        language = report_language(submission.language, spec.language)  # the submission's, else the exercise's
+        language = report_language(submission.language, spec.language, submission.written)  # declared, written, lesson
 
         if self.mode is DeviceMode.interpreter and spec.requires_gpu:
+            reason = spec.requires_gpu.in_(language)
             return self._not_gradable(exercise, submission_id, None, started, language,
-                                      message=render("grading.gpu_only", language, reason=spec.requires_gpu))
+                                      message=render("grading.gpu_only", language, reason=reason))
 
         extraction = extract(exercise.template, submission.code, language=language)
         not_run_reason = extraction.error or _rejected_fill(exercise, extraction, language)

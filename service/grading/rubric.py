@@ -14,7 +14,7 @@ from service.submission import Submission
 def score_cases_item(item: RubricItem, cases: list[CaseReport], *, not_run_reason: str | None,
                      diagnoses: list[Diagnosis], language: str = "zh") -> Item:
     if not_run_reason is not None:
-        return Item(id=item.id, title=item.title, points=0.0, max_points=item.points, status="fail",
+        return Item(id=item.id, title=item.title.in_(language), points=0.0, max_points=item.points, status="fail",
                     feedback=render("rubric.not_run", language, reason=not_run_reason))
     mine = [c for c in cases if c.kind in item.case_kinds]
     passed = [c for c in mine if c.passed]
@@ -36,7 +36,7 @@ def score_cases_item(item: RubricItem, cases: list[CaseReport], *, not_run_reaso
     if related:
         lines.append(render("rubric.diagnoses_heading", language))
         lines += [f"- {d.message}" for d in related]
-    return Item(id=item.id, title=item.title, points=points, max_points=item.points, status=status,
+    return Item(id=item.id, title=item.title.in_(language), points=points, max_points=item.points, status=status,
                 feedback="\n".join(lines),
                 evidence={"passed": [c.id for c in passed], "failed": [c.id for c in failed],
                           "diagnoses": [d.id for d in related]})
@@ -71,8 +71,8 @@ def score_items(exercise: Exercise, submission: Submission, cases: list[CaseRepo
         if item.question is None:  # the spec refuses it (RubricItem._check): a text item names its question
             raise ValueError(f"rubric item {item.id}: a text item needs the question it grades")
         question, answer = exercise.question(item.question), submission.answer(item.question)
-        scored = score_text(item_id=item.id, title=item.title, max_points=item.points, question=question, answer=answer,
-                            fills=fills, language=lang)
+        scored = score_text(item_id=item.id, title=item.title.in_(lang), max_points=item.points, question=question,
+                            answer=answer, fills=fills, language=lang)
         items.append(assist.annotate(scored, question, answer, language=lang) if assist is not None else scored)
     return items
 

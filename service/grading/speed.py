@@ -74,9 +74,9 @@ def performance(speed: SpeedSpec, run: SpeedRun | None, *, mode: DeviceMode, lan
                 cases_passed: bool | None) -> Performance:
     """The report's `performance` object for an exercise with a `speed:` section."""
     base = dict(shape=[speed.rows, speed.cols], ideal_bytes=speed.ideal_bytes, bytes_formula=speed.bytes,
-                bytes_note=speed.bytes_note, baseline_label=speed.baseline.label,
-                predicted_speedup=speed.predicted_speedup,
-                claim=speed.claim, claim_source=speed.claim_source, cases_passed=cases_passed)
+                bytes_note=speed.bytes_note.in_(language), baseline_label=speed.baseline.label.in_(language),
+                predicted_speedup=speed.predicted_speedup, claim=speed.claim.in_(language),
+                claim_source=speed.claim_source.in_(language), cases_passed=cases_passed)
     if mode is DeviceMode.interpreter:
         return Performance(status="not_measured", reason=render("speed.interpreter", language), **base)
     if run is None:

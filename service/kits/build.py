@@ -84,12 +84,12 @@ def _question_html(exercise: Exercise) -> str:
     """The code editor (started from the template), one editor per written question, one for the claimed output."""
     spec = exercise.spec
     text = QUESTION_TEXT["en" if spec.language == "en" else "zh"]
-    parts = [f"<p>{html.escape(spec.title)}</p>",
+    parts = [f"<p>{html.escape(spec.title.in_(spec.language))}</p>",
              '<pl-file-editor file-name="solution.py" ace-mode="ace/mode/python" source-file-name="template.py">'
              "</pl-file-editor>"]
     for question in spec.questions:
         label = text["explanation"] if question.id == "explanation" else question.id.upper()
-        parts += [f"<p><strong>{html.escape(label)}</strong> {html.escape(question.prompt)}</p>",
+        parts += [f"<p><strong>{html.escape(label)}</strong> {html.escape(question.prompt.in_(spec.language))}</p>",
                   _editor(f"{question.id}.md", "markdown", 6)]
     parts += [f"<p><strong>{text['output']}</strong> {html.escape(text['output_help'])}</p>",
               _editor("output.txt", "text", 4)]
@@ -108,7 +108,7 @@ def prairielearn_kit(output: Path, *, exercise: Exercise, server_url: str, assig
     shutil.copy(KITS / "prairielearn" / "grade.py", image / "grade.py")
     shutil.copy(KITS / "kernelgrade_kit.py", image / "kernelgrade_kit.py")
     info = {
-        "uuid": str(uuid.uuid4()), "title": exercise.spec.title, "topic": "Triton kernels",
+        "uuid": str(uuid.uuid4()), "title": exercise.spec.title.in_(exercise.spec.language), "topic": "Triton kernels",
         "tags": ["kernelgrade", exercise.id], "type": "v3", "singleVariant": True, "gradingMethod": "External",
         "externalGradingOptions": {
             "enabled": True, "image": GRADER_IMAGE, "entrypoint": "/kernelgrade/grade",

@@ -156,11 +156,13 @@ def _activity(request: Request, session: Session, message: LtiLaunch, platform: 
     t = texts(spec.language)
     staff = is_staff(dict(message.get_launch_data()))
     context = {
-        "t": t, "title": spec.title, "exercise": spec, "launch_id": message.get_launch_id(), "person": person,
+        "t": t, "title": spec.title.in_(spec.language), "exercise": spec, "launch_id": message.get_launch_id(),
+        "person": person,
         "values": values or {"code": exercise.template, "explanation": "", "claimed_output": "", "answers": {}},
         "errors": errors or [],
         "points_line": t["lti_points_line"].format(max=f"{spec.max_points:g}", threshold=f"{spec.pass_threshold:g}"),
-        "explanation_prompt": next((q.prompt for q in spec.questions if q.id == "explanation"), t["lti_explanation"]),
+        "explanation_prompt": next((q.prompt.in_(spec.language) for q in spec.questions if q.id == "explanation"),
+                                   t["lti_explanation"]),
         "mine": _submission_rows(session, link, person.sub), "staff": staff,
         "everyone": _submission_rows(session, link, None) if staff else [],
     }
@@ -294,9 +296,9 @@ def deep_link(request: Request, session: SessionDep, settings: SettingsDep, para
         t = texts(spec.language)
         pass_line = t["lti_points_line"].format(max=f"{spec.max_points:g}", threshold=f"{spec.pass_threshold:g}")
         resource = (_Resource().set_text(f"{spec.id}: {pass_line}").set_url(f"{_base(request, settings)}/lti/launch")
-                    .set_title(spec.title).set_custom_params({"exercise": spec.id,
+                    .set_title(spec.title.in_(spec.language)).set_custom_params({"exercise": spec.id,
                                                               "pass_threshold": f"{spec.pass_threshold:g}"})
-                    .set_lineitem(LineItem().set_label(spec.title).set_score_maximum(spec.max_points)
+                    .set_lineitem(LineItem().set_label(spec.title.in_(spec.language)).set_score_maximum(spec.max_points)
                                   .set_resource_id(spec.id).set_tag("kernelgrade")))
         deep = message.get_deep_link()
         token = deep.get_response_jwt([resource])

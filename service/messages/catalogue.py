@@ -105,16 +105,6 @@ def service_catalogue() -> Catalogue:
     return catalogue
 
 
-def report_language(declared: str | None, exercise_language: str) -> Language:
-    """The language a report is written in: the submission's declared language when it gives one, else the
-    exercise's (a student who writes `"language": "en"` reads English feedback on a Chinese lesson)."""
-    for choice in (declared, exercise_language):
-        for known in LANGUAGES:
-            if known == choice:
-                return known
-    return "zh"
-
-
 def render(code: str, lang: str, /, **params: Any) -> str:
     """A service message (service/messages/*.yaml) in `lang`."""
     return service_catalogue().render(code, lang, **params)

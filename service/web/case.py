@@ -93,7 +93,8 @@ def item_views(report: Report, exercise: Exercise | None, body: SubmissionBody |
             answer = body.answer(question_id)
             spans = find_spans(exercise.question(question_id), answer,
                                concepts={f.get("concept") for f in ev.get("found", [])},
-                               misconceptions={m.get("misconception") for m in ev.get("misconceptions", [])})
+                               misconceptions={m.get("misconception") for m in ev.get("misconceptions", [])},
+                               language=report.language)
             view.answer = highlighted(answer, spans)
         views.append(view)
     return views

@@ -309,8 +309,9 @@ def feedback_response(request: Request, session, row: Submission | None, *,
     asked = request.query_params.get("lang")
     language = student_language(asked, row.language, row.body, lesson)
     t = texts(language)
+    exercise_title = exercise.spec.title.in_(language) if exercise is not None else row.exercise_id
     context: dict[str, Any] = {"t": t, "row": row, "report": report, "title": t["feedback_title"],
-                               "exercise_title": exercise.spec.title if exercise is not None else row.exercise_id,
+                               "exercise_title": exercise_title,
                                # the other language, as a link that keeps the page (?lang= wins over the rest)
                                "switch": [(code, texts(code)["language_name"])
                                           for code in LANGUAGES if code != language]}

@@ -33,12 +33,18 @@ def _normalised_with_origin(text: str) -> tuple[str, list[int]]:
     return "".join(chars), origin
 
 
-def find_spans(question: Question, answer: str, *, concepts: set[str], misconceptions: set[str]) -> list[Span]:
-    """Non-overlapping spans (in the original answer) of the concepts and misconceptions the rubric reported."""
+def find_spans(question: Question, answer: str, *, concepts: set[str], misconceptions: set[str],
+               language: str = "zh") -> list[Span]:
+    """Non-overlapping spans (in the original answer) of the concepts and misconceptions the rubric reported,
+    labelled in `language` (the report's)."""
     normalised, origin = _normalised_with_origin(answer)
     found: list[Span] = []
-    rules = [("concept", c.id, c.label, c.patterns) for c in question.concepts if c.id in concepts]
-    rules += [("misconception", m.id, m.label, m.patterns) for m in question.misconceptions if m.id in misconceptions]
+    def shown(zh: str, en: str | None) -> str:
+        return (en if language == "en" else None) or zh
+
+    rules = [("concept", c.id, shown(c.label, c.label_en), c.patterns) for c in question.concepts if c.id in concepts]
+    rules += [("misconception", m.id, shown(m.label, m.label_en), m.patterns)
+              for m in question.misconceptions if m.id in misconceptions]
     for kind, _id, label, patterns in rules:
         for pattern in patterns:
             for m in re.finditer(pattern, normalised, re.IGNORECASE):

@@ -23,6 +23,7 @@ from service.grading.pipeline import Grader
 from service.grading.steps import RunStep, Step
 from service.messages import report_language
 from service.report import ExerciseRef, Report
+from service.student_view import detected_language
 from service.submission import Submission as SubmissionBody
 from service.worker.metrics import Metrics
 
@@ -125,7 +126,8 @@ def gave_up_report(row: Submission, exercise: Exercise | None, reason: str) -> R
         exercise=ExerciseRef(id=row.exercise_id, version=spec.version if spec else _GONE_VERSION),
         max_points=spec.max_points if spec else _GONE_MAX_POINTS,
         pass_threshold=spec.pass_threshold if spec else _GONE_PASS_THRESHOLD,
-        language=report_language(row.language, spec.language if spec else "zh"), reason=reason)
+        language=report_language(row.language or detected_language(row.body), spec.language if spec else "zh"),
+        reason=reason)
 
 
 def grade_claimed(sessions: sessionmaker[Session], grader: Grader, claim: store.Claim, *, lease_s: float,

@@ -3,6 +3,7 @@ grades them (the solution, reference answers, concepts, mutants, the cases' data
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -22,10 +23,16 @@ def reader(service):
     return service.new_course().client("read")
 
 
+def both(text) -> list[str]:
+    """An authored text in each of its languages."""
+    return [t for t in (text.zh, text.en) if t]
+
+
 def public_text(exercise) -> str:
     """What the student is shown anyway: a secret that is a substring of this is no secret."""
     spec = exercise.spec
-    parts = [exercise.template, spec.title, *(q.prompt for q in spec.questions), *(i.title for i in spec.rubric)]
+    parts = [exercise.template, *both(spec.title), *(t for q in spec.questions for t in both(q.prompt)),
+             *(t for i in spec.rubric for t in both(i.title))]
     return "\n".join(parts)
 
 
@@ -36,9 +43,9 @@ def secrets_of(exercise) -> list[str]:
     for question in exercise.spec.questions:
         found.append(question.reference_answer)
         for concept in question.concepts:
-            found += [concept.label, *concept.patterns]
+            found += [concept.label, concept.label_en or "", *concept.patterns]
         for misconception in getattr(question, "misconceptions", []):
-            found += [misconception.label, *misconception.patterns]
+            found += [misconception.label, misconception.label_en or "", *misconception.patterns]
     mutants = exercise.mutants() if callable(exercise.mutants) else exercise.mutants
     for mutant in mutants:
         found.append(mutant.description)
@@ -47,7 +54,7 @@ def secrets_of(exercise) -> list[str]:
         found += [edit.new for edit in (mutant.edits or [])]
         found.append(exercise.mutant_code(mutant))
     for case in exercise.spec.cases:
-        found += [case.description, *([case.targets] if case.targets else [])]
+        found += [*both(case.description), *(both(case.targets) if case.targets else [])]
     public = public_text(exercise)
     return [s for s in {s.strip() for s in found} if len(s) >= 4 and s not in public]
 
@@ -58,7 +65,7 @@ def test_list_exercises(reader, exercise):
     listed = {e["id"]: e for e in response.json()}
     assert EXERCISE in listed
     summary = listed[EXERCISE]
-    assert summary["title"] == exercise.spec.title
+    assert summary["title"] == exercise.spec.title.zh  # the lesson's own language unless asked
     assert summary["max_points"] == exercise.spec.max_points == sum(i.points for i in exercise.spec.rubric)
     assert summary["pass_threshold"] == exercise.spec.pass_threshold
     assert summary["version"] == exercise.spec.version
@@ -70,13 +77,25 @@ def test_exercise_shows_template_questions_and_rubric(reader, exercise):
     view = response.json()
     assert view["template"] == exercise.template and BLANK in view["template"]
     assert view["entry_point"] == exercise.spec.entry_point
-    assert [(q["id"], q["prompt"]) for q in view["questions"]] == [(q.id, q.prompt) for q in exercise.spec.questions]
+    assert [(q["id"], q["prompt"]) for q in view["questions"]] == [(q.id, q.prompt.zh) for q in exercise.spec.questions]
     assert len(view["questions"]) >= 1
     assert [(r["id"], r["points"]) for r in view["rubric"]] == [(i.id, i.points) for i in exercise.spec.rubric]
     assert sum(r["points"] for r in view["rubric"]) == view["max_points"]
     kinds = view["case_kinds"]
     assert kinds["given"] == 1
     assert sum(kinds.values()) == 1 + len(exercise.spec.cases)
+
+
+def test_exercise_in_english_on_request(reader, exercise):
+    """?lang=en: the title, the questions and the rubric in English (the lesson is Chinese)."""
+    listed = {e["id"]: e for e in reader.get("/v1/exercises", params={"lang": "en"}).json()}
+    assert listed[EXERCISE]["title"] == exercise.spec.title.en and listed[EXERCISE]["language"] == "zh"
+    view = reader.get(f"/v1/exercises/{EXERCISE}", params={"lang": "en"}).json()
+    shown = [view["title"], *(q["prompt"] for q in view["questions"]), *(r["title"] for r in view["rubric"])]
+    assert shown[0] == exercise.spec.title.en and [q["prompt"] for q in view["questions"]] == \
+        [q.prompt.en for q in exercise.spec.questions]
+    assert not [s for s in shown if re.search(r"[\u3400-\u9fff]", s)]
+    assert reader.get(f"/v1/exercises/{EXERCISE}", params={"lang": "fr"}).status_code == 422
 
 
 @pytest.mark.parametrize("path", ["/v1/exercises", f"/v1/exercises/{EXERCISE}"])

@@ -1,21 +1,19 @@
 """The report is written in the submission's declared language (service.messages.report_language),
-else the exercise's: lesson 6's missing re-mask graded for real in the sandbox, once in English, once
-undeclared (Chinese, the lesson's language)."""
+else the one its answers are written in, else the exercise's: lesson 6's missing re-mask graded for
+real in the sandbox, declared English, undeclared with English answers, and undeclared without answers
+(Chinese, the lesson's language); and all nine exercises' English reports hold no Chinese."""
 from __future__ import annotations
 
-import re
-
 import pytest
-import yaml
 
 from service.report import Report
 from service.submission import Submission
 from tests.support.backends import grader_for
+from tests.support.english import CJK, LESSON06_ENGLISH, chinese_in, student_texts
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.sandbox_backends("bwrap")]
 
 SEED = 424242
-CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 @pytest.fixture(scope="module")
@@ -25,43 +23,19 @@ def grader(sandbox_backend_name):
 
 @pytest.fixture(scope="module")
 def reports(grader) -> dict[str | None, Report]:
+    """Lesson 6's missing re-mask graded in the sandbox: declared English, undeclared without answers
+    (the lesson's Chinese), undeclared with English answers."""
     exercise = grader.catalog.get("lesson06_mean_var")
     mutant = next(m for m in exercise.mutants if m.id == "wrong.remask_missing_true")
     code = exercise.mutant_code(mutant)
-    return {language: grader.grade(Submission(exercise=exercise.id, code=code, language=language), secret_seed=SEED)
-            for language in ("en", None)}
+    graded = {language: grader.grade(Submission(exercise=exercise.id, code=code, language=language), secret_seed=SEED)
+              for language in ("en", None)}
+    english = {k: v for k, v in LESSON06_ENGLISH.items() if k != "claimed_output"}
+    graded["written"] = grader.grade(Submission(exercise=exercise.id, code=code, **english), secret_seed=SEED)
+    return graded
 
 
-def _authored(exercise) -> list[str]:
-    """Every string the exercise's author wrote in exercise.yaml (case descriptions, concept labels,
-    ...): Chinese only for now, quoted inside the service's words; longest first, to be cut out."""
-    found: list[str] = []
-
-    def walk(node) -> None:
-        if isinstance(node, str):
-            found.append(node)
-        elif isinstance(node, dict):
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-    walk(yaml.safe_load((exercise.root / "exercise.yaml").read_text(encoding="utf-8")))
-    return sorted({s for s in found if CJK.search(s)}, key=len, reverse=True)
-
-
-def _service_words(report: Report, authored: list[str]) -> list[str]:
-    """The report's student-facing text (every item's feedback, diagnoses, requirements) with the
-    exercise's authored strings and the cases' descriptions (drawn ones are filled-in templates) cut
-    out: what is left is the service's and the checks' own words."""
-    texts = [*(i.feedback for i in report.items), *(d.message for d in report.diagnoses),
-             *(r.message for r in report.score.requirements)]
-    for quoted in sorted({*authored, *(c.description for c in report.cases)}, key=len, reverse=True):
-        texts = [t.replace(quoted, "") for t in texts]
-    return texts
-
-
-def test_english_submission_gets_an_english_report(reports, grader):
+def test_english_submission_gets_an_english_report(reports):
     report = reports["en"]
     assert report.status == "graded" and report.language == "en"
     missing = next(d for d in report.diagnoses if d.id == "missing_remask")
@@ -69,8 +43,48 @@ def test_english_submission_gets_an_english_report(reports, grader):
     boundary = next(i for i in report.items if i.id == "code.boundary")
     assert boundary.points == 0 and "probe.large_mean" in boundary.feedback
     assert report.score.requirements and not report.score.passed
-    words = _service_words(report, _authored(grader.catalog.get("lesson06_mean_var")))
-    assert all(words) and [t for t in words if CJK.search(t)] == []
+    # Everything the student reads is English, the exercise's own words too (titles, cases, probes'
+    # targets, concept labels, requirements): no quoted Chinese left.
+    assert report.items[0].title == "Regular inputs (with the given check)"
+    assert chinese_in(report.model_dump(mode="json")) == {}
+
+
+def test_english_answers_get_an_english_report_without_declaring_it(reports, grader):
+    """No `language` in the submission: the answers are English (lesson 6's example, translated), so
+    is the report, quotes, labels and all."""
+    report = reports["written"]
+    assert report.status == "graded" and report.language == "en"
+    q2 = next(i for i in report.items if i.id == "q2")
+    identity = grader.catalog.get("lesson06_mean_var").question("q2").concepts[0]  # other=0.0: the first sum's identity
+    assert q2.points > 0 and identity.label_en and identity.label_en in q2.feedback
+    assert {d.id for d in report.diagnoses} == {d.id for d in reports["en"].diagnoses}
+    assert chinese_in(report.model_dump(mode="json")) == {}
+
+
+def _english_answers(exercise) -> dict[str, object]:
+    """Answers in English for any exercise: each question's concepts, in its own English words."""
+    said = {q.id: " Because of that, ".join(c.label_en or "" for c in q.concepts) + "." for q in exercise.spec.questions}
+    return {"explanation": said.pop("explanation", "It is filled as the lesson says."), "answers": said}
+
+
+@pytest.mark.parametrize("exercise_id", ["fused_mean_var_atomic", "lesson05_row_sum", "lesson06_mean_var",
+                                         "lesson07_softmax", "puzzle_long_softmax", "puzzle_long_sum",
+                                         "puzzle_outer_add", "weighted_sum_fwd_bwd", "welford_merge"])
+def test_every_exercise_reports_in_english_for_english_answers(grader, exercise_id):
+    """All nine, through the real grader without starting the sandbox (code that is not the
+    template: nothing runs, every case is reported unrun with its description; weighted_sum is GPU
+    only and says why): every student-facing text is English."""
+    exercise = grader.catalog.get(exercise_id)
+    report = grader.grade(Submission(exercise=exercise_id, code="x = 1\n", **_english_answers(exercise)),
+                          secret_seed=SEED)
+    assert report.language == "en" and report.status in ("graded", "not_gradable")
+    texts = student_texts(report.model_dump(mode="json"))
+    if report.status == "graded":
+        assert len(report.cases) == len(exercise.spec.cases) and len(report.items) == len(exercise.spec.rubric)
+        assert any(f["label"] for i in report.items for f in i.evidence.get("found", [])), "concepts quoted"
+    else:
+        assert "block pointers" in report.message
+    assert texts and chinese_in(report.model_dump(mode="json")) == {}
 
 
 def test_undeclared_language_stays_the_lessons(reports):

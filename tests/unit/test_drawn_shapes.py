@@ -39,7 +39,9 @@ def test_replay_is_exact_and_seeds_differ():
     widths = {tuple(c.cols for c in spec.cases_for(seed) if c.draw is not None) for seed in range(30)}
     assert len(widths) >= 20  # the secret seed moves the shapes, not only the data
     wide = next(c for c in spec.cases_for(7) if c.id == "probe.wide")
-    assert 4096 < wide.cols <= 6144 and f"N = {wide.cols}" in wide.description and "{" not in wide.description
+    assert 4096 < wide.cols <= 6144
+    for description in (wide.description.zh, wide.description.en):  # filled in both languages
+        assert f"N = {wide.cols}" in description and "{" not in description
     # The data seed is the same function of the secret seed as before: drawing shapes changes no data seed.
     assert case_seed(wide, 7) == case_seed(next(c for c in spec.cases if c.id == "probe.wide"), 7)
 

@@ -38,7 +38,8 @@ def test_lesson06_speed_section_parses_and_builds_its_input_with_make_inputs():
     assert speed is not None
     assert (speed.rows, speed.cols, speed.repeat) == (16384, 4096, 32)
     assert speed.ideal_bytes == 4 * 16384 * 4096 + 2 * 4 * 16384
-    assert "读取矩阵一次" in speed.claim and "x.mean()" in speed.claim
+    assert "读取矩阵一次" in speed.claim.zh and "x.mean()" in speed.claim.zh
+    assert "reads the matrix once" not in speed.claim.zh and "x.mean()" in speed.claim.en
     arrays = exercise.make_inputs(speed.case(), speed.seed)
     assert arrays["x"].shape == (speed.draw_rows, speed.cols) and arrays["x"].dtype.name == "float32"
 
@@ -72,13 +73,14 @@ def test_speed_baseline_sees_only_torch_and_the_arguments():
     with pytest.raises(ValidationError, match=r"names \['open'\]"):
         ExerciseSpec.model_validate(data)
     data["speed"] = _speed(baseline={"label": "t", "code": "(lambda m: (m, torch.var(x, dim=1)))(x.mean(dim=1))"})
-    assert ExerciseSpec.model_validate(data).speed.baseline.label == "t"
+    label = ExerciseSpec.model_validate(data).speed.baseline.label  # a plain string: the same in every language
+    assert label.in_("zh") == label.in_("en") == "t"
 
 
 def test_fused_mean_var_atomic_speed_section_stacks_every_argument():
     exercise = Exercise(REPO_ROOT / "exercises/fused_mean_var_atomic")
     speed = exercise.spec.speed
     assert speed is not None and speed.repeat == 32 and speed.kwargs == {"block": 2048}
-    assert "the naive two-kernel form reads 8 MB" in speed.claim and speed.predicted_speedup == 2.0
+    assert "the naive two-kernel form reads 8 MB" in speed.claim.in_("zh") == speed.claim.in_("en") and speed.predicted_speedup == 2.0
     arrays = exercise.make_inputs(speed.case(), speed.seed)
     assert {name: a.shape for name, a in arrays.items()} == {"x": (2, 1 << 20), "sums": (2,), "sumsqs": (2,)}

@@ -5,7 +5,15 @@ from pathlib import Path
 
 import pytest
 
-from service.messages import LANGUAGES, Catalogue, CatalogueError, render, report_language, service_catalogue
+from service.messages import (
+    LANGUAGES,
+    Catalogue,
+    CatalogueError,
+    render,
+    report_language,
+    service_catalogue,
+    written_language,
+)
 
 EXERCISES = Path(__file__).resolve().parents[2] / "exercises"
 
@@ -76,3 +84,15 @@ def test_the_kits_own_copy_of_its_messages_is_the_catalogues():
     assert kit_codes == set(kernelgrade_kit.MESSAGES)
     for code, by_language in kernelgrade_kit.MESSAGES.items():
         assert by_language == {lang: catalogue.template(f"kit.{code}", lang) for lang in LANGUAGES}
+
+
+def test_report_language_follows_the_written_answers_when_none_is_declared():
+    """service.messages.written_language: the grader's rule and the student page's (student_view)."""
+    english = ["After centring a padding lane becomes -mean, so the mask is applied again with tl.where."]
+    chinese = ["中心化后 padding lane 变成 -mean，所以要用 tl.where 重新施加 mask。"]
+    assert report_language(None, "zh", english) == "en"
+    assert report_language(None, "en", chinese) == "zh"
+    assert report_language("zh", "zh", english) == "zh"  # declared wins
+    assert report_language(None, "zh", ["", "   ", "0 < 1"]) == "zh"  # nothing written in words: the lesson's
+    # code words in Chinese prose are many letters, still a minority of its characters
+    assert written_language(["填 mask（cols < N）。padding lane 中心化后是 -mean，平方后是 mean^2；tl.where(mask, diff, 0.0) 把它清零。"]) == "zh"

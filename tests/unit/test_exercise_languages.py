@@ -1,0 +1,77 @@
+"""Every text an exercise author wrote for a student or a TA (rubric titles, case descriptions and
+targets, concept and misconception labels, requirement labels, prompts, the speed section) is in
+Chinese and English, for all nine exercises: an English report can only be as English as these."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from pydantic import BaseModel
+
+from service.config import REPO_ROOT
+from service.exercises import ExerciseCatalog, Text
+from tests.support.english import CJK
+
+CATALOG = ExerciseCatalog(REPO_ROOT / "exercises")
+
+
+def texts(node: object, path: str = "") -> Iterator[tuple[str, Text]]:
+    """Every Text in a spec, with where it is (`rubric[0].title`)."""
+    if isinstance(node, Text):
+        yield path, node
+    elif isinstance(node, BaseModel):
+        for name in type(node).model_fields:
+            yield from texts(getattr(node, name), f"{path}.{name}" if path else name)
+    elif isinstance(node, (list, tuple)):
+        for index, value in enumerate(node):
+            yield from texts(value, f"{path}[{index}]")
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            yield from texts(value, f"{path}[{key}]")
+
+
+def test_all_nine_exercises_are_here():
+    assert len(CATALOG.ids()) == 9
+
+
+@pytest.mark.parametrize("exercise_id", CATALOG.ids())
+def test_every_authored_text_has_english_without_chinese(exercise_id):
+    spec = CATALOG.get(exercise_id).spec
+    found = list(texts(spec))
+    assert len(found) >= 15, "titles, cases, labels, prompts: an exercise has many"
+    assert [where for where, text in found if not text.en or CJK.search(text.en)] == []
+    # The lesson's own words stay: a Chinese text kept its Chinese (an English-only quote is the same in both).
+    assert [where for where, text in found if not text.zh] == []
+    assert [where for where, text in found if CJK.search(text.zh or "") and text.en == text.zh] == []
+
+
+@pytest.mark.parametrize("exercise_id", CATALOG.ids())
+def test_every_concept_and_misconception_has_an_english_label(exercise_id):
+    """Concepts and misconceptions keep their own form (`label` in the lesson's words, `label_en`): the
+    free-text scorer matches both (service/grading/freetext.py)."""
+    spec = CATALOG.get(exercise_id).spec
+    labelled = [(f"{q.id}:{x.id}", x.label_en) for q in spec.questions for x in (*q.concepts, *q.misconceptions)]
+    assert labelled and [where for where, en in labelled if not en or CJK.search(en)] == []
+
+
+@pytest.mark.parametrize("exercise_id", CATALOG.ids())
+def test_drawn_case_descriptions_are_filled_in_both_languages(exercise_id):
+    spec = CATALOG.get(exercise_id).spec
+    for case in spec.cases_for(20261202):
+        for description in (case.description.zh, case.description.en):
+            assert description and "{" not in description, (case.id, description)
+        if case.draw is not None:
+            assert str(case.cols) in case.description.en
+
+
+def test_text_reads_the_old_plain_form_and_falls_back():
+    plain = Text.model_validate("N = 1")
+    assert plain.in_("zh") == plain.in_("en") == plain.lesson == "N = 1"
+    only_zh = Text.model_validate({"zh": "宽度 32"})
+    assert only_zh.in_("en") == "宽度 32" and only_zh.lesson == "宽度 32"  # nothing better to show
+    both = Text.model_validate({"zh": "宽度 {cols}", "en": "width {cols}"}).filled(cols=33)
+    assert (both.in_("zh"), both.in_("en"), both.lesson) == ("宽度 33", "width 33", "宽度 33")
+    with pytest.raises(ValueError):
+        Text.model_validate({})
+    with pytest.raises(ValueError):
+        Text.model_validate({"zh": "x", "fr": "y"})
