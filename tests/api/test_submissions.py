@@ -20,6 +20,7 @@ from service.report import SCHEMA
 from tests.api.support import (
     EXERCISE, FINAL, Course, Service, cheap_body, error_locs, example_body, template_body, wait_final,
 )
+from tests.support.english import LESSON06_ENGLISH, chinese_in
 from tests.support.platform_specs import check_gradescope, check_prairielearn
 
 pytestmark = pytest.mark.sandbox
@@ -424,6 +425,26 @@ def test_feedback_link_of_an_ungraded_submission_shows_no_report(service, course
     response = httpx.get(f"{service.url}/v1/feedback/{row.feedback_token}", timeout=30)
     assert response.status_code == 200, response.text
     assert response.json() == {"status": "running", "exercise": EXERCISE, "report": None, "language": "zh"}
+
+
+def test_english_answers_get_english_feedback_without_declaring_a_language(service, course):
+    """Lesson 6's example submission with its written answers in English and no `language`: the
+    report, the student JSON and the page are English, the exercise's own words included."""
+    client = course.client("submit", "read")
+    body = {**example_body(), **LESSON06_ENGLISH}
+    assert "language" not in body
+    accepted = client.post("/v1/submissions", json=body)
+    assert accepted.status_code == 202, accepted.text
+    view = wait_final(client, accepted.json()["id"])
+    report = view["report"]
+    assert view["status"] == "graded" and report["language"] == "en" and report["score"]["passed"], report["score"]
+    assert chinese_in(report) == {}
+    feedback = httpx.get(view["links"]["feedback"], timeout=30).json()
+    assert feedback["language"] == "en" and feedback["report"]["language"] == "en"
+    assert chinese_in(feedback["report"]) == {}
+    page = httpx.get(view["links"]["feedback_page"], timeout=30)
+    assert page.status_code == 200 and "<h1>Lesson 6: mean and variance, and the mask" in page.text
+    assert "Regular inputs (with the given check)" in page.text and "正常输入" not in page.text
 
 
 @pytest.mark.parametrize("token", [secrets.token_urlsafe(32), "x", "a" * 1000])
