@@ -16,6 +16,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from service.api.schemas import UTCDateTime
 from service.db.models import HintTaken, ReportFact, Submission
+from service.hints import LEVELS
 from service.status import IN_PROGRESS_STATUSES, SubmissionStatus
 
 EXAMPLES = 3  # example submissions per diagnosis
@@ -330,16 +331,15 @@ def _hints(session: Session, scope: ColumnElement[bool]) -> tuple[Hints, dict[st
         out: dict[tuple[str, str], HintRow] = {}
         for *key, students, taken in per_key:
             ex, name = key[0], key[1] if len(key) > 1 else ""
-            out[(ex, name)] = HintRow(exercise=ex, ladder=name, students=students, levels=[0] * 4, taken=taken)
+            out[(ex, name)] = HintRow(exercise=ex, ladder=name, students=students, levels=[0] * LEVELS, taken=taken)
         for *key, lvl, students, _ in per_level:
             row = out.get((key[0], key[1] if len(key) > 1 else ""))
-            if row is not None and 1 <= lvl <= 4:
+            if row is not None and 1 <= lvl <= LEVELS:
                 row.levels[lvl - 1] = students
         return sorted(out.values(), key=lambda r: (r.exercise, -r.students, r.ladder))
 
-    total = session.execute(select(func.count(distinct(student)), func.count()).select_from(HintTaken)
-                            .join(Submission, Submission.id == HintTaken.submission_id).where(scope)).one()
-    hints = Hints(students=total[0], taken=total[1],
+    (students, taken), = grouped()  # no columns: one row, over the whole assignment
+    hints = Hints(students=students, taken=taken,
                   by_exercise=rows(grouped(exercise, level), grouped(exercise)),
                   by_ladder=rows(grouped(exercise, ladder, level), grouped(exercise, ladder)))
     per_diagnosis = {name: students for name, students, _ in grouped(ladder)}
