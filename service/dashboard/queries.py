@@ -133,8 +133,7 @@ class Dashboard(BaseModel):
     diagnoses: list[DiagnosisRow]
     case_families: list[CaseFamilyRow]
     concepts: list[ConceptRow]
-    hints: Hints = Field(default_factory=lambda: Hints(students=0, taken=0, by_exercise=[], by_ladder=[]),
-                        description="the hint ladder's levels taken (service/hints.py)")
+    hints: Hints = Field(default_factory=Hints, description="the hint ladder's levels taken (service/hints.py)")
     timeline: Timeline
 
 
