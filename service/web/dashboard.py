@@ -77,11 +77,17 @@ def _charts(board: Dashboard, w: dict[str, str]) -> dict[str, Any]:
             "hints": _hint_bars(board, w)}
 
 
+def _level_labels(lang: str) -> list[str]:
+    """"1 · 概念区域" …: the ladder's level names, numbered, in `lang`."""
+    return [say("dashboard_hint_level", lang, level=n, name=name)
+            for n, name in enumerate(LEVEL_NAMES[lang][:LEVELS], start=1)]
+
+
 def _hint_bars(board: Dashboard, w: dict[str, str]) -> dict[tuple[str, str], Any]:
     lang = "zh" if w["lang"].startswith("zh") else "en"
+    labels = _level_labels(lang)  # once for the table, not once per row
     return {(h.exercise, h.ladder): level_bars(h.levels, say("dashboard_hint_bars", lang, counts=[
-                f"{say('dashboard_hint_level', lang, level=n, name=name)}: {c}"
-                for n, (name, c) in enumerate(zip(LEVEL_NAMES[lang], h.levels), start=1)]))
+                f"{label}: {count}" for label, count in zip(labels, h.levels)]))
             for h in [*board.hints.by_exercise, *board.hints.by_ladder]}
 
 
@@ -90,8 +96,7 @@ def _hint_words(lang: str) -> dict[str, Any]:
     lang = "zh" if lang == "zh" else "en"
     codes = ("heading", "skip", "none", "exercise", "ladder", "all_ladders", "students")
     return {**{c: say(f"dashboard_hint{'s' if c in ('heading', 'skip', 'none') else ''}_{c}", lang) for c in codes},
-            "levels": [say("dashboard_hint_level", lang, level=n, name=name)
-                       for n, name in enumerate(LEVEL_NAMES[lang][:LEVELS], start=1)],
+            "levels": _level_labels(lang),
             "total": lambda students, taken: say("dashboard_hints_total", lang, students=students, taken=taken),
             "hinted": lambda students: say("dashboard_hinted", lang, students=students)}
 
