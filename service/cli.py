@@ -447,7 +447,15 @@ def _regrade_line(session, job) -> str:
     counts = regrades.progress(session, job)
     scope = job.assignment if job.scope == "assignment" else f"{job.exercise_id} v{job.exercise_version}"
     return (f"{job.id}\t{job.status}\t{job.scope} {scope}\t{counts.done}/{counts.total} done, "
-            f"{counts.queued} queued, {counts.pending} pending")
+            f"{counts.queued} queued, {counts.pending} pending, {counts.failed} failed")
+
+
+def _regrade_failures(session, job) -> list[str]:
+    """One line per submission whose regrade failed on our side (its earlier grade stays current)."""
+    from service.db import regrades
+
+    return [f"  failed\t{f.submission_id}\t{f.student_id or '-'}\treport {f.report_seq} (current: "
+            f"{f.current_seq})\t{f.message}" for f in regrades.failures(session, job)]
 
 
 @regrade_app.command("start")
@@ -476,7 +484,8 @@ def regrade_start(course: Annotated[str, typer.Option(help="course id")],
 def regrade_status(course: Annotated[str, typer.Option(help="course id")],
                    job: Annotated[str | None,
                                   typer.Argument(help="a job id (default: the course's jobs)")] = None) -> None:
-    """Progress of the course's bulk regrades."""
+    """Progress of the course's bulk regrades; with a JOB, also each submission whose regrade failed on our
+    side (not_gradable: its earlier grade stays), to look at and regrade again."""
     from service.db import regrades
     from service.db.models import RegradeJob
 
@@ -486,6 +495,9 @@ def regrade_status(course: Annotated[str, typer.Option(help="course id")],
             raise _fail(f"no bulk regrade {job!r} in course {course!r}")
         for row in rows:
             print(_regrade_line(session, row))
+            if job:  # one job asked for: which submissions to look at
+                for line in _regrade_failures(session, row):
+                    print(line)
 
 
 @kits_app.command("gradescope")

@@ -14,11 +14,27 @@ from sqlalchemy.orm import Session
 from service.db import store
 from service.db.base import utcnow
 from service.db.models import RegradeItem, RegradeJob, ReportRow, Submission
-from service.status import FINAL_STATUSES
+from service.status import FINAL_STATUSES, SubmissionStatus
+
+# The reports a grading writes (a TA's review, or a later revision, is not a regrade's outcome).
+_GRADING_REASONS = ("initial", "regrade")
 
 
 class NothingToRegrade(LookupError):
     """The scope matches no graded submission of the course."""
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A done item whose regrade came out not_gradable (our failure: the sandbox or the infrastructure):
+    a TA looks at it, and can regrade it again. `current_seq` is the report that counts now: the earlier
+    good one it kept, or the failed one itself when there was no good one to keep."""
+
+    submission_id: str
+    student_id: str | None
+    report_seq: int
+    current_seq: int | None
+    message: str
 
 
 @dataclass(frozen=True)
@@ -27,6 +43,7 @@ class Progress:
     pending: int
     queued: int
     done: int
+    failed: int = 0  # of the done ones: their regrade came out not_gradable (failures() lists them)
 
     @property
     def total(self) -> int:
@@ -78,7 +95,35 @@ def start(session: Session, course_id: str, *, assignment: str | None = None, ex
 def progress(session: Session, job: RegradeJob) -> Progress:
     counts = dict(session.execute(select(RegradeItem.state, func.count()).where(RegradeItem.job_id == job.id)
                                   .group_by(RegradeItem.state)).all())
-    return Progress(job, counts.get("pending", 0), counts.get("queued", 0), counts.get("done", 0))
+    failed = session.scalar(select(func.count()).select_from(_failed(job).subquery())) or 0
+    return Progress(job, counts.get("pending", 0), counts.get("queued", 0), counts.get("done", 0), failed)
+
+
+def failures(session: Session, job: RegradeJob, limit: int = 100) -> list[Failure]:
+    """The job's failed items (at most `limit`, in submission order), with what failed."""
+    rows = session.execute(_failed(job).add_columns(Submission.student_id, Submission.current_report_id,
+                                                    ReportRow.report["message"].as_string())
+                           .join(Submission, Submission.id == ReportRow.submission_id)
+                           .order_by(Submission.created_at, Submission.id).limit(limit)).all()
+    current = dict(session.execute(select(ReportRow.id, ReportRow.seq)
+                                   .where(ReportRow.id.in_([r.current_report_id for r in rows]))).all())
+    return [Failure(submission_id=r.submission_id, student_id=r.student_id, report_seq=r.seq,
+                    current_seq=current.get(r.current_report_id), message=r[-1] or "") for r in rows]
+
+
+def _failed(job: RegradeJob):
+    """The done items whose regrade came out not_gradable, as (submission_id, seq) of that report: the
+    newest grading report since the job started (a later regrade of the submission, a TA's, supersedes it:
+    one that graded clears the failure). Computed from the reports, so nothing more is stored."""
+    newest = (select(ReportRow.submission_id.label("submission_id"), func.max(ReportRow.seq).label("seq"))
+              .join(RegradeItem, and_(RegradeItem.submission_id == ReportRow.submission_id,
+                                      RegradeItem.job_id == job.id))
+              .where(RegradeItem.state == "done", ReportRow.seq > RegradeItem.seq_before,
+                     ReportRow.reason.in_(_GRADING_REASONS))
+              .group_by(ReportRow.submission_id).subquery())
+    return (select(ReportRow.submission_id, ReportRow.seq)
+            .join(newest, and_(newest.c.submission_id == ReportRow.submission_id, newest.c.seq == ReportRow.seq))
+            .where(ReportRow.status == SubmissionStatus.not_gradable))
 
 
 def jobs(session: Session, course_id: str, limit: int = 50) -> list[RegradeJob]:
@@ -123,7 +168,7 @@ def _mark_done(session: Session, job: RegradeJob) -> None:
     ones too: a step that queued one and died before noting it, or a TA's own regrade, already did it."""
     regraded = (select(ReportRow.id).where(ReportRow.submission_id == RegradeItem.submission_id,
                                            ReportRow.seq > RegradeItem.seq_before,
-                                           ReportRow.reason.in_(("initial", "regrade")))
+                                           ReportRow.reason.in_(_GRADING_REASONS))
                 .exists())
     final = select(Submission.id).where(Submission.id == RegradeItem.submission_id,
                                         Submission.status.in_(FINAL_STATUSES)).exists()

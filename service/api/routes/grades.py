@@ -72,6 +72,21 @@ class RegradeRequest(BaseModel):
         return self
 
 
+FAILURES_SHOWN = 100  # per job: the count is complete, the list is bounded (a broken worker fails them all)
+
+
+class RegradeFailure(BaseModel):
+    """A submission whose regrade came out not_gradable (the sandbox or the infrastructure failed, not the
+    student): its earlier grade stays current; look at it, and regrade it again once the cause is fixed."""
+
+    submission_id: str
+    student_id: str | None
+    report_seq: int = Field(description="the failed regrade's report (in the submission's `history`)")
+    current_report_seq: int | None = Field(description="the report that counts now: the earlier grade it kept, or "
+                                                       "the failed one when there was no grade to keep")
+    message: str = Field(description="what failed on our side")
+
+
 class RegradeView(BaseModel):
     id: str
     status: Literal["running", "done"]
@@ -83,6 +98,8 @@ class RegradeView(BaseModel):
     done: int
     queued: int
     pending: int
+    failed: int = Field(description="of the done ones, those whose regrade came out not_gradable (our failure)")
+    failures: list[RegradeFailure] = Field(description=f"the failed ones, the first {FAILURES_SHOWN}")
     progress: float = Field(description="done / total")
     requested_by: str
     created_at: UTCDateTime
@@ -94,7 +111,11 @@ def _view(session, job: RegradeJob) -> RegradeView:
     counts = regrades.progress(session, job)
     return RegradeView(id=job.id, status=job.status, scope=job.scope, assignment=job.assignment,
                        exercise=job.exercise_id, version=job.exercise_version, total=counts.total, done=counts.done,
-                       queued=counts.queued, pending=counts.pending,
+                       queued=counts.queued, pending=counts.pending, failed=counts.failed,
+                       failures=[RegradeFailure(submission_id=f.submission_id, student_id=f.student_id,
+                                                report_seq=f.report_seq, current_report_seq=f.current_seq,
+                                                message=f.message)
+                                 for f in (regrades.failures(session, job, FAILURES_SHOWN) if counts.failed else [])],
                        progress=counts.done / counts.total if counts.total else 1.0, requested_by=job.requested_by,
                        created_at=job.created_at, updated_at=job.updated_at, finished_at=job.finished_at)
 
