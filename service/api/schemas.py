@@ -78,6 +78,7 @@ class ReportVersion(BaseModel):
 
 
 class WebhookAttempt(BaseModel):
+    event: str = Field(description="the webhook's event type (`submission.graded`, ...; docs/api.md, Webhooks)")
     url: str
     attempts: int
     delivered: bool

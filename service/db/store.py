@@ -247,7 +247,8 @@ def finish(session: Session, claim_: Claim, report: Report) -> ReportRow | None:
     One transaction: the report row, the submission's status and its current report, and the
     webhook delivery (if a callback was asked for). A worker that lost its lease writes nothing.
     A not_gradable regrade of a graded submission is written to the history only: the graded
-    report stays current and the submission stays graded (our failure never replaces a grade).
+    report stays current and the submission stays graded (our failure never replaces a grade);
+    the course hears of it through a `submission.regrade_failed` webhook.
     """
     # The conditional UPDATE comes first: it takes the row (PostgreSQL) or the write lock
     # (SQLite), so nobody can re-claim between our check and our write.
@@ -272,6 +273,7 @@ def finish(session: Session, claim_: Claim, report: Report) -> ReportRow | None:
         # Our failure never replaces a good grade: the regrade stays in the history (not current),
         # the graded report stays current (gradebook, passback, feedback), and it can be regraded again.
         row.status = SubmissionStatus.graded
+        notify_regrade_failed(session, row, report_row)
         session.commit()
         return report_row
     row.current_report_id = report_row.id
@@ -300,6 +302,14 @@ def notify(session: Session, row: Submission, report_row: ReportRow, *, event: s
         session.add(WebhookDelivery(submission_id=row.id, report_id=report_row.id, url=row.callback_url,
                                     next_attempt_at=utcnow(), event=event, decision_id=decision_id))
     lti_scores.enqueue(session, row, report_row, policy=course_policy(session, row.course_id))
+
+
+def notify_regrade_failed(session: Session, row: Submission, failed: ReportRow) -> None:
+    """Tell the course a regrade failed on our side and the earlier grade stays (same transaction): a
+    webhook only. No LMS score: the grade that counts did not change (webhook_payload.py says which)."""
+    if row.callback_url:
+        session.add(WebhookDelivery(submission_id=row.id, report_id=failed.id, url=row.callback_url,
+                                    next_attempt_at=utcnow(), event="submission.regrade_failed"))
 
 
 def on_current_report(session: Session, row: Submission, report: dict) -> None:

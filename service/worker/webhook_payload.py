@@ -14,7 +14,10 @@ from typing import Any
 
 from standardwebhooks import Webhook
 
-EVENTS = ("submission.graded", "submission.regraded", "submission.decision_recorded")
+# A regrade that failed on our side (not_gradable) while an earlier grade stays current: the message's
+# report and grade are that earlier one (unchanged), `data.failed_regrade` says what failed.
+REGRADE_FAILED = "submission.regrade_failed"
+EVENTS = ("submission.graded", "submission.regraded", "submission.decision_recorded", REGRADE_FAILED)
 LEGACY_SIGNATURE_HEADER = "Kernelgrade-Signature"
 
 
@@ -37,11 +40,13 @@ class Message:
 
 def message(*, course_secret: str, delivery_id: int, event: str, submission: dict[str, Any], report_seq: int,
             report_reason: str, report: dict[str, Any], grade: dict[str, Any] | None,
-            decision: dict[str, Any] | None, legacy: bool, now: datetime | None = None) -> Message:
+            decision: dict[str, Any] | None, legacy: bool, now: datetime | None = None,
+            failed_regrade: dict[str, Any] | None = None) -> Message:
     """The signed message for one delivery. Its id is stable across retries (receivers deduplicate on it)."""
     now = now or datetime.now(UTC)
     data = {"submission_id": submission["id"], "status": report["status"], "report_seq": report_seq,
-            "reason": report_reason, "identity": submission["identity"], "grade": grade, "decision": decision}
+            "reason": report_reason, "identity": submission["identity"], "grade": grade, "decision": decision,
+            "failed_regrade": failed_regrade}
     # `event`, `submission_id`, `status`, `report_seq` and `report` at the top level are the v1 body:
     # receivers written for it keep working; `type`, `timestamp` and `data` are Standard Webhooks'.
     payload = {"type": event, "timestamp": now.isoformat().replace("+00:00", "Z"), "data": data,

@@ -29,8 +29,8 @@ from service.db.models import Course, Decision, ReportRow, Submission, WebhookDe
 from service.grades.gradebook import counted_with_hints
 from service.grades.policy import CoursePolicy
 from service.worker.webhook_payload import LEGACY_SIGNATURE_HEADER as SIGNATURE_HEADER  # noqa: F401 (tests import it here)
+from service.worker.webhook_payload import REGRADE_FAILED, message
 from service.worker.webhook_payload import legacy_signature as sign
-from service.worker.webhook_payload import message
 
 log = logging.getLogger("kernelgrade.webhooks")
 
@@ -170,6 +170,12 @@ def _payload_parts(session: Session, delivery: WebhookDelivery) -> dict:
     # get_one: foreign keys name these rows, and submissions, reports and courses are never deleted.
     submission = session.get_one(Submission, delivery.submission_id)
     report = session.get_one(ReportRow, delivery.report_id)
+    failed_regrade = None
+    if delivery.event == REGRADE_FAILED and submission.current_report_id is not None:
+        # The delivery's report is the failed regrade; the message describes the report that counts (the
+        # earlier grade it kept), so a receiver that reads only `status`/`report` keeps that grade.
+        failed_regrade = {"report_seq": report.seq, "status": report.status, "message": report.report.get("message")}
+        report = session.get_one(ReportRow, submission.current_report_id)
     course = session.get_one(Course, submission.course_id)
     counted = counted_with_hints(session, submission, report.report,
                                  CoursePolicy(grade_policy=course.grade_policy, veto_policy=course.veto_policy))
@@ -185,6 +191,7 @@ def _payload_parts(session: Session, delivery: WebhookDelivery) -> dict:
                     "assignment": submission.assignment, "student": student, "attempt": submission.attempt,
                     "external_ref": submission.external_ref, "language": submission.language}},
                 report_seq=report.seq, report_reason=report.reason, report=report.report, grade=grade,
+                failed_regrade=failed_regrade,
                 decision=None if decision is None else {
                     "id": decision.id, "target": decision.target, "before": decision.before, "after": decision.after,
                     "reason": decision.reason, "actor": decision.actor, "created_at": decision.created_at.isoformat()})

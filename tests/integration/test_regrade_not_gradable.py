@@ -1,15 +1,15 @@
 """A regrade that fails on our side never replaces a good grade: on a real database (SQLite and
 PostgreSQL), graded by the worker's own step in the real bubblewrap sandbox, the regrade's sandbox
 made unable to start (its interpreter is missing, as on a broken worker). The not_gradable report
-goes into the history, the graded one stays current (gradebook, webhooks), and the regrade can be
-asked for again."""
+goes into the history, the graded one stays current (gradebook; the course gets a regrade_failed
+webhook, not a regraded one), and the regrade can be asked for again."""
 from __future__ import annotations
 
 import json
 import shutil
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from service.bootstrap import build_grader
 from service.config import REPO_ROOT, Settings
@@ -98,8 +98,9 @@ def state(sessions, submission_id: str) -> dict:
             "history": [(h.seq, h.reason, h.status) for h in store.report_history(session, submission_id)],
             "messages": [h.report.get("message") for h in store.report_history(session, submission_id)],
             "gradebook": [(r.submission_id, r.points, r.not_gradable) for r in book.rows],
-            "webhooks": session.scalar(select(func.count()).select_from(WebhookDelivery)
-                                       .where(WebhookDelivery.submission_id == submission_id)),
+            "webhooks": list(session.scalars(select(WebhookDelivery.event)
+                                             .where(WebhookDelivery.submission_id == submission_id)
+                                             .order_by(WebhookDelivery.id))),
         }
 
 
@@ -109,7 +110,7 @@ def test_a_not_gradable_regrade_keeps_the_graded_report_current_and_can_be_retri
     before = state(sessions, submission_id)
     points = before["gradebook"][0][1]
     assert before["score"] is not None and before["gradebook"] == [(submission_id, points, 0)] and points is not None
-    assert before["webhooks"] == 1
+    assert before["webhooks"] == ["submission.graded"]
 
     regrade(sessions, submission_id)
     assert grade_next(sessions, broken) == "not_gradable"  # the sandbox never started: our failure
@@ -118,14 +119,15 @@ def test_a_not_gradable_regrade_keeps_the_graded_report_current_and_can_be_retri
     assert "sandbox died during start-up" in after["messages"][1]
     assert after["status"] == "graded" and after["current"] == before["current"], "the good grade stays current"
     assert after["score"] == before["score"] and after["gradebook"] == before["gradebook"], "the gradebook keeps it"
-    assert after["webhooks"] == 1, "nothing is sent: no report became current"
+    assert after["webhooks"] == ["submission.graded", "submission.regrade_failed"], \
+        "the course is told of the failure (no report became current: no regraded)"
 
     regrade(sessions, submission_id)  # retried once the worker is fixed
     assert grade_next(sessions, good) == "graded"
     retried = state(sessions, submission_id)
     assert retried["history"][-1] == (3, "regrade", "graded") and retried["current"] != before["current"]
     assert retried["status"] == "graded" and retried["gradebook"] == [(submission_id, points, 0)]
-    assert retried["webhooks"] == 2
+    assert retried["webhooks"] == ["submission.graded", "submission.regrade_failed", "submission.regraded"]
 
 
 def test_a_not_gradable_regrade_of_a_not_gradable_submission_is_current(sessions, broken):
@@ -137,6 +139,7 @@ def test_a_not_gradable_regrade_of_a_not_gradable_submission_is_current(sessions
     after = state(sessions, submission_id)
     assert after["status"] == "not_gradable"
     assert after["history"] == [(1, "initial", "not_gradable"), (2, "regrade", "not_gradable")]
+    assert after["webhooks"] == ["submission.graded", "submission.regraded"], "it became current: no regrade_failed"
     with sessions() as session:
         assert store.current_report(session, session.get(Submission, submission_id)).seq == 2
     assert after["gradebook"] == [(None, None, 1)]

@@ -155,3 +155,33 @@ def test_lti_commands(tmp_path, monkeypatch):
     assert cli.invoke(app, ["lti", "keys", "remove", first]).exit_code == 0
     values = json.loads(cli.invoke(app, ["lti", "tool", "--url", "https://kg.example.edu"]).output)
     assert values["jwks_url"] == "https://kg.example.edu/lti/jwks"
+
+
+def test_a_failed_regrade_is_a_webhook_and_posts_nothing(db):
+    """Through the store's own claim and finish (a session each, as a worker does): the regrade came out
+    not_gradable, so the graded report stays current; the course hears of it (`submission.regrade_failed`),
+    and the LMS's score is left as it is."""
+    with db() as session:
+        row = submitted(session, "alice", attempt=1, status="queued")
+        row.callback_url = "https://lms.example.edu/hook"
+        session.commit()
+        submission_id = row.id
+
+    def grade(body: dict) -> ReportRow:
+        with db() as session:
+            claim = store.claim(session, lease_s=60)
+        with db() as session:
+            written = store.finish(session, claim, Report.model_validate(body))
+            assert written is not None
+            return written
+
+    graded = grade(report(9))
+    with db() as session:
+        assert store.request_regrade(session, submission_id)
+    failed = grade(report(0, status="not_gradable"))
+    with db() as session:
+        row = session.get_one(Submission, submission_id)
+        assert (row.status, row.current_report_id, failed.seq) == ("graded", graded.id, 2)
+        assert [(d.event, d.report_id) for d in store.deliveries(session, row.id)] == [
+            ("submission.graded", graded.id), ("submission.regrade_failed", failed.id)]
+        assert [post.score["scoreGiven"] for post in session.scalars(select(LtiScorePost))] == [9]

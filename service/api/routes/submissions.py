@@ -88,7 +88,7 @@ def view(request: Request, session: Session, row: Submission, settings: Settings
         history=[ReportVersion(seq=r.seq, reason=r.reason, status=r.status, created_at=r.created_at,
                                score=(r.report.get("score") or {}).get("total"), current=r.id == row.current_report_id)
                  for r in history],
-        webhooks=[WebhookAttempt(url=d.url, attempts=d.attempt, delivered=d.delivered,
+        webhooks=[WebhookAttempt(event=d.event, url=d.url, attempts=d.attempt, delivered=d.delivered,
                                  last_status_code=d.last_status_code,
                                  last_error=d.last_error, next_attempt_at=d.next_attempt_at)
                   for d in store.deliveries(session, row.id)],
