@@ -30,9 +30,15 @@ Modes (all in this one process, one after the other):
   grading (service/worker/lanes.py) with KERNELGRADE_GPUS set to that list, one lane per entry
   (an index twice: lanes simulated on one device), warm pool `--pool` per lane, the database memo
   (SQLite), `--fast-workers` fast threads, and the compile cache on a GPU. Burst only: every
-  submission stored at t=0, latency = stored to graded (queue-inclusive, from the database). Also
+  submission stored at t=0, latency = stored to graded (queue-inclusive, from the database; a speed
+  revision that follows sets no graded_at). Also
   printed: runs per lane, gradings parked (waiting for an identical program in flight without a
   thread), the most ever parked at once, and the most fast threads busy at once.
+
+Latency is to the final grade. On a GPU the speed card (lesson 6 has `speed:`) follows the grade as
+the service delivers it (a report revision, docs/grading.md): grade() returns without it, and the
+card's own arrival is counted apart (`speed_cards`, `speed_card_p50_s`, from the grade's start);
+`--speed-inline` waits for it inside grade() instead, as before issue #20 item 1.
 
 One-at-a-time: `--single` submissions in sequence; latency = one grade() call. Burst: all
 submissions queued at t=0, `--workers` grading threads sharing one grader (the service's
@@ -171,11 +177,25 @@ def wait_refill(grader, size: int, timeout_s: float) -> None:
         grader.compile_cache.wait_parallel_ready(timeout_s)
 
 
+SPEED_INLINE = False  # --speed-inline
+CARDS_IN_FLIGHT: list[threading.Event] = []  # speed cards still to come (waited for before a mode's summary)
+
+
 def grade_one(grader, body: Submission, seed: int) -> dict:
+    card: dict = {}
+    arrived = threading.Event()
     t0 = time.perf_counter()
-    report = grader.grade(body, secret_seed=seed)
+
+    def on_speed(performance) -> None:  # the speed card's revision, after the grade
+        card.update(status=performance.status, after_s=time.perf_counter() - t0)
+        arrived.set()
+
+    report = grader.grade(body, secret_seed=seed, on_speed=None if SPEED_INLINE else on_speed)
     wall = time.perf_counter() - t0
-    return {"wall_s": wall, "status": report.status, "reused": bool(report.program and report.program.reused),
+    if report.performance is not None and report.performance.status == "pending":
+        CARDS_IN_FLIGHT.append(arrived)
+    return {"wall_s": wall, "speed_card": card,
+            "status": report.status, "reused": bool(report.program and report.program.reused),
             "compiled": report.timing.get("kernels_compiled"), "shared_hits": report.timing.get("kernels_shared_hits"),
             "waited_s": report.timing.get("memo_wait_s"), "parallel_runs": report.timing.get("parallel_compile_runs"),
             "parallel_compile_s": report.timing.get("parallel_compile_s"),
@@ -316,6 +336,10 @@ def summarise(rows: list[dict], wall_s: float, *, naive_rate: float | None, samp
         out["reused_after_wait"] = sum(1 for r in waited if r.get("reused"))
         out["ran_after_wait"] = len(waited) - out["reused_after_wait"]
         out["p50_wait_s"] = percentile([r["waited_s"] for r in waited], 0.5)
+    cards = [r["speed_card"]["after_s"] for r in rows if r.get("speed_card")]
+    if cards:  # the speed card's revision, apart from the grade's latency
+        out["speed_cards"] = len(cards)
+        out["speed_card_p50_s"] = percentile(cards, 0.5)
     completed = [r["completed_s"] for r in rows if "completed_s" in r]
     if completed:
         out["completion_p50_s"] = percentile(completed, 0.5)
@@ -353,7 +377,11 @@ def main() -> None:
     parser.add_argument("--fast-workers", type=int, default=4, help="the lanes' fast threads")
     parser.add_argument("--seed", type=int, default=6)
     parser.add_argument("--ready-timeout-s", type=float, default=180)
+    parser.add_argument("--speed-inline", action="store_true",
+                        help="wait for the speed card inside grade() (before #20.1) instead of after the grade")
     args = parser.parse_args()
+    global SPEED_INLINE
+    SPEED_INLINE = args.speed_inline
 
     probe = Settings(device=args.device)
     mode = probe.device_mode()
@@ -371,7 +399,8 @@ def main() -> None:
     results: dict = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "host": platform.node(),
                      "machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "python": platform.python_version(),
                      "mode": mode.value, "workers": workers, "pool": pool_size, "burst": args.burst,
-                     "command": " ".join([Path(sys.executable).name, *sys.argv]), "modes": {}}
+                     "command": " ".join([Path(sys.executable).name, *sys.argv]),
+                     "speed_card": "inline" if args.speed_inline else "after the grade", "modes": {}}
     naive_rate_single = naive_rate_burst = None
     if "naive" in modes:
         log("naive: the lesson cell in fresh processes")
@@ -413,6 +442,9 @@ def main() -> None:
                 wait_refill(grader, pool, args.ready_timeout_s)
                 rows_burst, wall_burst = burst(grader, burst_mix[:size], workers=workers)
                 burst_counts = grader.counts.snapshot()
+                for arrived in CARDS_IN_FLIGHT:  # the cards still to come (each bounded by the speed budget)
+                    arrived.wait(grader.runner.limits.speed_timeout_s + 30)
+                CARDS_IN_FLIGHT.clear()
             finally:
                 grader.close()
         env = next((r for r in rows_single + rows_burst if r.get("device")), {})
@@ -470,6 +502,11 @@ def main() -> None:
             print(f"{name}: burst of {b['n']}: {c['sandbox_runs']} sandbox runs, {c['reused']} reused "
                   f"({c['reused_after_wait']} of them after waiting for an identical run in flight, wait p50 "
                   f"{fmt(b.get('p50_wait_s'))} s); {c['ran_after_wait']} waited and then ran it themselves")
+    for name, r in results["modes"].items():
+        for part in ("single", "burst"):
+            if r[part].get("speed_cards"):
+                print(f"{name} {part}: {r[part]['speed_cards']} speed cards after the grade, p50 "
+                      f"{fmt(r[part]['speed_card_p50_s'])} s from the grading's start (not in the latency above)")
     print(f"\nwritten: {args.out / 'grade_speed.json'}")
 
 

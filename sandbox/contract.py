@@ -43,6 +43,9 @@ class Limits(BaseModel):
 
     startup_timeout_s: float = Field(120.0, gt=0, description="until the harness is ready (imports, CUDA, canary)")
     case_timeout_s: float = Field(60.0, gt=0, description="one call of the entry point, or the given check")
+    speed_timeout_s: float = Field(30.0, gt=0, description=(
+        "the speed phase (GPU): from its start until the `speed` frame; a sandbox that has not sent it by then "
+        "is killed and the speed card says so"))
     run_timeout_s: float = Field(600.0, gt=0, description="all attempts of one submission together")
     kill_grace_s: float = Field(5.0, gt=0, description="watchdog: how long after the kill we wait for the exit")
     cpu_time_s: int = Field(900, gt=0, description="RLIMIT_CPU of the sandbox")
@@ -122,6 +125,9 @@ class SpeedJob(BaseModel):
     baseline: str = Field(description="a torch expression over `names` (the exercise author's code)")
     warmup_ms: int = Field(25, ge=1, le=1000, description="do_bench's warm-up time per timed function")
     rep_ms: int = Field(100, ge=1, le=2000, description="do_bench's repetition time per timed function")
+    cpu_timer: bool = Field(False, description=(
+        "tests only: on the interpreter, time the entry point with a plain clock instead of skipping the phase, "
+        "so the speed phase's plumbing (sandbox/speed_phase.py) can be tested without a GPU"))
 
 
 class Job(BaseModel):
@@ -224,3 +230,6 @@ class RunResult:
     # them (sandbox/gpu_compile.py; their number is triton_cache["gpu_compile_checks"]). Told by the
     # sandbox: shown in timing, never graded.
     gpu_compile_s: float = 0.0
+    # `run(detach_speed=True)`: the sandbox still timing the kernel after it sent every case result
+    # (a sandbox.speed_phase.SpeedPhase, which the caller must collect or cancel); `speed` is then None.
+    speed_pending: Any = None

@@ -181,6 +181,7 @@ def main() -> int:
         return HarnessExit.ok
     _end_stray_processes()
 
+    failed_here = False  # a case raised or the given check failed: no speed phase (the trusted side decides the rest)
     if job["run_given_check"]:
         send({"type": "given_start"})
         with open(os.path.join(job_dir, "given_check.py"), encoding="utf-8") as fh:
@@ -228,6 +229,7 @@ def main() -> int:
             record_blob = save(recorded) if recorded else b""
         except Exception:  # noqa: BLE001 - unrecordable outputs: the trusted side finds no calls
             record_blob = b""
+        failed_here = failed_here or status != "passed"
         send({"type": "given", "status": status, "output": _truncate(captured.getvalue()),
               "elapsed_s": time.perf_counter() - t0, "calls": calls[0]}, record_blob)
         _end_stray_processes()
@@ -297,6 +299,7 @@ def main() -> int:
         except BaseException as exc:  # noqa: BLE001 - a failing case is a result, not a crash
             error = _student_traceback(exc)
             records, blob = _error_evidence(guards, save)
+            failed_here = True
             send({"type": "case", "id": case["id"], "status": "error", "error": error,
                   "elapsed_s": time.perf_counter() - t0, "guards": records}, blob)
             _end_stray_processes()
@@ -306,14 +309,17 @@ def main() -> int:
         send({"type": "case", "id": case["id"], "status": "ok", "elapsed_s": time.perf_counter() - t0,
               "guards": records}, blob)
         _end_stray_processes()
-    if job.get("speed") and mode == "gpu":  # informational timing on one large input, after every case
-        send({"type": "speed_start"})
-        send(_speed(job["speed"], entry, inputs, torch))
-        if gpu_poisoned():
-            return HarnessExit.gpu_poisoned
+    # `done` (the graded phases' compile counts) before the speed phase: the trusted side may stop
+    # reading at `speed_start` (sandbox/speed_phase.py), and the grade's timing still has them.
     cache = sys.modules.get("shared_triton_cache")  # loaded by Triton only when the shared cache is mounted
     send({"type": "done", **({"triton_cache": dict(cache.counts)} if cache is not None else {}),
           **({"gpu_compile": {"compiles": gate.compiles, "seconds": gate.compile_s}} if gate else {})})
+    speed_job = job.get("speed")
+    if speed_job and not failed_here and (mode == "gpu" or speed_job.get("cpu_timer")):
+        send({"type": "speed_start"})  # informational timing on one large input, after every case
+        send(_speed(speed_job, entry, inputs, torch) if mode == "gpu" else _speed_cpu(speed_job, entry, inputs))
+        if gpu_poisoned():
+            return HarnessExit.gpu_poisoned
     return HarnessExit.ok
 
 
@@ -381,6 +387,24 @@ def _speed(spec: dict, entry, inputs: dict, torch) -> dict:
     except Exception as exc:  # noqa: BLE001 - the kernel's own figure still stands
         message["baseline_error"] = _truncate(f"{type(exc).__name__}: {exc}", 2000)
     return {**message, "status": "ok", "elapsed_s": time.perf_counter() - t0}
+
+
+def _speed_cpu(spec: dict, entry, inputs: dict) -> dict:
+    """Tests only (`cpu_timer`): the speed phase's frames on the interpreter, timed with a plain
+    clock, so the trusted side's hand-over of the phase can be tested without a GPU."""
+    t0 = time.perf_counter()
+    message = {"type": "speed", "device": {"name": "cpu (test timer)"}, "method": {"tool": "time.perf_counter"}}
+    try:
+        args = [inputs[arg["key"]] for arg in spec["args"]]
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            entry(*args, **spec.get("kwargs", {}))
+            times.append((time.perf_counter() - start) * 1e3)
+    except BaseException as exc:  # noqa: BLE001 - as on the GPU: the kernel's failure is its result
+        return {**message, "status": "error", "error": _student_traceback(exc), "elapsed_s": time.perf_counter() - t0}
+    return {**message, "status": "ok", "shape": list(args[0].shape), "kernel": _stats(times),
+            "elapsed_s": time.perf_counter() - t0}
 
 
 @contextlib.contextmanager

@@ -32,6 +32,7 @@ from sandbox.contract import CaseJob, CaseRun, DeviceMode, GivenRun, Job, Limits
 from sandbox.exits import HarnessExit
 from sandbox.guards import check as check_guards
 from sandbox.pool import JOB_PREFIX, Sandbox, WarmPool, copy_harness, new_job_dir, start_sandbox
+from sandbox.speed_phase import SpeedPhase
 from sandbox.text import clean_text, hello_environment
 from sandbox.wire import FrameError
 
@@ -98,11 +99,14 @@ class SandboxRunner:
         device_index: int = 0,
         speed: SpeedJob | None = None,
         deterministic: bool = False,
+        detach_speed: bool = False,
     ) -> RunResult:
         """`speed` (GPU): after the cases, time the entry point on one large input; asked again of a
         fresh sandbox only while it has not come back (a crash or timeout in it is its result).
         `deterministic` (a program whose every run is the same, such as whitelisted fills): the
-        first timeout ends the run, since a fresh sandbox would only spend the same time again."""
+        first timeout ends the run, since a fresh sandbox would only spend the same time again.
+        `detach_speed`: return as soon as the sandbox starts its speed phase, every case result in
+        hand; the phase goes on in `result.speed_pending` (sandbox/speed_phase.py)."""
         result = RunResult(backend=self.backend.name, mode=mode)
         started = time.monotonic()
         try:
@@ -135,11 +139,12 @@ class SandboxRunner:
                 job = Job(mode=mode, entry_point=entry_point, run_given_check=run_given, given_seed=given_seed,
                           cases=pending, speed=speed if result.speed is None else None)
                 done_ids = self._attempt(job_root, files, job, result, device_index=device_index,
-                                         run_deadline=run_deadline, inputs=sizes)
+                                         run_deadline=run_deadline, inputs=sizes, detach_speed=detach_speed)
                 run_given = False
                 pending = [c for c in pending if c.id not in done_ids]
         finally:
-            shutil.rmtree(job_root, ignore_errors=True)
+            if result.speed_pending is None:  # else the speed phase removes it with its sandbox
+                shutil.rmtree(job_root, ignore_errors=True)
         result.elapsed_s = time.monotonic() - started
         return result
 
@@ -180,7 +185,7 @@ class SandboxRunner:
                              device_index=device_index, warm=False)
 
     def _attempt(self, job_root: Path, files: list[str], job: Job, result: RunResult, *, device_index: int,
-                 run_deadline: float, inputs: dict[str, int]) -> set[str]:
+                 run_deadline: float, inputs: dict[str, int], detach_speed: bool = False) -> set[str]:
         """One sandbox process. Returns the ids of cases that are settled (passed, failed, crashed)."""
         limits = self.limits
         result.attempts += 1
@@ -226,15 +231,24 @@ class SandboxRunner:
                     broken_channel = str(exc)
                     stop_reason = "channel"
                     break
+                if detach_speed and current == "<speed>" and _all_in(job, result, settled):
+                    stop_reason = "detached"  # every phase the grade needs is in: the caller goes on now
+                    break
         finally:
-            if stop_reason is None:
+            if stop_reason == "detached":
+                result.speed_pending = SpeedPhase(sandbox, limits=limits, job_root=job_root, parse=_speed_run,
+                                                  exit_name=_signal_name)
+            elif stop_reason is None:
                 # The channel closed: the harness exited or crashed. Let it finish dying so the
                 # exit status names the real cause (a segfault, not our kill).
                 try:
                     proc.wait(timeout=limits.kill_grace_s)
                 except subprocess.TimeoutExpired:
                     pass
-            sandbox.kill(limits.kill_grace_s)  # also closes the channel and removes a warm sandbox's folder
+            if stop_reason != "detached":
+                sandbox.kill(limits.kill_grace_s)  # also closes the channel and removes a warm sandbox's folder
+        if stop_reason == "detached":
+            return settled  # (no log tail: reading it waits for the sandbox's exit)
         result.log_tail = log.text()
 
         if stop_reason == "channel":
@@ -389,6 +403,12 @@ class SandboxRunner:
             result.cases.append(CaseRun(id=case_id, status="ok", outputs=dict(tensors), elapsed_s=elapsed,
                                         inputs_after=after))
         return case_id
+
+
+def _all_in(job: Job, result: RunResult, settled: set[str]) -> bool:
+    """Every case of the job and its given check came back (a `speed_start` that student code
+    wrote before them must not end the reading early)."""
+    return all(c.id in settled for c in job.cases) and (not job.run_given_check or result.given is not None)
 
 
 def _timed_out(result: RunResult) -> bool:

@@ -47,4 +47,5 @@ def build_grader(settings: Settings, *, sessions: sessionmaker[Session] | None =
     return Grader(catalog=ExerciseCatalog(settings.exercises_dir),
                   runner=SandboxRunner(backend=backend, limits=settings.limits),
                   mode=mode, device_index=settings.gpu_index, assist=assist, memo=memo,
-                  warm_pool=settings.warm_pool, compile_cache=warmer, prewarm=settings.compile_cache_prewarm)
+                  warm_pool=settings.warm_pool, compile_cache=warmer, prewarm=settings.compile_cache_prewarm,
+                  speed_after_grade=settings.speed_after_grade)

@@ -60,6 +60,9 @@ class Settings(BaseSettings):
                                          "device (0,0; on the interpreter too); empty: one lane on gpu_index")
     sandbox_python: str = Field(sys.executable, description="the interpreter that runs inside the sandbox")
     limits: Limits = Limits()
+    speed_after_grade: bool = Field(True, description=(
+        "GPU, exercises with `speed:`: the service writes the grade as soon as the cases are in and the speed card "
+        "follows as a report revision (docs/grading.md); false: the grading waits for the card, as before #20.1"))
     warm_pool: int = Field(2, ge=0, description="sandboxes per (mode, GPU) started ahead of demand by the service's "
                                                 "workers (torch imported, CUDA up); 0: every attempt starts cold")
     compile_cache: bool = Field(True, description="GPU mode, bwrap: every sandbox reads compiled kernels from a shared "

@@ -181,9 +181,11 @@ class Performance(_Model):
     lesson's claim about its memory traffic. It never changes points. Present for every graded
     report of an exercise with a `speed:` section; `status` says whether figures are in it."""
 
-    status: Literal["measured", "not_measured", "failed"] = Field(
-        description="measured: figures below; not_measured: on the interpreter, or the run never got there (reason); "
-                    "failed: the kernel failed or crashed on the large input (reason)")
+    status: Literal["measured", "not_measured", "failed", "pending"] = Field(
+        description="measured: figures below; not_measured: on the interpreter, the kernel did not pass, the run "
+                    "never got there, or no figures came back within the phase's budget (reason); failed: the kernel "
+                    "failed or crashed on the large input (reason); "
+                    "pending: the grade is final and the measurement follows as a report revision (reason `speed`)")
     reason: str | None = None
     informational: Literal[True] = Field(True, description="never graded")
     shape: list[int] = Field(description="the timed shape [M, N] the formula is evaluated at")

@@ -15,7 +15,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from service.db.base import utcnow
 from service.db.models import MemoClaimRow, VerdictMemoRow
-from service.grading.memo import POLL_S, MemoEntry, Releases, decode_entry, encode_entry
+from service.grading.memo import POLL_S, MemoEntry, Releases, decode_entry, encode_entry, with_performance
+from service.report import Performance
 
 
 class DbMemo:
@@ -42,6 +43,18 @@ class DbMemo:
                 session.commit()
             except IntegrityError:
                 session.rollback()  # an identical program finished first: its result is as good
+
+    def set_performance(self, key: str, performance: Performance) -> bool:
+        """The entry's speed card, once measured after the grade; only over a `pending` one, so the
+        first measurement stays (the row lock, or SQLite's write lock, orders two writers)."""
+        with self.sessions() as session:
+            row = session.scalar(select(VerdictMemoRow).where(VerdictMemoRow.key == key).with_for_update())
+            entry = decode_entry(row.result if row is not None else None)
+            if row is None or entry is None or entry.performance is None or entry.performance.status != "pending":
+                return False
+            row.result = encode_entry(with_performance(entry, performance))
+            session.commit()
+            return True
 
     def claim(self, key: str, *, owner: str, ttl_s: float) -> bool:
         """Insert the claim row; an expired row (its holder died) is deleted first, and a row of

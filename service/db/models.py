@@ -163,7 +163,8 @@ class WebhookDelivery(Base):
     last_status_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
     next_attempt_at: Mapped[datetime | None] = mapped_column(TZDateTime, nullable=True, index=True)
-    # submission.graded | submission.regraded | submission.decision_recorded (service/worker/webhook_payload.py)
+    # submission.graded | submission.regraded | submission.decision_recorded | submission.speed_measured
+    # (service/worker/webhook_payload.py)
     event: Mapped[str] = mapped_column(String(40), default="submission.graded", server_default="submission.graded")
     decision_id: Mapped[int | None] = mapped_column(Integer, nullable=True)  # for submission.decision_recorded
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)

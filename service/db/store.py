@@ -286,6 +286,59 @@ def finish(session: Session, claim_: Claim, report: Report) -> ReportRow | None:
     return report_row
 
 
+SPEED_EVENT = "submission.speed_measured"
+
+
+def add_speed_revision(session: Session, submission_id: str, performance: dict[str, Any], *,
+                       graded_report_id: int | None = None) -> ReportRow | None:
+    """The speed card measured after the grade (service/grading/speed_card.py), as the next report:
+    reason `speed`, the current report with its `performance` replaced, made current, and the
+    webhook event `submission.speed_measured`. Only over a current report whose card is `pending`
+    (the graded report, or a TA decision issued on it meanwhile); else nothing (None): a second
+    card got there first. `graded_report_id`: the report of the grading that measured the card;
+    nothing either once a later grading (a regrade) wrote a report, which has a card of its own.
+
+    The card never changes points or the pass decision, so nothing that follows a grade moves: no
+    LMS score is queued, the grade columns, review flags, dashboard facts, `graded_at` and
+    `attempts` stay as the graded report set them, and regrade counts skip reason `speed`.
+    """
+    for _ in range(3):
+        row = session.get(Submission, submission_id)
+        current = current_report(session, row) if row is not None else None
+        if row is None or current is None or (current.report.get("performance") or {}).get("status") != "pending":
+            session.rollback()
+            return None
+        graded = session.get(ReportRow, graded_report_id) if graded_report_id is not None else None
+        if graded_report_id is not None and (graded is None or session.scalar(
+                select(func.count()).select_from(ReportRow)
+                .where(ReportRow.submission_id == submission_id, ReportRow.seq > graded.seq,
+                       ReportRow.reason.in_(("initial", "regrade"))))):
+            session.rollback()
+            return None
+        # The conditional UPDATE takes the row (PostgreSQL) or the write lock (SQLite) first: a
+        # regrade or a decision that made another report current in between makes it match nothing.
+        taken = cast(CursorResult[Any], session.execute(
+            update(Submission).where(Submission.id == submission_id,
+                                     Submission.current_report_id == current.id)
+            .values(current_report_id=current.id)))
+        if taken.rowcount != 1:
+            session.rollback()
+            session.expire_all()
+            continue
+        seq = (session.scalar(select(func.max(ReportRow.seq)).where(ReportRow.submission_id == row.id)) or 0) + 1
+        report = {**current.report, "performance": performance}
+        revision = ReportRow(submission_id=row.id, seq=seq, reason="speed", status=current.status, report=report)
+        session.add(revision)
+        session.flush()
+        row.current_report_id = revision.id
+        if row.callback_url:
+            session.add(WebhookDelivery(submission_id=row.id, report_id=revision.id, url=row.callback_url,
+                                        next_attempt_at=utcnow(), event=SPEED_EVENT))
+        session.commit()
+        return revision
+    return None
+
+
 def _keeps_earlier_grade(session: Session, row: Submission, report: Report) -> bool:
     """A not_gradable regrade of a submission whose current report is graded: that report stays current."""
     if report.status != SubmissionStatus.not_gradable or row.current_report_id is None:

@@ -76,6 +76,10 @@ class VerdictMemo(Protocol):
     def wait_released(self, key: str, *, timeout_s: float) -> bool:
         """Block until no live claim on `key` remains (True) or `timeout_s` passed (False)."""
 
+    # The speed card that came after the grade (optional: without it, reuses say "not measured").
+    def set_performance(self, key: str, performance: Performance) -> bool:
+        """Put the speed figures into `key`'s entry if its card is still `pending` (True if it was)."""
+
 
 POLL_S = 0.25  # how often a waiter in another process looks at a claim
 
@@ -103,6 +107,11 @@ def encode_entry(entry: MemoEntry) -> dict:
     return json.loads(entry.model_dump_json())
 
 
+def with_performance(entry: MemoEntry, performance: Performance) -> MemoEntry:
+    """`entry` with the speed card its run measured after the grade (service/grading/speed_card.py)."""
+    return entry.model_copy(update={"performance": performance.model_copy(update={"reused": False})})
+
+
 def decode_entry(value: dict | None) -> MemoEntry | None:
     if value is None:
         return None
@@ -126,6 +135,14 @@ class InMemoryMemo:
     def put(self, key: str, entry: MemoEntry, *, exercise_id: str, exercise_version: int) -> None:
         with self._lock:
             self._entries.setdefault(key, encode_entry(entry))
+
+    def set_performance(self, key: str, performance: Performance) -> bool:
+        with self._lock:
+            entry = decode_entry(self._entries.get(key))
+            if entry is None or entry.performance is None or entry.performance.status != "pending":
+                return False
+            self._entries[key] = encode_entry(with_performance(entry, performance))
+            return True
 
     def __len__(self) -> int:
         return len(self._entries)

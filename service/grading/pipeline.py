@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from sandbox.contract import DeviceMode, RunResult
+from sandbox.contract import DeviceMode, RunResult, SpeedRun
 from sandbox.runner import SandboxRunner
+from sandbox.speed_phase import SpeedPhase
 from service.exercises import Exercise, ExerciseCatalog, ExerciseSpec
 from service.grading import passrule, rubric
 from service.grading.assemble import Program, assemble
@@ -32,7 +33,10 @@ from service.grading.memo import MemoEntry, VerdictMemo, memo_key, memoisable
 from service.grading.model_assist import ModelAssist
 from service.grading.not_gradable import not_gradable_report
 from service.grading.run import run_program, run_timing
+from service.grading.sandbox_text import render_speed
 from service.grading.speed import performance as speed_performance
+from service.grading.speed import unmeasured
+from service.grading.speed_card import SPEED_IN_FLIGHT, OnSpeed, follow, follow_memo, kernel_passed
 from service.grading.steps import ParkStep, RunStep, Step
 from service.messages import Language, render, report_language
 from service.report import (
@@ -93,8 +97,15 @@ class Grader:
     warm_pool: int = 0  # sandboxes kept started ahead of demand once start() is called
     compile_cache: CompileWarmer | None = None  # fills the shared Triton cache (GPU); None: each sandbox compiles alone
     prewarm: bool = False  # start(): queue every exercise's solution and mutants for the compile cache
+    cpu_speed_timer: bool = False  # tests only: the interpreter runs the speed phase too, with a plain clock
+    speed_after_grade: bool = True  # False: grade() waits for the speed card even when given `on_speed`
+    # Speed phases going on after their grade (each holds a sandbox): past this, a grading waits for its card.
+    _speed_slots: threading.BoundedSemaphore = field(
+        default_factory=lambda: threading.BoundedSemaphore(SPEED_IN_FLIGHT), repr=False)
     _environment_seen: dict[str, str] | None = field(default=None, repr=False)  # the last sandbox's hello
     counts: GradeCounts = field(default_factory=GradeCounts, repr=False)
+    _followers: list[threading.Thread] = field(default_factory=list, repr=False)  # speed cards still to come
+    _followers_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def start(self) -> None:
         """Start the warm sandbox pool (the service's workers; one-off graders never do)."""
@@ -114,20 +125,28 @@ class Grader:
         return run_s + (run_s + CLAIM_MARGIN_S) + GRADING_MARGIN_S
 
     def close(self) -> None:
-        """Kill the waiting sandboxes."""
+        """Kill the waiting sandboxes, after the speed cards still to come (each bounded by its budget)."""
+        deadline = time.monotonic() + self._speed_wait_s()
+        with self._followers_lock:
+            followers = list(self._followers)
+        for thread in followers:
+            thread.join(max(0.0, deadline - time.monotonic()))
         self.runner.close()
         if self.compile_cache is not None:
             self.compile_cache.close()
 
     def grade(self, submission: Submission, *, submission_id: str | None = None, secret_seed: int | None = None,
-              reuse: bool = True) -> Report:
+              reuse: bool = True, on_speed: OnSpeed | None = None) -> Report:
         """`reuse=False` (a regrade) runs the program even when the memo holds its results, and
         never waits for an identical program in flight (`_lookup`). All at once, in this thread
-        (CLI, validate, bench); the service's workers drive `steps` instead (service/worker/lanes.py)."""
+        (CLI, validate, bench); the service's workers drive `steps` instead (service/worker/lanes.py).
+        `on_speed`: the report comes back with the speed card `pending`, and the card is handed to
+        `on_speed` from another thread once measured (service/grading/speed_card.py); without it,
+        the grading waits for it."""
         claims: list[tuple[str, str]] = []  # the memo claim this grading holds: released however it ends
         try:
             steps = self.steps(submission, submission_id=submission_id, secret_seed=secret_seed, reuse=reuse,
-                               claims=claims)
+                               claims=claims, on_speed=on_speed)
             answer: RunResult | None = None
             while True:
                 try:
@@ -150,7 +169,8 @@ class Grader:
             step.compiled_first = self.compile_cache.compile_first(step.exercise, step.program, step.cases)
         return run_program(runner or self.runner, step.exercise, step.program, step.arrays, mode=self.mode,
                            device_index=self.device_index if device_index is None else device_index,
-                           cases=step.cases, language=step.language)
+                           cases=step.cases, language=step.language, detach_speed=True,
+                           cpu_timer=self.cpu_speed_timer)
 
     def wait_step(self, step: ParkStep) -> None:
         """Block this thread until the claim `step` waits on is gone (or its lifetime passed)."""
@@ -161,11 +181,15 @@ class Grader:
             log.exception("memo wait on %s failed; running the program", step.key[:12])
 
     def steps(self, submission: Submission, *, submission_id: str | None, secret_seed: int | None, reuse: bool,
-              claims: list[tuple[str, str]]) -> Generator[Step, RunResult | None, Report]:
+              claims: list[tuple[str, str]], on_speed: OnSpeed | None = None,
+              ) -> Generator[Step, RunResult | None, Report]:
         """One grading as a generator that yields where it would block: a `RunStep` (send back the
         sandbox's RunResult) and a `ParkStep` (an identical program is in flight elsewhere: send
         None once its claim is gone). Everything else is cheap: extraction, the memo, comparison,
-        written answers, the report. The caller releases `claims` however it ends."""
+        written answers, the report. The caller releases `claims` however it ends. `on_speed`: as
+        in `grade`; without it, a RunResult's speed phase still going on (`speed_pending`) is
+        collected here, in the driving thread."""
+        on_speed = on_speed if self.speed_after_grade else None
         started = time.monotonic()
         exercise = self.catalog.get(submission.exercise)
         submission_id = submission_id or uuid.uuid4().hex
@@ -202,8 +226,20 @@ class Grader:
                 reused, waited_s = yield from self._lookup(memo_key, submission_id, claims)
             if reused is not None:
                 cases, diagnoses, seeds = reused.cases, reused.diagnoses, reused.seeds
+                if reused.performance is None and spec.speed is not None:  # not timed on that run (busy)
+                    performance = unmeasured(spec.speed, "speed.reused_pending", language=language,
+                                             cases_passed=all(c.passed for c in cases)).model_copy(
+                                                 update={"reused": True})
                 if reused.performance is not None:  # measured with the code results, on that run
                     performance = reused.performance.model_copy(update={"reused": True})
+                    if performance.status == "pending" and spec.speed is not None:  # that run is still timing
+                        fallback = unmeasured(spec.speed, "speed.reused_pending", language=language,
+                                              cases_passed=performance.cases_passed).model_copy(update={"reused": True})
+                        if on_speed is None or memo_key is None or self.memo is None:
+                            performance = fallback
+                        else:  # its card follows here too, as this report's revision
+                            self._follow(follow_memo(self.memo, memo_key, within_s=self._speed_wait_s(),
+                                                     fallback=fallback, on_speed=on_speed, name=submission_id))
                 given_status, given_output, environment = reused.given_status, reused.given_output, reused.environment
             else:
                 arrays = {c.id: exercise.make_inputs(c, seeds.cases[c.id]) for c in graded}
@@ -229,9 +265,19 @@ class Grader:
                     given_status, given_output = run.given.status, run.given.output
                 environment = self._environment(run)
                 performance = self._performance(exercise, run, cases, language)
+                phase, run.speed_pending = run.speed_pending, None  # the sandbox is timing the kernel meanwhile
+                timed = self.mode is DeviceMode.gpu or self.cpu_speed_timer
+                if spec.speed is not None and run.speed is None and timed:
+                    performance = self._speed_card(exercise, run, phase, cases, given_status, language, on_speed)
                 memo_key = self._remember(exercise, program, run, submission_id=submission_id, cases=cases,
                                           diagnoses=diagnoses, seeds=seeds, environment=environment,
-                                          performance=performance, language=language)
+                                          performance=None if _busy(performance, language) else performance,
+                                          language=language)
+                if phase is not None and on_speed is not None and performance is not None \
+                        and performance.status == "pending":
+                    self._follow(follow(phase, card=self._card(exercise, language), language=language,
+                                        memo=self.memo, memo_key=memo_key, on_speed=on_speed, name=submission_id,
+                                        release=self._speed_slots.release))
                 self._release(claims)  # stored (or not storable): the waiting gradings go on now
         else:
             arrays = {c.id: exercise.make_inputs(c, seeds.cases[c.id]) for c in graded}
@@ -350,6 +396,53 @@ class Grader:
         return speed_performance(spec.speed, run.speed if run is not None else None, mode=self.mode,
                                  language=language, cases_passed=all(c.passed for c in cases) if cases else None)
 
+    def _follow(self, thread: threading.Thread) -> None:
+        """Keep the speed card's thread until close(): a clean shutdown still delivers the card."""
+        with self._followers_lock:
+            self._followers[:] = [t for t in self._followers if t.is_alive()] + [thread]
+
+    def _speed_wait_s(self) -> float:
+        """How long a reused grading watches the memo for the first run's card: that run's speed
+        budget and its kill, with a margin for the card's way into the memo."""
+        limits = self.runner.limits
+        return limits.speed_timeout_s + limits.kill_grace_s + CLAIM_MARGIN_S / 6
+
+    def _speed_card(self, exercise: Exercise, run: RunResult, phase: SpeedPhase | None, cases: list[CaseReport],
+                    given_status: str, language: Language, on_speed: OnSpeed | None) -> Performance | None:
+        """The card of a run whose speed phase was handed over (`phase`) or never started: a kernel
+        that did not pass is not timed (the harness skips a kernel that raised; a sandbox timing a
+        kernel whose outputs were wrong is killed now); with `on_speed` the card is `pending`
+        (follow() collects it), or `not_measured` ("busy") with SPEED_IN_FLIGHT phases already going
+        on after their grades (each holds a sandbox: a student's many passing programs whose timing
+        hangs must not hold more, nor hold the service's threads); without, this grading collects
+        it here, as before."""
+        speed = exercise.spec.speed
+        assert speed is not None  # called only for an exercise with `speed:`
+        if not kernel_passed(cases, given_status):
+            if phase is not None:
+                phase.cancel()
+            return unmeasured(speed, "speed.not_passed", language=language, cases_passed=all(c.passed for c in cases))
+        if phase is None:  # it passed, yet the sandbox ended before timing it
+            return self._performance(exercise, run, cases, language)
+        if on_speed is None:
+            run.speed = phase.collect()
+            return self._card(exercise, language)(run.speed)
+        if not self._speed_slots.acquire(blocking=False):  # (released by follow())
+            phase.cancel()  # never waited for here: the service's driving thread does cheap work only
+            return unmeasured(speed, "speed.busy", language=language, cases_passed=True)
+        return unmeasured(speed, "speed.pending", language=language, cases_passed=True)
+
+    def _card(self, exercise: Exercise, language: Language):
+        """The card of a passed kernel's collected speed phase."""
+        speed = exercise.spec.speed
+        assert speed is not None
+
+        def card(run: SpeedRun) -> Performance:
+            return speed_performance(speed, render_speed(run, language), mode=self.mode, language=language,
+                                     cases_passed=True)
+
+        return card
+
     def _remember(self, exercise: Exercise, program: Program, run: RunResult, *, submission_id: str,
                   cases: list[CaseReport], diagnoses: list[Diagnosis], seeds: Seeds, environment: Environment,
                   performance: Performance | None = None, language: Language = "zh") -> str | None:
@@ -395,6 +488,13 @@ class Grader:
             max_points=spec.max_points, pass_threshold=spec.pass_threshold, language=language,
             reason=(run.infra_error or "") if run is not None else "", message=message,
             environment=self._environment(run), timing=run_timing(run, started))
+
+
+def _busy(performance: Performance | None, language: Language) -> bool:
+    """A card not measured because too many phases were going on (speed.busy): not the program's
+    answer, so it stays out of the memo (a reuse then says the figures are not in)."""
+    return (performance is not None and performance.status == "not_measured"
+            and performance.reason == render("speed.busy", language))
 
 
 def _is_cases_item(item: Item, spec: ExerciseSpec) -> bool:

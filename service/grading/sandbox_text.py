@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from sandbox.contract import RunResult, Said
+from sandbox.contract import RunResult, Said, SpeedRun
 from sandbox.gpu_compile import MARK_CLOSE, MARK_OPEN, MARK_SEP, PREFIX_CODE, PYTHON_CALL_CODE
 from service.messages import render, service_catalogue
 
@@ -44,9 +44,14 @@ def render_run(result: RunResult, language: str) -> RunResult:
         given = result.given
         given.output = say(given.said, language) if given.said is not None else expand_marks(given.output, language)
     if result.speed is not None:
-        speed = result.speed
-        if speed.said is not None:
-            speed.error = say(speed.said, language)
-        elif speed.error:
-            speed.error = expand_marks(speed.error, language)
+        render_speed(result.speed, language)
     return result
+
+
+def render_speed(speed: SpeedRun, language: str) -> SpeedRun:
+    """The speed phase's `error` from its code, in `language` (also for a phase collected after the run)."""
+    if speed.said is not None:
+        speed.error = say(speed.said, language)
+    elif speed.error:
+        speed.error = expand_marks(speed.error, language)
+    return speed

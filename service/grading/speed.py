@@ -70,14 +70,25 @@ def _timing(stats: dict) -> BenchTiming | None:
     return BenchTiming(**stats) if stats else None
 
 
-def performance(speed: SpeedSpec, run: SpeedRun | None, *, mode: DeviceMode, language: str,
-                cases_passed: bool | None) -> Performance:
-    """The report's `performance` object for an exercise with a `speed:` section."""
-    base = dict(shape=[speed.rows, speed.cols], ideal_bytes=speed.ideal_bytes, bytes_formula=speed.bytes,
+def _base(speed: SpeedSpec, cases_passed: bool | None, language: str) -> dict:
+    return dict(shape=[speed.rows, speed.cols], ideal_bytes=speed.ideal_bytes, bytes_formula=speed.bytes,
                 bytes_note=speed.bytes_note.in_(language), baseline_label=speed.baseline.label.in_(language),
                 predicted_speedup=speed.predicted_speedup, claim=speed.claim.in_(language),
                 claim_source=speed.claim_source.in_(language), cases_passed=cases_passed)
-    if mode is DeviceMode.interpreter:
+
+
+def unmeasured(speed: SpeedSpec, code: str, *, language: str, cases_passed: bool | None) -> Performance:
+    """The card without figures, said by `code`: `speed.pending` (status pending: the figures follow
+    as a report revision), `speed.not_passed`, `speed.reused_pending`, `speed.busy` (status not_measured)."""
+    status = "pending" if code == "speed.pending" else "not_measured"
+    return Performance(status=status, reason=render(code, language), **_base(speed, cases_passed, language))
+
+
+def performance(speed: SpeedSpec, run: SpeedRun | None, *, mode: DeviceMode, language: str,
+                cases_passed: bool | None) -> Performance:
+    """The report's `performance` object for an exercise with a `speed:` section."""
+    base = _base(speed, cases_passed, language)
+    if mode is DeviceMode.interpreter and run is None:  # (a run there has figures only from the tests' CPU timer)
         return Performance(status="not_measured", reason=render("speed.interpreter", language), **base)
     if run is None:
         return Performance(status="not_measured", reason=render("speed.not_run", language), **base)
@@ -85,6 +96,9 @@ def performance(speed: SpeedSpec, run: SpeedRun | None, *, mode: DeviceMode, lan
     if run.status == "skipped":
         return Performance(status="not_measured", reason=render("speed.skipped", language, error=run.error or ""),
                            **base)
+    if run.status == "timeout":  # no figures came back within the phase's budget: the sandbox was killed
+        return Performance(status="not_measured", reason=render("speed.timeout", language, error=run.error or ""),
+                           device=str(device.get("name", "")), method=method, **base)
     if run.status != "ok":
         return Performance(status="failed", reason=render(f"speed.{run.status}", language, error=run.error or ""),
                            device=str(device.get("name", "")), method=method, **base)

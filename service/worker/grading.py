@@ -20,12 +20,14 @@ from service.db.models import ReportRow, Submission
 from service.exercises import Exercise, ExerciseNotFound
 from service.grading.not_gradable import not_gradable_report
 from service.grading.pipeline import Grader
+from service.grading.speed_card import OnSpeed
 from service.grading.steps import RunStep, Step
 from service.messages import report_language
 from service.report import ExerciseRef, Report
 from service.student_view import detected_language
 from service.submission import Submission as SubmissionBody
 from service.worker.metrics import Metrics
+from service.worker.speed_revision import SpeedRevision
 
 log = logging.getLogger("kernelgrade.worker")
 
@@ -89,12 +91,13 @@ def learn_environment(sessions: sessionmaker[Session], grader: Grader) -> None:
 OnStep = Callable[[Step, list[tuple[str, str]]], bool]
 
 
-def _stepped(grader: Grader, body: SubmissionBody, row: Submission, *, regrade: bool, on_step: OnStep) -> Report | None:
+def _stepped(grader: Grader, body: SubmissionBody, row: Submission, *, regrade: bool, on_step: OnStep,
+             on_speed: OnSpeed | None = None) -> Report | None:
     """`Grader.grade`, asking `on_step` before each blocking step (see grade_claimed)."""
     claims: list[tuple[str, str]] = []
     try:
         steps = grader.steps(body, submission_id=row.id, secret_seed=row.secret_seed, reuse=not regrade,
-                             claims=claims)
+                             claims=claims, on_speed=on_speed)
         answer: RunResult | None = None
         while True:
             try:
@@ -144,6 +147,7 @@ def grade_claimed(sessions: sessionmaker[Session], grader: Grader, claim: store.
                                   .where(ReportRow.submission_id == row.id)).one()
         regrade = reports > 0
     started = time.monotonic()
+    speed = SpeedRevision(sessions, row.id, wait_s=grader.max_grading_s())  # the speed card, after the grade
     try:
         exercise = grader.catalog.get(body.exercise)
     except ExerciseNotFound as exc:  # the exercise left the catalog after the submission was accepted
@@ -157,17 +161,23 @@ def grade_claimed(sessions: sessionmaker[Session], grader: Grader, claim: store.
                 try:
                     if on_step is None:
                         report = grader.grade(body, submission_id=row.id, secret_seed=row.secret_seed,
-                                              reuse=not regrade)
+                                              reuse=not regrade, on_speed=speed.on_speed)
                     else:
-                        stepped = _stepped(grader, body, row, regrade=regrade, on_step=on_step)
+                        stepped = _stepped(grader, body, row, regrade=regrade, on_step=on_step,
+                                           on_speed=speed.on_speed)
                         if stepped is None:
                             return None
                         report = stepped
                 except Exception as exc:  # noqa: BLE001 - our bug must become not_gradable, never a lost submission
                     log.exception("grading %s failed", row.id)
                     report = gave_up_report(row, exercise, f"{type(exc).__name__}: {exc}")
-    with sessions() as session:
-        written = store.finish(session, claim, report)
+    written, written_id = None, None
+    try:
+        with sessions() as session:
+            written = store.finish(session, claim, report)
+            written_id = written.id if written is not None else None
+    finally:
+        speed.graded(written_id)
     if written is None:
         log.warning("lease on %s was lost; discarded this worker's report", claim.submission_id)
         return None

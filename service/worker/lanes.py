@@ -43,6 +43,7 @@ from service.report import Report
 from service.submission import Submission as SubmissionBody
 from service.worker.grading import gave_up_report, learn_environment
 from service.worker.metrics import Metrics
+from service.worker.speed_revision import SpeedRevision
 
 log = logging.getLogger("kernelgrade.lanes")
 
@@ -58,6 +59,7 @@ class Grading:
     step: Step | None = None
     started: float = field(default_factory=time.monotonic)
     parked_until: float = 0.0  # monotonic: resume at the latest then (the awaited claim's lifetime)
+    speed: SpeedRevision | None = None  # its speed card's revision, once the grade is written (#20.1)
 
 
 class LeaseKeeper:
@@ -337,8 +339,9 @@ class Lanes:
         self.leases.hold(claim, self._phase_s())
         learn_environment(self.sessions, self.grader)  # before any sandbox said hello (a restart)
         # A regrade asks for a fresh run: never answered from the verdict memo.
+        grading.speed = SpeedRevision(self.sessions, row.id, wait_s=self.grader.max_grading_s())
         grading.steps = self.grader.steps(body, submission_id=row.id, secret_seed=row.secret_seed,
-                                          reuse=not regrade, claims=grading.claims)
+                                          reuse=not regrade, claims=grading.claims, on_speed=grading.speed.on_speed)
         self._advance(grading, None)
 
     def _phase_s(self, run: bool = False) -> float:
@@ -388,12 +391,17 @@ class Lanes:
         self.grader._release(grading.claims)  # noqa: SLF001 - the grading's memo claim, however it ended
         self.parking.kick()
         self.leases.drop(grading.claim)
+        written_id = None
         try:
             with self.sessions() as session:
                 written = store.finish(session, grading.claim, report)
+                written_id = written.id if written is not None else None
         except Exception:  # noqa: BLE001 - the lease expires and the submission is retried
             log.exception("could not write the report of %s", grading.claim.submission_id)
             return
+        finally:
+            if grading.speed is not None:
+                grading.speed.graded(written_id)
         if written is None:
             log.warning("lease on %s was lost; discarded this worker's report", grading.claim.submission_id)
             return

@@ -17,7 +17,8 @@ from standardwebhooks import Webhook
 # A regrade that failed on our side (not_gradable) while an earlier grade stays current: the message's
 # report and grade are that earlier one (unchanged), `data.failed_regrade` says what failed.
 REGRADE_FAILED = "submission.regrade_failed"
-EVENTS = ("submission.graded", "submission.regraded", "submission.decision_recorded", REGRADE_FAILED)
+EVENTS = ("submission.graded", "submission.regraded", "submission.decision_recorded", REGRADE_FAILED,
+          "submission.speed_measured")
 LEGACY_SIGNATURE_HEADER = "Kernelgrade-Signature"
 
 
