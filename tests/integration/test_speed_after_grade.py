@@ -34,6 +34,7 @@ from service.web.feedback import performance_view
 from service.web.i18n import texts
 from service.web.pages import templates
 from service.worker.grading import grade_claimed
+from service.worker.lanes import Lanes
 from tests.support.servers import database
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")]
@@ -212,7 +213,7 @@ def test_the_worker_stores_the_grade_then_the_speed_card_as_a_revision(sessions)
     assert not grader.memo.set_performance(key, last.performance), "the first card stays"
 
 
-def test_a_kernel_that_did_not_pass_is_not_timed_and_past_the_in_flight_bound_the_grading_waits(sessions):
+def test_a_kernel_that_did_not_pass_is_not_timed_nor_one_past_the_in_flight_bound(sessions):
     grader = build_grader(Settings(device="interpreter"))
     _small_speed(grader)
     grader.memo = None
@@ -240,3 +241,32 @@ def test_a_kernel_that_did_not_pass_is_not_timed_and_past_the_in_flight_bound_th
     # A one-off grading (the CLI: no on_speed) waits for its card and carries the figures itself.
     report = grader.grade(body, secret_seed=5)
     assert report.performance.status == "measured" and report.timing["speed_s"] > 0
+
+
+def test_the_in_process_lanes_store_the_speed_card_as_a_revision_too(sessions, tmp_path):
+    """The service's own driver (service/worker/lanes.py: the run on a lane thread, the rest on a
+    fast thread): the grade first with the card pending, then the `speed` revision."""
+    settings = Settings(device="interpreter", warm_pool=0, data_dir=tmp_path, gpus=[0], fast_workers=1)
+    grader = build_grader(settings, sessions=sessions)
+    _small_speed(grader)
+    lanes = Lanes(sessions=sessions, grader=grader, lane_devices=settings.lane_devices(),
+                  lane_threads=settings.lane_threads(), fast_threads=settings.fast_workers,
+                  lease_s=settings.lease_s, max_attempts=settings.max_attempts)
+    body = SubmissionBody.model_validate_json(EXAMPLE.read_text(encoding="utf-8"))
+    with sessions() as session:
+        store.create_course(session, "c1", "Course")
+        submission_id = store.create_submission(session, course_id="c1", body=body, callback_url=None,
+                                                idempotency_key=None)[0].id
+    lanes.start()
+    try:
+        lanes.wake()
+        with sessions() as session:
+            revision = _wait_for(lambda: session.scalar(select(ReportRow).where(
+                ReportRow.submission_id == submission_id, ReportRow.reason == "speed")) or session.expire_all(),
+                timeout_s=240)
+            initial = store.report_history(session, submission_id)[0]
+    finally:
+        lanes.stop()
+    first, last = Report.model_validate(initial.report), Report.model_validate(revision.report)
+    assert initial.reason == "initial" and first.performance.status == "pending"
+    assert last.performance.status == "measured" and last.score == first.score
