@@ -99,7 +99,7 @@ class Grader:
     prewarm: bool = False  # start(): queue every exercise's solution and mutants for the compile cache
     cpu_speed_timer: bool = False  # tests only: the interpreter runs the speed phase too, with a plain clock
     speed_after_grade: bool = True  # False: grade() waits for the speed card even when given `on_speed`
-    # Speed phases going on after their grade (each holds a sandbox): past this, a grading waits for its card.
+    # Speed phases going on after their grade (each holds a sandbox): past this, a kernel is not timed (busy).
     _speed_slots: threading.BoundedSemaphore = field(
         default_factory=lambda: threading.BoundedSemaphore(SPEED_IN_FLIGHT), repr=False)
     _environment_seen: dict[str, str] | None = field(default=None, repr=False)  # the last sandbox's hello
