@@ -312,7 +312,8 @@ def add_speed_revision(session: Session, submission_id: str, performance: dict[s
         if graded_report_id is not None and (graded is None or session.scalar(
                 select(func.count()).select_from(ReportRow)
                 .where(ReportRow.submission_id == submission_id, ReportRow.seq > graded.seq,
-                       ReportRow.reason.in_(("initial", "regrade"))))):
+                       ReportRow.reason.in_(("initial", "regrade")),
+                       ReportRow.status == SubmissionStatus.graded))):  # (a failed regrade keeps this one current)
             session.rollback()
             return None
         # The conditional UPDATE takes the row (PostgreSQL) or the write lock (SQLite) first: a

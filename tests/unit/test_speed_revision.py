@@ -106,6 +106,10 @@ def test_the_card_of_an_earlier_grading_never_lands_on_a_regrade(db):
         session.flush()
         row.current_report_id = regrade.id
         session.commit()
+        # A later regrade that failed on our side (not_gradable, history only) does not stop the current one's card.
+        failed = ReportRow(submission_id=row.id, seq=3, reason="regrade", status="not_gradable", report=_pending(9.0))
+        session.add(failed)
+        session.commit()
         assert store.add_speed_revision(session, row.id, _measured(), graded_report_id=first_id) is None
         revision = store.add_speed_revision(session, row.id, _measured(), graded_report_id=regrade.id)
-        assert revision is not None and (revision.seq, revision.reason) == (3, "speed")
+        assert revision is not None and (revision.seq, revision.reason) == (4, "speed")
