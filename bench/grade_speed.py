@@ -355,6 +355,10 @@ def fmt(value, unit: str = "") -> str:
     return f"{value:.3g}{unit}" if value < 100 else f"{value:.0f}{unit}"
 
 
+def save(out: Path, results: dict) -> None:
+    (out / "grade_speed.json").write_text(json.dumps(results, indent=2, ensure_ascii=False), encoding="utf-8")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", choices=["auto", "gpu", "interpreter"], default="auto")
@@ -414,6 +418,7 @@ def main() -> None:
             "burst": {**summarise([{"wall_s": t} for t in btimes], bwall, naive_rate=naive_rate_burst),
                       "note": f"{count} fresh processes, {workers} at a time"}}
         log(f"  single p50 {fmt(percentile(times, 0.5), ' s')}; burst {naive_rate_burst:.2f}/s")
+        save(args.out, results)
 
     for name in [m for m in modes if m != "naive"]:
         pool = pool_size if name.startswith("warm") else 0
@@ -458,6 +463,7 @@ def main() -> None:
         }
         b = results["modes"][name]["burst"]
         log(f"  burst: p50 {fmt(b['p50_s'], ' s')}, p95 {fmt(b['p95_s'], ' s')}, {fmt(b['per_s'])}/s")
+        save(args.out, results)  # each mode as it ends: a run stopped by a time limit keeps what it measured
 
     for spec in args.lanes:
         devices = [int(part) for part in spec.split(",") if part.strip()]
@@ -470,8 +476,9 @@ def main() -> None:
                                   "statuses": sorted({r["status"] for r in rows}), "burst_counts": counts}
         b = results["modes"][name]["burst"]
         log(f"  burst: completion p50 {fmt(b['p50_s'], ' s')}, p95 {fmt(b['p95_s'], ' s')}, {fmt(b['per_s'])}/s; {counts}")
+        save(args.out, results)
 
-    (args.out / "grade_speed.json").write_text(json.dumps(results, indent=2, ensure_ascii=False), encoding="utf-8")
+    save(args.out, results)
     print()
     print(f"{results['date']}  {results['machine']}  mode {mode.value}  device {results.get('environment', {}).get('device')}")
     print("| mode | one at a time p50 / p95 | per s | × naive | burst n | burst p50 / p95 | seen-before p50 | new p50 | per s | × naive |")
