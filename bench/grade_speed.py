@@ -325,6 +325,8 @@ def summarise(rows: list[dict], wall_s: float, *, naive_rate: float | None, samp
         out["p50_ran_compiled_s"] = percentile([r["wall_s"] for r in ran if r["compiled"] > 0], 0.5)
         out["ran_nothing_compiled"] = sum(1 for r in ran if r["compiled"] == 0)
         out["ran"] = len(ran)
+        # per run: what it compiled itself and what it found in the shared cache (the cache's effect)
+        out["runs_compiled_shared_hits"] = [[r["compiled"], r.get("shared_hits")] for r in ran]
     parallel = [r for r in rows if r.get("parallel_runs")]
     if parallel:  # ...+par: new programs compiled in parallel before their grading run
         out["compiled_in_parallel"] = len(parallel)
@@ -511,7 +513,7 @@ def main() -> None:
                   f"{fmt(b.get('p50_wait_s'))} s); {c['ran_after_wait']} waited and then ran it themselves")
     for name, r in results["modes"].items():
         for part in ("single", "burst"):
-            if r[part].get("speed_cards"):
+            if r.get(part, {}).get("speed_cards"):
                 print(f"{name} {part}: {r[part]['speed_cards']} speed cards after the grade, p50 "
                       f"{fmt(r[part]['speed_card_p50_s'])} s from the grading's start (not in the latency above)")
     print(f"\nwritten: {args.out / 'grade_speed.json'}")
