@@ -237,10 +237,24 @@ def _compiles(patterns: list[str]) -> list[str]:
     return patterns
 
 
-class Concept(_Strict):
+class _Labelled(_Strict):
+    """A concept or a misconception: `label` is a Text. The old form, `label` in the lesson's words beside
+    `label_en`, still loads (an exercise folder written before the two became one): as `{zh: label, en: label_en}`."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_label_en(cls, data: object) -> object:
+        if isinstance(data, dict) and "label_en" in data and isinstance(data.get("label"), str):
+            data = dict(data)
+            english = data.pop("label_en")
+            data["label"] = {"zh": data["label"], "en": english} if english else data["label"]
+        return data
+
+
+class Concept(_Labelled):
     id: str = Field(pattern=_ID)
-    label: str
-    label_en: str | None = Field(None, description="the label in English, for English feedback")
+    label: Text = Field(description="what the concept is, `{zh: …, en: …}`: feedback names it in the report's "
+                                    "language, and the scorer matches an answer against both (similarity.py)")
     weight: float = Field(1.0, gt=0)
     patterns: list[str] = Field(min_length=1, description="regular expressions on NFKC-normalised lower-case text")
 
@@ -250,11 +264,11 @@ class Concept(_Strict):
         return _compiles(patterns)
 
 
-class Misconception(_Strict):
+class Misconception(_Labelled):
     id: str = Field(pattern=_ID)
-    label: str
-    label_en: str | None = Field(None, description="the label in English: shown to English-speaking students, and "
-                                                   "matched like the label (a clause close to it is flagged for a TA)")
+    label: Text = Field(description="the wrong idea, `{zh: …, en: …}`, its correction in parentheses: shown in the "
+                                    "report's language, and both are matched (a clause close to either is flagged "
+                                    "for a TA)")
     patterns: list[str] = Field(min_length=1)
     penalty: float = Field(0.25, ge=0, le=1, description="share of the question's points taken off")
     negatable: bool = Field(True, description="'不能除以 BLOCK' does not state the misconception")

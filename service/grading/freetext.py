@@ -24,7 +24,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from service.exercises import Concept, FillClaim, Question
+from service.exercises import Concept, FillClaim, Question, Text
 from service.grading import similarity
 from service.messages import render
 from service.report import Item
@@ -248,13 +248,18 @@ def _not_the_fill(claims: list[FillClaim], text: str, spans: list[tuple[int, int
                 break
         if said is None or any(re.search(p, code) for p in claim.shown_by):
             continue
-        found.append({"claim": claim.id, "label": claim.label.lesson, "label_en": claim.label.en,
+        found.append({"claim": claim.id, **_labels(claim.label),
                       "quote": _quote(text, said.start(), said.end()), "blank": claim.blank, "fill": code[:600]})
     return found
 
 
+def _labels(label: Text) -> dict[str, str | None]:
+    """A label as the report's evidence holds it: the lesson's words, and the English ones."""
+    return {"label": label.lesson, "label_en": label.en}
+
+
 def _missing(concepts: Iterable[Concept]) -> list[dict]:
-    return [{"concept": c.id, "label": c.label, "label_en": c.label_en} for c in concepts]
+    return [{"concept": c.id, **_labels(c.label)} for c in concepts]
 
 
 def _score_answer(question: Question, answer: str, max_points: float) -> TextScore:
@@ -279,7 +284,7 @@ def _score_answer(question: Question, answer: str, max_points: float) -> TextSco
 
     by_id = {c.id: c for c in question.concepts}
     total_weight = sum(c.weight for c in question.concepts)
-    found = [{"concept": cid, "label": by_id[cid].label, "label_en": by_id[cid].label_en,
+    found = [{"concept": cid, **_labels(by_id[cid].label),
               "quote": _quote(text, ms[0].start, ms[0].end)} for cid, ms in matches.items()]
     missing = _missing(c for c in question.concepts if c.id not in matches)
     concept_share = sum(by_id[cid].weight for cid in matches) / total_weight if matches else 0.0
@@ -297,8 +302,8 @@ def _score_answer(question: Question, answer: str, max_points: float) -> TextSco
             if evidence is None and worked:
                 evidence = _worked_link(text, matches[before], matches[after])
             a, b = by_id[before], by_id[after]
-            pair = {"from": before, "to": after, "label": f"{a.label} → {b.label}",
-                    "label_en": f"{a.label_en or a.label} → {b.label_en or b.label}"}
+            pair = {"from": before, "to": after, "label": f"{a.label.lesson} → {b.label.lesson}",
+                    "label_en": f"{a.label.in_('en')} → {b.label.in_('en')}"}
             if evidence is not None:
                 links.append({**pair, "quote": evidence})
             else:
@@ -363,12 +368,13 @@ def _suspected(question: Question, text: str, spans: list[tuple[int, int]],
     if SIGNALS["misconception_like"] and question.misconceptions:
         parts = similarity.windows(text, similarity.clauses(text))
         for wrong in question.misconceptions:
-            for label in (wrong.label, wrong.label_en) if LABEL_EN else (wrong.label,):
+            # The lesson's words first, then the English ones (once: a plain label is the same in both).
+            for label in dict.fromkeys((wrong.label.lesson, wrong.label.en) if LABEL_EN else (wrong.label.lesson,)):
                 if not label:
                     continue
                 hit = similarity.best_window(parts, _label_phrasings(label), MISCONCEPTION_LIKE)
                 if hit is not None and _same_polarity(text, hit, normalise(label)):
-                    return [{"kind": "misconception_like", "label": wrong.label, "label_en": wrong.label_en,
+                    return [{"kind": "misconception_like", **_labels(wrong.label),
                              "quote": _quote(text, hit[0], hit[1])}]
     return []
 
@@ -414,11 +420,11 @@ def _fuzzy_concepts(question: Question, text: str, spans: list[tuple[int, int]],
         matches[concept.id] = [_Match(concept.id, start, end, _sentence_of(spans, start))]
 
 
-_PHRASINGS: dict[tuple[str, str, str], list[similarity.Phrasing]] = {}
+_PHRASINGS: dict[tuple[str, str, str, str | None], list[similarity.Phrasing]] = {}
 
 
 def _phrasings(question: Question, concept: Concept) -> list[similarity.Phrasing]:
-    key = (question.reference_answer, concept.id, concept.label)
+    key = (question.reference_answer, concept.id, concept.label.lesson, concept.label.en)
     if key not in _PHRASINGS:
         _PHRASINGS[key] = similarity.phrasings(question, concept)
     return _PHRASINGS[key]
@@ -431,7 +437,7 @@ def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]])
             m = re.search(pattern, text, re.IGNORECASE)
             if m and not (wrong.negatable and _negated(text, m.start(), spans)) \
                     and not _conditional(text, m.start(), spans):
-                found.append({"misconception": wrong.id, "label": wrong.label, "label_en": wrong.label_en,
+                found.append({"misconception": wrong.id, **_labels(wrong.label),
                               "quote": _quote(text, m.start(), m.end())})
                 break
     return found
@@ -585,8 +591,7 @@ def _feedback(question: Question, result: TextScore, language: str = "zh") -> st
     if result.kind == "empty":
         return say("unanswered")
     if result.kind == "off_topic":
-        return say("off_topic", labels=joined(_label({"label": c.label, "label_en": c.label_en}, language)
-                                               for c in question.concepts[:3]))
+        return say("off_topic", labels=joined(c.label.in_(language) for c in question.concepts[:3]))
     lines = []
     if result.found:
         quoted = (say("quoted", label=_label(f, language), quote=f["quote"]) for f in result.found)

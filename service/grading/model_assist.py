@@ -39,9 +39,9 @@ class ModelAssist:
     def opinion(self, question: Question, answer: str, max_points: float) -> dict:
         rubric = {
             "question": question.prompt.lesson, "max_points": max_points,  # the lesson's words: one opinion
-            "concepts": [{"id": c.id, "label": c.label} for c in question.concepts],
+            "concepts": [{"id": c.id, "label": c.label.lesson} for c in question.concepts],
             "causal_chain": question.chain,
-            "misconceptions": [{"id": m.id, "label": m.label} for m in question.misconceptions],
+            "misconceptions": [{"id": m.id, "label": m.label.lesson} for m in question.misconceptions],
         }
         body = {"model": self.model, "temperature": 0, "response_format": {"type": "json_object"},
                 "messages": [{"role": "system", "content": _SYSTEM},

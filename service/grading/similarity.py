@@ -82,7 +82,8 @@ class Phrasing:
 def phrasings(question: Question, concept: Concept, lesson: Iterable[str] = ()) -> list[Phrasing]:
     """The concept's reference phrasings: the parts of its label, and the reference answer's (and
     the lesson's) clauses that the concept's patterns match."""
-    pieces = [p.strip() for label in (concept.label, concept.label_en or "") for p in _LABEL_SPLIT.split(label.lower())]
+    labels = (concept.label.lesson, concept.label.en or "")  # both languages: answers come in either
+    pieces = [p.strip() for label in labels for p in _LABEL_SPLIT.split(label.lower())]
     for source in (question.reference_answer.lower(), *(t.lower() for t in lesson)):
         for a, b in clauses(source):
             clause = source[a:b]

@@ -39,11 +39,8 @@ def find_spans(question: Question, answer: str, *, concepts: set[str], misconcep
     labelled in `language` (the report's)."""
     normalised, origin = _normalised_with_origin(answer)
     found: list[Span] = []
-    def shown(zh: str, en: str | None) -> str:
-        return (en if language == "en" else None) or zh
-
-    rules = [("concept", c.id, shown(c.label, c.label_en), c.patterns) for c in question.concepts if c.id in concepts]
-    rules += [("misconception", m.id, shown(m.label, m.label_en), m.patterns)
+    rules = [("concept", c.id, c.label.in_(language), c.patterns) for c in question.concepts if c.id in concepts]
+    rules += [("misconception", m.id, m.label.in_(language), m.patterns)
               for m in question.misconceptions if m.id in misconceptions]
     for kind, _id, label, patterns in rules:
         for pattern in patterns:

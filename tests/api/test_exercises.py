@@ -43,9 +43,9 @@ def secrets_of(exercise) -> list[str]:
     for question in exercise.spec.questions:
         found.append(question.reference_answer)
         for concept in question.concepts:
-            found += [concept.label, concept.label_en or "", *concept.patterns]
+            found += [concept.label.zh or "", concept.label.en or "", *concept.patterns]
         for misconception in getattr(question, "misconceptions", []):
-            found += [misconception.label, misconception.label_en or "", *misconception.patterns]
+            found += [misconception.label.zh or "", misconception.label.en or "", *misconception.patterns]
     mutants = exercise.mutants() if callable(exercise.mutants) else exercise.mutants
     for mutant in mutants:
         found.append(mutant.description)

@@ -200,13 +200,13 @@ def test_english_feedback_names_concepts_and_misconceptions_in_english():
 
 
 def test_a_clause_close_to_a_misconceptions_english_label_is_flagged():
-    from service.exercises import Concept, Misconception, Question
+    from service.exercises import Concept, Misconception, Question, Text
     from service.grading.freetext import score_answer
     question = Question(id="q3", prompt="p", reference_answer="先减均值再平方。",
                         concepts=[Concept(id="mean", label="均值", patterns=["mean"])],
-                        misconceptions=[Misconception(id="eps", label="以为加 eps 能解决抵消问题",
-                                                      label_en="adding a small epsilon solves the cancellation problem",
-                                                      patterns=["(?!)"])])
+                        misconceptions=[Misconception(
+                            id="eps", patterns=["(?!)"],
+                            label=Text(zh="以为加 eps 能解决抵消问题", en="adding a small epsilon solves the cancellation problem"))])
     result = score_answer(question, "When the mean is large, a small epsilon solves the cancellation problem.", 2.0)
     assert result.flags == ["suspected_misconception"] and result.suspected[0]["label_en"].startswith("adding a small")
     denied = score_answer(question, "When the mean is large, a small epsilon does not solve the cancellation problem.", 2.0)

@@ -56,14 +56,14 @@ def test_english_answers_get_an_english_report_without_declaring_it(reports, gra
     assert report.status == "graded" and report.language == "en"
     q2 = next(i for i in report.items if i.id == "q2")
     identity = grader.catalog.get("lesson06_mean_var").question("q2").concepts[0]  # other=0.0: the first sum's identity
-    assert q2.points > 0 and identity.label_en and identity.label_en in q2.feedback
+    assert q2.points > 0 and identity.label.en and identity.label.en in q2.feedback
     assert {d.id for d in report.diagnoses} == {d.id for d in reports["en"].diagnoses}
     assert chinese_in(report.model_dump(mode="json")) == {}
 
 
 def _english_answers(exercise) -> dict[str, object]:
     """Answers in English for any exercise: each question's concepts, in its own English words."""
-    said = {q.id: " Because of that, ".join(c.label_en or "" for c in q.concepts) + "." for q in exercise.spec.questions}
+    said = {q.id: " Because of that, ".join(c.label.en or "" for c in q.concepts) + "." for q in exercise.spec.questions}
     return {"explanation": said.pop("explanation", "It is filled as the lesson says."), "answers": said}
 
 

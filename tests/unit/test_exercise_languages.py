@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel
 
 from service.config import REPO_ROOT
-from service.exercises import ExerciseCatalog, Text
+from service.exercises import Concept, ExerciseCatalog, Misconception, Text
 from tests.support.english import CJK
 
 CATALOG = ExerciseCatalog(REPO_ROOT / "exercises")
@@ -46,12 +46,22 @@ def test_every_authored_text_has_english_without_chinese(exercise_id):
 
 
 @pytest.mark.parametrize("exercise_id", CATALOG.ids())
-def test_every_concept_and_misconception_has_an_english_label(exercise_id):
-    """Concepts and misconceptions keep their own form (`label` in the lesson's words, `label_en`): the
-    free-text scorer matches both (service/grading/freetext.py)."""
+def test_every_concept_and_misconception_has_its_label_in_both_languages(exercise_id):
+    """Concepts and misconceptions are labelled like every other text (`label: {zh: …, en: …}`): the
+    free-text scorer matches an answer against both (service/grading/freetext.py, similarity.py)."""
     spec = CATALOG.get(exercise_id).spec
-    labelled = [(f"{q.id}:{x.id}", x.label_en) for q in spec.questions for x in (*q.concepts, *q.misconceptions)]
-    assert labelled and [where for where, en in labelled if not en or CJK.search(en)] == []
+    labelled = [(f"{q.id}:{x.id}", x.label) for q in spec.questions for x in (*q.concepts, *q.misconceptions)]
+    assert labelled and [where for where, label in labelled
+                         if not label.zh or not label.en or CJK.search(label.en)] == []
+
+
+def test_the_old_label_en_form_still_loads():
+    """An exercise folder written before labels became Texts (`label` beside `label_en`) reads the same."""
+    old = {"id": "eps", "label": "以为加 eps 能解决抵消问题", "label_en": "adding eps solves cancellation", "patterns": ["x"]}
+    assert Misconception.model_validate(old).label == Text(zh=old["label"], en=old["label_en"])
+    assert Concept.model_validate({**old, "label_en": None}).label == Text.model_validate(old["label"])
+    with pytest.raises(ValueError, match="label_en"):  # beside a Text it would be a second English label
+        Concept.model_validate({**old, "label": {"zh": "均值"}})
 
 
 @pytest.mark.parametrize("exercise_id", CATALOG.ids())
