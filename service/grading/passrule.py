@@ -27,6 +27,12 @@ def _title(kind: str, language: Language, **params: object) -> str:
     return render(f"passrule.title.{kind}", language, **params)
 
 
+def _label(entry: dict[str, Any], language: Language) -> str:
+    """A link's or a misconception's label from an item's evidence (service/grading/freetext.py), in the
+    report's language: `label_en` in an English report (a report written before it had one: `label`)."""
+    return str((entry.get("label_en") if language == "en" else None) or entry.get("label", ""))
+
+
 def _clip(text: str, limit: int = 300) -> str:
     text = text.replace("\x00", "").strip()
     return text if len(text) <= limit else text[:limit] + "…"
@@ -82,11 +88,11 @@ def chain_requirement(item: Item | None, *, question_id: str, share: float, lang
     needed = max(1, math.ceil(total * share - 1e-9)) if total else 0
     flags = item.evidence.get("flags") or []
     wrong = item.evidence.get("misconceptions") or []
-    missing_labels = [link.get("label", "") for link in missing][:8]
+    missing_labels = [_label(link, language) for link in missing][:8]
     evidence = {"item": item.id, "links": [link.get("quote", "") for link in links][:8],
                 "missing_links": missing_labels, "needed": needed, "flags": flags}
     if wrong:
-        labels = render("passrule.separator", language).join(w.get("label", "") for w in wrong)
+        labels = render("passrule.separator", language).join(_label(w, language) for w in wrong)
         return Requirement(id=rid, met=False, title=title, message=_say("causal_chain.misconception", language,
                            labels=labels),
                            evidence={**evidence, "misconceptions": [w.get("misconception") for w in wrong]})

@@ -36,7 +36,8 @@ LESSON06_ENGLISH = {
 
 def student_texts(report: dict[str, Any]) -> dict[str, str]:
     """Every student-facing text of a report (JSON form), by where it is: the items' titles and
-    feedback, the cases' descriptions and targets, the diagnoses, the requirements, the vetoes' notes."""
+    feedback, the cases' descriptions and targets, the diagnoses, the requirements (with the labels their
+    evidence names), the vetoes' notes."""
     found: dict[str, str] = {}
     for item in report.get("items", []):
         found[f"item {item['id']} title"] = item["title"]
@@ -47,7 +48,9 @@ def student_texts(report: dict[str, Any]) -> dict[str, str]:
     for diagnosis in report.get("diagnoses", []):
         found[f"diagnosis {diagnosis['id']}"] = diagnosis["message"]
     for requirement in (report.get("score") or {}).get("requirements", []):
-        found[f"requirement {requirement['id']}"] = f"{requirement['title']}\n{requirement['message']}"
+        evidence = requirement.get("evidence") or {}
+        labels = [*evidence.get("missing_links", []), evidence.get("looked_for") or ""]  # the rubric's labels
+        found[f"requirement {requirement['id']}"] = "\n".join([requirement["title"], requirement["message"], *labels])
     for n, veto in enumerate(report.get("vetoes", [])):
         evidence = veto.get("evidence", {})
         found[f"veto {n} {veto['rule']}"] = "\n".join(
