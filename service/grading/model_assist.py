@@ -23,7 +23,8 @@ DISAGREEMENT_POINTS = 1.0
 
 _SYSTEM = (
     "You grade one written answer of a GPU-programming course against a rubric. Award points only for the causal "
-    "chain explained in the answer, not for listed terms. Reply with JSON only: "
+    "chains explained in the answer, not for listed terms; a question in several parts has one chain per part, and "
+    "every chain counts. Reply with JSON only: "
     '{"points": <number>, "concepts_found": [<concept ids>], "misconceptions": [<ids>], "rationale": "<one sentence>"}'
 )
 
@@ -40,7 +41,9 @@ class ModelAssist:
         rubric = {
             "question": question.prompt.lesson, "max_points": max_points,  # the lesson's words: one opinion
             "concepts": [{"id": c.id, "label": c.label.lesson} for c in question.concepts],
-            "causal_chain": question.chain,
+            # Every part's chain, as the automatic scorer counts them (freetext.py): a model shown only the
+            # first part's would disagree with every answer that explains the others.
+            "causal_chains": [chain for chain in (question.chain, *question.more_chains) if chain],
             "misconceptions": [{"id": m.id, "label": m.label.lesson} for m in question.misconceptions],
         }
         body = {"model": self.model, "temperature": 0, "response_format": {"type": "json_object"},

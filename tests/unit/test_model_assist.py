@@ -57,7 +57,19 @@ def test_agreement_adds_evidence_and_never_changes_points(stand_in):
     request = stand_in["requests"][0]
     assert request["path"] == "/v1/chat/completions" and request["auth"] == "Bearer secret"
     sent = json.loads(request["body"]["messages"][1]["content"])
-    assert sent["answer"] == FULL and sent["rubric"]["causal_chain"] == Q2.chain
+    assert sent["answer"] == FULL and sent["rubric"]["causal_chains"] == [Q2.chain]
+    assert sent["rubric"]["concepts"][0] == {"id": Q2.concepts[0].id, "label": Q2.concepts[0].label.zh}
+
+
+def test_a_question_in_two_parts_sends_both_chains(stand_in):
+    """Welford Q3 asks about n_b and about M2_b: the model sees both parts' chains (the scorer counts both)."""
+    q3 = ExerciseCatalog(REPO_ROOT / "exercises").get("welford_merge").question("q3")
+    answer = "M2_b 那里要 tl.where 一下：padding lane 减完 mean_b 是 −mean_b，所以平方是 mean_b²，不 mask 掉会加进 M2_b。"
+    ModelAssist(base_url=stand_in["url"], model="stand-in").annotate(
+        score_text(item_id="q3", title="Q3", max_points=2, question=q3, answer=answer), q3, answer)
+    sent = json.loads(stand_in["requests"][0]["body"]["messages"][1]["content"])
+    assert q3.more_chains and sent["rubric"]["causal_chains"] == [q3.chain, *q3.more_chains]
+    assert {"padding_mean_sq", "remask"} <= {c["id"] for c in sent["rubric"]["concepts"]}
 
 
 def test_disagreement_sends_the_item_to_a_ta(stand_in):
