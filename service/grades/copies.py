@@ -29,7 +29,6 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from datasketch import MinHash, MinHashLSH  # type: ignore[import-untyped]  # datasketch ships no type hints
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -208,6 +207,9 @@ def _text_clusters(exercise: str, part: str, texts: dict[str, tuple[Submission, 
             prepared[sid] = shingles(norm)
     if len(prepared) < 2:
         return []
+    # imported here: it pulls in scipy, which every page and worker importing service.web would pay for
+    from datasketch import MinHash, MinHashLSH  # type: ignore[import-untyped]  # datasketch ships no type hints
+
     lsh = MinHashLSH(threshold=LSH_THRESHOLD, num_perm=NUM_PERM)
     pairs: list[tuple[str, str, float]] = []
     groups = _Groups()
