@@ -5,7 +5,8 @@ up, runs the canary and says hello, then blocks on a control pipe. Its job folde
 side, bound read-only at /job) holds only the harness until the runner writes the job into it and
 sends `g`. Each sandbox runs exactly one attempt of one submission and is then killed: nothing
 survives from one student to the next. The pool keeps `size` of them per (mode, device index),
-refills in a background thread, replaces any that die while waiting, and kills them all on close.
+refills in a background thread (every missing one at once, but at most `max_starting` in
+start-up at a time), replaces any that die while waiting, and kills them all on close.
 
 The refill thread starts the processes itself and lives as long as the pool: bwrap's
 --die-with-parent follows the thread that started it, so the sandboxes die with the pool.
@@ -189,15 +190,26 @@ def start_sandbox(*, backend: SandboxBackend, limits: Limits, job_dir: Path, mod
                    log=_LogSink(proc.stdout, limits.log_bytes))
 
 
+def default_max_starting(size: int) -> int:
+    """Start-ups at once when none is configured: the pool's size, at most half the cores (the
+    other half grades), at least one."""
+    return max(1, min(size, (os.cpu_count() or 2) // 2))
+
+
 class WarmPool:
     """`size` sandboxes of one (mode, device index), started ahead of demand."""
 
     def __init__(self, *, backend: SandboxBackend, limits: Limits, mode: DeviceMode, device_index: int, size: int,
-                 work_root: Path | None = None) -> None:
+                 work_root: Path | None = None, max_starting: int | None = None) -> None:
         if not getattr(backend, "supports_warm", False):
             raise SandboxUnavailable(f"the {backend.name} backend cannot start sandboxes ahead of their job")
         self.backend, self.limits, self.mode, self.device_index = backend, limits, mode, device_index
         self.size, self.work_root = size, work_root
+        # Sandboxes in start-up (started, no hello yet) at one time. Each start-up is mostly CPU
+        # (imports, the canary's compile): more of them than there are cores only makes every
+        # one later, the first included, while gradings wait for one.
+        self.max_starting = max(1, max_starting if max_starting is not None else default_max_starting(size))
+        self.peak_starting = 0  # the most that were in start-up at once (tests, benchmarks)
         self.environment: dict[str, str] = {}  # the last hello: device, torch, triton, python
         self.started_total = 0  # sandboxes this pool ever started (tests, metrics)
         self.replaced_total = 0  # of those, how many died or failed while waiting
@@ -258,7 +270,8 @@ class WarmPool:
             now = time.monotonic()
             if now >= backoff_until:
                 with self._lock:
-                    missing = self.size - len(self._waiting)
+                    starting = sum(1 for s in self._waiting if s.hello is None)
+                    missing = min(self.size - len(self._waiting), self.max_starting - starting)
                 for _ in range(max(0, missing)):
                     if self._stop.is_set():
                         break
@@ -289,6 +302,7 @@ class WarmPool:
         self.started_total += 1
         with self._lock:
             self._waiting.append(sandbox)
+            self.peak_starting = max(self.peak_starting, sum(1 for s in self._waiting if s.hello is None))
 
     def _discard(self, sandbox: Sandbox, why: str) -> None:
         """Called with the lock held."""

@@ -61,10 +61,12 @@ def _signal_name(returncode: int) -> str:
 
 
 class SandboxRunner:
-    def __init__(self, *, backend: SandboxBackend, limits: Limits, work_root: Path | None = None) -> None:
+    def __init__(self, *, backend: SandboxBackend, limits: Limits, work_root: Path | None = None,
+                 pool_starts: int | None = None) -> None:
         self.backend = backend
         self.limits = limits
         self.work_root = work_root
+        self.pool_starts = pool_starts  # a warm pool's start-ups at once (None: WarmPool's default)
         self.pools: dict[tuple[DeviceMode, int], WarmPool] = {}
         remove_stale_jobs(work_root)
         remove_stale_cgroups()  # pids cgroups of runners that died, and anything left in them
@@ -76,7 +78,7 @@ class SandboxRunner:
             return self.pools.get(key)
         self.backend.check()
         pool = WarmPool(backend=self.backend, limits=self.limits, mode=mode, device_index=device_index, size=size,
-                        work_root=self.work_root)
+                        work_root=self.work_root, max_starting=self.pool_starts)
         self.pools[key] = pool.start()
         return pool
 

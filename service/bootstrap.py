@@ -45,7 +45,8 @@ def build_grader(settings: Settings, *, sessions: sessionmaker[Session] | None =
                                threads=settings.compile_cache_threads, parallel=settings.compile_cache_parallel,
                                parallel_wait_s=settings.compile_cache_parallel_wait_s)
     return Grader(catalog=ExerciseCatalog(settings.exercises_dir),
-                  runner=SandboxRunner(backend=backend, limits=settings.limits),
+                  runner=SandboxRunner(backend=backend, limits=settings.limits,
+                                       pool_starts=settings.warm_pool_starts or None),
                   mode=mode, device_index=settings.gpu_index, assist=assist, memo=memo,
                   warm_pool=settings.warm_pool, compile_cache=warmer, prewarm=settings.compile_cache_prewarm,
                   speed_after_grade=settings.speed_after_grade)

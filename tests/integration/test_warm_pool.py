@@ -148,3 +148,20 @@ def test_grader_with_warm_pool_grades_like_a_cold_one(sandbox_backend_name):
         grader.close()
     strip = lambda r: [c.model_dump(exclude={"elapsed_s"}) for c in r.cases]  # noqa: E731
     assert strip(warm) == strip(cold) and warm.score == cold.score
+
+
+def test_a_refill_starts_several_sandboxes_at_once_but_no_more_than_its_bound(bwrap_backend, tmp_path):
+    """Three missing sandboxes with at most two in start-up at a time: two start together (the
+    refill is not one at a time), the third only once one of them said hello, and all three end
+    up ready. Counted, not timed."""
+    from sandbox.pool import WarmPool
+
+    pool = WarmPool(backend=bwrap_backend, limits=Limits(), mode=DeviceMode.interpreter, device_index=0, size=3,
+                    work_root=tmp_path, max_starting=2).start()
+    try:
+        assert pool.wait_ready(3, READY_S), "the pool never filled"
+        assert pool.peak_starting == 2, f"{pool.peak_starting} sandboxes were in start-up at once, expected 2"
+        assert pool.started_total == 3 and pool.replaced_total == 0
+    finally:
+        pool.close()
+    assert not list(tmp_path.iterdir()), "a warm sandbox's job folder outlived the pool"
