@@ -191,9 +191,10 @@ def start_sandbox(*, backend: SandboxBackend, limits: Limits, job_dir: Path, mod
 
 
 def default_max_starting(size: int) -> int:
-    """Start-ups at once when none is configured: the pool's size, at most half the cores (the
-    other half grades), at least one."""
-    return max(1, min(size, (os.cpu_count() or 2) // 2))
+    """Start-ups at once when none is configured: the pool's size, at most one per core. (Half
+    the cores, to leave the rest to gradings, made a refill of 2 on the 2-core CPU machine take
+    12.1 s instead of 6.9 s under load: docs/benchmarks.md, "Sandbox start-up".)"""
+    return max(1, min(size, os.cpu_count() or 1))
 
 
 class WarmPool:

@@ -66,7 +66,7 @@ class Settings(BaseSettings):
     warm_pool: int = Field(2, ge=0, description="sandboxes per (mode, GPU) started ahead of demand by the service's "
                                                 "workers (torch imported, CUDA up); 0: every attempt starts cold")
     warm_pool_starts: int = Field(0, ge=0, description="sandboxes of one pool in start-up at once (a refill after a "
-                                                       "burst); 0: the pool's size, at most half the CPU cores")
+                                                       "burst); 0: the pool's size, at most one per CPU core")
     compile_cache: bool = Field(True, description="GPU mode, bwrap: every sandbox reads compiled kernels from a shared "
                                                   "read-only cache that only the trusted side fills (reference, "
                                                   "mutants, programs graded before)")
