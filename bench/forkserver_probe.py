@@ -3,24 +3,25 @@
     python bench/forkserver_probe.py --jobs 3
 
 Starts one "template" in a bwrap sandbox shaped like a grading sandbox (the same read-only /usr
-and Python environment, private /tmp and /dev/shm, no network, `--clearenv`, the seccomp filter
-of sandbox/seccomp.py), but with `--cap-add ALL`: capabilities inside its own user namespace
-only. The template imports numpy, torch and triton and runs the interpreter canary (the
-interpreter needs no CUDA; on a GPU the template must not touch CUDA, which does not survive a
-fork). Then, per job, it forks a child that:
-  unshare(mount, pid, ipc, net, uts) (no user namespace: seccomp refuses it) -> fork again, to be
-  pid 1 of the new pid namespace -> a fresh /proc (and /proc/sys, /proc/sysrq-trigger, /proc/fs
-  bound read-only again), /tmp, /dev/shm, and /job as a tmpfs holding only this job's files (here
-  written by the child; in a real design sent through the job's channel), remounted read-only ->
-  every capability dropped (ambient, bounding set, then capset to zero) -> the canary again.
-Each child reports what it sees (its pid, the processes in /proc, its capabilities, whether it can
-write /job, unmount anything, or unshare again) and the time from fork to that report.
-
-Run as root, the template is started as a leased unprivileged host uid (`setpriv`), as the bwrap
-backend does without a pids cgroup: bwrap run by root with `--uid 65534` puts the sandbox in a
-nested user namespace whose mounts are locked, and the kernel then refuses a fresh /proc
-(`mount_too_revealing`). `--uid0` (timing only) runs it as root-mapped uid 0 without
-`--disable-userns` instead. Prints one JSON line per child and a summary.
+and Python environment, private /tmp and /dev/shm, no network, `--clearenv`), but uid 0 inside
+with `--cap-add ALL`: capabilities inside its own user namespace only, and neither bwrap's
+`--seccomp` nor `--disable-userns` (the child needs one user namespace more, below). The template
+imports numpy, torch and triton and runs the interpreter canary (the interpreter needs no CUDA;
+on a GPU the template must not touch CUDA, which does not survive a fork). Then, per job, it
+forks a child that:
+  unshare(mount, pid, ipc, net, uts) -> fork again, to be pid 1 of the new pid namespace -> a
+  fresh /proc (with /proc/sys, /proc/sysrq-trigger, /proc/fs bound read-only again), /tmp,
+  /dev/shm, and /job as a tmpfs holding only this job's files (here written by the child; in a
+  real design sent through the job's channel), remounted read-only -> a user namespace of its
+  own in which it is uid 65534 (mapped to the template's uid) -> every capability dropped
+  (ambient, bounding set, capset to zero), no_new_privs -> sandbox/seccomp.py's filter installed
+  (no further user namespace, no memfd) -> the canary again.
+Each child reports what it sees (its pid and uid, the processes in /proc, its capabilities,
+whether it can write /job, unmount anything, unshare again, create a memfd or write a sysctl)
+and the time from fork to that report. Works whoever starts it (root included: bwrap run by root
+with `--uid 65534` or `--disable-userns` nests a user namespace that locks every mount, and the
+kernel then refuses the child's fresh /proc, which is why the template is uid 0 and the child
+makes the uid-65534 namespace itself). Prints one JSON line per child and a summary.
 """
 from __future__ import annotations
 
@@ -36,8 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sandbox.backends.bwrap import MERGED_USR_LINKS, python_roots  # noqa: E402
-from sandbox.host_uids import lease_host_uid  # noqa: E402
-from sandbox.seccomp import filter_fd, filter_program  # noqa: E402
+from sandbox.seccomp import filter_program  # noqa: E402
 
 TEMPLATE = r'''
 import ctypes, json, os, sys, time
@@ -81,12 +81,33 @@ class CapHeader(ctypes.Structure):
 class CapData(ctypes.Structure):
     _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
 
+class SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+class SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(SockFilter))]
+
+FILTER = open("/filter.bpf", "rb").read() if os.path.exists("/filter.bpf") else b""
+
+def own_user_namespace():
+    """A user namespace of the child's own in which uid 65534 is the template's uid (0 in its
+    namespace): the child runs as nobody, as a grading sandbox does, whoever started bwrap."""
+    check(libc.unshare(0x10000000), "unshare(CLONE_NEWUSER)")
+    for name, text in (("setgroups", "deny"), ("uid_map", "65534 0 1"), ("gid_map", "65534 0 1")):
+        with open(f"/proc/self/{name}", "w") as fh:
+            fh.write(text)
+    os.setresgid(65534, 65534, 65534)
+    os.setresuid(65534, 65534, 65534)
+
 def drop_capabilities():
     check(libc.prctl(47, 4, 0, 0, 0), "PR_CAP_AMBIENT_CLEAR_ALL")
     for cap in range(64):
         libc.prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP (EINVAL past the last one)
     check(libc.prctl(38, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
     check(libc.capset(ctypes.byref(CapHeader(0x20080522, 0)), (CapData * 2)()), "capset")
+    if FILTER:  # sandbox/seccomp.py's program: from here no user namespace, no memfd
+        program = (SockFilter * (len(FILTER) // 8)).from_buffer_copy(FILTER)
+        check(libc.prctl(22, 2, ctypes.byref(SockFprog(len(program), program)), 0, 0), "PR_SET_SECCOMP")
 
 def status(field):
     return open("/proc/self/status").read().split(field + ":")[1].split()[0]
@@ -107,6 +128,7 @@ def child(job, w):
     with open("/job/job.json", "w") as fh:
         fh.write(json.dumps({"job": job}))
     mount(None, "/job", None, REMOUNT | RDONLY | NOSUID | NODEV | NOEXEC)
+    own_user_namespace()
     drop_capabilities()
     # From here on: what student code would be able to do.
     ok = canary()
@@ -118,7 +140,8 @@ def child(job, w):
         "cap_amb": status("CapAmb"), "no_new_privs": status("NoNewPrivs"), "seccomp": status("Seccomp"),
         "write_job": libc.open(b"/job/x", 0o101, 0o644) >= 0,
         "umount_job": libc.umount2(b"/job", 2) == 0, "umount_proc_sys": libc.umount2(b"/proc/sys", 2) == 0,
-        "unshare_mount_ns": libc.unshare(NEWNS) == 0,
+        "unshare_mount_ns": libc.unshare(NEWNS) == 0, "unshare_user_ns": libc.unshare(0x10000000) == 0,
+        "memfd": libc.syscall(319, b"x", 0) >= 0 if os.uname().machine == "x86_64" else None,
         "sysctl_write": os.access("/proc/sys/kernel/core_pattern", os.W_OK),
     }
     os.write(w, json.dumps(facts).encode())
@@ -144,10 +167,9 @@ for job in range(int(sys.argv[1])):
 '''
 
 
-def argv(python: str, template: Path, seccomp_fd: int | None, *, uid0: bool) -> list[str]:
-    ids = ["--uid", "0", "--gid", "0"] if uid0 else ["--disable-userns", "--uid", "65534", "--gid", "65534"]
-    args = ["bwrap", "--unshare-all", "--unshare-user", *ids, "--die-with-parent", "--new-session",
-            "--cap-add", "ALL", "--hostname", "sandbox", "--ro-bind", "/usr", "/usr"]
+def argv(python: str, folder: Path) -> list[str]:
+    args = ["bwrap", "--unshare-all", "--unshare-user", "--uid", "0", "--gid", "0", "--die-with-parent",
+            "--new-session", "--cap-add", "ALL", "--hostname", "sandbox", "--ro-bind", "/usr", "/usr"]
     for link in MERGED_USR_LINKS:
         if os.path.islink(link):
             args += ["--symlink", os.readlink(link), link]
@@ -162,11 +184,12 @@ def argv(python: str, template: Path, seccomp_fd: int | None, *, uid0: bool) -> 
     args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/dev/shm", "--dir", "/job"]
     for root in python_roots(python):
         args += ["--ro-bind", str(root), str(root)]
-    args += ["--ro-bind", str(template), "/template.py", "--remount-ro", "/", "--chdir", "/tmp", "--clearenv",
+    args += ["--ro-bind", str(folder / "template.py"), "/template.py"]
+    if (folder / "filter.bpf").exists():
+        args += ["--ro-bind", str(folder / "filter.bpf"), "/filter.bpf"]
+    args += ["--remount-ro", "/", "--chdir", "/tmp", "--clearenv",
              "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp", "--setenv", "TRITON_INTERPRET", "1",
              "--setenv", "OMP_NUM_THREADS", "1", "--setenv", "TRITON_CACHE_DIR", "/tmp/triton-cache"]
-    if seccomp_fd is not None:
-        args += ["--seccomp", str(seccomp_fd)]
     return args + ["--", python, "-I", "-B", "/template.py"]
 
 
@@ -174,9 +197,6 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=3)
     parser.add_argument("--python", default=sys.executable)
-    parser.add_argument("--uid0", action="store_true",
-                        help="for timing only, where no unprivileged uid can reach the Python environment: run as "
-                             "root with uid 0 inside and no --disable-userns (NOT the isolation a grading sandbox has)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="kg-forkserver-probe-") as folder:
         os.chmod(folder, 0o755)
@@ -184,20 +204,12 @@ def main() -> int:
         template.write_text(TEMPLATE, encoding="utf-8")
         os.chmod(template, 0o644)
         program = filter_program()
-        fd = filter_fd(program) if program is not None else None
-        command = argv(args.python, template, fd, uid0=args.uid0) + [str(args.jobs)]
-        lease = lease_host_uid() if os.geteuid() == 0 and not args.uid0 else None
-        if lease is not None:
-            command = ["setpriv", f"--reuid={lease.uid}", f"--regid={lease.uid}", "--clear-groups", "--", *command]
-        try:
-            started = time.perf_counter()
-            done = subprocess.run(command, capture_output=True, timeout=600, pass_fds=(fd,) if fd is not None else ())
-            wall = time.perf_counter() - started
-        finally:
-            if fd is not None:
-                os.close(fd)
-            if lease is not None:
-                lease.release()
+        if program is not None:
+            (Path(folder) / "filter.bpf").write_bytes(program)
+            os.chmod(Path(folder) / "filter.bpf", 0o644)
+        started = time.perf_counter()
+        done = subprocess.run(argv(args.python, Path(folder)) + [str(args.jobs)], capture_output=True, timeout=600)
+        wall = time.perf_counter() - started
     print(done.stdout.decode(errors="replace"))
     if done.returncode != 0:
         print(done.stderr.decode(errors="replace")[-3000:], file=sys.stderr)
