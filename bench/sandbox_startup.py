@@ -7,9 +7,9 @@ and host uid of a grading sandbox (the backend's own launch), one after the othe
 - stages: a probe in the job folder does what the harness does before its hello, timing each
   step (numpy, torch, triton, triton.language, safetensors, CUDA init on a GPU, the GPU-compile
   gate, the canary's first launch and a second one), then leaves with os._exit (a sandbox is
-  killed, never torn down); `outside` is the wall clock from spawn to exit, so
-  `outside - sum(stages)` is bwrap and the interpreter's own start (an empty `python -c pass` in
-  the same sandbox is measured beside it);
+  killed, never torn down); `outside` is the wall clock from spawn to exit, split into spawn to
+  the probe's first line (bwrap, the interpreter's start), the stages, and the last line to exit
+  (the kernel freeing the process); an empty `python -c pass` in the same sandbox beside it;
 - importtime: `python -X importtime` of the harness's imports in the same sandbox, self time
   summed per top-level package (what a template that has imported them would save);
 - burst: a warm pool of `--burst` sandboxes started at once (`--starts`: at most that many
@@ -45,7 +45,9 @@ from service.config import Settings  # noqa: E402
 # Runs inside the sandbox, in the job folder next to the harness's files: the harness's start-up,
 # step by step (harness.py, main(), up to the hello).
 PROBE = r'''
-import json, os, sys, time
+import time
+first = time.monotonic()  # CLOCK_MONOTONIC is the host's in every sandbox (no time namespace)
+import json, os, sys
 sys.path.insert(0, "/job")
 mode = sys.argv[1]
 stages = []
@@ -90,7 +92,8 @@ mark("canary, first launch")
 _canary[(1,)](canary, 13, BLOCK=16)
 canary.cpu().tolist()
 mark("canary, second launch")
-print(json.dumps({"stages": stages, "threads": len(os.listdir("/proc/self/task"))}), flush=True)
+print(json.dumps({"stages": stages, "threads": len(os.listdir("/proc/self/task")), "first": first,
+                  "last": time.monotonic()}), flush=True)
 os._exit(0)  # no interpreter teardown: a sandbox is killed, never exits through it
 '''
 
@@ -112,10 +115,11 @@ def in_sandbox(backend: BwrapBackend, mode: DeviceMode, job: Path, command: list
     try:
         spec = backend._spec(job_dir=job, verdict_fd=1, mode=mode, device_index=0, limits=Limits(), control_fd=None,
                              host_uid=lease.uid if lease else None, command=command, seccomp=True)
-        started = time.perf_counter()
+        started = time.monotonic()
         done = subprocess.run(spec.argv, env=spec.env, pass_fds=spec.pass_fds, capture_output=True, timeout=300,
                               umask=0o022)
-        wall = time.perf_counter() - started
+        wall = time.monotonic() - started
+        in_sandbox.started, in_sandbox.ended = started, started + wall  # type: ignore[attr-defined]
     finally:
         if lease is not None:
             lease.release()
@@ -140,8 +144,11 @@ def stage_runs(backend: BwrapBackend, mode: DeviceMode, runs: int) -> list[dict]
             wall, out, _ = in_sandbox(backend, mode, job, [backend.python, "-I", "-B", "/job/startup_probe.py",
                                                            mode.value])
             probe = json.loads(out.decode().strip().splitlines()[-1])
+            before = probe["first"] - in_sandbox.started  # type: ignore[attr-defined]
+            after = in_sandbox.ended - probe["last"]  # type: ignore[attr-defined]
             empty, _, _ = in_sandbox(backend, mode, job, [backend.python, "-I", "-B", "-c", "pass"])
-            rows.append({"outside_s": wall, "stages": probe["stages"], "threads": probe["threads"], "empty_s": empty})
+            rows.append({"outside_s": wall, "stages": probe["stages"], "threads": probe["threads"], "empty_s": empty,
+                         "before_s": before, "after_s": after})
     finally:
         subprocess.run(["rm", "-rf", str(job)], check=False)
     return rows
@@ -243,9 +250,11 @@ def main() -> int:
         inside += value
         print(f"| {name} | {value:.3f} s | {value / total:.0%} |")
     empty = statistics.median(r["empty_s"] for r in results["stages"])
-    rest = total - inside
-    print(f"| bwrap and the interpreter's own start (the rest) | {rest:.3f} s | {rest / total:.0%} |")
-    print(f"| (of which an empty sandbox running `python -c pass`) | {empty:.3f} s | {empty / total:.0%} |")
+    before = statistics.median(r["before_s"] for r in results["stages"])
+    after = statistics.median(r["after_s"] for r in results["stages"])
+    print(f"| spawn to the probe's first line (bwrap, interpreter start) | {before:.3f} s | {before / total:.0%} |")
+    print(f"| the probe's last line to exit (the kernel freeing the process) | {after:.3f} s | {after / total:.0%} |")
+    print(f"| (an empty sandbox running `python -c pass`, spawn to exit) | {empty:.3f} s | {empty / total:.0%} |")
     print(f"| **spawn to exit** | **{total:.3f} s** | |")
     print(f"\nthreads in the sandbox after the canary: {results['stages'][0]['threads']}")
     imp = results["importtime"]
