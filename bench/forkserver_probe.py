@@ -1,6 +1,6 @@
 """Feasibility probe for a fork-server sandbox start (issue #20.4, step 3; NOT used by the service).
 
-    python bench/forkserver_probe.py --jobs 3
+    python bench/forkserver_probe.py --jobs 3 [--device gpu]
 
 Starts one "template" in a bwrap sandbox shaped like a grading sandbox (the same read-only /usr
 and Python environment, private /tmp and /dev/shm, no network, `--clearenv`), but uid 0 inside
@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sandbox.backends.bwrap import MERGED_USR_LINKS, python_roots  # noqa: E402
+from sandbox.backends.bwrap import MERGED_USR_LINKS, NVIDIA_SHARED_NODES, python_roots  # noqa: E402
 from sandbox.seccomp import filter_program  # noqa: E402
 
 TEMPLATE = r'''
@@ -50,13 +50,16 @@ def _canary(out, n, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     tl.store(out + offs, offs * 2 + 1, mask=offs < n)
 
+GPU = sys.argv[2] == "gpu"
+
 def canary():
-    out = torch.zeros(16, dtype=torch.int32)
+    out = torch.zeros(16, dtype=torch.int32, device="cuda" if GPU else "cpu")
     _canary[(1,)](out, 13, BLOCK=16)
-    return out.tolist() == [2 * i + 1 for i in range(13)] + [0, 0, 0]
+    return out.cpu().tolist() == [2 * i + 1 for i in range(13)] + [0, 0, 0]
 
 t0 = time.perf_counter()
-assert canary()
+if not GPU:  # on a GPU the canary starts CUDA, which a fork does not carry over: the children run it
+    assert canary()
 template_canary = time.perf_counter() - t0
 threads = len(os.listdir("/proc/self/task"))  # fork copies one thread: the template must have one
 print(json.dumps({"template": {"import_s": imported, "canary_s": template_canary, "threads": threads}}), flush=True)
@@ -131,9 +134,15 @@ def child(job, w):
     own_user_namespace()
     drop_capabilities()
     # From here on: what student code would be able to do.
+    t0 = time.perf_counter()
+    if GPU:
+        torch.cuda.init()
+        torch.cuda.get_device_name(0)
+    cuda_s = time.perf_counter() - t0
     ok = canary()
+    canary_s = time.perf_counter() - t0 - cuda_s
     facts = {
-        "job": job, "canary": ok, "pid": os.getpid(), "uid": os.getuid(),
+        "job": job, "canary": ok, "cuda_init_s": cuda_s, "canary_s": canary_s, "pid": os.getpid(), "uid": os.getuid(),
         "processes": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
         "job_seen": json.load(open("/job/job.json"))["job"],
         "cap_eff": status("CapEff"), "cap_prm": status("CapPrm"), "cap_bnd": status("CapBnd"),
@@ -167,7 +176,7 @@ for job in range(int(sys.argv[1])):
 '''
 
 
-def argv(python: str, folder: Path) -> list[str]:
+def argv(python: str, folder: Path, gpu: bool) -> list[str]:
     args = ["bwrap", "--unshare-all", "--unshare-user", "--uid", "0", "--gid", "0", "--die-with-parent",
             "--new-session", "--cap-add", "ALL", "--hostname", "sandbox", "--ro-bind", "/usr", "/usr"]
     for link in MERGED_USR_LINKS:
@@ -182,13 +191,18 @@ def argv(python: str, folder: Path) -> list[str]:
     # proc that is not fully visible may not be mounted again); the template holds the
     # capabilities meanwhile but never runs student code.
     args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/dev/shm", "--dir", "/job"]
+    if gpu:  # the nodes of one GPU, as the bwrap backend binds them
+        for node in (*NVIDIA_SHARED_NODES, "/dev/nvidia0"):
+            if os.path.exists(node):
+                args += ["--dev-bind", node, node]
     for root in python_roots(python):
         args += ["--ro-bind", str(root), str(root)]
     args += ["--ro-bind", str(folder / "template.py"), "/template.py"]
     if (folder / "filter.bpf").exists():
         args += ["--ro-bind", str(folder / "filter.bpf"), "/filter.bpf"]
     args += ["--remount-ro", "/", "--chdir", "/tmp", "--clearenv",
-             "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp", "--setenv", "TRITON_INTERPRET", "1",
+             "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp",
+             *([] if gpu else ["--setenv", "TRITON_INTERPRET", "1"]),
              "--setenv", "OMP_NUM_THREADS", "1", "--setenv", "TRITON_CACHE_DIR", "/tmp/triton-cache"]
     return args + ["--", python, "-I", "-B", "/template.py"]
 
@@ -197,6 +211,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=3)
     parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--device", choices=["interpreter", "gpu"], default="interpreter",
+                        help="gpu: the template imports only (no CUDA); each child starts CUDA (timed apart) and "
+                             "runs the canary on /dev/nvidia0")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="kg-forkserver-probe-") as folder:
         os.chmod(folder, 0o755)
@@ -208,7 +225,8 @@ def main() -> int:
             (Path(folder) / "filter.bpf").write_bytes(program)
             os.chmod(Path(folder) / "filter.bpf", 0o644)
         started = time.perf_counter()
-        done = subprocess.run(argv(args.python, Path(folder)) + [str(args.jobs)], capture_output=True, timeout=600)
+        done = subprocess.run(argv(args.python, Path(folder), args.device == "gpu") + [str(args.jobs), args.device],
+                              capture_output=True, timeout=600)
         wall = time.perf_counter() - started
     print(done.stdout.decode(errors="replace"))
     if done.returncode != 0:
@@ -217,8 +235,11 @@ def main() -> int:
     lines = [json.loads(line) for line in done.stdout.decode().splitlines() if line.startswith("{")]
     children = [line for line in lines if "job" in line]
     forks = sorted(c["fork_to_report_s"] for c in children)
+    cuda = sorted(c.get("cuda_init_s", 0.0) for c in children)
+    canaries = sorted(c.get("canary_s", 0.0) for c in children)
     print(f"template: {lines[0]['template']}; {len(children)} children, fork to report "
-          f"{forks[0]:.3f}-{forks[-1]:.3f} s; whole run {wall:.2f} s")
+          f"{forks[0]:.3f}-{forks[-1]:.3f} s (of which CUDA start {cuda[0]:.3f}-{cuda[-1]:.3f} s, canary "
+          f"{canaries[0]:.3f}-{canaries[-1]:.3f} s); whole run {wall:.2f} s")
     return 0
 
 
