@@ -19,7 +19,9 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +32,7 @@ from sandbox.backends.base import SandboxBackend, SandboxUnavailable
 from sandbox.cgroups import remove_stale_cgroups
 from sandbox.contract import CaseJob, CaseRun, DeviceMode, GivenRun, Job, Limits, RunResult, Said, SpeedJob, SpeedRun
 from sandbox.exits import HarnessExit
+from sandbox.forkserver import ForkServer, start_mode
 from sandbox.guards import check as check_guards
 from sandbox.pool import JOB_PREFIX, Sandbox, WarmPool, copy_harness, new_job_dir, start_sandbox
 from sandbox.speed_phase import SpeedPhase
@@ -68,6 +71,10 @@ class SandboxRunner:
         self.work_root = work_root
         self.pool_starts = pool_starts  # a warm pool's start-ups at once (None: WarmPool's default)
         self.pools: dict[tuple[DeviceMode, int], WarmPool] = {}
+        self.start = start_mode()  # KERNELGRADE_SANDBOX_START: fresh, or fork (cold starts forked from a template)
+        self.forks: dict[tuple[DeviceMode, int], ForkServer] = {}
+        self._forks_lock = threading.Lock()
+        weakref.finalize(self, _close_forks, self.forks)  # a runner dropped without close(): no template left
         remove_stale_jobs(work_root)
         remove_stale_cgroups()  # pids cgroups of runners that died, and anything left in them
 
@@ -87,6 +94,7 @@ class SandboxRunner:
         pools, self.pools = self.pools, {}
         for pool in pools.values():
             pool.close()
+        _close_forks(self.forks)
 
     def run(
         self,
@@ -183,8 +191,21 @@ class SandboxRunner:
             except OSError:  # it died after it was taken (the pipe broke): start one cold instead
                 sandbox.kill(self.limits.kill_grace_s)
         self._write_job(job_root, job, source=job_root, files=files)
+        forks = self._fork_server(job.mode, device_index)
+        if forks is not None:  # KERNELGRADE_SANDBOX_START=fork (sandbox/forkserver.py)
+            return forks.spawn(job_root=job_root, files=files, job=job)
         return start_sandbox(backend=self.backend, limits=self.limits, job_dir=job_root, mode=job.mode,
                              device_index=device_index, warm=False)
+
+    def _fork_server(self, mode: DeviceMode, device_index: int) -> ForkServer | None:
+        if self.start != "fork" or not hasattr(self.backend, "template_spec") or not ForkServer.available():
+            return None
+        with self._forks_lock:
+            key = (mode, device_index)
+            if key not in self.forks:
+                self.forks[key] = ForkServer(backend=self.backend, limits=self.limits, mode=mode,
+                                             device_index=device_index)
+            return self.forks[key]
 
     def _attempt(self, job_root: Path, files: list[str], job: Job, result: RunResult, *, device_index: int,
                  run_deadline: float, inputs: dict[str, int], detach_speed: bool = False) -> set[str]:
@@ -411,6 +432,12 @@ def _all_in(job: Job, result: RunResult, settled: set[str]) -> bool:
     """Every case of the job and its given check came back (a `speed_start` that student code
     wrote before them must not end the reading early)."""
     return all(c.id in settled for c in job.cases) and (not job.run_given_check or result.given is not None)
+
+
+def _close_forks(forks: dict) -> None:
+    for server in list(forks.values()):
+        server.close()
+    forks.clear()
 
 
 def _timed_out(result: RunResult) -> bool:

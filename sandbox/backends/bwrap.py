@@ -232,19 +232,35 @@ class BwrapBackend:
         return self._spec(job_dir=job_dir, verdict_fd=verdict_fd, mode=mode, device_index=device_index, limits=limits,
                           control_fd=control_fd, host_uid=host_uid, command=None, seccomp=True)
 
+    def template_spec(self, *, template_dir: Path, control_fd: int, mode: DeviceMode, device_index: int,
+                      limits: Limits) -> LaunchSpec:
+        """The fork-server template (sandbox/forkserver.py): the grading sandbox's launch, but uid 0
+        with capabilities inside its own user namespace, without the seccomp filter,
+        --disable-userns and the read-only /proc/sys (each child puts all three back for itself
+        before any student code: docs/forkserver.md), and sandbox/forkserver_template.py for the
+        harness."""
+        return self._spec(job_dir=template_dir, verdict_fd=control_fd, mode=mode, device_index=device_index,
+                          limits=limits, control_fd=None, host_uid=None, seccomp=False, template=True,
+                          command=[self.python, "-I", "-B", "/forkserver/forkserver_template.py", str(control_fd),
+                                   mode.value])
+
     def _spec(self, *, job_dir: Path, verdict_fd: int, mode: DeviceMode, device_index: int, limits: Limits,
-              control_fd: int | None, host_uid: int | None, command: list[str] | None, seccomp: bool) -> LaunchSpec:
+              control_fd: int | None, host_uid: int | None, command: list[str] | None, seccomp: bool,
+              template: bool = False) -> LaunchSpec:
         """`command` replaces the harness (the probe); `host_uid` drops to that uid before anything;
-        `seccomp` adds the filter of sandbox/seccomp.py (its fd is in the spec's pass_fds)."""
+        `seccomp` adds the filter of sandbox/seccomp.py (its fd is in the spec's pass_fds);
+        `template`: the fork-server template (template_spec)."""
+        identity = (["--uid", "0", "--gid", "0", "--cap-add", "ALL"] if template else
+                    # no nested user namespace (tmpfs of any size)
+                    [*(["--disable-userns"] if bwrap_version() >= (0, 8) else []),
+                     "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)])
         args = [
             "bwrap",
             "--unshare-all",  # user, pid, net, ipc, uts, cgroup: no network at all
             "--unshare-user",  # required, not only tried: --disable-userns needs it
-            # no nested user namespace (tmpfs of any size)
-            *(["--disable-userns"] if bwrap_version() >= (0, 8) else []),
+            *identity,
             "--die-with-parent",
             "--new-session",  # no TIOCSTI into the caller's terminal
-            "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
             "--hostname", "sandbox",
             "--ro-bind", "/usr", "/usr",
         ]
@@ -263,7 +279,7 @@ class BwrapBackend:
         # sandbox's uid maps to host root and /proc/sys would accept global sysctl writes
         # (kernel.core_pattern runs a program as root on the next crash).
         for proc_path in ("/proc/sys", "/proc/sysrq-trigger", "/proc/fs"):
-            if os.path.exists(proc_path):
+            if os.path.exists(proc_path) and not template:
                 args += ["--ro-bind", proc_path, proc_path]
         if mode is DeviceMode.gpu:
             for node in (*NVIDIA_SHARED_NODES, f"/dev/nvidia{device_index}"):
@@ -283,7 +299,8 @@ class BwrapBackend:
             if any(is_within(hidden, r) for r in [*roots, Path("/usr")]):
                 args += ["--tmpfs", str(hidden)]
         args += [
-            "--ro-bind", str(job_dir), "/job",
+            *(["--ro-bind", str(job_dir), "/forkserver", "--dir", "/job"] if template
+              else ["--ro-bind", str(job_dir), "/job"]),
             *cache_mounts,
             # bwrap's own root and /dev are uncapped tmpfs mounts: make them read-only so the
             # only writable space is the two capped ones above.

@@ -1,0 +1,275 @@
+"""KERNELGRADE_SANDBOX_START=fork: sandboxes forked from a template that has imported torch (bwrap only).
+
+One template per (mode, device index) runs sandbox/forkserver_template.py in a bwrap sandbox
+(BwrapBackend.template_spec). Per attempt, `ForkServer.spawn` makes the job's cgroups (the same
+`confine` as a fresh sandbox), its pipes, and sends them with a header on the control socket; the
+job's files (harness included) go through the job pipe into the child's own /job. The child is
+handed to the runner as a `Sandbox` whose `proc` is a `ForkedProcess`: its host pid (read from
+its pids cgroup once it joined it), its exit status as the template reports it, and the process
+group the child leads (what `Sandbox.kill` signals). Only where a pids cgroup holds: all children of
+one template share its host uid, so RLIMIT_NPROC could not keep one job's processes from another's.
+See docs/forkserver.md.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import select
+import shutil
+import socket
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from sandbox.backends.base import SandboxUnavailable
+from sandbox.cgroups import host_pids_cgroups
+from sandbox.contract import DeviceMode, Job, Limits
+from sandbox.pool import HARNESS_FILES, Sandbox, _LogSink
+from sandbox.seccomp import filter_program
+from sandbox.wire import FrameReader
+
+log = logging.getLogger("kernelgrade.sandbox.forkserver")
+START_ENV = "KERNELGRADE_SANDBOX_START"
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def start_mode() -> str:
+    """`fresh` (a bwrap sandbox per attempt, the default) or `fork`."""
+    value = os.environ.get(START_ENV, "fresh").strip().lower() or "fresh"
+    if value not in ("fresh", "fork"):
+        raise SandboxUnavailable(f"{START_ENV} must be 'fresh' or 'fork', not {value!r}")
+    return value
+
+
+class ForkedProcess:
+    """What the runner needs of a `subprocess.Popen`, for a child of the template."""
+
+    def __init__(self, server: ForkServer, ns_pid: int, host_pid: int) -> None:
+        self._server, self._ns_pid, self.pid = server, ns_pid, host_pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self.returncode = self._server.exit_code(self._ns_pid)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired("forked sandbox", timeout or 0.0)
+            self._server.wait_exit(0.05)
+        assert self.returncode is not None
+        return self.returncode
+
+
+class ForkServer:
+    """The template of one (mode, device index) and the children it forks."""
+
+    def __init__(self, *, backend, limits: Limits, mode: DeviceMode, device_index: int) -> None:
+        self.backend, self.limits, self.mode, self.device_index = backend, limits, mode, device_index
+        self._lock = threading.Lock()  # one spawn at a time on the control socket
+        self._exits: dict[int, int] = {}
+        self._started: dict[int, int] = {}
+        self._cond = threading.Condition()
+        self._proc: subprocess.Popen | None = None
+        self._control: socket.socket | None = None
+        self._folder: Path | None = None
+        self._sequence = 0
+
+    @staticmethod
+    def available() -> bool:
+        return host_pids_cgroups() is not None
+
+    # --- the template ------------------------------------------------------------------------
+
+    def _start_template(self) -> None:
+        folder = Path(tempfile.mkdtemp(prefix="kg-forkserver-"))
+        os.chmod(folder, 0o755)
+        shutil.copyfile(_PACKAGE_DIR / "forkserver_template.py", folder / "forkserver_template.py")
+        program = filter_program()
+        if program is not None:
+            (folder / "seccomp.bpf").write_bytes(program)
+        for path in folder.iterdir():
+            os.chmod(path, 0o644)
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            spec = self.backend.template_spec(template_dir=folder, control_fd=theirs.fileno(), mode=self.mode,
+                                              device_index=self.device_index, limits=self.limits)
+            self._proc = subprocess.Popen(spec.argv, env=spec.env, stdin=subprocess.DEVNULL,
+                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                          pass_fds=(theirs.fileno(),), start_new_session=True, umask=0o022)
+        except BaseException:
+            ours.close()
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        finally:
+            theirs.close()
+        self._template_log = _LogSink(self._proc.stdout, 64 << 10)
+        self._control, self._folder = ours, folder
+        ready = self._receive(self.limits.startup_timeout_s)
+        if ready is None or ready.get("type") != "ready":
+            self.close()
+            raise SandboxUnavailable(f"the fork-server template did not start: {self._template_log.text()[-2000:]}")
+        threading.Thread(target=self._read_loop, name=f"forkserver-{self.mode.value}", daemon=True).start()
+        log.info("fork-server template for %s/%d ready (its imports took %.2f s)", self.mode.value,
+                 self.device_index, float(ready.get("startup_s", 0.0)))
+
+    def _receive(self, timeout_s: float) -> dict | None:
+        assert self._control is not None
+        readable, _, _ = select.select([self._control], [], [], timeout_s)
+        if not readable:
+            return None
+        data = self._control.recv(1 << 16)
+        return json.loads(data) if data else None
+
+    def _read_loop(self) -> None:
+        control = self._control
+        assert control is not None
+        while True:
+            try:
+                data = control.recv(1 << 16)
+            except OSError:
+                data = b""
+            if not data:
+                with self._cond:
+                    self._proc_dead = True
+                    self._cond.notify_all()
+                return
+            message = json.loads(data)
+            with self._cond:
+                if message.get("type") == "exit":
+                    self._exits[int(message["pid"])] = int(message["code"])
+                elif message.get("type") == "started":
+                    self._started[int(message["id"])] = int(message["pid"])
+                self._cond.notify_all()
+
+    _proc_dead = False
+
+    def exit_code(self, ns_pid: int) -> int | None:
+        with self._cond:
+            if ns_pid in self._exits:
+                return self._exits[ns_pid]
+            return -9 if self._proc_dead else None  # the template died: its children died with it
+
+    def wait_exit(self, timeout_s: float) -> None:
+        with self._cond:
+            self._cond.wait(timeout_s)
+
+    def close(self) -> None:
+        if self._control is not None:
+            self._control.close()
+            self._control = None
+        if self._proc is not None and self._proc.poll() is None:
+            try:
+                os.killpg(self._proc.pid, 9)
+            except ProcessLookupError:
+                pass
+            self._proc.wait()
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._folder = None
+
+    # --- one child ---------------------------------------------------------------------------
+
+    def spawn(self, *, job_root: Path, files: list[str], job: Job) -> Sandbox:
+        """A child running `job` (files from `job_root`, the harness's own from this package)."""
+        limits = self.limits
+        with self._lock:
+            if self._proc is None or self._proc.poll() is not None:
+                self.close()
+                self._start_template()
+            confinement = self.backend.confine(limits=limits, mode=self.mode, device_index=self.device_index,
+                                               job_dir=job_root)
+            if confinement.cgroups is None or confinement.host_uid is not None:
+                confinement.close(limits.kill_grace_s)
+                raise SandboxUnavailable("fork mode needs a pids cgroup per sandbox")
+            pipes = {name: os.pipe() for name in ("verdict", "log", "job", "ready")}
+            procs = [os.open(c.procs_file, os.O_WRONLY) for c in confinement.cgroups.children]
+            ours = {"verdict": pipes["verdict"][0], "log": pipes["log"][0], "job": pipes["job"][1],
+                    "ready": pipes["ready"][0]}
+            theirs = {"verdict": pipes["verdict"][1], "log": pipes["log"][1], "job": pipes["job"][0],
+                      "ready": pipes["ready"][1], **{f"cgroup{i}": fd for i, fd in enumerate(procs)}}
+            self._sequence += 1
+            sources = [(_PACKAGE_DIR / name, name) for name in HARNESS_FILES]
+            sources += [(job_root / name, name) for name in [*files, "job.json"]]
+            job_bytes = sum(path.stat().st_size for path, _ in sources) + (1 << 20)
+            header = {"id": self._sequence, "fds": list(theirs), "cgroups": [f"cgroup{i}" for i in range(len(procs))],
+                      "tmpfs_bytes": limits.tmpfs_bytes, "job_bytes": job_bytes}
+            try:
+                assert self._control is not None
+                self._control.sendmsg([json.dumps(header).encode()],
+                                      [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack(f"{len(theirs)}i",
+                                                                                          *theirs.values()))])
+            except BaseException:
+                for fd in [*ours.values(), *theirs.values()]:
+                    os.close(fd)
+                confinement.close(limits.kill_grace_s)
+                raise
+            for fd in theirs.values():
+                os.close(fd)
+            ns_pid = self._wait_started(self._sequence)
+        try:
+            host_pid = self._host_pid(ours["ready"], confinement)
+            self._stream(ours["job"], sources)
+        except BaseException:
+            confinement.close(limits.kill_grace_s)  # kills the child, whatever it got to
+            for name in ("verdict", "log"):
+                os.close(ours[name])
+            raise
+        finally:
+            for name in ("job", "ready"):
+                try:
+                    os.close(ours[name])
+                except OSError:
+                    pass
+        process = ForkedProcess(self, ns_pid, host_pid)
+        return Sandbox(proc=process, read_fd=ours["verdict"], control_fd=None, job_dir=job_root,  # type: ignore[arg-type]
+                       owns_job_dir=False, confinement=confinement, process_limit=confinement.process_limit,
+                       memory_limit=confinement.memory_limit,
+                       reader=FrameReader(max_blob_bytes=limits.case_output_bytes,
+                                          max_total_bytes=limits.output_bytes),
+                       log=_LogSink(open(ours["log"], "rb"), limits.log_bytes))
+
+    def _wait_started(self, sequence: int) -> int:
+        deadline = time.monotonic() + 30
+        with self._cond:
+            while sequence not in self._started:
+                if self._proc_dead or time.monotonic() >= deadline:
+                    raise SandboxUnavailable("the fork-server template did not fork: "
+                                             + self._template_log.text()[-2000:])
+                self._cond.wait(0.1)
+            return self._started.pop(sequence)
+
+    def _host_pid(self, ready_fd: int, confinement) -> int:
+        """The child's pid on this side, from its pids cgroup once it said it joined it."""
+        readable, _, _ = select.select([ready_fd], [], [], 30)
+        if not readable or os.read(ready_fd, 1) != b"r":
+            raise OSError("the forked child did not join its cgroups")
+        pids = set(confinement.cgroups.children[0].pids())  # the child, and maybe already its pid 1
+        first = [pid for pid in pids if _parent(pid) not in pids]
+        if len(first) != 1:
+            raise OSError(f"{len(first)} first processes in a new child's cgroup")
+        return first[0]
+
+    @staticmethod
+    def _stream(job_fd: int, sources: list[tuple[Path, str]]) -> None:
+        with open(job_fd, "wb", closefd=False) as out:
+            for path, name in sources:
+                data = path.read_bytes()
+                encoded = name.encode()
+                out.write(struct.pack("<HQ", len(encoded), len(data)) + encoded)
+                out.write(data)
+            out.write(struct.pack("<HQ", 0, 0))
+
+
+def _parent(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            return int(fh.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return -1

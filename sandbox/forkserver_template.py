@@ -1,0 +1,296 @@
+"""Runs inside a template sandbox (KERNELGRADE_SANDBOX_START=fork): imports once, forks one child per job.
+
+Usage: python -I -B forkserver_template.py CONTROL_FD MODE
+
+The template runs in a bwrap sandbox as uid 0 with capabilities in that sandbox's user namespace
+only (sandbox/backends/bwrap.py, template_spec). It imports torch, triton, numpy and safetensors
+(in interpreter mode it also runs a canary; it never starts CUDA, which does not survive a
+fork), then serves the control socket: each message is a small JSON header with, by SCM_RIGHTS,
+the job's verdict pipe, log pipe, job pipe, ready pipe and the cgroup.procs files of its cgroups.
+It never reads a job's files and never runs student code. Per job, the child (docs/forkserver.md):
+  C1: own session; joins the job's cgroups (writes 0 into each cgroup.procs); signals ready;
+      unshare(mount, pid, ipc, net, uts); forks C2, waits for it, exits with its status.
+  C2: pid 1 of the new pid namespace: fresh /proc (with /proc/sys, /proc/sysrq-trigger, /proc/fs
+      read-only again), /tmp, /dev/shm, and /job (a tmpfs with the files read from the job pipe,
+      then read-only); a user namespace of its own where it is uid 65534; every capability
+      dropped, no_new_privs, the seccomp filter; forks C3 and reaps until C3 ends.
+  C3: the harness, run in this interpreter (its imports are already done), as a cold start.
+The template reports each C1's exit status on the control socket.
+"""
+from __future__ import annotations
+
+import array
+import ctypes
+import json
+import os
+import random
+import select
+import signal
+import socket
+import struct
+import sys
+import time
+
+MAX_HEADER = 1 << 16
+MAX_FDS = 8
+NEWNS, NEWPID, NEWIPC, NEWNET, NEWUTS, NEWUSER = 0x20000, 0x20000000, 0x08000000, 0x40000000, 0x04000000, 0x10000000
+RDONLY, NOSUID, NODEV, NOEXEC, REMOUNT, BIND, REC, PRIVATE = 1, 2, 4, 8, 32, 4096, 16384, 1 << 18
+SANDBOX_UID = 65534
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _mount(source, target: str, fstype, flags: int, data=None) -> None:
+    _check(_libc.mount(source and source.encode(), target.encode(), fstype and fstype.encode(), flags,
+                       data and data.encode()), f"mount {target}")
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def _exit_code(status: int) -> int:
+    """bwrap's convention: a child killed by signal N is exit code 128 + N."""
+    if os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status)
+    return os.WEXITSTATUS(status) if os.WIFEXITED(status) else 255
+
+
+def _read_exact(fd: int, n: int) -> bytes:
+    data = bytearray()
+    while len(data) < n:
+        chunk = os.read(fd, min(n - len(data), 1 << 20))
+        if not chunk:
+            raise EOFError("the job pipe closed early")
+        data += chunk
+    return bytes(data)
+
+
+def _write_job(job_fd: int, limit: int) -> None:
+    """Files from the job pipe into /job: (u16 name length, u64 size, name, bytes)*, then a zero length."""
+    total = 0
+    while True:
+        name_len, size = struct.unpack("<HQ", _read_exact(job_fd, 10))
+        if name_len == 0:
+            return
+        name = _read_exact(job_fd, name_len).decode("utf-8")
+        total += size
+        if "/" in name or name in (".", "..") or total > limit:
+            raise ValueError("a bad job stream")
+        with open(os.path.join("/job", name), "wb") as fh:
+            left = size
+            while left:
+                chunk = _read_exact(job_fd, min(left, 1 << 20))
+                fh.write(chunk)
+                left -= len(chunk)
+        os.chmod(os.path.join("/job", name), 0o644)
+
+
+def _drop_privileges(program: bytes) -> None:
+    """A user namespace of our own where we are uid 65534, no capability left, the seccomp filter."""
+    _check(_libc.unshare(NEWUSER), "unshare(CLONE_NEWUSER)")
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{SANDBOX_UID} 0 1"), ("gid_map", f"{SANDBOX_UID} 0 1")):
+        with open(f"/proc/self/{name}", "w") as fh:
+            fh.write(text)
+    os.setresgid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID)
+    os.setresuid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID)
+    _check(_libc.prctl(47, 4, 0, 0, 0), "PR_CAP_AMBIENT_CLEAR_ALL")
+    for cap in range(64):
+        _libc.prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP (EINVAL past the last capability)
+    _check(_libc.prctl(38, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
+    _check(_libc.capset(ctypes.byref(_CapHeader(0x20080522, 0)), (_CapData * 2)()), "capset")
+    if program:
+        prog = (_SockFilter * (len(program) // 8)).from_buffer_copy(program)
+        _check(_libc.prctl(22, 2, ctypes.byref(_SockFprog(len(prog), prog)), 0, 0), "PR_SET_SECCOMP")
+
+
+def _reseed() -> None:
+    """Every child would share the template's generators: seed them afresh, as a new process does."""
+    random.seed()
+    import numpy
+    import torch
+
+    numpy.random.seed(int.from_bytes(os.urandom(4), "little"))
+    torch.seed()
+
+
+def _run_harness(verdict_fd: int) -> int:
+    sys.argv = ["/job/harness.py", "/job", str(verdict_fd)]
+    namespace = {"__name__": "__kg_harness__", "__file__": "/job/harness.py"}
+    with open("/job/harness.py", encoding="utf-8") as fh:
+        code = compile(fh.read(), "/job/harness.py", "exec")
+    exec(code, namespace)  # noqa: S102 - our harness, from the job folder the trusted side wrote
+    return int(namespace["main"]())
+
+
+def _child(header: dict, fds: dict[str, int], program: bytes) -> int:
+    """C1 (see the module's docstring). Returns the exit code; never returns into the template's loop."""
+    os.setsid()
+    _libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: ends with the template
+    for name in header.get("cgroups", []):  # into the job's cgroups before anything else
+        os.write(fds[name], b"0")
+        os.close(fds[name])
+    null = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(fds["log"], 1)
+    os.dup2(fds["log"], 2)
+    keep = {0, 1, 2, fds["verdict"], fds["job"], fds["ready"]}
+    for fd in os.listdir("/proc/self/fd"):
+        if int(fd) not in keep:
+            try:
+                os.close(int(fd))
+            except OSError:
+                pass
+    os.write(fds["ready"], b"r")
+    os.close(fds["ready"])
+    _check(_libc.unshare(NEWNS | NEWPID | NEWIPC | NEWNET | NEWUTS), "unshare")
+    _mount(None, "/", None, REC | PRIVATE)
+    init = os.fork()
+    if init:
+        os.close(fds["job"])
+        os.close(fds["verdict"])
+        return _exit_code(os.waitpid(init, 0)[1])
+    # C2: pid 1 of the job's pid namespace
+    _libc.prctl(1, signal.SIGKILL, 0, 0, 0)
+    tmpfs = int(header["tmpfs_bytes"])
+    _mount("proc", "/proc", "proc", NOSUID | NODEV | NOEXEC)
+    for sub in ("/proc/sys", "/proc/sysrq-trigger", "/proc/fs"):
+        if os.path.exists(sub):
+            _mount(sub, sub, None, BIND | REC)
+            _mount(None, sub, None, BIND | REMOUNT | RDONLY | NOSUID | NODEV | NOEXEC)
+    _mount("tmpfs", "/tmp", "tmpfs", NOSUID | NODEV, f"size={tmpfs},mode=1777")
+    _mount("tmpfs", "/dev/shm", "tmpfs", NOSUID | NODEV, f"size={tmpfs},mode=1777")
+    _mount("tmpfs", "/job", "tmpfs", NOSUID | NODEV, f"size={int(header['job_bytes'])},mode=755")
+    _write_job(fds["job"], int(header["job_bytes"]))
+    os.close(fds["job"])
+    _mount(None, "/job", None, REMOUNT | RDONLY | NOSUID | NODEV)
+    socket.sethostname("sandbox")
+    _drop_privileges(program)
+    os.chdir("/tmp")
+    harness = os.fork()
+    if harness == 0:  # C3: pid 2, the harness
+        code = 1
+        try:
+            _reseed()
+            code = _run_harness(fds["verdict"])
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        except BaseException:  # noqa: BLE001 - as an uncaught exception ends a fresh interpreter
+            import traceback
+
+            traceback.print_exc()
+            code = 1
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+    os.close(fds["verdict"])
+    while True:  # init: reap everything; end with the harness
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            return 255
+        if pid == harness:
+            return _exit_code(status)
+
+
+def _serve(control: socket.socket, program: bytes) -> None:
+    children: dict[int, None] = {}
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    while True:
+        readable, _, _ = select.select([control, wake_r], [], [])
+        if wake_r in readable:
+            os.read(wake_r, 4096)
+            while True:
+                try:
+                    pid, status = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    break
+                if pid == 0:
+                    break
+                children.pop(pid, None)
+                code = os.waitstatus_to_exitcode(status)
+                control.sendall(json.dumps({"type": "exit", "pid": pid, "code": code}).encode() + b"\n")
+        if control in readable:
+            fds_array = array.array("i")
+            message, ancdata, _, _ = control.recvmsg(MAX_HEADER, socket.CMSG_SPACE(MAX_FDS * fds_array.itemsize))
+            if not message:
+                return  # the trusted side closed the channel: the pool is shutting down
+            for level, kind, data in ancdata:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    fds_array.frombytes(data[: len(data) - (len(data) % fds_array.itemsize)])
+            header = json.loads(message)
+            fds = dict(zip(header["fds"], fds_array))
+            if len(os.listdir("/proc/self/task")) != 1:
+                raise RuntimeError("the template has more than one thread: a fork would not be safe")
+            pid = os.fork()
+            if pid == 0:
+                code = 255
+                try:
+                    signal.set_wakeup_fd(-1)
+                    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                    control.close()
+                    code = _child(header, fds, program)
+                except BaseException as exc:  # noqa: BLE001 - the start failed: our failure, said on the log
+                    try:
+                        os.write(2, f"fork-server child failed: {exc!r}\n".encode())
+                    except OSError:
+                        pass
+                    code = 125
+                os._exit(code)
+            for fd in fds.values():
+                os.close(fd)
+            children[pid] = None
+            control.sendall(json.dumps({"type": "started", "pid": pid, "id": header["id"]}).encode() + b"\n")
+
+
+def main() -> int:
+    control_fd, mode = int(sys.argv[1]), sys.argv[2]
+    started = time.perf_counter()
+    import numpy  # noqa: F401
+    import safetensors.torch  # noqa: F401
+    import torch
+    import triton
+    import triton.language as tl
+
+    if mode == "interpreter":  # the interpreter needs no CUDA: warm its first launch up
+        @triton.jit
+        def _canary(out, n, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(out + offs, offs * 2 + 1, mask=offs < n)
+
+        canary = torch.zeros(16, dtype=torch.int32)
+        _canary[(1,)](canary, 13, BLOCK=16)
+    program = b""
+    if os.path.exists("/forkserver/seccomp.bpf"):
+        with open("/forkserver/seccomp.bpf", "rb") as fh:
+            program = fh.read()
+    control = socket.socket(fileno=control_fd)
+    control.sendall(json.dumps({"type": "ready", "startup_s": time.perf_counter() - started}).encode() + b"\n")
+    _serve(control, program)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
