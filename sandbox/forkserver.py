@@ -80,6 +80,7 @@ class ForkServer:
         self._control: socket.socket | None = None
         self._folder: Path | None = None
         self._sequence = 0
+        self._closed = threading.Event()  # set by close(): the keeper thread (and so the template) may end
 
     @staticmethod
     def available() -> bool:
@@ -88,6 +89,29 @@ class ForkServer:
     # --- the template ------------------------------------------------------------------------
 
     def _start_template(self) -> None:
+        """Started from a thread of this server's own that lives until close(): bwrap's
+        --die-with-parent follows the thread that started it, and a grading thread may end first
+        (the template, and every child with it, would die under a running job)."""
+        outcome: list[BaseException | None] = []
+        done = threading.Event()
+
+        def keep() -> None:
+            try:
+                self._launch_template()
+                outcome.append(None)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                outcome.append(exc)
+            done.set()
+            if outcome[0] is None:
+                self._closed.wait()
+
+        threading.Thread(target=keep, name=f"forkserver-keeper-{self.mode.value}", daemon=True).start()
+        done.wait()
+        if outcome[0] is not None:
+            raise outcome[0]
+
+    def _launch_template(self) -> None:
+        self._closed = threading.Event()
         folder = Path(tempfile.mkdtemp(prefix="kg-forkserver-"))
         os.chmod(folder, 0o755)
         shutil.copyfile(_PACKAGE_DIR / "forkserver_template.py", folder / "forkserver_template.py")
@@ -161,6 +185,7 @@ class ForkServer:
             self._cond.wait(timeout_s)
 
     def close(self) -> None:
+        self._closed.set()
         if self._control is not None:
             self._control.close()
             self._control = None
@@ -199,7 +224,7 @@ class ForkServer:
             sources += [(job_root / name, name) for name in [*files, "job.json"]]
             job_bytes = sum(path.stat().st_size for path, _ in sources) + (1 << 20)
             header = {"id": self._sequence, "fds": list(theirs), "cgroups": [f"cgroup{i}" for i in range(len(procs))],
-                      "tmpfs_bytes": limits.tmpfs_bytes, "job_bytes": job_bytes}
+                      "tmpfs_bytes": limits.tmpfs_bytes, "job_bytes": job_bytes, "cpu_time_s": limits.cpu_time_s}
             try:
                 assert self._control is not None
                 self._control.sendmsg([json.dumps(header).encode()],

@@ -24,6 +24,7 @@ import ctypes
 import json
 import os
 import random
+import resource
 import select
 import signal
 import socket
@@ -163,21 +164,27 @@ def _child(header: dict, fds: dict[str, int], program: bytes) -> int:
     os.close(fds["ready"])
     _check(_libc.unshare(NEWNS | NEWPID | NEWIPC | NEWNET | NEWUTS), "unshare")
     _mount(None, "/", None, REC | PRIVATE)
+    cpu = int(header["cpu_time_s"])  # the template has none: a fork starts its own count at zero
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
     init = os.fork()
-    if init:
+    if init:  # C1 only waits from here: it keeps no capability either
         os.close(fds["job"])
         os.close(fds["verdict"])
+        _check(_libc.prctl(38, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
+        _check(_libc.capset(ctypes.byref(_CapHeader(0x20080522, 0)), (_CapData * 2)()), "capset")
         return _exit_code(os.waitpid(init, 0)[1])
     # C2: pid 1 of the job's pid namespace
     _libc.prctl(1, signal.SIGKILL, 0, 0, 0)
     tmpfs = int(header["tmpfs_bytes"])
     _mount("proc", "/proc", "proc", NOSUID | NODEV | NOEXEC)
-    for sub in ("/proc/sys", "/proc/sysrq-trigger", "/proc/fs"):
+    for sub in ("/proc/sys", "/proc/sysrq-trigger", "/proc/fs", "/proc/irq", "/proc/bus"):  # as bwrap covers them
         if os.path.exists(sub):
             _mount(sub, sub, None, BIND | REC)
             _mount(None, sub, None, BIND | REMOUNT | RDONLY | NOSUID | NODEV | NOEXEC)
     _mount("tmpfs", "/tmp", "tmpfs", NOSUID | NODEV, f"size={tmpfs},mode=1777")
     _mount("tmpfs", "/dev/shm", "tmpfs", NOSUID | NODEV, f"size={tmpfs},mode=1777")
+    if os.path.isdir("/dev/pts"):  # ptys of its own: the template's devpts is every child's otherwise
+        _mount("devpts", "/dev/pts", "devpts", NOSUID | NOEXEC, "newinstance,ptmxmode=0666,mode=620")
     _mount("tmpfs", "/job", "tmpfs", NOSUID | NODEV, f"size={int(header['job_bytes'])},mode=755")
     _write_job(fds["job"], int(header["job_bytes"]))
     os.close(fds["job"])

@@ -330,7 +330,8 @@ class BwrapBackend:
                 args += ["--warm", mode.value, str(control_fd)]
 
         rlimits = [
-            f"--cpu={limits.cpu_time_s}",
+            # the template runs as long as its pool; each child sets RLIMIT_CPU for itself
+            *([] if template else [f"--cpu={limits.cpu_time_s}"]),
             f"--fsize={limits.file_size_bytes}",
             f"--nofile={limits.open_files}",
             f"--nproc={limits.process_cap(mode)}",  # per host uid, not for root: see new_cgroup
