@@ -65,6 +65,9 @@ class Settings(BaseSettings):
         "follows as a report revision (docs/grading.md); false: the grading waits for the card, as before #20.1"))
     warm_pool: int = Field(2, ge=0, description="sandboxes per (mode, GPU) started ahead of demand by the service's "
                                                 "workers (torch imported, CUDA up); 0: every attempt starts cold")
+    sandbox_start: Literal["fresh", "fork"] = Field("fresh", description="bwrap: 'fork' forks each cold attempt from a "
+                                                    "template that imported torch (sandbox/forkserver.py; needs a "
+                                                    "pids cgroup, else fresh); read by the runner itself")
     warm_pool_starts: int = Field(0, ge=0, description="sandboxes of one pool in start-up at once (a refill after a "
                                                        "burst); 0: the pool's size, at most one per CPU core")
     compile_cache: bool = Field(True, description="GPU mode, bwrap: every sandbox reads compiled kernels from a shared "
