@@ -31,6 +31,7 @@ import socket
 import struct
 import sys
 import time
+from typing import Any
 
 MAX_HEADER = 1 << 16
 MAX_FDS = 8
@@ -135,7 +136,7 @@ def _reseed() -> None:
 
 def _run_harness(verdict_fd: int) -> int:
     sys.argv = ["/job/harness.py", "/job", str(verdict_fd)]
-    namespace = {"__name__": "__kg_harness__", "__file__": "/job/harness.py"}
+    namespace: dict[str, Any] = {"__name__": "__kg_harness__", "__file__": "/job/harness.py"}
     with open("/job/harness.py", encoding="utf-8") as fh:
         code = compile(fh.read(), "/job/harness.py", "exec")
     exec(code, namespace)  # noqa: S102 - our harness, from the job folder the trusted side wrote
@@ -181,6 +182,10 @@ def _child(header: dict, fds: dict[str, int], program: bytes) -> int:
         if os.path.exists(sub):
             _mount(sub, sub, None, BIND | REC)
             _mount(None, sub, None, BIND | REMOUNT | RDONLY | NOSUID | NODEV | NOEXEC)
+    for hidden in header.get("hidden", []):  # the data folder, say, under a bound Python environment
+        if os.path.isdir(hidden):
+            _mount("tmpfs", hidden, "tmpfs", NOSUID | NODEV | NOEXEC, "size=4k,mode=755")
+            _mount(None, hidden, None, REMOUNT | RDONLY | NOSUID | NODEV | NOEXEC)
     _mount("tmpfs", "/tmp", "tmpfs", NOSUID | NODEV, f"size={tmpfs},mode=1777")
     _mount("tmpfs", "/dev/shm", "tmpfs", NOSUID | NODEV, f"size={tmpfs},mode=1777")
     if os.path.isdir("/dev/pts"):  # ptys of its own: the template's devpts is every child's otherwise
@@ -226,7 +231,7 @@ def _serve(control: socket.socket, program: bytes) -> None:
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     while True:
-        readable, _, _ = select.select([control, wake_r], [], [])
+        readable, _, _ = select.select([control.fileno(), wake_r], [], [])
         if wake_r in readable:
             os.read(wake_r, 4096)
             while True:
@@ -239,7 +244,7 @@ def _serve(control: socket.socket, program: bytes) -> None:
                 children.pop(pid, None)
                 code = os.waitstatus_to_exitcode(status)
                 control.sendall(json.dumps({"type": "exit", "pid": pid, "code": code}).encode() + b"\n")
-        if control in readable:
+        if control.fileno() in readable:
             fds_array = array.array("i")
             message, ancdata, _, _ = control.recvmsg(MAX_HEADER, socket.CMSG_SPACE(MAX_FDS * fds_array.itemsize))
             if not message:

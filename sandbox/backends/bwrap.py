@@ -232,6 +232,11 @@ class BwrapBackend:
         return self._spec(job_dir=job_dir, verdict_fd=verdict_fd, mode=mode, device_index=device_index, limits=limits,
                           control_fd=control_fd, host_uid=host_uid, command=None, seccomp=True)
 
+    def covered_paths(self, roots: list[Path] | None = None) -> list[Path]:
+        """The hidden paths that lie inside a bound folder: each is covered with an empty tmpfs."""
+        roots = python_roots(self.python) if roots is None else roots
+        return [h for h in self.hidden_paths if any(is_within(h, r) for r in [*roots, Path("/usr")])]
+
     def template_spec(self, *, template_dir: Path, control_fd: int, mode: DeviceMode, device_index: int,
                       limits: Limits) -> LaunchSpec:
         """The fork-server template (sandbox/forkserver.py): the grading sandbox's launch, but uid 0
@@ -295,8 +300,8 @@ class BwrapBackend:
         cache_mounts, cache_env = self._triton_cache_args(mode)
         for root in roots:
             args += ["--ro-bind", str(root), str(root)]
-        for hidden in self.hidden_paths:
-            if any(is_within(hidden, r) for r in [*roots, Path("/usr")]):
+        for hidden in self.covered_paths(roots):
+            if not template:  # the template's children cover them, each for itself (forkserver_template.py)
                 args += ["--tmpfs", str(hidden)]
         args += [
             *(["--ro-bind", str(job_dir), "/forkserver", "--dir", "/job"] if template
