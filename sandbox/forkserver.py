@@ -112,6 +112,10 @@ class ForkServer:
 
     def _launch_template(self) -> None:
         self._closed = threading.Event()
+        with self._cond:  # a new template: its namespace numbers its children afresh
+            self._exits.clear()
+            self._started.clear()
+            self._proc_dead = False
         folder = Path(tempfile.mkdtemp(prefix="kg-forkserver-"))
         os.chmod(folder, 0o755)
         shutil.copyfile(_PACKAGE_DIR / "forkserver_template.py", folder / "forkserver_template.py")
@@ -175,9 +179,11 @@ class ForkServer:
     _proc_dead = False
 
     def exit_code(self, ns_pid: int) -> int | None:
+        """The child's exit status, once (ForkedProcess keeps it): the template's namespace may
+        give its pid to a later child."""
         with self._cond:
             if ns_pid in self._exits:
-                return self._exits[ns_pid]
+                return self._exits.pop(ns_pid)
             return -9 if self._proc_dead else None  # the template died: its children died with it
 
     def wait_exit(self, timeout_s: float) -> None:
