@@ -31,7 +31,6 @@ import socket
 import struct
 import sys
 import time
-from typing import Any
 
 MAX_HEADER = 1 << 16
 MAX_FDS = 8
@@ -135,12 +134,13 @@ def _reseed() -> None:
 
 
 def _run_harness(verdict_fd: int) -> int:
+    """The harness as `python /job/harness.py /job VERDICT_FD` runs it: as `__main__` (what a
+    submission finds there must be the harness, as in a fresh sandbox), ending in SystemExit."""
+    import runpy
+
     sys.argv = ["/job/harness.py", "/job", str(verdict_fd)]
-    namespace: dict[str, Any] = {"__name__": "__kg_harness__", "__file__": "/job/harness.py"}
-    with open("/job/harness.py", encoding="utf-8") as fh:
-        code = compile(fh.read(), "/job/harness.py", "exec")
-    exec(code, namespace)  # noqa: S102 - our harness, from the job folder the trusted side wrote
-    return int(namespace["main"]())
+    runpy.run_path("/job/harness.py", run_name="__main__")
+    return 0
 
 
 def _child(header: dict, fds: dict[str, int], program: bytes) -> int:
@@ -204,7 +204,7 @@ def _child(header: dict, fds: dict[str, int], program: bytes) -> int:
             _reseed()
             code = _run_harness(fds["verdict"])
         except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
+            code = 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 1
         except BaseException:  # noqa: BLE001 - as an uncaught exception ends a fresh interpreter
             import traceback
 
