@@ -434,6 +434,7 @@ def main() -> None:
             log(f"{name}: skipped (the compile cache is GPU only: the interpreter compiles nothing)")
             continue
         with tempfile.TemporaryDirectory(prefix="kg-bench-") as tmp:
+            os.chmod(tmp, 0o755)  # the sandboxes' uids reach this mode's own compile cache (else all modes share one fallback)
             log(f"{name}: pool {pool}, memo {'on' if memo else 'off'}, compile cache {'on' if cache else 'off'}")
             grader, memo_kind = make_grader(args, pool=pool, memo=memo, tmp=Path(tmp), cache=cache, parallel=parallel)
             try:
@@ -472,6 +473,7 @@ def main() -> None:
         name = f"lanes[{','.join(map(str, devices))}]"
         cache = mode is DeviceMode.gpu
         with tempfile.TemporaryDirectory(prefix="kg-bench-") as tmp:
+            os.chmod(tmp, 0o755)  # the sandboxes' uids reach this mode's own compile cache (else all modes share one fallback)
             log(f"{name}: {len(devices)} lane(s), pool {pool_size} each, memo on, compile cache {'on' if cache else 'off'}")
             rows, wall, counts = lanes_burst(args, burst_mix, devices, pool=pool_size, cache=cache, tmp=Path(tmp))
         results["modes"][name] = {"memo": "database (SQLite)", "burst": summarise(rows, wall, naive_rate=naive_rate_burst),

@@ -121,6 +121,7 @@ def summary(rows: list[dict], wall_s: float | None = None) -> dict:
 
 def measure(name: str, args, exercise) -> dict:
     with tempfile.TemporaryDirectory(prefix="kg-parcompile-") as tmp:
+        os.chmod(tmp, 0o755)  # the sandboxes' uids reach this mode's own compile cache (else all modes share one fallback)
         settings = settings_for(name, args, Path(tmp))
         grader = build_grader(settings)
         if grader.compile_cache is None and grader.mode is DeviceMode.interpreter:
