@@ -27,8 +27,8 @@ def _submission(grader, fill: str) -> Submission:
                       explanation=example["explanation"], claimed_output=example.get("claimed_output", ""))
 
 
-def test_a_fill_compiled_by_the_trusted_side_compiles_nothing_in_the_sandbox(tmp_path, sandbox_backend_name):
-    grader = grader_for(sandbox_backend_name, device="gpu", data_dir=tmp_path, warm_pool=0,
+def test_a_fill_compiled_by_the_trusted_side_compiles_nothing_in_the_sandbox(tmp_path, sandbox_backend_name, compile_cache_dir):
+    grader = grader_for(sandbox_backend_name, device="gpu", data_dir=tmp_path, compile_cache_dir=compile_cache_dir, warm_pool=0,
                         compile_cache_prewarm=False)
     warmer = grader.compile_cache
     assert warmer is not None, f"GPU mode with {sandbox_backend_name} must have the shared compile cache"
