@@ -12,7 +12,7 @@ import secrets
 import threading
 import time
 import uuid
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -143,7 +143,19 @@ class Grader:
         `on_speed`: the report comes back with the speed card `pending`, and the card is handed to
         `on_speed` from another thread once measured (service/grading/speed_card.py); without it,
         the grading waits for it."""
-        claims: list[tuple[str, str]] = []  # the memo claim this grading holds: released however it ends
+        report = self.drive(submission, submission_id=submission_id, secret_seed=secret_seed, reuse=reuse,
+                            on_speed=on_speed)
+        assert report is not None  # only a refusing `on_step` ends a grading without a report
+        return report
+
+    def drive(self, submission: Submission, *, submission_id: str | None = None, secret_seed: int | None = None,
+              reuse: bool = True, on_speed: OnSpeed | None = None,
+              on_step: Callable[[Step, list[tuple[str, str]]], bool] | None = None) -> Report | None:
+        """`steps` driven in this thread: each RunStep run here, each ParkStep waited for here.
+        `on_step` (the workers: a lease check, or Celery handing the step to another queue) is
+        asked first with the step and the memo claims held; False ends the grading with no report
+        (None). The claims are released however it ends."""
+        claims: list[tuple[str, str]] = []  # the memo claim this grading holds
         try:
             steps = self.steps(submission, submission_id=submission_id, secret_seed=secret_seed, reuse=reuse,
                                claims=claims, on_speed=on_speed)
@@ -153,6 +165,9 @@ class Grader:
                     step = steps.send(answer)
                 except StopIteration as done:
                     return done.value
+                if on_step is not None and not on_step(step, claims):
+                    steps.close()
+                    return None
                 if isinstance(step, RunStep):
                     answer = self.run_step(step)
                 else:

@@ -14,14 +14,13 @@ from collections.abc import Callable
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from sandbox.contract import RunResult
 from service.db import store
 from service.db.models import ReportRow, Submission
 from service.exercises import Exercise, ExerciseNotFound
 from service.grading.not_gradable import not_gradable_report
 from service.grading.pipeline import Grader
 from service.grading.speed_card import OnSpeed
-from service.grading.steps import RunStep, Step
+from service.grading.steps import Step
 from service.messages import report_language
 from service.report import ExerciseRef, Report
 from service.student_view import detected_language
@@ -94,26 +93,8 @@ OnStep = Callable[[Step, list[tuple[str, str]]], bool]
 def _stepped(grader: Grader, body: SubmissionBody, row: Submission, *, regrade: bool, on_step: OnStep,
              on_speed: OnSpeed | None = None) -> Report | None:
     """`Grader.grade`, asking `on_step` before each blocking step (see grade_claimed)."""
-    claims: list[tuple[str, str]] = []
-    try:
-        steps = grader.steps(body, submission_id=row.id, secret_seed=row.secret_seed, reuse=not regrade,
-                             claims=claims, on_speed=on_speed)
-        answer: RunResult | None = None
-        while True:
-            try:
-                step = steps.send(answer)
-            except StopIteration as done:
-                return done.value
-            if not on_step(step, claims):
-                steps.close()
-                return None
-            if isinstance(step, RunStep):
-                answer = grader.run_step(step)
-            else:
-                grader.wait_step(step)
-                answer = None
-    finally:
-        grader._release(claims)  # noqa: SLF001 - what on_step left to this worker, however it ended
+    return grader.drive(body, submission_id=row.id, secret_seed=row.secret_seed, reuse=not regrade,
+                        on_speed=on_speed, on_step=on_step)
 
 
 # An exercise that left the catalogue after the submission was accepted: its report still needs a
