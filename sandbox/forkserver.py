@@ -20,6 +20,7 @@ import shutil
 import socket
 import struct
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -84,6 +85,13 @@ class ForkServer:
 
     @staticmethod
     def available() -> bool:
+        """A pids cgroup per child, and a Python the child can still see: it mounts a fresh /tmp
+        and /dev/shm over the template's, which would hide an interpreter or virtualenv kept there
+        (a checkout under /tmp: every module not imported before the fork would be gone)."""
+        covered = ("/tmp", "/dev/shm")
+        roots = {sys.prefix, sys.base_prefix, sys.exec_prefix}
+        if any(Path(root).resolve().is_relative_to(top) for root in roots for top in covered):
+            return False
         return host_pids_cgroups() is not None
 
     # --- the template ------------------------------------------------------------------------

@@ -8,9 +8,8 @@ import os
 
 import pytest
 
-from sandbox.cgroups import host_pids_cgroups
 from sandbox.contract import DeviceMode, Limits
-from sandbox.forkserver import START_ENV
+from sandbox.forkserver import START_ENV, ForkServer
 from sandbox.runner import SandboxRunner
 from tests.conftest import run_probes
 
@@ -59,8 +58,8 @@ NAMES = ["identity", "capabilities", "processes", "job_files", "ptys", "cpu_limi
 
 @pytest.fixture
 def fork_runner(bwrap_backend, monkeypatch):
-    if host_pids_cgroups() is None:
-        pytest.skip("fork mode needs a writable pids cgroup (sandbox/forkserver.py)")
+    if not ForkServer.available():
+        pytest.skip("fork mode needs a writable pids cgroup and a Python outside /tmp (ForkServer.available)")
     monkeypatch.setenv(START_ENV, "fork")
     runner = SandboxRunner(backend=bwrap_backend, limits=Limits(case_timeout_s=60))
     yield runner
