@@ -104,6 +104,7 @@ def test_cheap_work_and_parked_gradings_hold_no_thread_while_the_lane_runs(sessi
     gate = Gate(lanes.lanes[0].runner)
     template = lanes.grader.catalog.get("lesson06_mean_var").template
     before = lanes.grader.counts.snapshot()
+    already = set(threading.enumerate())  # another test's served app may still run lanes of its own
     lanes.start()
     try:
         new = _submit(sessions, _with_fill(template, "cols < N"))  # a new program: the lane runs it
@@ -122,7 +123,8 @@ def test_cheap_work_and_parked_gradings_hold_no_thread_while_the_lane_runs(sessi
         assert counts["busy_lanes"] == 1 and counts["busy_fast"] == 0, counts
         assert gate.entered == 1, "nothing else reached a sandbox"
         assert _status(sessions, new) == "running" and all(_status(sessions, t) == "running" for t in twins)
-        threads = [t.name for t in threading.enumerate() if t.name.startswith(("fast-", "lane-"))]
+        threads = [t.name for t in threading.enumerate()
+                   if t not in already and t.name.startswith(("fast-", "lane-"))]
         assert sorted(threads) == ["fast-0", "fast-1", "lane-0-0"], "parking starts no thread"
         for submission_id in seen:
             assert _report(sessions, submission_id).program.reused
