@@ -68,14 +68,9 @@ def follow(phase: SpeedPhase, *, card: Callable[[SpeedRun], Performance], langua
                 memo.set_performance(memo_key, result)
             except Exception:  # noqa: BLE001 - the memo is an optimisation
                 log.exception("could not store the speed card of %s in the memo", name)
-        try:
-            on_speed(result)
-        except Exception:  # noqa: BLE001 - the grade stands; the report stays `pending`
-            log.exception("could not deliver the speed card of %s", name)
+        _deliver(on_speed, result, name)
 
-    thread = threading.Thread(target=run, daemon=True, name=f"speed-{name[:8]}")
-    thread.start()
-    return thread
+    return _background(run, f"speed-{name[:8]}")
 
 
 MEMO_POLL_S = 0.1  # how soon a reused grading first looks again for the first run's figures
@@ -105,11 +100,19 @@ def follow_memo(memo: VerdictMemo, key: str, *, within_s: float, fallback: Perfo
                 break
             time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
             pause = min(2 * pause, MEMO_POLL_MAX_S)  # a burst of reuses of one slow program: few queries
-        try:
-            on_speed(card)
-        except Exception:  # noqa: BLE001 - the grade stands; the report stays `pending`
-            log.exception("could not deliver the speed card of %s", name)
+        _deliver(on_speed, card, name)
 
-    thread = threading.Thread(target=run, daemon=True, name=f"speed-memo-{name[:8]}")
+    return _background(run, f"speed-memo-{name[:8]}")
+
+
+def _deliver(on_speed: OnSpeed, card: Performance, name: str) -> None:
+    try:
+        on_speed(card)
+    except Exception:  # noqa: BLE001 - the grade stands; the report stays `pending`
+        log.exception("could not deliver the speed card of %s", name)
+
+
+def _background(run: Callable[[], None], name: str) -> threading.Thread:
+    thread = threading.Thread(target=run, daemon=True, name=name)
     thread.start()
     return thread
