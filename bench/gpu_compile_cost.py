@@ -20,8 +20,8 @@ import argparse
 import json
 import time
 
-from service.config import Settings
 from service.bootstrap import build_grader
+from service.config import Settings
 from service.submission import Submission
 
 MICRO = r"""

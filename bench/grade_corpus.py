@@ -18,13 +18,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from service.config import Settings  # noqa: E402
 from service.bootstrap import build_grader  # noqa: E402
+from service.config import Settings  # noqa: E402
 from service.grading.validate import check_mutant, check_solution, code_points  # noqa: E402
 from service.submission import Submission  # noqa: E402
 
@@ -75,7 +75,7 @@ def main() -> None:
 
     ran = [r for r in rows if r["timing"].get("sandbox_s")]
     summary = {
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "host": platform.node(), "python": platform.python_version(),
         "exercise": exercise.id, "device": args.device, "secret_seed": args.secret_seed,
         "answers": len(rows), "all_ok": all(r["ok"] for r in rows),

@@ -56,21 +56,20 @@ import json
 import os
 import platform
 import random
-import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sandbox.contract import DeviceMode  # noqa: E402
-from service.config import REPO_ROOT, Settings  # noqa: E402
 from service.bootstrap import build_grader  # noqa: E402
+from service.config import Settings  # noqa: E402
 from service.submission import Submission  # noqa: E402
 
 EXERCISE = "lesson06_mean_var"
@@ -241,7 +240,8 @@ def lanes_burst(args, mix, devices: list[int], *, pool: int, cache: bool, tmp: P
 
     from service.db import store
     from service.db.migrate import upgrade
-    from service.db.models import ReportRow, Submission as SubmissionRow
+    from service.db.models import ReportRow
+    from service.db.models import Submission as SubmissionRow
     from service.db.session import make_engine, make_sessionmaker
     from service.worker.lanes import Lanes
 
@@ -402,7 +402,7 @@ def main() -> None:
     log(f"device mode {mode.value}, {workers} workers, pool {pool_size}, burst {args.burst} "
         f"(cold/warm sample {min(args.burst, args.cold_burst)}), single {args.single}")
 
-    results: dict = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "host": platform.node(),
+    results: dict = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "host": platform.node(),
                      "machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "python": platform.python_version(),
                      "mode": mode.value, "workers": workers, "pool": pool_size, "burst": args.burst,
                      "command": " ".join([Path(sys.executable).name, *sys.argv]),

@@ -26,17 +26,17 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sandbox.backends import make_backend  # noqa: E402
-from sandbox.host_uids import lease_host_uid  # noqa: E402
 from sandbox.backends.docker.backend import DockerBackend  # noqa: E402
 from sandbox.contract import DeviceMode, Limits  # noqa: E402
-from service.config import REPO_ROOT, Settings  # noqa: E402
+from sandbox.host_uids import lease_host_uid  # noqa: E402
 from service.bootstrap import build_grader  # noqa: E402
+from service.config import REPO_ROOT, Settings  # noqa: E402
 from service.submission import Submission  # noqa: E402
 
 EXAMPLE = REPO_ROOT / "exercises/lesson06_mean_var/example_submission.json"
@@ -123,7 +123,7 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     base = Settings(device=args.device)
     mode = base.device_mode()
-    results: dict = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "mode": mode.value,
+    results: dict = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "mode": mode.value,
                      "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "kernel": platform.release()},
                      "image": os.environ.get("KERNELGRADE_DOCKER_IMAGE", "kernelgrade:latest"), "backends": {}}
     for name in args.backends.split(","):
