@@ -329,10 +329,13 @@ def _score_answer(question: Question, answer: str, max_points: float) -> TextSco
     if misconceptions:
         flags.append("misconception")
     suspected = [] if misconceptions else _suspected(question, text, spans, matches)
+    if not suspected and not misconceptions and not stuffed and UNKNOWN_LINK:
+        suspected = _unknown_link(text, spans, matches, concept_share, link_share, chain_links)
     if suspected and SUSPECTED_PENALTY:
         raw -= max_points * SUSPECTED_PENALTY
     if suspected:  # "X is not needed / does not matter", or close to a known misconception's label: for a TA
-        flags.append("dismissal" if suspected[0]["kind"] == "dismissal" else "suspected_misconception")
+        kind = suspected[0]["kind"]
+        flags.append(kind if kind in ("dismissal", "unknown_link") else "suspected_misconception")
     copied = _copied(text, normalise(question.reference_answer))  # evidence only: the points stand
     points = max(0.0, min(max_points, math.floor(raw * 2 + 0.5) / 2))  # nearest half point, halves up
 
@@ -348,11 +351,23 @@ def _score_answer(question: Question, answer: str, max_points: float) -> TextSco
 FUZZY = False
 # Generic signals of a stated wrong mechanism, none tied to one exercise (each can be switched off
 # to measure it on the calibration set's tuning part).
-SIGNALS = {"dismissal": True, "misconception_like": True}
+SIGNALS = {"dismissal": True, "waved_off": True, "misconception_like": True}
 # Saying a step can be skipped or is harmless, beyond _DISMISSAL's words.
 _HARMLESS = re.compile(
     r"(反正|也没事|(可以|能)(省掉|省略|去掉|不加|不写)|更简洁|\banyway\b|\bno problem\b|won't (hurt|matter)|"
     r"\b(safe|fine|ok|okay) to (skip|drop|omit|leave)|\bcan (skip|drop|omit|leave out)\b|\bcleaner\b)")
+# Waving a step or a difference away, the general shape of a stated wrong mechanism (lesson 6's
+# pitfalls: "the second mask is only a safety net", "the shift changes the result a little", "any
+# value works"): a need denied ("doesn't even need"), a step called a mere convention or insurance,
+# a deviation called negligible, an alternative called "just as good". Written from that meaning,
+# not from any answer; measured on the tuning part with the misconception patterns switched off.
+_WAVED_OFF = re.compile(
+    r"(\b(does|do)(n't| not) (even |actually |really |strictly )?need\b|\bnever needs?\b|"
+    r"\b(just|only|merely) (a |the )?(convention|habit|style|safety net|precaution|formality)\b|"
+    r"只是(为了)?(一种|个|一个)?(习惯|惯例|约定|保险|形式|规范|好看)|保险起见|"
+    r"(差别|差异|误差|区别)[^。；;\n]{0,6}(非常|很|极)?(小|微小)[^。；;\n]{0,10}(所以|可以|不用|没关系|无所谓)|"
+    r"\b(just|equally) as (well|good|correct)\b|一样(可以|能用|正确|对)|也(完全)?(可以|行)[，,]|"
+    r"\b(is|are|would be) (perfectly |totally |also |still )?(fine|ok|okay)\s*(:|because\b|since\b|as long as\b))")
 # A clause that holds this share of a misconception label's grams states it (see similarity.py).
 MISCONCEPTION_LIKE = 0.6
 
@@ -362,7 +377,7 @@ def _suspected(question: Question, text: str, spans: list[tuple[int, int]],
     """Wording that may state a wrong mechanism when no known misconception matched, for a TA: a
     step called unneeded or harmless, or a clause close to a known misconception's own label."""
     if SIGNALS["dismissal"]:
-        for regex in (_DISMISSAL, _HARMLESS):
+        for regex in (_DISMISSAL, _HARMLESS, *((_WAVED_OFF,) if SIGNALS["waved_off"] else ())):
             if m := regex.search(text):
                 return [{"kind": "dismissal", "quote": _quote(text, m.start(), m.end())}]
     if SIGNALS["misconception_like"] and question.misconceptions:
@@ -376,6 +391,37 @@ def _suspected(question: Question, text: str, spans: list[tuple[int, int]],
                 if hit is not None and _same_polarity(text, hit, normalise(label)):
                     return [{"kind": "misconception_like", **_labels(wrong.label),
                              "quote": _quote(text, hit[0], hit[1])}]
+    return []
+
+
+# The mechanism's terms named, a causal word said, but the clause it introduces names none of the
+# rubric's concepts and no chain link is stated: a causal link the rubric does not know (a wrong
+# mechanism, or a right one in words the rubric lacks), for a TA, no points taken. Off: with the
+# misconception patterns off it flags 2 more of the tuning part's 46 misconception and stuffed
+# answers and no answer no reader flagged, but on the held-out part it flags one answer no reader
+# flagged (43/46 -> 42/46 left unflagged, at 0.3 and 0.4 alike; flagged 25 -> 27 / 26 of 33).
+UNKNOWN_LINK = False
+UNKNOWN_LINK_CONCEPTS = 0.3  # at least this share of the concepts (by weight) named
+UNKNOWN_LINK_LINKS = 0.0  # at most this share of the chain's links stated
+UNKNOWN_LINK_SIDE = True  # the clause after the causal word names none of the rubric's concepts
+_CAUSAL = re.compile(r"(因为|所以|因此|由于|导致|从而|于是|\bbecause\b|\bsince\b|\bso\b|\btherefore\b|\bhence\b|"
+                     r"\bthus\b|\bwhich means\b)")
+
+
+def _unknown_link(text: str, spans: list[tuple[int, int]], matches: dict[str, list[_Match]],
+                  concept_share: float, link_share: float, chain_links: int) -> list[dict]:
+    """A causal word whose clause names no concept, in an answer that names the mechanism's terms
+    but links none of them (UNKNOWN_LINK: off, see above)."""
+    if chain_links == 0 or concept_share < UNKNOWN_LINK_CONCEPTS or link_share > UNKNOWN_LINK_LINKS:
+        return []
+    known = [(m.start, m.end) for ms in matches.values() for m in ms]
+    for m in _CAUSAL.finditer(text):
+        if not UNKNOWN_LINK_SIDE:
+            return [{"kind": "unknown_link", "quote": _quote(text, m.start(), m.end())}]
+        end = spans[_sentence_of(spans, m.start())][1]
+        said = text[m.end():end]
+        if len(re.sub(r"\W", "", said)) >= 6 and not any(m.end() <= s < end for s, _e in known):
+            return [{"kind": "unknown_link", "quote": _quote(text, m.start(), end)}]
     return []
 
 
@@ -457,7 +503,18 @@ def _link(text: str, index: _LinkIndex, befores: list[_Match], afters: list[_Mat
             told_in_sentences = b.sentence > a.sentence and (index.prose[a.sentence] or index.prose[b.sentence])
             if told_in_sentences or index.between(a.end, b.start):
                 return _quote(text, a.start, b.end)
+    if REVERSED_LINKS:  # "the variance is too large because the pads became −μ": the effect told first
+        for a in befores:
+            for b in afters:
+                if b.end <= a.start and b.sentence == a.sentence and _BECAUSE.search(text, b.end, a.start):
+                    return _quote(text, b.start, a.end)
     return None
+
+
+# A link told effect first, joined by "because" (因为, 由于, since), in one sentence. Off: tuning
+# 174 -> 175 (two answers change), held-out 74 -> 73 (measured 2026-12-02).
+REVERSED_LINKS = False
+_BECAUSE = re.compile(r"因为|由于|是因为|\bbecause\b|\bsince\b|\bdue to\b")
 
 
 # A suspected wrong mechanism (no known misconception matched) costs this share of the points.
@@ -607,8 +664,8 @@ def _feedback(question: Question, result: TextScore, language: str = "zh") -> st
     for wrong in result.misconceptions:
         lines.append(say("misconception", label=_label(wrong, language), quote=wrong["quote"]))
     for doubt in result.suspected:
-        if doubt["kind"] == "dismissal":
-            lines.append(say("dismissal", quote=doubt["quote"]))
+        if doubt["kind"] in ("dismissal", "unknown_link"):
+            lines.append(say(doubt["kind"], quote=doubt["quote"]))
         else:
             lines.append(say("near_misconception", label=_label(doubt, language), quote=doubt["quote"]))
     if result.confidence < REVIEW_THRESHOLD:

@@ -92,7 +92,8 @@ def must_flag(entry: Entry) -> bool:
 def figures(entries: list[Entry]) -> dict[str, dict[str, tuple[int, int]]]:
     """{exercise: {"tuning": (in band, total), "held_out": (...), "<part>_flagged": (misconception and
     stuffed answers flagged, their number), "<part>_readers": (answers every reader flagged that are
-    flagged, their number)}}, plus "all"."""
+    flagged, their number), "<part>_unflagged": (answers no reader flagged left unflagged, their
+    number)}}, plus "all"."""
     table: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
     for entry in entries:
         result = grade(entry)
@@ -109,6 +110,10 @@ def figures(entries: list[Entry]) -> dict[str, dict[str, tuple[int, int]]]:
                 readers = table[key][part + "_readers"]
                 readers[0] += bool(result.flags)
                 readers[1] += 1
+            if entry.data.get("flag") is False:
+                unflagged = table[key][part + "_unflagged"]
+                unflagged[0] += not result.flags
+                unflagged[1] += 1
     return {k: {p: (v[0], v[1]) for p, v in parts.items()} for k, parts in table.items()}
 
 
@@ -153,12 +158,14 @@ def main(argv: list[str]) -> None:
             print("    why:", entry.data["reading_1"].get("why", "")[:300])
     table = figures(entries)
     print(f"{'exercise':24} {'in band: tuning':>16} {'held-out':>12} {'misc./stuffed flagged: tuning':>30} "
-          f"{'held-out':>10} {'reader-flagged flagged: held-out':>33}")
+          f"{'held-out':>10} {'reader-flagged flagged: held-out':>33} {'unflagged left unflagged: tuning':>33} "
+          f"{'held-out':>10}")
     for key in sorted(table, key=lambda k: (k == "all", k)):
         row = table[key]
         print(f"{key:24} {_rate(row.get('tuning')):>16} {_rate(row.get('held_out')):>12} "
               f"{_rate(row.get('tuning_flagged')):>30} {_rate(row.get('held_out_flagged')):>10} "
-              f"{_rate(row.get('held_out_readers')):>33}")
+              f"{_rate(row.get('held_out_readers')):>33} {_rate(row.get('tuning_unflagged')):>33} "
+              f"{_rate(row.get('held_out_unflagged')):>10}")
 
 
 def _rate(pair: tuple[int, int] | None) -> str:
