@@ -23,14 +23,20 @@ def graded(entry: Entry) -> TextScore:
         _GRADED[entry.id] = grade(entry)
     return _GRADED[entry.id]
 
-# Measured 2026-12-02 (docs/grading.md, "Calibration"; before: 72/104 and 160/200 on 2026-12-01,
-# 69/104 and 122/200 before the work of issue 15). The scorer is deterministic: the floors are the
-# measured figures.
+# Measured 2026-12-02, third and fourth passes alike (docs/grading.md, "Calibration"; before: 72/104
+# and 160/200 on 2026-12-01, 69/104 and 122/200 before the work of issue 15). The scorer is
+# deterministic: the floors are the measured figures.
 HELD_OUT_IN_BAND = 74 / 104
 TUNING_IN_BAND = 174 / 200
 HELD_OUT_MISCONCEPTION_FLAGGED = 25  # of the held-out part's 33 misconception and keyword-stuffed answers (19 before)
 # Held-out answers no reader flagged that the scorer flags (of 46; 1 on 2026-12-01): a TA looks at them.
 HELD_OUT_FALSE_FLAGS = 3
+# With the exercises' misconception patterns switched off, the generic signals alone (dismissal,
+# waving a step away, a clause close to a misconception's label, keyword stuffing) flag this many of
+# the tuning part's 46 misconception and stuffed answers (28 before the fourth pass), and this many
+# of its 110 answers no reader flagged (the same 2 before and after).
+TUNING_GENERIC_FLAGGED = 31
+TUNING_GENERIC_FALSE_FLAGS = 2
 
 
 def _misconception_or_stuffed(entries: list[Entry]) -> list[Entry]:
@@ -211,3 +217,39 @@ def test_a_clause_close_to_a_misconceptions_english_label_is_flagged():
     assert result.flags == ["suspected_misconception"] and result.suspected[0]["label_en"].startswith("adding a small")
     denied = score_answer(question, "When the mean is large, a small epsilon does not solve the cancellation problem.", 2.0)
     assert "suspected_misconception" not in denied.flags
+
+
+def test_generic_signals_alone_flag_the_tuning_parts_misconceptions(monkeypatch):
+    """What the signals tied to no exercise catch by themselves: the measure the fourth pass tuned
+    (the exercises' own misconception patterns already flag all 46 of the tuning part)."""
+    from service.grading import freetext
+    monkeypatch.setattr(freetext, "_misconceptions", lambda question, text, spans: [])
+    flagged = [e.id for e in _misconception_or_stuffed(TUNING) if grade(e).flags]
+    assert len(flagged) >= TUNING_GENERIC_FLAGGED
+    false = [e.id for e in TUNING if e.data.get("flag") is False and grade(e).flags]
+    assert len(false) <= TUNING_GENERIC_FALSE_FLAGS, false
+
+
+@pytest.mark.parametrize("answer", [
+    "The tl.where before the second sum is only a precaution: the load's other=0.0 covers the pads.",
+    "Leaving the pads at -mean is fine because their effect is tiny next to the tolerance.",
+    "第二次 mask 只是为了保险，load 的时候已经用 0 补过了。",
+    "减完均值以后 padding lane 是 −μ，平方后 μ²，跟真实的方差比差别很小，所以可以不管它。"])
+def test_waving_a_step_away_is_flagged_for_a_ta(answer):
+    """Written from the meaning (a step called a mere precaution, a deviation called too small to
+    matter, a choice called fine because…), not from any calibration answer."""
+    result = grade(Entry("lesson06_mean_var", {"id": "waved", "question": "q2", "answer": answer, "band": [0, 2]}))
+    assert "dismissal" in result.flags and result.confidence < 0.7
+
+
+def test_an_unknown_causal_link_is_worded_for_a_ta_when_switched_on(monkeypatch):
+    """Off by default (it cost one held-out false flag); switched on, its note renders in both languages."""
+    from service.grading import freetext
+    monkeypatch.setattr(freetext, "UNKNOWN_LINK", True)
+    monkeypatch.setattr(freetext, "UNKNOWN_LINK_CONCEPTS", 0.1)  # one of q2's five concepts named
+    exercise = CATALOG.get("lesson06_mean_var")
+    said = "The pads become -mean after centring, so the warp scheduler has to serialise the lanes."
+    for language, words in (("en", "not in the question's mechanism"), ("zh", "不在本题的机制链里")):
+        item = freetext.score_text(item_id="q2", title="Q2", max_points=2.0, question=exercise.question("q2"),
+                                   answer=said, language=language)
+        assert item.evidence["flags"] == ["unknown_link"] and words in item.feedback
