@@ -114,15 +114,25 @@ def launch(spec: dict[str, Any], *, client: Any, verdict_fd: int, log_fd: int, o
         except OSError:
             pass
 
-    def kill(reason: str) -> None:
-        if killed.is_set():
-            return
-        killed.set()
-        log(reason)
+    def send_kill() -> None:
         try:
             container.kill()
         except Exception as exc:  # noqa: BLE001 - gone already; remove() below settles it
             log(f"kill failed: {exc}")
+
+    killers: list[threading.Thread] = []
+
+    def kill(reason: str) -> None:
+        """Kill the container without blocking the caller: the engine's kill can wait for the
+        container's output to be copied out, so the attach stream must keep being drained meanwhile
+        (a blocking kill in the reading loop waited for the run budget, 60 s in a test)."""
+        if killed.is_set():
+            return
+        killed.set()
+        log(reason)
+        killer = threading.Thread(target=send_kill, name="docker-kill", daemon=True)
+        killers.append(killer)
+        killer.start()
 
     timer: threading.Timer | None = None
     finished = False
@@ -185,6 +195,8 @@ def launch(spec: dict[str, Any], *, client: Any, verdict_fd: int, log_fd: int, o
                 timer.cancel()
         if control_fd is not None:
             os.close(control_fd)
+        for killer in killers:  # its log line goes to log_fd, which is the caller's once we return
+            killer.join(kill_grace_s)
         if container is not None:
             try:
                 container.remove(force=True)
