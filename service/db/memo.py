@@ -1,7 +1,7 @@
 """`DbMemo`: the verdict memo (service/grading/memo.py) in the database, shared by every worker.
 
-Entries are rows of `verdict_memo` (migration 0004); in-flight claims are rows of `memo_claims`
-(migration 0005), so they hold across processes and hosts.
+Entries are rows of `verdict_memo` (migration 0004; where each was made, 0010); in-flight claims
+are rows of `memo_claims` (migration 0005), so they hold across processes and hosts.
 """
 from __future__ import annotations
 
@@ -9,13 +9,21 @@ import time
 from datetime import timedelta
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, delete, select, update
+from sqlalchemy import CursorResult, delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.db.base import utcnow
+from service.db.base import as_utc, utcnow
 from service.db.models import MemoClaimRow, VerdictMemoRow
-from service.grading.memo import POLL_S, MemoEntry, Releases, decode_entry, encode_entry, with_performance
+from service.grading.memo import (
+    POLL_S,
+    MemoEntry,
+    MemoEnvironment,
+    Releases,
+    decode_entry,
+    encode_entry,
+    with_performance,
+)
 from service.report import Performance
 
 
@@ -38,11 +46,24 @@ class DbMemo:
                 return
             session.add(VerdictMemoRow(key=key, exercise_id=exercise_id, exercise_version=exercise_version,
                                        submission_id=entry.submission_id, program_digest=entry.program_digest,
-                                       result=encode_entry(entry)))
+                                       result=encode_entry(entry), mode=entry.environment.backend,
+                                       device=entry.environment.device[:200], triton=entry.environment.triton[:64]))
             try:
                 session.commit()
             except IntegrityError:
                 session.rollback()  # an identical program finished first: its result is as good
+
+    def environments(self, mode: str) -> list[MemoEnvironment]:
+        """One GROUP BY over the covering index `ix_verdict_memo_environment` (migration 0010):
+        no entry is read or decoded."""
+        with self.sessions() as session:
+            rows = session.execute(
+                select(VerdictMemoRow.device, VerdictMemoRow.triton, func.min(VerdictMemoRow.created_at),
+                       func.max(VerdictMemoRow.created_at))
+                .where(VerdictMemoRow.mode == mode, VerdictMemoRow.triton != "")
+                .group_by(VerdictMemoRow.device, VerdictMemoRow.triton)).all()
+        return [MemoEnvironment(device=device, triton=triton, first_at=as_utc(first), last_at=as_utc(last))
+                for device, triton, first, last in rows]
 
     def set_performance(self, key: str, performance: Performance) -> bool:
         """The entry's speed card, once measured after the grade; only over a `pending` one, so the

@@ -230,6 +230,14 @@ class VerdictMemoRow(Base):
     submission_id: Mapped[str] = mapped_column(String(32))
     result: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+    # Where the run was made (the result's environment; migration 0010), so that a grader whose
+    # sandbox has not said hello yet learns the fleet's environment without decoding results
+    # (DbMemo.environments): the covering index answers it from the index alone.
+    mode: Mapped[str] = mapped_column(String(16), default="")
+    device: Mapped[str] = mapped_column(String(200), default="")
+    triton: Mapped[str] = mapped_column(String(64), default="")
+
+    __table_args__ = (Index("ix_verdict_memo_environment", "mode", "device", "triton", "created_at"),)
 
 
 class MemoClaimRow(Base):

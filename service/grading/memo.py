@@ -8,6 +8,9 @@ import hashlib
 import json
 import threading
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -61,6 +64,31 @@ def memoisable(exercise: Exercise) -> bool:
     return exercise.spec.deterministic and exercise.spec.fill_policy == "expression"
 
 
+@dataclass(frozen=True)
+class MemoEnvironment:
+    """A device and Triton version that entries of one mode were produced on, and when the
+    first and the newest of them were stored."""
+
+    device: str
+    triton: str
+    first_at: datetime
+    last_at: datetime
+
+
+def settled_environment(environments: Sequence[MemoEnvironment]) -> MemoEnvironment | None:
+    """The environment a grader that has not heard its own sandbox may assume, or None: the one
+    environment there is, or the newest one if it replaced every other (each other's newest entry
+    is older than its first: an upgrade of Triton or of the GPUs). Environments whose entries
+    interleave (a fleet of mixed GPUs, a rolling upgrade going on) give no guess: a grader would
+    otherwise answer from runs on another device than the one it will run on."""
+    if not environments:
+        return None
+    newest = max(environments, key=lambda e: e.first_at)
+    if all(other.last_at < newest.first_at for other in environments if other is not newest):
+        return newest
+    return None
+
+
 class VerdictMemo(Protocol):
     def get(self, key: str) -> MemoEntry | None: ...
 
@@ -75,6 +103,11 @@ class VerdictMemo(Protocol):
 
     def wait_released(self, key: str, *, timeout_s: float) -> bool:
         """Block until no live claim on `key` remains (True) or `timeout_s` passed (False)."""
+
+    # Where its entries were made (optional: without it, a grader learns only from its own sandboxes).
+    def environments(self, mode: str) -> list[MemoEnvironment]:
+        """The distinct device/Triton environments entries of `mode` were produced on (entries
+        with no Triton version left out)."""
 
     # The speed card that came after the grade (optional: without it, reuses say "not measured").
     def set_performance(self, key: str, performance: Performance) -> bool:
@@ -124,6 +157,7 @@ def decode_entry(value: dict | None) -> MemoEntry | None:
 class InMemoryMemo:
     def __init__(self) -> None:
         self._entries: dict[str, dict] = {}
+        self._made: dict[tuple[str, str, str], tuple[datetime, datetime]] = {}  # environment -> first, last put
         self._claims: dict[str, tuple[str, float]] = {}  # key -> (owner, monotonic expiry)
         self._lock = threading.Lock()
         self._released = threading.Condition(self._lock)
@@ -134,7 +168,18 @@ class InMemoryMemo:
 
     def put(self, key: str, entry: MemoEntry, *, exercise_id: str, exercise_version: int) -> None:
         with self._lock:
-            self._entries.setdefault(key, encode_entry(entry))
+            if key in self._entries:
+                return
+            self._entries[key] = encode_entry(entry)
+            made = (entry.environment.backend, entry.environment.device, entry.environment.triton)
+            now = datetime.now(UTC)
+            self._made[made] = (self._made.get(made, (now, now))[0], now)
+
+    def environments(self, mode: str) -> list[MemoEnvironment]:
+        with self._lock:
+            return [MemoEnvironment(device=device, triton=triton, first_at=first, last_at=last)
+                    for (made_mode, device, triton), (first, last) in self._made.items()
+                    if made_mode == mode and triton]
 
     def set_performance(self, key: str, performance: Performance) -> bool:
         with self._lock:

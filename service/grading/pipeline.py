@@ -29,7 +29,7 @@ from service.grading.extract import Extraction, extract
 from service.grading.fills import check_block_fill, check_fill
 from service.grading.given import verify_given
 from service.grading.inputs import case_seed
-from service.grading.memo import MemoEntry, VerdictMemo, memo_key, memoisable
+from service.grading.memo import MemoEntry, VerdictMemo, memo_key, memoisable, settled_environment
 from service.grading.model_assist import ModelAssist
 from service.grading.not_gradable import not_gradable_report
 from service.grading.run import run_program, run_timing
@@ -59,6 +59,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kernelgrade.grader")
 
+ENVIRONMENT_RETRY_S = 30.0  # learn_environment: how often a grader that knows no environment asks the memo
 CLAIM_MARGIN_S = 60.0  # a memo claim outlives the run's time budget by this (inputs, comparison)
 GRADING_MARGIN_S = 120.0  # beyond the run and memo budgets, before a grading's lease stops being renewed
 
@@ -103,6 +104,8 @@ class Grader:
     _speed_slots: threading.BoundedSemaphore = field(
         default_factory=lambda: threading.BoundedSemaphore(SPEED_IN_FLIGHT), repr=False)
     _environment_seen: dict[str, str] | None = field(default=None, repr=False)  # the last sandbox's hello
+    _environment_asked: float | None = field(default=None, repr=False)  # monotonic time learn_environment asked
+    _environment_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     counts: GradeCounts = field(default_factory=GradeCounts, repr=False)
     _followers: list[threading.Thread] = field(default_factory=list, repr=False)  # speed cards still to come
     _followers_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -116,6 +119,37 @@ class Grader:
         pool = self.runner.start_pool(mode=self.mode, device_index=self.device_index, size=self.warm_pool)
         if pool is not None and pool.environment and self._environment_seen is None:
             self._environment_seen = dict(pool.environment)
+
+    def learn_environment(self) -> bool:
+        """Make sure the memo key can be computed before any sandbox of this grader said hello (a
+        Celery fast-only worker, which starts none; `serve` just restarted, its warm pool not up):
+        take the device and Triton version from the memo's entries of this mode when they settle on
+        one (memo.settled_environment: a single environment, or one that replaced the others; with
+        interleaved ones, a fleet of mixed GPUs, no guess). Until then gradings carry no memo key
+        (no reuse, no waiting). The memo is asked at most once per ENVIRONMENT_RETRY_S while the
+        environment is unknown, and never once a sandbox or the memo told it. True: known."""
+        if self._environment_seen is not None or self._pool_environment() is not None:
+            return True
+        environments = getattr(self.memo, "environments", None)
+        if not callable(environments):
+            return False
+        now = time.monotonic()
+        with self._environment_lock:
+            if self._environment_asked is not None and now - self._environment_asked < ENVIRONMENT_RETRY_S:
+                return False
+            self._environment_asked = now
+        try:
+            settled = settled_environment(environments(self.mode.value))
+        except Exception:  # noqa: BLE001 - the memo is an optimisation: ask again after the interval
+            log.exception("could not read the memo's environments")
+            return False
+        if settled is None:
+            return False
+        with self._environment_lock:
+            if self._environment_seen is None:  # a sandbox's hello meanwhile is the better answer
+                self._environment_seen = {"mode": self.mode.value, "device": settled.device,
+                                          "triton": settled.triton}
+        return True
 
     def max_grading_s(self) -> float:
         """The longest one grading may take: the sandbox's run budget, a wait for an identical
@@ -267,7 +301,8 @@ class Grader:
                 compiled_first = step.compiled_first
                 if run.infra_error is not None:
                     return self._not_gradable(exercise, submission_id, run, started, language)
-                self._environment_seen = dict(run.environment)
+                with self._environment_lock:  # (learn_environment's guess never overwrites a hello)
+                    self._environment_seen = dict(run.environment)
                 if self.compile_cache is not None:
                     # the next student with this fill compiles little
                     self.compile_cache.submit(exercise, program, secret_seed)

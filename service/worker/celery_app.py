@@ -133,10 +133,10 @@ def _drive(task, sessions, grader, claim, *, settings: Settings, metrics, may_ru
     (sandbox queue) or handed to the sandbox queue; a ParkStep re-enqueues the fast task."""
     from service.db import store
     from service.grading.steps import RunStep
-    from service.worker.grading import grade_claimed, learn_environment
+    from service.worker.grading import grade_claimed
 
     if not may_run and settings.worker_lane == "fast":
-        learn_environment(sessions, grader)
+        grader.learn_environment()  # it never runs a sandbox: the memo tells it (at most every 30 s)
     parked: list = []
 
     def on_step(step, claims: list) -> bool:

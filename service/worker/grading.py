@@ -65,28 +65,6 @@ class _Heartbeat:
         self._thread.join(timeout=5)
 
 
-def learn_environment(sessions: sessionmaker[Session], grader: Grader) -> None:
-    """The memo key names the sandbox's device and Triton version, which a grader hears from its
-    sandboxes' hello. One that has not heard them yet (a Celery fast-only worker, which starts no
-    sandbox; `serve` just restarted, its warm pool not up) takes them from the newest memo entry
-    entries of its mode, if they all name one device and Triton version (a fleet of one GPU model;
-    with several, it waits for its own sandbox's hello). Until then its gradings carry no key."""
-    if grader._environment_seen is not None or grader.memo is None:  # noqa: SLF001
-        return
-    from service.db.models import VerdictMemoRow
-    from service.grading.memo import decode_entry
-
-    with sessions() as session:
-        rows = session.scalars(select(VerdictMemoRow.result).order_by(VerdictMemoRow.created_at.desc()).limit(20))
-        entries = [decode_entry(result) for result in rows]
-    seen = {(e.environment.device, e.environment.triton, e.environment.torch, e.environment.python)
-            for e in entries if e is not None and e.environment.backend == grader.mode.value and e.environment.triton}
-    if len(seen) == 1:
-        device, triton, torch, python = seen.pop()
-        grader._environment_seen = {"mode": grader.mode.value, "device": device, "triton": triton,  # noqa: SLF001
-                                    "torch": torch, "python": python}
-
-
 OnStep = Callable[[Step, list[tuple[str, str]]], bool]
 
 

@@ -41,7 +41,7 @@ from service.grading.pipeline import CLAIM_MARGIN_S, GRADING_MARGIN_S, Grader
 from service.grading.steps import ParkStep, RunStep, Step
 from service.report import Report
 from service.submission import Submission as SubmissionBody
-from service.worker.grading import gave_up_report, learn_environment
+from service.worker.grading import gave_up_report
 from service.worker.metrics import Metrics
 from service.worker.speed_revision import SpeedRevision
 
@@ -337,7 +337,7 @@ class Lanes:
                 row, exercise, f"grading was interrupted {claim.attempt - 1} times (worker died or timed out)"))
             return
         self.leases.hold(claim, self._phase_s())
-        learn_environment(self.sessions, self.grader)  # before any sandbox said hello (a restart)
+        self.grader.learn_environment()  # before any sandbox said hello (a restart): at most every 30 s
         # A regrade asks for a fresh run: never answered from the verdict memo.
         grading.speed = SpeedRevision(self.sessions, row.id, wait_s=self.grader.max_grading_s())
         grading.steps = self.grader.steps(body, submission_id=row.id, secret_seed=row.secret_seed,

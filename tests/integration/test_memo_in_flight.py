@@ -23,6 +23,7 @@ from service.grading.assemble import assemble
 from service.db.memo import DbMemo
 from service.grading.memo import InMemoryMemo, memo_key
 from service.bootstrap import build_grader
+from service.grading.pipeline import ENVIRONMENT_RETRY_S
 from service.submission import Submission
 from tests.support.servers import database
 
@@ -157,6 +158,53 @@ def _learn_environment(grader):
     report = grader.grade(_example(), secret_seed=1)
     assert report.status == "graded" and report.program.memo_key
     return report
+
+
+class _Asked:
+    """Counts the grader's questions to its memo's `environments` (the real one answers them)."""
+
+    def __init__(self, grader) -> None:
+        self.count, real = 0, grader.memo.environments
+
+        def environments(mode: str):
+            self.count += 1
+            return real(mode)
+
+        grader.memo.environments = environments
+
+
+@sandbox
+@needs_bwrap
+def test_a_grader_whose_sandbox_never_said_hello_learns_the_environment_from_the_memo(db_sessions):
+    """A Celery fast-only worker, or `serve` just restarted: it answers memo hits for runs made by
+    another grader's sandbox, asking the memo once; with entries of two devices interleaved it
+    guesses nothing, asks again only after ENVIRONMENT_RETRY_S, and never once a sandbox told it."""
+    report = _learn_environment(build_grader(Settings(device="interpreter"), sessions=db_sessions))
+
+    fast = build_grader(Settings(device="interpreter"), sessions=db_sessions)
+    asked = _Asked(fast)
+    assert fast.learn_environment() and asked.count == 1
+    reused = fast.grade(_example(), secret_seed=2)
+    assert reused.program.reused and reused.program.memo_key == report.program.memo_key
+    assert fast.counts.snapshot()["sandbox_runs"] == 0, "answered from the memo, no sandbox of its own"
+    assert fast.learn_environment() and asked.count == 1, "known: the memo is not asked again"
+
+    # Another device's run comes between two of this one's (a fleet of mixed CPUs or GPUs): no guess.
+    memo = DbMemo(db_sessions)
+    entry = memo.get(report.program.memo_key)
+    elsewhere = entry.environment.model_copy(update={"device": "another device"})
+    memo.put("x" * 64, entry.model_copy(update={"environment": elsewhere}), exercise_id="e", exercise_version=1)
+    memo.put("y" * 64, entry, exercise_id="e", exercise_version=1)
+    mixed = build_grader(Settings(device="interpreter"), sessions=db_sessions)
+    asked = _Asked(mixed)
+    assert not mixed.learn_environment() and not mixed.learn_environment()
+    assert asked.count == 1, "asked at most once per retry interval while unknown"
+    mixed._environment_asked -= ENVIRONMENT_RETRY_S  # the interval has passed
+    assert not mixed.learn_environment() and asked.count == 2
+    ran = mixed.grade(_example(), secret_seed=3)
+    assert ran.status == "graded" and not ran.program.reused and mixed.counts.snapshot()["sandbox_runs"] == 1
+    mixed._environment_asked -= ENVIRONMENT_RETRY_S
+    assert mixed.learn_environment() and asked.count == 2, "its own sandbox's hello told it"
 
 
 def _grade_together(grader, body, count: int, *, seed0: int = 100) -> tuple[list, list]:
