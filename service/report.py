@@ -183,7 +183,8 @@ class Performance(_Model):
 
     status: Literal["measured", "not_measured", "failed", "pending"] = Field(
         description="measured: figures below; not_measured: on the interpreter, the kernel did not pass, the run "
-                    "never got there, or no figures came back within the phase's budget (reason); failed: the kernel "
+                    "never got there, no figures came back within the phase's budget, or the timing was interrupted "
+                    "(reason); failed: the kernel "
                     "failed or crashed on the large input (reason); "
                     "pending: the grade is final and the measurement follows as a report revision (reason `speed`)")
     reason: str | None = None

@@ -340,6 +340,32 @@ def add_speed_revision(session: Session, submission_id: str, performance: dict[s
     return None
 
 
+def pending_speed_cards(session: Session, *, written_before: datetime, after_id: int = 0,
+                        limit: int = 200) -> list[tuple[str, int]]:
+    """(submission id, report id) of current reports with their speed card still `pending` that
+    were written before `written_before`, report ids above `after_id`, in id order: the cards
+    whose process died before storing them (service/worker/speed_revision.py, SpeedSweeper). A
+    range of the reports' primary key; only the reports in it are read."""
+    pending = ReportRow.report[("performance", "status")].as_string() == "pending"
+    return [(submission_id, report_id) for submission_id, report_id in session.execute(
+        select(ReportRow.submission_id, ReportRow.id)
+        .join(Submission, Submission.current_report_id == ReportRow.id)
+        .where(ReportRow.id > after_id, ReportRow.status == SubmissionStatus.graded,
+               ReportRow.created_at < written_before, pending)
+        .order_by(ReportRow.id).limit(limit))]
+
+
+def reports_settled_through(session: Session, *, written_before: datetime, after_id: int) -> int:
+    """The highest report id such that every report from `after_id` to it was written before
+    `written_before` (`after_id` itself when the next one is younger or there is none): how far
+    a sweep over report ids may move its floor."""
+    younger = session.scalar(select(func.min(ReportRow.id))
+                             .where(ReportRow.id > after_id, ReportRow.created_at >= written_before))
+    if younger is not None:
+        return int(younger) - 1
+    return int(session.scalar(select(func.max(ReportRow.id)).where(ReportRow.id > after_id)) or after_id)
+
+
 def _keeps_earlier_grade(session: Session, row: Submission, report: Report) -> bool:
     """A not_gradable regrade of a submission whose current report is graded: that report stays current."""
     if report.status != SubmissionStatus.not_gradable or row.current_report_id is None:

@@ -1,5 +1,6 @@
 """The in-process worker pool of `kernelgrade serve`: grading threads that claim submissions from
-the database, one thread that delivers webhooks and one that posts LTI scores and syncs rosters.
+the database, one thread that delivers webhooks, one that posts LTI scores and syncs rosters, and
+one that marks speed cards whose timing was interrupted (service/worker/speed_revision.py).
 Nothing else to start on one machine."""
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from service.grading.pipeline import Grader
 from service.lti.housekeeping import Housekeeper
 from service.worker.lanes import Lanes
 from service.worker.metrics import Metrics
+from service.worker.speed_revision import SWEEP_EVERY_S, SpeedSweeper, speed_budget_s
 from service.worker.webhooks import deliver_due
 
 log = logging.getLogger("kernelgrade.pool")
@@ -42,6 +44,7 @@ class InProcessPool:
         self._threads.append(threading.Thread(target=self._webhook_loop, name="webhooks", daemon=True))
         self._threads.append(threading.Thread(target=self._regrade_loop, name="regrades", daemon=True))
         self._threads.append(threading.Thread(target=self._lti_loop, name="lti", daemon=True))
+        self._threads.append(threading.Thread(target=self._speed_sweep_loop, name="speed-sweep", daemon=True))
         for thread in self._threads:
             thread.start()
 
@@ -87,3 +90,15 @@ class InProcessPool:
                 keeper.run_once()
             except Exception:  # noqa: BLE001
                 log.exception("LTI loop failed")
+
+    def _speed_sweep_loop(self) -> None:
+        """At start, then every SWEEP_EVERY_S: the API process runs it in both modes (`serve` with
+        its lanes, or beside Celery workers), so a card whose worker died is settled either way."""
+        sweeper = SpeedSweeper(self.sessions, budget_s=speed_budget_s(self.settings.limits))
+        while True:
+            try:
+                sweeper.sweep_once()
+            except Exception:  # noqa: BLE001 - the database may be restarting: the next sweep takes them
+                log.exception("speed card sweep failed")
+            if self._stop.wait(SWEEP_EVERY_S):
+                return
