@@ -237,6 +237,45 @@ class CarriedDecision(_Model):
     reason: str = Field(description="the TA's reason")
 
 
+class CaseTexts(_Model):
+    description: str
+    targets: str | None = None
+    error: str | None = None
+
+
+class ItemTexts(_Model):
+    title: str
+    feedback: str
+
+
+class RequirementTexts(_Model):
+    title: str = ""
+    message: str = ""
+
+
+class EditTexts(_Model):
+    reason: str
+    hint: str | None = None
+
+
+class ReportTexts(_Model):
+    """Every text of a report that the student reads, in one more language: rendered at grading by the
+    same message functions from the same facts as the report's own (service/grading/translate.py), so
+    that the student can switch language without another run. Keyed like the report's lists (items,
+    cases, diagnoses and requirements by id, vetoes by rule; edits in the report's order); `in_language`
+    puts them in place. Written answers are quoted as the student wrote them, in either language."""
+
+    message: str | None = None
+    items: dict[str, ItemTexts] = {}
+    cases: dict[str, CaseTexts] = {}
+    diagnoses: dict[str, str] = {}
+    vetoes: dict[str, str] = Field({}, description="rule -> the veto's note")
+    requirements: dict[str, RequirementTexts] = {}
+    not_run_reason: str | None = None
+    edits: list[EditTexts] = []
+    given_output: str | None = Field(None, description="the given check's output with our verdict on it")
+
+
 class Report(_Model):
     schema_: Literal["kernelgrade.report/v1"] = Field(SCHEMA, alias="schema")
     submission_id: str
@@ -256,9 +295,57 @@ class Report(_Model):
     given_check: GivenCheckReport | None = None
     performance: Performance | None = Field(None, description="GPU speed, informational (exercises with `speed:`)")
     carried_decisions: list[CarriedDecision] = Field([], description="TA decisions of earlier reports, after a regrade")
+    translations: dict[Literal["zh", "en"], ReportTexts] = Field(
+        {}, description="the student-facing texts in the other language (empty in reports graded before them)")
     created_at: datetime
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=2)
+
+
+def in_language(report: Report, language: str) -> Report:
+    """The report with its student-facing texts in `language` (its `language` then says so), from
+    `translations`; the report itself when it is already in it, or has no texts in it (graded before
+    translations: the caller says the texts stay in `report.language`). Points, statuses, evidence
+    and everything else are the report's own."""
+    texts = report.translations.get(language)  # type: ignore[call-overload]
+    if language == report.language or texts is None:
+        return report
+
+    def item(i: Item) -> Item:
+        t = texts.items.get(i.id)
+        return i.model_copy(update={"title": t.title, "feedback": t.feedback}) if t else i
+
+    def case(c: CaseReport) -> CaseReport:
+        t = texts.cases.get(c.id)
+        return c.model_copy(update=t.model_dump()) if t else c
+
+    def diagnosis(d: Diagnosis) -> Diagnosis:
+        said = texts.diagnoses.get(d.id)
+        return d.model_copy(update={"message": said}) if said is not None else d
+
+    def veto(v: Veto) -> Veto:
+        note = texts.vetoes.get(v.rule)
+        return v.model_copy(update={"evidence": {**v.evidence, "note": note}}) if note is not None else v
+
+    def requirement(r: Requirement) -> Requirement:
+        t = texts.requirements.get(r.id)
+        return r.model_copy(update={"title": t.title, "message": t.message}) if t else r
+
+    update: dict[str, Any] = {
+        "language": language, "items": [item(i) for i in report.items], "cases": [case(c) for c in report.cases],
+        "diagnoses": [diagnosis(d) for d in report.diagnoses], "vetoes": [veto(v) for v in report.vetoes],
+        "score": report.score.model_copy(update={"requirements": [requirement(r) for r in report.score.requirements]}),
+    }
+    if texts.message is not None:
+        update["message"] = texts.message
+    if report.program is not None:
+        edits = [e.model_copy(update=t.model_dump()) for e, t in zip(report.program.edits, texts.edits)]
+        update["program"] = report.program.model_copy(update={
+            "not_run_reason": texts.not_run_reason if report.program.not_run_reason is not None
+            else None, "edits": edits + report.program.edits[len(edits):]})
+    if report.given_check is not None and texts.given_output is not None:
+        update["given_check"] = report.given_check.model_copy(update={"output": texts.given_output})
+    return report.model_copy(update=update)

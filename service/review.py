@@ -8,8 +8,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from service.grading import passrule
-from service.messages import render
-from service.report import CarriedDecision, Item, Report, Score, Veto
+from service.messages import Language, render
+from service.report import CarriedDecision, Item, Report, ReportTexts, RequirementTexts, Score, Veto
 from service.submission import storable
 
 
@@ -70,6 +70,12 @@ def apply_decision(report: Report, decision: DecisionRequest, *, actor: str) -> 
             "evidence": {**old.evidence, "ta_decision": {**stamp, "points_before": old.points}},
         })
         items[index] = new
+        report = report.model_copy(update={"translations": {  # the TA's words in the other language too
+            lang: texts.model_copy(update={"items": {**texts.items, old.id: texts.items[old.id].model_copy(update={
+                "feedback": texts.items[old.id].feedback + "\n" + render(
+                    "review.ta_decision", lang, points=f"{points:g}", max=f"{old.max_points:g}",
+                    reason=decision.reason)})}}) if old.id in texts.items else texts
+            for lang, texts in report.translations.items()}})
         before, after = {"points": old.points, "status": old.status}, {"points": new.points, "status": new.status}
     else:
         index = next((i for i, v in enumerate(vetoes) if v.rule == decision.veto), None)
@@ -97,9 +103,22 @@ def rescored(report: Report, *, items: list[Item], vetoes: list[Veto], carried: 
     # check, the run output and the named boundary and trade-off stand as graded.
     requirements = passrule.rescore(report.score.requirements, items=items, vetoes=vetoes,
                                     threshold=report.score.pass_threshold, language=report.language)
+    translations = {lang: _requirements_in(texts, report, items=items, vetoes=vetoes, language=lang)
+                    for lang, texts in report.translations.items()}
     unmet = any(not r.met for r in requirements)
     score = Score(total=total, max=report.score.max, pass_threshold=report.score.pass_threshold,
                   passed=total >= report.score.pass_threshold and not blocking and not unmet, provisional=provisional,
                   requirements=requirements)
     return report.model_copy(update={"items": items, "vetoes": vetoes, "score": score, "carried_decisions": carried,
-                                     "created_at": datetime.now(UTC)})
+                                     "translations": translations, "created_at": datetime.now(UTC)})
+
+
+def _requirements_in(texts: ReportTexts, report: Report, *, items: list[Item], vetoes: list[Veto],
+                     language: Language) -> ReportTexts:
+    """`texts` (the report's other language) with the requirements a decision recomputes said again in it."""
+    previous = [r.model_copy(update=texts.requirements[r.id].model_dump()) if r.id in texts.requirements else r
+                for r in report.score.requirements]
+    again = passrule.rescore(previous, items=items, vetoes=vetoes, threshold=report.score.pass_threshold,
+                             language=language)
+    return texts.model_copy(update={"requirements": {r.id: RequirementTexts(title=r.title, message=r.message)
+                                                     for r in again}})

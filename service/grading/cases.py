@@ -14,8 +14,9 @@ from service.grading.compare import compare_outputs
 from service.grading.overwrite import changed_input
 from service.grading.overwrite import diagnosis as overwrite_diagnosis
 from service.grading.run import sandbox_inputs
+from service.grading.sandbox_text import say
 from service.messages import Language, render
-from service.report import CaseReport, Diagnosis, OutOfBounds
+from service.report import CaseReport, CaseTexts, Diagnosis, OutOfBounds
 
 GIVEN_CASE_ID = "given"
 
@@ -62,7 +63,7 @@ def compare_cases(exercise: Exercise, run: RunResult | None, arrays: dict[str, d
                                              allocations=list(outcome.allocations)))
             continue
         expected = exercise.checks.reference(**inputs64)
-        result = compare_outputs(outcome.outputs, expected, spec.outputs)
+        result = compare_outputs(outcome.outputs, expected, spec.outputs, language=lang)
         reports.append(CaseReport(**base, passed=result.passed, max_abs_err=result.max_abs_err,
                                   max_rel_err=result.max_rel_err, error_ratio=result.error_ratio,
                                   first_mismatch=result.first_mismatch, error=result.error,
@@ -70,6 +71,42 @@ def compare_cases(exercise: Exercise, run: RunResult | None, arrays: dict[str, d
         observed = outcome.outputs if result.error is None else None
         evidence.append(CaseEvidence(case, primary, observed, expected, result.passed, inputs64))
     return reports, evidence
+
+
+def case_texts(exercise: Exercise, run: RunResult | None, reports: list[CaseReport], evidence: list[CaseEvidence],
+               graded: list[CaseSpec], *, given_output: str, language: Language) -> dict[str, CaseTexts]:
+    """The texts of `reports` (compare_cases's, in another language) in `language`, from the same run:
+    descriptions from the exercise, errors said again from the runner's codes, the guards' evidence or
+    the comparison (redone only for a case whose outputs could not be compared). `given_output`: the
+    given check's output in `language` (given.given_output_in)."""
+    spec = exercise.spec
+    specs = {c.id: c for c in graded}
+    outcomes = {c.id: c for c in run.cases} if run is not None else {}
+    expected = {e.case.id: e.expected for e in evidence}
+    texts: dict[str, CaseTexts] = {}
+    for report in reports:
+        if report.kind == "given":
+            texts[report.id] = CaseTexts(description=spec.given_check.description.in_(language),
+                                         error=None if report.error is None else (given_output or report.error))
+            continue
+        case = specs.get(report.id)
+        if case is None:
+            continue
+        error = report.error
+        outcome = outcomes.get(report.id)
+        if error is None:
+            pass
+        elif report.out_of_bounds:
+            error = bounds.describe(report.out_of_bounds, language=language, entry_point=spec.entry_point)
+        elif outcome is None:
+            error = render("cases.not_run", language)
+        elif outcome.status != "ok":
+            error = say(outcome.said, language) if outcome.said is not None else error
+        elif report.id in expected:  # outputs of the wrong name, shape or dtype: the comparison's words
+            error = compare_outputs(outcome.outputs, expected[report.id], spec.outputs, language=language).error
+        texts[report.id] = CaseTexts(description=case.description.in_(language), error=error,
+                                     targets=case.targets.in_(language) if case.targets is not None else None)
+    return texts
 
 
 def overwritten_inputs(spec: ExerciseSpec, graded: list[CaseSpec], arrays: dict[str, dict[str, np.ndarray]],

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Set as AbstractSet
-from typing import TypeGuard
+from typing import TYPE_CHECKING, TypeGuard
 
-from service.grading.extract import BLANK
+from service.grading.extract import BLANK, Extraction
 from service.messages import render, service_catalogue
+
+if TYPE_CHECKING:
+    from service.exercises import Exercise
 
 MAX_FILL_CHARS = 400
 MAX_FILL_NODES = 120
@@ -193,4 +196,24 @@ def _constant_number(node: ast.expr) -> int | float | None:
         return None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
         return node.value  # int or float exactly: a Constant's value is never another subclass
+    return None
+
+
+def rejected_fill(exercise: Exercise, extraction: Extraction, language: str) -> str | None:
+    """Why the fills may not run (in `language`), or None: a block where an expression goes, an
+    unfilled blank, or an expression outside the allowed set."""
+    for index, (fill, source) in enumerate(zip(extraction.fills, extraction.fill_sources)):
+        assert fill is not None and source is not None  # called only when extraction found every blank
+        if isinstance(fill, list):
+            if exercise.spec.fill_policy != "any":
+                return render("fills.not_an_expression", language, blank=index + 1)
+            message = check_block_fill(fill, source, blank_number=index + 1, language=language)
+        elif exercise.spec.fill_policy == "any":
+            unfilled = isinstance(fill, ast.Name) and fill.id == "______"
+            message = render("fills.unfilled", language, blank=index + 1) if unfilled else None
+        else:
+            message = check_fill(fill, source, allowed_names=exercise.blank_scopes[index], blank_number=index + 1,
+                                 language=language)
+        if message is not None:
+            return message
     return None

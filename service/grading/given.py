@@ -17,6 +17,7 @@ import numpy as np
 from sandbox.contract import GivenRun
 from service.exercises import Exercise
 from service.grading.compare import compare_outputs
+from service.grading.sandbox_text import say
 from service.messages import render
 
 
@@ -58,6 +59,17 @@ def verify_given(exercise: Exercise, given: GivenRun | None, *, language: str | 
             return _failed(given, render("given.recomputed_wrong", lang, index=index, entry_point=spec.entry_point,
                                          shape=shape, where=where))
     return given
+
+
+def given_output_in(exercise: Exercise, given: GivenRun | None, language: str) -> str:
+    """The output of `given` (as the sandbox returned it, before `verify_given`) with our verdict on
+    it, in `language`: the runner's own account said again, the recomputed check's words."""
+    if given is None:
+        return ""
+    if given.said is not None:
+        given = dataclasses.replace(given, output=say(given.said, language))
+    verified = verify_given(exercise, given, language=language)
+    return verified.output if verified is not None else ""
 
 
 def _failed(given: GivenRun, reason: str) -> GivenRun:

@@ -16,9 +16,10 @@ from typing import Protocol
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from service.exercises import Exercise
-from service.report import CaseReport, Diagnosis, Environment, Performance, Seeds
+from service.report import CaseReport, CaseTexts, Diagnosis, Environment, Performance, Seeds
 
-MEMO_FORMAT = 4  # bump when MemoEntry or the key changes meaning: old entries then simply miss
+MEMO_FORMAT = 5  # bump when MemoEntry or the key changes meaning: old entries then simply miss
+# 5: the cases' texts and the given check's output in the other language (Report.translations)
 # 3: cases may draw their shapes from the secret seed (a reused entry keeps its seeds, so its shapes),
 #    and every run now compares inputs after the call (diagnosis input_overwritten)
 # 2: guard regions around the buffers (an out-of-bounds write fails a case that format 1 passed)
@@ -38,6 +39,10 @@ class MemoEntry(BaseModel):
     seeds: Seeds
     environment: Environment
     performance: Performance | None = None  # the speed figures of that run (exercises with `speed:`)
+    # The cases' texts and the given check's output in the report's other language, by language
+    # (service/grading/translate.py): a reuse needs them, and has no run to say them again from.
+    case_texts: dict[str, dict[str, CaseTexts]] = {}
+    given_outputs: dict[str, str] = {}
 
 
 def exercise_fingerprint(exercise: Exercise) -> str:

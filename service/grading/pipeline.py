@@ -6,7 +6,6 @@ run is run.py, case comparison cases.py; the grader is wired from settings in se
 """
 from __future__ import annotations
 
-import ast
 import logging
 import secrets
 import threading
@@ -23,11 +22,11 @@ from sandbox.speed_phase import SpeedPhase
 from service.exercises import Exercise, ExerciseCatalog, ExerciseSpec
 from service.grading import passrule, rubric
 from service.grading.assemble import Program, assemble
-from service.grading.cases import compare_cases, overwritten_inputs
+from service.grading.cases import case_texts, compare_cases, overwritten_inputs
 from service.grading.claims import parse_claim, unverified_claim
-from service.grading.extract import Extraction, extract
-from service.grading.fills import check_block_fill, check_fill
-from service.grading.given import verify_given
+from service.grading.extract import extract
+from service.grading.fills import rejected_fill
+from service.grading.given import given_output_in, verify_given
 from service.grading.inputs import case_seed
 from service.grading.memo import MemoEntry, VerdictMemo, memo_key, memoisable, settled_environment
 from service.grading.model_assist import ModelAssist
@@ -38,9 +37,11 @@ from service.grading.speed import performance as speed_performance
 from service.grading.speed import unmeasured
 from service.grading.speed_card import SPEED_IN_FLIGHT, OnSpeed, follow, follow_memo, kernel_passed
 from service.grading.steps import ParkStep, RunStep, Step
+from service.grading.translate import other_languages, translated
 from service.messages import Language, render, report_language
 from service.report import (
     CaseReport,
+    CaseTexts,
     Diagnosis,
     Environment,
     ExerciseRef,
@@ -247,12 +248,13 @@ class Grader:
         language = report_language(submission.language, spec.language, submission.written)  # declared, written, lesson
 
         if self.mode is DeviceMode.interpreter and spec.requires_gpu:
-            reason = spec.requires_gpu.in_(language)
+            requires_gpu = spec.requires_gpu
             return self._not_gradable(exercise, submission_id, None, started, language,
-                                      message=render("grading.gpu_only", language, reason=reason))
+                                      message=lambda lang: render("grading.gpu_only", lang,
+                                                                  reason=requires_gpu.in_(lang)))
 
         extraction = extract(exercise.template, submission.code, language=language)
-        not_run_reason = extraction.error or _rejected_fill(exercise, extraction, language)
+        not_run_reason = extraction.error or rejected_fill(exercise, extraction, language)
         graded = spec.cases_for(secret_seed)  # drawn shapes resolved: replay with the seed gives the same
         seeds = Seeds(secret=secret_seed, given=spec.given_check.seed,
                       cases={c.id: case_seed(c, secret_seed) for c in graded})
@@ -266,6 +268,9 @@ class Grader:
         cases: list[CaseReport] = []
         diagnoses: list[Diagnosis] = []
         given_status, given_output = "not_run", ""
+        # the cases' texts and the given check's output in the other language (Report.translations)
+        other_cases: dict[str, dict[str, CaseTexts]] = {}
+        other_given: dict[str, str] = {}
         performance: Performance | None = None  # exercises with `speed:` only
         environment = self._environment(None)
         if not_run_reason is None:
@@ -290,6 +295,7 @@ class Grader:
                             self._follow(follow_memo(self.memo, memo_key, within_s=self._speed_wait_s(),
                                                      fallback=fallback, on_speed=on_speed, name=submission_id))
                 given_status, given_output, environment = reused.given_status, reused.given_output, reused.environment
+                other_cases, other_given = reused.case_texts, reused.given_outputs
             else:
                 arrays = {c.id: exercise.make_inputs(c, seeds.cases[c.id]) for c in graded}
                 self.counts.add(sandbox_runs=1, ran_after_wait=int(waited_s is not None))
@@ -306,8 +312,12 @@ class Grader:
                 if self.compile_cache is not None:
                     # the next student with this fill compiles little
                     self.compile_cache.submit(exercise, program, secret_seed)
+                sent_given = run.given  # as the sandbox returned it: said again in the other language
                 run.given = verify_given(exercise, run.given, language=language)
                 cases, evidence = compare_cases(exercise, run, arrays, seeds.cases, graded, language=language)
+                other_given = {lang: given_output_in(exercise, sent_given, lang) for lang in other_languages(language)}
+                other_cases = {lang: case_texts(exercise, run, cases, evidence, graded, given_output=other_given[lang],
+                                                language=lang) for lang in other_languages(language)}
                 diagnoses = exercise.diagnose(evidence, language=language)
                 if (overwritten := overwritten_inputs(spec, graded, arrays, run, language=language)) is not None:
                     diagnoses.append(overwritten)  # on every exercise: inputs compared bit for bit
@@ -322,7 +332,7 @@ class Grader:
                 memo_key = self._remember(exercise, program, run, submission_id=submission_id, cases=cases,
                                           diagnoses=diagnoses, seeds=seeds, environment=environment,
                                           performance=None if _busy(performance, language) else performance,
-                                          language=language)
+                                          language=language, case_texts=other_cases, given_outputs=other_given)
                 if phase is not None and on_speed is not None and performance is not None \
                         and performance.status == "pending":
                     self._follow(follow(phase, card=self._card(exercise, language), language=language,
@@ -332,6 +342,8 @@ class Grader:
         else:
             arrays = {c.id: exercise.make_inputs(c, seeds.cases[c.id]) for c in graded}
             cases, _ = compare_cases(exercise, None, arrays, seeds.cases, graded, language=language)
+            other_cases = {lang: case_texts(exercise, None, cases, [], graded, given_output="", language=lang)
+                           for lang in other_languages(language)}
             performance = self._performance(exercise, None, cases, language)
 
         items = rubric.score_items(exercise, submission, cases, not_run_reason=not_run_reason, diagnoses=diagnoses,
@@ -360,7 +372,7 @@ class Grader:
             timing["memo_wait_s"] = waited_s
         if compiled_first is not None:
             timing.update(compiled_first.timing())
-        return Report(
+        report = Report(
             submission_id=submission_id,
             exercise=ExerciseRef(id=exercise.id, version=spec.version),
             status="graded",
@@ -380,6 +392,8 @@ class Grader:
             performance=performance,
             created_at=datetime.now(UTC),
         )
+        return translated(report, exercise=exercise, submission=submission, cases=other_cases,
+                          given_outputs=other_given)
 
     def _pool_environment(self) -> dict[str, str] | None:
         pool = self.runner.pools.get((self.mode, self.device_index))
@@ -495,7 +509,9 @@ class Grader:
 
     def _remember(self, exercise: Exercise, program: Program, run: RunResult, *, submission_id: str,
                   cases: list[CaseReport], diagnoses: list[Diagnosis], seeds: Seeds, environment: Environment,
-                  performance: Performance | None = None, language: Language = "zh") -> str | None:
+                  performance: Performance | None = None, language: Language = "zh",
+                  case_texts: dict[str, dict[str, CaseTexts]] | None = None,
+                  given_outputs: dict[str, str] | None = None) -> str | None:
         """Store a run's code results if they are a property of the program alone: every phase
         ran to an answer (no crash, timeout or skipped case or speed phase, which may be the
         machine's doing). The speed figures go with them: same program, same device name."""
@@ -514,7 +530,7 @@ class Grader:
         entry = MemoEntry(submission_id=submission_id, program_digest=program.digest, cases=cases, diagnoses=diagnoses,
                           given_status=run.given.status if run.given else "not_run",
                           given_output=run.given.output if run.given else "", seeds=seeds, environment=environment,
-                          performance=performance)
+                          performance=performance, case_texts=case_texts or {}, given_outputs=given_outputs or {})
         try:
             memo.put(key, entry, exercise_id=exercise.id, exercise_version=exercise.spec.version)
         except Exception:  # noqa: BLE001 - the memo is an optimisation: a failed write costs a re-run later
@@ -531,7 +547,7 @@ class Grader:
                            process_limit=process_limit, memory_limit=run.memory_limit if run is not None else "")
 
     def _not_gradable(self, exercise: Exercise, submission_id: str, run: RunResult | None, started: float,
-                      language: Language, *, message: str | None = None) -> Report:
+                      language: Language, *, message: Callable[[str], str] | None = None) -> Report:
         spec = exercise.spec
         return not_gradable_report(
             submission_id=submission_id, exercise=ExerciseRef(id=exercise.id, version=spec.version),
@@ -554,21 +570,3 @@ def _is_cases_item(item: Item, spec: ExerciseSpec) -> bool:
 def _mark_reused(item: Item, language: Language) -> Item:
     return item.model_copy(update={"feedback": f"{item.feedback}\n{render('grading.reused_note', language)}",
                                    "evidence": {**item.evidence, "reused": True}})
-
-
-def _rejected_fill(exercise: Exercise, extraction: Extraction, language: Language) -> str | None:
-    for index, (fill, source) in enumerate(zip(extraction.fills, extraction.fill_sources)):
-        assert fill is not None and source is not None  # called only when extraction found every blank
-        if isinstance(fill, list):
-            if exercise.spec.fill_policy != "any":
-                return render("fills.not_an_expression", language, blank=index + 1)
-            message = check_block_fill(fill, source, blank_number=index + 1, language=language)
-        elif exercise.spec.fill_policy == "any":
-            unfilled = isinstance(fill, ast.Name) and fill.id == "______"
-            message = render("fills.unfilled", language, blank=index + 1) if unfilled else None
-        else:
-            message = check_fill(fill, source, allowed_names=exercise.blank_scopes[index], blank_number=index + 1,
-                                 language=language)
-        if message is not None:
-            return message
-    return None
