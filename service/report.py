@@ -251,6 +251,8 @@ class ItemTexts(_Model):
 class RequirementTexts(_Model):
     title: str = ""
     message: str = ""
+    evidence: dict[str, Any] = Field({}, description="where its evidence has words of its own (the labels looked "
+                                                     "for): the evidence in this language; empty: the report's")
 
 
 class EditTexts(_Model):
@@ -327,12 +329,18 @@ def in_language(report: Report, language: str) -> Report:
         return d.model_copy(update={"message": said}) if said is not None else d
 
     def veto(v: Veto) -> Veto:
-        note = texts.vetoes.get(v.rule)
-        return v.model_copy(update={"evidence": {**v.evidence, "note": note}}) if note is not None else v
+        evidence = dict(v.evidence)
+        if (note := texts.vetoes.get(v.rule)) is not None:
+            evidence["note"] = note
+        if isinstance(probes := evidence.get("failed_probes"), list):  # what each failed probe targets
+            evidence["failed_probes"] = [{**p, "targets": texts.cases[p["case"]].targets}
+                                         if isinstance(p, dict) and p.get("case") in texts.cases else p for p in probes]
+        return v.model_copy(update={"evidence": evidence})
 
     def requirement(r: Requirement) -> Requirement:
         t = texts.requirements.get(r.id)
-        return r.model_copy(update={"title": t.title, "message": t.message}) if t else r
+        return r.model_copy(update={"title": t.title, "message": t.message,
+                                    "evidence": t.evidence or r.evidence}) if t else r
 
     update: dict[str, Any] = {
         "language": language, "items": [item(i) for i in report.items], "cases": [case(c) for c in report.cases],

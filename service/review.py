@@ -9,7 +9,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 
 from service.grading import passrule
 from service.messages import Language, render
-from service.report import CarriedDecision, Item, Report, ReportTexts, RequirementTexts, Score, Veto
+from service.report import CarriedDecision, Item, Report, ReportTexts, Requirement, RequirementTexts, Score, Veto
 from service.submission import storable
 
 
@@ -103,7 +103,7 @@ def rescored(report: Report, *, items: list[Item], vetoes: list[Veto], carried: 
     # check, the run output and the named boundary and trade-off stand as graded.
     requirements = passrule.rescore(report.score.requirements, items=items, vetoes=vetoes,
                                     threshold=report.score.pass_threshold, language=report.language)
-    translations = {lang: _requirements_in(texts, report, items=items, vetoes=vetoes, language=lang)
+    translations = {lang: _requirements_in(texts, report, items=items, vetoes=vetoes, own=requirements, language=lang)
                     for lang, texts in report.translations.items()}
     unmet = any(not r.met for r in requirements)
     score = Score(total=total, max=report.score.max, pass_threshold=report.score.pass_threshold,
@@ -114,11 +114,15 @@ def rescored(report: Report, *, items: list[Item], vetoes: list[Veto], carried: 
 
 
 def _requirements_in(texts: ReportTexts, report: Report, *, items: list[Item], vetoes: list[Veto],
-                     language: Language) -> ReportTexts:
-    """`texts` (the report's other language) with the requirements a decision recomputes said again in it."""
-    previous = [r.model_copy(update=texts.requirements[r.id].model_dump()) if r.id in texts.requirements else r
-                for r in report.score.requirements]
+                     own: list[Requirement], language: Language) -> ReportTexts:
+    """`texts` (the report's other language) with the requirements a decision recomputes said again in
+    it; `own`: the recomputed requirements in the report's language (evidence kept once where equal)."""
+    previous = [r.model_copy(update={**texts.requirements[r.id].model_dump(),
+                                     "evidence": texts.requirements[r.id].evidence or r.evidence})
+                if r.id in texts.requirements else r for r in report.score.requirements]
     again = passrule.rescore(previous, items=items, vetoes=vetoes, threshold=report.score.pass_threshold,
                              language=language)
-    return texts.model_copy(update={"requirements": {r.id: RequirementTexts(title=r.title, message=r.message)
-                                                     for r in again}})
+    evidence = {r.id: r.evidence for r in own}
+    return texts.model_copy(update={"requirements": {
+        r.id: RequirementTexts(title=r.title, message=r.message, evidence=r.evidence if r.evidence != evidence.get(r.id)
+                               else {}) for r in again}})

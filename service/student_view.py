@@ -12,7 +12,7 @@ from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from service.messages import LANGUAGES, written_language
-from service.report import CaseReport, Report, Seeds
+from service.report import CaseReport, Report, ReportTexts, Seeds, in_language
 
 # The files of a job a student wrote or was given: every other frame is the grader's.
 STUDENT_FILES = frozenset({"submission.py", "given_check.py"})
@@ -51,9 +51,13 @@ def strip_tracebacks(value: Any) -> Any:
     return value
 
 
-def student_report(report: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a stored report (JSON form) as the student sees it."""
+def student_report(report: dict[str, Any], language: str | None = None) -> dict[str, Any]:
+    """A copy of a stored report (JSON form) as the student sees it, its texts in `language` where the
+    report has them (`in_language`; a report graded before translations stays in its own)."""
+    if language is not None and language != report.get("language") and language in (report.get("translations") or {}):
+        report = in_language(Report.model_validate(report), language).model_dump(mode="json", by_alias=True)
     report = dict(report)
+    report.pop("translations", None)  # the student reads one language, the one chosen
     # Seeds stay with the course: they determine the hidden inputs, which a regrade reuses.
     report.pop("seeds", None)
     report["cases"] = [{k: v for k, v in case.items() if k != "seed"} for case in report.get("cases", []) or []]
@@ -67,10 +71,11 @@ class StudentCaseReport(CaseReport):
 
 
 class StudentReport(Report):
-    """A report as the student sees it (`student_report`): no seeds, no harness frames."""
+    """A report as the student sees it (`student_report`): no seeds, no harness frames, one language."""
 
     cases: list[StudentCaseReport] = []  # type: ignore[assignment]  # read only, never mixed with CaseReport
     seeds: SkipJsonSchema[Seeds | None] = Field(None, exclude=True)
+    translations: SkipJsonSchema[dict[str, ReportTexts]] = Field({}, exclude=True)  # type: ignore[assignment]
 
 
 def detected_language(body: dict[str, Any] | None) -> str | None:

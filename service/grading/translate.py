@@ -75,9 +75,12 @@ def report_texts(report: Report, *, exercise: Exercise, submission: Submission, 
         given_status=given_status, given_output=given_output, not_run_reason=not_run_reason,
         claim_kind=parse_claim(submission.claimed_output).kind, claimed_output=submission.claimed_output,
         written="\n".join([submission.explanation, *submission.answers.values()]), language=language)
+    own = {r.id: r.evidence for r in report.score.requirements}
     return ReportTexts(
         items=items, cases=cases, diagnoses={d.id: d.message for d in diagnoses}, vetoes=notes,
-        requirements={r.id: RequirementTexts(title=r.title, message=r.message) for r in requirements},
+        requirements={r.id: RequirementTexts(title=r.title, message=r.message,
+                                             evidence=r.evidence if r.evidence != own.get(r.id) else {})
+                      for r in requirements},
         not_run_reason=not_run_reason, edits=[EditTexts(reason=e.reason, hint=e.hint) for e in extraction.edits],
         given_output=given_output)
 

@@ -15,7 +15,7 @@ from service.api.deps import SessionDep
 from service.db import store
 from service.db.models import Submission
 from service.exercises import Exercise, ExerciseNotFound
-from service.report import BenchTiming, CaseReport, Performance, Report
+from service.report import BenchTiming, CaseReport, Performance, Report, in_language
 from service.status import FINAL_STATUSES
 from service.student_view import LANGUAGES, strip_tracebacks, student_language
 from service.web.i18n import texts
@@ -308,6 +308,8 @@ def feedback_response(request: Request, session, row: Submission | None, *,
     lesson = report.language if report is not None else (exercise.spec.language if exercise is not None else "zh")
     asked = request.query_params.get("lang")
     language = student_language(asked, row.language, row.body, lesson)
+    if report is not None:
+        report = in_language(report, language)  # graded before translations: stays in its own (said below)
     t = texts(language)
     exercise_title = exercise.spec.title.in_(language) if exercise is not None else row.exercise_id
     context: dict[str, Any] = {"t": t, "row": row, "report": report, "title": t["feedback_title"],
@@ -322,7 +324,8 @@ def feedback_response(request: Request, session, row: Submission | None, *,
                                 label=f"{t['score']} {score.total:g} / {score.max:g}",
                                 pass_label=f"{t['pass_line']} {score.pass_threshold:g}", passed=score.passed),
             pending=pending(report), performance=performance_view(report, t), reasons=reasons(report, t, language),
-            language=language)
+            language=language,
+            untranslated=texts(report.language)["language_name"] if report.language != language else "")
         views = case_views(report, exercise, t)
         lead = lead_case(report, views)
         context.update(cases=views, lead=lead)

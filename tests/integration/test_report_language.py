@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.report import Report
+from service.report import Report, in_language
 from service.submission import Submission
 from tests.support.backends import grader_for
 from tests.support.english import CJK, LESSON06_ENGLISH, chinese_in, student_texts
@@ -105,3 +105,66 @@ def test_the_memo_keeps_languages_apart(grader):
     key = {lang: memo_key(program_digest="d", exercise=exercise, mode="interpreter", device="cpu", triton="3",
                           language=lang) for lang in ("zh", "en", None)}
     assert key["zh"] != key["en"] and key[None] == key[exercise.spec.language]
+
+
+def _texts(report: Report) -> dict[str, object]:
+    """Every text of `report` the student reads, with the evidence that has words (the given check's
+    output aside: the run's own)."""
+    program = report.program
+    return {"items": [(i.id, i.title, i.feedback) for i in report.items],
+            "cases": [(c.id, c.description, c.targets, c.error) for c in report.cases],
+            "diagnoses": [(d.id, d.message) for d in report.diagnoses],
+            "vetoes": [(v.rule, v.evidence.get("note"), v.evidence.get("failed_probes")) for v in report.vetoes],
+            "requirements": [(r.id, r.title, r.message, r.evidence) for r in report.score.requirements],
+            "not_run": program.not_run_reason if program else None,
+            "edits": [(e.reason, e.hint) for e in program.edits] if program else []}
+
+
+def _facts(report: Report) -> dict[str, object]:
+    return {"score": report.score.model_dump(exclude={"requirements"}),
+            "met": [(r.id, r.met) for r in report.score.requirements],
+            "given": report.given_check.status if report.given_check else None,
+            "items": [(i.id, i.points, i.status, i.evidence) for i in report.items],
+            "cases": [(c.id, c.passed, c.error_ratio) for c in report.cases],
+            "vetoes": [(v.rule, v.status) for v in report.vetoes]}
+
+
+def test_the_other_language_is_the_same_report_said_in_it(reports):
+    """The same program and seed graded once in Chinese and once in English (declared): each report
+    carries the other language, and switching one gives word for word the other's texts (the same
+    message functions from the same facts), while its points, statuses and verdict stay its own."""
+    zh, en = reports[None], reports["en"]
+    assert set(zh.translations) == {"en"} and set(en.translations) == {"zh"}
+    as_en, as_zh = in_language(zh, "en"), in_language(en, "zh")
+    assert as_en.language == "en" and as_zh.language == "zh"
+    assert _texts(as_en) == _texts(en)
+    assert _texts(as_zh) == _texts(zh)
+    assert _facts(as_en) == _facts(zh) and _facts(as_zh) == _facts(en)
+    missing = next(d for d in as_en.diagnoses if d.id == "missing_remask")
+    assert "tl.where" in missing.message and not CJK.search(missing.message)
+    assert chinese_in(as_en.model_dump(mode="json", exclude={"translations"})) == {}
+    assert in_language(zh, "zh") is zh, "its own language: the report as stored"
+
+
+def test_written_answers_stay_quoted_as_written(reports):
+    """English answers, read in Chinese: the feedback's words are Chinese, the quotes the student's English."""
+    written = reports["written"]
+    as_zh = in_language(written, "zh")
+    q2, q2_zh = (next(i for i in r.items if i.id == "q2") for r in (written, as_zh))
+    quotes = [f["quote"] for f in q2.evidence["found"]]
+    assert quotes and all(q in q2_zh.feedback for q in quotes)
+    assert CJK.search(q2_zh.feedback) and q2_zh.points == q2.points
+
+
+def test_a_ta_decision_is_said_in_both_languages(reports):
+    """The TA's line on the item and the requirements it recomputes follow in the other language."""
+    from service.review import DecisionRequest, apply_decision
+
+    zh = reports[None]
+    decided, _, _ = apply_decision(zh, DecisionRequest(item="q1", points=2, reason="讲清楚了因果链"), actor="TA Lin")
+    as_en = in_language(decided, "en")
+    q1 = next(i for i in as_en.items if i.id == "q1")
+    assert "讲清楚了因果链" in q1.feedback and not CJK.search(q1.feedback.replace("讲清楚了因果链", ""))
+    total = next(r for r in as_en.score.requirements if r.id == "total")
+    assert f"{decided.score.total:g}" in total.message and not CJK.search(total.message)
+    assert [(r.id, r.met) for r in as_en.score.requirements] == [(r.id, r.met) for r in decided.score.requirements]

@@ -95,6 +95,12 @@ def test_wrong_fill_reuse_keeps_the_diagnosis(tmp_path):
     assert [d.id for d in second.diagnoses] == [d.id for d in first.diagnoses] == ["missing_remask"]
     assert second.score.total == first.score.total
     assert [v.rule for v in second.vetoes] == [v.rule for v in first.vetoes]
+    # The other language's texts come with the reused results (no run to say them again from).
+    first_en, second_en = first.translations["en"], second.translations["en"]
+    assert second_en.cases == first_en.cases and second_en.diagnoses == first_en.diagnoses
+    assert any(c.error for c in second_en.cases.values()) and "tl.where" in second_en.diagnoses["missing_remask"]
+    assert "reused" in second_en.items["code.boundary"].feedback and "复用" in \
+        next(i for i in second.items if i.id == "code.boundary").feedback
 
 
 def test_nondeterministic_exercise_is_never_reused(tmp_path):

@@ -23,7 +23,10 @@ class FeedbackView(BaseModel):
     status: SubmissionStatus
     exercise: str
     report: StudentReport | None = Field(None, description="the current report once graded (or not gradable), "
-                                                           "as the student sees it: no seeds, no harness frames")
+                                                           "as the student sees it: no seeds, no harness frames, "
+                                                           "its texts in `language` (its own `language` says which: "
+                                                           "a report graded before both were kept stays in the "
+                                                           "language it was graded in)")
     language: Literal["zh", "en"] = Field("zh", description="the language the student reads their feedback in: ?lang=, "
                                                              "else the submission's declared language, else the one "
                                                              "its written answers are in, else the lesson's")
@@ -43,12 +46,13 @@ def feedback(token: str, session: SessionDep,
              lang: Literal["zh", "en"] | None = Query(None, description="the language to read it in")) -> FeedbackView:
     row = _row(session, token)
     current = store.current_report(session, row)
+    final = current is not None and row.status in FINAL_STATUSES
+    lesson = str((current.report or {}).get("language") or "zh") if final and current is not None else "zh"
+    language = student_language(lang, row.language, row.body, lesson)
     report = None
-    if current is not None and row.status in FINAL_STATUSES:  # no seeds, no harness frames (service/student_view.py)
-        report = StudentReport.model_validate(student_report(current.report))
-    lesson = report.language if report is not None else "zh"
-    return FeedbackView(status=row.status, exercise=row.exercise_id, report=report,
-                        language=student_language(lang, row.language, row.body, lesson))
+    if final and current is not None:  # no seeds, no harness frames, in `language` (service/student_view.py)
+        report = StudentReport.model_validate(student_report(current.report, language))
+    return FeedbackView(status=row.status, exercise=row.exercise_id, report=report, language=language)
 
 
 # --- The hint ladder (service/hints.py) ----------------------------------------------------------
