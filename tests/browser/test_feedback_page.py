@@ -7,6 +7,7 @@ import httpx
 from playwright.sync_api import expect
 
 from tests.browser.conftest import PHONE
+from tests.support.english import CJK
 
 
 def test_student_opens_the_link_and_sees_the_diagnosis(page, graded):
@@ -107,3 +108,35 @@ def test_a_submission_being_graded_says_so_and_refreshes(service):
     response = httpx.get(f"{service.url}/feedback/{row.feedback_token}")
     assert response.status_code == 200
     assert "正在评分" in response.text and '<meta http-equiv="refresh" content="5">' in response.text
+
+
+def test_the_switch_shows_the_whole_report_in_the_other_language(page, graded):
+    """Desktop: the student clicks English; the diagnosis, the requirements, the rubric items, the
+    veto's note and the cases are English too (not only the headings), the verdict and points the
+    same; back to Chinese, the report's own words again."""
+    view = graded.views["false_claim"]
+    page.goto(view["links"]["feedback_page"])
+    diagnosis = page.locator('#diagnoses .diagnosis.lead[data-id="missing_remask"]')
+    given = page.locator('#requirements li[data-id="given_check"] .requirement-title')
+    expect(given).to_have_text("给定检查通过")
+    zh_diagnosis = diagnosis.inner_text()
+    assert CJK.search(zh_diagnosis)
+    points = page.locator("#score .score-line").inner_text()
+
+    page.locator('#lang-switch a[data-lang="en"]').click()
+    expect(page.locator("html")).to_have_attribute("lang", "en")
+    expect(given).to_have_text("The given check passes")
+    expect(page.locator('#held .held-requirement[data-id="given_check"]')).to_have_text("The given check passes")
+    expect(diagnosis).to_contain_text("tl.where(mask, …, 0.0)")
+    assert not CJK.search(diagnosis.inner_text()), diagnosis.inner_text()
+    expect(page.locator('#items li[data-id="code.boundary"] .item-title')).to_have_text("Boundary inputs and probes")
+    expect(page.locator('#why li.reason[data-id="unverified_claim"] .reason-note')).to_contain_text(
+        "when we ran this same program")
+    page.locator("#failed-cases summary").click()
+    expect(page.locator('#failed-cases article[data-case="probe.large_mean"]')).to_contain_text("Large mean, small variance")
+    assert page.locator("#untranslated").count() == 0, "this report has both languages"
+    assert page.locator("#score .score-line").inner_text().split("·")[0] == points.split("·")[0], "same points"
+
+    page.locator('#lang-switch a[data-lang="zh"]').click()
+    expect(given).to_have_text("给定检查通过")
+    expect(diagnosis).to_have_text(zh_diagnosis)
