@@ -133,7 +133,8 @@ def test_the_switch_shows_the_whole_report_in_the_other_language(page, graded):
     expect(page.locator('#why li.reason[data-id="unverified_claim"] .reason-note')).to_contain_text(
         "when we ran this same program")
     page.locator("#failed-cases summary").click()
-    expect(page.locator('#failed-cases article[data-case="probe.large_mean"]')).to_contain_text("Large mean, small variance")
+    probe = page.locator('#failed-cases article[data-case="probe.large_mean"]')
+    expect(probe).to_contain_text("Large mean, small variance")
     assert page.locator("#untranslated").count() == 0, "this report has both languages"
     assert page.locator("#score .score-line").inner_text().split("·")[0] == points.split("·")[0], "same points"
 
