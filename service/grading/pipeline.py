@@ -315,9 +315,14 @@ class Grader:
                 sent_given = run.given  # as the sandbox returned it: said again in the other language
                 run.given = verify_given(exercise, run.given, language=language)
                 cases, evidence = compare_cases(exercise, run, arrays, seeds.cases, graded, language=language)
-                other_given = {lang: given_output_in(exercise, sent_given, lang) for lang in other_languages(language)}
-                other_cases = {lang: case_texts(exercise, run, cases, evidence, graded, given_output=other_given[lang],
-                                                language=lang) for lang in other_languages(language)}
+                try:
+                    other_given = {lang: given_output_in(exercise, sent_given, lang)
+                                   for lang in other_languages(language)}
+                    other_cases = {lang: case_texts(exercise, run, cases, evidence, graded,
+                                                    given_output=other_given[lang], language=lang)
+                                   for lang in other_languages(language)}
+                except Exception:  # noqa: BLE001 - the other language is an addition: the grade stands without it
+                    log.exception("could not say the cases of %s in the other language", submission_id)
                 diagnoses = exercise.diagnose(evidence, language=language)
                 if (overwritten := overwritten_inputs(spec, graded, arrays, run, language=language)) is not None:
                     diagnoses.append(overwritten)  # on every exercise: inputs compared bit for bit
@@ -392,8 +397,12 @@ class Grader:
             performance=performance,
             created_at=datetime.now(UTC),
         )
-        return translated(report, exercise=exercise, submission=submission, cases=other_cases,
-                          given_outputs=other_given)
+        try:
+            return translated(report, exercise=exercise, submission=submission, cases=other_cases,
+                              given_outputs=other_given)
+        except Exception:  # noqa: BLE001 - the other language is an addition: the grade stands without it
+            log.exception("could not say the report of %s in the other language", submission_id)
+            return report
 
     def _pool_environment(self) -> dict[str, str] | None:
         pool = self.runner.pools.get((self.mode, self.device_index))
