@@ -48,6 +48,16 @@ def test_a_vetoed_full_mark_submission_says_which_line(page, vetoed):
     assert box is not None and box["y"] + box["height"] <= DESKTOP["height"], "the veto is on the first screen"
 
 
+def test_an_unmet_requirement_says_why_on_the_first_screen(page, graded):
+    view = graded.views["false_claim"]
+    unmet = [r for r in view["report"]["score"]["requirements"] if not r["met"]]
+    assert unmet and all(r["message"] for r in unmet), unmet
+    page.goto(view["links"]["feedback_page"])
+    for requirement in unmet:
+        note = page.locator(f'#why li.reason[data-id="{requirement["id"]}"] .reason-note')
+        expect(note).to_contain_text(requirement["message"][:30])
+
+
 def test_no_harness_internals_for_the_student(page, graded):
     view = graded.views["false_claim"]
     response = httpx.get(view["links"]["feedback"])  # the student JSON
