@@ -2,7 +2,8 @@
 
 Standard library for the API check; the worker check asks this host's Celery worker to answer a
 ping over the broker (so a worker that lost Redis is unhealthy) and checks its sandbox backend (so
-a worker whose Docker engine is down is unhealthy, and says so). Exit 0 healthy, 1 not.
+a worker whose Docker engine is down is unhealthy, and says so; not for a `--lane fast` worker,
+which runs none). Exit 0 healthy, 1 not.
 """
 from __future__ import annotations
 
@@ -28,12 +29,13 @@ def worker() -> int:
     from service.worker.celery_app import celery_app
 
     settings = Settings()
-    try:
-        make_backend(settings.sandbox, python=settings.sandbox_python, hidden_paths=settings.hidden_paths(),
-                     allow_unsafe_local=True).check()
-    except SandboxUnavailable as exc:
-        print(f"unhealthy: the {settings.sandbox} sandbox cannot run: {exc}", file=sys.stderr)
-        return 1
+    if settings.worker_lane != "fast":  # a fast worker runs no sandbox (docker-compose.yml: no engine socket)
+        try:
+            make_backend(settings.sandbox, python=settings.sandbox_python, hidden_paths=settings.hidden_paths(),
+                         allow_unsafe_local=True).check()
+        except SandboxUnavailable as exc:
+            print(f"unhealthy: the {settings.sandbox} sandbox cannot run: {exc}", file=sys.stderr)
+            return 1
 
     me = f"celery@{socket.gethostname()}"
     replies = celery_app().control.ping(destination=[me], timeout=5.0)

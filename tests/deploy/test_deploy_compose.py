@@ -65,7 +65,7 @@ def test_refuses_with_an_empty_secret():
 def test_services_healthchecks_volumes_and_secrets():
     config = rendered(COMPOSE)
     services = config["services"]
-    assert set(services) == {"api", "worker", "postgres", "redis"}
+    assert set(services) == {"api", "worker-fast", "worker", "postgres", "redis"}
     for name, service in services.items():
         assert service["healthcheck"]["test"], name
         assert service["restart"] == "unless-stopped"
@@ -84,7 +84,8 @@ def test_database_and_broker_sit_on_an_internal_network_with_nothing_published()
     for name in ("postgres", "redis"):
         assert set(services[name]["networks"]) == {"backend"}
         assert "ports" not in services[name]
-    assert set(services["worker"]["networks"]) == {"backend"} and "ports" not in services["worker"]
+    for name in ("worker", "worker-fast"):
+        assert set(services[name]["networks"]) == {"backend"} and "ports" not in services[name]
     assert services["api"]["ports"][0].startswith("127.0.0.1:8000:8000")  # loopback unless the operator says otherwise
 
 
@@ -95,6 +96,21 @@ def test_the_base_file_runs_on_a_cpu_machine_and_the_gpu_override_reserves_exact
     assert worker["deploy"]["resources"]["reservations"]["devices"] == [
         {"driver": "nvidia", "device_ids": ["0"], "capabilities": ["gpu"]}]
     assert worker["environment"]["KERNELGRADE_GPU_INDEX"] == "0" and worker["environment"]["KERNELGRADE_DEVICE"] == "gpu"
+
+
+def test_the_fast_worker_runs_no_sandbox_and_the_sandbox_worker_only_sandboxes():
+    """Cheap work never queues behind a sandbox run: two Celery services on the two queues; the fast
+    one has no engine socket, no jobs folder and no GPU, also with the GPU override."""
+    for files in ([COMPOSE], [COMPOSE, GPU]):
+        services = rendered(*files)["services"]
+        fast, sandbox = services["worker-fast"], services["worker"]
+        assert fast["environment"]["KERNELGRADE_WORKER_LANE"] == "fast"
+        assert sandbox["environment"]["KERNELGRADE_WORKER_LANE"] == "sandbox"
+        assert fast["environment"]["KERNELGRADE_QUEUE"] == "celery" and "deploy" not in fast
+        assert not any("docker.sock" in str(volume) or "jobs" in str(volume) for volume in fast["volumes"])
+        assert "group_add" not in fast and "KERNELGRADE_SANDBOX" not in fast["environment"]
+    host = yaml.load((ROOT / "deploy" / "compose.worker-host.yml").read_text(), Loader=_ComposeTags)
+    assert host["services"]["worker"]["environment"]["KERNELGRADE_WORKER_LANE"] == "sandbox"
 
 
 def test_postgres_and_redis_images_can_be_local_builds():
