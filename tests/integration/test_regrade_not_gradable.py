@@ -14,13 +14,11 @@ from sqlalchemy import select
 from service.bootstrap import build_grader
 from service.config import REPO_ROOT, Settings
 from service.db import store
-from service.db.migrate import upgrade
 from service.db.models import Submission, WebhookDelivery
-from service.db.session import make_engine, make_sessionmaker
 from service.grades.gradebook import gradebook
 from service.submission import Submission as SubmissionBody
 from service.worker.grading import grade_claimed
-from tests.support.servers import POSTGRES_ADMIN, database
+from tests.support.servers import migrated_sessions
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.timeout(300)]
 
@@ -32,23 +30,10 @@ EXAMPLE = REPO_ROOT / "exercises" / "lesson06_mean_var" / "example_submission.js
 def sessions(request, tmp_path):
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap (bwrap) is not installed: these gradings run in the real sandbox")
-    if request.param == "postgresql":
-        import psycopg
-
-        try:
-            psycopg.connect(POSTGRES_ADMIN, connect_timeout=3).close()
-        except psycopg.Error:
-            pytest.skip(f"PostgreSQL is not reachable at {POSTGRES_ADMIN}")
-    with database(request.param, tmp_path) as url:
-        upgrade(url)
-        engine = make_engine(url)
-        try:
-            maker = make_sessionmaker(engine)
-            with maker() as session:
-                store.create_course(session, "c1", "course one")
-            yield maker
-        finally:
-            engine.dispose()
+    with migrated_sessions(request.param, tmp_path) as maker:
+        with maker() as session:
+            store.create_course(session, "c1", "course one")
+        yield maker
 
 
 @pytest.fixture(scope="module")

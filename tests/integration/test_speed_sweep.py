@@ -21,16 +21,14 @@ from service.bootstrap import build_grader
 from service.config import REPO_ROOT, Settings
 from service.db import store
 from service.db.base import utcnow
-from service.db.migrate import upgrade
 from service.db.models import ReportFact, ReportRow, ReviewFlag, Submission
-from service.db.session import make_engine, make_sessionmaker
 from service.messages import render
 from service.report import Performance, Report
 from service.submission import Submission as SubmissionBody
 from service.worker.metrics import Metrics
 from service.worker.pool import InProcessPool
 from service.worker.speed_revision import SpeedSweeper, speed_budget_s
-from tests.support.servers import POSTGRES_ADMIN, database
+from tests.support.servers import migrated_sessions
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")]
@@ -40,20 +38,8 @@ EXAMPLE = REPO_ROOT / "exercises/lesson06_mean_var/example_submission.json"
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def sessions(request, tmp_path):
-    if request.param == "postgresql":
-        import psycopg
-
-        try:
-            psycopg.connect(POSTGRES_ADMIN, connect_timeout=3).close()
-        except psycopg.Error:
-            pytest.skip("PostgreSQL is not reachable")
-    with database(request.param, tmp_path) as url:
-        upgrade(url)
-        engine = make_engine(url)
-        try:
-            yield make_sessionmaker(engine)
-        finally:
-            engine.dispose()
+    with migrated_sessions(request.param, tmp_path) as maker:
+        yield maker
 
 
 def _grader(sessions):

@@ -11,12 +11,10 @@ import yaml
 from service.bootstrap import build_grader
 from service.config import REPO_ROOT, Settings
 from service.db.memo import DbMemo
-from service.db.migrate import upgrade
 from service.db.models import VerdictMemoRow
-from service.db.session import make_engine, make_sessionmaker
 from service.grading.memo import InMemoryMemo, MemoEntry
 from service.submission import Submission
-from tests.support.servers import database
+from tests.support.servers import migrated_sessions
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")]
 
@@ -35,21 +33,8 @@ def _code_part(report) -> dict:
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def sessions(request, tmp_path):
-    if request.param == "postgresql":
-        import psycopg
-
-        from tests.support.servers import POSTGRES_ADMIN
-        try:
-            psycopg.connect(POSTGRES_ADMIN, connect_timeout=3).close()
-        except psycopg.Error:
-            pytest.skip("PostgreSQL is not reachable")
-    with database(request.param, tmp_path) as url:
-        upgrade(url)
-        engine = make_engine(url)
-        try:
-            yield make_sessionmaker(engine)
-        finally:
-            engine.dispose()
+    with migrated_sessions(request.param, tmp_path) as maker:
+        yield maker
 
 
 def test_identical_program_reuses_code_results_and_rescores_free_text(sessions):

@@ -41,6 +41,31 @@ def database(kind: str, tmp_path) -> Iterator[str]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+@contextlib.contextmanager
+def migrated_sessions(kind: str, tmp_path) -> Iterator:
+    """A session maker over a fresh database of `kind`, migrated to head; skips the test when
+    PostgreSQL is asked for and not reachable."""
+    import pytest
+
+    from service.db.migrate import upgrade
+    from service.db.session import make_engine, make_sessionmaker
+
+    if kind == "postgresql":
+        import psycopg
+
+        try:
+            psycopg.connect(POSTGRES_ADMIN, connect_timeout=3).close()
+        except psycopg.Error:
+            pytest.skip(f"PostgreSQL is not reachable at {POSTGRES_ADMIN}")
+    with database(kind, tmp_path) as url:
+        upgrade(url)
+        engine = make_engine(url)
+        try:
+            yield make_sessionmaker(engine)
+        finally:
+            engine.dispose()
+
+
 class ServedApp:
     """An ASGI app served by uvicorn on a free loopback port, in a thread of the test process;
     ready once `probe` answers 200."""
