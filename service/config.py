@@ -1,32 +1,19 @@
 """Settings from the environment (prefix KERNELGRADE_); every limit typed, with units."""
 from __future__ import annotations
 
-import json
 import sys
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from sandbox.contract import DeviceMode, Limits
+from sandbox.env_lists import listed
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 UNSAFE_LOCAL_CONSENT = "yes-i-understand"
-
-
-def _listed(value: Any) -> Any:
-    """A list setting as the environment gives it: comma-separated (`a, b`) or a JSON array (`["a", "b"]`)."""
-    if not isinstance(value, str):
-        return value
-    text = value.strip()
-    if text.startswith("["):
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"not a valid JSON array ({exc.msg}); or write the values comma-separated") from None
-    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 def _hosts(hosts: list[str]) -> list[str]:
@@ -38,9 +25,9 @@ def _hosts(hosts: list[str]) -> list[str]:
 
 # Settings that hold lists: the environment may write them comma-separated or as JSON (NoDecode keeps
 # pydantic-settings from insisting on JSON before _listed sees the text).
-HostList = Annotated[list[str], NoDecode, BeforeValidator(_listed), AfterValidator(_hosts)]
-SecondsList = Annotated[list[Annotated[float, Field(ge=0)]], NoDecode, BeforeValidator(_listed)]
-DeviceList = Annotated[list[Annotated[int, Field(ge=0)]], NoDecode, BeforeValidator(_listed)]
+HostList = Annotated[list[str], NoDecode, BeforeValidator(listed), AfterValidator(_hosts)]
+SecondsList = Annotated[list[Annotated[float, Field(ge=0)]], NoDecode, BeforeValidator(listed)]
+DeviceList = Annotated[list[Annotated[int, Field(ge=0)]], NoDecode, BeforeValidator(listed)]
 
 
 class Settings(BaseSettings):
@@ -133,18 +120,19 @@ class Settings(BaseSettings):
     session_max_age_s: int = Field(8 * 3600, gt=0, description="how long a TA's sign-in lasts")
 
     # --- LTI 1.3 (service/lti): launches from an LMS, deep linking, grades back --------------
-    lti_allowed_hosts: list[str] = Field(default_factory=list,
-                                         description="platform hosts the tool may call over http or at private "
-                                                     "addresses (an intranet LMS, tests); others must be https and "
-                                                     "public")
+    lti_allowed_hosts: HostList = Field(default_factory=list,
+                                        description="platform hosts the tool may call over http or at private "
+                                                    "addresses (an intranet LMS, tests); others must be https and "
+                                                    "public; comma-separated or a JSON array")
     lti_http_timeout_s: float = Field(10.0, gt=0, description="each call to a platform (keys, token, scores, roster)")
     lti_nonce_lifetime_s: int = Field(600, gt=0, description="from the OIDC login to the launch")
     lti_launch_lifetime_s: int = Field(12 * 3600, gt=0, description="how long a launched page may still submit")
     lti_key_set_max_age_s: int = Field(3600, gt=0, description="a platform's JWKS is fetched again after this")
     lti_tool_key_grace_s: int = Field(7 * 86400, ge=0, description="a rotated-out tool key stays published this long")
     lti_roster_max_age_s: int = Field(3600, gt=0, description="a launch asks for the roster again when it is older")
-    lti_score_backoff_s: list[float] = Field(default_factory=lambda: [10.0, 60.0, 300.0, 1800.0, 7200.0],
-                                             description="waits between attempts at posting a score")
+    lti_score_backoff_s: SecondsList = Field(default_factory=lambda: [10.0, 60.0, 300.0, 1800.0, 7200.0],
+                                             description="waits between attempts at posting a score; "
+                                                         "comma-separated or a JSON array")
 
     # --- optional model-assisted review of written answers (off unless a URL is set) ----------
     model_assist_url: str | None = Field(None, description="OpenAI-compatible base URL, e.g. http://host:8000/v1")

@@ -11,6 +11,7 @@ import typer
 from pydantic import ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from sandbox.backends.docker.options import DockerOptions
 from service import cli
 from service.config import REPO_ROOT, Settings
 from service.config_errors import settings_error
@@ -41,6 +42,34 @@ def test_allowed_hosts_accept_comma_separated_values_or_json(monkeypatch, value,
 def test_backoff_accepts_comma_separated_values_or_json(monkeypatch, value, waits):
     monkeypatch.setenv("KERNELGRADE_WEBHOOK_BACKOFF_S", value)
     assert Settings().webhook_backoff_s == waits
+
+
+@pytest.mark.parametrize(("variable", "value", "read", "expected"), [
+    ("KERNELGRADE_LTI_ALLOWED_HOSTS", "127.0.0.1, lms.example.org", lambda: Settings().lti_allowed_hosts,
+     ["127.0.0.1", "lms.example.org"]),
+    ("KERNELGRADE_LTI_SCORE_BACKOFF_S", "0.5,2", lambda: Settings().lti_score_backoff_s, [0.5, 2.0]),
+    ("KERNELGRADE_GPUS", "0, 1", lambda: Settings().gpus, [0, 1]),
+    ("KERNELGRADE_DOCKER_HIDDEN_PATHS", "/opt/a, /opt/b", lambda: DockerOptions().hidden_paths, ["/opt/a", "/opt/b"]),
+    ("KERNELGRADE_DOCKER_HIDDEN_PATHS", '["/opt/a"]', lambda: DockerOptions().hidden_paths, ["/opt/a"]),
+])
+def test_the_other_list_settings_accept_comma_separated_values(monkeypatch, variable, value, read, expected):
+    monkeypatch.setenv(variable, value)
+    assert read() == expected
+
+
+def test_no_list_setting_insists_on_json(monkeypatch):
+    """Every list-typed setting of every settings class, written `0, 1` in the environment, reads as two
+    values: a list setting added later without the comma-separated parsing fails here."""
+    for cls in (Settings, DockerOptions):
+        prefix = cls.model_config["env_prefix"]
+        lists = [name for name, field in cls.model_fields.items()
+                 if getattr(field.annotation, "__origin__", None) is list]
+        assert lists, cls
+        for name in lists:
+            variable = f"{prefix}{name.upper()}"
+            monkeypatch.setenv(variable, "0, 1")
+            assert len(getattr(cls(), name)) == 2, variable
+            monkeypatch.delenv(variable)
 
 
 def _dummy(param) -> list[str]:
@@ -76,6 +105,8 @@ BAD_SETTINGS = [
     ("KERNELGRADE_WEBHOOK_BACKOFF_S", "10, soon", "valid number"),
     ("KERNELGRADE_WORKERS", "-1", "greater than or equal to 0"),
     ("KERNELGRADE_LIMITS", "{memory", "not valid JSON"),
+    ("KERNELGRADE_LTI_ALLOWED_HOSTS", "https://lms.example.org", "not a host name"),
+    ("KERNELGRADE_LTI_SCORE_BACKOFF_S", "10, soon", "valid number"),
 ]
 
 

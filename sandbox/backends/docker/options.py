@@ -6,6 +6,8 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from sandbox.env_lists import TextList
+
 DEFAULT_IMAGE = "kernelgrade:latest"
 
 
@@ -23,6 +25,7 @@ class DockerOptions(BaseSettings):
     gpu_driver: str = Field("nvidia", description="the DeviceRequest driver (gpu=nvidia)")
     driver_dir: str | None = Field(None, description="the folder holding the host's libcuda.so.1 (gpu=devices); "
                                                      "default: found through the dynamic linker's cache")
-    hidden_paths: list[str] = Field(["/opt/kernelgrade"], description="folders of the image the sandbox must not "
-                                                                      "see, on top of the service's hidden paths")
+    hidden_paths: TextList = Field(["/opt/kernelgrade"], description="folders of the image the sandbox must not "
+                                                                     "see, on top of the service's hidden paths; "
+                                                                     "comma-separated or a JSON array")
     ping_timeout_s: float = Field(10.0, gt=0, description="how long to wait for the engine to answer")
