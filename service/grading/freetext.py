@@ -170,11 +170,36 @@ class _Text(str):
 
 
 _WORD = re.compile(r"[A-Za-z0-9_]")
+# Chinese has no spaces between words: a cut between two ideographs moves out to the nearest space,
+# punctuation or Latin character within _SNAP characters (farther, it stays, marked with …).
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_SNAP = 6
+
+
+def _snap_start(source: str, a: int) -> int:
+    if not (0 < a < len(source) and _CJK.match(source[a - 1]) and _CJK.match(source[a])):
+        return a
+    for j in range(a - 1, max(a - 2 - _SNAP, -1), -1):
+        if not _CJK.match(source[j]):
+            return j + 1
+        if j == 0:
+            return 0
+    return a
+
+
+def _snap_end(source: str, b: int) -> int:
+    if not (0 < b < len(source) and _CJK.match(source[b - 1]) and _CJK.match(source[b])):
+        return b
+    for j in range(b, min(b + _SNAP + 1, len(source) + 1)):
+        if j == len(source) or not _CJK.match(source[j]):
+            return j
+    return b
 
 
 def _quote(text: str, start: int, end: int) -> str:
     """The words around text[start:end], in the student's own spelling when known, never starting
-    or ending inside a word (an ASCII word is taken whole; a cut is marked with …)."""
+    or ending inside a word (an ASCII word is taken whole, a run of Chinese is cut at its nearest
+    space or punctuation when one is close; a cut is marked with …)."""
     lo, hi = max(0, start - _QUOTE), min(len(text), end + _QUOTE)
     source, a, b = text, lo, hi
     if isinstance(text, _Text) and text.offsets is not None:
@@ -183,12 +208,22 @@ def _quote(text: str, start: int, end: int) -> str:
         a -= 1
     while b < len(source) and b > 0 and _WORD.match(source[b - 1]) and _WORD.match(source[b]):
         b += 1
+    a, b = _snap_start(source, a), _snap_end(source, b)
     quoted = source[a:b].strip()
     if a > 0 and quoted:
         quoted = "…" + quoted
     if b < len(source.rstrip()) and quoted:
         quoted += "…"
     return quoted
+
+
+def quote_of_match(written: str, pattern: str) -> str | None:
+    """The first match of `pattern` in the normalised `written` (NFKC, lower-case), quoted in the
+    student's own words as `_quote` does (the pass rule's named ideas found by a pattern); None if
+    nothing matches."""
+    text = _Text.of(written)
+    m = re.search(pattern, text, re.IGNORECASE)
+    return _quote(text, m.start(), m.end()) if m else None
 
 
 def _negated(text: str, start: int, spans: list[tuple[int, int]]) -> bool:

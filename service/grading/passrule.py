@@ -111,7 +111,7 @@ def named_requirement(kind: str, idea: NamedIdea, *, items: list[Item], written:
                       language: Language) -> Requirement:
     """Met when one of the idea's concepts was found in an answer, or one of its patterns matches
     the written text (answers and explanation)."""
-    from service.grading.freetext import normalise
+    from service.grading.freetext import quote_of_match
 
     by_id = {i.id: i for i in items}
     for ref in idea.concepts:
@@ -123,11 +123,10 @@ def named_requirement(kind: str, idea: NamedIdea, *, items: list[Item], written:
             return Requirement(id=kind, met=True, title=_title(kind, language),
                                message=_say("named.found", language, quote=found.get("quote", "")),
                                evidence={"via": ref, "quote": found.get("quote", "")})
-    text = normalise(written)
     for pattern in idea.patterns:
-        m = re.search(pattern, text, re.IGNORECASE)
-        if m:
-            quote = text[max(0, m.start() - 20):m.end() + 20].strip()
+        # Quoted as written, whole words (issue 21: a raw slice of the lower-cased text cut words apart).
+        quote = quote_of_match(written, pattern)
+        if quote is not None:
             return Requirement(id=kind, met=True, title=_title(kind, language),
                                message=_say("named.found", language, quote=quote),
                                evidence={"via": "pattern", "quote": quote})

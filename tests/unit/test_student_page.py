@@ -121,3 +121,41 @@ def test_the_language_follows_the_request_then_the_submission_then_the_answers()
     assert student_language(None, "zh", english, "zh") == "zh", "a declared language wins over detection"
     assert student_language("en", "zh", chinese, "zh") == "en", "?lang= wins"
     assert student_language(None, None, {}, "zh") == "zh"
+
+
+def test_a_chinese_quote_is_cut_at_a_space_or_punctuation_not_between_two_characters():
+    answer = ("输入阶段：masked load 把 padding 填成加法单位元 0，第一次求和不受影响。"
+              "中心化以后再平方，padding 上是均值的平方，方差偏大。")
+    text = _Text.of(answer)
+
+    def ideograph(ch: str) -> bool:
+        return "\u4e00" <= ch <= "\u9fff"
+
+    for said in ("单位元", "均值的平方", "方差偏大"):
+        start = text.index(said)
+        quoted = _quote(text, start, start + len(said))
+        inner = quoted.strip("…")
+        at = answer.index(inner)
+        assert said in inner, quoted
+        if at > 0:
+            assert not (ideograph(answer[at - 1]) and ideograph(inner[0])), f"starts inside a word: {quoted}"
+        end = at + len(inner)
+        if end < len(answer):
+            assert not (ideograph(inner[-1]) and ideograph(answer[end])), f"ends inside a word: {quoted}"
+
+
+def test_a_pass_rule_pattern_is_quoted_as_written_in_whole_words():
+    """A named idea found by a pattern (not a concept) is quoted from the student's text, not from
+    the lower-cased copy the pattern ran on, and never from inside a word."""
+    from service.grading.passrule import named_requirement
+
+    written = ("The Kernel reads the Matrix from HBM only once and keeps both Passes in Registers, "
+               "which halves the Traffic.")
+    found = named_requirement("performance_tradeoff", LESSON.spec.pass_rule.performance_tradeoff, items=[],
+                              written=written, language="en")
+    quote = found.evidence["quote"]
+    assert found.met and "HBM" in quote and "Matrix" in quote, quote
+    assert quote.strip("…") in written
+    for word in quote.strip("…").split():
+        assert word in written.split(), (word, quote)
+    assert quote in found.message
