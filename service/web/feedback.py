@@ -208,7 +208,8 @@ def reasons(report: Report, t: dict[str, str], language: str = "zh") -> list[Rea
         if getattr(requirement, "met", True):
             continue
         ev = requirement.evidence if isinstance(requirement.evidence, dict) else {}
-        title = t.get(f"req_{requirement.id}") or str(ev.get("title") or ev.get("label") or requirement.id)
+        title = requirement.title or t.get(f"req_{requirement.id}") or str(ev.get("title") or ev.get("label")
+                                                                             or requirement.id)
         note = requirement.message or str(ev.get(f"message_{language}") or ev.get("message") or note_in(ev, language)
                                           or ev.get("reason") or "")
         found.append(Reason(kind="requirement", id=requirement.id, title=title, status="unmet", note=note,

@@ -54,8 +54,9 @@ def test_an_unmet_requirement_says_why_on_the_first_screen(page, graded):
     assert unmet and all(r["message"] for r in unmet), unmet
     page.goto(view["links"]["feedback_page"])
     for requirement in unmet:
-        note = page.locator(f'#why li.reason[data-id="{requirement["id"]}"] .reason-note')
-        expect(note).to_contain_text(requirement["message"][:30])
+        reason = page.locator(f'#why li.reason[data-id="{requirement["id"]}"]')
+        expect(reason).to_contain_text(requirement["title"])  # its words, not its id
+        expect(reason.locator(".reason-note")).to_contain_text(requirement["message"][:30])
 
 
 def test_no_harness_internals_for_the_student(page, graded):
