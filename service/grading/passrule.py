@@ -144,9 +144,12 @@ def total_requirement(total: float, threshold: float, language: Language) -> Req
 
 def veto_requirement(vetoes: list[Veto], language: Language) -> Requirement:
     """A confirmed or a suspected veto blocks the pass (a suspected one until a TA decides)."""
-    blocking = [f"{v.rule} ({v.status})" for v in vetoes if v.status in ("confirmed", "suspected")]
+    standing = [v for v in vetoes if v.status in ("confirmed", "suspected")]
+    blocking = [f"{v.rule} ({v.status})" for v in standing]  # the evidence keeps the rule ids, for programs
+    named = [_say("veto.named", language, name=render(f"page.veto_{v.rule}", language),
+                  status=render(f"page.veto_{v.status}", language)) for v in standing]
     return Requirement(id="no_blocking_veto", met=not blocking, title=_title("no_blocking_veto", language),
-                       message=_say("veto.some", language, rules=", ".join(blocking)) if blocking else
+                       message=_say("veto.some", language, rules=named) if blocking else
                        _say("veto.none", language), evidence={"vetoes": blocking})
 
 

@@ -107,3 +107,15 @@ def test_a_ta_decision_rescores_the_chain_the_total_and_the_vetoes():
     by_id = {q.id: q for q in final.score.requirements}
     assert by_id["no_blocking_veto"].met
     assert not final.score.passed and not by_id["given_check"].met, "the given check still failed in our run"
+
+
+@pytest.mark.parametrize("language, words, status", [("zh", "声称的运行结果与实际不符", "已确认"),
+                                                     ("en", "The claimed run output does not match", "confirmed")])
+def test_a_blocking_veto_is_named_in_the_students_words(language, words, status):
+    veto = unverified_claim(claimed_output=CLAIM, program_ran=True, given_status="failed", real_output=REAL,
+                            not_run_reason=None, language=language)
+    assert veto is not None and veto.status == "confirmed"
+    requirement = passrule.veto_requirement([veto], language)
+    assert not requirement.met and words in requirement.message and status in requirement.message
+    assert "unverified_claim" not in requirement.message  # the rule id stays in the evidence, for programs
+    assert requirement.evidence["vetoes"] == ["unverified_claim (confirmed)"]
