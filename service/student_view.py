@@ -17,9 +17,14 @@ from service.report import CaseReport, Report, ReportTexts, Seeds, in_language
 # The files of a job a student wrote or was given: every other frame is the grader's.
 STUDENT_FILES = frozenset({"submission.py", "given_check.py"})
 
-# One traceback frame: the `File "...", line N, in f` line and, if present, its source line.
+# One traceback frame: the `File "...", line N, in f` line and, if present, its source line and
+# the line of position markers (`^^^^`, `~~~^^^`) Python 3.11+ prints under it.
 _FRAME = re.compile(r'^(?P<indent>[ \t]*)File "(?P<path>[^"\n]+)", line (?P<line>\d+)(?P<rest>[^\n]*)\n'
-                    r'(?P<source>(?P=indent)[ \t]+[^\n]*\n)?', re.MULTILINE)
+                    r'(?P<source>(?P=indent)[ \t]+[^\n]*\n(?:(?P=indent)[ \t]+[~^]+[ ~^]*\n)?)?', re.MULTILINE)
+# The sandbox's own exception types, named with their module on a traceback's last line
+# (`sandbox.gpu_compile.GPUCompileError: ...`): the student reads the type alone.
+_OWN_MODULE = re.compile(r'^(?:sandbox\.)?(?:gpu_compile|harness|guards|speed_phase)\.(?=\w+(?:Error|Exception)\b)',
+                         re.MULTILINE)
 
 
 def strip_internals(text: str | None) -> str | None:
@@ -35,7 +40,7 @@ def strip_internals(text: str | None) -> str | None:
             return ""
         return f'{m["indent"]}File "{name}", line {m["line"]}{m["rest"]}\n{m["source"] or ""}'
 
-    return _FRAME.sub(frame, text)
+    return _OWN_MODULE.sub("", _FRAME.sub(frame, text))
 
 
 def strip_tracebacks(value: Any) -> Any:

@@ -30,6 +30,29 @@ ValueError: boom
 '''
 
 
+MARKED_TRACEBACK = '''Traceback (most recent call last):
+  File "/job/harness.py", line 178, in main
+    exec(check_code, check_globals)  # noqa: S102 - the canonical program, in the sandbox
+    ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/job/given_check.py", line 12, in <module>
+    mean, var = mean_var(x)
+                ^^^^^^^^^^^
+  File "/opt/kg/sandbox/gpu_compile.py", line 120, in compile_for_gpu
+    raise GPUCompileError(message)
+sandbox.gpu_compile.GPUCompileError: at 8:4: static_range needs a constexpr bound
+'''
+
+
+def test_position_markers_go_with_their_frame_and_own_exception_types_lose_their_module():
+    shown = strip_internals(MARKED_TRACEBACK)
+    assert shown == ('''Traceback (most recent call last):
+  File "given_check.py", line 12, in <module>
+    mean, var = mean_var(x)
+                ^^^^^^^^^^^
+GPUCompileError: at 8:4: static_range needs a constexpr bound
+''')
+
+
 def test_harness_frames_are_stripped_and_student_frames_kept():
     shown = strip_internals(HARNESS_TRACEBACK)
     assert "harness.py" not in shown and "noqa" not in shown and "/job/" not in shown and "triton/runtime" not in shown
