@@ -185,7 +185,7 @@ def grade_one(grader, body: Submission, seed: int) -> dict:
     arrived = threading.Event()
     t0 = time.perf_counter()
 
-    def on_speed(performance) -> None:  # the speed card's revision, after the grade
+    def on_speed(performance, translations) -> None:  # the speed card's revision, after the grade
         card.update(status=performance.status, after_s=time.perf_counter() - t0)
         arrived.set()
 

@@ -222,6 +222,9 @@ class Performance(_Model):
                                             "version, device name and Triton version): measured on that run")
 
 
+SPEED_TEXTS: Final = ("reason", "note", "bytes_note", "baseline_label", "claim", "claim_source")  # its words
+
+
 class CarriedDecision(_Model):
     """What a regrade did with a TA decision made on an earlier report (service/db/carry.py)."""
 
@@ -276,6 +279,9 @@ class ReportTexts(_Model):
     not_run_reason: str | None = None
     edits: list[EditTexts] = []
     given_output: str | None = Field(None, description="the given check's output with our verdict on it")
+    performance: Performance | None = Field(
+        None, description="the speed card in this language (the same figures); replaced with the report's own by "
+                          "its speed revision; None: the card stays in the report's language")
 
 
 class Report(_Model):
@@ -356,4 +362,8 @@ def in_language(report: Report, language: str) -> Report:
             else None, "edits": edits + report.program.edits[len(edits):]})
     if report.given_check is not None and texts.given_output is not None:
         update["given_check"] = report.given_check.model_copy(update={"output": texts.given_output})
+    card = texts.performance
+    if report.performance is not None and card is not None and card.status == report.performance.status:
+        # only its words: the figures are the report's (a card of another status is stale: not used)
+        update["performance"] = report.performance.model_copy(update=card.model_dump(include=set(SPEED_TEXTS)))
     return report.model_copy(update=update)

@@ -290,13 +290,17 @@ SPEED_EVENT = "submission.speed_measured"
 
 
 def add_speed_revision(session: Session, submission_id: str, performance: dict[str, Any], *,
-                       graded_report_id: int | None = None) -> ReportRow | None:
+                       graded_report_id: int | None = None,
+                       translations: dict[str, dict[str, Any]] | None = None) -> ReportRow | None:
     """The speed card measured after the grade (service/grading/speed_card.py), as the next report:
     reason `speed`, the current report with its `performance` replaced, made current, and the
     webhook event `submission.speed_measured`. Only over a current report whose card is `pending`
     (the graded report, or a TA decision issued on it meanwhile); else nothing (None): a second
     card got there first. `graded_report_id`: the report of the grading that measured the card;
     nothing either once a later grading (a regrade) wrote a report, which has a card of its own.
+    `translations`: the same card in the report's other languages (by language); each of the
+    report's translations gets its card from them, or none (the card then shows in the report's
+    language), never the pending one it had.
 
     The card never changes points or the pass decision, so nothing that follows a grade moves: no
     LMS score is queued, the grade columns, review flags, dashboard facts, `graded_at` and
@@ -328,6 +332,9 @@ def add_speed_revision(session: Session, submission_id: str, performance: dict[s
             continue
         seq = (session.scalar(select(func.max(ReportRow.seq)).where(ReportRow.submission_id == row.id)) or 0) + 1
         report = {**current.report, "performance": performance}
+        if isinstance(said := current.report.get("translations"), dict) and said:
+            report["translations"] = {lang: {**texts, "performance": (translations or {}).get(lang)}
+                                      for lang, texts in said.items()}
         revision = ReportRow(submission_id=row.id, seq=seq, reason="speed", status=current.status, report=report)
         session.add(revision)
         session.flush()

@@ -12,7 +12,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -34,7 +34,7 @@ from service.grading.not_gradable import not_gradable_report
 from service.grading.run import run_program, run_timing
 from service.grading.sandbox_text import render_speed
 from service.grading.speed import performance as speed_performance
-from service.grading.speed import unmeasured
+from service.grading.speed import restated, unmeasured
 from service.grading.speed_card import SPEED_IN_FLIGHT, OnSpeed, follow, follow_memo, kernel_passed
 from service.grading.steps import ParkStep, RunStep, Step
 from service.grading.translate import other_languages, translated
@@ -293,7 +293,9 @@ class Grader:
                             performance = fallback
                         else:  # its card follows here too, as this report's revision
                             self._follow(follow_memo(self.memo, memo_key, within_s=self._speed_wait_s(),
-                                                     fallback=fallback, on_speed=on_speed, name=submission_id))
+                                                     fallback=fallback, on_speed=on_speed, name=submission_id,
+                                                     say=self._restate(exercise, language),
+                                                     others=other_languages(language)))
                 given_status, given_output, environment = reused.given_status, reused.given_output, reused.environment
                 other_cases, other_given = reused.case_texts, reused.given_outputs
             else:
@@ -340,7 +342,8 @@ class Grader:
                                           language=language, case_texts=other_cases, given_outputs=other_given)
                 if phase is not None and on_speed is not None and performance is not None \
                         and performance.status == "pending":
-                    self._follow(follow(phase, card=self._card(exercise, language), language=language,
+                    self._follow(follow(phase, card=self._card(exercise), language=language,
+                                        others=other_languages(language),
                                         memo=self.memo, memo_key=memo_key, on_speed=on_speed, name=submission_id,
                                         release=self._speed_slots.release))
                 self._release(claims)  # stored (or not storable): the waiting gradings go on now
@@ -398,8 +401,16 @@ class Grader:
             created_at=datetime.now(UTC),
         )
         try:
+            # the card in the other language: from the same figures where this run has them, else
+            # from the card itself (the memo's, or one said by a code alone)
+            collected = run is not None and run.speed is not None
+            restate = self._restate(exercise, language)
+            other_cards: dict[str, Performance | None] = {
+                lang: self._performance(exercise, run, cases, lang) if collected
+                else restate(performance, lang) if performance is not None else None
+                for lang in other_languages(language)}
             return translated(report, exercise=exercise, submission=submission, cases=other_cases,
-                              given_outputs=other_given)
+                              given_outputs=other_given, performances=other_cards)
         except Exception:  # noqa: BLE001 - the other language is an addition: the grade stands without it
             log.exception("could not say the report of %s in the other language", submission_id)
             return report
@@ -466,7 +477,9 @@ class Grader:
         spec = exercise.spec
         if spec.speed is None:
             return None
-        return speed_performance(spec.speed, run.speed if run is not None else None, mode=self.mode,
+        # (a copy said in `language`: the run's own stays as the grading said it)
+        speed = render_speed(replace(run.speed), language) if run is not None and run.speed is not None else None
+        return speed_performance(spec.speed, speed, mode=self.mode,
                                  language=language, cases_passed=all(c.passed for c in cases) if cases else None)
 
     def _follow(self, thread: threading.Thread) -> None:
@@ -499,22 +512,32 @@ class Grader:
             return self._performance(exercise, run, cases, language)
         if on_speed is None:
             run.speed = phase.collect()
-            return self._card(exercise, language)(run.speed)
+            return self._card(exercise)(run.speed, language)
         if not self._speed_slots.acquire(blocking=False):  # (released by follow())
             phase.cancel()  # never waited for here: the service's driving thread does cheap work only
             return unmeasured(speed, "speed.busy", language=language, cases_passed=True)
         return unmeasured(speed, "speed.pending", language=language, cases_passed=True)
 
-    def _card(self, exercise: Exercise, language: Language):
-        """The card of a passed kernel's collected speed phase."""
+    def _card(self, exercise: Exercise) -> Callable[[SpeedRun, str], Performance]:
+        """The card of a passed kernel's collected speed phase, in a language (said from a copy of
+        the run: the same run is said again in the other language)."""
         speed = exercise.spec.speed
         assert speed is not None
 
-        def card(run: SpeedRun) -> Performance:
-            return speed_performance(speed, render_speed(run, language), mode=self.mode, language=language,
+        def card(run: SpeedRun, language: str) -> Performance:
+            return speed_performance(speed, render_speed(replace(run), language), mode=self.mode, language=language,
                                      cases_passed=True)
 
         return card
+
+    def _restate(self, exercise: Exercise, language: Language) -> Callable[[Performance, str], Performance | None]:
+        """A card of this grading (said in `language`) in another language, from the card itself (speed.restated)."""
+        speed = exercise.spec.speed
+
+        def say(card: Performance, other: str) -> Performance | None:
+            return restated(card, speed, said_in=language, language=other) if speed is not None else None
+
+        return say
 
     def _remember(self, exercise: Exercise, program: Program, run: RunResult, *, submission_id: str,
                   cases: list[CaseReport], diagnoses: list[Diagnosis], seeds: Seeds, environment: Environment,

@@ -109,11 +109,7 @@ def performance(speed: SpeedSpec, run: SpeedRun | None, *, mode: DeviceMode, lan
     copy_gbps = gbps(run.copy_bytes, run.copy["median_ms"]) if run.copy and run.copy_bytes else None
     baseline_ms = run.baseline["median_ms"] if run.baseline else None
     plausible = peak is None or achieved <= PLAUSIBLE_SHARE * peak
-    notes = []
-    if not plausible:
-        notes.append(render("speed.implausible", language))
-    if cases_passed is False:
-        notes.append(render("speed.cases_failed", language))
+    notes = _notes(plausible=plausible, cases_passed=cases_passed, language=language)
     if not run.baseline and run.error:
         notes.append(render("speed.baseline_error", language, error=run.error))
     return Performance(
@@ -126,3 +122,38 @@ def performance(speed: SpeedSpec, run: SpeedRun | None, *, mode: DeviceMode, lan
         speedup_vs_baseline=baseline_ms / kernel_ms if baseline_ms else None,
         method={**method, "statistic": "median of the repetitions; p20 and p80 for the spread"},
         plausible=plausible, note="\n".join(notes) or None, **base)
+
+
+def _notes(*, plausible: bool, cases_passed: bool | None, language: str) -> list[str]:
+    return ([render("speed.implausible", language)] if not plausible else []) + (
+        [render("speed.cases_failed", language)] if cases_passed is False else [])
+
+
+# The reasons said by a code alone (no sandbox text in them): a card with one of them, or none,
+# can be said again in another language from the card itself (`restated`).
+FIXED_REASONS = ("speed.pending", "speed.not_passed", "speed.reused_pending", "speed.busy", "speed.interpreter",
+                 "speed.not_run", "speed.interrupted")
+
+
+def restated(card: Performance, speed: SpeedSpec, *, said_in: str, language: str) -> Performance | None:
+    """`card` (said in `said_in`) with its words in `language` and everything else its own, for a
+    card whose facts are gone (the verdict memo's, a pending one): the spec's texts, a reason said
+    by a code alone, the notes of a measured card. None where it holds words of the sandbox (an
+    error on the large input, a baseline's error): those are said only from the run itself."""
+    reason: str | None = None
+    if card.reason is not None:
+        code = next((c for c in FIXED_REASONS if card.reason == render(c, said_in)), None)
+        if code is None:
+            return None
+        reason = render(code, language)
+
+    def notes(lang: str) -> str | None:
+        if card.status != "measured":
+            return None
+        return "\n".join(_notes(plausible=card.plausible, cases_passed=card.cases_passed, language=lang)) or None
+
+    if card.note != notes(said_in):
+        return None
+    base = _base(speed, card.cases_passed, language)
+    return card.model_copy(update={"reason": reason, "note": notes(language),
+                                   **{k: base[k] for k in ("bytes_note", "baseline_label", "claim", "claim_source")}})

@@ -20,17 +20,17 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from sandbox.contract import Said, SpeedRun
 from sandbox.speed_phase import SpeedPhase
 from service.grading.memo import VerdictMemo
-from service.grading.sandbox_text import render_speed
 from service.report import CaseReport, Performance
 
 log = logging.getLogger("kernelgrade.grader")
 
-OnSpeed = Callable[[Performance], None]
+# The card and the same card in the report's other languages (Report.translations: the revision keeps them too)
+OnSpeed = Callable[[Performance, dict[str, Performance]], None]
 SPEED_IN_FLIGHT = 8  # per grader: speed phases going on after their grade (each holds a sandbox)
 
 
@@ -41,22 +41,26 @@ def kernel_passed(cases: list[CaseReport], given_status: str) -> bool:
     return bool(cases) and all(c.passed for c in cases) and given_status in ("passed", "not_run")
 
 
-def follow(phase: SpeedPhase, *, card: Callable[[SpeedRun], Performance], language: str,
+def follow(phase: SpeedPhase, *, card: Callable[[SpeedRun, str], Performance], language: str, others: Sequence[str],
            memo: VerdictMemo | None, memo_key: str | None, on_speed: OnSpeed, name: str,
            release: Callable[[], None] | None = None) -> threading.Thread:
     """Collect the phase in a thread of its own (never a grading thread's time), then store the card
-    in the memo entry (a later reuse of the program shows it) and deliver it. A failure here costs
-    only the card: the revision then says why it has no figures."""
+    in the memo entry (a later reuse of the program shows it) and deliver it, with the same card in
+    each of the `others` languages (built from the same figures: `card(run, language)` leaves the
+    run as it is). A failure here costs only the card: the revision then says why it has no figures."""
 
     def run() -> None:
         speed = SpeedRun(status="skipped", said=Said("sandbox.speed_unparsable"))
+        carded = speed  # the run the card was built from
         try:
             speed = phase.collect()
-            result = card(render_speed(speed, language))
+            result = card(speed, language)
+            carded = speed
         except Exception:  # noqa: BLE001 - a bug of ours must not leave the sandbox or the card behind
             log.exception("speed phase of %s failed", name)
             phase.cancel()
-            result = card(render_speed(SpeedRun(status="skipped", said=Said("sandbox.speed_unparsable")), language))
+            carded = SpeedRun(status="skipped", said=Said("sandbox.speed_unparsable"))
+            result = card(carded, language)
         finally:
             if release is not None:
                 release()  # the sandbox is gone: another grading's phase may go on after its grade
@@ -68,7 +72,7 @@ def follow(phase: SpeedPhase, *, card: Callable[[SpeedRun], Performance], langua
                 memo.set_performance(memo_key, result)
             except Exception:  # noqa: BLE001 - the memo is an optimisation
                 log.exception("could not store the speed card of %s in the memo", name)
-        _deliver(on_speed, result, name)
+        _deliver(on_speed, result, _said_in(lambda lang: card(carded, lang), others, name), name)
 
     return _background(run, f"speed-{name[:8]}")
 
@@ -78,10 +82,12 @@ MEMO_POLL_MAX_S = 2.0  # and at most this far apart (doubling)
 
 
 def follow_memo(memo: VerdictMemo, key: str, *, within_s: float, fallback: Performance, on_speed: OnSpeed,
-                name: str) -> threading.Thread:
+                name: str, say: Callable[[Performance, str], Performance | None], others: Sequence[str],
+                ) -> threading.Thread:
     """A grading that reused an entry whose run is still timing the program: watch the memo entry
     (here or in another process) for its card, at most `within_s`, and deliver it marked `reused`;
-    `fallback` (not measured) when it does not come."""
+    `fallback` (not measured) when it does not come. `say(card, language)`: the card in each of the
+    `others` languages (speed.restated; None where it cannot be said again)."""
 
     def run() -> None:
         deadline = time.monotonic() + within_s
@@ -100,14 +106,25 @@ def follow_memo(memo: VerdictMemo, key: str, *, within_s: float, fallback: Perfo
                 break
             time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
             pause = min(2 * pause, MEMO_POLL_MAX_S)  # a burst of reuses of one slow program: few queries
-        _deliver(on_speed, card, name)
+        _deliver(on_speed, card, _said_in(lambda lang: say(card, lang), others, name), name)
 
     return _background(run, f"speed-memo-{name[:8]}")
 
 
-def _deliver(on_speed: OnSpeed, card: Performance, name: str) -> None:
+def _said_in(card_in: Callable[[str], Performance | None], languages: Sequence[str],
+             name: str) -> dict[str, Performance]:
+    """The card in each language that it can be said in; none on a failure (an addition: the card
+    then stays in the report's language)."""
     try:
-        on_speed(card)
+        return {lang: said for lang in languages if (said := card_in(lang)) is not None}
+    except Exception:  # noqa: BLE001
+        log.exception("could not say the speed card of %s in the other language", name)
+        return {}
+
+
+def _deliver(on_speed: OnSpeed, card: Performance, translations: dict[str, Performance], name: str) -> None:
+    try:
+        on_speed(card, translations)
     except Exception:  # noqa: BLE001 - the grade stands; the report stays `pending`
         log.exception("could not deliver the speed card of %s", name)
 

@@ -7,6 +7,8 @@ the page and the student JSON switch language without running anything (docs/gra
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from service.exercises import Exercise
 from service.grading import passrule, rubric
 from service.grading.claims import parse_claim, unverified_claim
@@ -18,6 +20,7 @@ from service.report import (
     Diagnosis,
     EditTexts,
     ItemTexts,
+    Performance,
     Report,
     ReportTexts,
     RequirementTexts,
@@ -38,9 +41,10 @@ def diagnosis_in(diagnosis: Diagnosis, language: str) -> Diagnosis:
 
 
 def report_texts(report: Report, *, exercise: Exercise, submission: Submission, cases: dict[str, CaseTexts],
-                 given_output: str, language: Language) -> ReportTexts:
+                 given_output: str, language: Language, performance: Performance | None = None) -> ReportTexts:
     """`report` (graded from `submission`) said in `language`. `cases`: its cases' texts in `language`
-    (cases.case_texts, or the verdict memo's); `given_output`: the given check's output in it."""
+    (cases.case_texts, or the verdict memo's); `given_output`: the given check's output in it;
+    `performance`: its speed card in it (built from the same figures)."""
     spec = exercise.spec
     extraction = extract(exercise.template, submission.code, language=language)
     not_run_reason = extraction.error or rejected_fill(exercise, extraction, language)
@@ -82,13 +86,16 @@ def report_texts(report: Report, *, exercise: Exercise, submission: Submission, 
                                              evidence=r.evidence if r.evidence != own.get(r.id) else {})
                       for r in requirements},
         not_run_reason=not_run_reason, edits=[EditTexts(reason=e.reason, hint=e.hint) for e in extraction.edits],
-        given_output=given_output)
+        given_output=given_output, performance=performance)
 
 
 def translated(report: Report, *, exercise: Exercise, submission: Submission,
-               cases: dict[str, dict[str, CaseTexts]], given_outputs: dict[str, str]) -> Report:
-    """`report` with its texts in every other language (`cases`, `given_outputs`: by language)."""
+               cases: dict[str, dict[str, CaseTexts]], given_outputs: dict[str, str],
+               performances: Mapping[str, Performance | None] | None = None) -> Report:
+    """`report` with its texts in every other language (`cases`, `given_outputs`, `performances`:
+    by language)."""
     return report.model_copy(update={"translations": {
         lang: report_texts(report, exercise=exercise, submission=submission, cases=cases.get(lang, {}),
-                           given_output=given_outputs.get(lang, ""), language=lang)
+                           given_output=given_outputs.get(lang, ""), language=lang,
+                           performance=(performances or {}).get(lang))
         for lang in other_languages(report.language)}})

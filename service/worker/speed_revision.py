@@ -46,13 +46,14 @@ class SpeedRevision:
         self._report_id = report_id
         self._written.set()
 
-    def on_speed(self, card: Performance) -> None:
+    def on_speed(self, card: Performance, translations: dict[str, Performance]) -> None:
         try:
             if not self._written.wait(self._wait_s) or self._report_id is None:
                 return
             with self._sessions() as session:
-                revision = store.add_speed_revision(session, self._submission_id, card.model_dump(mode="json"),
-                                                    graded_report_id=self._report_id)
+                revision = store.add_speed_revision(
+                    session, self._submission_id, card.model_dump(mode="json"), graded_report_id=self._report_id,
+                    translations={lang: other.model_dump(mode="json") for lang, other in translations.items()})
             if revision is not None:
                 self.revision_id = revision.id
         except Exception:  # noqa: BLE001 - the grade stands; the card stays `pending`
@@ -121,5 +122,9 @@ class SpeedSweeper:
                 return None
             assert report is not None
             card = interrupted_card(pending, str(report.report.get("language") or "zh"))
-            revision = store.add_speed_revision(session, submission_id, card)
+            said = report.report.get("translations") or {}
+            translations = {lang: interrupted_card(other, lang) for lang, texts in said.items()
+                            if isinstance(texts, dict) and isinstance(other := texts.get("performance"), dict)
+                            and other.get("status") == "pending"}  # its pending card in that language
+            revision = store.add_speed_revision(session, submission_id, card, translations=translations)
             return revision.id if revision is not None else None

@@ -94,7 +94,7 @@ def test_the_grade_is_written_first_and_the_measured_card_follows_as_a_revision(
         # given check (the harness never starts the phase).
         cards: list = []
         for fill in ("cols <= N", "True"):
-            wrong = grader.grade(_submission(grader, fill), secret_seed=3, on_speed=cards.append)
+            wrong = grader.grade(_submission(grader, fill), secret_seed=3, on_speed=lambda card, _: cards.append(card))
             assert not all(c.passed for c in wrong.cases) and wrong.performance.status == "not_measured"
             assert wrong.performance.reason == render("speed.not_passed", wrong.language)
             assert "speed_s" not in wrong.timing

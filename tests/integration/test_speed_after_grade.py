@@ -28,7 +28,7 @@ from service.db.models import ReportRow, Submission, WebhookDelivery
 from service.db.session import make_engine, make_sessionmaker
 from service.grading.memo import InMemoryMemo
 from service.messages import render
-from service.report import Performance, Report
+from service.report import SPEED_TEXTS, Performance, Report, in_language
 from service.submission import Submission as SubmissionBody
 from service.web.feedback import performance_view
 from service.web.i18n import texts
@@ -177,7 +177,8 @@ def test_the_worker_stores_the_grade_then_the_speed_card_as_a_revision(sessions)
     assert last.performance.status == "measured" and last.performance.device == "cpu (test timer)", last.performance
     assert last.performance.kernel.reps == 3 and last.performance.timed_shape == [16, 256]
     assert first.score == last.score and first.score.passed and first.score.total == 10
-    assert last.model_dump(exclude={"performance"}) == first.model_dump(exclude={"performance"})
+    card_only = {"performance": True, "translations": {"__all__": {"performance"}}}
+    assert last.model_dump(exclude=card_only) == first.model_dump(exclude=card_only)
     assert events == ["submission.graded", "submission.speed_measured"]
     with sessions() as session:  # nothing that counts a grading moved
         row = session.get_one(Submission, submission_id)
@@ -189,15 +190,36 @@ def test_the_worker_stores_the_grade_then_the_speed_card_as_a_revision(sessions)
     assert render("speed.pending", first.language) in _page(first) and 'data-status="pending"' in _page(first)
     assert 'data-status="measured"' in _page(last)
 
+    # The other language (#21.2): the card switches with the rest, the pending one and the measured
+    # revision alike, said from the same figures; the revision's translations carry the new card.
+    other = "en" if first.language == "zh" else "zh"
+    speed = grader.catalog.get("lesson06_mean_var").spec.speed
+    pending_other, measured_other = in_language(first, other).performance, in_language(last, other).performance
+    assert first.translations[other].performance.status == "pending"
+    assert last.translations[other].performance.status == "measured"
+    assert pending_other.status == "pending" and pending_other.reason == render("speed.pending", other)
+    assert pending_other.reason != first.performance.reason
+    for card in (pending_other, measured_other):
+        assert (card.claim, card.claim_source, card.baseline_label, card.bytes_note) == (
+            speed.claim.in_(other), speed.claim_source.in_(other), speed.baseline.label.in_(other),
+            speed.bytes_note.in_(other))
+    assert measured_other.claim != last.performance.claim
+    assert measured_other.model_dump(exclude=set(SPEED_TEXTS)) == last.performance.model_dump(exclude=set(SPEED_TEXTS))
+    assert render("speed.pending", other) in _page(in_language(first, other))
+    page = _page(in_language(last, other))
+    assert 'data-status="measured"' in page and speed.claim_source.in_(other) in page
+    assert speed.claim_source.in_(first.language) not in page
+
     # A second card for the same report (a late duplicate) writes nothing.
     with sessions() as session:
         assert store.add_speed_revision(session, submission_id, last.performance.model_dump(mode="json")) is None
 
     # The memo entry got the figures: an identical program graded now reuses them (no run, no revision).
     cards: list[Performance] = []
-    reused = grader.grade(body, secret_seed=7, on_speed=cards.append)
+    reused = grader.grade(body, secret_seed=7, on_speed=lambda card, _: cards.append(card))
     assert reused.program.reused and reused.performance.status == "measured" and reused.performance.reused
     assert reused.performance.kernel == last.performance.kernel and cards == []
+    assert in_language(reused, other).performance.claim == speed.claim.in_(other)
 
     # Reused while the first run is still timing (its entry's card pending): this report says
     # pending too, and its card follows once that run puts the figures into the memo entry.
@@ -206,11 +228,17 @@ def test_the_worker_stores_the_grade_then_the_speed_card_as_a_revision(sessions)
     grader.memo = InMemoryMemo()
     grader.memo.put(key, pending, exercise_id=body.exercise, exercise_version=first.exercise.version)
     got = threading.Event()
-    waiting = grader.grade(body, secret_seed=8, on_speed=lambda card: (cards.append(card), got.set()))
+    said: list[dict[str, Performance]] = []
+    waiting = grader.grade(body, secret_seed=8,
+                           on_speed=lambda card, other: (cards.append(card), said.append(other), got.set()))
     assert waiting.program.reused and waiting.performance.status == "pending" and not got.wait(0.5)
     assert grader.memo.set_performance(key, last.performance)
     assert got.wait(30) and cards[0].status == "measured" and cards[0].reused
     assert cards[0].kernel == last.performance.kernel
+    # the memo's card, said again in the other language from the card itself
+    assert said[0][other].claim == speed.claim.in_(other) and said[0][other].kernel == last.performance.kernel
+    assert said[0][other].reused and said[0][other].status == "measured"
+    assert in_language(waiting, other).performance.reason == render("speed.pending", other)
     assert not grader.memo.set_performance(key, last.performance), "the first card stays"
 
 
@@ -225,23 +253,29 @@ def test_a_kernel_that_did_not_pass_is_not_timed_nor_one_past_the_in_flight_boun
     wrong = body.model_copy(update={"code": body.code.replace("tl.where(mask,", "tl.where(cols <= N,")})
     assert wrong.code != body.code
     delivered = threading.Event()
-    report = grader.grade(wrong, secret_seed=5, on_speed=lambda card: delivered.set())
+    report = grader.grade(wrong, secret_seed=5, on_speed=lambda card, _: delivered.set())
     assert report.status == "graded" and not all(c.passed for c in report.cases)
     assert report.performance.status == "not_measured"
     assert report.performance.reason == render("speed.not_passed", report.language)
+    other = "en" if report.language == "zh" else "zh"
+    assert in_language(report, other).performance.reason == render("speed.not_passed", other)
     assert "speed_s" not in report.timing and not delivered.wait(1.0)
 
     # With as many speed phases going on after their grades as a grader allows (each holds a
     # sandbox), the next one is not timed (never waited for in the service's threads) and says so.
     grader._speed_slots = threading.BoundedSemaphore(1)
     grader._speed_slots.acquire()
-    report = grader.grade(body, secret_seed=5, on_speed=lambda card: delivered.set())
+    report = grader.grade(body, secret_seed=5, on_speed=lambda card, _: delivered.set())
     assert report.performance.status == "not_measured" and not delivered.is_set()
     assert report.performance.reason == render("speed.busy", report.language)
+    assert in_language(report, other).performance.reason == render("speed.busy", other)
 
     # A one-off grading (the CLI: no on_speed) waits for its card and carries the figures itself.
     report = grader.grade(body, secret_seed=5)
     assert report.performance.status == "measured" and report.timing["speed_s"] > 0
+    switched = in_language(report, other).performance  # said again from the same run's figures
+    assert switched.status == "measured" and switched.kernel == report.performance.kernel
+    assert switched.claim != report.performance.claim
 
 
 def test_the_in_process_lanes_store_the_speed_card_as_a_revision_too(sessions, tmp_path):

@@ -23,7 +23,7 @@ from service.db import store
 from service.db.base import utcnow
 from service.db.models import ReportFact, ReportRow, ReviewFlag, Submission
 from service.messages import render
-from service.report import Performance, Report
+from service.report import Performance, Report, in_language
 from service.submission import Submission as SubmissionBody
 from service.worker.metrics import Metrics
 from service.worker.pool import InProcessPool
@@ -65,7 +65,7 @@ def _graded_with_card_lost(sessions, grader, body: SubmissionBody) -> tuple[str,
     cards: list[Performance] = []
     got = threading.Event()
     report = grader.grade(body, submission_id=submission_id, secret_seed=secret_seed,
-                          on_speed=lambda card: (cards.append(card), got.set()))
+                          on_speed=lambda card, _: (cards.append(card), got.set()))
     assert report.status == "graded" and report.performance.status == "pending"
     with sessions() as session:
         assert store.finish(session, claim, report) is not None
@@ -129,8 +129,15 @@ def test_a_card_lost_with_its_process_is_marked_interrupted_by_the_sweep(session
     assert "中断" in render("speed.interrupted", "zh") and "重新评分" in render("speed.interrupted", "zh")
     assert last.performance.model_dump(exclude={"status", "reason"}) == first.performance.model_dump(
         exclude={"status", "reason"}), "the card keeps its shape and bytes, and gets no figures"
-    assert last.model_dump(exclude={"performance"}) == first.model_dump(exclude={"performance"})
+    card_only = {"performance": True, "translations": {"__all__": {"performance"}}}
+    assert last.model_dump(exclude=card_only) == first.model_dump(exclude=card_only)
     assert first.score == last.score and last.score.passed
+    # In the other language too (#21.2): the pending card said there becomes the interrupted one.
+    other = "en" if last.language == "zh" else "zh"
+    assert in_language(first, other).performance.reason == render("speed.pending", other)
+    switched = in_language(last, other).performance
+    assert switched.status == "not_measured" and switched.reason == render("speed.interrupted", other)
+    assert switched.claim == in_language(first, other).performance.claim != last.performance.claim
     assert events == ["submission.graded", "submission.speed_measured"]
     assert {sid: _state(sessions, sid) for sid in (lost, young)} == before, "no grade, attempt or fact moved"
     assert young_history == [("initial", "pending")], "a card still within its budget is left to its process"

@@ -4,6 +4,7 @@ the HBM ceiling and of the copy bandwidth, speed-up over the baseline). The timi
 GPU: tests/gpu/test_gpu_speed.py; the interpreter's report: tests/integration/test_speed_report.py."""
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -172,3 +173,50 @@ def test_the_cli_text_report_has_a_speed_line():
     print_report(_report(performance(SPEED, None, mode=DeviceMode.interpreter, language="en", cases_passed=True), "en"),
                  console)
     assert "speed (no points): not_measured: Not measured" in console.export_text()
+
+
+def test_in_language_swaps_the_cards_words_and_keeps_its_figures():
+    """#21.2: a report's translation carries its speed card in the other language; in_language puts
+    its words in place, the figures stay the report's; a stale card (another status) or none (a
+    report from before) leaves the card in the report's language."""
+    from service.report import SPEED_TEXTS, ReportTexts, in_language
+
+    run = _speed_run(_frame([0.010], [0.140], [0.150]))  # implausible: a note to say
+    zh = performance(SPEED, run, mode=DeviceMode.gpu, language="zh", cases_passed=True)
+    en = performance(SPEED, run, mode=DeviceMode.gpu, language="en", cases_passed=True)
+    report = _report(zh, "zh").model_copy(update={"translations": {"en": ReportTexts(performance=en)}})
+    switched = in_language(report, "en").performance
+    assert switched.model_dump(include=set(SPEED_TEXTS)) == en.model_dump(include=set(SPEED_TEXTS))
+    assert switched.claim == SPEED.claim.in_("en") != zh.claim and "HBM ceiling" in switched.note
+    assert switched.model_dump(exclude=set(SPEED_TEXTS)) == zh.model_dump(exclude=set(SPEED_TEXTS))
+    html = _page(in_language(report, "en"), "en")
+    assert SPEED.claim_source.in_("en") in html and SPEED.claim_source.in_("zh") not in html
+
+    stale = report.model_copy(update={"translations": {"en": ReportTexts(
+        performance=performance(SPEED, None, mode=DeviceMode.gpu, language="en", cases_passed=True))}})
+    assert in_language(stale, "en").performance == zh
+    assert in_language(_report(zh, "zh").model_copy(update={"translations": {"en": ReportTexts()}}),
+                       "en").performance == zh
+
+
+def test_a_card_is_restated_from_itself_where_its_words_are_all_codes():
+    """speed.restated: the memo's card or a pending one said again in the other language; a card
+    holding the sandbox's words (an error on the large input) is not."""
+    from service.grading.speed import restated, unmeasured
+
+    for code in ("speed.pending", "speed.not_passed", "speed.busy", "speed.reused_pending"):
+        card = unmeasured(SPEED, code, language="zh", cases_passed=True)
+        assert restated(card, SPEED, said_in="zh", language="en") == unmeasured(SPEED, code, language="en",
+                                                                              cases_passed=True)
+    run = _speed_run(_frame([0.010], [0.140], [0.150]))
+    measured = performance(SPEED, run, mode=DeviceMode.gpu, language="zh", cases_passed=True).model_copy(
+        update={"reused": True})
+    again = restated(measured, SPEED, said_in="zh", language="en")
+    assert again == performance(SPEED, run, mode=DeviceMode.gpu, language="en", cases_passed=True).model_copy(
+        update={"reused": True})
+    failed = performance(SPEED, SpeedRun(status="error", error="boom", device=H200), mode=DeviceMode.gpu,
+                         language="zh", cases_passed=True)
+    assert restated(failed, SPEED, said_in="zh", language="en") is None
+    no_baseline = dataclasses.replace(_speed_run(_frame([0.07], [0.14], [0.15])), baseline={}, error="raised")
+    card = performance(SPEED, no_baseline, mode=DeviceMode.gpu, language="zh", cases_passed=True)
+    assert card.note and restated(card, SPEED, said_in="zh", language="en") is None

@@ -16,7 +16,7 @@ from service.db.models import ReportFact, ReportRow, ReviewFlag, Submission, Web
 from service.exercises import ExerciseCatalog
 from service.grades.policy import grade_columns
 from service.grading.speed import unmeasured
-from service.report import BenchTiming, Performance, Report
+from service.report import BenchTiming, Performance, Report, in_language
 from service.review import DecisionRequest
 from tests.unit import test_lti_scores as lti
 from tests.unit.test_lti_scores import issue, report, submitted
@@ -113,3 +113,30 @@ def test_the_card_of_an_earlier_grading_never_lands_on_a_regrade(db):
         assert store.add_speed_revision(session, row.id, _measured(), graded_report_id=first_id) is None
         revision = store.add_speed_revision(session, row.id, _measured(), graded_report_id=regrade.id)
         assert revision is not None and (revision.seq, revision.reason) == (4, "speed")
+
+
+def test_the_revision_replaces_the_card_in_the_other_language_too(db):
+    """#21.2: the report's translations get the revision's card in their language, or none (the card
+    then shows in the report's language), never the pending card they had; also over a TA decision."""
+    pending_zh = unmeasured(SPEED, "speed.pending", language="zh", cases_passed=True).model_dump(mode="json")
+    measured_zh = {**_measured(), "claim": SPEED.claim.in_("zh"), "claim_source": SPEED.claim_source.in_("zh"),
+                   "bytes_note": SPEED.bytes_note.in_("zh"), "baseline_label": SPEED.baseline.label.in_("zh")}
+    with db() as session:
+        first = submitted(session, "stu", attempt=1)
+        second = submitted(session, "two", attempt=1)
+        for row in (first, second):
+            issue(session, row, {**_pending(9.0, veto="suspected"),
+                                 "translations": {"zh": {"performance": pending_zh}}})
+        decide(session, first.id, DecisionRequest(veto="coincidental_pass", action="dismiss", reason="fine"),
+               actor="ta")
+        assert store.add_speed_revision(session, first.id, _measured(), translations={"zh": measured_zh}) is not None
+        assert store.add_speed_revision(session, second.id, _measured()) is not None
+    with db() as session:
+        said, unsaid = (Report.model_validate(session.get_one(ReportRow, session.get_one(
+            Submission, sid).current_report_id).report) for sid in ("s1stu", "s1two"))
+    assert said.vetoes[0].status == "dismissed"
+    switched = in_language(said, "zh").performance
+    assert switched.status == "measured" and switched.claim == SPEED.claim.in_("zh") != said.performance.claim
+    assert switched.kernel == said.performance.kernel
+    assert unsaid.translations["zh"].performance is None
+    assert in_language(unsaid, "zh").performance == unsaid.performance
