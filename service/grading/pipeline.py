@@ -60,7 +60,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kernelgrade.grader")
 
-ENVIRONMENT_RETRY_S = 30.0  # learn_environment: how often a grader that knows no environment asks the memo
+ENVIRONMENT_RETRY_S = 1.0  # learn_environment: how often a grader that knows no environment asks the memo
+# (one grouped query on an index; longer made a fast-only worker started on an empty memo send the
+# programs of its first half minute to the sandbox queue unparked)
 CLAIM_MARGIN_S = 60.0  # a memo claim outlives the run's time budget by this (inputs, comparison)
 GRADING_MARGIN_S = 120.0  # beyond the run and memo budgets, before a grading's lease stops being renewed
 
