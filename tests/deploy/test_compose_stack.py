@@ -146,14 +146,17 @@ def test_the_documented_stack_grades_the_example_through_the_api(stack):
 
 def test_a_worker_killed_mid_grade_is_restarted_and_the_submission_finishes(stack):
     example = json.loads((stack.folder / "exercises/lesson06_mean_var/example_submission.json").read_text())
-    # A burst of fills other than the example's (the verdict memo would answer the example without a
-    # sandbox), so that the sandbox worker (concurrency 1) goes from one to the next: one grading on a warm
-    # sandbox takes well under a second here, so a kill aimed at one grading mostly lands after it. The
-    # kill lands once one member is graded and another is running. "running" may also be the fast worker's
-    # claim (its part before the hand-over), so the lost lease shows in the end: a member graded after
-    # two attempts, the killed worker's lease and the restarted one's. If none, the next burst tries again.
-    bursts = [["mask = N > cols", "mask = cols <= N - 1", "mask = N - 1 >= cols", "mask = cols + 1 <= N"],
-              ["mask = N >= cols + 1", "mask = cols - N < 0", "mask = 0 > cols - N", "mask = cols < N + 0"]]
+    # Bursts of blank fills other than the example's `mask` (the verdict memo would answer the example
+    # without a sandbox; an edit outside the blank is put back, so only the blank makes a new program).
+    # One grading on a warm sandbox takes well under a second here and is claimed twice (by
+    # worker-fast for its cheap part, then by the sandbox worker), so the kill waits until the sandbox
+    # worker's log shows a run task received and not yet finished: it is then claiming or holding a
+    # lease. The lost lease shows in the end as a member graded after two attempts (the killed worker's
+    # lease, then the restarted one's), and only a member still running at the kill may have two. A kill
+    # that still landed between two runs proves nothing: the next burst tries again.
+    bursts = [["N > cols", "cols <= N - 1", "N - 1 >= cols", "cols + 1 <= N"],
+              ["N >= cols + 1", "cols - N < 0", "0 > cols - N", "cols < N + 0"],
+              ["cols - 0 < N", "N + 0 > cols", "cols < 0 + N", "cols < N"]]
     with httpx.Client(base_url=stack.url, headers={"Authorization": f"Bearer {key_of(stack)}"}, timeout=60) as client:
         for fills in bursts:
             worker = stack.container("worker")
@@ -162,7 +165,7 @@ def test_a_worker_killed_mid_grade_is_restarted_and_the_submission_finishes(stac
             restarts = _restarts(worker)
             ids = []
             for fill in fills:
-                code = example["code"].replace("mask = cols < N", fill)
+                code = example["code"].replace("tl.where(mask, ", f"tl.where({fill}, ", 1)  # the blank
                 assert code != example["code"]
                 response = client.post("/v1/submissions", json={**example, "code": code})
                 assert response.status_code == 202, response.text
@@ -171,8 +174,8 @@ def test_a_worker_killed_mid_grade_is_restarted_and_the_submission_finishes(stac
             def statuses() -> dict[str, str]:
                 return {i: client.get(f"/v1/submissions/{i}").json()["status"] for i in ids}
 
-            wait_for(lambda: {"graded", "running"} <= set(statuses().values()), timeout=300, interval=0.02,
-                     what="one member graded and another running", on_timeout=stack.logs)
+            wait_for(lambda: _run_in_progress(worker) and "running" in statuses().values(), timeout=300,
+                     interval=0.05, what="the sandbox worker to run a burst member", on_timeout=stack.logs)
             os.kill(int(pid), 9)  # the sandbox worker container's init dies: a crash, which the restart policy answers
             running_after_kill = {i for i, status in statuses().items() if status == "running"}
             wait_for(lambda: _restarts(worker) > restarts and _running(worker), timeout=120,
@@ -190,6 +193,15 @@ def test_a_worker_killed_mid_grade_is_restarted_and_the_submission_finishes(stac
                 return
         pytest.fail(f"in each of {len(bursts)} bursts the kill landed while the sandbox worker held no lease: "
                     "the test proved nothing")
+
+
+def _run_in_progress(container: str) -> bool:
+    """The sandbox worker's log shows a `kernelgrade.run` task received and not yet finished."""
+    out = subprocess.run(["docker", "logs", container], capture_output=True, text=True)
+    log = out.stdout + out.stderr
+    received = re.findall(r"Task kernelgrade\.run\[([\w-]+)\] received", log)
+    ended = set(re.findall(r"Task kernelgrade\.run\[([\w-]+)\] (?:succeeded|failed|raised|retry)", log))
+    return any(task not in ended for task in received)
 
 
 def _restarts(container: str) -> int:
