@@ -88,4 +88,4 @@ def course_decisions(session: Session, course_id: str) -> list[tuple[Decision, S
     """Every decision on the course's submissions, oldest first (the CSV export)."""
     return [(decision, submission) for decision, submission in session.execute(
         select(Decision, Submission).join(Submission, Submission.id == Decision.submission_id)
-        .where(Submission.course_id == course_id).order_by(Decision.created_at, Decision.id)).tuples()]
+        .where(Submission.course_id == course_id).order_by(Decision.created_at, Decision.id))]
