@@ -63,19 +63,18 @@ def apply_decision(report: Report, decision: DecisionRequest, *, actor: str) -> 
         if points > old.max_points:
             raise DecisionError(f"{old.id} is worth at most {old.max_points:g} points")
         status = "pass" if points == old.max_points else "fail" if points == 0 else "partial"
+
+        def ta_line(lang: str) -> str:
+            return "\n" + render("review.ta_decision", lang, points=f"{points:g}", max=f"{old.max_points:g}",
+                                  reason=decision.reason)
+
         new = old.model_copy(update={
-            "points": points, "status": status,
-            "feedback": f"{old.feedback}\n" + render("review.ta_decision", report.language, points=f"{points:g}",
-                                                      max=f"{old.max_points:g}", reason=decision.reason),
+            "points": points, "status": status, "feedback": old.feedback + ta_line(report.language),
             "evidence": {**old.evidence, "ta_decision": {**stamp, "points_before": old.points}},
         })
         items[index] = new
-        report = report.model_copy(update={"translations": {  # the TA's words in the other language too
-            lang: texts.model_copy(update={"items": {**texts.items, old.id: texts.items[old.id].model_copy(update={
-                "feedback": texts.items[old.id].feedback + "\n" + render(
-                    "review.ta_decision", lang, points=f"{points:g}", max=f"{old.max_points:g}",
-                    reason=decision.reason)})}}) if old.id in texts.items else texts
-            for lang, texts in report.translations.items()}})
+        report = report.model_copy(update={"translations": {  # the TA's line in the other language too
+            lang: _with_item_feedback(texts, old.id, ta_line(lang)) for lang, texts in report.translations.items()}})
         before, after = {"points": old.points, "status": old.status}, {"points": new.points, "status": new.status}
     else:
         index = next((i for i, v in enumerate(vetoes) if v.rule == decision.veto), None)
@@ -111,6 +110,15 @@ def rescored(report: Report, *, items: list[Item], vetoes: list[Veto], carried: 
                   requirements=requirements)
     return report.model_copy(update={"items": items, "vetoes": vetoes, "score": score, "carried_decisions": carried,
                                      "translations": translations, "created_at": datetime.now(UTC)})
+
+
+def _with_item_feedback(texts: ReportTexts, item_id: str, line: str) -> ReportTexts:
+    """`texts` with `line` added to item `item_id`'s feedback (where it has the item)."""
+    said = texts.items.get(item_id)
+    if said is None:
+        return texts
+    return texts.model_copy(update={"items": {**texts.items, item_id: said.model_copy(
+        update={"feedback": said.feedback + line})}})
 
 
 def _requirements_in(texts: ReportTexts, report: Report, *, items: list[Item], vetoes: list[Veto],
