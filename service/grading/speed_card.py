@@ -50,17 +50,14 @@ def follow(phase: SpeedPhase, *, card: Callable[[SpeedRun, str], Performance], l
     run as it is). A failure here costs only the card: the revision then says why it has no figures."""
 
     def run() -> None:
-        speed = SpeedRun(status="skipped", said=Said("sandbox.speed_unparsable"))
-        carded = speed  # the run the card was built from
         try:
-            speed = phase.collect()
+            speed = phase.collect()  # the run the card is built from, in every language
             result = card(speed, language)
-            carded = speed
         except Exception:  # noqa: BLE001 - a bug of ours must not leave the sandbox or the card behind
             log.exception("speed phase of %s failed", name)
             phase.cancel()
-            carded = SpeedRun(status="skipped", said=Said("sandbox.speed_unparsable"))
-            result = card(carded, language)
+            speed = SpeedRun(status="skipped", said=Said("sandbox.speed_unparsable"))
+            result = card(speed, language)
         finally:
             if release is not None:
                 release()  # the sandbox is gone: another grading's phase may go on after its grade
@@ -72,7 +69,7 @@ def follow(phase: SpeedPhase, *, card: Callable[[SpeedRun, str], Performance], l
                 memo.set_performance(memo_key, result)
             except Exception:  # noqa: BLE001 - the memo is an optimisation
                 log.exception("could not store the speed card of %s in the memo", name)
-        _deliver(on_speed, result, _said_in(lambda lang: card(carded, lang), others, name), name)
+        _deliver(on_speed, result, _said_in(lambda lang: card(speed, lang), others, name), name)
 
     return _background(run, f"speed-{name[:8]}")
 
