@@ -136,7 +136,7 @@ def _drive(task, sessions, grader, claim, *, settings: Settings, metrics, may_ru
     from service.worker.grading import grade_claimed
 
     if not may_run and settings.worker_lane == "fast":
-        grader.learn_environment()  # it never runs a sandbox: the memo tells it (at most every 30 s)
+        grader.learn_environment()  # it never runs a sandbox: the memo tells it (at most once a second)
     parked: list = []
 
     def on_step(step, claims: list) -> bool:
