@@ -4,6 +4,7 @@ case's drawn shape resolves under a secret seed (replay gives the same). A leaf:
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import math
 import re
@@ -156,14 +157,18 @@ def _past_pow2(n: int) -> bool:
 
 def shape_candidates(draw: ShapeDraw, fixed: frozenset[int] | set[int]) -> list[int]:
     """Every width the family allows in its range, less the fixed cases' widths."""
+    return list(_candidates(draw.family, *draw.cols, frozenset(fixed)))
+
+
+@functools.lru_cache(maxsize=256)  # drawn for every grading from a handful of catalog ranges
+def _candidates(family: str, lo: int, hi: int, fixed: frozenset[int]) -> tuple[int, ...]:
     keep = {
         "ragged": lambda n: n & (n - 1) != 0,
         "wide": lambda n: n & (n - 1) != 0,
         "prime": _is_prime,
         "past_pow2": _past_pow2,
-    }[draw.family]
-    lo, hi = draw.cols
-    return [n for n in range(lo, hi + 1) if keep(n) and n not in fixed]
+    }[family]
+    return tuple(n for n in range(lo, hi + 1) if keep(n) and n not in fixed)
 
 
 class CaseSpec(_Strict):
@@ -515,7 +520,8 @@ class ExerciseSpec(_Strict):
 
     def cases_for(self, secret_seed: int) -> list[CaseSpec]:
         """The cases as graded under `secret_seed`: drawn shapes resolved (replay gives the same)."""
-        return [resolve_case(c, secret_seed, self.fixed_widths) for c in self.cases]
+        fixed = self.fixed_widths
+        return [resolve_case(c, secret_seed, fixed) for c in self.cases]
 
     @property
     def forward_outputs(self) -> list[str]:

@@ -8,6 +8,7 @@ definitions and the check separately.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import io
 import tokenize
@@ -32,17 +33,23 @@ class Program:
         return hashlib.sha256(self.source.encode("utf-8")).hexdigest()
 
 
+@functools.lru_cache(maxsize=64)
+def _blank_spans(template_src: str) -> tuple[tuple[tuple[int, int], tuple[int, int]], ...]:
+    """Where each blank's token starts and ends: tokenized once per template (a few per catalog)."""
+    return tuple((tok.start, tok.end) for tok in tokenize.generate_tokens(io.StringIO(template_src).readline)
+                 if tok.type == tokenize.NAME and tok.string == BLANK)
+
+
 def assemble(template_src: str, fills: Sequence[str | None]) -> Program:
-    spots = [tok for tok in tokenize.generate_tokens(io.StringIO(template_src).readline)
-             if tok.type == tokenize.NAME and tok.string == BLANK]
+    spots = _blank_spans(template_src)
     if len(spots) != len(fills):
         raise ValueError(f"template has {len(spots)} blanks, got {len(fills)} fills")
     present = [fill for fill in fills if fill is not None]  # an extraction without an error found every blank
     if len(present) != len(fills):
         raise ValueError(f"blanks without a fill: {[i + 1 for i, f in enumerate(fills) if f is None]}")
     lines = template_src.splitlines(keepends=True)
-    for tok, fill in sorted(zip(spots, present), key=lambda pair: pair[0].start, reverse=True):
-        (row, col), (_, end_col) = tok.start, tok.end
+    for span, fill in sorted(zip(spots, present), key=lambda pair: pair[0][0], reverse=True):
+        (row, col), (_, end_col) = span
         line = lines[row - 1]
         if line.strip() == BLANK:  # a block blank: the fill's statements, indented like the blank
             indent = line[:col]

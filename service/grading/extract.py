@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -160,8 +161,10 @@ def _static_hint(t: ast.stmt | None, s: ast.stmt | None, language: str = "zh") -
 
 
 class _Matcher:
-    def __init__(self, template_src: str, submission_src: str, language: str = "zh") -> None:
+    def __init__(self, template_src: str, submission_src: str, language: str = "zh",
+                 t_dumps: dict[int, str] | None = None) -> None:
         self.t_src, self.s_src, self.language = template_src, submission_src, language
+        self.t_dumps = t_dumps or {}  # the template's statements' dumps, by id (see _template)
         self.fills: dict[tuple[int, int], ast.expr | list[ast.stmt]] = {}
         self.changed: list[tuple[ast.stmt, ast.stmt]] = []
         self.edits: list[EditReport] = []
@@ -173,7 +176,7 @@ class _Matcher:
         block = next((i for i, t in enumerate(t_list) if is_block_blank(t)), None)
         if block is not None:
             return self._block(t_list, s_list, block)
-        t_keys = [_dump(t) for t in t_list]
+        t_keys = [self.t_dumps.get(id(t)) or _dump(t) for t in t_list]
         s_keys = [_dump(s) for s in s_list]
         ops = difflib.SequenceMatcher(a=t_keys, b=s_keys, autojunk=False).get_opcodes()
         for tag, i1, i2, j1, j2 in ops:
@@ -333,10 +336,19 @@ def _first_lines(text: str | None, limit: int = 6) -> str:
     return "\n".join(lines[:limit] + (["…"] if len(lines) > limit else []))
 
 
+@functools.lru_cache(maxsize=64)
+def _template(template_src: str) -> tuple[ast.Module, list[tuple[int, int]], dict[int, str]]:
+    """A template's tree, its blanks and its statements' dumps (by id: valid while this entry holds
+    the tree), made once: the catalog's few templates are graded thousands of times, and nothing
+    here writes to a tree."""
+    template = cast(ast.Module, syntax.parse(template_src))  # mode "exec" (the default) parses to a Module
+    dumps = {id(n): _dump(n) for n in ast.walk(template) if isinstance(n, ast.stmt)}
+    return template, blank_positions(template), dumps
+
+
 def extract(template_src: str, submission_src: str, *, language: str = "zh") -> Extraction:
     """The fills and the edits outside them; `error` (in `language`) when the code cannot be compared."""
-    template = cast(ast.Module, syntax.parse(template_src))  # mode "exec" (the default) parses to a Module
-    spots = blank_positions(template)
+    template, spots, t_dumps = _template(template_src)
     if "\x00" in submission_src:
         return Extraction(fills=[None] * len(spots), error=render("extract.error.nul", language))
     try:
@@ -348,7 +360,7 @@ def extract(template_src: str, submission_src: str, *, language: str = "zh") -> 
     except (ValueError, RecursionError, MemoryError) as exc:
         return Extraction(fills=[None] * len(spots),
                           error=render("extract.error.unparsable", language, exception=type(exc).__name__))
-    matcher = _Matcher(template_src, submission_src, language)
+    matcher = _Matcher(template_src, submission_src, language, t_dumps)
     try:
         matcher.stmts(template.body, submission.body)
     except RecursionError:

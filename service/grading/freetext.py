@@ -17,6 +17,7 @@ decision replaces it. Empty and off-topic answers score 0 with high confidence a
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import math
 import re
@@ -111,6 +112,11 @@ def normalise(text: str) -> str:
     return unicodedata.normalize("NFKC", text.replace("\x00", "")).lower()
 
 
+@functools.lru_cache(maxsize=8192)  # a class writes in a few thousand distinct characters
+def _fold_char(ch: str) -> str:
+    return normalise(ch)
+
+
 def _sentences(text: str) -> list[tuple[int, int]]:
     spans, start = [], 0
     for m in _SENTENCE_END.finditer(text):
@@ -158,9 +164,13 @@ class _Text(str):
         full = normalise(raw)
         text = cls(full.strip())
         text.original, text.offsets = raw, None
+        if raw.isascii():  # folding ASCII is lower-casing: character i stays character i
+            lead = len(full) - len(full.lstrip())
+            text.offsets = list(range(lead, lead + len(text))) + [len(raw)]
+            return text
         pieces, offsets = [], []
         for i, ch in enumerate(raw):
-            folded = normalise(ch)
+            folded = _fold_char(ch)
             pieces.append(folded)
             offsets.extend([i] * len(folded))
         if "".join(pieces) == full:  # per-character folding agrees (it nearly always does)
@@ -627,19 +637,22 @@ def _looks_stuffed(text: str, matches: dict[str, list[_Match]], links: list[dict
 
 
 def score_text(*, item_id: str, title: str, max_points: float, question: Question, answer: str,
-               fills: Sequence[str | None] | None = None, language: str = "zh") -> Item:
-    """The rubric item for one written answer, with feedback the student can act on."""
-    result = score_answer(question, answer, max_points, fills=fills)
+               fills: Sequence[str | None] | None = None, language: str = "zh",
+               result: TextScore | None = None) -> Item:
+    """The rubric item for one written answer, with feedback the student can act on. `result`: the
+    answer's score already computed (score_answer) for this grading, said again in `language`."""
+    result = result or score_answer(question, answer, max_points, fills=fills)
     points = min(result.points, max_points)
     status = "needs_review" if result.confidence < REVIEW_THRESHOLD else ("pass" if points == max_points else
                                                                           "fail" if points == 0 else "partial")
     return Item(id=item_id, title=title, points=points, max_points=max_points, status=status,
                 feedback="\n".join(t for t in (_not_the_fill_feedback(result, language),
                                                _feedback(question, result, language)) if t),
-                evidence={"found": result.found, "missing": result.missing, "links": result.links,
-                          "missing_links": result.missing_links, "misconceptions": result.misconceptions,
-                          "flags": result.flags, "confidence": result.confidence, "kind": result.kind,
-                          "not_the_fill": result.not_the_fill, "suspected": result.suspected,
+                # copies: one TextScore may be said in several languages (rubric.score_items)
+                evidence={"found": [*result.found], "missing": [*result.missing], "links": [*result.links],
+                          "missing_links": [*result.missing_links], "misconceptions": [*result.misconceptions],
+                          "flags": [*result.flags], "confidence": result.confidence, "kind": result.kind,
+                          "not_the_fill": [*result.not_the_fill], "suspected": [*result.suspected],
                           "copied_reference": result.copied_reference,
                           "method": "concept rubric + causal links (automatic)"})
 

@@ -26,6 +26,7 @@ from service.grading.cases import case_texts, compare_cases, overwritten_inputs
 from service.grading.claims import parse_claim, unverified_claim
 from service.grading.extract import extract
 from service.grading.fills import rejected_fill
+from service.grading.freetext import TextScore
 from service.grading.given import given_output_in, verify_given
 from service.grading.inputs import case_seed
 from service.grading.memo import MemoEntry, VerdictMemo, memo_key, memoisable, settled_environment
@@ -356,8 +357,10 @@ class Grader:
                            for lang in other_languages(language)}
             performance = self._performance(exercise, None, cases, language)
 
+        text_scores: dict[str, TextScore] = {}  # the written answers' scores, said again in the other language
         items = rubric.score_items(exercise, submission, cases, not_run_reason=not_run_reason, diagnoses=diagnoses,
-                                   assist=self.assist, fills=extraction.fill_sources, language=language)
+                                   assist=self.assist, fills=extraction.fill_sources, language=language,
+                                   text_scores=text_scores)
         if reused is not None:
             items = [_mark_reused(item, language) if _is_cases_item(item, spec) else item for item in items]
         vetoes = rubric.edit_vetoes(extraction.edits, language=language)
@@ -412,7 +415,8 @@ class Grader:
                 else restate(performance, lang) if performance is not None else None
                 for lang in other_languages(language)}
             return translated(report, exercise=exercise, submission=submission, cases=other_cases,
-                              given_outputs=other_given, performances=other_cards)
+                              given_outputs=other_given, performances=other_cards, extraction=extraction,
+                              text_scores=text_scores)
         except Exception:  # noqa: BLE001 - the other language is an addition: the grade stands without it
             log.exception("could not say the report of %s in the other language", submission_id)
             return report

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 
 from service.exercises import Exercise, RubricItem
-from service.grading.freetext import score_text
+from service.grading.freetext import TextScore, score_answer, score_text
 from service.grading.model_assist import ModelAssist
 from service.messages import render
 from service.report import CaseReport, Diagnosis, EditReport, Item, Score, Veto
@@ -58,9 +58,12 @@ def _case_failure(case: CaseReport, language: str) -> str:
 
 def score_items(exercise: Exercise, submission: Submission, cases: list[CaseReport], *,
                 not_run_reason: str | None, diagnoses: list[Diagnosis], assist: ModelAssist | None = None,
-                fills: list[str | None] | None = None, language: str | None = None) -> list[Item]:
+                fills: list[str | None] | None = None, language: str | None = None,
+                text_scores: dict[str, TextScore] | None = None) -> list[Item]:
     """`fills`: the submitted fills' canonical sources; explanations are scored against them.
-    `language`: the report's (default: the exercise's)."""
+    `language`: the report's (default: the exercise's). `text_scores`: one grading's written-answer
+    scores by item id, filled by its first call and reused by the next (the report said in another
+    language scores nothing twice: a score does not depend on the language it is said in)."""
     items = []
     lang = language or exercise.spec.language
     for item in exercise.spec.rubric:
@@ -71,8 +74,13 @@ def score_items(exercise: Exercise, submission: Submission, cases: list[CaseRepo
         if item.question is None:  # the spec refuses it (RubricItem._check): a text item names its question
             raise ValueError(f"rubric item {item.id}: a text item needs the question it grades")
         question, answer = exercise.question(item.question), submission.answer(item.question)
+        result = text_scores.get(item.id) if text_scores is not None else None
+        if result is None:
+            result = score_answer(question, answer, item.points, fills=fills)
+            if text_scores is not None:
+                text_scores[item.id] = result
         scored = score_text(item_id=item.id, title=item.title.in_(lang), max_points=item.points, question=question,
-                            answer=answer, fills=fills, language=lang)
+                            answer=answer, fills=fills, language=lang, result=result)
         items.append(assist.annotate(scored, question, answer, language=lang) if assist is not None else scored)
     return items
 

@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from service.exercises import Exercise
 from service.grading import passrule, rubric
 from service.grading.claims import parse_claim, unverified_claim
-from service.grading.extract import extract
+from service.grading.extract import Extraction, extract
 from service.grading.fills import rejected_fill
+from service.grading.freetext import TextScore
 from service.messages import LANGUAGES, Language, render
 from service.report import (
     CaseTexts,
@@ -41,17 +42,20 @@ def diagnosis_in(diagnosis: Diagnosis, language: str) -> Diagnosis:
 
 
 def report_texts(report: Report, *, exercise: Exercise, submission: Submission, cases: dict[str, CaseTexts],
-                 given_output: str, language: Language, performance: Performance | None = None) -> ReportTexts:
+                 given_output: str, language: Language, performance: Performance | None = None,
+                 extraction: Extraction | None = None, text_scores: dict[str, TextScore] | None = None) -> ReportTexts:
     """`report` (graded from `submission`) said in `language`. `cases`: its cases' texts in `language`
     (cases.case_texts, or the verdict memo's); `given_output`: the given check's output in it;
-    `performance`: its speed card in it (built from the same figures)."""
+    `performance`: its speed card in it (built from the same figures). `extraction` and
+    `text_scores`: the grading's own (rubric.score_items), so that nothing is analysed twice."""
     spec = exercise.spec
-    extraction = extract(exercise.template, submission.code, language=language)
+    if extraction is None or extraction.error is not None or extraction.edits:  # words to say again
+        extraction = extract(exercise.template, submission.code, language=language)
     not_run_reason = extraction.error or rejected_fill(exercise, extraction, language)
     case_reports = [c.model_copy(update=cases[c.id].model_dump()) if c.id in cases else c for c in report.cases]
     diagnoses = [diagnosis_in(d, language) for d in report.diagnoses]
     said = rubric.score_items(exercise, submission, case_reports, not_run_reason=not_run_reason, diagnoses=diagnoses,
-                              fills=extraction.fill_sources, language=language)
+                              fills=extraction.fill_sources, language=language, text_scores=text_scores)
     by_id = {i.id: i for i in said}
     items: dict[str, ItemTexts] = {}
     for item in report.items:  # the report's own points and statuses; only the words are new
@@ -91,11 +95,13 @@ def report_texts(report: Report, *, exercise: Exercise, submission: Submission, 
 
 def translated(report: Report, *, exercise: Exercise, submission: Submission,
                cases: dict[str, dict[str, CaseTexts]], given_outputs: dict[str, str],
-               performances: Mapping[str, Performance | None] | None = None) -> Report:
+               performances: Mapping[str, Performance | None] | None = None,
+               extraction: Extraction | None = None, text_scores: dict[str, TextScore] | None = None) -> Report:
     """`report` with its texts in every other language (`cases`, `given_outputs`, `performances`:
-    by language)."""
+    by language; `extraction`, `text_scores`: as in report_texts)."""
     return report.model_copy(update={"translations": {
         lang: report_texts(report, exercise=exercise, submission=submission, cases=cases.get(lang, {}),
                            given_output=given_outputs.get(lang, ""), language=lang,
-                           performance=(performances or {}).get(lang))
+                           performance=(performances or {}).get(lang), extraction=extraction,
+                           text_scores=text_scores)
         for lang in other_languages(report.language)}})

@@ -1,0 +1,68 @@
+"""A grading scores each written answer once and says it in both languages (rubric.score_items'
+`text_scores`): the report in the other language must read exactly as if it had been scored
+afresh in that language, on every exercise, for answers right, wrong and mixed-script; and the
+answer's ASCII fast path quotes the student's own words as the per-character fold does."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from service.config import REPO_ROOT
+from service.exercises import ExerciseCatalog
+from service.grading import rubric
+from service.grading.extract import extract
+from service.grading.freetext import _Text, score_answer
+from service.submission import Submission
+
+CATALOG = ExerciseCatalog(REPO_ROOT / "exercises")
+
+
+def _submissions(exercise_id: str) -> list[Submission]:
+    exercise = CATALOG.get(exercise_id)
+    example = json.loads((exercise.root / "example_submission.json").read_text(encoding="utf-8"))
+    good = Submission(exercise=exercise_id, code=exercise.solution, answers=example["answers"],
+                      explanation=example["explanation"], claimed_output=example.get("claimed_output", ""))
+    terse = {q: "  Mask → 0 → mean OK; 否则 padding 会算进去 ->  WRONG  " for q in example["answers"]}
+    odd = good.model_copy(update={"answers": terse, "explanation": "BLOCK is just a convention, any value works"})
+    return [good, odd]
+
+
+@pytest.mark.parametrize("exercise_id", CATALOG.ids())
+def test_a_shared_score_says_the_same_as_scoring_again(exercise_id):
+    exercise = CATALOG.get(exercise_id)
+    for submission in _submissions(exercise_id):
+        fills = extract(exercise.template, submission.code).fill_sources
+        shared: dict = {}
+        first = rubric.score_items(exercise, submission, [], not_run_reason=None, diagnoses=[], fills=fills,
+                                   language="zh", text_scores=shared)
+        assert shared, "the text items' scores were kept for the other language"
+        reused = rubric.score_items(exercise, submission, [], not_run_reason=None, diagnoses=[], fills=fills,
+                                    language="en", text_scores=shared)
+        afresh = rubric.score_items(exercise, submission, [], not_run_reason=None, diagnoses=[], fills=fills,
+                                    language="en")
+        assert [i.model_dump() for i in reused] == [i.model_dump() for i in afresh]
+        assert [i.points for i in first] == [i.points for i in afresh]
+
+
+@pytest.mark.parametrize("answer", ["  Padding lanes: x - mean = -mean, so (x-mean)^2 != 0 -> mask again.  ",
+                                    "MASK\tkeeps\nthe  tail", "", "   ", "x"])
+def test_ascii_answers_fold_and_quote_like_every_other_answer(answer):
+    text = _Text.of(answer)
+    # the per-character fold, as for non-ASCII text: character i of the answer stays character i
+    assert str(text) == answer.lower().strip()
+    assert text.offsets is not None and len(text.offsets) == len(text) + 1
+    assert all(answer[o].lower() == c for o, c in zip(text.offsets, str(text)))
+
+
+def test_a_shared_score_is_not_changed_by_the_report_that_used_it():
+    exercise = CATALOG.get("lesson06_mean_var")
+    question = exercise.question("explanation")
+    result = score_answer(question, question.reference_answer, 2.0, fills=["mask"])
+    flags = list(result.flags)
+    items = rubric.score_items(exercise, _submissions("lesson06_mean_var")[0], [], not_run_reason=None,
+                               diagnoses=[], fills=["mask"], language="zh",
+                               text_scores={i.id: result for i in exercise.spec.rubric if i.question == "explanation"})
+    for item in items:
+        item.evidence.get("flags", []).append("written-by-a-later-step")
+    assert result.flags == flags
