@@ -35,6 +35,7 @@ from service.exercises.spec import (
     resolve_case,
     shape_candidates,
     shape_seed,
+    with_shape,
 )
 
 __all__ = [
@@ -42,5 +43,5 @@ __all__ = [
     "ExerciseNotFound", "ExerciseSpec", "FillClaim", "GivenCheck", "GradSpec", "Misconception", "Mutant",
     "MutantExpectation", "NamedIdea", "PassRuleSpec", "Question", "Replacement", "ReportCaseKind", "RubricItem",
     "Scalar", "ShapeDraw", "ShapeFamily", "SpeedSpec", "Text", "Tolerance", "bytes_moved", "kit", "resolve_case",
-    "shape_candidates", "shape_seed",
+    "shape_candidates", "shape_seed", "with_shape",
 ]

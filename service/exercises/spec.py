@@ -221,6 +221,14 @@ def resolve_case(case: CaseSpec, secret_seed: int, fixed: frozenset[int] | set[i
     candidates = shape_candidates(draw, fixed)
     cols = int(candidates[int(rng.integers(len(candidates)))])
     rows = int(rng.integers(draw.rows[0], draw.rows[1] + 1)) if draw.rows else case.rows
+    return with_shape(case, cols, rows)
+
+
+def with_shape(case: CaseSpec, cols: int, rows: int) -> CaseSpec:
+    """A drawn case at the shape `cols` x `rows` (one its draw allows): what resolve_case gives for
+    a seed that draws it."""
+    assert case.draw is not None
+    draw = case.draw
     params = dict(case.params)
     for name, source in draw.params.items():
         params[name] = cols if source == "cols" else rows

@@ -29,13 +29,57 @@ from sandbox.backends.bwrap import BwrapBackend
 from sandbox.compile_cache import SharedCompileCache
 from sandbox.contract import DeviceMode, Limits
 from sandbox.runner import SandboxRunner
-from service.exercises import CaseSpec, Exercise, ExerciseCatalog
+from service.exercises import CaseSpec, Exercise, ExerciseCatalog, ExerciseSpec, shape_candidates, with_shape
 from service.grading.assemble import Program, assemble
 from service.grading.compile_parallel import COMPILE_SEED, ParallelCompile, ParallelCompiler
 from service.grading.extract import extract
 from service.grading.run import run_program
 
 log = logging.getLogger("kernelgrade.compile_cache")
+
+# Triton compiles one kernel per specialisation of its arguments: an integer's divisibility by 16
+# and whether it is 1 (`native_specialize_impl`), and each constexpr, which a kernel usually
+# derives from a width as its next power of two (BLOCK). A drawn case's width and row count pick
+# one of a few such classes, so a compile run covers each class once: a grading under any secret
+# seed then finds its kernels in the cache instead of compiling its drawn shapes (bench run D).
+MAX_VARIANTS_PER_CASE = 24
+MAX_VARIANT_ELEMENTS = 1 << 24  # per drawn case, all its variants together (inputs the warmer makes)
+
+
+def _shape_class(n: int) -> tuple[int, bool, bool]:
+    return (n - 1).bit_length(), n % 16 == 0, n == 1
+
+
+def covering_cases(spec: ExerciseSpec, secret_seed: int) -> list[CaseSpec]:
+    """`spec`'s cases under `secret_seed`, then each drawn case again at one shape of every
+    specialisation class its draw allows (up to MAX_VARIANTS_PER_CASE and MAX_VARIANT_ELEMENTS)."""
+    graded = spec.cases_for(secret_seed)
+    out = list(graded)
+    fixed = spec.fixed_widths
+    for case, drawn in zip(spec.cases, graded):
+        draw = case.draw
+        if draw is None or not case.secret:
+            continue
+        widths: dict[tuple[int, bool, bool], int] = {}
+        for n in shape_candidates(draw, fixed):
+            if case.stride is None or n < case.stride:  # a view of a wider tensor stays one
+                widths.setdefault(_shape_class(n), n)
+        heights: dict[tuple[int, bool, bool], int] = {}
+        for r in range(draw.rows[0], draw.rows[1] + 1) if draw.rows else (case.rows,):
+            heights.setdefault(_shape_class(r), r)
+        seen = {(_shape_class(drawn.cols), _shape_class(drawn.rows))}
+        added, elements = 0, 0
+        for width_class, cols in widths.items():
+            for height_class, rows in heights.items():
+                if (width_class, height_class) in seen or added >= MAX_VARIANTS_PER_CASE:
+                    continue
+                if elements + rows * max(cols, case.stride or 0) > MAX_VARIANT_ELEMENTS:
+                    continue
+                seen.add((width_class, height_class))
+                added += 1
+                elements += rows * max(cols, case.stride or 0)
+                out.append(with_shape(case, cols, rows).model_copy(update={"id": f"{case.id}-class{added}"}))
+    return out
 
 
 
@@ -200,8 +244,9 @@ class CompileWarmer:
         runner = SandboxRunner(backend=self.backend.with_triton_cache(TritonCacheMount(staging, writable=True,
                                                                                        reads=self.cache.root)),
                                limits=self.limits)
-        # The same run as a grading's (the speed phase's large shape included): the same kernels compile.
-        cases = exercise.spec.cases_for(COMPILE_SEED if secret_seed is None else secret_seed)
+        # The same run as a grading's (the speed phase's large shape included): the same kernels
+        # compile, and those of every other shape a drawn case may take.
+        cases = covering_cases(exercise.spec, COMPILE_SEED if secret_seed is None else secret_seed)
         arrays = {c.id: exercise.make_inputs(c, COMPILE_SEED) for c in cases}
         try:
             run = run_program(runner, exercise, program, arrays, mode=self.mode, device_index=self.device_index,
