@@ -40,8 +40,10 @@ log = logging.getLogger("kernelgrade.compile_cache")
 # Triton compiles one kernel per specialisation of its arguments: an integer's divisibility by 16
 # and whether it is 1 (`native_specialize_impl`), and each constexpr, which a kernel usually
 # derives from a width as its next power of two (BLOCK). A drawn case's width and row count pick
-# one of a few such classes, so a compile run covers each class once: a grading under any secret
-# seed then finds its kernels in the cache instead of compiling its drawn shapes (bench run D).
+# one of a few such classes, so a compile run covers each class once: where widths are runtime
+# integers, a grading under any secret seed finds its kernels in the cache. Where the width itself
+# is a constexpr (lessons 5-7 pass N and the stride so), every width is a kernel of its own and a
+# grading still compiles its drawn cases (docs/benchmarks.md, run F).
 MAX_VARIANTS_PER_CASE = 24
 MAX_VARIANT_ELEMENTS = 1 << 24  # per drawn case, all its variants together (inputs the warmer makes)
 

@@ -641,7 +641,8 @@ def score_text(*, item_id: str, title: str, max_points: float, question: Questio
                result: TextScore | None = None) -> Item:
     """The rubric item for one written answer, with feedback the student can act on. `result`: the
     answer's score already computed (score_answer) for this grading, said again in `language`."""
-    result = result or score_answer(question, answer, max_points, fills=fills)
+    if result is None:
+        result = score_answer(question, answer, max_points, fills=fills)
     points = min(result.points, max_points)
     status = "needs_review" if result.confidence < REVIEW_THRESHOLD else ("pass" if points == max_points else
                                                                           "fail" if points == 0 else "partial")
