@@ -130,6 +130,16 @@ class SpeedJob(BaseModel):
         "so the speed phase's plumbing (sandbox/speed_phase.py) can be tested without a GPU"))
 
 
+class CompileAhead(BaseModel):
+    """GPU: before the given check and the cases, the harness compiles every case's kernels at once
+    (sandbox/harness.py `_compile_ahead`): a speed-up only, never a change in what a case reports."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    threads: int = Field(4, ge=1, le=16, description="compiles at the same time")
+    wait_s: float = Field(10.0, gt=0, le=60, description="the most the phase waits (later kernels: in their case)")
+
+
 class Job(BaseModel):
     """What the harness reads from /job/job.json."""
 
@@ -141,6 +151,7 @@ class Job(BaseModel):
     given_seed: int
     cases: list[CaseJob]
     speed: SpeedJob | None = None
+    compile_ahead: CompileAhead | None = None
 
 
 @dataclass(frozen=True)

@@ -181,6 +181,12 @@ def main() -> int:
         return HarnessExit.ok
     _end_stray_processes()
 
+    inputs = load_file(os.path.join(job_dir, "inputs.safetensors"))
+    ahead = None
+    if mode == "gpu" and job.get("compile_ahead"):
+        ahead = _compile_ahead(job, inputs, module, entry, torch, device, **job["compile_ahead"])
+        _end_stray_processes()
+
     failed_here = False  # a case raised or the given check failed: no speed phase (the trusted side decides the rest)
     if job["run_given_check"]:
         send({"type": "given_start"})
@@ -236,24 +242,14 @@ def main() -> int:
         if gpu_poisoned():
             return HarnessExit.gpu_poisoned
 
-    inputs = load_file(os.path.join(job_dir, "inputs.safetensors"))
     for case in job["cases"]:
         send({"type": "case_start", "id": case["id"]})
         t0 = time.perf_counter()
         guards = None
         records: list | None  # the guards' records: None when a case failed before any guard existed
         try:
-            args, leaves, placed = [], {}, {}
             guards = _Guards(torch, job["entry_point"])
-            for arg in case["args"]:
-                tensor = guards.input(_arg_name(case["id"], arg["key"]), inputs[arg["key"]], device)
-                placed[arg["key"]] = tensor  # the whole stored input (a strided one's wider buffer too)
-                if arg.get("columns") is not None:
-                    tensor = tensor[:, : arg["columns"]]
-                if arg.get("requires_grad"):
-                    tensor = tensor.detach().requires_grad_(True)
-                    leaves[arg["key"]] = tensor
-                args.append(tensor)
+            args, leaves, placed = _case_args(guards, case, inputs, device)
             # The same tensors on every call: a kernel that leaves state in a buffer it was given
             # (an unzeroed accumulator) shows it on the second call.
             for _ in range(case.get("calls", 1)):
@@ -312,7 +308,9 @@ def main() -> int:
     # `done` (the graded phases' compile counts) before the speed phase: the trusted side may stop
     # reading at `speed_start` (sandbox/speed_phase.py), and the grade's timing still has them.
     cache = sys.modules.get("shared_triton_cache")  # loaded by Triton only when the shared cache is mounted
-    send({"type": "done", **({"triton_cache": dict(cache.counts)} if cache is not None else {}),
+    counts = {**(cache.counts if cache is not None else {}), **({"compiled_ahead": ahead["kernels"]} if ahead else {})}
+    send({"type": "done", **({"triton_cache": counts} if counts else {}),
+          **({"compile_ahead": ahead} if ahead else {}),
           **({"gpu_compile": {"compiles": gate.compiles, "seconds": gate.compile_s}} if gate else {})})
     speed_job = job.get("speed")
     if speed_job and not failed_here and (mode == "gpu" or speed_job.get("cpu_timer")):
@@ -592,10 +590,116 @@ def _error_evidence(guards, save) -> tuple[list | None, bytes]:
         return None, b""
 
 
+def _case_args(guards, case: dict, inputs: dict, device) -> tuple[list, dict, dict]:
+    """A case's arguments in guarded buffers on `device`: (the arguments, the leaves that need a
+    gradient by input key, every placed input by key)."""
+    args, leaves, placed = [], {}, {}
+    for arg in case["args"]:
+        tensor = guards.input(_arg_name(case["id"], arg["key"]), inputs[arg["key"]], device)
+        placed[arg["key"]] = tensor  # the whole stored input (a strided one's wider buffer too)
+        if arg.get("columns") is not None:
+            tensor = tensor[:, : arg["columns"]]
+        if arg.get("requires_grad"):
+            tensor = tensor.detach().requires_grad_(True)
+            leaves[arg["key"]] = tensor
+        args.append(tensor)
+    return args, leaves, placed
+
+
+_ABANDONED_COMPILES = False  # a compile-ahead thread outlived its wait (see __main__)
+
+
+def _compile_ahead(job: dict, inputs: dict, module, entry, torch, device, *, threads: int,
+                   wait_s: float) -> dict:
+    """GPU: compile the kernels of every case at once, before the given check and the cases run.
+
+    Each case's entry point is called once with Triton's launches turned into compile requests
+    (`JITFunction.run` with warmup=True, under Triton's own AsyncCompileMode): nothing launches,
+    and each new specialisation compiles in one of `threads` threads, so a drawn width's compile
+    (a constexpr width is a kernel of its own) overlaps the others' instead of running one after
+    another inside the cases (docs/benchmarks.md, issue #20). Only a speed-up: a case whose call
+    fails here, or a kernel that fails to compile, is left to the case itself, which compiles it
+    again and reports exactly what it would have; kernels still compiling after `wait_s` are
+    dropped from the cache for the cases to compile. The arguments are placed in guarded buffers
+    as the cases place them, so the pointers' alignment (part of the specialisation) is the same.
+    """
+    global _ABANDONED_COMPILES
+    started = time.perf_counter()
+    try:
+        from concurrent.futures import ThreadPoolExecutor
+        from concurrent.futures import wait as wait_for
+
+        from triton.runtime import _async_compile
+        from triton.runtime.autotuner import Autotuner
+        from triton.runtime.jit import JITFunction
+    except ImportError:
+        return {"kernels": 0, "skipped": "this Triton has no async compile"}
+    if any(isinstance(value, Autotuner) for value in vars(module).values()):
+        return {"kernels": 0, "skipped": "an autotuned kernel (its timings must come from real launches)"}
+    real_run = JITFunction.run
+    called: dict[int, object] = {}  # the JITFunctions the entry point launched, by id
+
+    def compile_only(self, *args, grid, warmup, **kwargs):
+        called[id(self)] = self
+        return real_run(self, *args, grid=grid, warmup=True, **kwargs)
+
+    pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="compile-ahead")
+    mode = _async_compile.AsyncCompileMode(pool, ignore_errors=True)
+    failed_calls = 0
+    JITFunction.run = compile_only
+    try:
+        with contextlib.ExitStack() as stack:
+            stack.callback(_async_compile.active_mode.set, None)  # leave without __exit__'s unbounded wait
+            _async_compile.active_mode.set(mode)
+            for case in job["cases"]:
+                try:
+                    guards = _Guards(torch, job["entry_point"])
+                    args, _, _ = _case_args(guards, case, inputs, device)
+                    with guards.allocations(), contextlib.redirect_stdout(io.StringIO()):
+                        entry(*args, **case.get("kwargs", {}))
+                except Exception:  # noqa: BLE001 - the case itself will say what failed
+                    failed_calls += 1
+    finally:
+        JITFunction.run = real_run
+    futures = list(mode.raw_futures)
+    done, _ = wait_for(futures, timeout=wait_s)
+    # Each requested kernel sits in its JITFunction's kernel cache as a FutureKernel: a compiled one
+    # becomes the kernel; a failed or unfinished one is removed, so that its case compiles it itself
+    # and reports exactly what a run without this phase reports (the unfinished one's ptxas may be
+    # ended between the phases, and its thread outlives its wait: see __main__).
+    compiled = failed = unfinished = 0
+    for fn in called.values():
+        for caches in getattr(fn, "device_caches", {}).values():
+            kernel_cache = caches[0]
+            for key, value in list(kernel_cache.items()):
+                if not isinstance(value, _async_compile.FutureKernel) or value.future is None:
+                    continue
+                if value.future in done and value.future.exception() is None:
+                    value.result()  # Triton's own finalize: kernel_cache[key] = the kernel
+                    compiled += 1
+                    continue
+                del kernel_cache[key]
+                if value.future in done:
+                    failed += 1
+                else:
+                    unfinished += 1
+                    _ABANDONED_COMPILES = True
+    pool.shutdown(wait=False)
+    return {"kernels": compiled, "requested": len(futures), "failed_compiles": failed, "unfinished": unfinished,
+            "failed_calls": failed_calls, "threads": threads, "seconds": time.perf_counter() - started}
+
+
 def _arg_name(case_id: str, key: str) -> str:
     """An input's name as the exercise calls it (`regular.n32.x` -> `x`)."""
     return key[len(case_id) + 1:] if key.startswith(case_id + ".") else key
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    if _ABANDONED_COMPILES:
+        # A compile-ahead thread still runs (a compile past its wait): the interpreter's exit would
+        # join it. Nothing of it is needed any more; the verdict channel has everything.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    sys.exit(status)
