@@ -663,27 +663,26 @@ def _compile_ahead(job: dict, inputs: dict, module, entry, torch, device, *, thr
         JITFunction.run = real_run
     futures = list(mode.raw_futures)
     done, _ = wait_for(futures, timeout=wait_s)
-    # Each requested kernel sits in its JITFunction's kernel cache as a FutureKernel: a compiled one
-    # becomes the kernel; a failed or unfinished one is removed, so that its case compiles it itself
-    # and reports exactly what a run without this phase reports (the unfinished one's ptxas may be
-    # ended between the phases, and its thread outlives its wait: see __main__).
     compiled = failed = unfinished = 0
+    for future in futures:
+        if future not in done:
+            unfinished += 1
+            _ABANDONED_COMPILES = True
+        elif future.exception() is not None:
+            failed += 1
+        else:
+            mode.future_kernels[future._key].result()  # Triton's own finalize: into the kernel cache
+            compiled += 1
+    # A failed or unfinished kernel may sit in its JITFunction's kernel cache as a placeholder
+    # (newer Tritons put one there; 3.6 does not): remove it, so that its case compiles the kernel itself and
+    # reports exactly what a run without this phase reports (an unfinished compile's ptxas may be
+    # ended between the phases, and its thread outlives its wait: see __main__).
     for fn in called.values():
         for caches in getattr(fn, "device_caches", {}).values():
             kernel_cache = caches[0]
             for key, value in list(kernel_cache.items()):
-                if not isinstance(value, _async_compile.FutureKernel) or value.future is None:
-                    continue
-                if value.future in done and value.future.exception() is None:
-                    value.result()  # Triton's own finalize: kernel_cache[key] = the kernel
-                    compiled += 1
-                    continue
-                del kernel_cache[key]
-                if value.future in done:
-                    failed += 1
-                else:
-                    unfinished += 1
-                    _ABANDONED_COMPILES = True
+                if isinstance(value, _async_compile.FutureKernel) and getattr(value, "kernel", None) is None:
+                    del kernel_cache[key]
     pool.shutdown(wait=False)
     return {"kernels": compiled, "requested": len(futures), "failed_compiles": failed, "unfinished": unfinished,
             "failed_calls": failed_calls, "threads": threads, "seconds": time.perf_counter() - started}
