@@ -388,7 +388,8 @@ def notify(session: Session, row: Submission, report_row: ReportRow, *, event: s
     if row.callback_url:
         session.add(WebhookDelivery(submission_id=row.id, report_id=report_row.id, url=row.callback_url,
                                     next_attempt_at=utcnow(), event=event, decision_id=decision_id))
-    lti_scores.enqueue(session, row, report_row, policy=course_policy(session, row.course_id))
+    # the policy is read only for a submission that came through LTI
+    lti_scores.enqueue(session, row, report_row, policy=lambda: course_policy(session, row.course_id))
 
 
 def notify_regrade_failed(session: Session, row: Submission, failed: ReportRow) -> None:

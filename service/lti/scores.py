@@ -72,14 +72,17 @@ def counting_submission(session: Session, submission: Submission, sub: str, poli
     return session.get(Submission, row.submission_id) if row is not None and row.submission_id else None
 
 
-def enqueue(session: Session, submission: Submission, report_row: ReportRow, *, policy: CoursePolicy,
-            at: datetime | None = None) -> LtiScorePost | None:
+def enqueue(session: Session, submission: Submission, report_row: ReportRow, *,
+            policy: CoursePolicy | Callable[[], CoursePolicy], at: datetime | None = None) -> LtiScorePost | None:
     """Queue the student's grade on the placement after this report became current, or after the
     student took a hint level (`at`: when; the caller commits); nothing when it did not change what
-    the LMS has or will get."""
+    the LMS has or will get. `policy`: the course's, or how to read it (only for a submission that
+    came through LTI: most did not)."""
     origin = session.get(LtiSubmission, submission.id)
     if origin is None:
         return None
+    if callable(policy):
+        policy = policy()
     chosen = counting_submission(session, submission, origin.sub, policy)
     current = (session.get(ReportRow, chosen.current_report_id)
                if chosen is not None and chosen.current_report_id else None)

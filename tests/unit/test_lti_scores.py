@@ -18,7 +18,7 @@ from service.db.lti_models import LtiContext, LtiDeployment, LtiLink, LtiPlatfor
 from service.db.migrate import upgrade
 from service.db.models import ReportRow, Submission
 from service.db.session import make_engine, make_sessionmaker
-from service.grades.policy import CoursePolicy
+from service.grades.policy import CoursePolicy, PolicyUpdate
 from service.lti import scores
 from service.report import Environment, ExerciseRef, Report, Score, Veto
 
@@ -185,3 +185,28 @@ def test_a_failed_regrade_is_a_webhook_and_posts_nothing(db):
         assert [(d.event, d.report_id) for d in store.deliveries(session, row.id)] == [
             ("submission.graded", graded.id), ("submission.regrade_failed", failed.id)]
         assert [post.score["scoreGiven"] for post in session.scalars(select(LtiScorePost))] == [9]
+
+
+def test_through_finish_the_course_policy_decides_and_other_submissions_queue_nothing(db):
+    """Through the store's own claim and finish (the policy is read only once a submission proves to
+    have come through LTI): the course's veto policy `zero` makes a confirmed veto's 9 points a 0 on
+    the LMS; a submission that did not come through LTI is graded and queues no score."""
+    with db() as session:
+        store.set_course_policy(session, "c1", PolicyUpdate(veto_policy="zero"))
+        lti = submitted(session, "alice", attempt=1, status="queued")
+        plain = Submission(id="plain", course_id="c1", exercise_id="lesson06_mean_var", body={}, body_sha256="x",
+                           feedback_token="t-plain", secret_seed=1, status="queued", student_id="bob",
+                           created_at=utcnow())
+        session.add(plain)
+        session.commit()
+        ids = [lti.id, plain.id]
+    for submission_id in ids:
+        with db() as session:
+            claim = store.claim(session, lease_s=60, submission_id=submission_id)
+        assert claim is not None
+        with db() as session:
+            assert store.finish(session, claim, Report.model_validate(report(9, veto="confirmed"))) is not None
+    with db() as session:
+        posts = session.scalars(select(LtiScorePost)).all()
+        assert [(p.submission_id, p.score["scoreGiven"]) for p in posts] == [(ids[0], 0)]
+        assert session.get_one(Submission, "plain").status == "graded"
