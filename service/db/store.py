@@ -187,8 +187,9 @@ def _claimable(now: datetime):
 def claim(session: Session, *, lease_s: float, submission_id: str | None = None) -> Claim | None:
     """Take one submission (a given one, or the oldest claimable) under a fresh lease.
 
-    The conditional UPDATE is the lock: of two workers racing for the same row, exactly one sees
-    rowcount 1. Works the same on SQLite and PostgreSQL.
+    The conditional UPDATE is the lock: of two workers racing for the same row, exactly one gets
+    the row back from its RETURNING (the attempts it now counts, in the same statement). Works the
+    same on SQLite (3.35 or later) and PostgreSQL.
     """
     for _ in range(5):
         now = utcnow()
@@ -200,17 +201,16 @@ def claim(session: Session, *, lease_s: float, submission_id: str | None = None)
             session.rollback()
             return None
         token = secrets.token_hex(16)
-        result = cast(CursorResult[Any], session.execute(  # an UPDATE's result (the stubs say Result)
+        attempts = session.scalar(
             update(Submission)
             .where(Submission.id == candidate, _claimable(now))
             .values(status=SubmissionStatus.running, lease_token=token,
                     lease_expires_at=now + timedelta(seconds=lease_s),
                     attempts=Submission.attempts + 1, updated_at=now)
-        ))
+            .returning(Submission.attempts)
+        )
         session.commit()
-        if result.rowcount == 1:
-            # one(): the row was just updated, and submissions are never deleted
-            attempts = session.scalars(select(Submission.attempts).where(Submission.id == candidate)).one()
+        if attempts is not None:
             return Claim(candidate, token, attempts)
     return None
 
