@@ -252,17 +252,26 @@ def finish(session: Session, claim_: Claim, report: Report) -> ReportRow | None:
     """
     # The conditional UPDATE comes first: it takes the row (PostgreSQL) or the write lock
     # (SQLite), so nobody can re-claim between our check and our write.
-    result = cast(CursorResult[Any], session.execute(  # an UPDATE's result (the stubs say Result)
+    # RETURNING loads the updated row in the same statement (none when the lease was not ours),
+    # over whatever this session held of it: current_report_id below must be the database's.
+    row = session.scalars(
         update(Submission)
         .where(Submission.id == claim_.submission_id, Submission.lease_token == claim_.token,
                Submission.status == SubmissionStatus.running)
         .values(status=report.status, lease_token=None, lease_expires_at=None, updated_at=utcnow())
-    ))
-    if result.rowcount != 1:
+        .returning(Submission)
+        .execution_options(populate_existing=True)
+    ).one_or_none()
+    if row is None:
         session.rollback()
         return None
-    row = session.get_one(Submission, claim_.submission_id)
-    seq = (session.scalar(select(func.max(ReportRow.seq)).where(ReportRow.submission_id == row.id)) or 0) + 1
+    # Every report of a submission is written in a transaction that leaves a current report (here,
+    # decisions, speed revisions; a failed regrade keeps the earlier one), and current_report_id
+    # is never cleared: with none yet, the submission has no report, and nothing rewritten by
+    # on_current_report (its facts and flags) exists either.
+    first = row.current_report_id is None
+    seq = 1 if first else (session.scalar(select(func.max(ReportRow.seq))
+                                          .where(ReportRow.submission_id == row.id)) or 0) + 1
     if seq > 1:  # a regrade: the TA's decisions stay with the submission (service/db/carry.py)
         report = carry_decisions(session, row.id, report)
     report_row = ReportRow(submission_id=row.id, seq=seq, reason="initial" if seq == 1 else "regrade",
@@ -280,7 +289,7 @@ def finish(session: Session, claim_: Claim, report: Report) -> ReportRow | None:
     row.graded_at = utcnow()
     if row.first_graded_at is None:
         row.first_graded_at = row.graded_at
-    on_current_report(session, row, report_row.report)
+    on_current_report(session, row, report_row.report, first=first)
     notify(session, row, report_row, event="submission.graded" if seq == 1 else "submission.regraded")
     session.commit()
     return report_row
@@ -400,15 +409,19 @@ def notify_regrade_failed(session: Session, row: Submission, failed: ReportRow) 
                                     next_attempt_at=utcnow(), event="submission.regrade_failed"))
 
 
-def on_current_report(session: Session, row: Submission, report: dict) -> None:
+def on_current_report(session: Session, row: Submission, report: dict, *, first: bool = False) -> None:
     """Make the submission's review and grade columns, and its dashboard facts, match the report
-    that is becoming current."""
-    set_review_flags(session, row, report)
-    session.execute(delete(ReportFact).where(ReportFact.submission_id == row.id))
-    # one multi-row INSERT: a report has dozens of facts, and a unit-of-work object for each was
-    # most of a memo hit's cost in a class burst (docs/benchmarks.md)
-    if facts := [{"submission_id": row.id, **fact} for fact in report_facts(report)]:
-        session.execute(insert(ReportFact), facts)
+    that is becoming current. `first`: the submission had no current report before, so it has no
+    facts or flags to delete (store.finish says why). The row's own changes are flushed once, by
+    the caller's next query or commit: these statements read nothing of it."""
+    with session.no_autoflush:
+        set_review_flags(session, row, report, first=first)
+        if not first:
+            session.execute(delete(ReportFact).where(ReportFact.submission_id == row.id))
+        # one multi-row INSERT: a report has dozens of facts, and a unit-of-work object for each was
+        # most of a memo hit's cost in a class burst (docs/benchmarks.md)
+        if facts := [{"submission_id": row.id, **fact} for fact in report_facts(report)]:
+            session.execute(insert(ReportFact), facts)
     for column, value in grade_columns(report).items():
         setattr(row, column, value)
 
@@ -424,10 +437,12 @@ def review_flags(report: dict) -> list[tuple[str, str]]:
     return flags
 
 
-def set_review_flags(session: Session, row: Submission, report: dict) -> None:
-    """Make the submission's review columns match the report that is becoming current (same transaction)."""
+def set_review_flags(session: Session, row: Submission, report: dict, *, first: bool = False) -> None:
+    """Make the submission's review columns match the report that is becoming current (same transaction).
+    `first`: as on_current_report's."""
     flags = review_flags(report)
-    session.execute(delete(ReviewFlag).where(ReviewFlag.submission_id == row.id))
+    if not first:
+        session.execute(delete(ReviewFlag).where(ReviewFlag.submission_id == row.id))
     if flags:
         session.execute(insert(ReviewFlag), [{"submission_id": row.id, "target": target, "kind": kind}
                                              for target, kind in flags])

@@ -12,7 +12,7 @@ from sqlalchemy import insert, select, update
 from service.db import decisions, store
 from service.db.base import Base, utcnow
 from service.db.migrate import alembic_config, upgrade
-from service.db.models import ReviewFlag, Submission
+from service.db.models import ReportFact, ReviewFlag, Submission
 from service.db.session import make_engine, make_sessionmaker
 from service.report import Item, Report, Veto
 from service.review import DecisionRequest
@@ -107,5 +107,52 @@ def test_grading_and_decisions_keep_the_columns_in_sync(url):
             row = session.get(Submission, row.id)
             assert not row.needs_review and decisions.review_queue(session, "c1") == []
             assert row.graded_at.replace(tzinfo=None) == graded_at.replace(tzinfo=None), "a TA's re-issue is not a new grading: the age stays"
+    finally:
+        engine.dispose()
+
+
+def test_a_regrade_replaces_the_flags_and_facts_of_the_first_report(url):
+    """The first report of a submission writes its flags and facts with nothing to delete; the
+    regrade's report replaces them all (a flag or fact the regrade no longer has is gone), also when
+    written through a session that still holds the submission as it was before its first report,
+    and a second submission's are left alone."""
+    upgrade(url)
+    engine = make_engine(url)
+    try:
+        sessions = make_sessionmaker(engine)
+        with sessions() as session:
+            store.create_course(session, "c1", "course one")
+            body = SubmissionBody(exercise="lesson06_mean_var", code="x = 1")
+            ids = [store.create_submission(session, course_id="c1", body=body, callback_url=None,
+                                           idempotency_key=None)[0].id for _ in range(2)]
+
+        def grade(submission_id: str, report: Report, session=None) -> None:
+            with sessions() as claiming:
+                claim = store.claim(claiming, lease_s=60, submission_id=submission_id)
+            assert claim is not None
+            with session or sessions() as finishing:
+                assert store.finish(finishing, claim, report) is not None
+
+        def state(submission_id: str):
+            with sessions() as session:
+                flags = sorted(session.scalars(select(ReviewFlag.target).where(ReviewFlag.submission_id == submission_id)))
+                facts = sorted((f.kind, f.key, f.ok) for f in session.scalars(
+                    select(ReportFact).where(ReportFact.submission_id == submission_id)))
+                return session.get_one(Submission, submission_id).needs_review, flags, facts
+
+        held = sessions()  # a session that read the submission before its first report, and keeps it
+        kept = held.get_one(Submission, ids[0])
+        assert kept.current_report_id is None
+        for submission_id in ids:
+            grade(submission_id, a_report(submission_id))
+        flagged = (True, ["item:q2", "veto:unverified_claim"], [("veto", "unverified_claim", False)])
+        assert state(ids[0]) == state(ids[1]) == flagged
+        with sessions() as session:
+            assert store.request_regrade(session, ids[0])
+        clean = a_report(ids[0]).model_copy(update={"items": [], "vetoes": [Veto(rule="coincidental_pass", status="dismissed", needs_review=False)]})
+        grade(ids[0], clean, session=held)
+        assert kept.current_report_id is not None, "the session's object was the one finish read"
+        assert state(ids[0]) == (False, [], [("veto", "coincidental_pass", True)])
+        assert state(ids[1]) == flagged
     finally:
         engine.dispose()
