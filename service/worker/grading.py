@@ -11,11 +11,10 @@ import threading
 import time
 from collections.abc import Callable
 
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.db import store
-from service.db.models import ReportRow, Submission
+from service.db.models import Submission
 from service.exercises import Exercise, ExerciseNotFound
 from service.grading.not_gradable import not_gradable_report
 from service.grading.pipeline import Grader
@@ -101,10 +100,9 @@ def grade_claimed(sessions: sessionmaker[Session], grader: Grader, claim: store.
     with sessions() as session:
         row = session.get_one(Submission, claim.submission_id)  # claimed, and submissions are never deleted
         body = SubmissionBody.model_validate(row.body)
-        # A regrade asks for a fresh run: never answer it from the verdict memo.
-        reports = session.scalars(select(func.count()).select_from(ReportRow)
-                                  .where(ReportRow.submission_id == row.id)).one()
-        regrade = reports > 0
+        # A regrade asks for a fresh run: never answer it from the verdict memo. A submission has
+        # reports exactly when it has a current one (store.finish says why).
+        regrade = row.current_report_id is not None
     started = time.monotonic()
     speed = SpeedRevision(sessions, row.id, wait_s=grader.max_grading_s())  # the speed card, after the grade
     try:

@@ -28,13 +28,12 @@ import time
 from collections.abc import Generator
 from dataclasses import dataclass, field
 
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from sandbox.contract import RunResult
 from sandbox.runner import SandboxRunner
 from service.db import store
-from service.db.models import ReportRow, Submission
+from service.db.models import Submission
 from service.exercises import ExerciseNotFound
 from service.grading.memo import POLL_S
 from service.grading.pipeline import CLAIM_MARGIN_S, GRADING_MARGIN_S, Grader
@@ -323,8 +322,8 @@ class Lanes:
         with self.sessions() as session:
             row = session.get_one(Submission, claim.submission_id)
             body = SubmissionBody.model_validate(row.body)
-            regrade = session.scalars(select(func.count()).select_from(ReportRow)
-                                      .where(ReportRow.submission_id == row.id)).one() > 0
+            # A submission has reports exactly when it has a current one (store.finish says why).
+            regrade = row.current_report_id is not None
             session.expunge(row)
         grading = Grading(claim=claim, row=row)
         try:
