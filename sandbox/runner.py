@@ -12,6 +12,7 @@ ready, it starts one cold as before. Either way one sandbox runs one attempt and
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import select
@@ -22,6 +23,7 @@ import tempfile
 import threading
 import time
 import weakref
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -90,6 +92,39 @@ def compile_ahead_setting() -> CompileAhead | None:
     return CompileAhead(threads=threads) if threads else None
 
 
+def compile_ahead_for(setting: CompileAhead | None, *, in_flight: int, cpus: int) -> CompileAhead | None:
+    """The compile-ahead phase of a GPU job that starts while `in_flight` sandbox runs of this
+    process go on (itself included): at most `setting.threads`, and at most half the CPUs' share
+    of each run; off below 2 threads. Measured on the H200 (docs/benchmarks.md, 2026-12-02): a
+    new fill graded alone gains a quarter to a third, but a class burst with 8 runs at once lost
+    a quarter of its rate with 4 threads each (16 CPUs: a refill stall appeared)."""
+    if setting is None:
+        return None
+    threads = min(setting.threads, cpus // (2 * max(1, in_flight)))
+    return setting.model_copy(update={"threads": threads}) if threads >= 2 else None
+
+
+class _InFlight:
+    """Sandbox runs in flight in this process, every runner's (compile runs included)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.count = 0
+
+    @contextlib.contextmanager
+    def one(self) -> Iterator[None]:
+        with self._lock:
+            self.count += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.count -= 1
+
+
+RUNS_IN_FLIGHT = _InFlight()
+
+
 class SandboxRunner:
     def __init__(self, *, backend: SandboxBackend, limits: Limits, work_root: Path | None = None,
                  pool_starts: int | None = None) -> None:
@@ -145,47 +180,50 @@ class SandboxRunner:
         first timeout ends the run, since a fresh sandbox would only spend the same time again.
         `detach_speed`: return as soon as the sandbox starts its speed phase, every case result in
         hand; the phase goes on in `result.speed_pending` (sandbox/speed_phase.py)."""
-        result = RunResult(backend=self.backend.name, mode=mode)
-        started = time.monotonic()
-        try:
-            self.backend.check()
-        except SandboxUnavailable as exc:
-            result.infra_error = str(exc)
+        with RUNS_IN_FLIGHT.one():  # how busy the CPUs are (compile_ahead_for)
+            result = RunResult(backend=self.backend.name, mode=mode)
+            started = time.monotonic()
+            try:
+                self.backend.check()
+            except SandboxUnavailable as exc:
+                result.infra_error = str(exc)
+                return result
+            pending = list(cases)
+            sizes = {key: int(array.size) for key, array in inputs.items()}  # which inputs the harness must guard
+            run_given = given_check is not None
+            run_deadline = started + self.limits.run_timeout_s
+            job_root = new_job_dir(self.work_root)
+            try:
+                copy_harness(job_root)
+                files = self._write_static(job_root, program=program, given_check=given_check or "", inputs=inputs)
+                while (pending or run_given) and result.infra_error is None:
+                    result.ended_by_timeout = deterministic and _timed_out(result)
+                    if (result.attempts > self.limits.max_restarts or time.monotonic() >= run_deadline
+                            or result.ended_by_timeout):
+                        said = Said("sandbox.skipped.after_timeout" if result.ended_by_timeout
+                                    else "sandbox.skipped.budget_spent" if time.monotonic() >= run_deadline
+                                    else "sandbox.skipped.crash_limit")
+                        for case in pending:
+                            result.cases.append(CaseRun(id=case.id, status="skipped", said=said))
+                        if run_given:
+                            result.given = GivenRun(status="skipped", said=said)
+                        if speed is not None and result.speed is None:
+                            result.speed = SpeedRun(status="skipped", said=said)
+                        break
+                    cpus = os.cpu_count() or 1
+                    ahead = (compile_ahead_for(self.compile_ahead, in_flight=RUNS_IN_FLIGHT.count, cpus=cpus)
+                             if mode is DeviceMode.gpu else None)
+                    job = Job(mode=mode, entry_point=entry_point, run_given_check=run_given, given_seed=given_seed,
+                              cases=pending, speed=speed if result.speed is None else None, compile_ahead=ahead)
+                    done_ids = self._attempt(job_root, files, job, result, device_index=device_index,
+                                             run_deadline=run_deadline, inputs=sizes, detach_speed=detach_speed)
+                    run_given = False
+                    pending = [c for c in pending if c.id not in done_ids]
+            finally:
+                if result.speed_pending is None:  # else the speed phase removes it with its sandbox
+                    shutil.rmtree(job_root, ignore_errors=True)
+            result.elapsed_s = time.monotonic() - started
             return result
-        pending = list(cases)
-        sizes = {key: int(array.size) for key, array in inputs.items()}  # which inputs the harness must guard
-        run_given = given_check is not None
-        run_deadline = started + self.limits.run_timeout_s
-        job_root = new_job_dir(self.work_root)
-        try:
-            copy_harness(job_root)
-            files = self._write_static(job_root, program=program, given_check=given_check or "", inputs=inputs)
-            while (pending or run_given) and result.infra_error is None:
-                result.ended_by_timeout = deterministic and _timed_out(result)
-                if (result.attempts > self.limits.max_restarts or time.monotonic() >= run_deadline
-                        or result.ended_by_timeout):
-                    said = Said("sandbox.skipped.after_timeout" if result.ended_by_timeout
-                                else "sandbox.skipped.budget_spent" if time.monotonic() >= run_deadline
-                                else "sandbox.skipped.crash_limit")
-                    for case in pending:
-                        result.cases.append(CaseRun(id=case.id, status="skipped", said=said))
-                    if run_given:
-                        result.given = GivenRun(status="skipped", said=said)
-                    if speed is not None and result.speed is None:
-                        result.speed = SpeedRun(status="skipped", said=said)
-                    break
-                job = Job(mode=mode, entry_point=entry_point, run_given_check=run_given, given_seed=given_seed,
-                          cases=pending, speed=speed if result.speed is None else None,
-                          compile_ahead=self.compile_ahead if mode is DeviceMode.gpu else None)
-                done_ids = self._attempt(job_root, files, job, result, device_index=device_index,
-                                         run_deadline=run_deadline, inputs=sizes, detach_speed=detach_speed)
-                run_given = False
-                pending = [c for c in pending if c.id not in done_ids]
-        finally:
-            if result.speed_pending is None:  # else the speed phase removes it with its sandbox
-                shutil.rmtree(job_root, ignore_errors=True)
-        result.elapsed_s = time.monotonic() - started
-        return result
 
     @staticmethod
     def _write_static(job_root: Path, *, program: str, given_check: str, inputs: dict[str, np.ndarray]) -> list[str]:
