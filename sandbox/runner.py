@@ -96,8 +96,8 @@ def compile_ahead_for(setting: CompileAhead | None, *, in_flight: int, cpus: int
     """The compile-ahead phase of a GPU job that starts while `in_flight` sandbox runs of this
     process go on (itself included): at most `setting.threads`, and at most half the CPUs' share
     of each run; off below 2 threads. Measured on the H200 (docs/benchmarks.md, 2026-12-02): a
-    new fill graded alone gains a quarter to a third, but a class burst with 8 runs at once lost
-    a quarter of its rate with 4 threads each (16 CPUs: a refill stall appeared)."""
+    fill graded alone took 15-30% less time, but a class burst with 8 runs at once lost a quarter
+    of its rate with 4 threads each (16 CPUs: a refill stall appeared)."""
     if setting is None:
         return None
     threads = min(setting.threads, cpus // (2 * max(1, in_flight)))
