@@ -208,3 +208,48 @@ def test_too_many_lost_leases_end_not_gradable_with_one_report(sessions):
         assert row.status == "not_gradable" and reports[0].status == "not_gradable"
         assert "interrupted 2 times" in reports[0].report["message"]
         assert row.lease_token is None
+
+
+def test_the_lease_keeper_reports_a_lease_taken_over_and_stops_renewing_it(sessions, caplog):
+    from service.worker.lanes import LeaseKeeper
+
+    submission_id = new_submission(sessions)
+    with sessions() as session:
+        mine = store.claim(session, lease_s=0.01, submission_id=submission_id)
+    time.sleep(0.05)  # expired: another worker takes it over
+    with sessions() as session:
+        theirs = store.claim(session, lease_s=60, submission_id=submission_id)
+    assert mine is not None and theirs is not None and theirs.token != mine.token
+    keeper = LeaseKeeper(sessions, lease_s=60)
+    keeper.hold(mine, 60)
+    with caplog.at_level("WARNING", logger="kernelgrade"):
+        keeper.renew_now()
+        keeper.renew_now()  # dropped after the first: not renewed, not reported again
+    assert [r.getMessage() for r in caplog.records] == [f"lost the lease on {submission_id}"]
+
+
+def test_the_lease_keeper_does_not_report_a_claim_finished_while_it_renews(sessions, caplog):
+    """A grading drops its claim and writes its report while the keeper is renewing the claims it
+    listed a moment before: the failed renewal of that claim is no lost lease."""
+    from service.worker.lanes import LeaseKeeper
+
+    submission_id = new_submission(sessions)
+    with sessions() as session:
+        claim = store.claim(session, lease_s=60, submission_id=submission_id)
+    assert claim is not None
+    report = a_report(sessions, submission_id)
+    keeper = LeaseKeeper(sessions, lease_s=60)
+
+    def finishing_first():  # the keeper's session for the renewal: the grading finishes just before it
+        keeper.drop(claim)
+        with sessions() as session:
+            assert store.finish(session, claim, report) is not None
+        return sessions()
+
+    keeper.hold(claim, 60)
+    keeper.sessions = finishing_first
+    with caplog.at_level("WARNING", logger="kernelgrade"):
+        keeper.renew_now()
+    assert caplog.records == []
+    with sessions() as session:
+        assert session.get(Submission, submission_id).status == "graded"
