@@ -182,7 +182,7 @@ def main() -> int:
     _end_stray_processes()
 
     inputs = load_file(os.path.join(job_dir, "inputs.safetensors"))
-    ahead = None
+    ahead = None  # kernels compiled ahead (GPU), when the phase ran
     if mode == "gpu" and job.get("compile_ahead"):
         ahead = _compile_ahead(job, inputs, module, entry, torch, device, **job["compile_ahead"])
         _end_stray_processes()
@@ -308,9 +308,8 @@ def main() -> int:
     # `done` (the graded phases' compile counts) before the speed phase: the trusted side may stop
     # reading at `speed_start` (sandbox/speed_phase.py), and the grade's timing still has them.
     cache = sys.modules.get("shared_triton_cache")  # loaded by Triton only when the shared cache is mounted
-    counts = {**(cache.counts if cache is not None else {}), **({"compiled_ahead": ahead["kernels"]} if ahead else {})}
+    counts = {**(cache.counts if cache is not None else {}), **({"compiled_ahead": ahead} if ahead is not None else {})}
     send({"type": "done", **({"triton_cache": counts} if counts else {}),
-          **({"compile_ahead": ahead} if ahead else {}),
           **({"gpu_compile": {"compiles": gate.compiles, "seconds": gate.compile_s}} if gate else {})})
     speed_job = job.get("speed")
     if speed_job and not failed_here and (mode == "gpu" or speed_job.get("cpu_timer")):
@@ -610,8 +609,9 @@ _ABANDONED_COMPILES = False  # a compile-ahead thread outlived its wait (see __m
 
 
 def _compile_ahead(job: dict, inputs: dict, module, entry, torch, device, *, threads: int,
-                   wait_s: float) -> dict:
-    """GPU: compile the kernels of every case at once, before the given check and the cases run.
+                   wait_s: float) -> int:
+    """GPU: compile the kernels of every case at once, before the given check and the cases run;
+    returns how many compiled (the report's `timing.kernels_compiled_ahead`).
 
     Each case's entry point is called once with Triton's launches turned into compile requests
     (`JITFunction.run` with warmup=True, under Triton's own AsyncCompileMode): nothing launches,
@@ -624,7 +624,6 @@ def _compile_ahead(job: dict, inputs: dict, module, entry, torch, device, *, thr
     as the cases place them, so the pointers' alignment (part of the specialisation) is the same.
     """
     global _ABANDONED_COMPILES
-    started = time.perf_counter()
     try:
         from concurrent.futures import ThreadPoolExecutor
         from concurrent.futures import wait as wait_for
@@ -632,10 +631,10 @@ def _compile_ahead(job: dict, inputs: dict, module, entry, torch, device, *, thr
         from triton.runtime import _async_compile
         from triton.runtime.autotuner import Autotuner
         from triton.runtime.jit import JITFunction
-    except ImportError:
-        return {"kernels": 0, "skipped": "this Triton has no async compile"}
+    except ImportError:  # a Triton without async compile: the cases compile as before
+        return 0
     if any(isinstance(value, Autotuner) for value in vars(module).values()):
-        return {"kernels": 0, "skipped": "an autotuned kernel (its timings must come from real launches)"}
+        return 0  # an autotuner's choice must come from real launches
     real_run = JITFunction.run
     called: dict[int, object] = {}  # the JITFunctions the entry point launched, by id
 
@@ -645,32 +644,27 @@ def _compile_ahead(job: dict, inputs: dict, module, entry, torch, device, *, thr
 
     pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="compile-ahead")
     mode = _async_compile.AsyncCompileMode(pool, ignore_errors=True)
-    failed_calls = 0
     JITFunction.run = compile_only
+    _async_compile.active_mode.set(mode)  # not `with mode`: its exit waits for every compile, unbounded
     try:
-        with contextlib.ExitStack() as stack:
-            stack.callback(_async_compile.active_mode.set, None)  # leave without __exit__'s unbounded wait
-            _async_compile.active_mode.set(mode)
-            for case in job["cases"]:
-                try:
-                    guards = _Guards(torch, job["entry_point"])
-                    args, _, _ = _case_args(guards, case, inputs, device)
-                    with guards.allocations(), contextlib.redirect_stdout(io.StringIO()):
-                        entry(*args, **case.get("kwargs", {}))
-                except Exception:  # noqa: BLE001 - the case itself will say what failed
-                    failed_calls += 1
+        for case in job["cases"]:
+            try:
+                guards = _Guards(torch, job["entry_point"])
+                args, _, _ = _case_args(guards, case, inputs, device)
+                with guards.allocations(), contextlib.redirect_stdout(io.StringIO()):
+                    entry(*args, **case.get("kwargs", {}))
+            except Exception:  # noqa: BLE001 - the case itself will say what failed
+                pass
     finally:
+        _async_compile.active_mode.set(None)
         JITFunction.run = real_run
     futures = list(mode.raw_futures)
     done, _ = wait_for(futures, timeout=wait_s)
-    compiled = failed = unfinished = 0
+    compiled = 0
     for future in futures:
         if future not in done:
-            unfinished += 1
             _ABANDONED_COMPILES = True
-        elif future.exception() is not None:
-            failed += 1
-        else:
+        elif future.exception() is None:
             mode.future_kernels[future._key].result()  # Triton's own finalize: into the kernel cache
             compiled += 1
     # A failed or unfinished kernel may sit in its JITFunction's kernel cache as a placeholder
@@ -684,8 +678,7 @@ def _compile_ahead(job: dict, inputs: dict, module, entry, torch, device, *, thr
                 if isinstance(value, _async_compile.FutureKernel) and getattr(value, "kernel", None) is None:
                     del kernel_cache[key]
     pool.shutdown(wait=False)
-    return {"kernels": compiled, "requested": len(futures), "failed_compiles": failed, "unfinished": unfinished,
-            "failed_calls": failed_calls, "threads": threads, "seconds": time.perf_counter() - started}
+    return compiled
 
 
 def _arg_name(case_id: str, key: str) -> str:

@@ -159,6 +159,7 @@ class SandboxRunner:
             pool.close()
         _close_forks(self.forks)
 
+    @RUNS_IN_FLIGHT.one()  # counted while it runs: how busy the CPUs are (compile_ahead_for)
     def run(
         self,
         *,
@@ -180,50 +181,49 @@ class SandboxRunner:
         first timeout ends the run, since a fresh sandbox would only spend the same time again.
         `detach_speed`: return as soon as the sandbox starts its speed phase, every case result in
         hand; the phase goes on in `result.speed_pending` (sandbox/speed_phase.py)."""
-        with RUNS_IN_FLIGHT.one():  # how busy the CPUs are (compile_ahead_for)
-            result = RunResult(backend=self.backend.name, mode=mode)
-            started = time.monotonic()
-            try:
-                self.backend.check()
-            except SandboxUnavailable as exc:
-                result.infra_error = str(exc)
-                return result
-            pending = list(cases)
-            sizes = {key: int(array.size) for key, array in inputs.items()}  # which inputs the harness must guard
-            run_given = given_check is not None
-            run_deadline = started + self.limits.run_timeout_s
-            job_root = new_job_dir(self.work_root)
-            try:
-                copy_harness(job_root)
-                files = self._write_static(job_root, program=program, given_check=given_check or "", inputs=inputs)
-                while (pending or run_given) and result.infra_error is None:
-                    result.ended_by_timeout = deterministic and _timed_out(result)
-                    if (result.attempts > self.limits.max_restarts or time.monotonic() >= run_deadline
-                            or result.ended_by_timeout):
-                        said = Said("sandbox.skipped.after_timeout" if result.ended_by_timeout
-                                    else "sandbox.skipped.budget_spent" if time.monotonic() >= run_deadline
-                                    else "sandbox.skipped.crash_limit")
-                        for case in pending:
-                            result.cases.append(CaseRun(id=case.id, status="skipped", said=said))
-                        if run_given:
-                            result.given = GivenRun(status="skipped", said=said)
-                        if speed is not None and result.speed is None:
-                            result.speed = SpeedRun(status="skipped", said=said)
-                        break
-                    cpus = os.cpu_count() or 1
-                    ahead = (compile_ahead_for(self.compile_ahead, in_flight=RUNS_IN_FLIGHT.count, cpus=cpus)
-                             if mode is DeviceMode.gpu else None)
-                    job = Job(mode=mode, entry_point=entry_point, run_given_check=run_given, given_seed=given_seed,
-                              cases=pending, speed=speed if result.speed is None else None, compile_ahead=ahead)
-                    done_ids = self._attempt(job_root, files, job, result, device_index=device_index,
-                                             run_deadline=run_deadline, inputs=sizes, detach_speed=detach_speed)
-                    run_given = False
-                    pending = [c for c in pending if c.id not in done_ids]
-            finally:
-                if result.speed_pending is None:  # else the speed phase removes it with its sandbox
-                    shutil.rmtree(job_root, ignore_errors=True)
-            result.elapsed_s = time.monotonic() - started
+        result = RunResult(backend=self.backend.name, mode=mode)
+        started = time.monotonic()
+        try:
+            self.backend.check()
+        except SandboxUnavailable as exc:
+            result.infra_error = str(exc)
             return result
+        pending = list(cases)
+        sizes = {key: int(array.size) for key, array in inputs.items()}  # which inputs the harness must guard
+        run_given = given_check is not None
+        run_deadline = started + self.limits.run_timeout_s
+        job_root = new_job_dir(self.work_root)
+        try:
+            copy_harness(job_root)
+            files = self._write_static(job_root, program=program, given_check=given_check or "", inputs=inputs)
+            while (pending or run_given) and result.infra_error is None:
+                result.ended_by_timeout = deterministic and _timed_out(result)
+                if (result.attempts > self.limits.max_restarts or time.monotonic() >= run_deadline
+                        or result.ended_by_timeout):
+                    said = Said("sandbox.skipped.after_timeout" if result.ended_by_timeout
+                                else "sandbox.skipped.budget_spent" if time.monotonic() >= run_deadline
+                                else "sandbox.skipped.crash_limit")
+                    for case in pending:
+                        result.cases.append(CaseRun(id=case.id, status="skipped", said=said))
+                    if run_given:
+                        result.given = GivenRun(status="skipped", said=said)
+                    if speed is not None and result.speed is None:
+                        result.speed = SpeedRun(status="skipped", said=said)
+                    break
+                cpus = os.cpu_count() or 1
+                ahead = (compile_ahead_for(self.compile_ahead, in_flight=RUNS_IN_FLIGHT.count, cpus=cpus)
+                         if mode is DeviceMode.gpu else None)
+                job = Job(mode=mode, entry_point=entry_point, run_given_check=run_given, given_seed=given_seed,
+                          cases=pending, speed=speed if result.speed is None else None, compile_ahead=ahead)
+                done_ids = self._attempt(job_root, files, job, result, device_index=device_index,
+                                         run_deadline=run_deadline, inputs=sizes, detach_speed=detach_speed)
+                run_given = False
+                pending = [c for c in pending if c.id not in done_ids]
+        finally:
+            if result.speed_pending is None:  # else the speed phase removes it with its sandbox
+                shutil.rmtree(job_root, ignore_errors=True)
+        result.elapsed_s = time.monotonic() - started
+        return result
 
     @staticmethod
     def _write_static(job_root: Path, *, program: str, given_check: str, inputs: dict[str, np.ndarray]) -> list[str]:
