@@ -97,8 +97,10 @@ def test_the_runner_hands_back_the_cases_before_the_speed_phase_ends(bwrap_backe
         assert not any(f.exists() for f in folders)
 
         # A `speed_start` that student code writes before the cases does not end the reading early.
+        # (The phase sleeps 0.6 s per call, as above: a phase that ends at once can send its figures in
+        # the same read as its start, and the run then returns them in `result.speed`, not detached.)
         forger = "import sys\nsys.modules['wire'].write_frame(int(sys.argv[2]), {'type': 'speed_start'})\n" + PROGRAM
-        result = _run(runner, 0.0, program=forger)
+        result = _run(runner, 0.6, program=forger)
         assert [c.status for c in result.cases] == ["ok"] and result.speed_pending.collect().status == "ok"
 
         # A case that raised: the harness starts no speed phase at all.
