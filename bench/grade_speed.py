@@ -127,6 +127,14 @@ def naive_runs(cell: str, *, count: int, parallel: int, interpreter: bool) -> tu
 
 # --- kernelgrade ----------------------------------------------------------------------------
 
+def sandbox_starts(grader) -> dict[str, int]:
+    """Where the grader's sandbox runs so far got their sandbox: the warm pool (after waiting for a
+    start-up under way, or not), or a cold start of their own (compile runs of this runner included)."""
+    pool = grader.runner.pools.get((grader.mode, grader.device_index))
+    return {"warm_starts": pool.handed_total if pool else 0, "warm_after_wait": pool.handed_after_wait if pool else 0,
+            "cold_starts": grader.runner.cold_starts}
+
+
 def make_grader(args, *, pool: int, memo: bool, tmp: Path, cache: bool = False, parallel: int = 0):
     tmp.mkdir(parents=True, exist_ok=True)
     settings = Settings(device=args.device, warm_pool=pool, data_dir=tmp, compile_cache=cache,
@@ -448,8 +456,10 @@ def main() -> None:
                 size = args.burst if memo else min(args.burst, args.cold_burst)
                 log(f"  burst of {size}")
                 wait_refill(grader, pool, args.ready_timeout_s)
+                starts_before = sandbox_starts(grader)
                 rows_burst, wall_burst = burst(grader, burst_mix[:size], workers=workers)
-                burst_counts = grader.counts.snapshot()
+                burst_counts = grader.counts.snapshot() | {
+                    key: value - starts_before[key] for key, value in sandbox_starts(grader).items()}
                 for arrived in CARDS_IN_FLIGHT:  # the cards still to come (each bounded by the speed budget)
                     arrived.wait(grader.runner.limits.speed_timeout_s + 30)
                 CARDS_IN_FLIGHT.clear()
@@ -464,8 +474,10 @@ def main() -> None:
             "statuses": sorted({r["status"] for r in rows_single + rows_burst}),
             "burst_counts": burst_counts,  # the grader's own count: sandbox runs, reused, after waiting
         }
-        b = results["modes"][name]["burst"]
-        log(f"  burst: p50 {fmt(b['p50_s'], ' s')}, p95 {fmt(b['p95_s'], ' s')}, {fmt(b['per_s'])}/s")
+        b, c = results["modes"][name]["burst"], burst_counts
+        log(f"  burst: p50 {fmt(b['p50_s'], ' s')}, p95 {fmt(b['p95_s'], ' s')}, {fmt(b['per_s'])}/s; sandbox "
+            f"starts: {c['warm_starts']} warm ({c['warm_after_wait']} waited for a start-up under way), "
+            f"{c['cold_starts']} cold")
         save(args.out, results)  # each mode as it ends: a run stopped by a time limit keeps what it measured
 
     for spec in args.lanes:

@@ -214,8 +214,13 @@ class WarmPool:
         self.environment: dict[str, str] = {}  # the last hello: device, torch, triton, python
         self.started_total = 0  # sandboxes this pool ever started (tests, metrics)
         self.replaced_total = 0  # of those, how many died or failed while waiting
+        self.handed_total = 0  # sandboxes acquire() handed out (benchmarks: warm against cold starts)
+        self.handed_after_wait = 0  # of those, how many a caller waited for (a start-up under way)
         self._waiting: list[Sandbox] = []
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)  # a hello came, a sandbox went, or the pool closed
+        self._callers_waiting = 0  # acquire(wait=True) calls waiting for a start-up in progress
+        self._backoff_until = 0.0  # the refill thread starts nothing before this (after failures)
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._failures = 0
@@ -225,14 +230,52 @@ class WarmPool:
         self._thread.start()
         return self
 
-    def acquire(self) -> Sandbox | None:
-        """A sandbox that said hello, or None (none ready: the caller starts one cold)."""
+    def acquire(self, *, wait: bool = False) -> Sandbox | None:
+        """A sandbox that said hello, or None (the caller starts one cold).
+
+        With `wait`, when none is ready but one is in start-up that no earlier caller waits for,
+        wait for a hello rather than start one cold: a start-up already under way is ready sooner
+        than one begun now under the same load, and a cold start beside the pool's refills only
+        slows them all (CPU-bound imports: the class burst's stalls, docs/benchmarks.md). Not
+        bounded by a typical start-up time: under a burst every start-up takes longer than a quiet
+        one, the cold one too. A start-up that hangs is discarded at the start-up timeout, the wait
+        ends there at the latest, and a pool backing off after failures has nothing under way."""
         with self._lock:
-            for index, sandbox in enumerate(self._waiting):
-                if sandbox.hello is not None and sandbox.alive():
-                    del self._waiting[index]
-                    self._wake.set()
-                    return sandbox
+            sandbox = self._take_ready()
+            if sandbox is not None or not wait or not self._thread.is_alive():
+                return sandbox
+            deadline = time.monotonic() + self.limits.startup_timeout_s
+            self._callers_waiting += 1
+            try:
+                while not self._stop.is_set():
+                    left = deadline - time.monotonic()
+                    if self._underway() < self._callers_waiting or left <= 0:
+                        return None  # nothing under way for this caller: it starts its own
+                    self._changed.wait(left)
+                    sandbox = self._take_ready()
+                    if sandbox is not None:
+                        self.handed_after_wait += 1
+                        return sandbox
+                return None
+            finally:
+                self._callers_waiting -= 1
+
+    def _underway(self) -> int:
+        """Sandboxes in start-up, and those the refill thread starts next (it is woken when one is
+        taken), unless it backs off after failures. Called with the lock held."""
+        starting = sum(1 for s in self._waiting if s.hello is None and s.alive())
+        if time.monotonic() < self._backoff_until:
+            return starting
+        return starting + max(0, min(self.size - len(self._waiting), self.max_starting - starting))
+
+    def _take_ready(self) -> Sandbox | None:
+        """Called with the lock held."""
+        for index, sandbox in enumerate(self._waiting):
+            if sandbox.hello is not None and sandbox.alive():
+                del self._waiting[index]
+                self.handed_total += 1
+                self._wake.set()
+                return sandbox
         return None
 
     def ready_count(self) -> int:
@@ -255,6 +298,8 @@ class WarmPool:
     def close(self) -> None:
         self._stop.set()
         self._wake.set()
+        with self._lock:
+            self._changed.notify_all()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=10)
         with self._lock:
@@ -265,11 +310,10 @@ class WarmPool:
     # --- the refill thread --------------------------------------------------------------------
 
     def _loop(self) -> None:
-        backoff_until = 0.0
         while not self._stop.is_set():
             self._reap()
             now = time.monotonic()
-            if now >= backoff_until:
+            if now >= self._backoff_until:
                 with self._lock:
                     starting = sum(1 for s in self._waiting if s.hello is None)
                     missing = min(self.size - len(self._waiting), self.max_starting - starting)
@@ -283,7 +327,7 @@ class WarmPool:
                         self._failures += 1
                         break
             if self._failures:
-                backoff_until = time.monotonic() + min(60.0, 0.5 * 2 ** min(self._failures, 7))
+                self._backoff_until = time.monotonic() + min(60.0, 0.5 * 2 ** min(self._failures, 7))
                 self._failures = 0
             self._poll(timeout_s=0.2)
         with self._lock:
@@ -313,6 +357,7 @@ class WarmPool:
         log.warning("warm sandbox %d discarded (%s); log tail: %s", sandbox.proc.pid, why, sandbox.log.text()[-500:]
                     if sandbox.proc.poll() is not None else "")
         sandbox.kill(self.limits.kill_grace_s)
+        self._changed.notify_all()  # a caller waiting for it looks again
 
     def _reap(self) -> None:
         with self._lock:
@@ -353,6 +398,7 @@ class WarmPool:
                 for message, blob in frames:
                     if message["type"] == "hello" and sandbox.hello is None:
                         sandbox.hello = message
+                        self._changed.notify_all()
                         self.environment = hello_environment(message)
                         sandbox.early_frames.append((message, blob))
                     else:

@@ -137,6 +137,7 @@ class SandboxRunner:
         self.compile_ahead = compile_ahead_setting()  # KERNELGRADE_COMPILE_AHEAD: GPU jobs compile their kernels first
         self.forks: dict[tuple[DeviceMode, int], ForkServer] = {}
         self._forks_lock = threading.Lock()
+        self.cold_starts = 0  # attempts that found no warm sandbox and started one (benchmarks)
         weakref.finalize(self, _close_forks, self.forks)  # a runner dropped without close(): no template left
         remove_stale_jobs(work_root)
         remove_stale_cgroups()  # pids cgroups of runners that died, and anything left in them
@@ -249,7 +250,7 @@ class SandboxRunner:
     def _sandbox_for(self, job_root: Path, files: list[str], job: Job, *, device_index: int) -> Sandbox:
         """A warm sandbox with the job written into its folder, or a cold one started on `job_root`."""
         pool = self.pools.get((job.mode, device_index))
-        sandbox = pool.acquire() if pool is not None else None
+        sandbox = pool.acquire(wait=True) if pool is not None else None
         if sandbox is not None:
             try:
                 self._write_job(sandbox.job_dir, job, source=job_root, files=files)
@@ -258,6 +259,8 @@ class SandboxRunner:
             except OSError:  # it died after it was taken (the pipe broke): start one cold instead
                 sandbox.kill(self.limits.kill_grace_s)
         self._write_job(job_root, job, source=job_root, files=files)
+        with self._forks_lock:
+            self.cold_starts += 1
         forks = self._fork_server(job.mode, device_index)
         if forks is not None:  # KERNELGRADE_SANDBOX_START=fork (sandbox/forkserver.py)
             return forks.spawn(job_root=job_root, files=files, job=job)

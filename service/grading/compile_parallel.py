@@ -98,7 +98,7 @@ class _Handed:
     def __init__(self, sandbox: Sandbox) -> None:
         self._sandbox: Sandbox | None = sandbox
 
-    def acquire(self) -> Sandbox | None:
+    def acquire(self, *, wait: bool = False) -> Sandbox | None:
         sandbox, self._sandbox = self._sandbox, None
         return sandbox if sandbox is not None and sandbox.alive() else None
 

@@ -165,3 +165,81 @@ def test_a_refill_starts_several_sandboxes_at_once_but_no_more_than_its_bound(bw
     finally:
         pool.close()
     assert not list(tmp_path.iterdir()), "a warm sandbox's job folder outlived the pool"
+
+
+def _wait_for(condition, timeout_s: float = READY_S) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_a_caller_waits_for_the_start_up_under_way_rather_than_start_one_cold(bwrap_backend, tmp_path):
+    """A pool of one, its sandbox taken: the refill starts the next. A caller that may wait gets
+    that one once it says hello; a second caller meanwhile, with only that one start-up under way,
+    does not wait for it (None at once: it starts its own)."""
+    import threading
+
+    from sandbox.pool import WarmPool
+
+    pool = WarmPool(backend=bwrap_backend, limits=Limits(), mode=DeviceMode.interpreter, device_index=0, size=1,
+                    work_root=tmp_path).start()
+    taken = []
+    try:
+        assert pool.wait_ready(1, READY_S), "the pool never filled"
+        taken.append(pool.acquire())
+        assert taken[0] is not None and pool.acquire() is None, "without wait, nothing ready is None"
+
+        got: list = []
+        waiter = threading.Thread(target=lambda: got.append(pool.acquire(wait=True)))
+        waiter.start()
+        assert _wait_for(lambda: pool._callers_waiting == 1), "the caller did not wait"
+        assert pool.acquire(wait=True) is None, "a second caller waited for the one start-up already spoken for"
+        waiter.join(READY_S)
+        assert len(got) == 1 and got[0] is not None and got[0].hello is not None, "the waiting caller got none"
+        taken.append(got[0])
+        assert pool.started_total == 2, "a sandbox was started for the waiting caller beside the refill"
+    finally:
+        for sandbox in taken:
+            if sandbox is not None:
+                sandbox.kill()
+        pool.close()
+    assert not list(tmp_path.iterdir()), "a warm sandbox's job folder outlived the pool"
+
+
+def test_a_run_on_a_drained_pool_takes_the_refill_under_way(bwrap_backend, tmp_path):
+    """The runner asks its pool with wait: a run that finds the pool empty but its refill in
+    start-up runs in that refill (which is then gone from the pool), not in a sandbox of its own."""
+    runner = SandboxRunner(backend=bwrap_backend, limits=Limits(case_timeout_s=30), work_root=tmp_path)
+    pool = runner.start_pool(mode=DeviceMode.interpreter, device_index=0, size=1)
+    other = None
+    try:
+        assert pool.wait_ready(1, READY_S), "the warm sandbox never said hello"
+        other = pool.acquire()  # as another grading would
+        assert other is not None and _wait_for(lambda: len(pool.pids()) == 1), "no refill started"
+        [refill] = pool.pids()
+        result, cases = run_probes(runner, TMP_BODY, ["job_files"])
+        assert result.attempts == 1 and cases["job_files"].outputs["out"][0] == 1.0
+        assert not _alive(refill) and refill not in pool.pids(), "the run did not take the refill under way"
+    finally:
+        if other is not None:
+            other.kill()
+        runner.close()
+
+
+def test_a_caller_does_not_wait_past_the_start_up_timeout(bwrap_backend, tmp_path):
+    """No sandbox of this pool can say hello in time (a start-up timeout far below an import of
+    torch): each start-up is discarded and restarted, and a caller waiting for one gets None (it
+    then starts its own, under the same timeout) instead of waiting on the next forever."""
+    from sandbox.pool import WarmPool
+
+    pool = WarmPool(backend=bwrap_backend, limits=Limits(startup_timeout_s=0.3), mode=DeviceMode.interpreter,
+                    device_index=0, size=1, work_root=tmp_path).start()
+    try:
+        assert _wait_for(lambda: len(pool.pids()) == 1), "the pool started nothing"
+        assert pool.acquire(wait=True) is None
+        assert pool.handed_total == 0
+    finally:
+        pool.close()
