@@ -9,7 +9,11 @@ given check (the same specialisations a grading run compiles), with a fresh stag
 Triton's writable cache; `SharedCompileCache.publish` then moves what compiled into the cache.
 
 `threads` runs at a time (daemon threads), behind the grading: a compile run never holds up a
-submission. Each program digest is compiled at most once per process.
+submission. Each program digest is compiled at most once per process. A program queued after its
+grading waits while gradings run in this process (at most `defer_busy_s`): it serves later
+gradings under other seeds, not the burst it came from, whose sandbox start-ups it would slow (a
+compile run starts its sandbox cold: torch's import is CPU-bound). The catalogue's programs, queued
+at start, do not wait.
 
 With `parallel` > 0, a program graded for the first time is compiled before its grading run
 instead (`compile_first`, compile_parallel.py): its cases split over that many warm compile
@@ -22,13 +26,14 @@ import logging
 import os
 import queue
 import threading
+import time
 from dataclasses import dataclass, field
 
 from sandbox.backends.base import TritonCacheMount
 from sandbox.backends.bwrap import BwrapBackend
 from sandbox.compile_cache import SharedCompileCache
 from sandbox.contract import DeviceMode, Limits
-from sandbox.runner import SandboxRunner
+from sandbox.runner import RUNS_IN_FLIGHT, SandboxRunner
 from service.exercises import CaseSpec, Exercise, ExerciseCatalog, ExerciseSpec, shape_candidates, with_shape
 from service.grading.assemble import Program, assemble
 from service.grading.compile_parallel import COMPILE_SEED, ParallelCompile, ParallelCompiler
@@ -106,12 +111,14 @@ class CompileWarmer:
     mode: DeviceMode = DeviceMode.gpu  # the interpreter compiles nothing: tests only (nothing to publish)
     parallel: int = 0  # warm compile sandboxes for compile_first (0: off)
     parallel_wait_s: float = 5.0  # the most a grading waits for its program's compile runs
+    defer_busy_s: float = 30.0  # the most a graded program's compile run waits for gradings to pause
     stats: WarmStats = field(default_factory=WarmStats)
-    _queue: queue.Queue[tuple[Exercise, Program, int | None] | None] = field(init=False, repr=False)
+    _queue: queue.Queue[tuple[Exercise, Program, int | None, bool] | None] = field(init=False, repr=False)
     _seen: set[str] = field(default_factory=set, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _threads: list[threading.Thread] = field(default_factory=list, repr=False)
     _pending: int = field(default=0, repr=False)
+    _running: int = field(default=0, repr=False)  # this warmer's compile runs in flight
     _idle: threading.Event = field(default_factory=threading.Event, repr=False)
     _parallel: ParallelCompiler | None = field(default=None, repr=False)
     last_parallel: ParallelCompile | None = field(default=None, repr=False)  # the latest compile_first (tests, bench)
@@ -161,18 +168,20 @@ class CompileWarmer:
             job.wait(self.parallel_wait_s)
         return job
 
-    def submit(self, exercise: Exercise, program: Program, secret_seed: int | None = None) -> bool:
+    def submit(self, exercise: Exercise, program: Program, secret_seed: int | None = None, *,
+               defer: bool = True) -> bool:
         """Queue a program for compiling into the shared cache; False when it does not qualify,
         was queued before, or the queue is full (then it simply compiles again where it runs).
         `secret_seed`: the grading's, so the shapes it drew compile too (a later grading under
-        another seed compiles only its own drawn shapes, in its sandbox)."""
+        another seed compiles only its own drawn shapes, in its sandbox). `defer`: its run waits
+        while gradings run (`defer_busy_s` at most)."""
         if exercise.spec.fill_policy != "expression":
             return False
         with self._lock:
             if program.digest in self._seen:
                 return False
             try:
-                self._queue.put_nowait((exercise, program, secret_seed))
+                self._queue.put_nowait((exercise, program, secret_seed, defer))
             except queue.Full:
                 return False
             self._seen.add(program.digest)
@@ -197,7 +206,8 @@ class CompileWarmer:
             for code in codes:
                 extraction = extract(exercise.template, code)
                 if extraction.error is None and not extraction.edits:
-                    queued += self.submit(exercise, assemble(exercise.template, extraction.fill_sources))
+                    queued += self.submit(exercise, assemble(exercise.template, extraction.fill_sources),
+                                          defer=False)
         return queued
 
     def wait_parallel_ready(self, timeout_s: float) -> bool:
@@ -226,16 +236,32 @@ class CompileWarmer:
             item = self._queue.get()
             if item is None:
                 return
+            exercise, program, secret_seed, defer = item
+            if defer:
+                self._wait_for_a_pause()
+            with self._lock:
+                self._running += 1
             try:
-                self._compile(*item)
+                self._compile(exercise, program, secret_seed)
             except Exception:  # noqa: BLE001 - the cache is an optimisation: log and go on
                 self.stats.failed += 1
                 log.exception("compile run failed")
             finally:
                 with self._lock:
+                    self._running -= 1
                     self._pending -= 1
                     if self._pending == 0:
                         self._idle.set()
+
+    def gradings_running(self) -> int:
+        """Sandbox runs in flight in this process that are not this warmer's compile runs."""
+        with self._lock:
+            return max(0, RUNS_IN_FLIGHT.count - self._running)
+
+    def _wait_for_a_pause(self) -> None:
+        deadline = time.monotonic() + self.defer_busy_s
+        while self.gradings_running() > 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
 
     def _compile(self, exercise: Exercise, program: Program, secret_seed: int | None = None) -> None:
         # Writable by the compile sandbox: bwrap hands it to the sandbox's own host uid where it has
