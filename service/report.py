@@ -101,6 +101,13 @@ class Diagnosis(_Model):
     message: str
     evidence: dict[str, Any] = {}
 
+    def said_in(self, language: str) -> Diagnosis | None:
+        """This diagnosis in `language`, from the messages every language of it was rendered into
+        (evidence `messages`: the kit and the inputs check); None without them."""
+        said = self.evidence.get("messages")
+        text = said.get(language) if isinstance(said, dict) else None
+        return self.model_copy(update={"message": text}) if isinstance(text, str) else None
+
 
 class Veto(_Model):
     rule: Literal["modified_outside_blank", "boundary_check_removed", "unverified_claim", "coincidental_pass"]

@@ -8,7 +8,7 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
@@ -18,7 +18,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from service.exercises import Exercise
 from service.report import CaseReport, CaseTexts, Diagnosis, Environment, Performance, Seeds
 
-MEMO_FORMAT = 5  # bump when MemoEntry or the key changes meaning: old entries then simply miss
+MEMO_FORMAT = 6  # bump when MemoEntry or the key changes meaning: old entries then simply miss
+# 6: the key no longer names the report's language: an entry says which one it is in, and a grading
+#    in another language reuses it through its stored translations (MemoEntry.said_in)
 # 5: the cases' texts and the given check's output in the other language (Report.translations)
 # 3: cases may draw their shapes from the secret seed (a reused entry keeps its seeds, so its shapes),
 #    and every run now compares inputs after the call (diagnosis input_overwritten)
@@ -43,6 +45,34 @@ class MemoEntry(BaseModel):
     # (service/grading/translate.py): a reuse needs them, and has no run to say them again from.
     case_texts: dict[str, dict[str, CaseTexts]] = {}
     given_outputs: dict[str, str] = {}
+    language: str = ""  # the language of the texts above the translations; "" before format 6
+
+    def said_in(self, language: str, *, restate: Callable[[Performance, str, str], Performance | None]
+                ) -> MemoEntry | None:
+        """This entry with `language` as its language, its own texts becoming a translation; None
+        when some text of it cannot be said in `language` (then the grading runs the program).
+        `restate(card, said_in, language)`: the speed card in another language (speed.restated)."""
+        if language == self.language:
+            return self
+        cases = self.case_texts.get(language)
+        given = self.given_outputs.get(language)
+        if cases is None or given is None or any(c.id not in cases for c in self.cases):
+            return None
+        diagnoses = [d.said_in(language) for d in self.diagnoses]
+        if any(d is None for d in diagnoses):
+            return None
+        performance = None
+        if self.performance is not None:
+            performance = restate(self.performance, self.language, language)
+            if performance is None:
+                return None
+        own = {c.id: CaseTexts(description=c.description, targets=c.targets, error=c.error) for c in self.cases}
+        return self.model_copy(update={
+            "language": language, "cases": [c.model_copy(update=cases[c.id].model_dump()) for c in self.cases],
+            "diagnoses": diagnoses, "given_output": given, "performance": performance,
+            "case_texts": {**{k: v for k, v in self.case_texts.items() if k != language}, self.language: own},
+            "given_outputs": {**{k: v for k, v in self.given_outputs.items() if k != language},
+                              self.language: self.given_output}})
 
 
 def exercise_fingerprint(exercise: Exercise) -> str:
@@ -53,12 +83,11 @@ def exercise_fingerprint(exercise: Exercise) -> str:
     return exercise.fingerprint
 
 
-def memo_key(*, program_digest: str, exercise: Exercise, mode: str, device: str, triton: str,
-             language: str | None = None) -> str:
-    """`language`: the report's; the stored cases and diagnoses are text in it (None: the exercise's)."""
+def memo_key(*, program_digest: str, exercise: Exercise, mode: str, device: str, triton: str) -> str:
+    """What decides a run's results; not the report's language (an entry holds its texts in each)."""
     parts = {"format": MEMO_FORMAT, "program": program_digest, "exercise": exercise.id,
              "version": exercise.spec.version, "spec": exercise_fingerprint(exercise),
-             "mode": mode, "device": device, "triton": triton, "language": language or exercise.spec.language}
+             "mode": mode, "device": device, "triton": triton}
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 

@@ -278,9 +278,9 @@ class Grader:
         environment = self._environment(None)
         if not_run_reason is None:
             program = assemble(exercise.template, extraction.fill_sources)
-            memo_key = self._memo_key(exercise, program, self._environment_seen or self._pool_environment(), language)
+            memo_key = self._memo_key(exercise, program, self._environment_seen or self._pool_environment())
             if memo_key is not None and reuse:
-                reused, waited_s = yield from self._lookup(memo_key, submission_id, claims)
+                reused, waited_s = yield from self._lookup(memo_key, submission_id, claims, exercise, language)
             if reused is not None:
                 cases, diagnoses, seeds = reused.cases, reused.diagnoses, reused.seeds
                 if reused.performance is None and spec.speed is not None:  # not timed on that run (busy)
@@ -297,7 +297,7 @@ class Grader:
                         else:  # its card follows here too, as this report's revision
                             self._follow(follow_memo(self.memo, memo_key, within_s=self._speed_wait_s(),
                                                      fallback=fallback, on_speed=on_speed, name=submission_id,
-                                                     say=self._restate(exercise, language),
+                                                     say=self._restate(exercise), language=language,
                                                      others=other_languages(language)))
                 given_status, given_output, environment = reused.given_status, reused.given_output, reused.environment
                 other_cases, other_given = reused.case_texts, reused.given_outputs
@@ -409,10 +409,10 @@ class Grader:
             # the card in the other language: from the same figures where this run has them, else
             # from the card itself (the memo's, or one said by a code alone)
             collected = run is not None and run.speed is not None
-            restate = self._restate(exercise, language)
+            restate = self._restate(exercise)
             other_cards: dict[str, Performance | None] = {
                 lang: self._performance(exercise, run, cases, lang) if collected
-                else restate(performance, lang) if performance is not None else None
+                else restate(performance, language, lang) if performance is not None else None
                 for lang in other_languages(language)}
             return translated(report, exercise=exercise, submission=submission, cases=other_cases,
                               given_outputs=other_given, performances=other_cards, extraction=extraction,
@@ -425,27 +425,27 @@ class Grader:
         pool = self.runner.pools.get((self.mode, self.device_index))
         return dict(pool.environment) if pool is not None and pool.environment else None
 
-    def _memo_key(self, exercise: Exercise, program: Program, environment: dict[str, str] | None,
-                  language: Language) -> str | None:
+    def _memo_key(self, exercise: Exercise, program: Program, environment: dict[str, str] | None) -> str | None:
         """The memo key of this program here, or None when nothing may be reused: no memo, an
-        exercise that opts out, or no sandbox has told us its device and Triton version yet. The
-        report's language is part of it: the stored cases and diagnoses are rendered text."""
+        exercise that opts out, or no sandbox has told us its device and Triton version yet. Not
+        the report's language: an entry holds its texts in every language (MemoEntry.said_in)."""
         if self.memo is None or not memoisable(exercise) or not environment:
             return None
         if environment.get("mode") != self.mode.value or not environment.get("triton"):
             return None
         return memo_key(program_digest=program.digest, exercise=exercise, mode=self.mode.value,
-                        device=environment.get("device", ""), triton=environment["triton"], language=language)
+                        device=environment.get("device", ""), triton=environment["triton"])
 
-    def _lookup(self, key: str, owner: str,
-                claims: list[tuple[str, str]]) -> Generator[ParkStep, object, tuple[MemoEntry | None, float | None]]:
+    def _lookup(self, key: str, owner: str, claims: list[tuple[str, str]], exercise: Exercise,
+                language: Language) -> Generator[ParkStep, object, tuple[MemoEntry | None, float | None]]:
         """The memo's entry for `key`, or None: then this grading runs the program. In-flight
         de-duplication (service/grading/memo.py): with no entry yet, claim the key; the grading
         that gets the claim runs the program (the claim goes into `claims`, released once the
         result is stored); the others wait until that claim is gone (released, or expired because
         its holder died: at most the run's time budget), then look again, and run the program
         themselves if nothing was stored; they wait by yielding a ParkStep, so a driver may park
-        them without a thread (service/worker/lanes.py). Second: the seconds spent waiting (None: no wait)."""
+        them without a thread (service/worker/lanes.py). Second: the seconds spent waiting (None: no wait).
+        The entry comes said in `language`; one that cannot be (MemoEntry.said_in) is not reused."""
         memo = self.memo
         assert memo is not None  # a key exists only with a memo (_memo_key)
         entry, waited_s = memo.get(key), None
@@ -462,6 +462,8 @@ class Grader:
                     entry = memo.get(key)
             except Exception:  # noqa: BLE001 - de-duplication is an optimisation: run the program
                 log.exception("memo claim or wait on %s failed; running the program", key[:12])
+        if entry is not None:
+            entry = entry.said_in(language, restate=self._restate(exercise))
         if entry is not None:
             self._release(claims)
             self.counts.add(reused=1, reused_after_wait=int(waited_s is not None))
@@ -536,12 +538,13 @@ class Grader:
 
         return card
 
-    def _restate(self, exercise: Exercise, language: Language) -> Callable[[Performance, str], Performance | None]:
-        """A card of this grading (said in `language`) in another language, from the card itself (speed.restated)."""
+    def _restate(self, exercise: Exercise) -> Callable[[Performance, str, str], Performance | None]:
+        """`say(card, said_in, language)`: a card of this exercise in another language, from the card
+        itself (speed.restated)."""
         speed = exercise.spec.speed
 
-        def say(card: Performance, other: str) -> Performance | None:
-            return restated(card, speed, said_in=language, language=other) if speed is not None else None
+        def say(card: Performance, said_in: str, other: str) -> Performance | None:
+            return restated(card, speed, said_in=said_in, language=other) if speed is not None else None
 
         return say
 
@@ -553,7 +556,7 @@ class Grader:
         """Store a run's code results if they are a property of the program alone: every phase
         ran to an answer (no crash, timeout or skipped case or speed phase, which may be the
         machine's doing). The speed figures go with them: same program, same device name."""
-        key = self._memo_key(exercise, program, run.environment, language)
+        key = self._memo_key(exercise, program, run.environment)
         memo = self.memo
         if key is None or memo is None:  # (a key exists only with a memo)
             return None
@@ -568,7 +571,8 @@ class Grader:
         entry = MemoEntry(submission_id=submission_id, program_digest=program.digest, cases=cases, diagnoses=diagnoses,
                           given_status=run.given.status if run.given else "not_run",
                           given_output=run.given.output if run.given else "", seeds=seeds, environment=environment,
-                          performance=performance, case_texts=case_texts or {}, given_outputs=given_outputs or {})
+                          performance=performance, case_texts=case_texts or {}, given_outputs=given_outputs or {},
+                          language=language)
         try:
             memo.put(key, entry, exercise_id=exercise.id, exercise_version=exercise.spec.version)
         except Exception:  # noqa: BLE001 - the memo is an optimisation: a failed write costs a re-run later

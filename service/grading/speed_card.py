@@ -79,12 +79,13 @@ MEMO_POLL_MAX_S = 2.0  # and at most this far apart (doubling)
 
 
 def follow_memo(memo: VerdictMemo, key: str, *, within_s: float, fallback: Performance, on_speed: OnSpeed,
-                name: str, say: Callable[[Performance, str], Performance | None], others: Sequence[str],
-                ) -> threading.Thread:
+                name: str, say: Callable[[Performance, str, str], Performance | None], language: str,
+                others: Sequence[str]) -> threading.Thread:
     """A grading that reused an entry whose run is still timing the program: watch the memo entry
-    (here or in another process) for its card, at most `within_s`, and deliver it marked `reused`;
-    `fallback` (not measured) when it does not come. `say(card, language)`: the card in each of the
-    `others` languages (speed.restated; None where it cannot be said again)."""
+    (here or in another process) for its card, at most `within_s`, and deliver it marked `reused`,
+    in `language` (the entry's may be another: then said again, or `fallback` where it cannot be);
+    `fallback` (not measured) when it does not come. `say(card, said_in, language)`: the card in
+    another language (speed.restated; None where it cannot be said again), here each of `others`."""
 
     def run() -> None:
         deadline = time.monotonic() + within_s
@@ -99,11 +100,13 @@ def follow_memo(memo: VerdictMemo, key: str, *, within_s: float, fallback: Perfo
             if entry is None or entry.performance is None:
                 break  # the entry is gone (an exercise update, a purge): nothing will come
             if entry.performance.status != "pending":
-                card = entry.performance.model_copy(update={"reused": True})
+                found = (entry.performance if entry.language == language
+                         else say(entry.performance, entry.language, language))
+                card = found.model_copy(update={"reused": True}) if found is not None else fallback
                 break
             time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
             pause = min(2 * pause, MEMO_POLL_MAX_S)  # a burst of reuses of one slow program: few queries
-        _deliver(on_speed, card, _said_in(lambda lang: say(card, lang), others, name), name)
+        _deliver(on_speed, card, _said_in(lambda lang: say(card, language, lang), others, name), name)
 
     return _background(run, f"speed-memo-{name[:8]}")
 

@@ -34,11 +34,8 @@ def other_languages(language: str) -> list[Language]:
 
 
 def diagnosis_in(diagnosis: Diagnosis, language: str) -> Diagnosis:
-    """A diagnosis in `language`: the kit and the inputs check render every language into its
-    evidence (`messages`); one without them keeps its own message."""
-    said = diagnosis.evidence.get("messages")
-    text = said.get(language) if isinstance(said, dict) else None
-    return diagnosis.model_copy(update={"message": text}) if isinstance(text, str) else diagnosis
+    """A diagnosis in `language` (Diagnosis.said_in); one without its messages keeps its own."""
+    return diagnosis.said_in(language) or diagnosis
 
 
 def report_texts(report: Report, *, exercise: Exercise, submission: Submission, cases: dict[str, CaseTexts],

@@ -97,14 +97,34 @@ def test_undeclared_language_stays_the_lessons(reports):
     assert all(CJK.search(r.message) for r in report.score.requirements)
 
 
-def test_the_memo_keeps_languages_apart(grader):
-    """The memo stores rendered cases and diagnoses: an English grading never reuses a Chinese one."""
-    from service.grading.memo import memo_key
+def test_the_memo_serves_every_language(grader):
+    """The memo key names no language: a program graded for a Chinese report is reused for an
+    English one (no second run), said exactly as a reuse of an English grading says it, in both
+    languages, facts and all."""
+    from service.grading.memo import InMemoryMemo
 
     exercise = grader.catalog.get("lesson06_mean_var")
-    key = {lang: memo_key(program_digest="d", exercise=exercise, mode="interpreter", device="cpu", triton="3",
-                          language=lang) for lang in ("zh", "en", None)}
-    assert key["zh"] != key["en"] and key[None] == key[exercise.spec.language]
+    code = exercise.mutant_code(next(m for m in exercise.mutants if m.id == "wrong.remask_missing_true"))
+    memo = grader.memo
+
+    def first_then(first: str, then: str) -> tuple[Report, Report]:
+        grader.memo = InMemoryMemo()
+        return tuple(grader.grade(Submission(exercise=exercise.id, code=code, language=language), secret_seed=SEED)
+                     for language in (first, then))
+
+    try:
+        zh, en_after_zh = first_then("zh", "en")
+        en, en_after_en = first_then("en", "en")
+    finally:
+        grader.memo = memo
+    assert not zh.program.reused and not en.program.reused
+    assert en_after_zh.program.reused and en_after_en.program.reused
+    assert en_after_zh.program.memo_key == zh.program.memo_key == en.program.memo_key
+    assert en_after_zh.language == "en" and _texts(en_after_zh) == _texts(en_after_en)
+    assert _facts(en_after_zh) == _facts(en_after_en)
+    assert en_after_zh.given_check.output == en_after_en.given_check.output
+    assert _texts(in_language(en_after_zh, "zh")) == _texts(in_language(en_after_en, "zh"))
+    assert chinese_in(en_after_zh.model_dump(mode="json", exclude={"translations"})) == {}
 
 
 def _texts(report: Report) -> dict[str, object]:
