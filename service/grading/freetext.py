@@ -112,9 +112,22 @@ def normalise(text: str) -> str:
     return unicodedata.normalize("NFKC", text.replace("\x00", "")).lower()
 
 
+# Signs that NFKC leaves alone but that students type for the same thing: dashes used as a minus
+# ("0 – 2 = –2"), division signs, and arrows of every shape ("⟶", "➜", "⟹") for the rubric's "→".
+# One character for one, so that a quote still maps back to the student's own text.
+SIGN_FOLD = True
+_SIGNS = str.maketrans({"‐": "-", "‑": "-", "‒": "-", "–": "-", "﹣": "-", "÷": "/", "∕": "/",
+                        **{a: "→" for a in "⟶⟹⇨⇾➔➜➝➞➡↦⟼⇛⇉⭢🡒"}})
+
+
+def _fold_answer(text: str) -> str:
+    folded = normalise(text)
+    return folded.translate(_SIGNS) if SIGN_FOLD else folded
+
+
 @functools.lru_cache(maxsize=8192)  # a class writes in a few thousand distinct characters
 def _fold_char(ch: str) -> str:
-    return normalise(ch)
+    return _fold_answer(ch)
 
 
 def _sentences(text: str) -> list[tuple[int, int]]:
@@ -161,7 +174,7 @@ class _Text(str):
     @classmethod
     def of(cls, answer: str) -> _Text:
         raw = answer.replace("\x00", "")
-        full = normalise(raw)
+        full = _fold_answer(raw)
         text = cls(full.strip())
         text.original, text.offsets = raw, None
         if raw.isascii():  # folding ASCII is lower-casing: character i stays character i
@@ -322,6 +335,8 @@ def _score_answer(question: Question, answer: str, max_points: float) -> TextSco
                                                                  _sentence_of(spans, m.start())))
     if FUZZY:
         _fuzzy_concepts(question, text, spans, matches)
+    if ASKED_NOT_STATED:
+        _drop_asked(text, spans, matches)
     misconceptions = _misconceptions(question, text, spans)
     if not matches and not misconceptions:
         return TextScore(0.0, 0.9, kind="off_topic",
@@ -534,6 +549,24 @@ def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]])
     return found
 
 
+# A concept named only inside a question ("这些输入能不能被连续地加载？", "what does the tile need?")
+# is asked, not stated: an answer that restates the prompt's questions earns nothing for them.
+ASKED_NOT_STATED = True
+_ASKED = "?？"
+
+
+def _drop_asked(text: str, spans: list[tuple[int, int]], matches: dict[str, list[_Match]]) -> None:
+    asked = {i for i, (_a, b) in enumerate(spans) if b < len(text) and text[b] in _ASKED}
+    if not asked:
+        return
+    for cid in list(matches):
+        kept = [m for m in matches[cid] if m.sentence not in asked]
+        if kept:
+            matches[cid] = kept
+        else:
+            del matches[cid]
+
+
 # Two stated concepts at most this many sentences apart can be linked.
 LINK_SENTENCES = 2
 
@@ -569,7 +602,10 @@ SUSPECTED_PENALTY = 0.0  # 0.5 was tried: neutral on the tuning part, three full
 # between them (at most two sentences apart) count as linked.
 WORKED_EXAMPLE = True
 WORKED_STEPS = 3
-_NUMERIC_STEP = re.compile(r"\d\s*([-−+*/^=≈]|\*\*)\s*[-−]?\s*[\dμσ(]|[)μσ2]\s*[=≈]\s*[-−]?\s*\d")
+# Products written × or ·, and values that are not finite ("exp(1000) = inf", "inf − inf = nan") count too.
+_VALUE = r"(\d|\binf\b|\bnan\b|∞)"
+_NUMERIC_STEP = re.compile(_VALUE + r"\s*([-−+*/^=≈×·]|\*\*)\s*[-−]?\s*([\dμσ(]|\binf\b|\bnan\b|∞)|"
+                           r"[)μσ2]\s*[=≈]\s*[-−]?\s*" + _VALUE)
 _WORKED_GAP = 400  # characters between two concepts that a computation may join (a bound on the search)
 
 

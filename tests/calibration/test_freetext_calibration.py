@@ -253,3 +253,34 @@ def test_an_unknown_causal_link_is_worded_for_a_ta_when_switched_on(monkeypatch)
         item = freetext.score_text(item_id="q2", title="Q2", max_points=2.0, question=exercise.question("q2"),
                                    answer=said, language=language)
         assert item.evidence["flags"] == ["unknown_link"] and words in item.feedback
+
+
+def test_a_concept_named_only_in_a_question_is_not_stated():
+    """An answer that asks the prompt's questions back states none of their concepts (fifth pass)."""
+    asked = "只在 load 时 mask 的话，padding lane 减去均值后会不会变成 −μ？平方以后是不是 μ²？第二次求和会不会多出 (BLOCK−N)·μ²？"
+    said = "只在 load 时 mask 的话，padding lane 减去均值后会变成 −μ。平方以后是 μ²。第二次求和多出 (BLOCK−N)·μ²。"
+    for answer, points in ((asked, 0.0), (said, 2.0)):
+        result = grade(Entry("lesson06_mean_var", {"id": "asked", "question": "q2", "answer": answer, "band": [0, 2]}))
+        assert result.points == points and not result.flags
+
+
+def test_arrows_and_dashes_of_any_shape_are_read_as_the_rubrics():
+    """"⟶" is "→", and an en dash typed for a minus ("0 – 2 = –2") is a minus (fifth pass)."""
+    arrows = "other=0 只对第一次 sum 安全 ⟶ 减 μ 后 pad = −μ ⟶ 平方 μ² ⟶ 第二次 sum 多 (BLOCK−N)μ² ⟶ tl.where 重新 mask"
+    result = grade(Entry("lesson06_mean_var", {"id": "arrows", "question": "q2", "answer": arrows, "band": [2, 2]}))
+    assert len(result.links) == 4 and "keyword_stuffing" not in result.flags
+    dashes = ("N=3, BLOCK=4, row [1, 2, 3]: loaded [1, 2, 3, 0], sum 6, 6/3 = 2 = mean. Centred: [–1, 0, 1, –2], the pad "
+              "0 – 2 = –2, squared 4 = mean^2. where(mask) turns it back into 0: [1, 0, 1, 0], sum 2, 2/3 = 0.667 stored.")
+    result = grade(Entry("lesson06_mean_var", {"id": "dashes", "question": "q1", "answer": dashes, "band": [2, 2]}))
+    assert "padding_neg_mean" in {f["concept"] for f in result.found} and result.points == 2.0
+    from service.grading.freetext import _Text
+    text = _Text.of("pad 0 – 2 ⟶ x")
+    assert text == "pad 0 - 2 → x" and text.original[text.offsets[10]] == "⟶"  # quotes still show the student's own signs
+
+
+def test_a_worked_example_may_compute_with_infinities_and_times_signs():
+    """"exp(1000) = inf", "inf/inf = nan", "15 × 1.0" are computations of a worked example (fifth pass)."""
+    from service.grading.freetext import _worked_example
+    assert _worked_example("exp(1000) = inf, so the sum is inf and inf/inf = nan; exp(−1000) = 0.")
+    assert _worked_example("15 × 1.0 extra, 17 · 2 lanes, 15 × 1.0 = 15")
+    assert not _worked_example("the sum overflows to inf and the result is nan")
