@@ -339,8 +339,15 @@ def _score_answer(question: Question, answer: str, max_points: float) -> TextSco
         _drop_asked(text, spans, matches)
     misconceptions = _misconceptions(question, text, spans)
     if not matches and not misconceptions:
-        return TextScore(0.0, 0.9, kind="off_topic",
-                         missing=_missing(question.concepts))
+        # No concept named, but a step waved away ("0.0 works just as well", "不需要 mask"): a stated
+        # wrong mechanism in words the rubric lacks, not an answer about something else.
+        doubt = _suspected(question, text, spans, matches) if OFF_TOPIC_DOUBT and _on_topic(question, text) else []
+        if not doubt:
+            return TextScore(0.0, 0.9, kind="off_topic",
+                             missing=_missing(question.concepts))
+        kind = doubt[0]["kind"]
+        return TextScore(0.0, 0.4, missing=_missing(question.concepts), suspected=doubt,
+                         flags=[kind if kind in ("dismissal", "unknown_link") else "suspected_misconception"])
 
     by_id = {c.id: c for c in question.concepts}
     total_weight = sum(c.weight for c in question.concepts)
@@ -565,6 +572,30 @@ def _drop_asked(text: str, spans: list[tuple[int, int]], matches: dict[str, list
             matches[cid] = kept
         else:
             del matches[cid]
+
+
+# The generic signals are read in an answer that names no concept too (it is otherwise off topic).
+OFF_TOPIC_DOUBT = True
+
+_TERM = re.compile(r"[a-z_][a-z0-9_]{2,}|[-−]inf\b|\binf\b")
+_COMMON = frozenset("the and for with that this from are was were has have not but you can its into than then "
+                    "when what why how each every which there their them they will would should could".split())
+
+
+@functools.lru_cache(maxsize=256)
+def _question_terms(question_text: str) -> frozenset[str]:
+    return frozenset(_TERM.findall(normalise(question_text))) - _COMMON
+
+
+def _on_topic(question: Question, text: str) -> bool:
+    """The answer uses a technical term of the question: a Latin-letter word of its prompt, reference
+    answer or rubric labels in the lesson's words (in a Chinese lesson those are the code's names and
+    the terms of art: `mask`, `other`, `-inf`, `block`, `welford`…): about this question, even where it
+    names none of the concepts."""
+    source = " ".join([question.prompt.lesson, question.reference_answer,
+                       *(c.label.lesson for c in question.concepts),
+                       *(w.label.lesson for w in question.misconceptions)])
+    return bool(set(_TERM.findall(text)) & _question_terms(source))
 
 
 # Two stated concepts at most this many sentences apart can be linked.

@@ -278,6 +278,19 @@ def test_arrows_and_dashes_of_any_shape_are_read_as_the_rubrics():
     assert text == "pad 0 - 2 → x" and text.original[text.offsets[10]] == "⟶"  # quotes still show the student's own signs
 
 
+def test_a_step_waved_away_in_words_the_rubric_lacks_is_flagged_not_off_topic():
+    """An answer naming none of the concepts is off topic, unless it is about the question (a term of
+    its prompt, reference or labels) and waves a step away: then a TA looks (fifth pass)."""
+    from service.exercises import Concept, Question
+    from service.grading.freetext import score_answer
+    question = Question(id="q2", prompt="为什么 padding 必须填 -inf？", reference_answer="max 的单位元是 −inf。",
+                        concepts=[Concept(id="neg_inf", label="−inf 是 max 的单位元", patterns=["(?!)"])])
+    waved = score_answer(question, "I don't think it has to be -inf: 0.0 works just as well, the store is masked.", 2.0)
+    assert waved.flags == ["dismissal"] and waved.points == 0 and waved.confidence < 0.7
+    chat = score_answer(question, "Anyway, the warp size is 32 and two threads in a warp can conflict.", 2.0)
+    assert chat.kind == "off_topic" and not chat.flags
+
+
 def test_a_worked_example_may_compute_with_infinities_and_times_signs():
     """"exp(1000) = inf", "inf/inf = nan", "15 × 1.0" are computations of a worked example (fifth pass)."""
     from service.grading.freetext import _worked_example
