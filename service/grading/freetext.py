@@ -428,11 +428,15 @@ _HARMLESS = re.compile(
 # value works"): a need denied ("doesn't even need"), a step called a mere convention or insurance,
 # a deviation called negligible, an alternative called "just as good". Written from that meaning,
 # not from any answer; measured on the tuning part with the misconception patterns switched off.
+# Fifth pass: the English side of "差别很小，所以…" (a deviation called small and then waved away).
 _WAVED_OFF = re.compile(
     r"(\b(does|do)(n't| not) (even |actually |really |strictly )?need\b|\bnever needs?\b|"
     r"\b(just|only|merely) (a |the )?(convention|habit|style|safety net|precaution|formality)\b|"
     r"只是(为了)?(一种|个|一个)?(习惯|惯例|约定|保险|形式|规范|好看)|保险起见|"
     r"(差别|差异|误差|区别)[^。；;\n]{0,6}(非常|很|极)?(小|微小)[^。；;\n]{0,10}(所以|可以|不用|没关系|无所谓)|"
+    r"\b(error|difference|deviation|change|effect|bias)s? (is|are|stays?|remains?) (only |very |really )?"
+    r"(tiny|negligible|small|minor|insignificant)\b[^.;\n]{0,20}\b(so|compared|relative|next to|within|"
+    r"(does|do)(n't| not) matter|ignore|fine|ok|okay)\b|"
     r"\b(just|equally) as (well|good|correct)\b|一样(可以|能用|正确|对)|也(完全)?(可以|行)[，,]|"
     r"\b(is|are|would be) (perfectly |totally |also |still )?(fine|ok|okay)\s*(:|because\b|since\b|as long as\b))")
 # A clause that holds this share of a misconception label's grams states it (see similarity.py).

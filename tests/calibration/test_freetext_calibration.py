@@ -297,3 +297,14 @@ def test_a_worked_example_may_compute_with_infinities_and_times_signs():
     assert _worked_example("exp(1000) = inf, so the sum is inf and inf/inf = nan; exp(−1000) = 0.")
     assert _worked_example("15 × 1.0 extra, 17 · 2 lanes, 15 × 1.0 = 15")
     assert not _worked_example("the sum overflows to inf and the result is nan")
+
+
+def test_a_deviation_called_negligible_in_english_is_flagged_like_in_chinese():
+    """The English side of "差别很小，所以可以…": a deviation called small *and* waved away (fifth pass);
+    a small error stated as a fact is not."""
+    waved = "Without the tl.where the pads add a bias, but the bias is negligible next to the tolerance."
+    result = grade(Entry("lesson06_mean_var", {"id": "tiny", "question": "q2", "answer": waved, "band": [0, 2]}))
+    assert "dismissal" in result.flags
+    fact = "Centre first, then square: with the two-pass formula the rounding error is small."
+    result = grade(Entry("lesson06_mean_var", {"id": "fact", "question": "q3", "answer": fact, "band": [0, 2]}))
+    assert not result.flags
