@@ -608,12 +608,13 @@ LINK_SENTENCES = 2
 
 def _link(text: str, index: _LinkIndex, befores: list[_Match], afters: list[_Match]) -> str | None:
     """A quote showing `before` leading to `after`: in order, at most two sentences apart, joined
-    by a linking word or told as consecutive sentences (not merely listed with commas)."""
+    by a linking word or told as consecutive sentences, the later one saying how it follows ("… −μ。
+    所以平方后 …": not merely listed with commas, nor a bare statement after a prose one)."""
     for a in befores:
         for b in afters:
             if b.start < a.end or b.sentence - a.sentence > LINK_SENTENCES:
                 continue
-            told_in_sentences = b.sentence > a.sentence and (index.prose[a.sentence] or index.prose[b.sentence])
+            told_in_sentences = b.sentence > a.sentence and index.prose[b.sentence]
             if told_in_sentences or index.between(a.end, b.start):
                 return _quote(text, a.start, b.end)
     if REVERSED_LINKS:  # "the variance is too large because the pads became −μ": the effect told first

@@ -308,3 +308,14 @@ def test_a_deviation_called_negligible_in_english_is_flagged_like_in_chinese():
     fact = "Centre first, then square: with the two-pass formula the rounding error is small."
     result = grade(Entry("lesson06_mean_var", {"id": "fact", "question": "q3", "answer": fact, "band": [0, 2]}))
     assert not result.flags
+
+
+def test_a_link_across_sentences_needs_the_later_sentence_to_say_how_it_follows():
+    """Consecutive sentences link two steps when the consequence's sentence carries the linking word
+    ("So each squares to …"), not when only the earlier one does (fifth pass)."""
+    def links(answer: str) -> set[tuple[str, str]]:
+        result = grade(Entry("lesson06_mean_var", {"id": "told", "question": "q2", "answer": answer, "band": [0, 2]}))
+        return {(link["from"], link["to"]) for link in result.links}
+    assert links("After centring, the pads hold -mean. So each of them squares to mean^2.") == {
+        ("padding_neg_mean", "mean_squared")}
+    assert links("So after centring, the pads hold -mean. Their squares: mean^2 each.") == set()
