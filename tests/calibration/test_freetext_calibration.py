@@ -1,7 +1,7 @@
 """Calibration of the written-answer scorer on the nine exercises (tests/calibration/answers/, README
 there): 304 answers in students' voices, each with the band of two blind readings. The scorer is
 tuned on the tuning part only; the held-out part (first byte of sha256(id) < 86) measures it.
-The floors below are the rates measured on 2026-12-01 (docs/grading.md), not targets: a change
+The floors below are the rates last measured (docs/grading.md, "Calibration"), not targets: a change
 that lowers one fails here."""
 from __future__ import annotations
 
@@ -23,19 +23,19 @@ def graded(entry: Entry) -> TextScore:
         _GRADED[entry.id] = grade(entry)
     return _GRADED[entry.id]
 
-# Measured 2026-12-02, third and fourth passes alike (docs/grading.md, "Calibration"; before: 72/104
-# and 160/200 on 2026-12-01, 69/104 and 122/200 before the work of issue 15). The scorer is
-# deterministic: the floors are the measured figures.
+# Measured 2026-12-03, fifth pass (docs/grading.md, "Calibration"; 74/104 and 174/200 after the third
+# and fourth passes on 2026-12-02, 72/104 and 160/200 on 2026-12-01, 69/104 and 122/200 before the
+# work of issue 15). The scorer is deterministic: the floors are the measured figures.
 HELD_OUT_IN_BAND = 74 / 104
-TUNING_IN_BAND = 174 / 200
+TUNING_IN_BAND = 175 / 200
 HELD_OUT_MISCONCEPTION_FLAGGED = 25  # of the held-out part's 33 misconception and keyword-stuffed answers (19 before)
 # Held-out answers no reader flagged that the scorer flags (of 46; 1 on 2026-12-01): a TA looks at them.
 HELD_OUT_FALSE_FLAGS = 3
 # With the exercises' misconception patterns switched off, the generic signals alone (dismissal,
 # waving a step away, a clause close to a misconception's label, keyword stuffing) flag this many of
-# the tuning part's 46 misconception and stuffed answers (28 before the fourth pass), and this many
-# of its 110 answers no reader flagged (the same 2 before and after).
-TUNING_GENERIC_FLAGGED = 31
+# the tuning part's 46 misconception and stuffed answers (28 before the fourth pass, 31 after it, 33
+# after the fifth), and this many of its 110 answers no reader flagged (2 throughout).
+TUNING_GENERIC_FLAGGED = 33
 TUNING_GENERIC_FALSE_FLAGS = 2
 
 
