@@ -250,7 +250,9 @@ class SandboxRunner:
     def _sandbox_for(self, job_root: Path, files: list[str], job: Job, *, device_index: int) -> Sandbox:
         """A warm sandbox with the job written into its folder, or a cold one started on `job_root`."""
         pool = self.pools.get((job.mode, device_index))
-        sandbox = pool.acquire(wait=True) if pool is not None else None
+        # Wait for a start-up under way only where a cold start is one too: a fork from the
+        # template (KERNELGRADE_SANDBOX_START=fork) is ready before any start-up.
+        sandbox = pool.acquire(wait=not self._forks_wanted()) if pool is not None else None
         if sandbox is not None:
             try:
                 self._write_job(sandbox.job_dir, job, source=job_root, files=files)
@@ -267,8 +269,11 @@ class SandboxRunner:
         return start_sandbox(backend=self.backend, limits=self.limits, job_dir=job_root, mode=job.mode,
                              device_index=device_index, warm=False)
 
+    def _forks_wanted(self) -> bool:
+        return self.start == "fork" and hasattr(self.backend, "template_spec") and ForkServer.available()
+
     def _fork_server(self, mode: DeviceMode, device_index: int) -> ForkServer | None:
-        if self.start != "fork" or not hasattr(self.backend, "template_spec") or not ForkServer.available():
+        if not self._forks_wanted():
             return None
         with self._forks_lock:
             key = (mode, device_index)

@@ -243,3 +243,27 @@ def test_a_caller_does_not_wait_past_the_start_up_timeout(bwrap_backend, tmp_pat
         assert pool.handed_total == 0
     finally:
         pool.close()
+
+
+def test_with_fork_starts_a_run_on_a_drained_pool_forks_rather_than_waits(bwrap_backend, tmp_path, monkeypatch):
+    """KERNELGRADE_SANDBOX_START=fork: a cold start is a fork from the template, ready before any
+    start-up under way, so a run on a drained pool does not wait for the refill."""
+    from sandbox.forkserver import START_ENV, ForkServer
+
+    if not ForkServer.available():
+        pytest.skip("no fork server here (needs a pids cgroup per child)")
+    monkeypatch.setenv(START_ENV, "fork")
+    runner = SandboxRunner(backend=bwrap_backend, limits=Limits(case_timeout_s=30), work_root=tmp_path)
+    pool = runner.start_pool(mode=DeviceMode.interpreter, device_index=0, size=1)
+    other = None
+    try:
+        assert pool.wait_ready(1, READY_S), "the warm sandbox never said hello"
+        other = pool.acquire()
+        assert other is not None and _wait_for(lambda: len(pool.pids()) == 1), "no refill started"
+        result, cases = run_probes(runner, TMP_BODY, ["job_files"])
+        assert cases["job_files"].outputs["out"][0] == 1.0
+        assert pool.handed_after_wait == 0, "the run waited for the refill instead of forking"
+    finally:
+        if other is not None:
+            other.kill()
+        runner.close()
