@@ -238,19 +238,21 @@ class WarmPool:
         than one begun now under the same load, and a cold start beside the pool's refills only
         slows them all (CPU-bound imports: the class burst's stalls, docs/benchmarks.md). Not
         bounded by a typical start-up time: under a burst every start-up takes longer than a quiet
-        one, the cold one too. A start-up that hangs is discarded at the start-up timeout, the wait
-        ends there at the latest, and a pool backing off after failures has nothing under way."""
+        one, the cold one too. The wait ends as soon as the pool discards a sandbox (a start-up
+        that died or hung: the pool is not well, and its next start-up would be waited for anew)
+        and at the start-up timeout at the latest; a pool backing off has nothing under way."""
         with self._lock:
             sandbox = self._take_ready()
             if sandbox is not None or not wait or not self._thread.is_alive():
                 return sandbox
             deadline = time.monotonic() + self.limits.startup_timeout_s
+            discarded = self.replaced_total
             self._callers_waiting += 1
             try:
                 while not self._stop.is_set():
                     left = deadline - time.monotonic()
-                    if self._underway() < self._callers_waiting or left <= 0:
-                        return None  # nothing under way for this caller: it starts its own
+                    if self._underway() < self._callers_waiting or left <= 0 or self.replaced_total != discarded:
+                        return None  # nothing under way for this caller (or not well): it starts its own
                     self._changed.wait(left)
                     sandbox = self._take_ready()
                     if sandbox is not None:

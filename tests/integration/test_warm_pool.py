@@ -229,19 +229,35 @@ def test_a_run_on_a_drained_pool_takes_the_refill_under_way(bwrap_backend, tmp_p
         runner.close()
 
 
-def test_a_caller_does_not_wait_past_the_start_up_timeout(bwrap_backend, tmp_path):
-    """No sandbox of this pool can say hello in time (a start-up timeout far below an import of
-    torch): each start-up is discarded and restarted, and a caller waiting for one gets None (it
-    then starts its own, under the same timeout) instead of waiting on the next forever."""
+def test_a_caller_stops_waiting_when_a_start_up_fails(bwrap_backend, tmp_path):
+    """The start-up a caller waits for dies (killed here): the caller gets None at once and starts
+    its own, rather than waiting on the pool's next start-up (a pool whose start-ups fail is not
+    well; the refill goes on without it)."""
+    import threading
+
     from sandbox.pool import WarmPool
 
-    pool = WarmPool(backend=bwrap_backend, limits=Limits(startup_timeout_s=0.3), mode=DeviceMode.interpreter,
-                    device_index=0, size=1, work_root=tmp_path).start()
+    pool = WarmPool(backend=bwrap_backend, limits=Limits(), mode=DeviceMode.interpreter, device_index=0, size=1,
+                    work_root=tmp_path).start()
+    taken: list = []
+    got: list = []
     try:
-        assert _wait_for(lambda: len(pool.pids()) == 1), "the pool started nothing"
-        assert pool.acquire(wait=True) is None
-        assert pool.handed_total == 0
+        assert pool.wait_ready(1, READY_S), "the pool never filled"
+        taken.append(pool.acquire())
+        assert _wait_for(lambda: len(pool.pids()) == 1), "no refill started"
+        [refill] = pool.pids()
+        waiter = threading.Thread(target=lambda: got.append(pool.acquire(wait=True)))
+        waiter.start()
+        assert _wait_for(lambda: pool._callers_waiting == 1), "the caller did not wait"
+        os.killpg(refill, signal.SIGKILL)
+        waiter.join(READY_S)
+        assert got == [None], "the caller went on waiting after its start-up died"
+        # (it may have seen the start-up dead before the pool discarded it: either ends the wait)
+        assert _wait_for(lambda: pool.replaced_total == 1) and pool.handed_total == 1
     finally:
+        for sandbox in taken + got:
+            if sandbox is not None:
+                sandbox.kill()
         pool.close()
 
 
