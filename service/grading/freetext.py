@@ -566,8 +566,19 @@ ASKED_NOT_STATED = True
 _ASKED = "?？"
 
 
+def _asks(text: str, end: int) -> bool:
+    """The sentence ending at `end` is a question: a full-width ？, or a ? that is not glued to what
+    follows (`x?y`, a URL's query, `bold?</b>`: a token goes on, no sentence ends there)."""
+    if end >= len(text) or text[end] not in _ASKED:
+        return False
+    return text[end] == "？" or not _GLUED.match(text, end + 1)
+
+
+_GLUED = re.compile(r"[A-Za-z0-9_<>/=&%]")
+
+
 def _drop_asked(text: str, spans: list[tuple[int, int]], matches: dict[str, list[_Match]]) -> None:
-    asked = {i for i, (_a, b) in enumerate(spans) if b < len(text) and text[b] in _ASKED}
+    asked = {i for i, (_a, b) in enumerate(spans) if _asks(text, b)}
     if not asked:
         return
     for cid in list(matches):

@@ -264,6 +264,18 @@ def test_a_concept_named_only_in_a_question_is_not_stated():
         assert result.points == points and not result.flags
 
 
+def test_a_question_mark_glued_to_what_follows_ends_no_sentence():
+    """`bold?</b>`, `x?y`, a URL's query: no sentence ends there, so the concepts before it are stated
+    (an answer with pasted markup kept its points before the fifth pass and keeps them)."""
+    said = "减掉均值以后 padding 变成 -mean<b>bold?</b>，平方以后是 mean^2，所以方差偏大。"
+    asked = "减掉均值以后 padding 变成 -mean 吗? 平方以后是 mean^2，所以方差偏大。"
+    found = {}
+    for name, answer in (("said", said), ("asked", asked)):
+        result = grade(Entry("lesson06_mean_var", {"id": name, "question": "q2", "answer": answer, "band": [0, 2]}))
+        found[name] = {f["concept"] for f in result.found}
+    assert "padding_neg_mean" in found["said"] and "padding_neg_mean" not in found["asked"]
+
+
 def test_arrows_and_dashes_of_any_shape_are_read_as_the_rubrics():
     """"⟶" is "→", and an en dash typed for a minus ("0 – 2 = –2") is a minus (fifth pass)."""
     arrows = "other=0 只对第一次 sum 安全 ⟶ 减 μ 后 pad = −μ ⟶ 平方 μ² ⟶ 第二次 sum 多 (BLOCK−N)μ² ⟶ tl.where 重新 mask"
