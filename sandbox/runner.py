@@ -13,6 +13,7 @@ ready, it starts one cold as before. Either way one sandbox runs one attempt and
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import select
@@ -252,7 +253,7 @@ class SandboxRunner:
         pool = self.pools.get((job.mode, device_index))
         # Wait for a start-up under way only where a cold start is one too: a fork from the
         # template (KERNELGRADE_SANDBOX_START=fork) is ready before any start-up.
-        sandbox = pool.acquire(wait=not self._forks_wanted()) if pool is not None else None
+        sandbox = pool.acquire(wait=not self._forks_wanted) if pool is not None else None
         if sandbox is not None:
             try:
                 self._write_job(sandbox.job_dir, job, source=job_root, files=files)
@@ -269,11 +270,13 @@ class SandboxRunner:
         return start_sandbox(backend=self.backend, limits=self.limits, job_dir=job_root, mode=job.mode,
                              device_index=device_index, warm=False)
 
+    @functools.cached_property
     def _forks_wanted(self) -> bool:
+        """Cold starts fork from a template (asked once: it reads the cgroup hierarchy)."""
         return self.start == "fork" and hasattr(self.backend, "template_spec") and ForkServer.available()
 
     def _fork_server(self, mode: DeviceMode, device_index: int) -> ForkServer | None:
-        if not self._forks_wanted():
+        if not self._forks_wanted:
             return None
         with self._forks_lock:
             key = (mode, device_index)

@@ -345,9 +345,7 @@ def _score_answer(question: Question, answer: str, max_points: float) -> TextSco
         if not doubt:
             return TextScore(0.0, 0.9, kind="off_topic",
                              missing=_missing(question.concepts))
-        kind = doubt[0]["kind"]
-        return TextScore(0.0, 0.4, missing=_missing(question.concepts), suspected=doubt,
-                         flags=[kind if kind in ("dismissal", "unknown_link") else "suspected_misconception"])
+        return TextScore(0.0, 0.4, missing=_missing(question.concepts), suspected=doubt, flags=[_doubt_flag(doubt)])
 
     by_id = {c.id: c for c in question.concepts}
     total_weight = sum(c.weight for c in question.concepts)
@@ -401,8 +399,7 @@ def _score_answer(question: Question, answer: str, max_points: float) -> TextSco
     if suspected and SUSPECTED_PENALTY:
         raw -= max_points * SUSPECTED_PENALTY
     if suspected:  # "X is not needed / does not matter", or close to a known misconception's label: for a TA
-        kind = suspected[0]["kind"]
-        flags.append(kind if kind in ("dismissal", "unknown_link") else "suspected_misconception")
+        flags.append(_doubt_flag(suspected))
     copied = _copied(text, normalise(question.reference_answer))  # evidence only: the points stand
     points = max(0.0, min(max_points, math.floor(raw * 2 + 0.5) / 2))  # nearest half point, halves up
 
@@ -441,6 +438,12 @@ _WAVED_OFF = re.compile(
     r"\b(is|are|would be) (perfectly |totally |also |still )?(fine|ok|okay)\s*(:|because\b|since\b|as long as\b))")
 # A clause that holds this share of a misconception label's grams states it (see similarity.py).
 MISCONCEPTION_LIKE = 0.6
+
+
+def _doubt_flag(suspected: list[dict]) -> str:
+    """The flag a TA sees for what `_suspected` (or `_unknown_link`) found first."""
+    kind = suspected[0]["kind"]
+    return kind if kind in ("dismissal", "unknown_link") else "suspected_misconception"
 
 
 def _suspected(question: Question, text: str, spans: list[tuple[int, int]],

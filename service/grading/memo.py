@@ -66,7 +66,7 @@ class MemoEntry(BaseModel):
             performance = restate(self.performance, self.language, language)
             if performance is None:
                 return None
-        own = {c.id: CaseTexts(description=c.description, targets=c.targets, error=c.error) for c in self.cases}
+        own = {c.id: CaseTexts.model_validate(c.model_dump(include=set(CaseTexts.model_fields))) for c in self.cases}
         return self.model_copy(update={
             "language": language, "cases": [c.model_copy(update=cases[c.id].model_dump()) for c in self.cases],
             "diagnoses": diagnoses, "given_output": given, "performance": performance,
