@@ -135,6 +135,13 @@ def sandbox_starts(grader) -> dict[str, int]:
             "cold_starts": grader.runner.cold_starts}
 
 
+def warmer_counts(grader) -> dict[str, int]:
+    """The compile warmer's runs so far (each is a sandbox start of its own, CPU beside the gradings)."""
+    warmer = grader.compile_cache
+    return {"warmer_compiled": warmer.stats.compiled if warmer else 0,
+            "warmer_failed": warmer.stats.failed if warmer else 0}
+
+
 def make_grader(args, *, pool: int, memo: bool, tmp: Path, cache: bool = False, parallel: int = 0):
     tmp.mkdir(parents=True, exist_ok=True)
     settings = Settings(device=args.device, warm_pool=pool, data_dir=tmp, compile_cache=cache,
@@ -259,8 +266,10 @@ def lanes_burst(args, mix, devices: list[int], *, pool: int, cache: bool, tmp: P
     sessions = make_sessionmaker(make_engine(url))
     with sessions() as session:
         store.create_course(session, "bench", "bench")
+    # The cache is prewarmed with this exercise's programs only, as the direct modes do (make_grader):
+    # the whole catalogue took about 2 min of the device's time per lanes run on the H200.
     settings = Settings(device=args.device, warm_pool=pool, data_dir=tmp, compile_cache=cache,
-                        compile_cache_prewarm=cache, compile_cache_threads=args.compile_threads, gpus=devices,
+                        compile_cache_prewarm=False, compile_cache_threads=args.compile_threads, gpus=devices,
                         fast_workers=args.fast_workers)
     grader = build_grader(settings, sessions=sessions)
     lanes = Lanes(sessions=sessions, grader=grader, lane_devices=settings.lane_devices(),
@@ -275,10 +284,18 @@ def lanes_burst(args, mix, devices: list[int], *, pool: int, cache: bool, tmp: P
             log(f"  lane {lane.index} (device {lane.device_index}): {pool} warm sandbox(es) "
                 f"{'ready' if ready else 'NOT all ready'}, {lane.threads} thread(s)")
         if grader.compile_cache is not None:
-            grader.compile_cache.wait_idle(args.ready_timeout_s * 4)
+            t0 = time.perf_counter()
+            queued = grader.compile_cache.submit_catalog(grader.catalog, only=[EXERCISE])
+            done = grader.compile_cache.wait_idle(args.ready_timeout_s * 4)
+            log(f"  compile cache prewarmed in {time.perf_counter() - t0:.1f} s: {queued} programs, "
+                f"{grader.compile_cache.stats.compiled} compiled{'' if done else ' (NOT finished)'}")
         # One grading first, so the memo key knows the sandbox's device (as the pool's hello tells it).
         grader.grade(mix[0][1], secret_seed=1)
-        before = grader.counts.snapshot()
+        if grader.compile_cache is not None:  # its compile run, so that none runs inside the burst
+            grader.compile_cache.wait_idle(args.ready_timeout_s)
+        lane0 = lanes.lanes[0]
+        lane0.runner.pools[(grader.mode, lane0.device_index)].wait_ready(pool, args.ready_timeout_s)
+        before = grader.counts.snapshot() | sandbox_starts(grader) | warmer_counts(grader)
         started = time.perf_counter()
         with sessions() as session:
             ids = []
@@ -310,7 +327,8 @@ def lanes_burst(args, mix, devices: list[int], *, pool: int, cache: bool, tmp: P
                              "compiled": report["timing"].get("kernels_compiled"),
                              "device": report["environment"]["device"], "triton": report["environment"]["triton"],
                              "torch": report["environment"]["torch"]})
-        after = grader.counts.snapshot()  # the burst's own (the grading before it excluded)
+        # the burst's own (the grading before it excluded); sandbox starts and compile runs of lane 0
+        after = grader.counts.snapshot() | sandbox_starts(grader) | warmer_counts(grader)
         counts = {**lanes.counts(), **{f"peak_{k}": v for k, v in peaks.items()},
                   **{k: after[k] - before[k] for k in after}}
     finally:
