@@ -107,3 +107,24 @@ def test_a_runaway_grading_stops_renewing_its_lease(tmp_path):
             assert expires.replace(tzinfo=expires.tzinfo or timezone.utc) < datetime.now(timezone.utc)
             again = store.claim(session, lease_s=60)
     assert again is not None and again.submission_id == submission_id and again.attempt == 2
+
+
+def test_the_link_index_finds_every_link_start_including_overlapping_ones():
+    # _LinkIndex scans once with a lookahead; it must find the links that matching at every
+    # position finds (overlapping ones: "使得" holds "使", "变成" starts where "变" does).
+    import random
+
+    from service.grading.freetext import _LINKS, _LinkIndex, _sentences
+
+    rng = random.Random(7)
+    alphabet = list("因为所以导致使得变成为就会后是即 thus so if then is isn't ->→=⇒\n。，;ab")
+    texts = ["因为填充的0减去均值变成-μ，所以方差多加了μ²，因此要再mask一次。", "which means it becomes: x -> y => z",
+             *("".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80))) for _ in range(500))]
+    for text in texts:
+        expected = [i for i in range(len(text)) if _LINKS.match(text, i)]
+        index = _LinkIndex(text, _sentences(text))
+        assert index.starts == expected, text
+        for lo in range(0, len(text), 7):
+            for hi in range(lo, len(text) + 1, 5):
+                ends = [m.end() for i in expected if lo <= i and (m := _LINKS.match(text, i))]
+                assert index.between(lo, hi) == any(end <= hi for end in ends), (text, lo, hi)
