@@ -162,9 +162,13 @@ def _static_hint(t: ast.stmt | None, s: ast.stmt | None, language: str = "zh") -
 
 class _Matcher:
     def __init__(self, template_src: str, submission_src: str, language: str = "zh",
-                 t_dumps: dict[int, str] | None = None) -> None:
+                 t_keys: dict[int, str] | None = None, t_blanks: set[int] | None = None,
+                 s_keys: dict[int, str] | None = None) -> None:
         self.t_src, self.s_src, self.language = template_src, submission_src, language
-        self.t_dumps = t_dumps or {}  # the template's statements' dumps, by id (see _template)
+        # Each node's structural key (_structure_keys), by id: the template's made once (_template),
+        # the submission's once per extraction; a node of neither gets its own made on the spot.
+        self.keys = {**(t_keys or {}), **(s_keys or {})}
+        self.t_blanks = t_blanks  # the template's nodes that hold a blank, by id (None: walk each time)
         self.fills: dict[tuple[int, int], ast.expr | list[ast.stmt]] = {}
         self.changed: list[tuple[ast.stmt, ast.stmt]] = []
         self.edits: list[EditReport] = []
@@ -172,17 +176,17 @@ class _Matcher:
 
     # -- statements ---------------------------------------------------------------------
     def stmts(self, t_list: list[ast.stmt], s_list: list[ast.stmt]) -> None:
-        s_list = [s for s in s_list if not _is_docstring(s) or any(_dump(s) == _dump(t) for t in t_list)]
+        s_list = [s for s in s_list if not _is_docstring(s) or any(self._key(s) == self._key(t) for t in t_list)]
         block = next((i for i, t in enumerate(t_list) if is_block_blank(t)), None)
         if block is not None:
             return self._block(t_list, s_list, block)
-        t_keys = [self.t_dumps.get(id(t)) or _dump(t) for t in t_list]
-        s_keys = [_dump(s) for s in s_list]
+        t_keys = [self._key(t) for t in t_list]
+        s_keys = [self._key(s) for s in s_list]
         ops = difflib.SequenceMatcher(a=t_keys, b=s_keys, autojunk=False).get_opcodes()
         for tag, i1, i2, j1, j2 in ops:
             if tag == "equal":
                 for t, s in zip(t_list[i1:i2], s_list[j1:j2]):
-                    if any(isinstance(n, ast.Name) and n.id == BLANK for n in ast.walk(t)):
+                    if self._holds_blank(t):
                         self._stmt_pair(t, s)  # the blank left as it was: record it as its own fill
                 continue
             self._pair_block(t_list[i1:i2], s_list[j1:j2])
@@ -200,7 +204,7 @@ class _Matcher:
             tail += 1
         for t, s in [*zip(before[:head], s_list[:head]),
                      *zip(after[len(after) - tail:], s_list[len(s_list) - tail:])]:
-            if _has_blank(t):
+            if self._holds_blank(t):
                 self._stmt_pair(t, s)  # an expression blank beside the block blank: record its fill
         middle = s_list[head:len(s_list) - tail]
         # Template statements not found at the ends were edited: pair them with the ends of the middle.
@@ -286,9 +290,16 @@ class _Matcher:
                 self._mark()
 
     def _find_fills_only(self, t: ast.AST, s: ast.AST | None) -> None:
-        if s is None or not any(isinstance(n, ast.Name) and n.id == BLANK for n in ast.walk(t)):
+        if s is None or not self._holds_blank(t):
             return
         self.node(t, s)
+
+    def _key(self, node: ast.AST) -> str:
+        key = self.keys.get(id(node))
+        return key if key is not None else _structure_keys(node)[id(node)]
+
+    def _holds_blank(self, t: ast.AST) -> bool:
+        return id(t) in self.t_blanks if self.t_blanks is not None else _has_blank(t)
 
     def _mark(self) -> None:
         if self._stmt is not None:
@@ -337,18 +348,57 @@ def _first_lines(text: str | None, limit: int = 6) -> str:
 
 
 @functools.lru_cache(maxsize=64)
-def _template(template_src: str) -> tuple[ast.Module, list[tuple[int, int]], dict[int, str]]:
-    """A template's tree, its blanks and its statements' dumps (by id: valid while this entry holds
-    the tree), made once: the catalog's few templates are graded thousands of times, and nothing
-    here writes to a tree."""
+def _template(template_src: str) -> tuple[ast.Module, list[tuple[int, int]], dict[int, str], set[int]]:
+    """A template's tree, its blanks, its nodes' structural keys and the nodes that hold a blank (by
+    id: valid while this entry holds the tree), made once: the catalog's few templates are graded
+    thousands of times, and nothing here writes to a tree."""
     template = cast(ast.Module, syntax.parse(template_src))  # mode "exec" (the default) parses to a Module
-    dumps = {id(n): _dump(n) for n in ast.walk(template) if isinstance(n, ast.stmt)}
-    return template, blank_positions(template), dumps
+    return template, blank_positions(template), _structure_keys(template), _nodes_holding_blanks(template)
+
+
+def _structure_keys(tree: ast.AST) -> dict[int, str]:
+    """Every node's structural key by id (types, fields and constants; no positions: equal keys,
+    equal code), each node formatted once from its children's keys. The matcher compares statements
+    at every nesting level, and ast.dump formats a statement's whole subtree again at each level."""
+    keys: dict[int, str] = {}
+
+    def key(node: ast.AST) -> str:
+        parts = []
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, ast.AST):
+                parts.append(key(value))
+            elif isinstance(value, list):
+                parts.append("[" + ",".join(key(v) if isinstance(v, ast.AST) else repr(v) for v in value) + "]")
+            else:
+                parts.append(repr(value))
+        keys[id(node)] = text = f"{type(node).__name__}({','.join(parts)})"
+        return text
+
+    key(tree)
+    return keys
+
+
+def _nodes_holding_blanks(tree: ast.AST) -> set[int]:
+    """Ids of the nodes with a blank at or below them, in one pass (a walk per node was a
+    grading's largest cost in extraction)."""
+    holding: set[int] = set()
+
+    def visit(node: ast.AST) -> bool:
+        found = isinstance(node, ast.Name) and node.id == BLANK
+        for child in ast.iter_child_nodes(node):
+            found = visit(child) or found
+        if found:
+            holding.add(id(node))
+        return found
+
+    visit(tree)
+    return holding
 
 
 def extract(template_src: str, submission_src: str, *, language: str = "zh") -> Extraction:
     """The fills and the edits outside them; `error` (in `language`) when the code cannot be compared."""
-    template, spots, t_dumps = _template(template_src)
+    template, spots, t_keys, t_blanks = _template(template_src)
     if "\x00" in submission_src:
         return Extraction(fills=[None] * len(spots), error=render("extract.error.nul", language))
     try:
@@ -360,8 +410,8 @@ def extract(template_src: str, submission_src: str, *, language: str = "zh") -> 
     except (ValueError, RecursionError, MemoryError) as exc:
         return Extraction(fills=[None] * len(spots),
                           error=render("extract.error.unparsable", language, exception=type(exc).__name__))
-    matcher = _Matcher(template_src, submission_src, language, t_dumps)
     try:
+        matcher = _Matcher(template_src, submission_src, language, t_keys, t_blanks, _structure_keys(submission))
         matcher.stmts(template.body, submission.body)
     except RecursionError:
         return Extraction(fills=[None] * len(spots), error=render("extract.error.too_deep", language))
