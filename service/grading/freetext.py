@@ -22,7 +22,7 @@ import itertools
 import math
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from service.exercises import Concept, FillClaim, Question, Text
@@ -121,19 +121,87 @@ _SIGNS = str.maketrans({"‐": "-", "‑": "-", "‒": "-", "–": "-", "﹣": "
                         **{a: "→" for a in "⟶⟹⇨⇾➔➜➝➞➡↦⟼⇛⇉⭢🡒"}})
 
 
-def _fold_answer(text: str) -> str:
+def _fold_signs(text: str) -> str:
     folded = normalise(text)
     return folded.translate(_SIGNS) if SIGN_FOLD else folded
 
 
+def _fold_answer(text: str) -> str:
+    return _fold_markup(_fold_signs(text))[0]
+
+
+# Markup that students type around the same words (phrasing sweep, after the fifth pass), taken out
+# before the rubric reads the answer: a list marker at a line's start is no minus ("- mean = sum / N"
+# does not say −mean); code-span backticks and emphasis stars are no part of a phrase ("we must `mask`
+# them again", "**重新** mask"; a `*` run between two operands, "(block-n)*mean^2", "mean**2", or
+# between two spaces stays an operator); a dash run before ">" is an arrow ("——>", "—>": Chinese input
+# methods type "——" for a dash); LaTeX's Greek letters, signs and braced exponents are the rubric's
+# signs ("$-\mu$", "\mu^{2}", "\cdot", "\to"). Each kept character remembers where it came from,
+# so that a quote still shows the student's own text.
+MARKUP_FOLD = True
+_LIST_MARKER = re.compile(r"(?m)^[ \t]*[-*+](?=[ \t])")
+_EMPHASIS = re.compile(r"\*{1,3}")
+_OPERAND_LEFT = re.compile(r"[a-z0-9_)\]μσ]")
+_OPERAND_RIGHT = re.compile(r"[a-z0-9_(\[μσ]")
+_BACKTICKS = re.compile("`+")
+_DASH_ARROW = re.compile(r"[—―─]+>")
+_LATEX_SIGN = re.compile(r"\\(mu|sigma|cdot|times|to|rightarrow|longrightarrow|implies|neq|ne|approx)(?![a-z])")
+_LATEX_SIGNS = {"mu": "μ", "sigma": "σ", "cdot": "·", "times": "×", "to": "→", "rightarrow": "→",
+                "longrightarrow": "→", "implies": "→", "neq": "≠", "ne": "≠", "approx": "≈"}
+_LATEX_BRACES = re.compile(r"(?<=[\^_])\{([^{}\n]{1,12})\}")
+
+
+def _operator(text: str, start: int, end: int) -> bool:
+    """The `*` run text[start:end] multiplies or raises: operands on both sides, or spaces on both."""
+    left, right = text[start - 1:start], text[end:end + 1]
+    if bool(_OPERAND_LEFT.match(left)) and bool(_OPERAND_RIGHT.match(right)):
+        return True
+    return left.isspace() and right.isspace()
+
+
+def _substitute(pattern: re.Pattern[str], replace: Callable[[re.Match[str]], str], text: str,
+                index: list[int]) -> tuple[str, list[int]]:
+    """re.sub that carries `index` (where each character of `text` came from) along: a replacement's
+    characters come from where the match started."""
+    out, where, last = [], [], 0
+    for m in pattern.finditer(text):
+        said = replace(m)
+        out += [text[last:m.start()], said]
+        where += index[last:m.start()] + [index[m.start()]] * len(said)
+        last = m.end()
+    out.append(text[last:])
+    return "".join(out), where + index[last:]
+
+
+def _fold_markup(text: str) -> tuple[str, list[int]]:
+    """`text` without its markup, and where each character of it is in `text`."""
+    index = list(range(len(text)))
+    if not MARKUP_FOLD:
+        return text, index
+    text, index = _substitute(_LIST_MARKER, lambda m: m.group()[:-1] + " ", text, index)
+    emphasis = {m.start() for m in _EMPHASIS.finditer(text) if not _operator(text, m.start(), m.end())}
+    text, index = _substitute(_EMPHASIS, lambda m: "" if m.start() in emphasis else m.group(), text, index)
+    text, index = _substitute(_BACKTICKS, lambda m: "", text, index)
+    text, index = _substitute(_DASH_ARROW, lambda m: "→", text, index)
+    text, index = _substitute(_LATEX_SIGN, lambda m: _LATEX_SIGNS[m.group(1)], text, index)
+    return _substitute(_LATEX_BRACES, lambda m: m.group(1), text, index)
+
+
 @functools.lru_cache(maxsize=8192)  # a class writes in a few thousand distinct characters
 def _fold_char(ch: str) -> str:
-    return _fold_answer(ch)
+    return _fold_signs(ch)
+
+
+# "1." at a line's start numbers a step; it ends no sentence (phrasing sweep: a numbered list split
+# each step into two sentences, so steps one apart looked two apart and lost their links).
+_ENUMERATION = re.compile(r"(?:^|\n)[ \t]*\d{1,2}\Z")
 
 
 def _sentences(text: str) -> list[tuple[int, int]]:
     spans, start = [], 0
     for m in _SENTENCE_END.finditer(text):
+        if m.group() == "." and _ENUMERATION.search(text, max(0, m.start() - 8), m.start()):
+            continue
         spans.append((start, m.start()))
         start = m.end()
     spans.append((start, len(text)))
@@ -177,21 +245,22 @@ class _Text(str):
     @classmethod
     def of(cls, answer: str) -> _Text:
         raw = answer.replace("\x00", "")
-        full = _fold_answer(raw)
+        signs = _fold_signs(raw)
+        full, kept = _fold_markup(signs)
         text = cls(full.strip())
         text.original, text.offsets = raw, None
         if raw.isascii():  # folding ASCII is lower-casing: character i stays character i
-            lead = len(full) - len(full.lstrip())
-            text.offsets = list(range(lead, lead + len(text))) + [len(raw)]
-            return text
-        pieces, offsets = [], []
-        for i, ch in enumerate(raw):
-            folded = _fold_char(ch)
-            pieces.append(folded)
-            offsets.extend([i] * len(folded))
-        if "".join(pieces) == full:  # per-character folding agrees (it nearly always does)
-            lead = len(full) - len(full.lstrip())
-            text.offsets = offsets[lead:lead + len(text)] + [len(raw)]
+            offsets = list(range(len(raw)))
+        else:
+            pieces, offsets = [], []
+            for i, ch in enumerate(raw):
+                folded = _fold_char(ch)
+                pieces.append(folded)
+                offsets.extend([i] * len(folded))
+            if "".join(pieces) != signs:  # per-character folding disagrees (it nearly never does)
+                return text
+        lead = len(full) - len(full.lstrip())
+        text.offsets = [offsets[k] for k in kept[lead:lead + len(text)]] + [len(raw)]
         return text
 
 
@@ -572,19 +641,33 @@ ASKED_NOT_STATED = True
 _ASKED = "?？"
 
 
-def _asks(text: str, end: int) -> bool:
-    """The sentence ending at `end` is a question: a full-width ？, or a ? that is not glued to what
-    follows (`x?y`, a URL's query, `bold?</b>`: a token goes on, no sentence ends there)."""
+def _asks(text: str, start: int, end: int) -> bool:
+    """The sentence text[start:end] is a question: a full-width ？, or a ? that is not glued to what
+    follows (`x?y`, a URL's query, `bold?</b>`: a token goes on, no sentence ends there), nor inside
+    brackets or a code span the sentence opened ("(why? adding 0 …)", "(not 0?!)", `` `m ? a : b` ``:
+    an aside asks, the sentence around it does not)."""
     if end >= len(text) or text[end] not in _ASKED:
+        return False
+    said = text[start:end]
+    if isinstance(text, _Text) and text.offsets is not None:  # backticks are folded away: read the student's text
+        said = normalise(text.original[text.offsets[start]:text.offsets[end]])
+    if said.count("(") > said.count(")") or said.count("`") % 2:
         return False
     return text[end] == "？" or not _GLUED.match(text, end + 1)
 
 
 _GLUED = re.compile(r"[A-Za-z0-9_<>/=&%]")
+# A question answered by the next sentence ("Why is the variance too large? Because …", "为什么偏大？
+# 因为 …") is rhetorical: the answer takes what it asks as given.
+_ANSWERS = re.compile(r"\s*(because\b|因为|由于|是因为)", re.IGNORECASE)
+
+
+def _answered(text: str, spans: list[tuple[int, int]], i: int) -> bool:
+    return i + 1 < len(spans) and bool(_ANSWERS.match(text, spans[i + 1][0]))
 
 
 def _drop_asked(text: str, spans: list[tuple[int, int]], matches: dict[str, list[_Match]]) -> None:
-    asked = {i for i, (_a, b) in enumerate(spans) if _asks(text, b)}
+    asked = {i for i, (a, b) in enumerate(spans) if _asks(text, a, b) and not _answered(text, spans, i)}
     if not asked:
         return
     for cid in list(matches):

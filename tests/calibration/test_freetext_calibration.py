@@ -331,3 +331,89 @@ def test_a_link_across_sentences_needs_the_later_sentence_to_say_how_it_follows(
     assert links("After centring, the pads hold -mean. So each of them squares to mean^2.") == {
         ("padding_neg_mean", "mean_squared")}
     assert links("So after centring, the pads hold -mean. Their squares: mean^2 each.") == set()
+
+
+def _q(question: str, answer: str, exercise: str = "lesson06_mean_var") -> TextScore:
+    return grade(Entry(exercise, {"id": "sweep", "question": question, "answer": answer, "band": [0, 2]}))
+
+
+@pytest.mark.parametrize("plain", [
+    "After centring each pad is -mean.\nThen we square every lane.\nSo a pad becomes mean^2.\n"
+    "Then the second sum picks up (BLOCK-N)*mean^2.",
+    "load 时补位是 0，第一次 sum 没问题。\n减完均值补位都是 -μ。\n再平方一下。\n平方后是 μ²，白白加进平方和。"])
+def test_a_numbered_list_keeps_the_links_of_its_lines(plain):
+    """"1." at a line's start numbers a step and ends no sentence: numbered, steps two lines apart are
+    still two sentences apart and linked (phrasing sweep: 2.0 → 1.5 before)."""
+    numbered = "\n".join(f"{i}. {line}" for i, line in enumerate(plain.split("\n"), 1))
+    assert _q("q2", numbered).points == _q("q2", plain).points == 2.0
+
+
+def test_latex_signs_are_the_rubrics_signs():
+    """`$0 - \\mu = -\\mu$`, `$\\mu^{2}$` say 0 − μ = −μ and μ² (phrasing sweep: 2.0 → 0.0 before); the
+    quote keeps the student's LaTeX."""
+    plain = _q("q2", "After centring each pad is 0 − μ = −μ, so squared it is μ², so tl.where must zero it again.")
+    latex = _q("q2", "After centring each pad is $0 - \\mu = -\\mu$, so squared it is $\\mu^{2}$, so tl.where must zero it again.")
+    assert latex.points == plain.points == 2.0
+    assert {f["concept"] for f in latex.found} == {"padding_neg_mean", "mean_squared", "remask"}
+    assert "\\mu" in latex.found[0]["quote"]
+
+
+def test_a_dash_run_before_a_greater_sign_is_an_arrow():
+    """"——>" (a Chinese input method's dash) and "—>" are "→": a chain told with them is linked, not
+    a keyword list (phrasing sweep: 0.5 and flagged as stuffing before)."""
+    for arrow in ("→", "——>", "—>"):
+        result = _q("q2", f"padding 0 {arrow} 减均值后 −μ {arrow} 平方 μ² {arrow} 方差偏大")
+        assert result.points == 2.0 and not result.flags, arrow
+
+
+def test_a_list_marker_is_not_a_minus():
+    """"- mean = sum / N" is a bullet, not −mean (phrasing sweep: it earned padding_neg_mean and
+    1.0 instead of 0.5 before)."""
+    bullets = _q("q1", "- mean = sum / N\n- var = sum(sq) / N, stored with tl.store")
+    assert "padding_neg_mean" not in {f["concept"] for f in bullets.found} and bullets.points == 0.5
+    minus = _q("q2", "- pads: 0 - mean\n- so -mean each")  # a minus after the marker still is one
+    assert "padding_neg_mean" in {f["concept"] for f in minus.found}
+
+
+@pytest.mark.parametrize("aside", [
+    "other=0.0 is only the identity for the first sum (why? adding 0 changes nothing). After centring the pads "
+    "become -mean, so squared they are mean^2.",
+    "After centring the pads become -mean, so squared they are mean^2 (not 0?!), so the variance is too large.",
+    "After centring the pads become -mean, so squared they are mean^2, so `sq = mask ? sq : 0` must set them back to 0.",
+    "other=0.0 只对第一次求和是单位元（为什么？加 0 不改变和）。中心化后 padding 变成 −μ，所以平方后是 μ²。"])
+def test_a_question_mark_in_an_aside_asks_nothing_of_the_sentence(aside):
+    """A ? inside brackets or a code span the sentence opened is the aside's: the sentence's concepts
+    stand (phrasing sweep: 1.0, 0.0, 0.0 and 1.0 before)."""
+    assert _q("q2", aside).points == 2.0
+
+
+@pytest.mark.parametrize("answer", [
+    "Why is the variance too large? Because after centring the pads become -mean, so squared they are mean^2.",
+    "为什么方差偏大？因为中心化后 padding 变成 −μ，所以平方后是 μ²。"])
+def test_a_question_answered_by_the_next_sentence_is_rhetorical(answer):
+    """"Why …? Because …" takes what it asks as given: it scores as "the variance is too large, because …"
+    (phrasing sweep: 1.0 instead of 1.5 before); questions left unanswered still state nothing
+    (test_a_concept_named_only_in_a_question_is_not_stated)."""
+    stated = _q("q2", "The variance is too large, because after centring the pads become -mean, so squared they are mean^2.")
+    result = _q("q2", answer)
+    assert "excess" in {f["concept"] for f in result.found} and result.points == stated.points == 1.5
+    unanswered = _q("q2", "Why is the variance too large? After centring the pads become -mean, so squared they are mean^2.")
+    assert "excess" not in {f["concept"] for f in unanswered.found}
+
+
+@pytest.mark.parametrize("marked", [
+    "After centring the pads become -mean, so squared they are mean^2, so we must **mask** them again before the second sum.",
+    "After centring the pads become -mean, so squared they are mean^2, so we must `mask` them again before the second sum.",
+    "After centring the pads become -**mean**, so squared they are **mean**^2, so we must mask them again before the second sum.",
+    "After centring the pads become -mean, so squared they are mean**2, so we must mask them again before the second sum."])
+def test_emphasis_and_code_marks_are_no_part_of_a_phrase(marked):
+    """`**mask** them again`, `` `mask` them again ``, `-**mean**`: the marks go, the phrase stays (phrasing
+    sweep: 1.0 and 0.0 instead of 2.0 before); a `**` between operands is still a power. Quotes show them."""
+    plain = "After centring the pads become -mean, so squared they are mean^2, so we must mask them again before the second sum."
+    result = _q("q2", marked)
+    assert result.points == _q("q2", plain).points == 2.0
+    assert {f["concept"] for f in result.found} == {"padding_neg_mean", "mean_squared", "remask"}
+    mark = "`" if "`" in marked else "**"
+    assert any(mark in found["quote"] for found in result.found)  # the student's own text, marks and all
+    zh = _q("q2", "padding 减去均值后变成 −μ，平方后是 μ²，所以要在第二次求和前**重新** `mask`。")
+    assert "remask" in {f["concept"] for f in zh.found}
