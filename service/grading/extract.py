@@ -165,7 +165,7 @@ class _Matcher:
                  t_keys: dict[int, str] | None = None, t_blanks: set[int] | None = None,
                  s_keys: dict[int, str] | None = None) -> None:
         self.t_src, self.s_src, self.language = template_src, submission_src, language
-        # Each node's structural key (_structure_keys), by id: the template's made once (_template),
+        # Each statement's structural key (_structure_keys), by id: the template's made once (_template),
         # the submission's once per extraction; a node of neither gets its own made on the spot.
         self.keys = {**(t_keys or {}), **(s_keys or {})}
         self.t_blanks = t_blanks  # the template's nodes that hold a blank, by id (None: walk each time)
@@ -357,9 +357,11 @@ def _template(template_src: str) -> tuple[ast.Module, list[tuple[int, int]], dic
 
 
 def _structure_keys(tree: ast.AST) -> dict[int, str]:
-    """Every node's structural key by id (types, fields and constants; no positions: equal keys,
-    equal code), each node formatted once from its children's keys. The matcher compares statements
-    at every nesting level, and ast.dump formats a statement's whole subtree again at each level."""
+    """The structural key (types, fields and constants; no positions: equal keys, equal code) of
+    `tree` and of each statement in it, by id, each node formatted once from its children's keys.
+    The matcher compares statements at every nesting level, and ast.dump formats a statement's whole
+    subtree again at each level. Only statements are kept: an expression's key holds its subtree's,
+    so keeping every nested expression's (a chain `a+a+…+a`) would take memory quadratic in its length."""
     keys: dict[int, str] = {}
 
     def key(node: ast.AST) -> str:
@@ -372,7 +374,9 @@ def _structure_keys(tree: ast.AST) -> dict[int, str]:
                 parts.append("[" + ",".join(key(v) if isinstance(v, ast.AST) else repr(v) for v in value) + "]")
             else:
                 parts.append(repr(value))
-        keys[id(node)] = text = f"{type(node).__name__}({','.join(parts)})"
+        text = f"{type(node).__name__}({','.join(parts)})"
+        if isinstance(node, ast.stmt) or node is tree:
+            keys[id(node)] = text
         return text
 
     key(tree)

@@ -160,3 +160,20 @@ def test_expression_blank_beside_a_block_blank():
     assert result.error is None and result.edits == []
     assert result.fill_sources[0] == long_fill
     assert result.fill_sources[1] == "y = scale\nz = y"
+
+
+def test_structure_keys_are_kept_for_statements_only():
+    # An expression's key holds its subtree's: keeping every nested one would take memory quadratic
+    # in a chain's length (`a+a+…+a`, a submission controls it); statements are what the matcher compares.
+    import ast
+
+    from service.grading.extract import _structure_keys
+
+    tree = ast.parse("x = " + "+".join(["a"] * 300) + "\nfor i in range(3):\n    y = i * 2\n    if y:\n        pass\n")
+    keys = _structure_keys(tree)
+    statements = [n for n in ast.walk(tree) if isinstance(n, ast.stmt)]
+    assert set(keys) == {id(tree), *map(id, statements)}
+    assert sum(map(len, keys.values())) < 40 * len(keys[id(tree)])
+    same = _structure_keys(ast.parse("x = " + "+".join(["a"] * 300) + "  # a comment\nfor i in range(3):\n"
+                                     "    y = i*2\n    if y:  pass\n"))
+    assert sorted(same.values()) == sorted(keys.values())  # no positions, no formatting: equal code, equal keys
