@@ -161,14 +161,13 @@ def _static_hint(t: ast.stmt | None, s: ast.stmt | None, language: str = "zh") -
 
 
 class _Matcher:
-    def __init__(self, template_src: str, submission_src: str, language: str = "zh",
-                 t_keys: dict[int, str] | None = None, t_blanks: set[int] | None = None,
-                 s_keys: dict[int, str] | None = None) -> None:
+    def __init__(self, template_src: str, submission_src: str, language: str,
+                 t_keys: dict[int, str], t_blanks: set[int], s_keys: dict[int, str]) -> None:
         self.t_src, self.s_src, self.language = template_src, submission_src, language
         # Each statement's structural key (_structure_keys), by id: the template's made once (_template),
         # the submission's once per extraction; a node of neither gets its own made on the spot.
-        self.keys = {**(t_keys or {}), **(s_keys or {})}
-        self.t_blanks = t_blanks  # the template's nodes that hold a blank, by id (None: walk each time)
+        self.keys = {**t_keys, **s_keys}
+        self.t_blanks = t_blanks  # the template's nodes that hold a blank, by id (_template)
         self.fills: dict[tuple[int, int], ast.expr | list[ast.stmt]] = {}
         self.changed: list[tuple[ast.stmt, ast.stmt]] = []
         self.edits: list[EditReport] = []
@@ -299,7 +298,7 @@ class _Matcher:
         return key if key is not None else _structure_keys(node)[id(node)]
 
     def _holds_blank(self, t: ast.AST) -> bool:
-        return id(t) in self.t_blanks if self.t_blanks is not None else _has_blank(t)
+        return id(t) in self.t_blanks
 
     def _mark(self) -> None:
         if self._stmt is not None:
@@ -314,10 +313,6 @@ class _Matcher:
             submission_text=_first_lines(ast.get_source_segment(self.s_src, s)) if s is not None else "",
             hint=_static_hint(t, s, self.language),
         ))
-
-
-def _has_blank(node: ast.AST) -> bool:
-    return any(isinstance(n, ast.Name) and n.id == BLANK for n in ast.walk(node))
 
 
 def _fits(t: ast.AST, s: ast.AST) -> bool:
