@@ -17,6 +17,7 @@ import contextlib
 import io
 import json
 import os
+import signal
 import sys
 import time
 import traceback
@@ -608,6 +609,15 @@ def _case_args(guards, case: dict, inputs: dict, device) -> tuple[list, dict, di
 _ABANDONED_COMPILES = False  # a compile-ahead thread outlived its wait (see __main__)
 
 
+class _AheadStopped(BaseException):
+    """The compile-ahead phase's deadline: a BaseException, so that `except Exception` in student
+    code does not swallow it."""
+
+
+def _stop_ahead(signum, frame) -> None:
+    raise _AheadStopped
+
+
 def _compile_ahead(job: dict, inputs: dict, module, entry, torch, device, *, threads: int,
                    wait_s: float) -> int:
     """GPU: compile the kernels of every case at once, before the given check and the cases run;
@@ -619,7 +629,8 @@ def _compile_ahead(job: dict, inputs: dict, module, entry, torch, device, *, thr
     (a constexpr width is a kernel of its own) overlaps the others' instead of running one after
     another inside the cases (docs/benchmarks.md, issue #20). Only a speed-up: a case whose call
     fails here, or a kernel that fails to compile, is left to the case itself, which compiles it
-    again and reports exactly what it would have; kernels still compiling after `wait_s` are
+    again and reports exactly what it would have; a call still running after `wait_s` (the calls
+    and the wait for their compiles share it) is stopped, and kernels still compiling then are
     dropped from the cache for the cases to compile. The arguments are placed in guarded buffers
     as the cases place them, so the pointers' alignment (part of the specialisation) is the same.
     """
@@ -642,12 +653,21 @@ def _compile_ahead(job: dict, inputs: dict, module, entry, torch, device, *, thr
         called[id(self)] = self
         return real_run(self, *args, grid=grid, warmup=True, **kwargs)
 
+    deadline = time.monotonic() + wait_s  # the calls and the wait for their compiles, together
     pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="compile-ahead")
     mode = _async_compile.AsyncCompileMode(pool, ignore_errors=True)
     JITFunction.run = compile_only
     _async_compile.active_mode.set(mode)  # not `with mode`: its exit waits for every compile, unbounded
+    # Student code runs here (the entry point), before the given check and in its time budget: a
+    # call that hangs (an endless loop on one shape) is stopped at the deadline, and the given check
+    # and the cases run as they would without this phase. (Code that swallows the stop ends the
+    # sandbox at the phase's time limit; the runner then retries without this phase.)
+    earlier = signal.signal(signal.SIGALRM, _stop_ahead)
+    signal.setitimer(signal.ITIMER_REAL, wait_s)
     try:
         for case in job["cases"]:
+            if time.monotonic() >= deadline:
+                break
             try:
                 guards = _Guards(torch, job["entry_point"])
                 args, _, _ = _case_args(guards, case, inputs, device)
@@ -655,11 +675,15 @@ def _compile_ahead(job: dict, inputs: dict, module, entry, torch, device, *, thr
                     entry(*args, **case.get("kwargs", {}))
             except Exception:  # noqa: BLE001 - the case itself will say what failed
                 pass
+    except _AheadStopped:
+        pass
     finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, earlier)
         _async_compile.active_mode.set(None)
         JITFunction.run = real_run
     futures = list(mode.raw_futures)
-    done, _ = wait_for(futures, timeout=wait_s)
+    done, _ = wait_for(futures, timeout=max(0.0, deadline - time.monotonic()))
     compiled = 0
     for future in futures:
         if future not in done:

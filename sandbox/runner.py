@@ -213,19 +213,31 @@ class SandboxRunner:
                         result.speed = SpeedRun(status="skipped", said=said)
                     break
                 cpus = os.cpu_count() or 1
-                ahead = (compile_ahead_for(self.compile_ahead, in_flight=RUNS_IN_FLIGHT.count, cpus=cpus)
-                         if mode is DeviceMode.gpu else None)
+                # The compile-ahead phase (a speed-up) in the first attempt only: if student code
+                # hangs or crashes in it, the next sandbox goes straight to the given check and the cases.
+                ahead = (self._ahead_within(compile_ahead_for(self.compile_ahead, in_flight=RUNS_IN_FLIGHT.count,
+                                                              cpus=cpus))
+                         if mode is DeviceMode.gpu and result.attempts == 0 else None)
                 job = Job(mode=mode, entry_point=entry_point, run_given_check=run_given, given_seed=given_seed,
                           cases=pending, speed=speed if result.speed is None else None, compile_ahead=ahead)
                 done_ids = self._attempt(job_root, files, job, result, device_index=device_index,
                                          run_deadline=run_deadline, inputs=sizes, detach_speed=detach_speed)
-                run_given = False
+                # An attempt that ended before the given check came back (a hang or a crash while
+                # the program loaded or compiled ahead) leaves it to the next one, as it leaves its cases.
+                run_given = run_given and result.given is None
                 pending = [c for c in pending if c.id not in done_ids]
         finally:
             if result.speed_pending is None:  # else the speed phase removes it with its sandbox
                 shutil.rmtree(job_root, ignore_errors=True)
         result.elapsed_s = time.monotonic() - started
         return result
+
+    def _ahead_within(self, ahead: CompileAhead | None) -> CompileAhead | None:
+        """The compile-ahead phase bounded to half a case's time limit: it runs before the given check
+        in the same phase budget (the harness stops its calls of the entry point at that deadline too)."""
+        if ahead is None:
+            return None
+        return ahead.model_copy(update={"wait_s": min(ahead.wait_s, self.limits.case_timeout_s / 2)})
 
     @staticmethod
     def _write_static(job_root: Path, *, program: str, given_check: str, inputs: dict[str, np.ndarray]) -> list[str]:

@@ -319,6 +319,35 @@ def attack(x, y):
     assert_graded_normally()
 
 
+# True only while the harness compiles a GPU job's kernels ahead (sandbox/harness.py `_compile_ahead`
+# turns Triton's launches into compile requests): the only time the wrapper hangs.
+IN_COMPILE_AHEAD = 'JITFunction.run.__name__ == "compile_only"'
+
+
+@pytest.mark.skipif(device_mode() is not DeviceMode.gpu, reason="GPU only: the compile-ahead phase runs on a GPU")
+@pytest.mark.parametrize("swallows, attempts", [(False, 1), (True, 2)], ids=["hangs", "swallows-the-stop"])
+def test_a_hang_in_the_compile_ahead_phase_costs_no_verdict(host, swallows, attempts):
+    """Student code hangs only while the kernels compile ahead (a speed-up, before the given check):
+    the phase stops the call at its deadline and the given check and every case run as usual; code
+    that swallows that stop ends its sandbox at the time limit, and the next sandbox runs without
+    the phase. Either way the given check is run (it was lost, `not_run`, before)."""
+    hang = ("try:\n            while True:\n                pass\n        except BaseException:\n            pass"
+            if swallows else "pass")
+    report = grade(guarded(f'''
+def attack(x, y):
+    from triton.runtime.jit import JITFunction
+    while {IN_COMPILE_AHEAD}:
+        {hang}
+    return True, 0
+'''), **{**TIMEOUT_LIMITS, "case_timeout_s": KERNEL_LOOP_TIMEOUT_S})
+    assert report.status == "graded" and report.given_check.status == "passed", report.given_check
+    assert all(c.passed for c in report.cases), [(c.id, c.error) for c in report.cases if not c.passed]
+    assert report.timing["attempts"] == attempts, report.timing
+    if not swallows:  # the phase ran (and was stopped, not ended by a timeout)
+        assert report.timing.get("kernels_compiled_ahead", 0) >= 1, report.timing
+    host.assert_untouched()
+
+
 @interpreter_only("an endless loop in a kernel is tested where it cannot hang a GPU")
 def test_endless_loop_inside_the_kernel_is_killed_on_time(host):
     # A loop Triton compiles for a GPU too (every launch is compiled for sm_90 first): N is a
