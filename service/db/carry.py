@@ -61,7 +61,7 @@ def carry_decisions(session: Session, submission_id: str, report: Report) -> Rep
     for decision in decisions:
         decided_on = session.get(ReportRow, decision.report_id)
         before = evidence_digest(decided_on.report, decision.target) if decided_on is not None else None
-        now = evidence_digest(json.loads(report.to_json()), decision.target)
+        now = evidence_digest(report.to_record(), decision.target)
         if now is None:
             carried.append(_carried(decision, "lapsed"))
             continue

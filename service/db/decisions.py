@@ -2,7 +2,6 @@
 records who decided what and why, and notifies the platform's webhook."""
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, cast
@@ -42,7 +41,7 @@ def decide(session: Session, submission_id: str, request: DecisionRequest, *, ac
     report, before, after = apply_decision(Report.model_validate(current.report), request, actor=actor)
     seq = (session.scalar(select(func.max(ReportRow.seq)).where(ReportRow.submission_id == row.id)) or 0) + 1
     issued = ReportRow(submission_id=row.id, seq=seq, reason="review", status=report.status,
-                       report=json.loads(report.to_json()))
+                       report=report.to_record())
     session.add(issued)
     session.flush()
     row.current_report_id = issued.id

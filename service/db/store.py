@@ -275,7 +275,7 @@ def finish(session: Session, claim_: Claim, report: Report) -> ReportRow | None:
     if seq > 1:  # a regrade: the TA's decisions stay with the submission (service/db/carry.py)
         report = carry_decisions(session, row.id, report)
     report_row = ReportRow(submission_id=row.id, seq=seq, reason="initial" if seq == 1 else "regrade",
-                           status=report.status, report=json.loads(report.to_json()))
+                           status=report.status, report=report.to_record())
     session.add(report_row)
     session.flush()
     if _keeps_earlier_grade(session, row, report):
