@@ -317,7 +317,7 @@ def quote_of_match(written: str, pattern: str) -> str | None:
     student's own words as `_quote` does (the pass rule's named ideas found by a pattern); None if
     nothing matches."""
     text = _Text.of(written)
-    m = re.search(pattern, text, re.IGNORECASE)
+    m = _compiled((pattern,))[0].search(text)
     return _quote(text, m.start(), m.end()) if m else None
 
 
@@ -335,6 +335,15 @@ def _conditional(text: str, start: int, spans: list[tuple[int, int]]) -> bool:
 
 def _prose(sentence: str) -> bool:
     return bool(_LINKS.search(_ARROWS.sub(" ", sentence)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _compiled(patterns: tuple[str, ...], flags: int = re.IGNORECASE) -> tuple[re.Pattern[str], ...]:
+    """A rubric's patterns (a concept's, a misconception's, a fill claim's: the exercise's YAML, never
+    a student's text), compiled once: `re.search(pattern, …)` looked each one up in the re module's
+    cache on every call, and the catalog's patterns outnumber that cache (512), so they were compiled
+    again and again. Bounded: a catalog holds a few hundred pattern lists."""
+    return tuple(re.compile(p, flags) for p in patterns)
 
 
 def score_answer(question: Question, answer: str, max_points: float, *,
@@ -369,14 +378,14 @@ def _not_the_fill(claims: list[FillClaim], text: str, spans: list[tuple[int, int
         else:
             code = "\n".join(f or "" for f in fills)
         said = None
-        for pattern in claim.says:
-            for m in re.finditer(pattern, text, re.IGNORECASE):
+        for pattern in _compiled(tuple(claim.says)):
+            for m in pattern.finditer(text):
                 if not _negated(text, m.start(), spans) and not _conditional(text, m.start(), spans):
                     said = m
                     break
             if said:
                 break
-        if said is None or any(re.search(p, code) for p in claim.shown_by):
+        if said is None or any(p.search(code) for p in _compiled(tuple(claim.shown_by), 0)):
             continue
         found.append({"claim": claim.id, **_labels(claim.label),
                       "quote": _quote(text, said.start(), said.end()), "blank": claim.blank, "fill": code[:600]})
@@ -400,9 +409,9 @@ def _score_answer(question: Question, answer: str, max_points: float) -> TextSco
     spans = _sentences(text)
     matches: dict[str, list[_Match]] = {}
     for concept in question.concepts:
-        for pattern in concept.patterns:
+        for pattern in _compiled(tuple(concept.patterns)):
             kept = matches.get(concept.id, [])
-            for m in itertools.islice(re.finditer(pattern, text, re.IGNORECASE), MAX_MATCHES_PER_CONCEPT - len(kept)):
+            for m in itertools.islice(pattern.finditer(text), MAX_MATCHES_PER_CONCEPT - len(kept)):
                 matches.setdefault(concept.id, []).append(_Match(concept.id, m.start(), m.end(),
                                                                  _sentence_of(spans, m.start())))
     if FUZZY:
@@ -625,8 +634,8 @@ def _phrasings(question: Question, concept: Concept) -> list[similarity.Phrasing
 def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]]) -> list[dict]:
     found = []
     for wrong in question.misconceptions:
-        for pattern in wrong.patterns:
-            m = re.search(pattern, text, re.IGNORECASE)
+        for pattern in _compiled(tuple(wrong.patterns)):
+            m = pattern.search(text)
             if m and not (wrong.negatable and _negated(text, m.start(), spans)) \
                     and not _conditional(text, m.start(), spans):
                 found.append({"misconception": wrong.id, **_labels(wrong.label),
