@@ -481,7 +481,7 @@ def _score_answer(question: Question, answer: str, max_points: float) -> TextSco
         raw -= max_points * SUSPECTED_PENALTY
     if suspected:  # "X is not needed / does not matter", or close to a known misconception's label: for a TA
         flags.append(_doubt_flag(suspected))
-    copied = _copied(text, normalise(question.reference_answer))  # evidence only: the points stand
+    copied = _copied(text, question.reference_answer)  # evidence only: the points stand
     points = max(0.0, min(max_points, math.floor(raw * 2 + 0.5) / 2))  # nearest half point, halves up
 
     clear = not flags and (points == max_points or (points == 0 and concept_share < 0.2))
@@ -536,12 +536,18 @@ def _suspected(question: Question, text: str, spans: list[tuple[int, int]],
             if m := regex.search(text):
                 return [{"kind": "dismissal", "quote": _quote(text, m.start(), m.end())}]
     if SIGNALS["misconception_like"] and question.misconceptions:
+        # The lesson's words first, then the English ones (once: a plain label is the same in both).
+        labels = [(wrong, [label for label in dict.fromkeys((wrong.label.lesson, wrong.label.en) if LABEL_EN
+                                                            else (wrong.label.lesson,)) if label])
+                  for wrong in question.misconceptions]
         parts = similarity.windows(text, similarity.clauses(text))
-        for wrong in question.misconceptions:
-            # The lesson's words first, then the English ones (once: a plain label is the same in both).
-            for label in dict.fromkeys((wrong.label.lesson, wrong.label.en) if LABEL_EN else (wrong.label.lesson,)):
-                if not label:
-                    continue
+        if MISCONCEPTION_LIKE > 0:
+            # Only the grams some label has can count: a window keeps those (most keep none and are
+            # skipped), each share is the same, and a window of none reaches no positive threshold.
+            known = _labels_grams(tuple(label for _wrong, said in labels for label in said))
+            parts = [(a, b, mine & known) for a, b, mine in parts]
+        for wrong, said in labels:
+            for label in said:
                 hit = similarity.best_window(parts, _label_phrasings(label), MISCONCEPTION_LIKE)
                 if hit is not None and _same_polarity(text, hit, normalise(label)):
                     return [{"kind": "misconception_like", **_labels(wrong.label),
@@ -589,6 +595,12 @@ def _label_phrasings(label: str) -> list[similarity.Phrasing]:
     if label not in _LABEL_PHRASINGS:
         _LABEL_PHRASINGS[label] = similarity.phrasings_of_label(label)
     return _LABEL_PHRASINGS[label]
+
+
+@functools.lru_cache(maxsize=256)
+def _labels_grams(labels: tuple[str, ...]) -> frozenset[str]:
+    """Every gram of these misconception labels' phrasings (a question's, from its exercise)."""
+    return frozenset(g for label in labels for phrase in _label_phrasings(label) for g in phrase.grams)
 
 
 def _same_polarity(text: str, hit: tuple[int, int, float], label: str) -> bool:
@@ -772,10 +784,17 @@ def _grams(text: str) -> set[str]:
     return {letters[i:i + COPY_GRAM] for i in range(len(letters) - COPY_GRAM + 1)}
 
 
+@functools.lru_cache(maxsize=256)
+def _reference_grams(reference: str) -> frozenset[str]:
+    """A question's reference answer (the exercise's, never a student's) as _copied reads it, once."""
+    return frozenset(_grams(normalise(reference)))
+
+
 def _copied(text: str, reference: str) -> bool:
-    """Most of the answer's character n-grams are the reference answer's: a near-verbatim copy."""
+    """Most of the answer's character n-grams are the reference answer's (a question's reference_answer,
+    normalised here): a near-verbatim copy."""
     mine = _grams(text)
-    return len(mine) >= COPY_MIN_GRAMS and len(mine & _grams(reference)) / len(mine) >= COPY_SHARE
+    return len(mine) >= COPY_MIN_GRAMS and len(mine & _reference_grams(reference)) / len(mine) >= COPY_SHARE
 
 
 def _term_list(text: str) -> bool:
