@@ -121,9 +121,12 @@ _SIGNS = str.maketrans({"‐": "-", "‑": "-", "‒": "-", "–": "-", "﹣": "
                         **{a: "→" for a in "⟶⟹⇨⇾➔➜➝➞➡↦⟼⇛⇉⭢🡒"}})
 
 
+_HAS_SIGN = re.compile("[" + re.escape("".join(map(chr, _SIGNS))) + "]")  # a C-level scan: most answers have none
+
+
 def _fold_signs(text: str) -> str:
     folded = normalise(text)
-    return folded.translate(_SIGNS) if SIGN_FOLD else folded
+    return folded.translate(_SIGNS) if SIGN_FOLD and _HAS_SIGN.search(folded) else folded
 
 
 def _fold_answer(text: str) -> str:
@@ -169,6 +172,8 @@ def _substitute(pattern: re.Pattern[str], replace: Callable[[re.Match[str]], str
         out += [text[last:m.start()], said]
         where += index[last:m.start()] + [index[m.start()]] * len(said)
         last = m.end()
+    if not out:  # nothing matched (the common case): no copies
+        return text, index
     out.append(text[last:])
     return "".join(out), where + index[last:]
 
@@ -249,18 +254,19 @@ class _Text(str):
         full, kept = _fold_markup(signs)
         text = cls(full.strip())
         text.original, text.offsets = raw, None
-        if raw.isascii():  # folding ASCII is lower-casing: character i stays character i
-            offsets = list(range(len(raw)))
-        else:
-            pieces, offsets = [], []
-            for i, ch in enumerate(raw):
-                folded = _fold_char(ch)
-                pieces.append(folded)
-                offsets.extend([i] * len(folded))
+        # Where each character of `signs` came from in `raw`; None: character i stays character i.
+        offsets: list[int] | None = None
+        if not raw.isascii():  # folding ASCII is lower-casing: character i stays character i
+            pieces = list(map(_fold_char, raw))
             if "".join(pieces) != signs:  # per-character folding disagrees (it nearly never does)
                 return text
+            if set(map(len, pieces)) != {1}:  # some character folds to several (or none)
+                offsets = []
+                for i, folded in enumerate(pieces):
+                    offsets.extend([i] * len(folded))
         lead = len(full) - len(full.lstrip())
-        text.offsets = [offsets[k] for k in kept[lead:lead + len(text)]] + [len(raw)]
+        kept = kept[lead:lead + len(text)]
+        text.offsets = ([offsets[k] for k in kept] if offsets is not None else kept) + [len(raw)]
         return text
 
 
@@ -350,10 +356,10 @@ def score_answer(question: Question, answer: str, max_points: float, *,
                  fills: Sequence[str | None] | None = None) -> TextScore:
     """`fills`: the submitted fills' canonical sources, in blank order (explanation items): an
     explanation of something the fill does not do earns nothing and is flagged."""
-    result = _score_answer(question, answer, max_points)
+    text = _Text.of(answer)
+    result = _score_answer(question, text, max_points)
     if result.kind != "scored" or not fills or not question.describes:
         return result
-    text = _Text.of(answer)
     result.not_the_fill = _not_the_fill(question.describes, text, _sentences(text), fills)
     if result.not_the_fill:
         result.points = 0.0
@@ -401,8 +407,8 @@ def _missing(concepts: Iterable[Concept]) -> list[dict]:
     return [{"concept": c.id, **_labels(c.label)} for c in concepts]
 
 
-def _score_answer(question: Question, answer: str, max_points: float) -> TextScore:
-    text = _Text.of(answer)
+def _score_answer(question: Question, text: _Text, max_points: float) -> TextScore:
+    """`text`: the answer as _Text.of reads it (once per answer: score_answer reads it again for the fills)."""
     if not text or len(text) < 3:
         return TextScore(0.0, 0.95, kind="empty",
                          missing=_missing(question.concepts))
