@@ -232,7 +232,16 @@ class _LinkIndex:
         self.min_end = ends[:]  # the smallest end among the links starting here or later
         for i in range(len(ends) - 2, -1, -1):
             self.min_end[i] = min(ends[i], self.min_end[i + 1])
-        self.prose = [_prose(text[a:b]) for a, b in spans]
+        self.text, self.spans = text, spans
+        self._prose: dict[int, bool] = {}
+
+    def prose(self, sentence: int) -> bool:
+        """The sentence has a linking word (arrows aside): read when _link first asks (it asks about
+        a few of an answer's sentences, not all)."""
+        if sentence not in self._prose:
+            a, b = self.spans[sentence]
+            self._prose[sentence] = _prose(self.text[a:b])
+        return self._prose[sentence]
 
     def between(self, lo: int, hi: int) -> bool:
         i = bisect.bisect_left(self.starts, lo)
@@ -741,7 +750,7 @@ def _link(text: str, index: _LinkIndex, befores: list[_Match], afters: list[_Mat
         for b in afters:
             if b.start < a.end or b.sentence - a.sentence > LINK_SENTENCES:
                 continue
-            told_in_sentences = b.sentence > a.sentence and index.prose[b.sentence]
+            told_in_sentences = b.sentence > a.sentence and index.prose(b.sentence)
             if told_in_sentences or index.between(a.end, b.start):
                 return _quote(text, a.start, b.end)
     if REVERSED_LINKS:  # "the variance is too large because the pads became −μ": the effect told first
@@ -785,8 +794,11 @@ def _worked_link(text: str, befores: list[_Match], afters: list[_Match]) -> str 
     return None
 
 
+_NOT_LETTERS = re.compile(r"[\s`*_$\\{}]+")
+
+
 def _grams(text: str) -> set[str]:
-    letters = re.sub(r"[\s`*_$\\{}]+", "", text)
+    letters = _NOT_LETTERS.sub("", text)
     return {letters[i:i + COPY_GRAM] for i in range(len(letters) - COPY_GRAM + 1)}
 
 
@@ -803,10 +815,15 @@ def _copied(text: str, reference: str) -> bool:
     return len(mine) >= COPY_MIN_GRAMS and len(mine & _reference_grams(reference)) / len(mine) >= COPY_SHARE
 
 
+_BRACKETED = re.compile(r"\[[^\]]*\]|\([^)]*\)")
+_COMMAS = re.compile(r"[,，、;；]+")
+_PUNCTUATION = re.compile(r"[\s,，、;；:：/|·\-\.。>→]+")
+
+
 def _term_list(text: str) -> bool:
     """Five or more short comma-separated terms and no sentence: a keyword list."""
-    flat = re.sub(r"\[[^\]]*\]|\([^)]*\)", " ", text)  # [0,1,2,3] and f(a, b) are not lists of terms
-    pieces = [p.strip() for p in re.split(r"[,，、;；]+", flat) if p.strip()]
+    flat = _BRACKETED.sub(" ", text)  # [0,1,2,3] and f(a, b) are not lists of terms
+    pieces = [p.strip() for p in _COMMAS.split(flat) if p.strip()]
     if len(pieces) < 5:
         return False
     short = [p for p in pieces
@@ -827,19 +844,28 @@ def _looks_stuffed(text: str, matches: dict[str, list[_Match]], links: list[dict
             continue
         merged += e - max(s, end)
         end = e
-    words = re.sub(r"[\s,，、;；:：/|·\-\.。>→]+", "", text)
+    words = _PUNCTUATION.sub("", text)
     term_share = merged / max(1, len(words))
-    outside = list(text)
-    for ms in matches.values():
-        for m in ms:
-            outside[m.start:m.end] = " " * (m.end - m.start)
-    prose_links = len(_LINKS.findall(_ARROWS.sub(" ", "".join(outside))))
-    # An arrow between computations ("0 → −μ → μ²") is a stated step; between bare names it is not.
+    few_links = len(links) <= max(0, chain_links // 3)
+    # A list of terms, or terms strung together by arrows with no prose between them: at most one
+    # linking word outside the terms (counted up to two: a second one settles it) ...
+    if not (few_links or term_share > 0.5):
+        return False
+    outside, end = [], 0  # the text with every match blanked out
+    for s, e in covered:
+        if e <= end:
+            continue
+        s = max(s, end)
+        outside += [text[end:s], " " * (e - s)]
+        end = e
+    outside.append(text[end:])
+    prose_links = sum(1 for _ in itertools.islice(_LINKS.finditer(_ARROWS.sub(" ", "".join(outside))), 2))
+    if prose_links > 1:
+        return False
+    # ... an arrow between computations ("0 → −μ → μ²") being a stated step; between bare names it is not.
     steps = _ARROWS.split(text)
     prose_links += sum(1 for a, b in itertools.pairwise(steps) if _COMPUTATION.search(a) or _COMPUTATION.search(b))
-    few_links = len(links) <= max(0, chain_links // 3)
-    # A list of terms, or terms strung together by arrows with no prose between them.
-    return prose_links <= 1 and (few_links or term_share > 0.5)
+    return prose_links <= 1
 
 
 def score_text(*, item_id: str, title: str, max_points: float, question: Question, answer: str,
