@@ -555,12 +555,11 @@ def _suspected(question: Question, text: str, spans: list[tuple[int, int]],
         labels = [(wrong, [label for label in dict.fromkeys((wrong.label.lesson, wrong.label.en) if LABEL_EN
                                                             else (wrong.label.lesson,)) if label])
                   for wrong in question.misconceptions]
-        parts = similarity.windows(text, similarity.clauses(text))
-        if MISCONCEPTION_LIKE > 0:
-            # Only the grams some label has can count: a window keeps those (most keep none and are
-            # skipped), each share is the same, and a window of none reaches no positive threshold.
-            known = _labels_grams(tuple(label for _wrong, said in labels for label in said))
-            parts = [(a, b, mine & known) for a, b, mine in parts]
+        # Only the grams some label has can count: a window keeps those (most keep none and are
+        # dropped), each share is the same, and a window of none reaches no positive threshold.
+        known = _labels_grams(tuple(label for _wrong, said in labels for label in said)) \
+            if MISCONCEPTION_LIKE > 0 else None
+        parts = similarity.windows(text, similarity.clauses(text), known)
         for wrong, said in labels:
             for label in said:
                 hit = similarity.best_window(parts, _label_phrasings(label), MISCONCEPTION_LIKE)

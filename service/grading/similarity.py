@@ -113,12 +113,16 @@ def phrasings_of_label(label: str) -> list[Phrasing]:
 Window = tuple[int, int, frozenset[str]]
 
 
-def windows(text: str, spans: list[tuple[int, int]]) -> list[Window]:
-    """Each clause and each pair of adjacent clauses, with its grams: computed once per answer."""
+def windows(text: str, spans: list[tuple[int, int]], only: frozenset[str] | None = None) -> list[Window]:
+    """Each clause and each pair of adjacent clauses, with its grams: computed once per answer.
+    `only`: the grams of the phrasings it will be compared with; each window keeps just those (a
+    share of one of them is the same), and one left with none is dropped (best_window skips it)."""
     clause_grams = [grams(text[a:b]) for a, b in spans]
+    if only is not None:
+        clause_grams = [g & only for g in clause_grams]
     out = [(spans[i][0], spans[i][1], clause_grams[i]) for i in range(len(spans))]
     out += [(spans[i][0], spans[i + 1][1], clause_grams[i] | clause_grams[i + 1]) for i in range(len(spans) - 1)]
-    return out
+    return out if only is None else [w for w in out if w[2]]
 
 
 def best_clause(text: str, spans: list[tuple[int, int]], phrases: list[Phrasing],
@@ -132,11 +136,19 @@ def best_window(wins: list[Window], phrases: list[Phrasing],
                 containment: float | None = None) -> tuple[int, int, float] | None:
     """best_clause over an answer's windows(), computed once for many phrasings."""
     best: tuple[int, int, float] | None = None
+    threshold = CONTAINMENT if containment is None else containment
+    if not phrases:
+        return None
+    fewest = min(len(phrase.grams) for phrase in phrases)
     for start, end, mine in wins:
-        if not mine:
+        # A share is at most len(mine) / len(phrase.grams) (the same division, so the same rounding):
+        # a window or phrasing that cannot reach the threshold is not intersected.
+        if not mine or len(mine) / fewest < threshold:
             continue
         for phrase in phrases:
+            if len(mine) / len(phrase.grams) < threshold:
+                continue
             share = len(phrase.grams & mine) / len(phrase.grams)
-            if share >= (CONTAINMENT if containment is None else containment) and (best is None or share > best[2]):
+            if share >= threshold and (best is None or share > best[2]):
                 best = (start, end, share)
     return best
