@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import importlib
 import itertools
 import math
 import re
@@ -255,6 +256,7 @@ class _Text(str):
 
     original: str
     offsets: list[int] | None
+    lower_only: bool  # see _lower_only
 
     @classmethod
     def of(cls, answer: str) -> _Text:
@@ -262,7 +264,7 @@ class _Text(str):
         signs = _fold_signs(raw)
         full, kept = _fold_markup(signs)
         text = cls(full.strip())
-        text.original, text.offsets = raw, None
+        text.original, text.offsets, text.lower_only = raw, None, _lower_only(text)
         # Where each character of `signs` came from in `raw`; None: character i stays character i.
         offsets: list[int] | None = None
         if not raw.isascii():  # folding ASCII is lower-casing: character i stays character i
@@ -332,7 +334,7 @@ def quote_of_match(written: str, pattern: str) -> str | None:
     student's own words as `_quote` does (the pass rule's named ideas found by a pattern); None if
     nothing matches."""
     text = _Text.of(written)
-    m = _compiled((pattern,))[0].search(text)
+    m = _rubric((pattern,), text)[0].search(text)
     return _quote(text, m.start(), m.end()) if m else None
 
 
@@ -359,6 +361,77 @@ def _compiled(patterns: tuple[str, ...], flags: int = re.IGNORECASE) -> tuple[re
     cache on every call, and the catalog's patterns outnumber that cache (512), so they were compiled
     again and again. Bounded: a catalog holds a few hundred pattern lists."""
     return tuple(re.compile(p, flags) for p in patterns)
+
+
+# Matching with IGNORECASE takes about twice as long as without, and the rubric's patterns are
+# matched against lower-case text (normalise). Without the flag the matches are the same where
+# (a) every character of the text is its own lower case, (b) every character the pattern names
+# (literals, set members, range ends and all between) is its own lower case, and (c) neither holds
+# a character that IGNORECASE equates with another lower-case one (re's extra cases: ı with i, ſ with
+# s, ς with σ, µ with μ, ...) other than the one that is the lower case of their upper case: then a
+# text character matches a pattern character with the flag exactly when they are equal. Checked per
+# answer and per pattern; where either fails, or re's tables are not there, the flag stays.
+_FOLDS_APART: frozenset[str] = frozenset()
+_FOLDS_APART_IN: re.Pattern[str] | None = None
+try:
+    _casefix, _constants, _parser = (importlib.import_module(f"re._{m}") for m in ("casefix", "constants", "parser"))
+    _FOLDS_APART = frozenset(chr(c) for c in {*_casefix._EXTRA_CASES, *itertools.chain(*_casefix._EXTRA_CASES.values())}
+                             if chr(c).upper().lower() != chr(c))
+    _FOLDS_APART_IN = re.compile("[" + "".join(re.escape(c) for c in sorted(_FOLDS_APART)) + "]")
+except (ImportError, AttributeError):  # another Python's re: keep IGNORECASE everywhere
+    pass
+_WIDEST_RANGE = 0x10000  # a wider range in a pattern keeps the flag (checking it would take long)
+
+
+def _lower_only(text: str) -> bool:
+    """(a) and (c) above for an answer's text."""
+    return _FOLDS_APART_IN is not None and text == text.lower() and not _FOLDS_APART_IN.search(text)
+
+
+def _case_free(pattern: str) -> bool:
+    """(b) and (c) above for a rubric pattern: the characters it names, read from re's own parse."""
+    def own(code: int) -> bool:
+        ch = chr(code)
+        return ch.lower() == ch and ch not in _FOLDS_APART
+
+    def walk(items: object) -> bool:
+        for op, av in items:  # type: ignore[attr-defined]
+            if op in (_constants.LITERAL, _constants.NOT_LITERAL):
+                if not own(av):
+                    return False
+            elif op is _constants.RANGE:
+                low, high = av
+                if high - low > _WIDEST_RANGE or not all(own(c) for c in range(low, high + 1)):
+                    return False
+            elif op is _constants.IN:
+                if not walk(av):
+                    return False
+            else:
+                for part in av if isinstance(av, (tuple, list)) else (av,):
+                    for sub in part if isinstance(part, list) else (part,):
+                        if isinstance(sub, _parser.SubPattern) and not walk(sub):
+                            return False
+        return True
+
+    try:
+        return _FOLDS_APART_IN is not None and walk(_parser.parse(pattern))
+    except Exception:  # noqa: BLE001 - anything unexpected keeps the flag, which is always right
+        return False
+
+
+@functools.lru_cache(maxsize=1024)
+def _compiled_lower(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+    """The patterns for a text that _lower_only: without IGNORECASE where _case_free, else with it."""
+    return tuple(re.compile(p) if _case_free(p) else c for p, c in zip(patterns, _compiled(patterns)))
+
+
+def _rubric(patterns: Sequence[str], text: str) -> tuple[re.Pattern[str], ...]:
+    """A rubric's patterns compiled for matching `text` (the normalised answer) case-insensitively."""
+    if isinstance(text, _Text):
+        lower = text.lower_only
+    else:
+        lower = _lower_only(text)
+    return _compiled_lower(tuple(patterns)) if lower else _compiled(tuple(patterns))
 
 
 def score_answer(question: Question, answer: str, max_points: float, *,
@@ -393,7 +466,7 @@ def _not_the_fill(claims: list[FillClaim], text: str, spans: list[tuple[int, int
         else:
             code = "\n".join(f or "" for f in fills)
         said = None
-        for pattern in _compiled(tuple(claim.says)):
+        for pattern in _rubric(claim.says, text):
             for m in pattern.finditer(text):
                 if not _negated(text, m.start(), spans) and not _conditional(text, m.start(), spans):
                     said = m
@@ -424,7 +497,7 @@ def _score_answer(question: Question, text: _Text, max_points: float) -> TextSco
     spans = _sentences(text)
     matches: dict[str, list[_Match]] = {}
     for concept in question.concepts:
-        for pattern in _compiled(tuple(concept.patterns)):
+        for pattern in _rubric(concept.patterns, text):
             kept = matches.get(concept.id, [])
             for m in itertools.islice(pattern.finditer(text), MAX_MATCHES_PER_CONCEPT - len(kept)):
                 matches.setdefault(concept.id, []).append(_Match(concept.id, m.start(), m.end(),
@@ -660,7 +733,7 @@ def _phrasings(question: Question, concept: Concept) -> list[similarity.Phrasing
 def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]]) -> list[dict]:
     found = []
     for wrong in question.misconceptions:
-        for pattern in _compiled(tuple(wrong.patterns)):
+        for pattern in _rubric(wrong.patterns, text):
             m = pattern.search(text)
             if m and not (wrong.negatable and _negated(text, m.start(), spans)) \
                     and not _conditional(text, m.start(), spans):
