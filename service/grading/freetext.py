@@ -227,13 +227,14 @@ class _LinkIndex:
     def __init__(self, text: str, spans: list[tuple[int, int]]) -> None:
         # Every position where a link starts (overlapping ones too), in one C-level scan: a lookahead
         # matches the links where _LINKS.match(text, i) would, at each i (it was a Python loop over i).
-        found = [m.span(1) for m in _LINKS_AT.finditer(text)]
+        lower = isinstance(text, _Text) and text.lower_only
+        found = [m.span(1) for m in (_LINKS_AT_LOWER if lower else _LINKS_AT).finditer(text)]
         self.starts = [start for start, _ in found]
         ends = [end for _, end in found]
         self.min_end = ends[:]  # the smallest end among the links starting here or later
         for i in range(len(ends) - 2, -1, -1):
             self.min_end[i] = min(ends[i], self.min_end[i + 1])
-        self.text, self.spans = text, spans
+        self.text, self.spans, self.links = text, spans, _LINKS_LOWER if lower else _LINKS
         self._prose: dict[int, bool] = {}
 
     def prose(self, sentence: int) -> bool:
@@ -241,7 +242,7 @@ class _LinkIndex:
         a few of an answer's sentences, not all)."""
         if sentence not in self._prose:
             a, b = self.spans[sentence]
-            self._prose[sentence] = _prose(self.text[a:b])
+            self._prose[sentence] = bool(self.links.search(_ARROWS.sub(" ", self.text[a:b])))  # _prose
         return self._prose[sentence]
 
     def between(self, lo: int, hi: int) -> bool:
@@ -417,6 +418,15 @@ def _case_free(pattern: str) -> bool:
         return _FOLDS_APART_IN is not None and walk(_parser.parse(pattern))
     except Exception:  # noqa: BLE001 - anything unexpected keeps the flag, which is always right
         return False
+
+
+def _uncased(regex: re.Pattern[str]) -> re.Pattern[str]:
+    """One of this module's IGNORECASE expressions, for a text that _lower_only (see above)."""
+    return re.compile(regex.pattern, regex.flags & ~re.IGNORECASE) if _case_free(regex.pattern) else regex
+
+
+_LINKS_AT_LOWER = _uncased(_LINKS_AT)
+_LINKS_LOWER = _uncased(_LINKS)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -898,8 +908,9 @@ def _term_list(text: str) -> bool:
     pieces = [p.strip() for p in _COMMAS.split(flat) if p.strip()]
     if len(pieces) < 5:
         return False
+    links = _LINKS_LOWER if isinstance(text, _Text) and text.lower_only else _LINKS
     short = [p for p in pieces
-             if len(p) <= 28 and not _LINKS.search(_ARROWS.sub(" ", p)) and not _COMPUTATION.search(p)]
+             if len(p) <= 28 and not links.search(_ARROWS.sub(" ", p)) and not _COMPUTATION.search(p)]
     return len(short) >= 0.8 * len(pieces)
 
 
@@ -931,7 +942,8 @@ def _looks_stuffed(text: str, matches: dict[str, list[_Match]], links: list[dict
         outside += [text[end:s], " " * (e - s)]
         end = e
     outside.append(text[end:])
-    prose_links = sum(1 for _ in itertools.islice(_LINKS.finditer(_ARROWS.sub(" ", "".join(outside))), 2))
+    scan = _LINKS_LOWER if isinstance(text, _Text) and text.lower_only else _LINKS
+    prose_links = sum(1 for _ in itertools.islice(scan.finditer(_ARROWS.sub(" ", "".join(outside))), 2))
     if prose_links > 1:
         return False
     # ... an arrow between computations ("0 → −μ → μ²") being a stated step; between bare names it is not.

@@ -68,3 +68,17 @@ def test_characters_that_ignorecase_equates_keep_the_flag():
     # A pattern naming an upper-case character keeps the flag on any text.
     (pattern,) = _rubric([r"[A-Z]ask"], _Text.of("mask"))
     assert pattern.flags & re.IGNORECASE and pattern.search("mask")
+
+
+def test_the_link_index_finds_the_same_links_on_lower_case_text():
+    """_LinkIndex scans a _lower_only answer without the flag: the same link starts, ends and prose."""
+    from service.grading.freetext import _LinkIndex, _sentences
+
+    rng = random.Random(3)
+    alphabet = list("因为所以导致使得变成为就会后是即 thus so if then is isn't ->→=⇒\n。，;ab") + ["THUS", "ı", "ς"]
+    for _ in range(300):
+        text = _Text.of("".join(rng.choice(alphabet) for _ in range(rng.randint(3, 80))))
+        spans = _sentences(text)
+        fast, slow = _LinkIndex(text, spans), _LinkIndex(str(text), spans)
+        assert (fast.starts, fast.min_end) == (slow.starts, slow.min_end), text
+        assert [fast.prose(i) for i in range(len(spans))] == [slow.prose(i) for i in range(len(spans))], text
