@@ -666,8 +666,8 @@ def _compile_ahead(job: dict, inputs: dict, module, entry, torch, device, *, thr
     signal.setitimer(signal.ITIMER_REAL, wait_s)
     try:
         for case in job["cases"]:
-            if time.monotonic() >= deadline:
-                break
+            if time.monotonic() >= deadline:  # not only the alarm: code that swallowed the stop and
+                break  # returned would otherwise have every later case called with no timer armed
             try:
                 guards = _Guards(torch, job["entry_point"])
                 args, _, _ = _case_args(guards, case, inputs, device)

@@ -227,7 +227,7 @@ class _LinkIndex:
     def __init__(self, text: str, spans: list[tuple[int, int]]) -> None:
         # Every position where a link starts (overlapping ones too), in one C-level scan: a lookahead
         # matches the links where _LINKS.match(text, i) would, at each i (it was a Python loop over i).
-        lower = isinstance(text, _Text) and text.lower_only
+        lower = _case_folded(text)
         found = [m.span(1) for m in (_LINKS_AT_LOWER if lower else _LINKS_AT).finditer(text)]
         self.starts = [start for start, _ in found]
         ends = [end for _, end in found]
@@ -389,6 +389,11 @@ def _lower_only(text: str) -> bool:
     return _FOLDS_APART_IN is not None and text == text.lower() and not _FOLDS_APART_IN.search(text)
 
 
+def _case_folded(text: str) -> bool:
+    """Whether `text` may be matched without IGNORECASE (_lower_only), read once per answer for a _Text."""
+    return text.lower_only if isinstance(text, _Text) else _lower_only(text)
+
+
 def _case_free(pattern: str) -> bool:
     """(b) and (c) above for a rubric pattern: the characters it names, read from re's own parse."""
     def own(code: int) -> bool:
@@ -437,11 +442,7 @@ def _compiled_lower(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
 
 def _rubric(patterns: Sequence[str], text: str) -> tuple[re.Pattern[str], ...]:
     """A rubric's patterns compiled for matching `text` (the normalised answer) case-insensitively."""
-    if isinstance(text, _Text):
-        lower = text.lower_only
-    else:
-        lower = _lower_only(text)
-    return _compiled_lower(tuple(patterns)) if lower else _compiled(tuple(patterns))
+    return _compiled_lower(tuple(patterns)) if _case_folded(text) else _compiled(tuple(patterns))
 
 
 def score_answer(question: Question, answer: str, max_points: float, *,
@@ -908,7 +909,7 @@ def _term_list(text: str) -> bool:
     pieces = [p.strip() for p in _COMMAS.split(flat) if p.strip()]
     if len(pieces) < 5:
         return False
-    links = _LINKS_LOWER if isinstance(text, _Text) and text.lower_only else _LINKS
+    links = _LINKS_LOWER if _case_folded(text) else _LINKS
     short = [p for p in pieces
              if len(p) <= 28 and not links.search(_ARROWS.sub(" ", p)) and not _COMPUTATION.search(p)]
     return len(short) >= 0.8 * len(pieces)
@@ -942,7 +943,7 @@ def _looks_stuffed(text: str, matches: dict[str, list[_Match]], links: list[dict
         outside += [text[end:s], " " * (e - s)]
         end = e
     outside.append(text[end:])
-    scan = _LINKS_LOWER if isinstance(text, _Text) and text.lower_only else _LINKS
+    scan = _LINKS_LOWER if _case_folded(text) else _LINKS
     prose_links = sum(1 for _ in itertools.islice(scan.finditer(_ARROWS.sub(" ", "".join(outside))), 2))
     if prose_links > 1:
         return False
