@@ -17,7 +17,7 @@ from service.exercises import shape_candidates
 from service.grading.validate import code_points
 from service.report import Report
 from service.submission import Submission
-from tests.support.backends import grader_for
+from tests.support.backends import warm_grader
 
 pytestmark = [pytest.mark.sandbox]
 
@@ -29,7 +29,8 @@ WIDE_ONLY = "(cols < N) | (N > 4096)"
 
 @pytest.fixture(scope="module")
 def grader():
-    return grader_for("bwrap")
+    with warm_grader("bwrap") as grader:
+        yield grader
 
 
 def _fill(grader, exercise_id: str, fill: str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from service.submission import Submission
-from tests.support.backends import grader_for
+from tests.support.backends import warm_grader
 
 pytestmark = [pytest.mark.sandbox]
 
@@ -26,7 +26,8 @@ GOOD_ANSWERS = {
 
 @pytest.fixture(scope="module")
 def grader():
-    return grader_for("bwrap")
+    with warm_grader("bwrap") as grader:
+        yield grader
 
 
 @pytest.fixture(scope="module")

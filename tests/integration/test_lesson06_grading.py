@@ -11,7 +11,7 @@ from service.config import REPO_ROOT
 from service.grading.validate import check_mutant, check_solution, code_points, validate_exercise
 from service.report import Report
 from service.submission import Submission
-from tests.support.backends import grader_for, sandbox_name
+from tests.support.backends import sandbox_name, warm_grader
 
 pytestmark = [pytest.mark.sandbox]
 
@@ -21,7 +21,8 @@ SEED = 424242
 
 @pytest.fixture(scope="module")
 def grader(sandbox_backend_name):
-    return grader_for(sandbox_backend_name)
+    with warm_grader(sandbox_backend_name) as grader:
+        yield grader
 
 
 @pytest.fixture(scope="module")

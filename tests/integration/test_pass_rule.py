@@ -9,7 +9,7 @@ import pytest
 
 from service.config import REPO_ROOT
 from service.submission import Submission
-from tests.support.backends import grader_for
+from tests.support.backends import warm_grader
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")]
 
@@ -21,9 +21,8 @@ LESSON6_REQUIREMENTS = ["given_check", "run_output", "causal_chain.q1", "causal_
 
 @pytest.fixture(scope="module")
 def grader():
-    grader = grader_for("bwrap")
-    yield grader
-    grader.close()
+    with warm_grader("bwrap") as grader:
+        yield grader
 
 
 @pytest.fixture(scope="module")

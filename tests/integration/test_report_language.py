@@ -8,7 +8,7 @@ import pytest
 
 from service.report import Report, in_language
 from service.submission import Submission
-from tests.support.backends import grader_for
+from tests.support.backends import warm_grader
 from tests.support.english import CJK, LESSON06_ENGLISH, chinese_in, student_texts
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.sandbox_backends("bwrap")]
@@ -18,7 +18,8 @@ SEED = 424242
 
 @pytest.fixture(scope="module")
 def grader(sandbox_backend_name):
-    return grader_for(sandbox_backend_name)
+    with warm_grader(sandbox_backend_name) as grader:
+        yield grader
 
 
 @pytest.fixture(scope="module")

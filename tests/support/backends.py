@@ -13,6 +13,8 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 
 import pytest
@@ -144,6 +146,18 @@ def grader_for(name: str, **overrides) -> Grader:
         for key, value in backend_env(name).items():
             patch.setenv(key, value)
         return build_grader(Settings(**overrides))
+
+
+@contextmanager
+def warm_grader(name: str, **overrides) -> Iterator[Grader]:
+    """grader_for(name) with one sandbox started ahead, as the service and `exercises validate` run:
+    the next grading's sandbox starts while this one runs. For modules that grade answer after answer."""
+    grader = grader_for(name, warm_pool=1, **overrides)
+    grader.start()
+    try:
+        yield grader
+    finally:
+        grader.close()
 
 
 def sandbox_name(backend_name: str) -> str:
