@@ -216,7 +216,7 @@ def validate(
     failed: list[str] = []
     # Answer after answer: the next one's sandbox starts while this one runs (a fresh sandbox each,
     # as in the service; its start-up is about half of an interpreter grading).
-    grader.warm_pool = 1
+    grader.warm_pool, grader.prewarm = 1, False  # no compiling of the whole catalog ahead: each answer compiles its own
     grader.start()
     try:
         for exercise in exercises:
