@@ -199,6 +199,8 @@ def validate(
                           typer.Option(help="also write every report as JSON here (one folder per exercise)")] = None,
     details: Annotated[bool,
                        typer.Option("--details/--no-details", help="a table of every answer per exercise")] = True,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, max=64,
+                                      help="answers graded at once, each in its own sandbox (a core or so each)")] = 1,
 ) -> None:
     """Grade each reference solution (with its example's written answers: every pass requirement must hold) and
     every mutant; exit 1 if a solution loses a code point or a requirement, or a mutant escapes.
@@ -214,13 +216,14 @@ def validate(
     seed = secret_seed if secret_seed is not None else secrets.randbits(63)
     summaries: list[Summary] = []
     failed: list[str] = []
-    # Answer after answer: the next one's sandbox starts while this one runs (a fresh sandbox each,
-    # as in the service; its start-up is about half of an interpreter grading).
-    grader.warm_pool, grader.prewarm = 1, False  # no compiling of the whole catalog ahead: each answer compiles its own
+    # The next answers' sandboxes start while these run (a fresh sandbox each, as in the service;
+    # its start-up is about half of an interpreter grading). No compiling of the whole catalog
+    # ahead (the service's prewarm): each answer compiles its own.
+    grader.warm_pool, grader.prewarm = jobs, False
     grader.start()
     try:
         for exercise in exercises:
-            outcomes = _validate_one(grader, exercise, seed, report_dir, details)
+            outcomes = _validate_one(grader, exercise, seed, report_dir, details, jobs)
             summaries.append(summarize(exercise, outcomes))
             failed += [f"{exercise.id}/{o.name}" for o in outcomes if not o.ok]
     finally:
@@ -242,7 +245,7 @@ def validate(
     err.print(f"[green]all {answers} answers got their expected verdicts[/] ({len(summaries)} exercise(s))")
 
 
-def _validate_one(grader, exercise, seed: int, report_dir: Path | None, details: bool) -> list[Outcome]:
+def _validate_one(grader, exercise, seed: int, report_dir: Path | None, details: bool, jobs: int) -> list[Outcome]:
     total = 1 + len(exercise.mutants)
     err.print(f"validating {exercise.id}: solution + {len(exercise.mutants)} mutants on {grader.mode.value} "
               f"({grader.runner.backend.name} sandbox)")
@@ -255,14 +258,16 @@ def _validate_one(grader, exercise, seed: int, report_dir: Path | None, details:
         mark = "[green]ok[/]" if outcome.ok else "[red]FAIL[/]"
         problems = "" if outcome.ok else f": {'; '.join(outcome.problems)}"
         err.print(f"[{len(done)}/{total}] {mark} {outcome.name}{problems}", highlight=False)
-        table.add_row(outcome.name, "ok" if outcome.ok else "FAIL", f"{code_points(r, exercise):g}",
-                      ",".join(v.rule for v in r.vetoes), ",".join(d.id for d in r.diagnoses),
-                      f"{r.timing.get('total_s', 0):.1f}")
         if report_dir is not None:
             (report_dir / exercise.id).mkdir(parents=True, exist_ok=True)
             (report_dir / exercise.id / f"{outcome.name}.json").write_text(r.to_json(), encoding="utf-8")
 
-    outcomes = validate_exercise(grader, exercise, secret_seed=seed, on_result=show)
+    outcomes = validate_exercise(grader, exercise, secret_seed=seed, jobs=jobs, on_result=show)
+    for outcome in outcomes:  # in the catalog's order, whatever order they landed in
+        r = outcome.report
+        table.add_row(outcome.name, "ok" if outcome.ok else "FAIL", f"{code_points(r, exercise):g}",
+                      ",".join(v.rule for v in r.vetoes), ",".join(d.id for d in r.diagnoses),
+                      f"{r.timing.get('total_s', 0):.1f}")
     if details:
         Console().print(table)
     return outcomes

@@ -3,7 +3,9 @@ mutant gets exactly the verdict its author wrote down. A mutant that escapes is 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from service.exercises import Exercise, Mutant
@@ -128,19 +130,26 @@ def summarize(exercise: Exercise, outcomes: list[Outcome]) -> Summary:
                    max(correct) if correct else None, min(bugs) if bugs else None)
 
 
-def validate_exercise(grader: Grader, exercise: Exercise, *, secret_seed: int,
+def validate_exercise(grader: Grader, exercise: Exercise, *, secret_seed: int, jobs: int = 1,
                       on_result: Callable[[Outcome], None] = lambda _: None) -> list[Outcome]:
-    outcomes = []
+    """The solution's outcome, then the mutants' in the catalog's order. `jobs`: mutants graded at
+    once (the grader is shared as the service's threads share it); `on_result` hears each as it lands."""
     submission, with_answers = solution_submission(exercise)
     report = grader.grade(submission, secret_seed=secret_seed)
-    outcomes.append(Outcome("solution", report, check_solution(exercise, report, with_answers=with_answers)))
-    on_result(outcomes[-1])
+    solution = Outcome("solution", report, check_solution(exercise, report, with_answers=with_answers))
+    on_result(solution)
     if report.status == "not_gradable" and exercise.spec.requires_gpu:
-        outcomes[-1].problems.clear()  # refused on purpose, with its reason: nothing more to run here
-        return outcomes
-    for mutant in exercise.mutants:
+        solution.problems.clear()  # refused on purpose, with its reason: nothing more to run here
+        return [solution]
+    lock = threading.Lock()
+
+    def grade(mutant: Mutant) -> Outcome:
         report = grader.grade(Submission(exercise=exercise.id, code=exercise.mutant_code(mutant)),
                               secret_seed=secret_seed)
-        outcomes.append(Outcome(mutant.id, report, check_mutant(exercise, mutant, report)))
-        on_result(outcomes[-1])
-    return outcomes
+        outcome = Outcome(mutant.id, report, check_mutant(exercise, mutant, report))
+        with lock:
+            on_result(outcome)
+        return outcome
+
+    with ThreadPoolExecutor(max(1, jobs), thread_name_prefix="validate") as pool:
+        return [solution, *pool.map(grade, exercise.mutants)]

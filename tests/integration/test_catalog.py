@@ -30,7 +30,7 @@ def test_the_catalog_has_the_course_exercises():
 @pytest.mark.parametrize("exercise_id", CATALOG.ids())
 def test_every_exercise_validates_on_the_interpreter(exercise_id):
     proc = subprocess.run([sys.executable, "-c", "from service.cli import main; main()", "exercises", "validate",
-                           exercise_id, "--device", "interpreter", "--secret-seed", "99", "--no-details"],
+                           exercise_id, "--device", "interpreter", "--secret-seed", "99", "--no-details", "--jobs", "2"],
                           capture_output=True, text=True, cwd=REPO_ROOT, timeout=1200, env={**os.environ, "COLUMNS": "200"})
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     if CATALOG.get(exercise_id).spec.requires_gpu:

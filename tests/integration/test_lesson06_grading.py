@@ -21,7 +21,7 @@ SEED = 424242
 
 @pytest.fixture(scope="module")
 def grader(sandbox_backend_name):
-    with warm_grader(sandbox_backend_name) as grader:
+    with warm_grader(sandbox_backend_name, ahead=2) as grader:  # the corpus grades two at a time
         yield grader
 
 
@@ -33,7 +33,7 @@ def exercise(grader):
 @pytest.fixture(scope="module")
 def corpus(grader, exercise):
     """The solution and every mutant, graded once for this module."""
-    return {o.name: o for o in validate_exercise(grader, exercise, secret_seed=SEED)}
+    return {o.name: o for o in validate_exercise(grader, exercise, secret_seed=SEED, jobs=2)}
 
 
 def test_example_submission_earns_every_code_point_without_veto(grader, sandbox_backend_name):

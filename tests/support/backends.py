@@ -149,10 +149,10 @@ def grader_for(name: str, **overrides) -> Grader:
 
 
 @contextmanager
-def warm_grader(name: str, **overrides) -> Iterator[Grader]:
-    """grader_for(name) with one sandbox started ahead, as the service and `exercises validate` run:
-    the next grading's sandbox starts while this one runs. For modules that grade answer after answer."""
-    grader = grader_for(name, warm_pool=1, **overrides)
+def warm_grader(name: str, *, ahead: int = 1, **overrides) -> Iterator[Grader]:
+    """grader_for(name) with `ahead` sandboxes started ahead, as the service and `exercises validate`
+    run: the next grading's sandbox starts while this one runs. For modules that grade answer after answer."""
+    grader = grader_for(name, warm_pool=ahead, **overrides)
     grader.start()
     try:
         yield grader
