@@ -200,11 +200,18 @@ def attack(x, y):
     if host.backend == "bwrap":
         assert_denied(report, details={12.0})
     else:
-        assert_failed(report)  # each phase in its own container, each OOM-killed (run_timeout_s: three cold starts)
-        assert report.given_check.status == "crashed" and "SIGKILL" in report.given_check.output, report.given_check
+        # Each phase in its own container (run_timeout_s: three cold starts), ended at the memory
+        # cgroup's limit: OOM-killed (SIGKILL), or stopped at the case's time limit when the kernel
+        # first reclaims the container's file pages (torch's code) and the process thrashes on them
+        # (seen on a loaded 2-core machine). Either way never past the limit: the attack's cases
+        # would then pass, and none does.
+        assert_failed(report)
+        given = report.given_check
+        assert (given.status == "crashed" and "SIGKILL" in given.output) or given.status == "timeout", given
         for case_id in REGULAR_CASES:
             c = case(report, case_id)
-            assert not c.passed and c.first_mismatch is None and "SIGKILL" in (c.error or ""), c
+            assert not c.passed and c.first_mismatch is None, c
+            assert any(word in (c.error or "") for word in ("SIGKILL", "超时", "Timed out")), c
     host.assert_untouched()
     assert_graded_normally()
 
