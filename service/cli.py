@@ -61,9 +61,9 @@ SandboxOpt = Annotated[Literal["bwrap", "docker", "local"] | None,
 SeedOpt = Annotated[int | None, typer.Option("--secret-seed", help="replay a run: the secret seed from its report")]
 
 
-def _settings(device: str | None, sandbox: str | None) -> Settings:
+def _settings(device: str | None, sandbox: str | None, **more: Any) -> Settings:
     overrides: dict[str, Any] = {k: v for k, v in (("device", device), ("sandbox", sandbox)) if v is not None}
-    return Settings(**overrides)
+    return Settings(**overrides, **more)
 
 
 _fail = fail
@@ -206,8 +206,10 @@ def validate(
     every mutant; exit 1 if a solution loses a code point or a requirement, or a mutant escapes.
 
     An exercise that needs a GPU is checked, on the interpreter, to be refused with its reason."""
-    settings = _settings(device, sandbox)
-    grader = build_grader(settings)
+    # The next answers' sandboxes start while these run (a fresh sandbox each, as in the service;
+    # its start-up is about half of an interpreter grading). No compiling of the whole catalog
+    # ahead (the service's prewarm): each answer compiles its own.
+    grader = build_grader(_settings(device, sandbox, warm_pool=jobs, compile_cache_prewarm=False))
     try:
         ids = [exercise_id] if exercise_id else grader.catalog.ids()
         exercises = [grader.catalog.get(i) for i in ids]
@@ -216,10 +218,6 @@ def validate(
     seed = secret_seed if secret_seed is not None else secrets.randbits(63)
     summaries: list[Summary] = []
     failed: list[str] = []
-    # The next answers' sandboxes start while these run (a fresh sandbox each, as in the service;
-    # its start-up is about half of an interpreter grading). No compiling of the whole catalog
-    # ahead (the service's prewarm): each answer compiles its own.
-    grader.warm_pool, grader.prewarm = jobs, False
     grader.start()
     try:
         for exercise in exercises:

@@ -151,8 +151,9 @@ def grader_for(name: str, **overrides) -> Grader:
 @contextmanager
 def warm_grader(name: str, *, ahead: int = 1, **overrides) -> Iterator[Grader]:
     """grader_for(name) with `ahead` sandboxes started ahead, as the service and `exercises validate`
-    run: the next grading's sandbox starts while this one runs. For modules that grade answer after answer."""
-    grader = grader_for(name, warm_pool=ahead, **overrides)
+    run: the next grading's sandbox starts while this one runs (and, as there, no compiling of the whole
+    catalog ahead: each grading compiles its own). For modules that grade answer after answer."""
+    grader = grader_for(name, warm_pool=ahead, compile_cache_prewarm=False, **overrides)
     grader.start()
     try:
         yield grader
