@@ -26,6 +26,9 @@ MAX_TEXT = 8000
 MAX_RECORDED_CALLS = 16  # of the entry point during the given check
 MAX_RECORDED_BYTES = 8 << 20
 _JOB_DIR = "/job/"
+# The job folder's files that are the student's program: the harness and its helpers lie there too,
+# and their frames ("harness.py, line 260, in main") mean nothing to the student.
+_STUDENT_FILES = ("submission.py", "given_check.py")
 
 
 def _end_stray_processes() -> int:
@@ -68,7 +71,8 @@ def _truncate(text: str, limit: int = MAX_TEXT) -> str:
 
 def _student_traceback(exc: BaseException) -> str:
     """The exception and only the frames in the student's program (not the harness, not torch)."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith(_JOB_DIR)]
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if f.filename.startswith(_JOB_DIR) and os.path.basename(f.filename) in _STUDENT_FILES]
     lines = traceback.format_list(frames[-6:]) if frames else []
     lines += traceback.format_exception_only(type(exc), exc)
     return _truncate("".join(lines))

@@ -77,6 +77,9 @@ def test_wrong_fill_reuse_keeps_the_diagnosis(tmp_path):
     first = grader.grade(Submission(exercise=exercise.id, code=code), secret_seed=1)
     second = grader.grade(Submission(exercise=exercise.id, code=code), secret_seed=2)
     assert not first.program.reused and second.program.reused
+    # The given check's traceback, as the sandbox sent it: the student's frames only, not the harness's.
+    given = first.given_check.output
+    assert 'File "/job/given_check.py"' in given and "harness.py" not in given, given
     assert [d.id for d in second.diagnoses] == [d.id for d in first.diagnoses] == ["missing_remask"]
     assert second.score.total == first.score.total
     assert [v.rule for v in second.vetoes] == [v.rule for v in first.vetoes]
