@@ -446,14 +446,18 @@ def _rubric(patterns: Sequence[str], text: str) -> tuple[re.Pattern[str], ...]:
 
 
 def score_answer(question: Question, answer: str, max_points: float, *,
-                 fills: Sequence[str | None] | None = None) -> TextScore:
+                 fills: Sequence[str | None] | None = None,
+                 reference_fills: Sequence[str | None] | None = None) -> TextScore:
     """`fills`: the submitted fills' canonical sources, in blank order (explanation items): an
-    explanation of something the fill does not do earns nothing and is flagged."""
+    explanation of something the fill does not do earns nothing and is flagged. `reference_fills`:
+    the reference solution's expression fills (None for a block blank), given only when the submitted
+    fills behave as the reference's on every case: what the reference's expression shows counts as
+    shown (an explanation of `cols < N` describes `~(cols >= N)`)."""
     text = _Text.of(answer)
     result = _score_answer(question, text, max_points)
     if result.kind != "scored" or not fills or not question.describes:
         return result
-    result.not_the_fill = _not_the_fill(question.describes, text, _sentences(text), fills)
+    result.not_the_fill = _not_the_fill(question.describes, text, _sentences(text), fills, reference_fills)
     if result.not_the_fill:
         result.points = 0.0
         result.flags.append(NOT_THE_FILL)
@@ -465,17 +469,24 @@ NOT_THE_FILL = "explanation_not_fill"
 
 
 def _not_the_fill(claims: list[FillClaim], text: str, spans: list[tuple[int, int]],
-                  fills: Sequence[str | None]) -> list[dict]:
+                  fills: Sequence[str | None], reference: Sequence[str | None] | None = None) -> list[dict]:
     found = []
     for claim in claims:
+        # `alike`: the reference's fill for the same blank(s), where the submitted one behaves as it
+        # (an expression blank only: two correct block bodies can differ in how they work).
+        alike: str | None = None
         if claim.blank is not None:
             if claim.blank > len(fills) or fills[claim.blank - 1] is None:
                 continue
             code = fills[claim.blank - 1] or ""
+            if reference is not None and claim.blank <= len(reference):
+                alike = reference[claim.blank - 1]
         elif any(f is None for f in fills):
             continue
         else:
             code = "\n".join(f or "" for f in fills)
+            if reference is not None and len(reference) == len(fills) and all(r is not None for r in reference):
+                alike = "\n".join(r or "" for r in reference)
         said = None
         for pattern in _rubric(claim.says, text):
             for m in pattern.finditer(text):
@@ -484,7 +495,9 @@ def _not_the_fill(claims: list[FillClaim], text: str, spans: list[tuple[int, int
                     break
             if said:
                 break
-        if said is None or any(p.search(code) for p in _compiled(tuple(claim.shown_by), 0)):
+        shown_by = _compiled(tuple(claim.shown_by), 0)
+        if said is None or any(p.search(code) for p in shown_by) \
+                or (alike is not None and any(p.search(alike) for p in shown_by)):
             continue
         found.append({"claim": claim.id, **_labels(claim.label),
                       "quote": _quote(text, said.start(), said.end()), "blank": claim.blank, "fill": code[:600]})

@@ -1,9 +1,12 @@
 """Step 6: points per rubric item, vetoes, and the score."""
 from __future__ import annotations
 
+import ast
+import functools
 import math
 
 from service.exercises import Exercise, RubricItem
+from service.grading.extract import extract
 from service.grading.freetext import TextScore, score_answer, score_text
 from service.grading.model_assist import ModelAssist
 from service.messages import render
@@ -66,6 +69,7 @@ def score_items(exercise: Exercise, submission: Submission, cases: list[CaseRepo
     language scores nothing twice: a score does not depend on the language it is said in)."""
     items = []
     lang = language or exercise.spec.language
+    reference = _reference_if_alike(exercise, cases, diagnoses, not_run_reason)
     for item in exercise.spec.rubric:
         if item.source == "cases":
             items.append(score_cases_item(item, cases, not_run_reason=not_run_reason, diagnoses=diagnoses,
@@ -76,13 +80,29 @@ def score_items(exercise: Exercise, submission: Submission, cases: list[CaseRepo
         question, answer = exercise.question(item.question), submission.answer(item.question)
         result = text_scores.get(item.id) if text_scores is not None else None
         if result is None:
-            result = score_answer(question, answer, item.points, fills=fills)
+            result = score_answer(question, answer, item.points, fills=fills, reference_fills=reference)
             if text_scores is not None:
                 text_scores[item.id] = result
         scored = score_text(item_id=item.id, title=item.title.in_(lang), max_points=item.points, question=question,
                             answer=answer, fills=fills, language=lang, result=result)
         items.append(assist.annotate(scored, question, answer, language=lang) if assist is not None else scored)
     return items
+
+
+def _reference_if_alike(exercise: Exercise, cases: list[CaseReport], diagnoses: list[Diagnosis],
+                        not_run_reason: str | None) -> tuple[str | None, ...] | None:
+    """The reference solution's expression fills when the submitted ones behave as them on every case
+    (all passed, the given check too, nothing diagnosed), else None: an explanation of the reference's
+    `cols < N` then describes the submitted `~(cols >= N)` (freetext._not_the_fill)."""
+    if not_run_reason is not None or not cases or diagnoses or not all(c.passed for c in cases):
+        return None
+    return _expression_fills(exercise.template, exercise.solution)
+
+
+@functools.lru_cache(maxsize=64)
+def _expression_fills(template: str, solution: str) -> tuple[str | None, ...]:
+    """Each blank's fill in the reference solution, canonical; None for a block blank."""
+    return tuple(ast.unparse(f) if isinstance(f, ast.expr) else None for f in extract(template, solution).fills)
 
 
 def edit_vetoes(edits: list[EditReport], language: str = "zh") -> list[Veto]:

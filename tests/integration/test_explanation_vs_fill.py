@@ -63,6 +63,23 @@ def test_the_same_explanation_over_the_mask_fill_earns_the_point(grader, exercis
     assert all(c.passed for c in report.cases)
 
 
+@pytest.mark.parametrize("fill", ["~(cols >= N)", "tl.arange(0, BLOCK) < N"])
+def test_explaining_the_mask_over_a_fill_that_behaves_as_it_earns_the_point(grader, exercise, fill):
+    """Written otherwise, the same mask by position: every case passes, so the explanation of the
+    reference's `mask` describes this code (only an expression blank is judged by what it does)."""
+    report, items = _submit(grader, exercise, fill, explanation=MASK_EXPLANATION)
+    assert all(c.passed for c in report.cases) and report.diagnoses == []
+    item = items["code.explanation"]
+    assert item.points == 1 and item.evidence["not_the_fill"] == [], item.feedback
+
+
+def test_explaining_the_mask_over_a_near_miss_fill_is_still_a_mismatch(grader, exercise):
+    report, items = _submit(grader, exercise, "cols <= N", explanation=MASK_EXPLANATION)
+    assert not all(c.passed for c in report.cases)
+    item = items["code.explanation"]
+    assert item.points == 0 and item.evidence["not_the_fill"][0]["fill"] == "cols <= N"
+
+
 def test_an_honest_explanation_of_a_true_fill_is_not_a_mismatch(grader, exercise):
     _, items = _submit(grader, exercise, "True", explanation="填 True：load 时 other=0.0 就够了，padding 已经是 0，不需要第二次 mask。")
     item = items["code.explanation"]
