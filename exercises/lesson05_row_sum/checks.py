@@ -71,7 +71,8 @@ def _strided_reading(ev: kit.CaseEvidence, s_obs: np.ndarray) -> kit.Found | Non
         scale = np.abs(ev.inputs).sum(axis=1)[known] + 1.0
         if _close(s_obs[known], predicted[known], scale):
             nan_rows = [int(r) for r in np.flatnonzero(np.isnan(s_obs))]
-            return key, {"step": step, "lanes": lanes, "nan_rows": nan_rows[:12], "nan_row_count": len(nan_rows)}
+            return key, {"step": step, "lanes": lanes, "nan_rows": nan_rows[:12], "nan_row_count": len(nan_rows),
+                         _NAN_ONLY: bool(np.all(np.isnan(predicted[known])))}
     return None
 
 
@@ -153,4 +154,26 @@ def _words(key: str, cases: list[kit.Numbers]) -> kit.Say:
     return kit.say_about(key, cases)
 
 
-diagnose = kit.make_diagnose(_classify, _words, across=_lane_counts)
+# A strided reading confirmed only by rows that are NaN (the gap after each row is NaN) is also what a
+# NaN padding value gives (other=float("nan")): the cases decide together (diagnose, below).
+_NAN_ONLY = "nan_only"
+_READINGS = ("row_stride_is_n", "row_stride_is_block", "mask_too_wide")
+
+
+def diagnose(evidence: list[kit.CaseEvidence]) -> list[kit.Finding]:
+    """kit.make_diagnose's, with one rule across cases: when a contiguous case's sums are not finite
+    too, the padding is the cause, and a strided case matched on NaN rows alone says nothing about the
+    row address or the mask (it is reported as non-finite, as the other cases are)."""
+    findings = kit.collect(evidence, _classify, across=_lane_counts)
+    padding_nonfinite = any("stride" not in where for key in ("nonfinite_output", "padding_infinite")
+                            for where in findings.get(key, []))
+    named: dict[str, list[kit.Numbers]] = {}
+    for key, cases in findings.items():  # in the order found
+        for where in cases:
+            if key in _READINGS and where.pop(_NAN_ONLY, False) and padding_nonfinite:
+                key_now, where = "nonfinite_output", {k: where[k] for k in ("case", "N", "BLOCK", "rows", "stride")
+                                                      if k in where} | {"rows_bad": where["nan_rows"]}
+            else:
+                key_now = key
+            named.setdefault(key_now, []).append(where)
+    return kit.report(named, _words)

@@ -546,6 +546,8 @@ class MutantExpectation(_Strict):
     code_points: float = Field(description="points of the cases items together")
     vetoes: list[str] = []
     diagnoses: list[str] = []
+    not_diagnosed: list[str] = Field([], description="diagnoses that must not be reported (their evidence "
+                                                     "does not hold for this answer)")
     failing_cases: list[str] = Field([], description="case ids or kinds that must fail")
     rejected: bool = Field(False, description="the fill is refused before anything runs")
 

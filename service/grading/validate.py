@@ -79,6 +79,8 @@ def check_mutant(exercise: Exercise, mutant: Mutant, report: Report) -> list[str
     found = {d.id for d in report.diagnoses}
     if missing := [d for d in expect.diagnoses if d not in found]:
         problems.append(f"diagnoses {sorted(found)} lack {missing}")
+    if wrong := sorted(found & set(expect.not_diagnosed)):
+        problems.append(f"diagnoses {wrong} reported, expected none of {sorted(expect.not_diagnosed)}")
     ran = report.program is not None and report.program.ran
     if expect.rejected == ran:
         reason = report.program.not_run_reason if report.program is not None else "no program in the report"
