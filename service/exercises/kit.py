@@ -5,6 +5,7 @@ returns (`Finding`: a diagnosis id, its message as code + parameters, each case'
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -102,17 +103,34 @@ def collect(evidence: Iterable[CaseEvidence], classify: Classify, *, with_output
     """Each failed case's findings (of those with outputs, unless `with_outputs` is false), the
     numbers of every case under the id it shows, ids in the order first found. The cases classify
     put under ACROSS are named last, by `across`, which sees them all at once."""
-    findings: dict[str, list[Numbers]] = {}
-    for ev in evidence:
-        if ev.passed or (with_outputs and ev.observed is None):
-            continue
-        for key, numbers in classify(ev):
-            findings.setdefault(key, []).append(numbers)
+    evidence = list(evidence)
+    findings = _classify_failed(evidence, classify, with_outputs=with_outputs)
+    explained = {numbers["case"] for numbers in findings.get(ROW_BLOCK_IGNORED, [])}
+    if explained and any(not ev.passed and ev.case.id not in explained for ev in evidence):
+        # One row per program predicts every failed case (those with one row per program pass): a
+        # failed case it does not explain says the NaN rows came from elsewhere (a read past the
+        # input), so the cases are read again without it.
+        off = _ROW_BLOCK_OFF.set(True)
+        try:
+            findings = _classify_failed(evidence, classify, with_outputs=with_outputs)
+        finally:
+            _ROW_BLOCK_OFF.reset(off)
     pending = findings.pop(ACROSS, [])
     if pending:
         if across is None:
             raise ValueError(f"findings under {ACROSS!r} need an `across` to name them")
         for key, numbers in across(pending):
+            findings.setdefault(key, []).append(numbers)
+    return findings
+
+
+def _classify_failed(evidence: list[CaseEvidence], classify: Classify, *,
+                     with_outputs: bool) -> dict[str, list[Numbers]]:
+    findings: dict[str, list[Numbers]] = {}
+    for ev in evidence:
+        if ev.passed or (with_outputs and ev.observed is None):
+            continue
+        for key, numbers in classify(ev):
             findings.setdefault(key, []).append(numbers)
     return findings
 
@@ -250,14 +268,16 @@ def store_out_of_bounds(ev: CaseEvidence, where: Numbers, *, data_len: int, tota
 
 STORE_OUT_OF_BOUNDS = "store_out_of_bounds"  # what store_out_of_bounds() yields (the words are the exercise's)
 ROW_BLOCK_IGNORED = "one_row_per_program"  # its message is the kit's (messages.yaml beside this file)
+_ROW_BLOCK_OFF: ContextVar[bool] = ContextVar("row_block_off", default=False)  # collect's second reading
 
 
 def row_block_ignored(correct: np.ndarray, unwritten: np.ndarray, *, rows: int, block: int) -> Numbers | None:
     """Evidence that a kernel handles one row per program and ignores the block of `block` rows
     each program owns: with cdiv(rows, block) programs, exactly the rows one program per row would
     reach (row = pid, or row = pid * block) are right, and every other row was never written.
-    `correct` and `unwritten` are per-row booleans from the trusted comparison."""
-    if block <= 1 or rows <= 1:
+    `correct` and `unwritten` are per-row booleans from the trusted comparison. Checked across the
+    cases by `collect`: a failed case this does not explain withdraws it."""
+    if block <= 1 or rows <= 1 or _ROW_BLOCK_OFF.get():
         return None
     programs = -(-rows // block)
     for form, reached in (("row = pid", np.arange(programs)), ("row = pid * B0", np.arange(programs) * block)):

@@ -10,6 +10,7 @@ import hashlib
 import importlib.util
 import json
 import re
+import textwrap
 from functools import cached_property
 from pathlib import Path
 
@@ -130,16 +131,27 @@ class Exercise:
                     raise ValueError(f"mutant {mutant.id}: {edit.old!r} must occur exactly once in the solution")
                 code = code.replace(edit.old, edit.new)
             return code
+        parts = self.template.split(BLANK)
         if mutant.fills is not None:
-            parts = self.template.split(BLANK)
             if len(parts) - 1 != len(mutant.fills):
                 raise ValueError(f"mutant {mutant.id}: {len(mutant.fills)} fills for {len(parts) - 1} blanks")
-            return parts[0] + "".join(fill + rest for fill, rest in zip(mutant.fills, parts[1:]))
+            return parts[0] + "".join(_at_blank(fill, before) + rest
+                                      for fill, before, rest in zip(mutant.fills, parts, parts[1:]))
         assert mutant.fill is not None  # the schema asks for exactly one source
-        return self.template.replace(BLANK, mutant.fill, 1)
+        return parts[0] + _at_blank(mutant.fill, parts[0]) + BLANK.join(parts[1:])
 
     def question(self, question_id: str) -> Question:
         return next(q for q in self.spec.questions if q.id == question_id)
+
+
+def _at_blank(fill: str, before: str) -> str:
+    """A fill of several lines, written unindented (a block blank's statements), at the blank's
+    indentation: the first line where the blank is, the others under it."""
+    line = before.rsplit("\n", 1)[-1]
+    body = fill.strip("\n")
+    if "\n" not in body or line.strip():
+        return fill
+    return textwrap.indent(body, line)[len(line):]
 
 
 class ExerciseCatalog:
