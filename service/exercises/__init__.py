@@ -11,6 +11,7 @@ from service.exercises.spec import (
     CaseKind,
     CaseSpec,
     Concept,
+    CoursePassage,
     DataSpec,
     ExerciseSpec,
     FillClaim,
@@ -39,9 +40,9 @@ from service.exercises.spec import (
 )
 
 __all__ = [
-    "MIN_DRAW_CANDIDATES", "BaselineSpec", "CaseKind", "CaseSpec", "Concept", "DataSpec", "Exercise", "ExerciseCatalog",
-    "ExerciseNotFound", "ExerciseSpec", "FillClaim", "GivenCheck", "GradSpec", "Misconception", "Mutant",
-    "MutantExpectation", "NamedIdea", "PassRuleSpec", "Question", "Replacement", "ReportCaseKind", "RubricItem",
-    "Scalar", "ShapeDraw", "ShapeFamily", "SpeedSpec", "Text", "Tolerance", "bytes_moved", "kit", "resolve_case",
-    "shape_candidates", "shape_seed", "with_shape",
+    "MIN_DRAW_CANDIDATES", "BaselineSpec", "CaseKind", "CaseSpec", "Concept", "CoursePassage", "DataSpec", "Exercise",
+    "ExerciseCatalog", "ExerciseNotFound", "ExerciseSpec", "FillClaim", "GivenCheck", "GradSpec", "Misconception",
+    "Mutant", "MutantExpectation", "NamedIdea", "PassRuleSpec", "Question", "Replacement", "ReportCaseKind",
+    "RubricItem", "Scalar", "ShapeDraw", "ShapeFamily", "SpeedSpec", "Text", "Tolerance", "bytes_moved", "kit",
+    "resolve_case", "shape_candidates", "shape_seed", "with_shape",
 ]

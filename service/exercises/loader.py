@@ -1,5 +1,5 @@
-"""Exercise folders: `exercise.yaml` (and `questions.yaml`) checked against the schema, the template,
-the reference solution, the trusted `checks.py` and its `messages.yaml`, and the known answers.
+"""Exercise folders: `exercise.yaml` (with `questions.yaml` and `course_text.yaml`) checked against the schema,
+the template, the reference solution, the trusted `checks.py` and its `messages.yaml`, and the known answers.
 
 No exercise id appears in the pipeline: everything specific to an exercise lives in its folder.
 """
@@ -39,6 +39,9 @@ class Exercise:
             questions = yaml.safe_load((root / "questions.yaml").read_text(encoding="utf-8"))
             # Keys other than `questions` (x-patterns, ...) hold YAML anchors shared between questions.
             data["questions"] = questions["questions"] if isinstance(questions, dict) else questions
+        if (root / "course_text.yaml").is_file() and "course_text" not in data:
+            course = yaml.safe_load((root / "course_text.yaml").read_text(encoding="utf-8"))
+            data["course_text"] = course.get("passages") if isinstance(course, dict) else course
         self.spec = ExerciseSpec.model_validate(data)
         if self.spec.id != root.name:
             raise ValueError(f"exercise id {self.spec.id!r} does not match its folder {root.name!r}")

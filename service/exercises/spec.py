@@ -327,6 +327,24 @@ class Question(_Strict):
         return self
 
 
+# course_text.yaml: the passages an exercise draws on, read by the written-answer scorer's copy check
+# (service/grading/freetext.py). Bounded so that their grams stay small (built once per exercise).
+COURSE_MIN_CHARS = 20
+COURSE_MAX_CHARS = 64 * 1024  # all passages of one exercise together
+COURSE_MAX_PASSAGES = 32
+
+
+class CoursePassage(_Strict):
+    """A passage of the course text an exercise draws on, quoted from its seed as students read it
+    (code cells left out, formulas rendered): an answer made mostly of it is flagged for a TA."""
+
+    id: str = Field(pattern=_ID)
+    title: Text = Field(description="where in the course it is (lesson, section), as a report names it")
+    source: str | None = Field(None, description="the seed it is quoted from (unset in course_text.yaml: the "
+                                                 "exercise's `source`)")
+    text: str = Field(min_length=COURSE_MIN_CHARS)
+
+
 class RubricItem(_Strict):
     id: str = Field(pattern=_ID)
     title: Text
@@ -466,8 +484,19 @@ class ExerciseSpec(_Strict):
                                                              "(service/grading/passrule.py); unset: total and no veto")
     rubric: list[RubricItem] = Field(min_length=1)
     questions: list[Question] = Field([], description="inline, or in questions.yaml beside exercise.yaml")
+    course_text: list[CoursePassage] = Field([], description="the course text the exercise draws on: inline, or "
+                                                             "in course_text.yaml beside exercise.yaml")
     cases: list[CaseSpec] = Field(min_length=1)
     speed: SpeedSpec | None = Field(None, description="GPU only, informational: time the kernel on a large shape")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _course_text_source(cls, data: object) -> object:
+        """A course passage without `source` is quoted from the exercise's."""
+        if isinstance(data, dict) and isinstance(data.get("course_text"), list) and data.get("source"):
+            data = {**data, "course_text": [{**p, "source": p.get("source") or data["source"]} if isinstance(p, dict)
+                                            else p for p in data["course_text"]]}
+        return data
 
     @model_validator(mode="after")
     def _check(self) -> ExerciseSpec:
@@ -478,6 +507,14 @@ class ExerciseSpec(_Strict):
         for item in self.rubric:
             if item.source == "text" and item.question not in known_questions:
                 raise ValueError(f"rubric item {item.id} grades unknown question {item.question!r}")
+        passages = [p.id for p in self.course_text]
+        if len(passages) != len(set(passages)):
+            raise ValueError("course_text: passage ids must be unique")
+        if len(passages) > COURSE_MAX_PASSAGES or sum(len(p.text) for p in self.course_text) > COURSE_MAX_CHARS:
+            raise ValueError(f"course_text: at most {COURSE_MAX_PASSAGES} passages of {COURSE_MAX_CHARS} characters "
+                             "together (the passages the exercise draws on, not the whole seed)")
+        if self.source is None and (unsourced := [p.id for p in self.course_text if p.source is None]):
+            raise ValueError(f"course_text: passages {unsourced} name no source, and the exercise has none")
         if self.pass_threshold > sum(i.points for i in self.rubric):
             raise ValueError("pass_threshold exceeds the total points")
         if unknown := [a for a in self.written_args if a not in self.args]:
