@@ -26,7 +26,7 @@ import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from service.exercises import Concept, FillClaim, Question, Text
+from service.exercises import Concept, CoursePassage, FillClaim, Question, Text
 from service.grading import similarity
 from service.messages import render
 from service.report import Item
@@ -107,6 +107,8 @@ class TextScore:
     not_the_fill: list[dict] = field(default_factory=list)  # what the explanation says that the fill does not do
     suspected: list[dict] = field(default_factory=list)  # wording that may state a misconception, for a TA
     copied_reference: bool = False  # most of it is the reference answer's wording
+    copied: list[dict] = field(default_factory=list)  # the sources it is copied from, the main one first (_copied_text)
+    copied_share: float = 0.0  # the share of its grams copied from the main source (the course's passages together)
 
 
 def normalise(text: str) -> str:
@@ -447,14 +449,16 @@ def _rubric(patterns: Sequence[str], text: str) -> tuple[re.Pattern[str], ...]:
 
 def score_answer(question: Question, answer: str, max_points: float, *,
                  fills: Sequence[str | None] | None = None,
-                 reference_fills: Sequence[str | None] | None = None) -> TextScore:
+                 reference_fills: Sequence[str | None] | None = None,
+                 course_text: Sequence[CoursePassage] = ()) -> TextScore:
     """`fills`: the submitted fills' canonical sources, in blank order (explanation items): an
     explanation of something the fill does not do earns nothing and is flagged. `reference_fills`:
     the reference solution's expression fills (None for a block blank), given only when the submitted
     fills behave as the reference's on every case: what the reference's expression shows counts as
-    shown (an explanation of `cols < N` describes `~(cols >= N)`)."""
+    shown (an explanation of `cols < N` describes `~(cols >= N)`). `course_text`: the passages of the
+    course text the exercise draws on (course_text.yaml): an answer made mostly of them is flagged."""
     text = _Text.of(answer)
-    result = _score_answer(question, text, max_points)
+    result = _score_answer(question, text, max_points, course_text)
     if result.kind != "scored" or not fills or not question.describes:
         return result
     result.not_the_fill = _not_the_fill(question.describes, text, _sentences(text), fills, reference_fills)
@@ -513,7 +517,8 @@ def _missing(concepts: Iterable[Concept]) -> list[dict]:
     return [{"concept": c.id, **_labels(c.label)} for c in concepts]
 
 
-def _score_answer(question: Question, text: _Text, max_points: float) -> TextScore:
+def _score_answer(question: Question, text: _Text, max_points: float,
+                  course_text: Sequence[CoursePassage] = ()) -> TextScore:
     """`text`: the answer as _Text.of reads it (once per answer: score_answer reads it again for the fills)."""
     if not text or len(text) < 3:
         return TextScore(0.0, 0.95, kind="empty",
@@ -535,10 +540,14 @@ def _score_answer(question: Question, text: _Text, max_points: float) -> TextSco
         # No concept named, but a step waved away ("0.0 works just as well", "不需要 mask"): a stated
         # wrong mechanism in words the rubric lacks, not an answer about something else.
         doubt = _suspected(question, text, spans, matches) if OFF_TOPIC_DOUBT and _on_topic(question, text) else []
-        if not doubt:
+        # The course's own words on this exercise, none of them a concept: copied, not off topic.
+        share, copies = _copied_text(text, question.reference_answer, course_text) if COPIED_TEXT_FLAG else (0.0, [])
+        if not doubt and not copies:
             return TextScore(0.0, 0.9, kind="off_topic",
                              missing=_missing(question.concepts))
-        return TextScore(0.0, 0.4, missing=_missing(question.concepts), suspected=doubt, flags=[_doubt_flag(doubt)])
+        return TextScore(0.0, 0.4, missing=_missing(question.concepts), suspected=doubt,
+                         flags=([_doubt_flag(doubt)] if doubt else []) + ([COPIED_TEXT] if copies else []),
+                         copied=copies, copied_share=share)
 
     by_id = {c.id: c for c in question.concepts}
     total_weight = sum(c.weight for c in question.concepts)
@@ -594,13 +603,16 @@ def _score_answer(question: Question, text: _Text, max_points: float) -> TextSco
     if suspected:  # "X is not needed / does not matter", or close to a known misconception's label: for a TA
         flags.append(_doubt_flag(suspected))
     copied = _copied(text, question.reference_answer)  # evidence only: the points stand
+    share, copies = _copied_text(text, question.reference_answer, course_text) if COPIED_TEXT_FLAG else (0.0, [])
+    if copies:  # mostly the reference's or the course's words: a TA looks; the points stand
+        flags.append(COPIED_TEXT)
     points = max(0.0, min(max_points, math.floor(raw * 2 + 0.5) / 2))  # nearest half point, halves up
 
     clear = not flags and (points == max_points or (points == 0 and concept_share < 0.2))
     confidence = 0.85 if clear else (0.4 if flags else 0.6)
     return TextScore(points, confidence, found, missing, links, missing_links, misconceptions, flags,
                      suspected=suspected,
-                     copied_reference=copied)
+                     copied_reference=copied, copied=copies, copied_share=share)
 
 
 # Concept recognition by similarity to reference phrasings: measured on the calibration set (2026-12-01)
@@ -911,6 +923,102 @@ def _copied(text: str, reference: str) -> bool:
     return len(mine) >= COPY_MIN_GRAMS and len(mine & _reference_grams(reference)) / len(mine) >= COPY_SHARE
 
 
+# An answer made mostly of text the student was given: COPY_SHARE of its character 6-grams (and at least
+# COPY_MIN_GRAMS of them) in the question's reference answer, or in the course text its exercise draws
+# on (course_text.yaml), is flagged `copied_text` for a TA, naming the source and quoting the longest copied
+# stretch; the points stand (readers band a copy by what it states, and flag it). Each source on its
+# own: on the calibration set's tuning part every copy the readers flagged is one source's (shares 0.65
+# to 1.0), the answers no reader flagged stay at 0.4 or below, and counting both sources together put
+# two example answers written from the reference (paraphrased, 0.54 and 0.59 of its grams) over the line.
+COPIED_TEXT_FLAG = True
+COPIED_TEXT = "copied_text"
+COPY_SOURCE_SHARE = 0.2  # a further source is named when it holds this share of the answer's grams
+COPY_QUOTE = 80  # characters of a copied stretch quoted (cut with …)
+
+
+@dataclass(frozen=True)
+class _CourseGrams:
+    passages: tuple[frozenset[str], ...]  # each passage's grams, in course_text.yaml's order
+    union: frozenset[str]
+
+
+@functools.lru_cache(maxsize=64)
+def _course_grams(texts: tuple[str, ...]) -> _CourseGrams:
+    """An exercise's course passages (its course_text.yaml, never a student's text) as _grams reads an
+    answer, folded like one: built once per exercise, bounded by the catalog's limits on the passages."""
+    grams = tuple(frozenset(_grams(_fold_answer(t))) for t in texts)
+    return _CourseGrams(grams, frozenset().union(*grams))
+
+
+def _letters(text: str) -> tuple[str, list[int]]:
+    """`text` as _grams reads it (spaces and markup left out), and where each of its characters is in `text`."""
+    kept: list[str] = []
+    where: list[int] = []
+    last = 0
+    for m in _NOT_LETTERS.finditer(text):
+        kept.append(text[last:m.start()])
+        where.extend(range(last, m.start()))
+        last = m.end()
+    kept.append(text[last:])
+    where.extend(range(last, len(text)))
+    return "".join(kept), where
+
+
+def _stretch(text: str, grams: list[str], where: list[int], source: frozenset[str]) -> str:
+    """The longest run of the answer's consecutive grams found in `source`, quoted in the student's own
+    spelling, at most COPY_QUOTE characters (one pass over the grams)."""
+    best, start, run = (0, 0), 0, 0
+    for i, gram in enumerate(grams):
+        if gram not in source:
+            run = 0
+            continue
+        start, run = (start, run + 1) if run else (i, 1)
+        best = max(best, (run, -start))
+    length, first = best[0], -best[1]
+    if not length:
+        return ""
+    a, b = where[first], where[first + length + COPY_GRAM - 2] + 1
+    raw = text
+    if isinstance(text, _Text) and text.offsets is not None:
+        raw, a, b = text.original, text.offsets[a], text.offsets[b]
+    said = raw[a:b].strip()
+    return said if len(said) <= COPY_QUOTE else said[:COPY_QUOTE].rstrip() + "…"
+
+
+def _copied_text(text: str, reference: str, course_text: Sequence[CoursePassage]) -> tuple[float, list[dict]]:
+    """The share of an answer's grams copied and the sources it is copied from (COPY_SHARE of its grams in
+    the reference answer, or in the course passages together), the main one first; (0, []) for an answer
+    of its own. About linear in the answer's length: each gram is looked up once per source, and the
+    course's grams are built once per exercise."""
+    letters, where = _letters(text)
+    grams = [letters[i:i + COPY_GRAM] for i in range(len(letters) - COPY_GRAM + 1)]
+    mine = set(grams)
+    if len(mine) < COPY_MIN_GRAMS:
+        return 0.0, []
+    given = _course_grams(tuple(p.text for p in course_text)) if course_text else None
+    reference_grams = _reference_grams(reference)
+    from_reference = sum(1 for g in mine if g in reference_grams)
+    from_course = sum(1 for g in mine if g in given.union) if given else 0
+    if max(from_reference, from_course) < COPY_SHARE * len(mine):
+        return 0.0, []
+    sources: list[tuple[int, CoursePassage | None, frozenset[str]]] = [(from_reference, None, reference_grams)]
+    if given:
+        sources += [(sum(1 for g in mine if g in grams_of), passage, grams_of)
+                    for passage, grams_of in zip(course_text, given.passages)]
+    sources.sort(key=lambda s: -s[0])
+    if from_course > from_reference:  # the passage the course's share is mostly from comes first
+        sources.sort(key=lambda s: s[1] is None)
+    found = []
+    for i, (hits, passage, grams_of) in enumerate(sources):
+        if i and hits < COPY_SOURCE_SHARE * len(mine):
+            continue
+        labels = _labels(passage.title) if passage else {"label": None, "label_en": None}
+        found.append({"source": "course" if passage else "reference_answer", "passage": passage and passage.id,
+                      **labels, "where": passage and passage.source, "share": round(hits / len(mine), 2),
+                      "quote": _stretch(text, grams, where, grams_of)})
+    return round(max(from_reference, from_course) / len(mine), 2), found
+
+
 _BRACKETED = re.compile(r"\[[^\]]*\]|\([^)]*\)")
 _COMMAS = re.compile(r"[,，、;；]+")
 _PUNCTUATION = re.compile(r"[\s,，、;；:：/|·\-\.。>→]+")
@@ -984,7 +1092,8 @@ def score_text(*, item_id: str, title: str, max_points: float, question: Questio
                           "missing_links": [*result.missing_links], "misconceptions": [*result.misconceptions],
                           "flags": [*result.flags], "confidence": result.confidence, "kind": result.kind,
                           "not_the_fill": [*result.not_the_fill], "suspected": [*result.suspected],
-                          "copied_reference": result.copied_reference,
+                          "copied_reference": result.copied_reference, "copied_text": [*result.copied],
+                          "copied_share": result.copied_share,
                           "method": "concept rubric + causal links (automatic)"})
 
 
@@ -1047,6 +1156,12 @@ def _feedback(question: Question, result: TextScore, language: str = "zh") -> st
             lines.append(say(doubt["kind"], quote=doubt["quote"]))
         else:
             lines.append(say("near_misconception", label=_label(doubt, language), quote=doubt["quote"]))
+    if result.copied:  # the main source's kind (the reference, or the course's passages), quoted from the first
+        main = result.copied[0]
+        passages = [c for c in result.copied if c["source"] == "course"]
+        source = say("source_reference") if main["source"] == "reference_answer" else \
+            say("source_course", titles=[say("title", title=_label(c, language)) for c in passages])
+        lines.append(say("copied_text", source=source, share=result.copied_share, quote=main["quote"]))
     if result.confidence < REVIEW_THRESHOLD:
         lines.append(say("provisional"))
     return "\n".join(lines)

@@ -80,7 +80,8 @@ def score_items(exercise: Exercise, submission: Submission, cases: list[CaseRepo
         question, answer = exercise.question(item.question), submission.answer(item.question)
         result = text_scores.get(item.id) if text_scores is not None else None
         if result is None:
-            result = score_answer(question, answer, item.points, fills=fills, reference_fills=reference)
+            result = score_answer(question, answer, item.points, fills=fills, reference_fills=reference,
+                                  course_text=exercise.spec.course_text)
             if text_scores is not None:
                 text_scores[item.id] = result
         scored = score_text(item_id=item.id, title=item.title.in_(lang), max_points=item.points, question=question,

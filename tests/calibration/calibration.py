@@ -76,7 +76,7 @@ def grade(entry: Entry) -> TextScore:
     question = entry.data["question"]
     fills = [canonical(f) for f in entry.data["fill"]] if entry.data.get("fill") else None
     return score_answer(exercise.question(question), entry.data.get("answer") or "", _points(exercise, question),
-                        fills=fills)
+                        fills=fills, course_text=exercise.spec.course_text)
 
 
 def in_band(entry: Entry, result: TextScore) -> bool:

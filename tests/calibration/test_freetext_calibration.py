@@ -153,17 +153,22 @@ def test_per_style_figures_cover_every_answer():
 
 @pytest.mark.parametrize("exercise_id", sorted(p.name for p in (REPO_ROOT / "exercises").iterdir() if p.is_dir()))
 def test_every_exercise_example_answer_is_scored_without_a_flag(exercise_id):
-    """The example submissions' answers are right: no generic signal may send them to a TA."""
+    """The example submissions' answers are right: no generic signal may send them to a TA. Several are
+    the reference answer nearly word for word (`copied_reference`, five exercises' examples): those are
+    flagged `copied_text`, as any copy of it is; none is a copy of the course text."""
     import json
 
-    from service.grading.freetext import score_answer
+    from service.grading.freetext import COPIED_TEXT, score_answer
     exercise = CATALOG.get(exercise_id)
     path = REPO_ROOT / "exercises" / exercise_id / "example_submission.json"
     example = json.loads(path.read_text(encoding="utf-8"))
     answers = {**example["answers"], "explanation": example["explanation"]}
     for item in (i for i in exercise.spec.rubric if i.source == "text"):
-        result = score_answer(exercise.question(item.question), answers.get(item.question) or "", item.points)
-        assert not result.flags, (item.question, result.flags, result.suspected)
+        result = score_answer(exercise.question(item.question), answers.get(item.question) or "", item.points,
+                              course_text=exercise.spec.course_text)
+        copied = {c["source"] for c in result.copied[:1]}
+        assert copied <= {"reference_answer"} and (COPIED_TEXT in result.flags) == result.copied_reference
+        assert not [f for f in result.flags if f != COPIED_TEXT], (item.question, result.flags, result.suspected)
 
 
 def test_a_question_with_two_parts_links_each_part():
