@@ -37,6 +37,10 @@ HELD_OUT_FALSE_FLAGS = 3
 # after the fifth), and this many of its 110 answers no reader flagged (2 throughout).
 TUNING_GENERIC_FLAGGED = 33
 TUNING_GENERIC_FALSE_FLAGS = 2
+# Answers every reader flagged that the scorer flags (of 82 tuning, 55 held out), measured 2026-12-03
+# with the copy flag (copied_text: the reference answer's or the course text's words): 66 and 31 before.
+TUNING_READER_FLAGGED = 74
+HELD_OUT_READER_FLAGGED = 39
 
 
 def _misconception_or_stuffed(entries: list[Entry]) -> list[Entry]:
@@ -84,6 +88,14 @@ def test_held_out_misconception_and_stuffed_answers_flagged_does_not_fall():
     entries = _misconception_or_stuffed(HELD_OUT)
     missed = [e.id for e in entries if not graded(e).flags]
     assert len(entries) - len(missed) >= HELD_OUT_MISCONCEPTION_FLAGGED, f"not flagged: {missed}"
+
+
+def test_answers_every_reader_flagged_are_flagged_does_not_fall():
+    """Aggregates only: the held-out part's answers are not named."""
+    for part, floor in (("tuning", TUNING_READER_FLAGGED), ("held-out", HELD_OUT_READER_FLAGGED)):
+        entries = [e for e in (TUNING if part == "tuning" else HELD_OUT) if e.data.get("flag") is True]
+        flagged = sum(1 for e in entries if graded(e).flags)
+        assert flagged >= floor, f"{part}: {flagged} of {len(entries)} answers every reader flagged are flagged"
 
 
 def test_held_out_answers_no_reader_flagged_stay_mostly_unflagged():
