@@ -44,6 +44,8 @@ _SHAPE = re.compile(r"torch\.size\(\[\s*\d+(\s*,\s*\d+)*\s*\]\)|\(\s*\d+\s*,\s*\
                     r"\b\d+\s*[x×]\s*\d+\b")
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(\d+\.\d+(e[-+]?\d+)?|\d+e[-+]?\d+)(?![\w.])")
 _EXCEPTION = re.compile(r"\b([a-z]+(error|exception))\b")
+# A line that is only a printed boolean (print(torch.allclose(...)), print((a == b).all())): results.
+_BOOLEAN_LINE = re.compile(r"^[ \t]*(?:tensor\()?(true|false)(?:,[ \t]*device=[^)\n]{0,40})?\)?[ \t]*$", re.MULTILINE)
 
 
 @dataclass
@@ -72,11 +74,12 @@ def parse_claim(claimed_output: str) -> Claim:
 
     if _STATIC.search(text):
         return claim("static_review")
-    if traceback or _FAIL.search(_NEGATED_FAIL.sub(" ", text)):
+    booleans = {m.group(1) for m in _BOOLEAN_LINE.finditer(text)}
+    if traceback or "false" in booleans or _FAIL.search(_NEGATED_FAIL.sub(" ", text)):
         return claim("fail")
     if _PASS.search(text):
         return claim("pass")
-    if numbers or shapes:
+    if numbers or shapes or booleans:
         return claim("results")  # printed results, no failure: the check ran to its end
     return claim("unclear")
 

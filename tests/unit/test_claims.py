@@ -9,7 +9,8 @@ FAILED = "AssertionError: Tensor-likes are not close!\nMismatched elements: 3 / 
 
 @pytest.mark.parametrize("claim", ["通过了", "All tests passed, no output.", "max error 0.000012, var ok",
                                    "（无输出：两个 assert_close 都通过）", "运行了，没有运行错误", "没有报错，也没有输出",
-                                   "mean tensor([0.1, 0.2]) var tensor([1.0, 0.98])"])
+                                   "mean tensor([0.1, 0.2]) var tensor([1.0, 0.98])", "True\nTrue",
+                                   "tensor(True, device='cuda:0')"])
 def test_claims_of_success_over_a_failed_check_are_confirmed_with_both_texts(claim):
     veto = unverified_claim(claimed_output=claim, program_ran=True, given_status="failed", real_output=FAILED,
                             not_run_reason=None)
@@ -29,6 +30,7 @@ def test_no_claim_or_an_honest_static_review_is_fine(claim):
     ("", "missing"), ("   ", "missing"), ("仅静态审查", "static_review"), ("两个 assert_close 都失败了", "fail"),
     ("Traceback (most recent call last):\n  ...\nAssertionError: Tensor-likes are not close!", "fail"),
     ("(3, 17) 和 (4, 128) 两个形状都通过", "pass"), ("max abs error: 1e-6", "results"), ("I ran it on my laptop", "unclear"),
+    ("True\nTrue", "results"), ("True\nFalse", "fail"), ("it is true that I ran it", "unclear"),
 ])
 def test_claims_are_parsed_in_chinese_and_english(claim, kind):
     assert parse_claim(claim).kind == kind
