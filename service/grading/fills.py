@@ -9,6 +9,10 @@ was found and what is allowed.
 from __future__ import annotations
 
 import ast
+import functools
+import importlib.metadata
+import inspect
+from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, TypeGuard
 
@@ -217,3 +221,34 @@ def rejected_fill(exercise: Exercise, extraction: Extraction, language: str) -> 
         if message is not None:
             return message
     return None
+
+
+def builds_block_pointer(fills: Sequence[ast.expr | list[ast.stmt] | None]) -> bool:
+    """A fill that calls make_block_ptr (tl.make_block_ptr(...), or the name imported on its own)."""
+    for fill in fills:
+        for root in fill if isinstance(fill, list) else [fill] if fill is not None else []:
+            for node in ast.walk(root):
+                if isinstance(node, ast.Attribute) and node.attr == "make_block_ptr" \
+                        or isinstance(node, ast.Name) and node.id == "make_block_ptr":
+                    return True
+    return False
+
+
+@functools.cache
+def block_pointers_removed() -> bool:
+    """This Triton has removed block pointers (3.9: make_block_ptr raises NotImplementedError; the
+    GPU hosts' 3.6 has them). The interpreter's sandbox runs this same Triton, so a kernel built on
+    them cannot run here whatever its merit. Read from the function's source: no kernel to launch."""
+    try:
+        import triton.language as tl
+
+        return "NotImplementedError" in inspect.getsource(tl.core.make_block_ptr)
+    except (ImportError, AttributeError, OSError, TypeError):
+        return False
+
+
+def triton_version() -> str:
+    try:
+        return importlib.metadata.version("triton")
+    except importlib.metadata.PackageNotFoundError:
+        return "?"

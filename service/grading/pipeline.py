@@ -25,7 +25,7 @@ from service.grading.assemble import Program, assemble
 from service.grading.cases import case_texts, compare_cases, overwritten_inputs
 from service.grading.claims import parse_claim, unverified_claim
 from service.grading.extract import extract
-from service.grading.fills import rejected_fill
+from service.grading.fills import block_pointers_removed, builds_block_pointer, rejected_fill, triton_version
 from service.grading.freetext import TextScore
 from service.grading.given import given_output_in, verify_given
 from service.grading.inputs import case_seed
@@ -257,6 +257,12 @@ class Grader:
                                                                   reason=requires_gpu.in_(lang)))
 
         extraction = extract(exercise.template, submission.code, language=language)
+        if self.mode is DeviceMode.interpreter and extraction.error is None \
+                and builds_block_pointer(extraction.fills) and block_pointers_removed():
+            # Right or wrong, it cannot run here, and a GPU would run it: ours to say, not the student's fail.
+            return self._not_gradable(exercise, submission_id, None, started, language,
+                                      message=lambda lang: render("grading.block_pointers_removed", lang,
+                                                                  triton=triton_version()))
         not_run_reason = extraction.error or rejected_fill(exercise, extraction, language)
         graded = spec.cases_for(secret_seed)  # drawn shapes resolved: replay with the seed gives the same
         seeds = Seeds(secret=secret_seed, given=spec.given_check.seed,

@@ -7,13 +7,16 @@
 - A NameError on the ragged-rows probe is no `store_out_of_bounds`; a store without its row mask is.
 - A kernel that handles one row per program and ignores its block of rows is diagnosed as such.
 - A kernel that overwrites its input is diagnosed on two exercises (the check is the pipeline's).
+- A kernel built on block pointers is not the student's fail where this Triton has removed them.
 """
 from __future__ import annotations
 
 import pytest
 
 from service.exercises import ExerciseSpec
+from sandbox.contract import DeviceMode
 from service.exercises import shape_candidates
+from service.grading.fills import block_pointers_removed
 from service.grading.validate import code_points
 from service.report import Report
 from service.submission import Submission
@@ -156,3 +159,31 @@ def test_input_overwritten_is_diagnosed(grader, exercise_id, replacements):
 def test_correct_kernel_has_no_input_overwritten(grader):
     report = _grade(grader, "puzzle_long_sum", grader.catalog.get("puzzle_long_sum").solution)
     assert report.diagnoses == [] and all(c.passed for c in report.cases)
+
+
+BLOCK_POINTER_BODY = """
+    pid = tl.program_id(0)
+    x_bp = tl.make_block_ptr(x_ptr, shape=(N0, T), strides=(T, 1), offsets=(pid * B0, 0),
+                             block_shape=(B0, B1), order=(1, 0))
+    acc = tl.zeros((B0,), dtype=tl.float32)
+    for _ in range(0, T, B1):
+        acc += tl.sum(tl.load(x_bp, boundary_check=(0, 1), padding_option="zero"), axis=1)
+        x_bp = tl.advance(x_bp, (0, B1))
+    rows = pid * B0 + tl.arange(0, B0)
+    tl.store(z_ptr + rows, acc, mask=rows < N0)
+"""
+
+
+def test_a_block_pointer_kernel_is_ours_to_refuse_where_triton_removed_them(grader):
+    """Triton 3.9 (the interpreter here) removed block pointers; the GPU hosts' 3.6 runs this kernel
+    right. It was graded 0 with "on a real GPU it fails to compile the same way"; now the interpreter
+    says it cannot run it here, at no cost to the student, and a GPU grades it."""
+    template = grader.catalog.get("puzzle_long_sum").template
+    code = template.replace("    ______\n", BLOCK_POINTER_BODY.lstrip("\n"), 1)
+    report = grader.grade(Submission(exercise="puzzle_long_sum", code=code), secret_seed=SEED)
+    if grader.mode is DeviceMode.interpreter and block_pointers_removed():
+        assert report.status == "not_gradable" and report.program is None
+        assert "tl.make_block_ptr" in report.message and "不算一次尝试" in report.message
+        assert "does not count as an attempt" in report.translations["en"].message
+    else:
+        assert report.status == "graded" and all(c.passed for c in report.cases), report.message
