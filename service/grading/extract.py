@@ -395,15 +395,28 @@ def _nodes_holding_blanks(tree: ast.AST) -> set[int]:
     return holding
 
 
+def _notebook_line(source: str, lineno: int, language: str) -> str | None:
+    """The syntax error's line is a notebook's magic or shell command (%%time, !pip install ...),
+    pasted with the cell: say so, and that the grader runs plain Python."""
+    lines = source.split("\n", lineno)
+    line = lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
+    if not line.startswith(("%", "!")):
+        return None
+    return render("extract.error.notebook_line", language, line=lineno, text=line[:80])
+
+
 def extract(template_src: str, submission_src: str, *, language: str = "zh") -> Extraction:
     """The fills and the edits outside them; `error` (in `language`) when the code cannot be compared."""
     template, spots, t_keys, t_blanks = _template(template_src)
+    # A byte-order mark saved by an editor is not code (Python drops it from a source file too).
+    submission_src = submission_src.removeprefix("\ufeff")
     if "\x00" in submission_src:
         return Extraction(fills=[None] * len(spots), error=render("extract.error.nul", language))
     try:
         submission = cast(ast.Module, syntax.parse(submission_src))  # mode "exec": a Module
     except SyntaxError as exc:
-        error = (render("extract.error.syntax_at", language, line=exc.lineno, detail=exc.msg) if exc.lineno
+        error = (_notebook_line(submission_src, exc.lineno, language)
+                 or render("extract.error.syntax_at", language, line=exc.lineno, detail=exc.msg) if exc.lineno
                  else render("extract.error.syntax", language, detail=exc.msg))
         return Extraction(fills=[None] * len(spots), error=error)
     except (ValueError, RecursionError, MemoryError) as exc:

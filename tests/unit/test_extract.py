@@ -83,6 +83,19 @@ def test_unparseable_code_is_an_error(code):
     assert result.error is not None and result.fills == [None]
 
 
+def test_a_byte_order_mark_and_windows_line_ends_are_not_code():
+    result = extract(TEMPLATE, "\ufeff" + filled("mask").replace("\n", "\r\n"))
+    assert result.error is None and result.fill_sources == ["mask"] and result.edits == []
+
+
+@pytest.mark.parametrize("magic", ["%%time", "!pip install triton", "  %matplotlib inline"])
+def test_a_notebook_magic_line_is_named_as_one(magic):
+    result = extract(TEMPLATE, f"{magic}\n" + filled("mask"), language="en")
+    assert result.error is not None and "Line 1" in result.error and magic.strip() in result.error
+    assert "Jupyter" in result.error
+    assert "魔法命令" in extract(TEMPLATE, f"{magic}\n" + filled("mask"), language="zh").error
+
+
 BLOCK_TEMPLATE = '''import torch
 
 def scale(x):
