@@ -31,6 +31,11 @@ def test_no_claim_or_an_honest_static_review_is_fine(claim):
     ("Traceback (most recent call last):\n  ...\nAssertionError: Tensor-likes are not close!", "fail"),
     ("(3, 17) 和 (4, 128) 两个形状都通过", "pass"), ("max abs error: 1e-6", "results"), ("I ran it on my laptop", "unclear"),
     ("True\nTrue", "results"), ("True\nFalse", "fail"), ("it is true that I ran it", "unclear"),
+    ("allclose -> True", "results"), ("mean ok: False", "fail"), ("error = 0.0", "results"),
+    ("mean error 0.0, var error 1.2e-07", "results"), ("Mismatched elements: 0 / 3 (0.0%)", "results"),
+    ("Mismatched elements: 3 / 3 (100.0%)", "fail"), ("RuntimeError: 0 bytes", "fail"),
+    ("FutureWarning: this will raise an error in a future release\n  warnings.warn(msg)\n通过", "pass"),
+    ("UserWarning: TF32 is off\n  warnings.warn(msg)", "results"),
 ])
 def test_claims_are_parsed_in_chinese_and_english(claim, kind):
     assert parse_claim(claim).kind == kind
