@@ -341,10 +341,28 @@ def quote_of_match(written: str, pattern: str) -> str | None:
     return _quote(text, m.start(), m.end()) if m else None
 
 
+# A negation's scope ends at a consequence word after the negated verb: in "不加 mask 会读到未初始化的
+#内存" (without a mask it reads uninitialised memory) or "doesn't need a mask, so it reads …" the
+# negation is the condition and what follows is stated; in "不会读到" it is negated. Off, any negation
+# in the window negates the match.
+NEGATION_SCOPE = True
+_SCOPE_END = re.compile(r"会|就|的话|则|→|->|,|\b(so|then|would|will)\b")
+
+
 def _negated(text: str, start: int, spans: list[tuple[int, int]]) -> bool:
     sentence_start = spans[_sentence_of(spans, start)][0]
     window = text[max(sentence_start, start - 12):start]
-    return bool(_NEGATIONS.search(window))
+    last = None
+    for last in _NEGATIONS.finditer(window):
+        pass
+    if last is None:
+        return False
+    if NEGATION_SCOPE:
+        rest = window[last.end():].lstrip()
+        end = _SCOPE_END.search(rest)
+        if end is not None and end.start() > 0:
+            return False
+    return True
 
 
 def _conditional(text: str, start: int, spans: list[tuple[int, int]]) -> bool:
