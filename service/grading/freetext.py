@@ -786,13 +786,25 @@ def _phrasings(question: Question, concept: Concept) -> list[similarity.Phrasing
     return _PHRASINGS[key]
 
 
+# A statement called wrong right after it is quoted, not stated: "直接把各块方差加起来是错的",
+# "computing the variance in the kernel and atomic-adding it is wrong" (a correct answer refuting the
+# misconception in its own words). Off, such a match states the misconception.
+REFUTED_AFTER = True
+_REFUTED = re.compile(r"[\s,]*(这样|这么做|这|那|that|this|which)?\s*(其实|实际上|显然|当然|就|也|都|would be|is|are)?\s*"
+                      r"(是)?\s*(错的|错误的|不对|不正确|行不通|\bwrong\b|\bincorrect\b|not correct|not right|a mistake)")
+
+
+def _refuted(text: str, end: int, spans: list[tuple[int, int]]) -> bool:
+    return REFUTED_AFTER and bool(_REFUTED.match(text, end, spans[_sentence_of(spans, max(0, end - 1))][1]))
+
+
 def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]]) -> list[dict]:
     found = []
     for wrong in question.misconceptions:
         for pattern in _rubric(wrong.patterns, text):
             m = pattern.search(text)
             if m and not (wrong.negatable and _negated(text, m.start(), spans)) \
-                    and not _conditional(text, m.start(), spans):
+                    and not _conditional(text, m.start(), spans) and not _refuted(text, m.end(), spans):
                 found.append({"misconception": wrong.id, **_labels(wrong.label),
                               "quote": _quote(text, m.start(), m.end())})
                 break

@@ -252,9 +252,12 @@ def test_generic_signals_alone_flag_the_tuning_parts_misconceptions(monkeypatch)
     "Leaving the pads at -mean is fine because their effect is tiny next to the tolerance.",
     "第二次 mask 只是为了保险，load 的时候已经用 0 补过了。",
     "减完均值以后 padding lane 是 −μ，平方后 μ²，跟真实的方差比差别很小，所以可以不管它。"])
-def test_waving_a_step_away_is_flagged_for_a_ta(answer):
+def test_waving_a_step_away_is_flagged_for_a_ta(answer, monkeypatch):
     """Written from the meaning (a step called a mere precaution, a deviation called too small to
-    matter, a choice called fine because…), not from any calibration answer."""
+    matter, a choice called fine because…), not from any calibration answer. The generic signal by
+    itself: the exercise's own patterns (which now name some of these) are switched off."""
+    from service.grading import freetext
+    monkeypatch.setattr(freetext, "_misconceptions", lambda question, text, spans: [])
     result = grade(Entry("lesson06_mean_var", {"id": "waved", "question": "q2", "answer": answer, "band": [0, 2]}))
     assert "dismissal" in result.flags and result.confidence < 0.7
 
