@@ -45,6 +45,7 @@ SAID: list[tuple[str, tuple[str, ...], str, tuple[str, ...]]] = [
         "For the maximum I'd also use 0.0 as other.",
         "求最大值时 other 填 0.0",
         "max 的单位元也是 0",
+        "sum → 0，max → 0",
         "other 填 0 对 max 也没影响",
     )),
     ("lesson05_row_sum", ("q3", "explanation"), "stride_is_n", (
@@ -58,6 +59,7 @@ SAID: list[tuple[str, tuple[str, ...], str, tuple[str, ...]]] = [
         "用 N 和用 stride 是一样的",
         "stride 和 N 是同一个数，所以 row*N 就行",
         "replacing the stride with N changes nothing",
+        "row * N → 第 row 行起点",
         "第 row 行的起点是 x + row * N",
         "每行有 N 个元素，所以 stride 就是 N",
     )),
@@ -124,6 +126,7 @@ SAID: list[tuple[str, tuple[str, ...], str, tuple[str, ...]]] = [
         "padding 在 load 时已经是 0 了，tl.where 是多余的",
         "只要 load 的时候 mask 就行了",
         "other=0.0 → padding = 0 → 两次求和都安全",
+        "other=0 → 不需要 tl.where",
     )),
     ("lesson06_mean_var", ("q1", "q2", "explanation"), "no_second_mask", (
         "第二次 mask 是多余的",
@@ -137,6 +140,7 @@ SAID: list[tuple[str, tuple[str, ...], str, tuple[str, ...]]] = [
         "不加 tl.where 结果也一样",
         "Without the tl.where the result is the same.",
         "tl.where 加不加都行",
+        "tl.where → 可省",
     )),
     ("lesson06_mean_var", ("q1", "q2", "explanation"), "padding_adds_nothing", (
         "补的 0 不会改变方差",
@@ -229,6 +233,7 @@ SAID: list[tuple[str, tuple[str, ...], str, tuple[str, ...]]] = [
         "方差是可以相加的",
         "variances add up across programs",
         "var_total = var_1 + var_2",
+        "每块 var → atomic_add → 总 var",
         "Var(A ∪ B) = Var(A) + Var(B)",
         "在 kernel 里算出方差再 atomic_add 也可以",
         "方差也是线性的，可以跨 program 合并",
@@ -243,6 +248,7 @@ SAID: list[tuple[str, tuple[str, ...], str, tuple[str, ...]]] = [
         "No need to zero them before every launch.",
         "torch.empty works because atomic_add initialises the buffer",
         "只要第一次清零就行",
+        "zeros 一次 → 够",
         "zero them once with torch.zeros and reuse them",
         "只清零 sum_buf 就够了",
         "不清零也没事，第一次调用就通过了",
@@ -302,6 +308,7 @@ SAID: list[tuple[str, tuple[str, ...], str, tuple[str, ...]]] = [
         "other 随便填，反正不会写回",
         "填 0.0 和 −inf 结果一样",
         "any value works for the padding",
+        "store 有 mask → padding 随便",
         "padding 的值不会影响结果，因为 store 时被 mask 掉了",
     )),
     ("lesson07_softmax", ("q1", "explanation"), "shift_changes_result", (
@@ -311,6 +318,7 @@ SAID: list[tuple[str, tuple[str, ...], str, tuple[str, ...]]] = [
         "It is only an approximation of the true softmax.",
         "减去最大值后结果和原来不完全一样",
         "the shift makes the softmax a bit less accurate",
+        "减 max → 近似",
     )),
     ("lesson07_softmax", ("q1", "explanation"), "exp_sign", (
         "exp(−1000) 是一个很小的负数",
@@ -334,6 +342,7 @@ SAID: list[tuple[str, tuple[str, ...], str, tuple[str, ...]]] = [
         "融合之后运算次数少了，所以快",
         "the fused kernel saves arithmetic",
         "fusing cuts down the number of operations",
+        "融合 → 少算",
     )),
     # --- puzzle: long softmax ---------------------------------------------------------------------
     ("puzzle_long_softmax", ("q1", "explanation"), "zero_padding_ok", (
@@ -343,6 +352,7 @@ SAID: list[tuple[str, tuple[str, ...], str, tuple[str, ...]]] = [
         "padding_option='zero' is fine here",
         "0 和 −inf 效果一样",
         "zero padding doesn't change the softmax",
+        "pad 0 → 没影响",
     )),
     ("puzzle_long_softmax", ("q1", "explanation"), "no_rescale_needed", (
         "旧的 sum 不需要缩放",
@@ -374,6 +384,7 @@ SAID: list[tuple[str, tuple[str, ...], str, tuple[str, ...]]] = [
         "range(T // B1) 次就覆盖了整行",
         "循环次数 = T // B1",
         "the loop runs T // B1 iterations",
+        "loops = T // B1",
     )),
     ("puzzle_long_sum", ("q1", "explanation"), "mask_not_needed", (
         "最后一块不需要 mask",
@@ -501,6 +512,7 @@ NOT_SAID: list[tuple[str, str, tuple[str, ...]]] = [
         "padding 仍然参与 tl.sum，归约不会跳过它们，所以 other 必须是单位元",
         "sum pads with 0 and max pads with -inf; 0 is not the identity of max",
         "other 的值很重要：填 1.0 会让行和多出 (BLOCK − N)",
+        "sum → 0，max → −inf",
     )),
     ("lesson05_row_sum", "q3", (
         "给定检查发现不了，因为 torch.randn 生成的是连续张量，stride 恰好等于 N",
@@ -549,6 +561,8 @@ NOT_SAID: list[tuple[str, str, tuple[str, ...]]] = [
         "tl.where 不能去掉",
         "the tl.where is not redundant: without it the variance is too large",
         "一次 mask 不够，需要第二次 mask",
+        "other=0 → 第一次 sum 安全 → 减 μ 后 pad = −μ → 平方 μ² → tl.where 清零",
+        "tl.where → 必须",
     )),
     ("lesson07_softmax", "q2", (
         "store 的 mask 只挡住写回，padding lane 仍然参与 tl.max 和 tl.sum，所以不能填 0",
@@ -574,6 +588,7 @@ NOT_SAID: list[tuple[str, str, tuple[str, ...]]] = [
         "The old sum must be rescaled by exp(m_old - m_new); it is not there to prevent overflow.",
         "padding 读成 0 会改变最大值，读成 0 和 −inf 不一样",
         "the old sum cannot stay as it is",
+        "pad 0 → 全负的行 max 变成 0 → 错",
     )),
     ("puzzle_long_sum", "q1", (
         "循环次数是 cdiv(T, B1)，用 T // B1 会丢掉最后一块",
