@@ -365,10 +365,24 @@ def _negated(text: str, start: int, spans: list[tuple[int, int]]) -> bool:
     return True
 
 
-def _conditional(text: str, start: int, spans: list[tuple[int, int]]) -> bool:
-    """'如果这里不用 mask，……' describes what would go wrong; it does not recommend it."""
+def _conditional(text: str, start: int, spans: list[tuple[int, int]], end: int | None = None) -> bool:
+    """'如果这里不用 mask，……' describes what would go wrong; it does not recommend it. A match that
+    runs on past the condition into its consequence ("如果 padding 是 0，平方后还是 0", `end` beyond
+    the clause's comma, 就 or then) states the consequence (CONDITION_CLAUSE)."""
     sentence_start = spans[_sentence_of(spans, start)][0]
-    return bool(_CONDITIONAL.search(text[max(sentence_start, start - 10):start]))
+    condition = _CONDITIONAL.search(text[max(sentence_start, start - 10):start])
+    if condition is None:
+        return False
+    if CONDITION_CLAUSE and end is not None:
+        consequence = _CONSEQUENCE.search(text, start, end)
+        if consequence is not None and consequence.end() < end:
+            return False
+    return True
+
+
+# See _conditional. Off, a match after a conditional word is never a statement.
+CONDITION_CLAUSE = True
+_CONSEQUENCE = re.compile(r"[,，]|就|则|那么|\bthen\b|→|->|=>")
 
 
 def _prose(sentence: str) -> bool:
@@ -804,7 +818,7 @@ def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]])
         for pattern in _rubric(wrong.patterns, text):
             m = pattern.search(text)
             if m and not (wrong.negatable and _negated(text, m.start(), spans)) \
-                    and not _conditional(text, m.start(), spans) and not _refuted(text, m.end(), spans):
+                    and not _conditional(text, m.start(), spans, m.end()) and not _refuted(text, m.end(), spans):
                 found.append({"misconception": wrong.id, **_labels(wrong.label),
                               "quote": _quote(text, m.start(), m.end())})
                 break

@@ -141,6 +141,8 @@ SAID: list[tuple[str, tuple[str, ...], str, tuple[str, ...]]] = [
         "Without the tl.where the result is the same.",
         "tl.where 加不加都行",
         "tl.where → 可省",
+        "只要 other 填 0，tl.where 就是多余的",
+        "If other is 0.0, the tl.where is redundant.",
     )),
     ("lesson06_mean_var", ("q1", "q2", "explanation"), "padding_adds_nothing", (
         "补的 0 不会改变方差",
@@ -151,6 +153,7 @@ SAID: list[tuple[str, tuple[str, ...], str, tuple[str, ...]]] = [
         "The pads contribute 0 to the sum of squares.",
         "Padding lanes don't affect the variance.",
         "zero padding has no effect on the variance",
+        "如果 padding 是 0，平方后还是 0，就不影响方差",
         "padding 是 0，对方差没有贡献",
     )),
     ("lesson06_mean_var", ("q1", "q2", "explanation"), "sum_skips_masked", (
@@ -513,6 +516,8 @@ NOT_SAID: list[tuple[str, str, tuple[str, ...]]] = [
         "sum pads with 0 and max pads with -inf; 0 is not the identity of max",
         "other 的值很重要：填 1.0 会让行和多出 (BLOCK − N)",
         "sum → 0，max → −inf",
+        "如果 max 也填 0，全负的行就会得到 0",
+        "If max also padded with 0, an all-negative row would get 0.",
     )),
     ("lesson05_row_sum", "q3", (
         "给定检查发现不了，因为 torch.randn 生成的是连续张量，stride 恰好等于 N",
@@ -523,6 +528,7 @@ NOT_SAID: list[tuple[str, str, tuple[str, ...]]] = [
         "给定检查不会发现这个错误",
         "行起点不是 row * N，而是 row * stride",
         "用 row * N 的话起点从第 1 行起就错了",
+        "如果用 N 代替 stride，第 1 行起就错了",
     )),
     ("lesson06_mean_var", "q2", (
         "other=0.0 只对第一次求和是单位元，中心化后 padding 变成 −μ，平方后是 μ²，所以需要 tl.where 重新 mask",
@@ -563,6 +569,9 @@ NOT_SAID: list[tuple[str, str, tuple[str, ...]]] = [
         "一次 mask 不够，需要第二次 mask",
         "other=0 → 第一次 sum 安全 → 减 μ 后 pad = −μ → 平方 μ² → tl.where 清零",
         "tl.where → 必须",
+        "如果不加 tl.where，方差会偏大",
+        "如果除以 BLOCK，均值会偏小",
+        "If we divided by BLOCK, then the mean would be too small.",
     )),
     ("lesson07_softmax", "q2", (
         "store 的 mask 只挡住写回，padding lane 仍然参与 tl.max 和 tl.sum，所以不能填 0",
