@@ -658,7 +658,7 @@ _HARMLESS = re.compile(
     r"(反正|也没事|(可以|能)(省掉|省略|去掉|不加|不写)|更简洁|\banyway\b|\bno problem\b|won't (hurt|matter)|"
     r"\b(safe|fine|ok|okay) to (skip|drop|omit|leave)|\bcan (skip|drop|omit|leave out)\b|\bcleaner\b|"
     # Sixth pass, from the labels' "不需要 / doesn't matter": a step called optional, or leaving it out fine.
-    r"可有可无|加不加都|无关紧要|\boptional\b|(不加|去掉|省掉|省略|不写)[^。;\n]{0,6}也(行|可以|没事|没关系|一样)(?!会|要))")
+    r"可有可无|加不加都|无关紧要|\boptional\b|(不加|去掉|省掉|省略|不写|删掉|删了|拿掉)[^。;\n]{0,6}也(行|可以|没事|没关系|一样)(?!会|要))")
 # Waving a step or a difference away, the general shape of a stated wrong mechanism (lesson 6's
 # pitfalls: "the second mask is only a safety net", "the shift changes the result a little", "any
 # value works"): a need denied ("doesn't even need"), a step called a mere convention or insurance,
