@@ -731,6 +731,66 @@ SAID += [(e, (q,), m, (t,)) for e, q, m, t in [
     ('welford_merge', 'q1', 'lower_precision', '用 fp16 计算可以提高稳定性'),
 ]]
 
+# A fourth batch, looser wording.
+SAID += [(e, (q,), m, (t,)) for e, q, m, t in [
+    ('lesson05_row_sum', 'q2', 'sum_skips_masked', 'masked lanes contribute nothing to tl.sum regardless of other'),
+    ('lesson05_row_sum', 'q2', 'sum_skips_masked', '无论 other 填什么，mask 掉的位置都不会加到结果里'),
+    ('lesson05_row_sum', 'q1', 'sum_skips_masked', 'tl.sum 得到 x0 + x1 + x2，因为第 4 个 lane 被屏蔽了，不参与运算'),
+    ('lesson05_row_sum', 'q3', 'stride_is_n', 'N 和 stride 是一回事'),
+    ('lesson05_row_sum', 'q3', 'stride_is_n', 'stride = N, so the address is row * N'),
+    ('lesson05_row_sum', 'q3', 'n_crashes', 'row*N 最后会访问越界导致程序崩溃'),
+    ('lesson06_mean_var', 'q2', 'other_is_enough', '其实 load 已经保护好了，padding 一直是 0'),
+    ('lesson06_mean_var', 'q2', 'other_is_enough', 'the masked load already zeroes the padding for every later step'),
+    ('lesson06_mean_var', 'q2', 'padding_adds_nothing', '0 减均值再平方还是 0'),
+    ('lesson06_mean_var', 'q2', 'padding_adds_nothing', '填的是 0，0 不会影响方差'),
+    ('lesson06_mean_var', 'q2', 'stale_lanes', '被 mask 的线程没执行，寄存器里的值不确定'),
+    ('lesson06_mean_var', 'q2', 'stale_lanes', 'the masked threads are idle, so their registers hold garbage'),
+    ('lesson06_mean_var', 'q2', 'oob_in_sum', '第二次 tl.sum 没有 mask，会读到数组外面的数据'),
+    ('lesson06_mean_var', 'q2', 'oob_in_sum', 'without the mask the second sum reads beyond the row'),
+    ('lesson06_mean_var', 'q3', 'overflow_not_cancellation', '大均值会让平方和溢出 float32'),
+    ('lesson06_mean_var', 'q3', 'overflow_not_cancellation', 'sum of squares exceeds the fp32 max'),
+    ('lesson06_mean_var', 'q3', 'prefers_one_pass', '单遍公式更好，因为只需要一次归约'),
+    ('lesson06_mean_var', 'q3', 'two_pass_also_cancels', 'two-pass has catastrophic cancellation too'),
+    ('fused_mean_var_atomic', 'q1', 'add_variances', '方差是可加的'),
+    ('fused_mean_var_atomic', 'q1', 'add_variances', "each block's variance can be atomically added into the output"),
+    ('fused_mean_var_atomic', 'q2', 'zero_once', '只要在创建的时候 zeros 就行'),
+    ('fused_mean_var_atomic', 'q2', 'zero_once', 'one torch.zeros at the start is enough for every call'),
+    ('fused_mean_var_atomic', 'q2', 'kernel_overwrites', 'kernel 每次都会把 sum 重新写一遍'),
+    ('fused_mean_var_atomic', 'q2', 'kernel_overwrites', 'the kernel writes fresh values each launch'),
+    ('fused_mean_var_atomic', 'q3', 'identity_is_stable', 'E[x²] − E[x]² 不会有精度问题'),
+    ('fused_mean_var_atomic', 'q3', 'identity_is_stable', "there's no precision issue with E[x^2] - E[x]^2"),
+    ('fused_mean_var_atomic', 'q3', 'overflow_not_cancellation', 'x² 超出 float32 的最大值'),
+    ('fused_mean_var_atomic', 'q3', 'atomic_order_blamed', 'the nondeterministic atomic order is what breaks the variance at large means'),
+    ('lesson07_softmax', 'q2', 'padding_value_irrelevant', 'padding 的值随便，store 时不写'),
+    ('lesson07_softmax', 'q2', 'padding_value_irrelevant', '0.0 is fine as padding since the mask keeps it out of the output'),
+    ('lesson07_softmax', 'q1', 'shift_changes_result', '减去最大值相当于换了一个分布'),
+    ('lesson07_softmax', 'q1', 'shift_changes_result', 'the shifted softmax is slightly different from the true one'),
+    ('lesson07_softmax', 'q1', 'exp_sign', 'exp(−1000) 还是一个正数，只是很小，不会有问题'),
+    ('lesson07_softmax', 'q1', 'exp_sign', 'subtracting the max makes every exponent non-negative'),
+    ('puzzle_long_softmax', 'q1', 'zero_padding_ok', 'padding 是 0 也没关系，exp(0 − m) 可以忽略'),
+    ('puzzle_long_softmax', 'q1', 'zero_padding_ok', '0 padding is harmless for the softmax'),
+    ('puzzle_long_softmax', 'q1', 'no_rescale_needed', 'sum 不用改，继续加就行'),
+    ('puzzle_long_softmax', 'q1', 'no_rescale_needed', 'we never need to touch the accumulated sum'),
+    ('puzzle_long_sum', 'q1', 'floor_is_fine', '用 T // B1 次循环'),
+    ('puzzle_long_sum', 'q1', 'floor_is_fine', 'T // B1 iterations cover the row'),
+    ('puzzle_long_sum', 'q1', 'mask_not_needed', '不加 mask 结果也是对的'),
+    ('puzzle_long_sum', 'q1', 'mask_not_needed', 'the result is still correct without the mask'),
+    ('puzzle_long_sum', 'q1', 'mask_for_race', 'mask 保证各个 program 不会互相覆盖'),
+    ('puzzle_long_sum', 'q1', 'overrun_garbage', '越界的地方是未定义的值'),
+    ('puzzle_outer_add', 'q1', 'load_mask_enough', 'load 的时候屏蔽掉越界就行了，store 不用管'),
+    ('puzzle_outer_add', 'q1', 'load_mask_enough', 'once the loads are masked, the out-of-range lanes are harmless'),
+    ('puzzle_outer_add', 'q1', 'store_drops', '越界的写入会被后面的 program 覆盖成正确的值'),
+    ('puzzle_outer_add', 'q1', 'store_drops', 'the extra writes get overwritten by the neighbouring program anyway'),
+    ('weighted_sum_fwd_bwd', 'q1', 'padding_is_enough', '有了 zero padding，越界的列就是 0，不需要检查'),
+    ('weighted_sum_fwd_bwd', 'q1', 'padding_is_enough', 'padding_option handles both dimensions'),
+    ('welford_merge', 'q2', 'm2_just_add', '合并的时候 M2 相加就可以了'),
+    ('welford_merge', 'q2', 'm2_just_add', 'M2_total = M2_a + M2_b'),
+    ('welford_merge', 'q3', 'block_count', 'n_b 用 BLOCK 没问题，因为 padding 是 0'),
+    ('welford_merge', 'q3', 'block_count', 'counting every chunk as BLOCK is fine'),
+    ('welford_merge', 'q1', 'one_pass_better', 'E[x²] − E[x]² 更准，因为不用先算均值'),
+    ('welford_merge', 'q1', 'two_pass_also_cancels', '先减均值也会发生灾难性抵消'),
+]]
+
 # (exercise, question, correct statements): none may be read as a misconception.
 NOT_SAID: list[tuple[str, str, tuple[str, ...]]] = [
     ("lesson05_row_sum", "q1", (
@@ -911,6 +971,8 @@ NOT_SAID: list[tuple[str, str, tuple[str, ...]]] = [
         "Use 0 for the sum and -inf for the max.",
         "For max, the padding must not be 0; it should be -inf.",
         "Lane 3 does not read memory; it takes other.",
+        "不管 other 填什么，padding lane 都会参与求和，所以必须填 0",
+        "No matter what other is, the padding lanes are still summed.",
         "tl.sum 把 4 个 lane 全部加起来",
         "tl.sum 只算一次，把 4 个 lane 都加上",
         "padding 对和没有贡献，因为 0 是加法单位元",
@@ -927,6 +989,9 @@ NOT_SAID: list[tuple[str, str, tuple[str, ...]]] = [
         "padding 在第一次求和时也没贡献，但中心化后变成 −μ",
         "padding 对均值没有影响",
         "第二次 mask 很有用",
+        "方差不可以直接相加",
+        "0 减均值再平方是 μ²，不是 0",
+        "padding 在 load 之后是 0，但减均值后就不是 0 了",
     )),
     ("fused_mean_var_atomic", "q1", (
         "Averaging the per-program variances is wrong.",
@@ -947,6 +1012,7 @@ NOT_SAID: list[tuple[str, str, tuple[str, ...]]] = [
     ("puzzle_outer_add", "q1", (
         "Masking the loads is not enough.",
         "The store is not safe without a mask.",
+        "The extra writes are not overwritten later; they corrupt the next row.",
     )),
     ("weighted_sum_fwd_bwd", "q1", (
         "boundary_check on dim 1 is needed.",
@@ -961,6 +1027,7 @@ NOT_SAID: list[tuple[str, str, tuple[str, ...]]] = [
     )),
     ("welford_merge", "q3", (
         "n_b cannot be BLOCK for the last chunk.",
+        "counting every chunk as BLOCK is wrong for the last one",
     )),
 ]
 
