@@ -849,6 +849,52 @@ SAID += [(e, (q,), m, (t,)) for e, q, m, t in [
     ('welford_merge', 'q1', 'two_pass_also_cancels', '两遍法同样会有相减抵消'),
 ]]
 
+# A sixth batch: the explanation items (what a blank holds) and wrong mechanisms.
+SAID += [(e, (q,), m, (t,)) for e, q, m, t in [
+    ('lesson05_row_sum', 'explanation', 'sum_skips_masked', '第三个空填 other=0.0，不过其实填别的也行，因为被 mask 的不会被 sum'),
+    ('lesson05_row_sum', 'explanation', 'stride_is_n', 'blank 1 is stride_m, which for our input equals N anyway, so N would work too'),
+    ('lesson05_row_sum', 'explanation', 'max_zero', 'other=0.0 是 sum 和 max 通用的单位元'),
+    ('lesson05_row_sum', 'q1', 'masked_lane_allocates', 'x 需要 pad 到 BLOCK 的长度，否则 lane 3 会越界'),
+    ('lesson05_row_sum', 'q2', 'sum_skips_masked', '如果 other 填 1，结果也还是 x0+x1+x2，因为 mask 了'),
+    ('lesson06_mean_var', 'explanation', 'no_second_mask', '填 mask。其实这个 where 可有可无，因为 load 时已经是 0'),
+    ('lesson06_mean_var', 'explanation', 'divide_by_block', '填 mask，然后均值 sum/BLOCK'),
+    ('lesson06_mean_var', 'q1', 'padding_adds_nothing', '输入 [1,2,3,0] → 均值 2 → 中心化 [-1,0,1,0] → 方差 2/3'),
+    ('lesson06_mean_var', 'q1', 'sum_skips_masked', 'tl.sum(x) 只加 mask 为 True 的三个元素'),
+    ('lesson06_mean_var', 'q2', 'other_is_enough', 'Masking at load time is sufficient; the rest of the kernel never sees the padding.'),
+    ('lesson06_mean_var', 'q2', 'stale_lanes', 'It pollutes because masked lanes keep whatever was in the register from before.'),
+    ('lesson06_mean_var', 'q3', 'lower_precision', '把累加器换成 fp16 可以更快也更准'),
+    ('lesson06_mean_var', 'q3', 'eps_fixes_it', '用 max(var, eps) 截断一下就行'),
+    ('lesson06_mean_var', 'q3', 'prefers_one_pass', "I'd switch to the one-pass formula; it avoids the second pass's rounding"),
+    ('fused_mean_var_atomic', 'explanation', 'add_variances', 'blank 2: atomic_add the block variance into var_buf'),
+    ('fused_mean_var_atomic', 'explanation', 'zero_once', 'scratch 用 torch.empty 分配，kernel 里 atomic_add 就会初始化'),
+    ('fused_mean_var_atomic', 'q2', 'kernel_overwrites', '第二次 launch 的 atomic_add 会把第一次的结果覆盖掉，所以不用清零'),
+    ('fused_mean_var_atomic', 'q2', 'zero_once', 'No need to clear them each call; the first zeros() is enough'),
+    ('fused_mean_var_atomic', 'q3', 'overflow_not_cancellation', '大均值的时候 Σx² 会溢出成 inf'),
+    ('fused_mean_var_atomic', 'q3', 'identity_is_stable', 'float32 has 7 significant digits, which is plenty for this'),
+    ('lesson07_softmax', 'explanation', 'padding_value_irrelevant', 'blank 1 could also be 0.0, the masked store takes care of it'),
+    ('lesson07_softmax', 'explanation', 'shift_changes_result', 'blank 2 subtracts the max, which is an approximation that trades accuracy for stability'),
+    ('lesson07_softmax', 'q1', 'exp_sign', 'exp(1000) 会溢出，exp(-1000) 会变成负数'),
+    ('lesson07_softmax', 'q2', 'padding_value_irrelevant', '填 0.0 的话全负的行也没问题，store 会把 padding 去掉'),
+    ('lesson07_softmax', 'q3', 'fusion_saves_flops', '融合把五个算子合成一个，减少了计算次数'),
+    ('puzzle_long_softmax', 'explanation', 'zero_padding_ok', 'other 用 0 也行，最后 store 带 mask'),
+    ('puzzle_long_softmax', 'explanation', 'no_rescale_needed', '第一遍只求 max 和 sum，sum 直接累加 exp(x − m_new)'),
+    ('puzzle_long_softmax', 'q1', 'neg_inf_nan', 'the padding becomes NaN, which the masked store discards'),
+    ('puzzle_long_sum', 'explanation', 'floor_is_fine', 'for i in range(T // B1): 每次读 B1 列'),
+    ('puzzle_long_sum', 'explanation', 'mask_not_needed', 'load 的 mask 只需要 rows < N0，列方向不用 mask'),
+    ('puzzle_long_sum', 'q1', 'overrun_garbage', '越界部分的值是随机的，可能是 NaN'),
+    ('puzzle_outer_add', 'explanation', 'load_mask_enough', 'x 和 y 的 load 带 mask，store 直接写 z 就行'),
+    ('puzzle_outer_add', 'explanation', 'same_block_size', 'offs_y = pid_1 * B0 + tl.arange(0, B1)'),
+    ('puzzle_outer_add', 'q1', 'store_drops', 'the hardware drops writes outside z automatically'),
+    ('weighted_sum_fwd_bwd', 'explanation', 'padding_is_enough', '第 1 空 boundary_check=(0,)，因为 padding_option=zero 已经处理了列'),
+    ('weighted_sum_fwd_bwd', 'q1', 'padding_is_enough', '(0,) suffices; padding_option="zero" takes care of the D direction'),
+    ('weighted_sum_fwd_bwd', 'q2', 'atomic_needed', 'each program could write grad_w directly since the stores accumulate'),
+    ('welford_merge', 'explanation', 'block_count', '第 1 空 n_b = BLOCK，第 2 空 M2_b 用 tl.where'),
+    ('welford_merge', 'explanation', 'm2_just_add', '第 3 空修正项填 0 就行，M2 直接相加'),
+    ('welford_merge', 'explanation', 'wrong_weight', 'the last term is delta * delta * n_b'),
+    ('welford_merge', 'q2', 'm2_just_add', 'merging only needs M2_a + M2_b because each M2 is already centred'),
+    ('welford_merge', 'q1', 'one_pass_better', '单遍公式在 fp32 下也足够准'),
+]]
+
 # (exercise, question, correct statements): none may be read as a misconception.
 NOT_SAID: list[tuple[str, str, tuple[str, ...]]] = [
     ("lesson05_row_sum", "q1", (
@@ -916,6 +962,7 @@ NOT_SAID: list[tuple[str, str, tuple[str, ...]]] = [
         "tl.where 不能去掉",
         "the tl.where is not redundant: without it the variance is too large",
         "一次 mask 不够，需要第二次 mask",
+        "centred: [-1, 0, 1, -2]; after tl.where: [-1, 0, 1, 0]",
         "N=3, BLOCK=4：和 6，6/3 = 2 = μ；补位 0 − 2 = −2，平方 4",
         "other=0 → 第一次 sum 安全 → 减 μ 后 pad = −μ → 平方 μ² → tl.where 清零",
         "tl.where → 必须",
@@ -1060,10 +1107,12 @@ NOT_SAID: list[tuple[str, str, tuple[str, ...]]] = [
     )),
     ("fused_mean_var_atomic", "q3", (
         "fp32 has enough precision for each input, but the subtraction cancels.",
+        "float32 has 7 significant digits, which is not enough for this",
         "Atomics add in a nondeterministic order, but that only changes the last bits; the large-mean error is cancellation.",
     )),
     ("lesson07_softmax", "q2", (
         "The padding value matters: tl.max and tl.sum see the pads.",
+        "It is not an approximation: softmax(x) = softmax(x − c) exactly.",
         "0 would not work: an all-negative row would get 0 as its max.",
         "不是填什么都一样：tl.max 和 tl.sum 都看得到 padding",
     )),
@@ -1082,6 +1131,7 @@ NOT_SAID: list[tuple[str, str, tuple[str, ...]]] = [
     )),
     ("weighted_sum_fwd_bwd", "q2", (
         "Plain stores to grad_w do not add up; the last writer wins.",
+        "Plain stores don't accumulate: the last writer wins.",
         "atomic_add 是累加，不是写入",
     )),
     ("welford_merge", "q2", (
