@@ -353,8 +353,8 @@ def _negated(text: str, start: int, spans: list[tuple[int, int]]) -> bool:
     sentence_start = spans[_sentence_of(spans, start)][0]
     window = text[max(sentence_start, start - 12):start]
     last = None
-    for last in _NEGATIONS.finditer(window):
-        pass
+    for found in _NEGATIONS.finditer(window):
+        last = found
     if last is None:
         return False
     if NEGATION_SCOPE:
@@ -804,8 +804,9 @@ def _phrasings(question: Question, concept: Concept) -> list[similarity.Phrasing
 # "computing the variance in the kernel and atomic-adding it is wrong" (a correct answer refuting the
 # misconception in its own words). Off, such a match states the misconception.
 REFUTED_AFTER = True
-_REFUTED = re.compile(r"[\s,]*(这样|这么做|这|那|that|this|which)?\s*(其实|实际上|显然|当然|就|也|都|would be|is|are)?\s*"
-                      r"(是)?\s*(错的|错误的|不对|不正确|行不通|\bwrong\b|\bincorrect\b|not correct|not right|a mistake)")
+_REFUTED = re.compile(r"[\s,]*(这样|这么做|这|那|that|this|which)?\s*"
+                      r"(其实|实际上|显然|当然|就|也|都|would be|is|are)?\s*(是)?\s*"
+                      r"(错的|错误的|不对|不正确|行不通|\bwrong\b|\bincorrect\b|not correct|not right|a mistake)")
 
 
 def _refuted(text: str, end: int, spans: list[tuple[int, int]]) -> bool:
