@@ -23,12 +23,16 @@ def graded(entry: Entry) -> TextScore:
         _GRADED[entry.id] = grade(entry)
     return _GRADED[entry.id]
 
-# Measured 2026-12-03, fifth pass (docs/grading.md, "Calibration"; 74/104 and 174/200 after the third
-# and fourth passes on 2026-12-02, 72/104 and 160/200 on 2026-12-01, 69/104 and 122/200 before the
-# work of issue 15). The scorer is deterministic: the floors are the measured figures.
-HELD_OUT_IN_BAND = 74 / 104
-TUNING_IN_BAND = 175 / 200
-HELD_OUT_MISCONCEPTION_FLAGGED = 25  # of the held-out part's 33 misconception and keyword-stuffed answers (19 before)
+# Measured 2026-12-03, misconception-recall pass (docs/grading.md, "Calibration"; 74/104 and 175/200
+# after the fifth pass, 74/104 and 174/200 after the third and fourth on 2026-12-02, 72/104 and
+# 160/200 on 2026-12-01, 69/104 and 122/200 before the work of issue 15). The scorer is
+# deterministic: the floors are the measured figures. The tuning floor fell by one answer: Long
+# Softmax's rescale_inverted pattern matched nothing before (doubled backslashes) and now finds a
+# tuning answer that states the inverted factor; the readers flagged it, but its penalty takes it
+# from 0.5 to 0.0, below their band (0.5–1.0).
+HELD_OUT_IN_BAND = 76 / 104
+TUNING_IN_BAND = 174 / 200
+HELD_OUT_MISCONCEPTION_FLAGGED = 28  # of the held-out part's 33 misconception and keyword-stuffed answers (19, then 25, before)
 # Held-out answers no reader flagged that the scorer flags (of 46; 1 on 2026-12-01): a TA looks at them.
 HELD_OUT_FALSE_FLAGS = 3
 # With the exercises' misconception patterns switched off, the generic signals alone (dismissal,
@@ -38,9 +42,10 @@ HELD_OUT_FALSE_FLAGS = 3
 TUNING_GENERIC_FLAGGED = 33
 TUNING_GENERIC_FALSE_FLAGS = 2
 # Answers every reader flagged that the scorer flags (of 82 tuning, 55 held out), measured 2026-12-03
-# with the copy flag (copied_text: the reference answer's or the course text's words): 66 and 31 before.
-TUNING_READER_FLAGGED = 74
-HELD_OUT_READER_FLAGGED = 39
+# after the misconception-recall pass: 74 and 39 with the copy flag (copied_text: the reference answer's
+# or the course text's words), 66 and 31 before it.
+TUNING_READER_FLAGGED = 77
+HELD_OUT_READER_FLAGGED = 42
 
 
 def _misconception_or_stuffed(entries: list[Entry]) -> list[Entry]:
