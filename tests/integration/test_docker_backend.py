@@ -19,17 +19,20 @@ import uuid
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
 
+from sandbox.backends.base import Confinement
 from sandbox.backends.docker import engine
 from sandbox.backends.docker.backend import DockerBackend
 from sandbox.backends.docker.launcher import EXIT_KILLED, EXIT_LAUNCHER_FAILED, launch
-from sandbox.backends.docker.memory import LauncherMemoryReport
+from sandbox.backends.docker.memory import LauncherMemoryReport, encode
 from sandbox.backends.docker.options import DockerOptions
 from sandbox.backends.docker.reaper import Reaper
 from sandbox.backends.docker.spec import BUDGET_LABEL, LABEL, OWNER_LABEL, ContainerView, container_spec
 from sandbox.cgroups import MemoryEvents
-from sandbox.contract import DeviceMode, Limits, MiB
+from sandbox.contract import CaseJob, DeviceMode, Limits, MiB, TensorArg
+from sandbox.runner import SandboxRunner
 from service.bootstrap import build_grader
 from service.config import REPO_ROOT, Settings
 from service.submission import Submission
@@ -309,6 +312,77 @@ def test_the_sweep_removes_containers_whose_owner_died_or_that_outlived_their_bu
                 container.remove(force=True)
             except Exception:  # noqa: BLE001 - swept already
                 pass
+
+
+class ReportedBackend(DockerBackend):
+    """The docker backend whose runner-side memory report this test writes, as the launcher of a
+    container thrashing at its limit would (a real thrash needs file pages no other cgroup holds:
+    test_a_container_thrashing_at_its_limit_shows_growing_refaults_while_full); its real launcher
+    reports nothing. The runner, the container and the timeout are real."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.write_fds: list[int] = []
+
+    def confine(self, **kwargs) -> Confinement:
+        confinement = super().confine(**kwargs)
+        assert confinement.memory_report is not None
+        confinement.memory_report.close()
+        report = LauncherMemoryReport.pipe()
+        fd = report.take_write_fd()
+        assert fd is not None
+        self.write_fds.append(fd)
+        confinement.memory_report = report
+        return confinement
+
+
+def run_spinning_case(host_image: str, tmp_path: Path, *, thrashing: bool):
+    """One case that sleeps past its time limit, while (if `thrashing`) the report says refaults grow
+    in a full cgroup."""
+    backend = ReportedBackend(options=DockerOptions(image=host_image, cpus=1))
+    runner = SandboxRunner(backend=backend, limits=Limits(case_timeout_s=3, run_timeout_s=180), work_root=tmp_path)
+    done = threading.Event()
+
+    def report() -> None:
+        refaults = 0
+        while not done.wait(0.2):
+            refaults += 1000
+            for fd in backend.write_fds:
+                try:
+                    os.write(fd, encode(MemoryEvents(refaults=refaults, full=True)))
+                except OSError:
+                    pass
+
+    writer = threading.Thread(target=report)
+    if thrashing:
+        writer.start()
+    try:
+        result = runner.run(program="import time\ndef spin(x):\n    time.sleep(900)\n", given_check=None,
+                            given_seed=0, entry_point="spin",
+                            cases=[CaseJob(id="c", args=[TensorArg(key="x")], outputs=["y"])],
+                            inputs={"x": np.zeros(1, dtype=np.float32)}, mode=DeviceMode.interpreter)
+    finally:
+        done.set()
+        if thrashing:
+            writer.join(10)
+        for fd in backend.write_fds:
+            os.close(fd)
+        runner.close()
+    assert result.infra_error is None, result.infra_error
+    (case,) = result.cases
+    return case
+
+
+def test_a_timeout_while_thrashing_at_the_limit_says_out_of_memory_and_a_plain_one_does_not(host_image, tmp_path):
+    """sandbox/limit_watch.py through the runner: the same hang, a timeout either way; out of memory
+    only while the memory report shows the cgroup at its limit to the end."""
+    case = run_spinning_case(host_image, tmp_path, thrashing=True)
+    assert case.status == "timeout" and case.said is not None, case
+    assert case.said.code == "sandbox.out_of_memory.at_timeout", case.said
+    assert case.said.params["limit"] == "docker memory cgroup 16 GiB, no swap"
+    assert case.said.params["time_limit"] == 3 and case.said.params["elapsed"] >= 3
+    plain = run_spinning_case(host_image, tmp_path, thrashing=False)
+    assert plain.status == "timeout" and plain.said is not None and plain.said.code == "sandbox.timeout", plain
 
 
 @pytest.mark.sandbox_backends("docker", "docker-host")
