@@ -56,9 +56,10 @@ def container_memory_cgroup(pid: int, container_id: str, *, proc: Path = Path("/
 _COUNTERS = ("limit_hits", "ooms", "oom_kills", "refaults")
 
 
-def encode(events: MemoryEvents, *, final: bool = False) -> bytes:
+def encode(events: MemoryEvents) -> bytes:
+    """One report line: `{"limit_hits":0,"ooms":0,"oom_kills":1,"refaults":33,"full":false}`."""
     fields: dict[str, int | bool] = {key: getattr(events, key) for key in _COUNTERS}
-    return (json.dumps({**fields, "full": events.full, "final": final}, separators=(",", ":")) + "\n").encode()
+    return (json.dumps({**fields, "full": events.full}, separators=(",", ":")) + "\n").encode()
 
 
 def decode(line: bytes) -> MemoryEvents | None:
@@ -115,7 +116,7 @@ class MemoryWatch:
         with self._lock:
             if oom_killed and self._seen.oom_kills == 0:
                 self._seen = replace(self._seen, oom_kills=1)
-            self._write(final=True)
+            self._write()
         self.close()
 
     def close(self) -> None:
@@ -141,12 +142,12 @@ class MemoryWatch:
                 self._write()
         return events is not None
 
-    def _write(self, *, final: bool = False) -> None:
+    def _write(self) -> None:
         """Called with the lock held. A full pipe skips this line (the next change writes it again)."""
         if self._fd < 0:
             return
         try:
-            os.write(self._fd, encode(self._seen, final=final))
+            os.write(self._fd, encode(self._seen))
         except BlockingIOError:
             return
         except OSError:  # the runner is gone (EPIPE)
