@@ -323,6 +323,90 @@ def _enable(folder: Path, controller: str) -> None:
         control.write_text(f"+{controller}")
 
 
+# --- what a memory cgroup says about its limit ---------------------------------------------------
+
+FULL_SLACK_FRACTION = 32  # "at its limit": usage within limit/32 (at least FULL_SLACK_MIN) of it
+FULL_SLACK_MIN = 4 << 20
+_REFAULT_KEYS = ("workingset_refault_anon", "workingset_refault_file", "workingset_refault")  # the last: < 5.9
+
+
+@dataclass(frozen=True)
+class MemoryEvents:
+    """What a memory cgroup says about its limit: counters and a level kept by the kernel, read from
+    the host's view of the cgroup (never from anything the sandbox could write). The counters only
+    grow while the cgroup lives.
+
+    `limit_hits` is the direct count of meetings of the limit, but cgroup v1's memory.failcnt stays
+    0 on some kernels (6.18 here, the OOM kill included); there, a cgroup thrashing at its limit
+    shows as `refaults` that keep growing while it is `full` (sandbox/limit_watch.py)."""
+
+    limit_hits: int = 0  # v2 memory.events `max`, v1 memory.failcnt (+ memory.memsw.failcnt): the limit reached
+    ooms: int = 0  # v2 `oom`: reclaim at the limit failed (v1 keeps no count)
+    oom_kills: int = 0  # v2 `oom_kill`, v1 memory.oom_control `oom_kill`: processes the OOM killer ended
+    refaults: int = 0  # memory.stat workingset_refault_*: pages evicted, then needed again (v1 and v2)
+    full: bool = False  # when read, its usage was within the slack of its limit (FULL_SLACK_*)
+
+    def __add__(self, other: MemoryEvents) -> MemoryEvents:
+        return MemoryEvents(self.limit_hits + other.limit_hits, self.ooms + other.ooms,
+                            self.oom_kills + other.oom_kills, self.refaults + other.refaults,
+                            self.full or other.full)
+
+    @property
+    def at_limit(self) -> int:
+        """Every count of the limit being met, in one growing number."""
+        return self.limit_hits + self.ooms + self.oom_kills
+
+
+def _counters(text: str) -> dict[str, int]:
+    """`key value` lines (memory.events, memory.oom_control, memory.stat) as numbers; others are left out."""
+    found = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        if value.strip().isdigit():
+            found[key] = int(value)
+    return found
+
+
+def _number(path: Path) -> int | None:
+    """A file of one number (v2's `max` for no limit, or an unreadable file: None)."""
+    try:
+        return int(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _full(usage: int | None, limit: int | None) -> bool:
+    if usage is None or limit is None or limit <= 0:
+        return False
+    return usage >= limit - max(limit // FULL_SLACK_FRACTION, FULL_SLACK_MIN)
+
+
+def read_memory_events(folder: Path) -> MemoryEvents | None:
+    """What the memory cgroup at `folder` (v2 or v1) says, None where it has no memory files
+    (another controller's folder) or is gone."""
+    try:
+        stat = _counters((folder / "memory.stat").read_text())
+    except OSError:
+        return None
+    refaults = sum(stat.get(key, 0) for key in _REFAULT_KEYS)
+    try:
+        events = _counters((folder / "memory.events").read_text())
+    except OSError:
+        pass
+    else:
+        return MemoryEvents(limit_hits=events.get("max", 0), ooms=events.get("oom", 0),
+                            oom_kills=events.get("oom_kill", 0), refaults=refaults,
+                            full=_full(_number(folder / "memory.current"), _number(folder / "memory.max")))
+    hits = (_number(folder / "memory.failcnt") or 0) + (_number(folder / "memory.memsw.failcnt") or 0)
+    try:
+        kills = _counters((folder / "memory.oom_control").read_text()).get("oom_kill", 0)
+    except OSError:
+        kills = 0
+    return MemoryEvents(limit_hits=hits, oom_kills=kills, refaults=refaults,
+                        full=_full(_number(folder / "memory.usage_in_bytes"),
+                                   _number(folder / "memory.limit_in_bytes")))
+
+
 # --- the cgroups of one sandbox -------------------------------------------------------------------
 
 
@@ -341,20 +425,15 @@ class SandboxCgroups:
         return ["/bin/sh", "-c", ENTER_ALL, "kernelgrade-enter", *(str(c.procs_file) for c in self.children), "--",
                 *argv]
 
+    def memory_events(self) -> MemoryEvents | None:
+        """The memory child's counters (None: no memory cgroup, or it is gone)."""
+        found = [e for e in (read_memory_events(child.path) for child in self.children) if e is not None]
+        return sum(found[1:], found[0]) if found else None
+
     def oom_kills(self) -> int:
         """Processes the memory cgroup's OOM killer ended (v1 memory.oom_control, v2 memory.events)."""
-        total = 0
-        for child in self.children:
-            for name in ("memory.events", "memory.oom_control"):
-                try:
-                    text = (child.path / name).read_text()
-                except OSError:
-                    continue
-                for line in text.splitlines():
-                    key, _, value = line.partition(" ")
-                    if key == "oom_kill" and value.strip().isdigit():
-                        total += int(value)
-        return total
+        events = self.memory_events()
+        return events.oom_kills if events is not None else 0
 
     def close(self, timeout_s: float = 5.0) -> bool:
         return all([child.close(timeout_s) for child in self.children])

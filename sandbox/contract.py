@@ -50,8 +50,9 @@ class Limits(BaseModel):
     kill_grace_s: float = Field(5.0, gt=0, description="watchdog: how long after the kill we wait for the exit")
     cpu_time_s: int = Field(900, gt=0, description="RLIMIT_CPU of the sandbox")
     memory_bytes: int = Field(16 * GiB, gt=0,
-                              description="RLIMIT_AS on the interpreter; unset on GPU (CUDA reserves huge address "
-                                          "ranges)")
+                              description="bwrap: RLIMIT_AS on the interpreter, unset on GPU (CUDA reserves huge "
+                                          "address ranges); docker: the container's memory cgroup limit "
+                                          "(mem_limit = memswap_limit), on GPU and interpreter alike")
     memory_cgroup_bytes: int = Field(8 * GiB, gt=0, description=(
         "bwrap: memory limit of the sandbox's own memory cgroup where the service can write one, on GPU and "
         "interpreter alike (resident memory, page cache, /tmp and /dev/shm; no swap where swap is accounted); "

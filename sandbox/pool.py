@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sandbox.backends.base import Confinement, SandboxBackend, SandboxUnavailable
-from sandbox.cgroups import SandboxCgroup
+from sandbox.cgroups import MemoryEvents, SandboxCgroup
 from sandbox.contract import DeviceMode, Limits
 from sandbox.text import clean_text, hello_environment
 from sandbox.wire import FrameError, FrameReader
@@ -97,6 +97,11 @@ class Sandbox:
     process_limit: str = ""  # what capped its processes: "pids cgroup", "RLIMIT_NPROC", ...
     memory_limit: str = ""  # what capped its memory: "memory cgroup 8 GiB, no swap", "RLIMIT_AS 16 GiB", ...
     oom_killed: bool = False  # its memory cgroup's OOM killer ended a process of it (known once it is gone)
+    # (bwrap: its own cgroup; docker: the container's, as the launcher reports it)
+
+    def memory_events(self) -> MemoryEvents | None:
+        """Its memory cgroup's counters now, read on the trusted side (None: none known, or gone)."""
+        return self.confinement.memory_events() if self.confinement is not None else None
 
     @property
     def cgroup(self) -> SandboxCgroup | None:
@@ -158,7 +163,8 @@ def start_sandbox(*, backend: SandboxBackend, limits: Limits, job_dir: Path, mod
     confinement = None
     spec_fds: tuple[int, ...] = ()
     try:
-        confine = getattr(backend, "confine", None)  # bwrap: cgroups and a host uid, where they apply
+        # bwrap: cgroups and a host uid, where they apply; docker: the launcher's memory report
+        confine = getattr(backend, "confine", None)
         if confine is not None:
             confinement = confine(limits=limits, mode=mode, device_index=device_index, job_dir=job_dir)
         spec = backend.launch_spec(job_dir=job_dir, verdict_fd=write_fd, mode=mode, device_index=device_index,

@@ -49,6 +49,7 @@ from sandbox.contract import (
 from sandbox.exits import HarnessExit
 from sandbox.forkserver import ForkServer, start_mode
 from sandbox.guards import check as check_guards
+from sandbox.limit_watch import LimitWatch
 from sandbox.pool import JOB_PREFIX, Sandbox, WarmPool, copy_harness, new_job_dir, start_sandbox
 from sandbox.speed_phase import SpeedPhase
 from sandbox.text import clean_text, hello_environment
@@ -317,17 +318,25 @@ class SandboxRunner:
         ready = False
         stop_reason: str | None = None  # why we killed it
         broken_channel: str | None = None
+        watch, watched_phase = LimitWatch(sandbox.memory_events), None  # a timeout at the memory limit
+        held_at_limit = False
         try:
             for message, blob in sandbox.early_frames:  # a warm sandbox's hello, read by the pool
                 current, ready, phase_started = self._handle(
                     message, blob, job=job, result=result, settled=settled, current=current,
                     ready=ready, phase_started=phase_started, attempt_started=attempt_started, inputs=inputs)
             while True:
+                if phase_started != watched_phase:
+                    watch.restart()
+                    watched_phase = phase_started
+                else:
+                    watch.sample()
                 budget = limits.case_timeout_s if ready else limits.startup_timeout_s
                 deadline = min(phase_started + budget, run_deadline)
                 wait = deadline - time.monotonic()
                 if wait <= 0:
                     stop_reason = "timeout"
+                    held_at_limit = ready and watch.held_at_limit()  # read before the kill
                     break
                 readable, _, _ = select.select([read_fd], [], [], min(wait, 1.0))
                 if not readable:
@@ -366,6 +375,10 @@ class SandboxRunner:
 
         if stop_reason == "channel":
             said = Said("sandbox.broken_channel", {"detail": broken_channel})
+        elif stop_reason == "timeout" and held_at_limit:  # sandbox/limit_watch.py: why this is out of memory
+            said = Said("sandbox.out_of_memory.at_timeout", {
+                "limit": sandbox.memory_limit, "elapsed": time.monotonic() - phase_started,
+                "time_limit": limits.case_timeout_s})
         elif stop_reason == "timeout":
             said = Said("sandbox.timeout",
                         {"elapsed": time.monotonic() - phase_started, "limit": limits.case_timeout_s})

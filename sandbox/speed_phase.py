@@ -24,6 +24,7 @@ from pathlib import Path
 
 from sandbox.contract import Limits, Said, SpeedRun
 from sandbox.exits import HarnessExit
+from sandbox.limit_watch import LimitWatch
 from sandbox.pool import Sandbox
 from sandbox.wire import FrameError
 
@@ -38,6 +39,8 @@ class SpeedPhase:
         self._exit_name = exit_name
         self._started = time.monotonic()
         self._deadline = self._started + limits.speed_timeout_s
+        self._watch = LimitWatch(sandbox.memory_events)  # a timeout at the memory limit (limit_watch.py)
+        self._watch.restart()
         self._lock = threading.Lock()
         self._result: SpeedRun | None = None
         self._watchdog = threading.Timer(limits.speed_timeout_s + limits.kill_grace_s, self.cancel)
@@ -67,8 +70,12 @@ class SpeedPhase:
         while True:
             wait = self._deadline - time.monotonic()
             if wait <= 0:
-                return SpeedRun(status="timeout", said=Said("sandbox.timeout", {
-                    "elapsed": time.monotonic() - self._started, "limit": self._limits.speed_timeout_s}))
+                elapsed, limit = time.monotonic() - self._started, self._limits.speed_timeout_s
+                if self._watch.held_at_limit():
+                    return SpeedRun(status="timeout", said=Said("sandbox.out_of_memory.at_timeout", {
+                        "limit": sandbox.memory_limit, "elapsed": elapsed, "time_limit": limit}))
+                return SpeedRun(status="timeout", said=Said("sandbox.timeout", {"elapsed": elapsed, "limit": limit}))
+            self._watch.sample()
             readable, _, _ = select.select([sandbox.read_fd], [], [], min(wait, 1.0))
             if not readable:
                 continue

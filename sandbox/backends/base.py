@@ -6,8 +6,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from sandbox.cgroups import SandboxCgroups
-from sandbox.contract import DeviceMode, Limits
+from sandbox.cgroups import MemoryEvents, SandboxCgroups
+from sandbox.contract import DeviceMode, GiB, Limits
+
+
+def size_words(n: int) -> str:
+    """A limit in bytes as the report says it: "8 GiB", "1.5 GiB", "512 MiB"."""
+    return f"{n / GiB:g} GiB" if n >= GiB else f"{n >> 20} MiB"
 
 
 @dataclass(frozen=True)
@@ -20,23 +25,42 @@ class LaunchSpec:
     pass_fds: tuple[int, ...] = ()
 
 
+class MemoryReport(Protocol):
+    """A sandbox's memory cgroup counters as a trusted process outside it reports them (docker: the
+    launcher, which reads the container's cgroup on the host and asks the engine; launcher.py)."""
+
+    def events(self) -> MemoryEvents | None:
+        """The latest counters reported (None: none yet, or none can be read where the launcher runs)."""
+
+    def close(self) -> None: ...
+
+
 @dataclass
 class Confinement:
     """What bounds one sandbox besides its command line, made before it starts and undone after
-    it ends: its cgroups (entered before its first instruction), the host uid it runs as, and
-    the words the report uses for its process and memory limits."""
+    it ends: its cgroups (entered before its first instruction), the host uid it runs as, the
+    words the report uses for its process and memory limits, and (docker) the launcher's report
+    of its memory cgroup's counters."""
 
     cgroups: SandboxCgroups | None = None
     host_uid: int | None = None
     process_limit: str = ""
     memory_limit: str = ""
     release: Callable[[], None] | None = None  # gives the host uid back
+    memory_report: MemoryReport | None = None
 
     def wrap(self, argv: list[str]) -> list[str]:
         return self.cgroups.wrap(argv) if self.cgroups is not None else argv
 
+    def memory_events(self) -> MemoryEvents | None:
+        """Its memory cgroup's counters, from the host (None where none is known)."""
+        if self.cgroups is not None:
+            return self.cgroups.memory_events()
+        return self.memory_report.events() if self.memory_report is not None else None
+
     def oom_killed(self) -> bool:
-        return self.cgroups is not None and self.cgroups.oom_kills() > 0
+        events = self.memory_events()
+        return events is not None and events.oom_kills > 0
 
     def close(self, grace_s: float) -> None:
         """Kill whatever is left in its cgroups and remove them; give the uid back (after: no
@@ -44,6 +68,9 @@ class Confinement:
         if self.cgroups is not None:
             self.cgroups.close(grace_s)
             self.cgroups = None
+        if self.memory_report is not None:
+            self.memory_report.close()
+            self.memory_report = None
         if self.release is not None:
             self.release()
             self.release = None

@@ -28,9 +28,10 @@ from sandbox.backends.base import (
     LaunchSpec,
     SandboxUnavailable,
     TritonCacheMount,
+    size_words,
 )
 from sandbox.cgroups import PIDS_CGROUP, host_pids_cgroups, sandbox_cgroups
-from sandbox.contract import OWN_PID_NAMESPACE_ENV, RUNTIME_THREAD_ENV, DeviceMode, GiB, Limits
+from sandbox.contract import OWN_PID_NAMESPACE_ENV, RUNTIME_THREAD_ENV, DeviceMode, Limits
 from sandbox.host_uids import lease_host_uid
 from sandbox.paths import is_within
 from sandbox.seccomp import filter_fd, filter_program
@@ -84,10 +85,6 @@ def bwrap_version() -> tuple[int, ...]:
         except (OSError, subprocess.SubprocessError, ValueError, IndexError):
             _version.append((0,))
     return _version[0]
-
-
-def _size(n: int) -> str:
-    return f"{n / GiB:g} GiB" if n >= GiB else f"{n >> 20} MiB"
 
 
 class BwrapBackend:
@@ -153,10 +150,10 @@ class BwrapBackend:
                  job_dir: Path) -> None:
         cgroups = confinement.cgroups
         if cgroups is not None and cgroups.memory_bytes is not None:
-            confinement.memory_limit = (f"memory cgroup {_size(cgroups.memory_bytes)}"
+            confinement.memory_limit = (f"memory cgroup {size_words(cgroups.memory_bytes)}"
                                         + (", no swap" if cgroups.swap_limited else ""))
         elif mode is DeviceMode.interpreter:
-            confinement.memory_limit = f"RLIMIT_AS {_size(limits.memory_bytes)}"
+            confinement.memory_limit = f"RLIMIT_AS {size_words(limits.memory_bytes)}"
         else:
             confinement.memory_limit = "none (no writable memory cgroup; RLIMIT_AS cannot apply to CUDA)"
         if cgroups is not None and host_pids_cgroups() is not None:

@@ -220,6 +220,28 @@ def test_launch_spec_runs_the_launcher_with_the_exact_spec(monkeypatch):
     assert set(launch.env) == {"PATH", "PYTHONPATH", "DOCKER_HOST"}
 
 
+def test_a_confined_launch_hands_the_launcher_its_memory_pipe_and_names_the_limit(monkeypatch):
+    """The runner's end of the memory report stays in the Confinement; its write end goes to the
+    launcher only (pass_fds, then closed by the caller), once."""
+    backend = DockerBackend(options=DockerOptions(image="kg:test", cpus=1))
+    monkeypatch.setattr(backend, "view", lambda mode, index: ContainerView(python="/opt/venv/bin/python"))
+    confinement = backend.confine(limits=LIMITS, mode=DeviceMode.interpreter, device_index=0, job_dir=JOB)
+    try:
+        assert confinement.memory_limit == "docker memory cgroup 8 GiB, no swap"
+        assert confinement.cgroups is None and confinement.memory_events() is None  # nothing reported yet
+        launch = backend.launch_spec(job_dir=JOB, verdict_fd=9, mode=DeviceMode.interpreter, device_index=0,
+                                     limits=LIMITS, confinement=confinement)
+        (memory_fd,) = launch.pass_fds
+        assert launch.argv[launch.argv.index("--memory-fd") + 1] == str(memory_fd)
+        again = backend.launch_spec(job_dir=JOB, verdict_fd=9, mode=DeviceMode.interpreter, device_index=0,
+                                    limits=LIMITS, confinement=confinement)
+        assert again.pass_fds == () and "--memory-fd" not in again.argv
+        os.close(memory_fd)
+    finally:
+        confinement.close(1.0)
+    assert confinement.memory_report is None
+
+
 def test_the_launcher_module_starts_without_the_service():
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     out = subprocess.run([sys.executable, "-P", "-s", "-m", "sandbox.backends.docker", "--help"], capture_output=True,

@@ -19,15 +19,20 @@ import uuid
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
 
+from sandbox.backends.base import Confinement
 from sandbox.backends.docker import engine
 from sandbox.backends.docker.backend import DockerBackend
 from sandbox.backends.docker.launcher import EXIT_KILLED, EXIT_LAUNCHER_FAILED, launch
+from sandbox.backends.docker.memory import LauncherMemoryReport, encode
 from sandbox.backends.docker.options import DockerOptions
 from sandbox.backends.docker.reaper import Reaper
 from sandbox.backends.docker.spec import BUDGET_LABEL, LABEL, OWNER_LABEL, ContainerView, container_spec
-from sandbox.contract import DeviceMode, Limits, MiB
+from sandbox.cgroups import MemoryEvents
+from sandbox.contract import CaseJob, DeviceMode, Limits, MiB, TensorArg
+from sandbox.runner import SandboxRunner
 from service.bootstrap import build_grader
 from service.config import REPO_ROOT, Settings
 from service.submission import Submission
@@ -67,7 +72,8 @@ def shell_spec(host_image: str, job_dir: Path, script: str, **limits) -> dict:
     return spec
 
 
-def run_launcher(api, spec: dict, *, output_cap: int = 1 << 20, timeout_s: float = 60) -> tuple[int, bytes, str, float]:
+def run_launcher(api, spec: dict, *, output_cap: int = 1 << 20, timeout_s: float = 60,
+                 memory_fd: int | None = None) -> tuple[int, bytes, str, float]:
     """launch() in this process with a real engine and a real reaper; (exit, verdict bytes, log, seconds)."""
     verdict_r, verdict_w = os.pipe()
     log_r, log_w = os.pipe()
@@ -83,7 +89,8 @@ def run_launcher(api, spec: dict, *, output_cap: int = 1 << 20, timeout_s: float
     started = time.monotonic()
     try:
         code = launch(spec, client=api, verdict_fd=verdict_w, log_fd=log_w, output_cap=output_cap, timeout_s=timeout_s,
-                      kill_grace_s=5, reaper_factory=lambda cid: Reaper(cid, env=engine.launcher_env()))
+                      kill_grace_s=5, reaper_factory=lambda cid: Reaper(cid, env=engine.launcher_env()),
+                      memory_fd=memory_fd)
     finally:
         os.close(verdict_w)
         os.close(log_w)
@@ -121,6 +128,80 @@ def test_a_container_that_outlives_the_run_budget_is_killed_and_removed(api, hos
     assert code == EXIT_KILLED and "run budget of 2 s exhausted" in log
     assert elapsed < 60
     assert containers_of(api, job.name) == []
+
+
+def run_reporting_memory(api, spec: dict) -> tuple[int, str, list[MemoryEvents], MemoryEvents | None]:
+    """run_launcher with the runner's memory pipe: (exit, log, what the runner read while the container
+    ran, every 0.1 s, and the last report, read after the launcher removed the container)."""
+    report = LauncherMemoryReport.pipe()
+    seen: list[MemoryEvents] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(0.1):
+            events = report.events()
+            if events is not None:
+                seen.append(events)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        code, _, log, _ = run_launcher(api, spec, memory_fd=report.take_write_fd())
+    finally:
+        done.set()
+        watcher.join(10)
+    last = report.events()
+    report.close()
+    return code, log, seen, last
+
+
+def test_an_oom_kill_reaches_the_runner_on_the_memory_pipe_not_as_a_plain_sigkill(api, host_image, tmp_path):
+    """Past mem_limit the kernel kills the container's process (exit 137, as a SIGKILL looks): the
+    launcher tells the runner it was the memory limit, from the engine's State.OOMKilled and the
+    container's cgroup, before it removes the container."""
+    job = tmp_path / f"kg-job-{uuid.uuid4().hex[:8]}"
+    job.mkdir()
+    spec = shell_spec(host_image, job, "exec /usr/bin/python3 -c 'b = bytearray(512 << 20)'", memory_bytes=64 * MiB)
+    code, log, _, last = run_reporting_memory(api, spec)
+    assert code == EXIT_KILLED, log
+    assert last is not None and last.oom_kills >= 1, last
+    assert containers_of(api, job.name) == []
+
+
+def test_a_container_thrashing_at_its_limit_shows_growing_refaults_while_full(api, host_image, tmp_path):
+    """Below an OOM kill: anonymous memory near the limit and a file read over and over, whose pages
+    the container's own cgroup must evict and read again (the file starts out of the page cache, so
+    its pages are charged to the container). While it runs, the runner sees the cgroup full and its
+    refaults grow (what sandbox/limit_watch.py calls a timeout at the limit); no OOM kill."""
+    job = tmp_path / f"kg-job-{uuid.uuid4().hex[:8]}"
+    job.mkdir()
+    with open(job / "pages.bin", "wb") as fh:
+        block = os.urandom(MiB)
+        for _ in range(48):
+            fh.write(block)
+        fh.flush()
+        os.fsync(fh.fileno())
+        os.posix_fadvise(fh.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+    os.chmod(job / "pages.bin", 0o644)
+    program = textwrap.dedent("""
+        import os, time
+        held = bytearray(36 << 20)
+        for i in range(0, len(held), 4096):
+            held[i] = 1
+        ends = time.monotonic() + 3
+        while time.monotonic() < ends:
+            fd = os.open("/job/pages.bin", os.O_RDONLY)
+            while os.read(fd, 1 << 20):
+                pass
+            os.close(fd)
+    """)
+    (job / "thrash.py").write_text(program)
+    os.chmod(job / "thrash.py", 0o644)
+    spec = shell_spec(host_image, job, "exec /usr/bin/python3 /job/thrash.py", memory_bytes=64 * MiB)
+    code, log, seen, last = run_reporting_memory(api, spec)
+    assert code == 0, log
+    assert last is not None and last.oom_kills == 0, last
+    assert seen and any(e.full and e.refaults > seen[0].refaults for e in seen), seen
 
 
 def test_a_missing_image_is_the_launchers_failure_with_its_reason(api, host_image, tmp_path):
@@ -231,6 +312,77 @@ def test_the_sweep_removes_containers_whose_owner_died_or_that_outlived_their_bu
                 container.remove(force=True)
             except Exception:  # noqa: BLE001 - swept already
                 pass
+
+
+class ReportedBackend(DockerBackend):
+    """The docker backend whose runner-side memory report this test writes, as the launcher of a
+    container thrashing at its limit would (a real thrash needs file pages no other cgroup holds:
+    test_a_container_thrashing_at_its_limit_shows_growing_refaults_while_full); its real launcher
+    reports nothing. The runner, the container and the timeout are real."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.write_fds: list[int] = []
+
+    def confine(self, **kwargs) -> Confinement:
+        confinement = super().confine(**kwargs)
+        assert confinement.memory_report is not None
+        confinement.memory_report.close()
+        report = LauncherMemoryReport.pipe()
+        fd = report.take_write_fd()
+        assert fd is not None
+        self.write_fds.append(fd)
+        confinement.memory_report = report
+        return confinement
+
+
+def run_spinning_case(host_image: str, tmp_path: Path, *, thrashing: bool):
+    """One case that sleeps past its time limit, while (if `thrashing`) the report says refaults grow
+    in a full cgroup."""
+    backend = ReportedBackend(options=DockerOptions(image=host_image, cpus=1))
+    runner = SandboxRunner(backend=backend, limits=Limits(case_timeout_s=3, run_timeout_s=180), work_root=tmp_path)
+    done = threading.Event()
+
+    def report() -> None:
+        refaults = 0
+        while not done.wait(0.2):
+            refaults += 1000
+            for fd in backend.write_fds:
+                try:
+                    os.write(fd, encode(MemoryEvents(refaults=refaults, full=True)))
+                except OSError:
+                    pass
+
+    writer = threading.Thread(target=report)
+    if thrashing:
+        writer.start()
+    try:
+        result = runner.run(program="import time\ndef spin(x):\n    time.sleep(900)\n", given_check=None,
+                            given_seed=0, entry_point="spin",
+                            cases=[CaseJob(id="c", args=[TensorArg(key="x")], outputs=["y"])],
+                            inputs={"x": np.zeros(1, dtype=np.float32)}, mode=DeviceMode.interpreter)
+    finally:
+        done.set()
+        if thrashing:
+            writer.join(10)
+        for fd in backend.write_fds:
+            os.close(fd)
+        runner.close()
+    assert result.infra_error is None, result.infra_error
+    (case,) = result.cases
+    return case
+
+
+def test_a_timeout_while_thrashing_at_the_limit_says_out_of_memory_and_a_plain_one_does_not(host_image, tmp_path):
+    """sandbox/limit_watch.py through the runner: the same hang, a timeout either way; out of memory
+    only while the memory report shows the cgroup at its limit to the end."""
+    case = run_spinning_case(host_image, tmp_path, thrashing=True)
+    assert case.status == "timeout" and case.said is not None, case
+    assert case.said.code == "sandbox.out_of_memory.at_timeout", case.said
+    assert case.said.params["limit"] == "docker memory cgroup 16 GiB, no swap"
+    assert case.said.params["time_limit"] == 3 and case.said.params["elapsed"] >= 3
+    plain = run_spinning_case(host_image, tmp_path, thrashing=False)
+    assert plain.status == "timeout" and plain.said is not None and plain.said.code == "sandbox.timeout", plain
 
 
 @pytest.mark.sandbox_backends("docker", "docker-host")

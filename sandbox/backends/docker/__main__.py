@@ -16,6 +16,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--kill-grace", type=float, required=True)
     run.add_argument("--spec", required=True)
     run.add_argument("--control-fd", type=int, default=None, help="a warm start: forwarded to the container's stdin")
+    run.add_argument("--memory-fd", type=int, default=None,
+                     help="where to report the container's memory cgroup counters (memory.py)")
     reap_cmd = sub.add_parser("reap", help="remove CONTAINER unless told `done` on stdin (the launcher starts this)")
     reap_cmd.add_argument("container_id")
     args = parser.parse_args(argv)
@@ -39,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     from sandbox.backends.docker.launcher import main as launcher_main
 
     return launcher_main(spec=json.loads(args.spec), verdict_fd=args.verdict_fd, output_cap=args.output_cap,
-                         timeout_s=args.timeout, kill_grace_s=args.kill_grace, control_fd=args.control_fd)
+                         timeout_s=args.timeout, kill_grace_s=args.kill_grace, control_fd=args.control_fd,
+                         memory_fd=args.memory_fd)
 
 
 if __name__ == "__main__":

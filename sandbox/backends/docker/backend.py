@@ -10,9 +10,10 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
-from sandbox.backends.base import LaunchSpec, SandboxUnavailable, TritonCacheMount
+from sandbox.backends.base import Confinement, LaunchSpec, SandboxUnavailable, TritonCacheMount, size_words
 from sandbox.backends.docker import engine
 from sandbox.backends.docker.hostview import GpuView, gpu_view, system_binds
+from sandbox.backends.docker.memory import LauncherMemoryReport
 from sandbox.backends.docker.options import DockerOptions
 from sandbox.backends.docker.reaper import owner_id, sweep
 from sandbox.backends.docker.spec import SANDBOX_UID, ContainerView, container_spec
@@ -88,8 +89,16 @@ class DockerBackend:
                              system_binds=system_binds(self.python) if host else (), gpu=gpu,
                              triton_cache=self.triton_cache if mode is DeviceMode.gpu else None)
 
+    def confine(self, *, limits: Limits, mode: DeviceMode, device_index: int, job_dir: Path) -> Confinement:
+        """What the trusted side keeps of one container besides its command: the words for its
+        memory limit, and a pipe on which the launcher reports its memory cgroup's counters."""
+        return Confinement(memory_limit=f"docker memory cgroup {size_words(limits.memory_bytes)}, no swap",
+                           memory_report=LauncherMemoryReport.pipe())
+
     def launch_spec(self, *, job_dir: Path, verdict_fd: int, mode: DeviceMode, device_index: int, limits: Limits,
-                    control_fd: int | None = None) -> LaunchSpec:
+                    control_fd: int | None = None, confinement: Confinement | None = None) -> LaunchSpec:
+        """`confinement` (from `confine`): the launcher writes its memory report to that pipe,
+        whose write end the spec passes on (the caller closes it once the launcher started)."""
         spec = container_spec(job_dir=job_dir, mode=mode, device_index=device_index, limits=limits,
                               options=self.options, view=self.view(mode, device_index),
                               hidden_paths=self.hidden_paths, owner=owner_id(), warm=control_fd is not None)
@@ -100,7 +109,11 @@ class DockerBackend:
                 "--spec", json.dumps(spec)]
         if control_fd is not None:
             argv += ["--control-fd", str(control_fd)]
-        return LaunchSpec(argv=argv, env=engine.launcher_env())
+        report = confinement.memory_report if confinement is not None else None
+        memory_fd = report.take_write_fd() if isinstance(report, LauncherMemoryReport) else None
+        if memory_fd is not None:
+            argv += ["--memory-fd", str(memory_fd)]
+        return LaunchSpec(argv=argv, env=engine.launcher_env(), pass_fds=() if memory_fd is None else (memory_fd,))
 
 
 @lru_cache(maxsize=16)

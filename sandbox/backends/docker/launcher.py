@@ -12,6 +12,10 @@ A warm start (a pool's sandbox, started before its job exists) also gets the run
 pipe: what arrives there (`g` once the job is written, or end of file when the pool closes) goes
 to the container's stdin over the same attach stream, and the run's budget starts with `g`.
 
+With a memory fd (the runner's pipe of its own for it), it tells the runner whether the container
+met its memory limit: from the container's cgroup on this host and the engine's State.OOMKilled,
+never from anything the container wrote (memory.py).
+
 It removes the container in every case: in a `finally`, after the run's whole budget, when the
 runner closes the channel, when its parent dies (PR_SET_PDEATHSIG), and through a reaper process
 when the runner kills it with SIGKILL (reaper.py).
@@ -27,6 +31,8 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
+
+from sandbox.backends.docker.memory import MemoryWatch
 
 EXIT_LAUNCHER_FAILED = 125  # like `docker run`: the container could not be run at all
 EXIT_KILLED = 128 + 9
@@ -101,10 +107,12 @@ def _forward_control(control_fd: int, sock: socket.socket, on_go: Callable[[], N
 
 
 def launch(spec: dict[str, Any], *, client: Any, verdict_fd: int, log_fd: int, output_cap: int, timeout_s: float,
-           kill_grace_s: float, reaper_factory: Callable[[str], Any], control_fd: int | None = None) -> int:
+           kill_grace_s: float, reaper_factory: Callable[[str], Any], control_fd: int | None = None,
+           memory_fd: int | None = None) -> int:
     """Run one container to completion; returns the exit status the runner should see."""
     container: Any = None  # the SDK's Container, once created
     reaper = None
+    watch = MemoryWatch(memory_fd) if memory_fd is not None else None
     killed = threading.Event()
     budget_lock = threading.Lock()
 
@@ -152,6 +160,8 @@ def launch(spec: dict[str, Any], *, client: Any, verdict_fd: int, log_fd: int, o
         params = {"stdout": 1, "stderr": 1, "stream": 1, "logs": 0, **({"stdin": 1} if control_fd is not None else {})}
         sock = _raw_socket(container.attach_socket(params=params))
         container.start()
+        if watch is not None:
+            watch.attach(container)
         if control_fd is None:
             start_budget()
         else:
@@ -197,6 +207,10 @@ def launch(spec: dict[str, Any], *, client: Any, verdict_fd: int, log_fd: int, o
             os.close(control_fd)
         for killer in killers:  # its log line goes to log_fd, which is the caller's once we return
             killer.join(kill_grace_s)
+        if watch is not None:  # before the removal: the engine forgets the container's state with it
+            if container is not None:
+                watch.finish(container)
+            watch.close()
         if container is not None:
             try:
                 container.remove(force=True)
@@ -208,7 +222,7 @@ def launch(spec: dict[str, Any], *, client: Any, verdict_fd: int, log_fd: int, o
 
 
 def main(*, spec: dict[str, Any], verdict_fd: int, output_cap: int, timeout_s: float, kill_grace_s: float,
-         control_fd: int | None = None) -> int:
+         control_fd: int | None = None, memory_fd: int | None = None) -> int:
     """The `run` command: this process's whole life."""
     from sandbox.backends.docker import engine
     from sandbox.backends.docker.reaper import Reaper
@@ -222,7 +236,8 @@ def main(*, spec: dict[str, Any], verdict_fd: int, output_cap: int, timeout_s: f
     try:
         return launch(spec, client=api, verdict_fd=verdict_fd, log_fd=sys.stdout.fileno(), output_cap=output_cap,
                       timeout_s=timeout_s, kill_grace_s=kill_grace_s,
-                      reaper_factory=lambda cid: Reaper(cid, env=dict(os.environ)), control_fd=control_fd)
+                      reaper_factory=lambda cid: Reaper(cid, env=dict(os.environ)), control_fd=control_fd,
+                      memory_fd=memory_fd)
     finally:
         os.close(verdict_fd)
         api.close()
