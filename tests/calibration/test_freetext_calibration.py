@@ -170,22 +170,32 @@ def test_per_style_figures_cover_every_answer():
 
 @pytest.mark.parametrize("exercise_id", sorted(p.name for p in (REPO_ROOT / "exercises").iterdir() if p.is_dir()))
 def test_every_exercise_example_answer_is_scored_without_a_flag(exercise_id):
-    """The example submissions' answers are right: no generic signal may send them to a TA. Several are
-    the reference answer nearly word for word (`copied_reference`, five exercises' examples): those are
-    flagged `copied_text`, as any copy of it is; none is a copy of the course text."""
+    """The example submissions' answers are right and written in a student's own words: graded as the
+    pipeline's text step grades them (rubric.score_items, the fills read from the example's code, the
+    exercise's course text given), every written item earns full points with no flag at all, none is a
+    copy of the reference answer or of the course text (`copied_text`), and nothing makes the report
+    provisional."""
     import json
 
-    from service.grading.freetext import COPIED_TEXT, score_answer
+    from service.grading import rubric
+    from service.grading.extract import extract
+    from service.submission import Submission
     exercise = CATALOG.get(exercise_id)
     path = REPO_ROOT / "exercises" / exercise_id / "example_submission.json"
     example = json.loads(path.read_text(encoding="utf-8"))
-    answers = {**example["answers"], "explanation": example["explanation"]}
-    for item in (i for i in exercise.spec.rubric if i.source == "text"):
-        result = score_answer(exercise.question(item.question), answers.get(item.question) or "", item.points,
-                              course_text=exercise.spec.course_text)
-        copied = {c["source"] for c in result.copied[:1]}
-        assert copied <= {"reference_answer"} and (COPIED_TEXT in result.flags) == result.copied_reference
-        assert not [f for f in result.flags if f != COPIED_TEXT], (item.question, result.flags, result.suspected)
+    submission = Submission(exercise=exercise_id, code=example["code"], answers=example["answers"],
+                            explanation=example["explanation"], claimed_output=example.get("claimed_output", ""))
+    items = rubric.score_items(exercise, submission, [], not_run_reason=None, diagnoses=[],
+                               fills=extract(exercise.template, submission.code).fill_sources)
+    text_ids = {i.id for i in exercise.spec.rubric if i.source == "text"}
+    written = [i for i in items if i.id in text_ids]
+    assert len(written) == len(text_ids) >= 1
+    for item in written:
+        evidence = item.evidence
+        assert item.points == item.max_points and item.status == "pass", (item.id, item.points, item.status)
+        assert evidence["flags"] == [], (item.id, evidence["flags"], evidence.get("suspected"))
+        assert evidence["copied_text"] == [] and evidence["copied_reference"] is False, (item.id, evidence["copied_text"])
+    assert not rubric.total_score(exercise, written, []).provisional
 
 
 def test_a_question_with_two_parts_links_each_part():
