@@ -817,9 +817,12 @@ def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]])
     found = []
     for wrong in question.misconceptions:
         for pattern in _rubric(wrong.patterns, text):
-            m = pattern.search(text)
-            if m and not (wrong.negatable and _negated(text, m.start(), spans)) \
-                    and not _conditional(text, m.start(), spans, m.end()) and not _refuted(text, m.end(), spans):
+            # Every match, not the first only: "不需要 mask 是错的 … 其实不需要 mask" states it the second time.
+            m = next((m for m in itertools.islice(pattern.finditer(text), MAX_MATCHES_PER_CONCEPT)
+                      if not (wrong.negatable and _negated(text, m.start(), spans))
+                      and not _conditional(text, m.start(), spans, m.end()) and not _refuted(text, m.end(), spans)),
+                     None)
+            if m is not None:
                 found.append({"misconception": wrong.id, **_labels(wrong.label),
                               "quote": _quote(text, m.start(), m.end())})
                 break

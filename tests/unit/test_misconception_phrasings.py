@@ -1217,3 +1217,15 @@ def test_no_reference_answer_or_concept_label_states_a_misconception(exercise):
         for text in (question.reference_answer, *(c.label.lesson for c in question.concepts),
                      *(c.label.en or "" for c in question.concepts)):
             assert not _said(exercise, question.id, text), (question.id, text)
+
+
+def test_a_misconception_restated_after_it_was_called_wrong_is_found():
+    """Only the first match was looked at: when it is refuted (or negated, or a condition), a later
+    sentence that states the misconception again went unflagged."""
+    question = CATALOG.get("lesson06_mean_var").question("q2")
+    refuted = "other=0.0 is enough is wrong."
+    assert not score_answer(question, refuted, 2.0).misconceptions
+    restated = f"{refuted} The pads become -mean after centring and square to mean^2. Still, other=0.0 is enough here."
+    result = score_answer(question, restated, 2.0)
+    assert [m["misconception"] for m in result.misconceptions] == ["other_is_enough"]
+    assert "misconception" in result.flags
