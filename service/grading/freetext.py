@@ -573,7 +573,7 @@ def _score_answer(question: Question, text: _Text, max_points: float,
         # wrong mechanism in words the rubric lacks, not an answer about something else.
         doubt = _suspected(question, text, spans, matches) if OFF_TOPIC_DOUBT and _on_topic(question, text) else []
         # The course's own words on this exercise, none of them a concept: copied, not off topic.
-        share, copies = _copied_text(text, question.reference_answer, course_text) if COPIED_TEXT_FLAG else (0.0, [])
+        _, share, copies = _copy_check(text, question.reference_answer, course_text)
         if not doubt and not copies:
             return TextScore(0.0, 0.9, kind="off_topic",
                              missing=_missing(question.concepts))
@@ -634,8 +634,7 @@ def _score_answer(question: Question, text: _Text, max_points: float,
         raw -= max_points * SUSPECTED_PENALTY
     if suspected:  # "X is not needed / does not matter", or close to a known misconception's label: for a TA
         flags.append(_doubt_flag(suspected))
-    copied = _copied(text, question.reference_answer)  # evidence only: the points stand
-    share, copies = _copied_text(text, question.reference_answer, course_text) if COPIED_TEXT_FLAG else (0.0, [])
+    copied, share, copies = _copy_check(text, question.reference_answer, course_text)
     if copies:  # mostly the reference's or the course's words: a TA looks; the points stand
         flags.append(COPIED_TEXT)
     points = max(0.0, min(max_points, math.floor(raw * 2 + 0.5) / 2))  # nearest half point, halves up
@@ -1035,22 +1034,34 @@ def _stretch(text: str, grams: list[str], where: list[int], source: frozenset[st
     return said if len(said) <= COPY_QUOTE else said[:COPY_QUOTE].rstrip() + "…"
 
 
-def _copied_text(text: str, reference: str, course_text: Sequence[CoursePassage]) -> tuple[float, list[dict]]:
-    """The share of an answer's grams copied and the sources it is copied from (COPY_SHARE of its grams in
-    the reference answer, or in the course passages together), the main one first; (0, []) for an answer
-    of its own. About linear in the answer's length: each gram is looked up once per source, and the
-    course's grams are built once per exercise."""
+def _copy_check(text: str, reference: str, course_text: Sequence[CoursePassage]) -> tuple[bool, float, list[dict]]:
+    """Whether the answer is mostly the reference answer's words (`copied_reference`, evidence only),
+    and, with COPIED_TEXT_FLAG, the share copied and the sources (`_copied_text`): the answer's grams
+    read once for both."""
+    if not COPIED_TEXT_FLAG:
+        return _copied(text, reference), 0.0, []
+    return _copied_text(text, reference, course_text)
+
+
+def _copied_text(text: str, reference: str,
+                 course_text: Sequence[CoursePassage]) -> tuple[bool, float, list[dict]]:
+    """Whether COPY_SHARE of the answer's grams are the reference answer's; the share of its grams
+    copied and the sources it is copied from (COPY_SHARE of them in the reference answer, or in the
+    course passages together), the main one first; (False, 0, []) for an answer of its own. About
+    linear in the answer's length: each gram is looked up once per source, and the course's grams are
+    built once per exercise."""
     letters, where = _letters(text)
     grams = [letters[i:i + COPY_GRAM] for i in range(len(letters) - COPY_GRAM + 1)]
     mine = set(grams)
     if len(mine) < COPY_MIN_GRAMS:
-        return 0.0, []
+        return False, 0.0, []
     given = _course_grams(tuple(p.text for p in course_text)) if course_text else None
     reference_grams = _reference_grams(reference)
     from_reference = sum(1 for g in mine if g in reference_grams)
+    of_reference = from_reference / len(mine) >= COPY_SHARE  # as _copied computes it
     from_course = sum(1 for g in mine if g in given.union) if given else 0
-    if max(from_reference, from_course) < COPY_SHARE * len(mine):
-        return 0.0, []
+    if not of_reference and from_course < COPY_SHARE * len(mine):
+        return False, 0.0, []
     sources: list[tuple[int, CoursePassage | None, frozenset[str]]] = [(from_reference, None, reference_grams)]
     if given:
         sources += [(sum(1 for g in mine if g in grams_of), passage, grams_of)
@@ -1066,7 +1077,7 @@ def _copied_text(text: str, reference: str, course_text: Sequence[CoursePassage]
         found.append({"source": "course" if passage else "reference_answer", "passage": passage and passage.id,
                       **labels, "where": passage and passage.source, "share": round(hits / len(mine), 2),
                       "quote": _stretch(text, grams, where, grams_of)})
-    return round(max(from_reference, from_course) / len(mine), 2), found
+    return of_reference, round(max(from_reference, from_course) / len(mine), 2), found
 
 
 _BRACKETED = re.compile(r"\[[^\]]*\]|\([^)]*\)")
