@@ -430,11 +430,6 @@ class SandboxCgroups:
         found = [e for e in (read_memory_events(child.path) for child in self.children) if e is not None]
         return sum(found[1:], found[0]) if found else None
 
-    def oom_kills(self) -> int:
-        """Processes the memory cgroup's OOM killer ended (v1 memory.oom_control, v2 memory.events)."""
-        events = self.memory_events()
-        return events.oom_kills if events is not None else 0
-
     def close(self, timeout_s: float = 5.0) -> bool:
         return all([child.close(timeout_s) for child in self.children])
 
