@@ -30,6 +30,7 @@ from collections import deque
 from collections.abc import Callable
 
 from sandbox.cgroups import MemoryEvents
+from sandbox.contract import Said
 
 WINDOW_S = 2.0  # the end of a phase that counts; several of the runner's samples (at most 1 s apart)
 SAMPLE_EVERY_S = 0.25
@@ -69,3 +70,12 @@ class LimitWatch:
             return False
         first, last = self._samples[0][1], self._samples[-1][1]
         return last.at_limit > first.at_limit or (last.refaults > first.refaults and last.full)
+
+
+def timeout_said(*, held_at_limit: bool, memory_limit: str, elapsed: float, time_limit: float) -> Said:
+    """What a phase stopped at its deadline tells the student: out of memory when it was held at the
+    limit (above), else a timeout."""
+    if held_at_limit:
+        return Said("sandbox.out_of_memory.at_timeout",
+                    {"limit": memory_limit, "elapsed": elapsed, "time_limit": time_limit})
+    return Said("sandbox.timeout", {"elapsed": elapsed, "limit": time_limit})

@@ -49,7 +49,7 @@ from sandbox.contract import (
 from sandbox.exits import HarnessExit
 from sandbox.forkserver import ForkServer, start_mode
 from sandbox.guards import check as check_guards
-from sandbox.limit_watch import LimitWatch
+from sandbox.limit_watch import LimitWatch, timeout_said
 from sandbox.pool import JOB_PREFIX, Sandbox, WarmPool, copy_harness, new_job_dir, start_sandbox
 from sandbox.speed_phase import SpeedPhase
 from sandbox.text import clean_text, hello_environment
@@ -375,13 +375,9 @@ class SandboxRunner:
 
         if stop_reason == "channel":
             said = Said("sandbox.broken_channel", {"detail": broken_channel})
-        elif stop_reason == "timeout" and held_at_limit:  # sandbox/limit_watch.py: why this is out of memory
-            said = Said("sandbox.out_of_memory.at_timeout", {
-                "limit": sandbox.memory_limit, "elapsed": time.monotonic() - phase_started,
-                "time_limit": limits.case_timeout_s})
-        elif stop_reason == "timeout":
-            said = Said("sandbox.timeout",
-                        {"elapsed": time.monotonic() - phase_started, "limit": limits.case_timeout_s})
+        elif stop_reason == "timeout":  # out of memory where it was held at the limit (sandbox/limit_watch.py)
+            said = timeout_said(held_at_limit=held_at_limit, memory_limit=sandbox.memory_limit,
+                                elapsed=time.monotonic() - phase_started, time_limit=limits.case_timeout_s)
         elif sandbox.oom_killed:
             said = Said("sandbox.out_of_memory", {"limit": sandbox.memory_limit})
         elif proc.returncode == HarnessExit.gpu_poisoned:

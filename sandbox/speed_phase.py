@@ -24,7 +24,7 @@ from pathlib import Path
 
 from sandbox.contract import Limits, Said, SpeedRun
 from sandbox.exits import HarnessExit
-from sandbox.limit_watch import LimitWatch
+from sandbox.limit_watch import LimitWatch, timeout_said
 from sandbox.pool import Sandbox
 from sandbox.wire import FrameError
 
@@ -70,11 +70,9 @@ class SpeedPhase:
         while True:
             wait = self._deadline - time.monotonic()
             if wait <= 0:
-                elapsed, limit = time.monotonic() - self._started, self._limits.speed_timeout_s
-                if self._watch.held_at_limit():
-                    return SpeedRun(status="timeout", said=Said("sandbox.out_of_memory.at_timeout", {
-                        "limit": sandbox.memory_limit, "elapsed": elapsed, "time_limit": limit}))
-                return SpeedRun(status="timeout", said=Said("sandbox.timeout", {"elapsed": elapsed, "limit": limit}))
+                return SpeedRun(status="timeout", said=timeout_said(
+                    held_at_limit=self._watch.held_at_limit(), memory_limit=sandbox.memory_limit,
+                    elapsed=time.monotonic() - self._started, time_limit=self._limits.speed_timeout_s))
             self._watch.sample()
             readable, _, _ = select.select([sandbox.read_fd], [], [], min(wait, 1.0))
             if not readable:
