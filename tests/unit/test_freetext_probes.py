@@ -1,0 +1,152 @@
+"""Probes of the written-answer scorer (service/grading/freetext.py) written from lesson 6's Q2, its
+reference answer, rubric and the lesson seed, not from the calibration set: a correct answer written
+with invisible characters, homoglyphs, stacked accents or emoji scores as the plain one; a keyword list
+or a copy so disguised is still flagged; every concept said with "not" in front earns nothing; a
+misconception that the answer attributes to others and refutes, denies or only asks about is not the
+student's."""
+from __future__ import annotations
+
+import pytest
+
+from service.config import REPO_ROOT
+from service.exercises import ExerciseCatalog
+from service.grading import freetext
+from service.grading.freetext import normalise, score_answer
+
+LESSON = ExerciseCatalog(REPO_ROOT / "exercises").get("lesson06_mean_var")
+Q2 = LESSON.question("q2")
+POINTS = 2.0
+
+PLAIN = {
+    "zh": "load 时 other=0.0 只保证第一次求和时 padding 是单位元。中心化后 padding lane 变成 0 − μ = −μ，平方后是 μ²，"
+          "所以第二次 tl.sum 多加了 (BLOCK − N)μ²，方差偏大。因此要用 tl.where 重新 mask。",
+    "en": "other=0.0 only makes the padding the identity for the first sum. After centring, the padding lanes become "
+          "0 - mean = -mean, so squared they become mean^2; the second sum therefore adds (BLOCK - N)*mean^2 and the "
+          "variance is too large. So we must re-mask with tl.where before the second sum.",
+}
+STUFFED = "other=0.0, 单位元, −μ, μ², (BLOCK − N)μ², 偏大, tl.where, 重新 mask"
+
+
+def score(answer: str) -> freetext.TextScore:
+    return score_answer(Q2, answer, POINTS, course_text=LESSON.spec.course_text)
+
+
+def outcome(answer: str) -> tuple[float, list[str], list[str]]:
+    result = score(answer)
+    return result.points, sorted(result.flags), sorted(f["concept"] for f in result.found)
+
+
+CYRILLIC = str.maketrans({"a": "а", "e": "е", "o": "о", "c": "с", "p": "р", "x": "х"})
+DISGUISES = {
+    "a zero-width space between every character": lambda s: "\u200b".join(s),
+    "zero-width joiners and word joiners inside words": lambda s: s.replace("mask", "ma\u200dsk").replace(
+        "padding", "pad\u2060ding").replace("mean", "me\ufeffan").replace("μ", "μ\u200c"),
+    "soft hyphens inside words": lambda s: s.replace("mask", "ma\u00adsk").replace("mean", "me\u00adan").replace(
+        "padding", "pad\u00adding"),
+    "direction marks around words": lambda s: s.replace("mean", "\u202emean\u202c").replace("μ", "\u200eμ\u200f"),
+    "accents stacked on letters": lambda s: "".join(c + "\u0301" if c in "aeo" else c for c in s),
+    "Latin-looking Cyrillic letters": lambda s: s.translate(CYRILLIC),
+    "emoji between and after words": lambda s: s.replace(" so ", " 🤔 so ").replace("mean", "mean✨").replace(
+        "μ", "μ🙂"),
+    "variation selectors": lambda s: s.replace("μ", "μ\ufe0f").replace("mask", "mask\ufe0e"),
+}
+
+
+@pytest.mark.parametrize("lang", sorted(PLAIN))
+@pytest.mark.parametrize("disguise", sorted(DISGUISES))
+def test_a_disguised_correct_answer_scores_as_the_plain_one(disguise, lang):
+    plain = outcome(PLAIN[lang])
+    assert plain == (POINTS, [], sorted(c.id for c in Q2.concepts))
+    assert outcome(DISGUISES[disguise](PLAIN[lang])) == plain
+
+
+@pytest.mark.parametrize("disguise", ["a zero-width space between every character", "Latin-looking Cyrillic letters",
+                                      "soft hyphens inside words"])
+def test_a_disguised_keyword_list_is_still_flagged(disguise):
+    assert outcome(STUFFED)[1] == ["keyword_stuffing"]
+    result = score(DISGUISES[disguise](STUFFED))
+    assert result.flags == ["keyword_stuffing"] and result.points <= POINTS / 4
+
+
+@pytest.mark.parametrize("disguise", ["a zero-width space between every character", "Latin-looking Cyrillic letters"])
+def test_a_disguised_copy_of_the_reference_is_still_a_copy(disguise):
+    result = score(DISGUISES[disguise](Q2.reference_answer))
+    assert "copied_text" in result.flags and result.copied_share >= 0.9
+
+
+def test_a_quote_shows_the_students_own_characters():
+    disguised = PLAIN["en"].translate(CYRILLIC)
+    quotes = [f["quote"] for f in score(disguised).found]
+    assert quotes and all(q.strip("…") in disguised for q in quotes)
+    assert any("е" in q for q in quotes)  # the Cyrillic letters, as written
+
+
+def test_cyrillic_text_and_the_rubrics_signs_keep_their_letters():
+    assert normalise("Маска обнуляет паддинг") == "маска обнуляет паддинг"  # Russian: not a disguise
+    assert normalise("μ ≠ 0, σ², ε, δ") == "μ ≠ 0, σ2, ε, δ"
+    assert normalise("x\u0338") == "x\u0338"  # the stroke of a decomposed ≠ is kept
+
+
+@pytest.mark.parametrize("answer", [
+    "It is not the identity for the first sum, the padding does not become -mean, it is not mean^2, the second "
+    "sum does not gain (BLOCK - N)*mean^2, and we do not need tl.where to re-mask.",
+    "other=0.0 不是单位元，padding 不会变成 −μ，平方后不是 μ²，第二次求和不会多出 (BLOCK − N)μ²，也不会偏大。",
+])
+def test_every_concept_stated_as_false_earns_nothing(answer):
+    result = score(answer)
+    assert result.points == 0
+    assert not {f["concept"] for f in result.found} & {"padding_neg_mean", "excess"}
+
+
+@pytest.mark.parametrize("answer", [
+    "如果不重新 mask，中心化后 padding 变成 −μ，平方后是 μ²，方差就会偏大，所以要用 tl.where 重新 mask。",
+    "If we didn't re-mask, the padding lanes would become -mean after centring, so squared they are mean^2 and the "
+    "variance is too large.",
+    "不重新 mask 就会偏大：中心化后 padding 不是 0 而是 −μ，平方后是 μ²，所以方差偏大。",
+])
+def test_a_negated_step_that_is_a_condition_or_a_contrast_still_counts(answer):
+    found = {f["concept"] for f in score(answer).found}
+    assert {"padding_neg_mean", "mean_squared", "excess", "remask"} <= found
+
+
+CORRECT_TAIL = {
+    "en": " After centring the padding becomes -mean, so squared it is mean^2 and the variance is too large; so we "
+          "re-mask with tl.where.",
+    "zh": "中心化后 padding 变成 −μ，平方后是 μ²，所以方差偏大，要用 tl.where 重新 mask。",
+}
+
+
+@pytest.mark.parametrize("lead,lang", [
+    ("Some think the second mask is not needed; that's wrong.", "en"),
+    ("A common mistake is to believe that other=0.0 is enough.", "en"),
+    ("It's tempting to think the padding lanes stay zero so they add nothing to the variance, but that is false.",
+     "en"),
+    ("Is it because tl.sum skips the masked lanes? No: every lane is summed.", "en"),
+    ("It is not true that the second mask is not needed.", "en"),
+    ("有人认为 other=0.0 就够了，这是错的。", "zh"),
+    ("常见误区是以为 tl.sum 会跳过被 mask 的 lane。", "zh"),
+    ("很多人以为 padding 是 0 所以不影响方差，其实不然。", "zh"),
+    ("是因为 tl.sum 会跳过被 mask 的 lane 吗？不是，所有 lane 都会被加。", "zh"),
+    ("并不是不需要第二次 mask。", "zh"),
+])
+def test_a_misconception_reported_refuted_or_asked_is_not_the_students(lead, lang):
+    result = score(lead + CORRECT_TAIL[lang])
+    assert result.misconceptions == [] and result.flags == []
+    assert result.points >= 1.5
+
+
+@pytest.mark.parametrize("answer", [
+    "Some people think tl.sum skips the masked lanes.",  # attributed, never refuted: said
+    "Does tl.sum skip the masked lanes? Yes, so other does not matter.",  # asked and answered yes
+    "tl.sum skips the masked lanes, some people think, and they are right.",
+    "我觉得 tl.sum 会跳过被 mask 的 lane，所以 other 填什么都行。",
+])
+def test_a_misconception_the_student_holds_is_still_flagged(answer):
+    assert "misconception" in score(answer).flags
+
+
+def test_the_switches_restore_the_old_readings(monkeypatch):
+    monkeypatch.setattr(freetext, "INVISIBLE_FOLD", False)
+    assert score("\u200b".join(PLAIN["en"])).points == 0
+    monkeypatch.setattr(freetext, "REPORTED_NOT_STATED", False)
+    assert "misconception" in score("有人认为 other=0.0 就够了，这是错的。" + CORRECT_TAIL["zh"]).flags
