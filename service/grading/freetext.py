@@ -1291,6 +1291,30 @@ def _term_list(text: str) -> bool:
     return len(short) >= 0.8 * len(pieces)
 
 
+# Terms put into a sentence frame ("tl.where causes identity because -mean. mean^2 is re-mask so
+# (BLOCK - N) leads to first sum"): linking words between them, so neither a list nor arrows, but no
+# word of the answer's own besides the terms, the linking words and function words (the, of, 的, 了, …):
+# at most FRAME_CONTENT of its letters. Probe sweep: such frames earned full points; the answers of the
+# calibration set's tuning part keep 0.13 of their letters or more outside them (the lowest, a short
+# partial answer), this lesson's plain correct answers 0.28 and more.
+FRAME_STUFFING = True
+FRAME_CONTENT = 0.08
+_FUNCTION_WORDS = re.compile(
+    r"\b(the|a|an|of|to|for|in|on|at|by|it|its|they|them|this|that|these|those|we|you|and|or|with|be|been|was|"
+    r"were|has|have|had|from|as|also|all|each|their|there|here|will|would|can|into|only|just|now|lanes?|"
+    r"values?)\b|的|了|也|都|就|在|把|被|和|与|及|还|再|又|它|它们|这|那|些|个|时|后")
+_LETTER = re.compile(r"[a-z]|[\u3400-\u4dbf\u4e00-\u9fff]", re.IGNORECASE)
+
+
+def _bare_frame(text: str, covered: list[tuple[int, int]]) -> bool:
+    """The answer holds nothing but its terms, linking words and function words (FRAME_STUFFING)."""
+    chars = list(text)
+    for a, b in covered:
+        chars[a:b] = " " * (b - a)
+    rest = _FUNCTION_WORDS.sub(" ", _LINKS.sub(" ", "".join(chars)))
+    return len(_LETTER.findall(rest)) <= FRAME_CONTENT * len(_LETTER.findall(text))
+
+
 def _looks_stuffed(text: str, matches: dict[str, list[_Match]], links: list[dict], chain_links: int) -> bool:
     """Many concepts, few links, and little text besides the terms themselves; or a bare term list."""
     if matches and _term_list(text):
@@ -1298,6 +1322,8 @@ def _looks_stuffed(text: str, matches: dict[str, list[_Match]], links: list[dict
     if len(matches) < 3:
         return False
     covered = sorted((m.start, m.end) for ms in matches.values() for m in ms)
+    if FRAME_STUFFING and _bare_frame(text, covered):
+        return True
     merged, end = 0, -1
     for s, e in covered:
         if e <= end:

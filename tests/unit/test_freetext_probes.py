@@ -150,3 +150,26 @@ def test_the_switches_restore_the_old_readings(monkeypatch):
     assert score("\u200b".join(PLAIN["en"])).points == 0
     monkeypatch.setattr(freetext, "REPORTED_NOT_STATED", False)
     assert "misconception" in score("有人认为 other=0.0 就够了，这是错的。" + CORRECT_TAIL["zh"]).flags
+
+
+@pytest.mark.parametrize("answer", [
+    "tl.where causes identity because -mean. mean^2 is re-mask so (BLOCK - N) leads to first sum.",
+    "tl.where 导致单位元，因为 −μ。μ² 是重新 mask，所以 (BLOCK − N) 会变成第一次求和。",
+    "The identity leads to -mean, which causes mean^2, so it gives (BLOCK - N) that means re-mask.",
+])
+def test_terms_in_a_sentence_frame_are_keyword_stuffing(answer):
+    result = score(answer)
+    assert "keyword_stuffing" in result.flags and result.points <= POINTS / 4
+
+
+@pytest.mark.parametrize("answer", [
+    "pad: 0 → 0−μ = −μ → 平方 μ² → 第二次 sum 多 (BLOCK−N)μ² → 方差偏大 → tl.where 重新 mask",
+    "pad 0 → 0 − mean = −mean → squared = mean² → 2nd sum gains (BLOCK−N)·mean² → var too large → tl.where re-mask",
+    "N=3, BLOCK=4, x=[1,2,3]: other=0 第一次求和 6/3=2 正确；中心化 0−2=−2，平方 4，第二次求和 1+0+1+4=6，方差 6/3=2 "
+    "而不是 2/3，偏大。所以要 tl.where(mask, d*d, 0) 重新 mask。",
+    "pad: 0 - μ = -μ ⇒ (-μ)^2 = μ^2 ≠ 0 ⇒ var += (BLOCK-N)μ^2/N (too large) ⇒ tl.where(mask, diff^2, 0)",
+    *PLAIN.values(),
+])
+def test_terse_arrowed_and_worked_answers_keep_full_points(answer):
+    result = score(answer)
+    assert result.points == POINTS and result.flags == []
