@@ -720,16 +720,45 @@ _WAVED_OFF = re.compile(
 MISCONCEPTION_LIKE = 0.6
 
 
+# The answer taking itself back ("Just kidding, all of that is wrong", "以上说的都不对", "ignore the
+# above"): a correct answer so followed states nothing the student stands by (probe sweep: it kept full
+# points and no flag). Flagged `retracted` for a TA, no points taken (the answer's points stay
+# provisional).
+RETRACTION_FLAG = True
+_RETRACTED = re.compile(
+    r"\b(all|everything|each|none|any) (of )?(that|this|the above|what i (said|wrote)|my answer|the previous)\b"
+    r"[^.;!\n]{0,12}\b(is|are|was|were)( all)? (wrong|false|incorrect|not true|untrue|nonsense|a joke)\b|"
+    r"\bnone of (that|this|the above|it) is (true|right|correct)\b|\bjust kidding\b|\b(ignore|disregard|forget) "
+    r"(all |everything )?(of )?(that|this|the above|what i (said|wrote)|my answer)\b|"
+    r"(以上|上面|上述|前面|刚才)(说的|写的|所说|所述|的)?(内容|说法|答案)?\s*(全|都|全部|统统)\s*(是)?\s*"
+    r"(错的|错误的|不对|不正确|不成立|瞎说|胡说|乱写)|开玩笑的|逗你的|骗你的|(忽略|无视)(以上|上面|前面)")
+
+
+# ... unless the right account follows ("有人说 A，有人说 B，以上都不对，其实 …": the claims listed are refuted).
+_CORRECTED = re.compile(r"[\s,，:：;；.。!！—-]*(其实|实际上|事实上|正确的|真正的|而是|"
+                        r"\bactually\b|\bin fact\b|\binstead\b|\bthe (right|correct|real|true)\b)")
+
+
+def _retracted(text: str) -> list[dict]:
+    if not RETRACTION_FLAG:
+        return []
+    m = next((m for m in itertools.islice(_RETRACTED.finditer(text), MAX_MATCHES_PER_CONCEPT)
+              if not _CORRECTED.match(text, m.end())), None)
+    return [{"kind": "retracted", "quote": _quote(text, m.start(), m.end())}] if m else []
+
+
 def _doubt_flag(suspected: list[dict]) -> str:
     """The flag a TA sees for what `_suspected` (or `_unknown_link`) found first."""
     kind = suspected[0]["kind"]
-    return kind if kind in ("dismissal", "unknown_link", "denied_step") else "suspected_misconception"
+    return kind if kind in ("dismissal", "unknown_link", "denied_step", "retracted") else "suspected_misconception"
 
 
 def _suspected(question: Question, text: str, spans: list[tuple[int, int]],
                matches: dict[str, list[_Match]]) -> list[dict]:
     """Wording that may state a wrong mechanism when no known misconception matched, for a TA: a
     step called unneeded or harmless, or a clause close to a known misconception's own label."""
+    if retracted := _retracted(text):
+        return retracted
     if SIGNALS["dismissal"]:
         for regex in (_DISMISSAL, _HARMLESS, *((_WAVED_OFF,) if SIGNALS["waved_off"] else ())):
             # the first that is the student's own (not reported, denied or asked: _reported)
@@ -1433,7 +1462,7 @@ def _feedback(question: Question, result: TextScore, language: str = "zh") -> st
     for wrong in result.misconceptions:
         lines.append(say("misconception", label=_label(wrong, language), quote=wrong["quote"]))
     for doubt in result.suspected:
-        if doubt["kind"] in ("dismissal", "unknown_link"):
+        if doubt["kind"] in ("dismissal", "unknown_link", "retracted"):
             lines.append(say(doubt["kind"], quote=doubt["quote"]))
         elif doubt["kind"] == "denied_step":
             lines.append(say("denied_step", label=_label(doubt, language), quote=doubt["quote"]))

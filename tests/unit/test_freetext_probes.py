@@ -173,3 +173,20 @@ def test_terms_in_a_sentence_frame_are_keyword_stuffing(answer):
 def test_terse_arrowed_and_worked_answers_keep_full_points(answer):
     result = score(answer)
     assert result.points == POINTS and result.flags == []
+
+
+@pytest.mark.parametrize("answer", [
+    PLAIN["en"] + " Just kidding, all of that is wrong.",
+    PLAIN["en"] + " Actually none of this is true.",
+    PLAIN["zh"] + "开玩笑的，以上说的全都是错的。",
+    PLAIN["zh"] + "以上都不对。",
+])
+def test_an_answer_that_takes_itself_back_goes_to_a_ta(answer):
+    result = score(answer)
+    assert result.flags == ["retracted"] and result.confidence < freetext.REVIEW_THRESHOLD
+
+
+def test_claims_listed_and_refuted_are_no_retraction():
+    answer = "有人说 tl.sum 会跳过 padding，有人说要把 BLOCK 调大，以上都不对，其实" + CORRECT_TAIL["zh"]
+    result = score(answer)
+    assert result.flags == [] and result.points == POINTS
