@@ -924,9 +924,9 @@ def _reported(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> 
         return False
     i = _sentence_of(spans, start)
     a, b = spans[i]
-    if _asks(text, a, b) and not _answered(text, spans, i):
+    if _asked(text, a, b) and not _answered(text, spans, i):
         return True
-    before = text[a:start]
+    before = text[max(a, start - REPORT_REACH):start]
     if _DENIAL.search(before[-60:]):
         return True
     said = None
@@ -936,8 +936,19 @@ def _reported(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> 
         return False
     if _MARKED_WRONG.search(said.group()):
         return True
-    after = text[start:spans[i + 1][1] if i + 1 < len(spans) else b]  # the match itself may be the contrast ("其实")
-    return bool(_REFUTATION.search(after[:300]))
+    stop = min(spans[i + 1][1] if i + 1 < len(spans) else b, start + REPORT_REACH * 2)
+    return bool(_REFUTATION.search(text, start, stop))  # from the match: it may be the contrast itself ("其实")
+
+
+# How far from a misconception's match its attribution and refutation are looked for: a bound on the
+# work per match (an answer of 16 384 characters in one sentence holds hundreds of matches).
+REPORT_REACH = 160
+
+
+@functools.lru_cache(maxsize=512)
+def _asked(text: str, start: int, end: int) -> bool:
+    """_asks, once per sentence of an answer (every misconception match in it asks the same)."""
+    return _asks(text, start, end)
 
 
 def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]]) -> list[dict]:

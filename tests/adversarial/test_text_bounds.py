@@ -128,3 +128,33 @@ def test_the_link_index_finds_every_link_start_including_overlapping_ones():
             for hi in range(lo, len(text) + 1, 5):
                 ends = [m.end() for i in expected if lo <= i and (m := _LINKS.match(text, i))]
                 assert index.between(lo, hi) == any(end <= hi for end in ends), (text, lo, hi)
+
+
+def _filled(unit: str) -> str:
+    return (unit * (MAX_TEXT_CHARS // len(unit) + 1))[:MAX_TEXT_CHARS]
+
+
+# The answer-reading rules of the probe sweep, each fed the longest answer the contract allows made of
+# what it reads: every misconception match in a question, attributed to others and refuted, under a
+# negation, every letter behind a zero-width space, a sentence frame repeated, a retraction repeated.
+HOSTILE = {
+    "asked": "does tl.sum skip the masked lanes? other=0.0 is enough? 是 μ² 吗？",
+    "reported": "Some think tl.sum skips the masked lanes; that's wrong. 有人认为 other=0.0 就够了，这是错的。",
+    "negated": "padding does not xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx -mean 不不不 −μ ",
+    "invisible": "\u200b".join("other=0 不是 -mean，"),
+    "frame": "tl.where causes identity because -mean. ",
+    "retracted": "all of that is wrong, 以上都不对 ",
+    "one_sentence": "有人认为 other=0.0 就够了，some think the load mask already handles it, ",
+}
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", sorted(HOSTILE))
+def test_the_longest_hostile_answer_is_scored_in_bounded_time(kind):
+    """About 30-60 ms each on a loaded two-core machine (docs/grading.md); a second is a regression
+    to work per match that grows with the answer."""
+    answer = _filled(HOSTILE[kind])
+    for question in LESSON.spec.questions:
+        started = time.perf_counter()
+        score_answer(question, answer, 2.0)
+        assert time.perf_counter() - started < 1.0, question.id
