@@ -612,7 +612,7 @@ def _score_answer(question: Question, text: _Text, max_points: float,
         # No concept named, but a step waved away ("0.0 works just as well", "不需要 mask"): a stated
         # wrong mechanism in words the rubric lacks, not an answer about something else.
         doubt = _suspected(question, text, spans, matches) if OFF_TOPIC_DOUBT and _on_topic(question, text) else []
-        doubt = doubt or _denied_steps(question, denied)
+        doubt = doubt or _other_language(text) or _denied_steps(question, denied)
         # The course's own words on this exercise, none of them a concept: copied, not off topic.
         _, share, copies = _copy_check(text, question.reference_answer, course_text)
         if not doubt and not copies:
@@ -739,6 +739,42 @@ _CORRECTED = re.compile(r"[\s,，:：;；.。!！—-]*(其实|实际上|事实�
                         r"\bactually\b|\bin fact\b|\binstead\b|\bthe (right|correct|real|true)\b)")
 
 
+# An answer in neither Chinese nor English: the rubric's linking words, negations and misconceptions are
+# Chinese and English, so its formulas alone would be scored (probe sweep: a French or German answer
+# earned full points, and one stating a concept as false in French would too; one in words only is
+# "off topic", 0 with confidence). Flagged `other_language` for a TA, who grades it; the points stay
+# provisional. Another script (Cyrillic that is no disguise, Hangul, kana, Arabic, ...) for most of
+# its letters, or in Latin letters more function words of another language than of English.
+LANGUAGE_FLAG = True
+_OTHER_SCRIPT = re.compile(r"[\u0400-\u052f\u0590-\u06ff\u0900-\u0dff\u0e00-\u0e7f\u3040-\u30ff\uac00-\ud7af]")
+_ENGLISH_WORDS = re.compile(r"\b(the|is|are|and|of|to|so|because|after|before|becomes?|then|this|that|it|they|"
+                            r"which|with|not|but|we|would|will|only|first|second|sum|each|from|for|when)\b")
+# Words of English, or of code (del, per, non-zero, y, as, do), left out.
+_FOREIGN_WORDS = re.compile(
+    r"\b(le|la|les|des|du|est|et|une|pour|que|qui|dans|pas|ne|sont|avec|donc|puis|"  # fr
+    r"der|das|und|ist|nicht|ein|eine|zu|mit|für|auf|dem|wird|werden|sind|auch|nach|"  # de
+    r"el|los|las|por|para|con|pero|porque|entonces|"  # es
+    r"che|sono|della|allora|"  # it
+    r"não|uma|são|então|"  # pt
+    r"een|niet|wordt|zijn)\b")
+OTHER_LANGUAGE_WORDS = 4  # at least this many foreign function words, and more than English ones
+
+
+def _other_language(text: str) -> list[dict]:
+    if not LANGUAGE_FLAG:
+        return []
+    letters = len(_LETTER.findall(text))
+    others = len(_OTHER_SCRIPT.findall(text))
+    if letters + others and others >= 0.3 * (letters + others):
+        return [{"kind": "other_language", "quote": _quote(text, 0, min(len(text), 20))}]
+    if len(_CJK.findall(text)) >= 0.2 * max(1, letters):
+        return []
+    foreign = len(_FOREIGN_WORDS.findall(text))
+    if foreign >= OTHER_LANGUAGE_WORDS and foreign > len(_ENGLISH_WORDS.findall(text)):
+        return [{"kind": "other_language", "quote": _quote(text, 0, min(len(text), 20))}]
+    return []
+
+
 def _retracted(text: str) -> list[dict]:
     if not RETRACTION_FLAG:
         return []
@@ -750,15 +786,16 @@ def _retracted(text: str) -> list[dict]:
 def _doubt_flag(suspected: list[dict]) -> str:
     """The flag a TA sees for what `_suspected` (or `_unknown_link`) found first."""
     kind = suspected[0]["kind"]
-    return kind if kind in ("dismissal", "unknown_link", "denied_step", "retracted") else "suspected_misconception"
+    return kind if kind in ("dismissal", "unknown_link", "denied_step", "retracted", "other_language") \
+        else "suspected_misconception"
 
 
 def _suspected(question: Question, text: str, spans: list[tuple[int, int]],
                matches: dict[str, list[_Match]]) -> list[dict]:
     """Wording that may state a wrong mechanism when no known misconception matched, for a TA: a
     step called unneeded or harmless, or a clause close to a known misconception's own label."""
-    if retracted := _retracted(text):
-        return retracted
+    if doubt := _other_language(text) or _retracted(text):
+        return doubt
     if SIGNALS["dismissal"]:
         for regex in (_DISMISSAL, _HARMLESS, *((_WAVED_OFF,) if SIGNALS["waved_off"] else ())):
             # the first that is the student's own (not reported, denied or asked: _reported)
@@ -1473,7 +1510,7 @@ def _feedback(question: Question, result: TextScore, language: str = "zh") -> st
     for wrong in result.misconceptions:
         lines.append(say("misconception", label=_label(wrong, language), quote=wrong["quote"]))
     for doubt in result.suspected:
-        if doubt["kind"] in ("dismissal", "unknown_link", "retracted"):
+        if doubt["kind"] in ("dismissal", "unknown_link", "retracted", "other_language"):
             lines.append(say(doubt["kind"], quote=doubt["quote"]))
         elif doubt["kind"] == "denied_step":
             lines.append(say("denied_step", label=_label(doubt, language), quote=doubt["quote"]))

@@ -190,3 +190,23 @@ def test_claims_listed_and_refuted_are_no_retraction():
     answer = "有人说 tl.sum 会跳过 padding，有人说要把 BLOCK 调大，以上都不对，其实" + CORRECT_TAIL["zh"]
     result = score(answer)
     assert result.flags == [] and result.points == POINTS
+
+
+@pytest.mark.parametrize("answer", [
+    "Le other=0.0 ne garantit l'élément neutre que pour la première somme. Après le centrage, les lanes de padding "
+    "deviennent 0 − μ = −μ, puis μ² au carré ; la deuxième somme ajoute donc (BLOCK − N)μ² et la variance est trop "
+    "grande. Il faut donc re-masquer avec tl.where.",
+    "other=0.0 ist nur für die erste Summe das neutrale Element. Nach dem Zentrieren werden die Padding-Lanes zu "
+    "0 − μ = −μ, quadriert also μ²; die zweite Summe addiert daher (BLOCK − N)μ² und die Varianz ist zu groß.",
+    "Паддинг после центрирования становится −μ, в квадрате μ², поэтому дисперсия завышена; нужен tl.where.",
+    "Le padding ne devient pas négatif et la variance ne change pas, donc pas besoin de masque.",
+])
+def test_an_answer_in_another_language_goes_to_a_ta(answer):
+    result = score(answer)
+    assert "other_language" in result.flags and result.confidence < freetext.REVIEW_THRESHOLD
+
+
+def test_english_with_code_and_chinese_with_english_terms_are_no_other_language():
+    for answer in (PLAIN["en"], PLAIN["zh"], "del x; as the pad is non-zero per lane, y = mean - 0, do re-mask",
+                   "Le" + "x" * 3):
+        assert "other_language" not in score(answer).flags
