@@ -775,6 +775,28 @@ def _other_language(text: str) -> list[dict]:
     return []
 
 
+# Causes offered as alternatives ("either because A, or because B", "可能是 A，也可能是 B", "maybe A, or
+# maybe it's just B"): an answer hedging over the right mechanism and others states none it stands by
+# (probe sweep: right + unknown wrong causes so hedged kept full points and no flag). Flagged `hedged` for
+# a TA, no points taken. Alternatives that are not causes ("either tl.where or a multiply by the mask",
+# "float64 or Welford") are no hedge.
+HEDGE_FLAG = True
+_HEDGED = re.compile(
+    r"\b(either|maybe|perhaps|possibly|it (could|might|may) be)\b[^.;\n]{0,10}\b(because|due to|caused by)\b"
+    r"[^;\n]{0,200}?\bor\b[^.;\n]{0,20}\b(because|due to|caused by|maybe|perhaps|possibly)\b|"
+    r"\bor (maybe|perhaps|possibly) (it'?s|it is|because|due to|just|the)\b|"
+    r"\b(it )?(could|might|may) (also )?be\b[^.;\n]{0,200}?\bor (it )?(could|might|may) (also )?be\b|"
+    r"(可能是|也许是|或许是|大概是)[^。\n]{1,200}?(也可能是|也许是|或许是|或者是|还可能是|又或者|或者也可能)|"
+    r"要么是?[^。\n]{1,120}?要么")
+
+
+def _hedged(text: str) -> list[dict]:
+    if not HEDGE_FLAG:
+        return []
+    m = _HEDGED.search(text)
+    return [{"kind": "hedged", "quote": _quote(text, m.start(), m.end())}] if m else []
+
+
 def _retracted(text: str) -> list[dict]:
     if not RETRACTION_FLAG:
         return []
@@ -786,7 +808,7 @@ def _retracted(text: str) -> list[dict]:
 def _doubt_flag(suspected: list[dict]) -> str:
     """The flag a TA sees for what `_suspected` (or `_unknown_link`) found first."""
     kind = suspected[0]["kind"]
-    return kind if kind in ("dismissal", "unknown_link", "denied_step", "retracted", "other_language") \
+    return kind if kind in ("dismissal", "unknown_link", "denied_step", "retracted", "other_language", "hedged") \
         else "suspected_misconception"
 
 
@@ -794,7 +816,7 @@ def _suspected(question: Question, text: str, spans: list[tuple[int, int]],
                matches: dict[str, list[_Match]]) -> list[dict]:
     """Wording that may state a wrong mechanism when no known misconception matched, for a TA: a
     step called unneeded or harmless, or a clause close to a known misconception's own label."""
-    if doubt := _other_language(text) or _retracted(text):
+    if doubt := _other_language(text) or _retracted(text) or _hedged(text):
         return doubt
     if SIGNALS["dismissal"]:
         for regex in (_DISMISSAL, _HARMLESS, *((_WAVED_OFF,) if SIGNALS["waved_off"] else ())):
@@ -1510,7 +1532,7 @@ def _feedback(question: Question, result: TextScore, language: str = "zh") -> st
     for wrong in result.misconceptions:
         lines.append(say("misconception", label=_label(wrong, language), quote=wrong["quote"]))
     for doubt in result.suspected:
-        if doubt["kind"] in ("dismissal", "unknown_link", "retracted", "other_language"):
+        if doubt["kind"] in ("dismissal", "unknown_link", "retracted", "other_language", "hedged"):
             lines.append(say(doubt["kind"], quote=doubt["quote"]))
         elif doubt["kind"] == "denied_step":
             lines.append(say("denied_step", label=_label(doubt, language), quote=doubt["quote"]))

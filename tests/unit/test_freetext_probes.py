@@ -210,3 +210,21 @@ def test_english_with_code_and_chinese_with_english_terms_are_no_other_language(
     for answer in (PLAIN["en"], PLAIN["zh"], "del x; as the pad is non-zero per lane, y = mean - 0, do re-mask",
                    "Le" + "x" * 3):
         assert "other_language" not in score(answer).flags
+
+
+@pytest.mark.parametrize("answer", [
+    "Either because the padding becomes -mean after centring so squared it is mean^2 and the variance is too large, "
+    "or because of rounding in the hardware; so we re-mask with tl.where.",
+    "可能是中心化后 padding 变成 −μ，平方后是 μ²，导致方差偏大；也可能是 GPU 的硬件舍入误差。所以用 tl.where 重新 mask。",
+    "Maybe the padding becomes -mean so squared it gives mean^2 and the variance is too large, or maybe it's just "
+    "float noise. Re-mask with tl.where.",
+    "It could be that the pads become -mean and square to mean^2, or it could be a race between threads; re-mask.",
+])
+def test_causes_offered_as_alternatives_go_to_a_ta(answer):
+    result = score(answer)
+    assert "hedged" in result.flags and result.confidence < freetext.REVIEW_THRESHOLD
+
+
+def test_alternative_fixes_are_no_hedge():
+    answer = PLAIN["en"] + " Either tl.where or multiplying by the mask works, and float64 or Welford helps too."
+    assert "hedged" not in score(answer).flags
