@@ -24,7 +24,6 @@ import ast
 import copy
 import hashlib
 import re
-import unicodedata
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +34,7 @@ from sqlalchemy.orm import Session
 from service.db.models import Submission
 from service.exercises import ExerciseCatalog, ExerciseNotFound
 from service.grading.extract import blank_positions, extract, is_block_blank
+from service.grading.freetext import normalise
 
 MAX_TEXT_CHARS = 4000  # normalised characters compared per answer: the cost of one signature is bounded
 MIN_TEXT_CHARS = 60  # normalised characters: below this, answers look alike by nature
@@ -52,8 +52,10 @@ _DROP = re.compile(r"[\W_]+", re.UNICODE)
 
 
 def normalise_text(text: str) -> str:
-    """Compatibility forms folded (full-width letters, ligatures), lower case, blanks and punctuation gone."""
-    return _DROP.sub("", unicodedata.normalize("NFKC", text).casefold())[:MAX_TEXT_CHARS]
+    """Compatibility forms folded (full-width letters, ligatures), lower case, blanks and punctuation gone;
+    folded as the rubric reads an answer (freetext.normalise), so Latin-looking Cyrillic letters or
+    zero-width characters in a copy hide nothing."""
+    return _DROP.sub("", normalise(text).casefold())[:MAX_TEXT_CHARS]
 
 
 def shingles(normalised: str) -> set[str]:

@@ -31,6 +31,12 @@ def test_text_normalisation_folds_width_case_and_punctuation():
     assert copies.normalise_text("Ｍask, THE store！") == copies.normalise_text("mask the  store") == "maskthestore"
 
 
+def test_homoglyphs_and_invisible_characters_hide_no_copy():
+    plain = copies.normalise_text("The padding becomes -mean, so squared it is mean^2")
+    disguised = "The pаdding bеcomes -mеаn, sо squ\u200bared it is mеаn^2"  # Cyrillic а е о, a zero-width space
+    assert copies.normalise_text(disguised) == plain
+
+
 def test_code_clusters_skip_the_reference_and_small_fills():
     exercise = CATALOG.get(copies_class.EXERCISE)
     rows = [_row("a", copies_class.body("a", copies_class.OWN_FILL, "")),
