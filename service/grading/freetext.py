@@ -238,6 +238,17 @@ def _fold_char(ch: str, homoglyphs: bool = False) -> str:
     return _fold_signs(ch, homoglyphs)
 
 
+def fold_char(ch: str, homoglyphs: bool = False) -> str:
+    """One character of an answer as the rubric reads it (none, one or a few), signs folded;
+    `homoglyphs`: reads_homoglyphs of the whole answer."""
+    return _fold_char(ch, homoglyphs)
+
+
+def reads_homoglyphs(text: str) -> bool:
+    """Whether the answer's Latin-looking Cyrillic letters are read as Latin ones (see INVISIBLE_FOLD)."""
+    return INVISIBLE_FOLD and _homoglyphs(unicodedata.normalize("NFKC", text).lower())
+
+
 # "1." at a line's start numbers a step; it ends no sentence (phrasing sweep: a numbered list split
 # each step into two sentences, so steps one apart looked two apart and lost their links).
 _ENUMERATION = re.compile(r"(?:^|\n)[ \t]*\d{1,2}\Z")
@@ -303,7 +314,7 @@ class _Text(str):
     def of(cls, answer: str) -> _Text:
         raw = answer.replace("\x00", "")
         signs = _fold_signs(raw)
-        homoglyphs = INVISIBLE_FOLD and _homoglyphs(unicodedata.normalize("NFKC", raw).lower())
+        homoglyphs = reads_homoglyphs(raw)
         full, kept = _fold_markup(signs)
         text = cls(full.strip())
         text.original, text.offsets, text.lower_only = raw, None, _lower_only(text)

@@ -5,12 +5,12 @@ characters, so the TA reads the answer exactly as written. Every piece is escape
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
 from service.exercises import Question
+from service.grading.freetext import fold_char, reads_homoglyphs
 
 
 @dataclass(frozen=True)
@@ -24,10 +24,11 @@ class Span:
 def _normalised_with_origin(text: str) -> tuple[str, list[int]]:
     """The text as the rubric sees it, and for each of its characters the original index."""
     chars, origin = [], []
+    homoglyphs = reads_homoglyphs(text)
     for index, char in enumerate(text):
         if char == "\x00":
             continue
-        folded = unicodedata.normalize("NFKC", char).lower()
+        folded = fold_char(char, homoglyphs)  # one character as the rubric reads it (invisible ones: none)
         chars.append(folded)
         origin.extend([index] * len(folded))
     return "".join(chars), origin

@@ -42,6 +42,13 @@ def test_highlighted_answer_marks_concepts_and_escapes_everything_else():
     assert "<script>" not in html and "&lt;script&gt;" in html
 
 
+def test_a_disguised_answer_is_marked_on_the_students_own_characters():
+    question = LESSON.question("q2")
+    answer = "the pаdding bеcomes -mе\u200bаn, so squared it is mеаn^2"  # Cyrillic а е, a zero-width space
+    spans = find_spans(question, answer, concepts={"padding_neg_mean", "mean_squared"}, misconceptions=set())
+    assert [answer[s.start:s.end] for s in spans] == ["-mе\u200bаn", "mеаn^2"]
+
+
 def test_padding_picture_counts_the_lanes():
     svg = padding_row(PaddingRow(n=33, block=64, counted=64, valid_sum=1.0, padding_sum=5e6), '"<label>"')
     assert svg.count('class="lane valid"') == 33 and svg.count('class="lane padding counted"') == 31
