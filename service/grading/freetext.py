@@ -1057,11 +1057,14 @@ _CLAUSE_END = re.compile(r"[,，:：、]|而是|但|却|并且|然后|所以|因
                          r"\b(and|but|so|because|since|while|whereas|which|then)\b")
 
 
-# Words holding 不 that negate nothing (差不多 "about", 不同 "different", 不得不 "must", …), and the
+# Words holding 不 that negate nothing (差不多 "about", 不同 "different", 不得不 "must", 别忘 "do not
+# forget", …) or that name what a step prevents (避免, avoid: the failure is the concept), and the
 # negations that say a thing is not needed or used rather than not so ("不用存 E[x²]", "no need to…":
 # the step's own denial is a misconception's or a dismissal's business, not denied_step's).
 _NOT_NEGATING = re.compile(r"差不多|不同|不断|不少|不仅|不只|不止|不单|不过|不管|不论|不久|"
-                           r"不得不|要不|不然|不一样|不光")
+                           r"不得不|要不|不然|不一样|不光|不可少|不可或缺|缺一不可|别忘|不要忘|不能忘|不忘|"
+                           # the step named as what is prevented ("为了避免溢出", "it avoids overflow")
+                           r"避免|\bavoid\w*|n't forget|\bnot forget|\bnever forget|\bnot (only|just)\b")
 _NOT_NEEDED = re.compile(r"不用|不需要|无需|不必|没必要|避免|别|"
                          r"\bno need\b|n't need|\bnot need|\bwithout\b|\binstead of\b|\bavoid")
 

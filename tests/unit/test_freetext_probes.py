@@ -103,6 +103,9 @@ def test_every_concept_stated_as_false_earns_nothing(answer):
     "If we didn't re-mask, the padding lanes would become -mean after centring, so squared they are mean^2 and the "
     "variance is too large.",
     "不重新 mask 就会偏大：中心化后 padding 不是 0 而是 −μ，平方后是 μ²，所以方差偏大。",
+    "别忘了用 tl.where 重新 mask：中心化后 padding 变成 −μ，平方后是 μ²，所以方差偏大。",
+    "Don't forget to re-mask with tl.where: after centring the padding becomes -mean, so squared it is mean^2 and "
+    "the variance is too large.",
 ])
 def test_a_negated_step_that_is_a_condition_or_a_contrast_still_counts(answer):
     found = {f["concept"] for f in score(answer).found}
@@ -215,7 +218,8 @@ def test_english_with_code_and_chinese_with_english_terms_are_no_other_language(
 @pytest.mark.parametrize("answer", [
     "Either because the padding becomes -mean after centring so squared it is mean^2 and the variance is too large, "
     "or because of rounding in the hardware; so we re-mask with tl.where.",
-    "可能是中心化后 padding 变成 −μ，平方后是 μ²，导致方差偏大；也可能是 GPU 的硬件舍入误差。所以用 tl.where 重新 mask。",
+    "可能是中心化后 padding 变成 −μ，平方后是 μ²，导致方差偏大；也可能是 GPU 的硬件舍入误差。"
+    "所以用 tl.where 重新 mask。",
     "Maybe the padding becomes -mean so squared it gives mean^2 and the variance is too large, or maybe it's just "
     "float noise. Re-mask with tl.where.",
     "It could be that the pads become -mean and square to mean^2, or it could be a race between threads; re-mask.",
@@ -228,3 +232,10 @@ def test_causes_offered_as_alternatives_go_to_a_ta(answer):
 def test_alternative_fixes_are_no_hedge():
     answer = PLAIN["en"] + " Either tl.where or multiplying by the mask works, and float64 or Welford helps too."
     assert "hedged" not in score(answer).flags
+
+
+def test_a_step_named_as_what_is_prevented_is_stated():
+    softmax = ExerciseCatalog(REPO_ROOT / "exercises").get("lesson07_softmax").question("q1")
+    for answer in ("Subtracting the max avoids overflow: exp(1000) = inf and inf/inf = NaN.",
+                   "减去最大值是为了避免 exp(1000) 溢出成 inf，inf/inf = NaN。"):
+        assert "overflow" in {f["concept"] for f in score_answer(softmax, answer, 2.0).found}
