@@ -1392,15 +1392,35 @@ _COMMAS = re.compile(r"[,，、;；]+")
 _PUNCTUATION = re.compile(r"[\s,，、;；:：/|·\-\.。>→]+")
 
 
+# In a list, a term with a power ("μ²", "mean^2") is a term, not a computed step (probe sweep: "因为 −μ、μ²、
+# (BLOCK − N)、tl.where、重新 mask、单位元" after the question restated earned full points).
+_LIST_COMPUTATION = re.compile(r"[=≠<>≈]|" + _LEFT + r"\s*([-−+*/]|\*\*)\s*([-−]\s*)?" + _RIGHT)
+
+
 def _term_list(text: str) -> bool:
-    """Five or more short comma-separated terms and no sentence: a keyword list."""
+    """Five or more short comma-separated terms and no sentence: a keyword list; or such a list after
+    the question restated (its question sentences left out)."""
+    if _pieces_are_terms(text):
+        return True
+    asked = [(a, b) for a, b in _sentences(text) if _asks(text, a, b)]
+    if not asked:
+        return False
+    kept, last = [], 0
+    for a, b in asked:
+        kept.append(text[last:a])
+        last = b + 1
+    kept.append(text[last:])
+    return _pieces_are_terms("".join(kept))
+
+
+def _pieces_are_terms(text: str) -> bool:
     flat = _BRACKETED.sub(" ", text)  # [0,1,2,3] and f(a, b) are not lists of terms
     pieces = [p.strip() for p in _COMMAS.split(flat) if p.strip()]
     if len(pieces) < 5:
         return False
     links = _LINKS_LOWER if _case_folded(text) else _LINKS
     short = [p for p in pieces
-             if len(p) <= 28 and not links.search(_ARROWS.sub(" ", p)) and not _COMPUTATION.search(p)]
+             if len(p) <= 28 and not links.search(_ARROWS.sub(" ", p)) and not _LIST_COMPUTATION.search(p)]
     return len(short) >= 0.8 * len(pieces)
 
 

@@ -239,3 +239,13 @@ def test_a_step_named_as_what_is_prevented_is_stated():
     for answer in ("Subtracting the max avoids overflow: exp(1000) = inf and inf/inf = NaN.",
                    "减去最大值是为了避免 exp(1000) 溢出成 inf，inf/inf = NaN。"):
         assert "overflow" in {f["concept"] for f in score_answer(softmax, answer, 2.0).found}
+
+
+@pytest.mark.parametrize("answer", [
+    "只在 load 时 mask 为什么仍会污染方差？因为 −μ、μ²、(BLOCK − N)、tl.where、重新 mask、单位元。",
+    "Why does masking only the load still pollute the variance? Because -mean, mean^2, (BLOCK-N), tl.where, re-mask, "
+    "identity.",
+])
+def test_a_keyword_list_after_the_question_restated_is_keyword_stuffing(answer):
+    result = score(answer)
+    assert "keyword_stuffing" in result.flags and result.points <= POINTS / 4
