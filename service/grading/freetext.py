@@ -1432,6 +1432,7 @@ def _pieces_are_terms(text: str) -> bool:
 # partial answer), this lesson's plain correct answers 0.28 and more.
 FRAME_STUFFING = True
 FRAME_CONTENT = 0.08
+FRAME_TERMS = 0.3  # ... read only where the terms make this share of the answer (a frame's are about half)
 _FUNCTION_WORDS = re.compile(
     r"\b(the|a|an|of|to|for|in|on|at|by|it|its|they|them|this|that|these|those|we|you|and|or|with|be|been|was|"
     r"were|has|have|had|from|as|also|all|each|their|there|here|will|would|can|into|only|just|now|lanes?|"
@@ -1455,8 +1456,6 @@ def _looks_stuffed(text: str, matches: dict[str, list[_Match]], links: list[dict
     if len(matches) < 3:
         return False
     covered = sorted((m.start, m.end) for ms in matches.values() for m in ms)
-    if FRAME_STUFFING and _bare_frame(text, covered):
-        return True
     merged, end = 0, -1
     for s, e in covered:
         if e <= end:
@@ -1465,6 +1464,8 @@ def _looks_stuffed(text: str, matches: dict[str, list[_Match]], links: list[dict
         end = e
     words = _PUNCTUATION.sub("", text)
     term_share = merged / max(1, len(words))
+    if FRAME_STUFFING and term_share >= FRAME_TERMS and _bare_frame(text, covered):
+        return True
     few_links = len(links) <= max(0, chain_links // 3)
     # A list of terms, or terms strung together by arrows with no prose between them: at most one
     # linking word outside the terms (counted up to two: a second one settles it) ...
