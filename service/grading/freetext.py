@@ -1399,18 +1399,15 @@ _LIST_COMPUTATION = re.compile(r"[=≠<>≈]|" + _LEFT + r"\s*([-−+*/]|\*\*)\s
 
 def _term_list(text: str) -> bool:
     """Five or more short comma-separated terms and no sentence: a keyword list; or such a list after
-    the question restated (its question sentences left out)."""
+    the question restated (the answer's leading question sentences left out)."""
     if _pieces_are_terms(text):
         return True
-    asked = [(a, b) for a, b in _sentences(text) if _asks(text, a, b)]
-    if not asked:
-        return False
-    kept, last = [], 0
-    for a, b in asked:
-        kept.append(text[last:a])
-        last = b + 1
-    kept.append(text[last:])
-    return _pieces_are_terms("".join(kept))
+    start = 0  # past the question restated: the answer's leading question sentences (a few at most)
+    for a, b in itertools.islice(_sentences(text), 3):
+        if not _asks(text, a, b):
+            break
+        start = b + 1
+    return 0 < start < len(text) and _pieces_are_terms(text[start:])
 
 
 def _pieces_are_terms(text: str) -> bool:
