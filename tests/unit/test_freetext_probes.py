@@ -131,6 +131,9 @@ CORRECT_TAIL = {
     ("很多人以为 padding 是 0 所以不影响方差，其实不然。", "zh"),
     ("是因为 tl.sum 会跳过被 mask 的 lane 吗？不是，所有 lane 都会被加。", "zh"),
     ("并不是不需要第二次 mask。", "zh"),
+    ("You might think tl.sum skips the masked lanes, but every lane is summed.", "en"),
+    ("I used to think other=0.0 is enough, but it is not.", "en"),
+    ("一开始我以为 other=0.0 就够了，但其实不够。", "zh"),
 ])
 def test_a_misconception_reported_refuted_or_asked_is_not_the_students(lead, lang):
     result = score(lead + CORRECT_TAIL[lang])
@@ -143,6 +146,7 @@ def test_a_misconception_reported_refuted_or_asked_is_not_the_students(lead, lan
     "Does tl.sum skip the masked lanes? Yes, so other does not matter.",  # asked and answered yes
     "tl.sum skips the masked lanes, some people think, and they are right.",
     "我觉得 tl.sum 会跳过被 mask 的 lane，所以 other 填什么都行。",
+    "We think tl.sum skips the masked lanes, so other can be anything.",
 ])
 def test_a_misconception_the_student_holds_is_still_flagged(answer):
     assert "misconception" in score(answer).flags
