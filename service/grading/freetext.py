@@ -850,7 +850,8 @@ def _suspected(question: Question, text: str, spans: list[tuple[int, int]],
             for label in said:
                 hit = similarity.best_window(parts, _label_phrasings(label), MISCONCEPTION_LIKE)
                 if hit is not None and _same_polarity(text, hit, normalise(label)) \
-                        and not _reported(text, max(hit[0], hit[1] - 1), hit[1], spans):  # the clause, whole
+                        and not _reported(text, max(hit[0], hit[1] - 1), hit[1], spans) \
+                        and not _as_the_reference_says(text, hit, question.reference_answer):
                     return [{"kind": "misconception_like", **_labels(wrong.label),
                              "quote": _quote(text, hit[0], hit[1])}]
     return []
@@ -915,6 +916,37 @@ def _same_polarity(text: str, hit: tuple[int, int, float], label: str) -> bool:
         return not _NEGATIONS.search(text, start, end) and not _negated(text, start, [(start, end)])
     phrase = label[negation.start():negation.end() + 2].strip()
     return phrase in text[start:end]
+
+
+# A clause close to a misconception's label, but in the reference answer's own words (this share of
+# its grams and of the reference clause's, both ways) and with the same polarity, says what the
+# reference says: the reference states the right mechanism, often next to the misconception it
+# refutes, so the label's words are there too (three exercises' reference answers were flagged).
+AS_REFERENCE = 0.7
+
+
+def _as_the_reference_says(text: str, hit: tuple[int, int, float], reference: str) -> bool:
+    start, end, _share = hit
+    clause = text[start:end]
+    mine = similarity.grams(clause)
+    if not mine:
+        return False
+    negated = bool(_NEGATIONS.search(clause))
+    said, wins = _reference_windows(reference)
+    for a, b, theirs in wins:
+        common = len(mine & theirs)
+        if common >= AS_REFERENCE * len(mine) and common >= AS_REFERENCE * len(theirs) \
+                and bool(_NEGATIONS.search(said, a, b)) == negated:
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=256)
+def _reference_windows(reference: str) -> tuple[str, tuple[similarity.Window, ...]]:
+    """The reference answer as read, and its clauses and adjacent pairs with their grams (an
+    exercise's text, never a student's), once."""
+    text = normalise(reference)
+    return text, tuple(similarity.windows(text, similarity.clauses(text)))
 
 
 def _fuzzy_concepts(question: Question, text: str, spans: list[tuple[int, int]],

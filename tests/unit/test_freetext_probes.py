@@ -253,3 +253,43 @@ def test_a_step_named_as_what_is_prevented_is_stated():
 def test_a_keyword_list_after_the_question_restated_is_keyword_stuffing(answer):
     result = score(answer)
     assert "keyword_stuffing" in result.flags and result.points <= POINTS / 4
+
+
+# A clause in the reference answer's own words says what the reference says, although a misconception's
+# label shares its words (the reference refutes that misconception next to it): no suspected misconception.
+# The misconception itself, stated, is still found.
+def _scored(exercise: str, question: str, answer: str) -> freetext.TextScore:
+    ex = ExerciseCatalog(REPO_ROOT / "exercises").get(exercise)
+    points = next(i.points for i in ex.spec.rubric if i.source == "text" and i.question == question)
+    return score_answer(ex.question(question), answer, points, course_text=ex.spec.course_text)
+
+
+@pytest.mark.parametrize(("exercise", "question", "answer"), [
+    ("lesson06_mean_var", "q3", "E[x²]−E[x]² 这种一遍公式在均值大、方差小的时候两个大数相减，会发生灾难性抵消；"
+                                "本课的两遍算法先减均值再平方，已避开这一问题。还可以用 fp64 累加或者 Welford。"),
+    ("welford_merge", "q2", "合并时要加上 δ²·n_a·n_b/n 这一项，漏了它方差偏小；权重写成 n_b 或 n_a·n_b 都会错。"),
+])
+def test_a_clause_in_the_references_words_is_no_suspected_misconception(exercise, question, answer):
+    result = _scored(exercise, question, answer)
+    assert not result.suspected and "suspected_misconception" not in result.flags, result.suspected
+
+
+@pytest.mark.parametrize(("exercise", "question", "answer", "misconception"), [
+    ("lesson06_mean_var", "q3", "本课的两遍算法也同样会发生灾难性抵消，因为还是大数相减，所以要改成 Welford。",
+     "two_pass_also_cancels"),
+    ("welford_merge", "q2", "合并项的权重写成 n_b 就可以了，δ² 乘 n_b 加到 M2 上。", "wrong_weight"),
+])
+def test_the_misconception_the_reference_refutes_is_still_found(exercise, question, answer, misconception):
+    result = _scored(exercise, question, answer)
+    assert misconception in [m["misconception"] for m in result.misconceptions]
+
+
+def test_no_reference_answer_is_flagged_a_suspected_misconception():
+    catalog = ExerciseCatalog(REPO_ROOT / "exercises")
+    for exercise_id in catalog.ids():
+        exercise = catalog.get(exercise_id)
+        for item in (i for i in exercise.spec.rubric if i.source == "text"):
+            question = exercise.question(item.question)
+            result = score_answer(question, question.reference_answer, item.points,
+                                  course_text=exercise.spec.course_text)
+            assert not result.suspected and not result.misconceptions, (exercise_id, item.question, result.suspected)
