@@ -293,3 +293,14 @@ def test_no_reference_answer_is_flagged_a_suspected_misconception():
             result = score_answer(question, question.reference_answer, item.points,
                                   course_text=exercise.spec.course_text)
             assert not result.suspected and not result.misconceptions, (exercise_id, item.question, result.suspected)
+
+
+def test_a_clause_in_a_misconceptions_own_words_costs_its_points_for_a_ta():
+    """No pattern finds this English statement of `two_pass_also_cancels`; its clause is the label's words
+    with the label's polarity: flagged for a TA and scored as the pattern-found statement is."""
+    said = _scored("lesson06_mean_var", "q3",
+                   "The two-pass algorithm suffers the same catastrophic cancellation, so switch to Welford.")
+    found = _scored("lesson06_mean_var", "q3",
+                    "本课的两遍算法也同样会发生灾难性抵消，因为还是大数相减，所以要改成 Welford。")
+    assert [s["misconception"] for s in said.suspected] == ["two_pass_also_cancels"]
+    assert "suspected_misconception" in said.flags and said.points == found.points < 2.0
