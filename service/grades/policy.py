@@ -93,7 +93,9 @@ def cap_below(pass_threshold: float) -> float:
 def counted(*, total: float, max_points: float, pass_threshold: float, passed: bool, provisional: bool,
             blocking: str | None, veto_policy: str) -> Counted:
     """A report that does not pass never exports a passing score: a confirmed veto gives zero or the
-    cap (the course's veto policy); a suspected veto or an unmet requirement gives at most the cap."""
+    cap (the course's veto policy); a suspected veto or an unmet requirement gives at most the cap.
+    Only a total short of the pass line with nothing else in the way (`requirement:total`: the
+    requirements before it are met, blocking_of) exports as it is, between the cap and the line too."""
     def made(points: float, rule: Literal["total", "capped", "zero"]) -> Counted:
         return Counted(points=points, total=total, max=max_points, pass_threshold=pass_threshold, passed=passed,
                        provisional=provisional, blocking=blocking, rule=rule)
@@ -101,8 +103,12 @@ def counted(*, total: float, max_points: float, pass_threshold: float, passed: b
     confirmed = bool(blocking and blocking.startswith("veto:") and blocking.endswith(":confirmed"))
     if confirmed and veto_policy == "zero":
         return made(0.0, "zero")
-    if not passed and total >= pass_threshold:
-        return made(min(total, cap_below(pass_threshold)), "capped")
+    cap = cap_below(pass_threshold)
+    # A TA's points (any fraction) can put a vetoed total between the cap and the line (7.75 of 8):
+    # the cap applies there too, not only at or above the line.
+    held_back = blocking is not None and blocking != "requirement:total"
+    if not passed and total > cap and (held_back or total >= pass_threshold):
+        return made(cap, "capped")
     return made(total, "total")
 
 

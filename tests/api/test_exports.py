@@ -111,3 +111,21 @@ def test_items_waiting_for_a_ta_are_named_pending(course):
     check_prairielearn(prairielearn)
     names = [t["name"] for t in gradescope["tests"] if t["name"].startswith(pending[0])]
     assert names and "待助教复核" in names[0]
+
+
+def test_a_vetoed_total_between_the_cap_and_the_pass_line_exports_the_cap(course):
+    """A TA's quarter points put a vetoed attempt at 7.75 of a pass line of 8: above the cap (7.5),
+    below the line. Every export says the cap, as for a total at or above the line, and why."""
+    client = course.client()
+    body = {**cheap_body(), "assignment": "hw-cap", "student": {"id": "q1"}}
+    submission_id = client.post("/v1/submissions", json=body).json()["id"]
+    wait_final(client, submission_id)
+    for item, points in {"code.regular": 2, "q1": 2, "q2": 2, "q3": 1.75}.items():
+        view = decide(client, submission_id, item=item, points=points)
+    assert view["report"]["score"]["total"] == 7.75 and not view["report"]["score"]["passed"]
+
+    gradescope, prairielearn = exports(client, submission_id)
+    assert check_gradescope(gradescope) == 7.5 and check_prairielearn(prairielearn) == 0.75
+    assert gradescope["extra_data"]["kernelgrade"]["rule"] == "capped" and "7.75" in gradescope["output"]
+    (row,) = client.get("/v1/grades", params={"assignment": "hw-cap"}).json()["rows"]
+    assert (row["points"], row["raw_total"], row["rule"]) == (7.5, 7.75, "capped")
