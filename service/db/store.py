@@ -58,11 +58,19 @@ def course_policy(session: Session, course_id: str) -> CoursePolicy:
 
 
 def set_course_policy(session: Session, course_id: str, update: PolicyUpdate) -> CoursePolicy:
+    """Change the course's policy; the LMS scores it changes are queued in the same transaction (the
+    gradebook and the exports read the policy when asked, but the LMS keeps what it was sent).
+    `hint_cost` changes no grade: it prices levels taken from now on."""
     course = existing_course(session, course_id)
+    before = course_policy(session, course_id)
     for field, value in update.model_dump(exclude_none=True).items():
         setattr(course, field, value)
+    after = course_policy(session, course_id)
+    if (after.grade_policy, after.veto_policy) != (before.grade_policy, before.veto_policy):
+        session.flush()
+        lti_scores.requeue_course(session, course_id, after)
     session.commit()
-    return course_policy(session, course_id)
+    return after
 
 
 def _hash_secret(secret: str) -> str:

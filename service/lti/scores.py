@@ -5,7 +5,8 @@ protocol (service token, line item lookup or creation, the score POST).
 
 Which score: the grade that counts for the student on the placement, as the course's gradebook
 has it (service.grades: the last or the best graded attempt, the veto policy's cap or zero, less
-what the hint levels taken cost; taking a level queues the score again), so
+what the hint levels taken cost; taking a level, or a change of the course's policy, queues the
+score again), so
 the LMS and every export agree. `PendingManual` while a suspected veto or a low-confidence answer
 waits for a TA, `FullyGraded` after. A `not_gradable` report changes no grade, so nothing is posted:
 it costs the student nothing."""
@@ -84,6 +85,16 @@ def enqueue(session: Session, submission: Submission, report_row: ReportRow, *,
     if callable(policy):
         policy = policy()
     chosen = counting_submission(session, submission, origin.sub, policy)
+    if at is None:
+        if report_row.created_at is None:
+            report_row.created_at = utcnow()
+        at = report_row.created_at
+    return _queue(session, origin.link_id, origin.sub, chosen, policy, at)
+
+
+def _queue(session: Session, link_id: int, sub: str, chosen: Submission | None, policy: CoursePolicy,
+           at: datetime) -> LtiScorePost | None:
+    """Queue `chosen`'s grade (the attempt that counts) for `sub` on the placement, unless the LMS has it."""
     current = (session.get(ReportRow, chosen.current_report_id)
                if chosen is not None and chosen.current_report_id else None)
     if chosen is None or current is None:
@@ -91,26 +102,43 @@ def enqueue(session: Session, submission: Submission, report_row: ReportRow, *,
     counted = counted_with_hints(session, chosen, current.report, policy)
     if counted is None:
         return None
-    if at is None:
-        if report_row.created_at is None:
-            report_row.created_at = utcnow()
-        at = report_row.created_at
-    score = score_body(Report.model_validate(current.report), counted, sub=origin.sub, submitted_at=chosen.created_at,
-                       at=at)
-    last = session.scalar(select(LtiScorePost).where(LtiScorePost.link_id == origin.link_id,
-                                                     LtiScorePost.sub == origin.sub,
+    score = score_body(Report.model_validate(current.report), counted, sub=sub, submitted_at=chosen.created_at, at=at)
+    last = session.scalar(select(LtiScorePost).where(LtiScorePost.link_id == link_id, LtiScorePost.sub == sub,
                                                      LtiScorePost.state.in_(("pending", "posted")))
                           .order_by(LtiScorePost.id.desc()).limit(1))
     if last is not None and last.submission_id == chosen.id and _same(last.score, score):
         return None  # the LMS has (or gets) this grade already
     # An older score still waiting would only be overwritten: drop it.
-    session.execute(update(LtiScorePost).where(LtiScorePost.link_id == origin.link_id, LtiScorePost.sub == origin.sub,
+    session.execute(update(LtiScorePost).where(LtiScorePost.link_id == link_id, LtiScorePost.sub == sub,
                                                LtiScorePost.state == "pending")
                     .values(state="superseded", next_attempt_at=None))
-    post = LtiScorePost(submission_id=chosen.id, report_id=current.id, link_id=origin.link_id, sub=origin.sub,
+    post = LtiScorePost(submission_id=chosen.id, report_id=current.id, link_id=link_id, sub=sub,
                         score=score, state="pending", next_attempt_at=utcnow())
     session.add(post)
     return post
+
+
+def requeue_course(session: Session, course_id: str, policy: CoursePolicy) -> int:
+    """After the course's policy changed (which attempt counts, what a veto exports): queue again
+    every LTI student's grade on every placement of the course, where it changed (the caller
+    commits). One gradebook per placement, not one per student. Returns how many were queued."""
+    pairs = session.execute(select(Submission.assignment, LtiSubmission.link_id, LtiSubmission.sub)
+                            .join(LtiSubmission, LtiSubmission.submission_id == Submission.id)
+                            .where(Submission.course_id == course_id, Submission.assignment.is_not(None))
+                            .distinct())
+    by_assignment: dict[str, set[tuple[int, str]]] = {}
+    for assignment, link_id, sub in pairs:
+        if assignment is not None:  # (filtered above; for the type checker)
+            by_assignment.setdefault(assignment, set()).add((link_id, sub))
+    at, queued = utcnow(), 0
+    for assignment, students in sorted(by_assignment.items()):
+        rows = {r.student_id: r for r in gradebook(session, course_id, policy, assignment=assignment).rows}
+        for link_id, sub in sorted(students):
+            row = rows.get(sub)
+            chosen = session.get(Submission, row.submission_id) if row is not None and row.submission_id else None
+            if _queue(session, link_id, sub, chosen, policy, at) is not None:
+                queued += 1
+    return queued
 
 
 def _same(before: dict, after: dict) -> bool:

@@ -210,3 +210,32 @@ def test_through_finish_the_course_policy_decides_and_other_submissions_queue_no
         posts = session.scalars(select(LtiScorePost)).all()
         assert [(p.submission_id, p.score["scoreGiven"]) for p in posts] == [(ids[0], 0)]
         assert session.get_one(Submission, "plain").status == "graded"
+
+
+def test_a_policy_change_queues_the_grades_it_changes(db):
+    """The LMS keeps what it was sent: when the course's policy changes, each LTI student's grade
+    that the new policy changes is queued again (the gradebook and exports already read the new
+    policy); a grade it leaves as it was is not, and a hint price changes no grade."""
+    with db() as session:
+        older, newer = submitted(session, "alice", attempt=1), submitted(session, "alice", attempt=2)
+        issue(session, older, report(9))
+        assert issue(session, newer, report(6)).score["scoreGiven"] == 6, "last (the default)"
+        vetoed = submitted(session, "bob", attempt=1)
+        assert issue(session, vetoed, report(9, veto="confirmed")).score["scoreGiven"] == 7.5, "capped (the default)"
+        steady = submitted(session, "carol", attempt=1)
+        issue(session, steady, report(10))
+
+        def latest() -> dict[str, tuple[str, float]]:
+            posts = session.scalars(select(LtiScorePost).where(LtiScorePost.state == "pending")
+                                    .order_by(LtiScorePost.id)).all()
+            return {p.sub: (p.submission_id, p.score["scoreGiven"]) for p in posts}
+
+        count = len(session.scalars(select(LtiScorePost)).all())
+        store.set_course_policy(session, "c1", PolicyUpdate(grade_policy="best"))
+        assert latest()["alice"] == (older.id, 9), "the best attempt now counts on the LMS too"
+        assert len(session.scalars(select(LtiScorePost)).all()) == count + 1, "bob's and carol's grades did not change"
+        store.set_course_policy(session, "c1", PolicyUpdate(veto_policy="zero"))
+        assert latest()["bob"] == (vetoed.id, 0)
+        count = len(session.scalars(select(LtiScorePost)).all())
+        store.set_course_policy(session, "c1", PolicyUpdate(hint_cost=1))
+        assert len(session.scalars(select(LtiScorePost)).all()) == count
