@@ -3,6 +3,7 @@ and the pages. Fields named in DESIGN.md never change meaning; fields may be add
 from __future__ import annotations
 
 import json
+import math
 from datetime import datetime
 from typing import Any, Final, Literal
 
@@ -47,6 +48,12 @@ class Item(_Model):
     status: Literal["pass", "fail", "partial", "needs_review"]
     feedback: str
     evidence: dict[str, Any] = {}
+
+
+def points_total(items: list[Item]) -> float:
+    """The items' points added up as a person would: a TA's tenths (1.7 + 1.1 + 1.9 + 1.2 + 0.3 + 1.8)
+    make 8, not the 7.999999999999999 of float addition that would miss a pass line of 8."""
+    return round(math.fsum(i.points for i in items), 6)
 
 
 class Mismatch(_Model):

@@ -9,7 +9,17 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 
 from service.grading import passrule
 from service.messages import Language, render
-from service.report import CarriedDecision, Item, Report, ReportTexts, Requirement, RequirementTexts, Score, Veto
+from service.report import (
+    CarriedDecision,
+    Item,
+    Report,
+    ReportTexts,
+    Requirement,
+    RequirementTexts,
+    Score,
+    Veto,
+    points_total,
+)
 from service.submission import storable
 
 
@@ -94,7 +104,7 @@ def apply_decision(report: Report, decision: DecisionRequest, *, actor: str) -> 
 
 def rescored(report: Report, *, items: list[Item], vetoes: list[Veto], carried: list[CarriedDecision]) -> Report:
     """The next report with these items, vetoes and carried decisions, its score recomputed."""
-    total = sum(i.points for i in items)
+    total = points_total(items)
     blocking = any(v.status in ("confirmed", "suspected") for v in vetoes)
     provisional = (any(i.status == "needs_review" for i in items) or any(v.status == "suspected" for v in vetoes)
                    or any(c.outcome == "returned" for c in carried))

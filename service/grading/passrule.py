@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from service.exercises.spec import NamedIdea, PassRuleSpec
 from service.messages import render
-from service.report import Item, Requirement, Veto
+from service.report import Item, Requirement, Veto, points_total
 
 Language = Literal["zh", "en"]
 
@@ -173,7 +173,7 @@ def requirements(rule: PassRuleSpec | None, *, items: list[Item], vetoes: list[V
             idea = getattr(rule, kind)
             if idea is not None:
                 found.append(named_requirement(kind, idea, items=items, written=written, language=language))
-    found.append(total_requirement(sum(i.points for i in items), threshold, language))
+    found.append(total_requirement(points_total(items), threshold, language))
     found.append(veto_requirement(vetoes, language))
     return found
 
@@ -186,7 +186,7 @@ def rescore(previous: list[Requirement], *, items: list[Item], vetoes: list[Veto
     out = []
     for req in previous:
         if req.id == "total":
-            req = total_requirement(sum(i.points for i in items), threshold, language)
+            req = total_requirement(points_total(items), threshold, language)
         elif req.id == "no_blocking_veto":
             req = veto_requirement(vetoes, language)
         elif req.id.startswith("causal_chain."):

@@ -10,7 +10,7 @@ from service.grading.extract import extract
 from service.grading.freetext import TextScore, score_answer, score_text
 from service.grading.model_assist import ModelAssist
 from service.messages import render
-from service.report import CaseReport, Diagnosis, EditReport, Item, Score, Veto
+from service.report import CaseReport, Diagnosis, EditReport, Item, Score, Veto, points_total
 from service.submission import Submission
 
 
@@ -152,7 +152,7 @@ def wrong_chain_veto(cases: list[CaseReport], items: list[Item], language: str =
 
 
 def total_score(exercise: Exercise, items: list[Item], vetoes: list[Veto]) -> Score:
-    total = sum(i.points for i in items)
+    total = points_total(items)
     blocking = any(v.status in ("confirmed", "suspected") for v in vetoes)
     provisional = any(i.status == "needs_review" for i in items) or any(v.status == "suspected" for v in vetoes)
     return Score(total=total, max=exercise.spec.max_points, pass_threshold=exercise.spec.pass_threshold,

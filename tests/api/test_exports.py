@@ -129,3 +129,24 @@ def test_a_vetoed_total_between_the_cap_and_the_pass_line_exports_the_cap(course
     assert gradescope["extra_data"]["kernelgrade"]["rule"] == "capped" and "7.75" in gradescope["output"]
     (row,) = client.get("/v1/grades", params={"assignment": "hw-cap"}).json()["rows"]
     assert (row["points"], row["raw_total"], row["rule"]) == (7.5, 7.75, "capped")
+
+
+def test_a_tas_tenths_that_make_the_pass_line_pass(course):
+    """A TA's tenths add up to 8 (1.7 + 0.6 + 0.8 + 1.2 + 1.9 + 1.8): the report's total is 8 and the
+    attempt passes, every export says 8. Float addition made it 7.999999999999999, short of the line."""
+    client = course.client()
+    body = {**template_body("values != 0"), "claimed_output": "仅静态审查", "assignment": "hw-tenths",
+            "student": {"id": "t1"}, "explanation": "N < BLOCK 时 padding lane 要重新 mask；片上两遍只读一次 HBM。"}
+    submission_id = client.post("/v1/submissions", json=body).json()["id"]
+    wait_final(client, submission_id)
+    decide(client, submission_id, veto="coincidental_pass", action="dismiss")
+    tenths = {"code.regular": 1.7, "code.boundary": 0.6, "code.explanation": 0.8, "q1": 1.2, "q2": 1.9, "q3": 1.8}
+    for item, points in tenths.items():
+        view = decide(client, submission_id, item=item, points=points)
+    score = view["report"]["score"]
+    assert score["total"] == 8 and {r["id"]: r["met"] for r in score["requirements"]}["total"]
+    assert score["passed"], [r["id"] for r in score["requirements"] if not r["met"]]
+    gradescope, prairielearn = exports(client, submission_id)
+    assert check_gradescope(gradescope) == 8 and check_prairielearn(prairielearn) == 0.8
+    (row,) = client.get("/v1/grades", params={"assignment": "hw-tenths"}).json()["rows"]
+    assert (row["points"], row["passed"], row["rule"]) == (8, True, "total")
