@@ -23,7 +23,7 @@ from pylti1p3.exception import LtiException, LtiServiceException
 from pylti1p3.grade import Grade
 from pylti1p3.lineitem import LineItem
 from pylti1p3.service_connector import ServiceConnector
-from sqlalchemy import CursorResult, select, update
+from sqlalchemy import CursorResult, and_, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.db.base import as_utc, utcnow
@@ -84,12 +84,29 @@ def enqueue(session: Session, submission: Submission, report_row: ReportRow, *,
         return None
     if callable(policy):
         policy = policy()
+    _lock_students(session, [(origin.link_id, origin.sub)])
     chosen = counting_submission(session, submission, origin.sub, policy)
     if at is None:
         if report_row.created_at is None:
             report_row.created_at = utcnow()
         at = report_row.created_at
     return _queue(session, origin.link_id, origin.sub, chosen, policy, at)
+
+
+def _lock_students(session: Session, pairs: list[tuple[int, str]]) -> None:
+    """Take the students' LTI submission rows (PostgreSQL row locks, in one order) before reading
+    which attempt counts. Two attempts of a student finishing at once otherwise each read the
+    other as not graded yet (READ COMMITTED) and both queue a score: the later-written one, maybe
+    the earlier attempt's, is what the LMS keeps. Once the lock is ours, the other's commit is
+    visible. SQLite needs none: a writer holds the database's write lock from its first UPDATE."""
+    if session.get_bind().dialect.name != "postgresql" or not pairs:
+        return
+    for start in range(0, len(pairs), 500):
+        window = pairs[start:start + 500]
+        session.execute(select(LtiSubmission.submission_id)
+                        .where(or_(*(and_(LtiSubmission.link_id == link_id, LtiSubmission.sub == sub)
+                                     for link_id, sub in window)))
+                        .order_by(LtiSubmission.submission_id).with_for_update())
 
 
 def _queue(session: Session, link_id: int, sub: str, chosen: Submission | None, policy: CoursePolicy,
@@ -130,6 +147,7 @@ def requeue_course(session: Session, course_id: str, policy: CoursePolicy) -> in
     for assignment, link_id, sub in pairs:
         if assignment is not None:  # (filtered above; for the type checker)
             by_assignment.setdefault(assignment, set()).add((link_id, sub))
+    _lock_students(session, sorted({pair for students in by_assignment.values() for pair in students}))
     at, queued = utcnow(), 0
     for assignment, students in sorted(by_assignment.items()):
         rows = {r.student_id: r for r in gradebook(session, course_id, policy, assignment=assignment).rows}

@@ -5,6 +5,7 @@ Also the `kernelgrade lti` commands."""
 from __future__ import annotations
 
 import json
+import threading
 from datetime import timedelta
 
 import pytest
@@ -21,13 +22,18 @@ from service.db.session import make_engine, make_sessionmaker
 from service.grades.policy import CoursePolicy, PolicyUpdate
 from service.lti import scores
 from service.report import Environment, ExerciseRef, Report, Score, Veto
+from tests.support.servers import migrated_sessions
 
 
 @pytest.fixture
 def db(tmp_path):
     url = f"sqlite:///{tmp_path / 'kg.db'}"
     upgrade(url)
-    sessions = make_sessionmaker(make_engine(url))
+    return placement(make_sessionmaker(make_engine(url)))
+
+
+def placement(sessions):
+    """Course c1 with an LTI platform, a deployment, a context and one placement (link 1, lesson 6)."""
     with sessions() as session:
         store.create_course(session, "c1", "C1")
         session.add(LtiPlatform(id="p1", course_id="c1", issuer="https://lms.example.edu", client_id="k",
@@ -64,7 +70,8 @@ def submitted(session, sub: str, *, attempt: int, status: str = "graded") -> Sub
     return row
 
 
-def issue(session, row: Submission, body: dict, *, policy: CoursePolicy | None = None) -> LtiScorePost | None:
+def issue(session, row: Submission, body: dict, *, policy: CoursePolicy | None = None,
+          commit: bool = True) -> LtiScorePost | None:
     """A report becomes current for `row`, as store.finish and decisions.decide do it."""
     seq = len(session.scalars(select(ReportRow).where(ReportRow.submission_id == row.id)).all()) + 1
     report_row = ReportRow(submission_id=row.id, seq=seq, reason="initial", status=body["status"], report=body)
@@ -73,7 +80,8 @@ def issue(session, row: Submission, body: dict, *, policy: CoursePolicy | None =
     row.current_report_id, row.status = report_row.id, body["status"]
     store.on_current_report(session, row, body)
     post = scores.enqueue(session, row, report_row, policy=policy or CoursePolicy())
-    session.commit()
+    if commit:
+        session.commit()
     return post
 
 
@@ -239,3 +247,36 @@ def test_a_policy_change_queues_the_grades_it_changes(db):
         count = len(session.scalars(select(LtiScorePost)).all())
         store.set_course_policy(session, "c1", PolicyUpdate(hint_cost=1))
         assert len(session.scalars(select(LtiScorePost)).all()) == count
+
+
+@pytest.mark.postgres
+def test_two_attempts_finishing_at_once_leave_the_last_one_on_the_lms(tmp_path):
+    """PostgreSQL, READ COMMITTED: attempt 2 becomes current (its score queued, not yet committed)
+    while attempt 1 finishes in another transaction. Attempt 1's finish must wait and then see
+    attempt 2 graded: one score waits for the LMS, attempt 2's. Without the lock it read attempt 2
+    as not graded and queued attempt 1's score after attempt 2's, which the LMS would keep."""
+    with migrated_sessions("postgresql", tmp_path) as sessions:
+        placement(sessions)
+        with sessions() as session:
+            first, second = submitted(session, "alice", attempt=1, status="queued"), submitted(
+                session, "alice", attempt=2, status="queued")
+            session.commit()
+            first_id, second_id = first.id, second.id
+        with sessions() as session:
+            claim = store.claim(session, lease_s=60, submission_id=first_id)
+        assert claim is not None
+        writer = sessions()
+        row = writer.get_one(Submission, second_id)
+        assert issue(writer, row, report(6), commit=False) is not None  # attempt 2's score, uncommitted
+        finished: list[object] = []
+        other = threading.Thread(target=lambda: finished.append(
+            store.finish(sessions(), claim, Report.model_validate(report(9)))))
+        other.start()
+        other.join(timeout=1.5)  # with the lock, it waits for the writer
+        writer.commit()
+        writer.close()
+        other.join(timeout=30)
+        assert finished and finished[0] is not None
+        with sessions() as session:
+            waiting = session.scalars(select(LtiScorePost).where(LtiScorePost.state == "pending")).all()
+            assert [(p.submission_id, p.score["scoreGiven"]) for p in waiting] == [(second_id, 6)]
