@@ -80,12 +80,8 @@ def gradebook(session: Session, course_id: str, policy: CoursePolicy, *, assignm
     for key, rows in groups.items():
         graded = [(r, _counted(r, policy)) for r in rows
                   if r.status == SubmissionStatus.graded and r.score_total is not None]
-        if not graded:
-            continue
-        if policy.grade_policy == "best":
-            chosen[key] = max(graded, key=lambda pair: (pair[1].points, pair[0].attempt or 0, pair[0].created_at))
-        else:
-            chosen[key] = max(graded, key=lambda pair: (pair[0].attempt or 0, pair[0].created_at))
+        if graded:
+            chosen[key] = _choose(graded, policy)
     decided: dict[str, list[str]] = {}
     ids = [row.id for row, _ in chosen.values()]
     for start in range(0, len(ids), 500):
@@ -115,6 +111,30 @@ def gradebook(session: Session, course_id: str, policy: CoursePolicy, *, assignm
             state="provisional" if grade.provisional else "final", rule=grade.rule, blocking=grade.blocking,
             ta_decisions=decided.get(row.id, []), graded_at=row.graded_at)))
     return Gradebook(course=course_id, assignment=assignment, policy=policy, rows=out, unattributed=unattributed)
+
+
+def _choose(graded: list[tuple[Submission, Counted]], policy: CoursePolicy) -> tuple[Submission, Counted]:
+    """The attempt that counts among a student's graded ones on an assignment, in submission order
+    (created_at, id): the last submitted (`attempt`, then time), or the best (points that count,
+    ties to the later). Submitted, not graded: attempts that finish out of order change nothing."""
+    if policy.grade_policy == "best":
+        return max(graded, key=lambda pair: (pair[1].points, pair[0].attempt or 0, pair[0].created_at))
+    return max(graded, key=lambda pair: (pair[0].attempt or 0, pair[0].created_at))
+
+
+def counting_attempt(session: Session, submission: Submission, policy: CoursePolicy) -> Submission | None:
+    """The attempt whose grade counts now for `submission`'s student on its assignment, as the
+    gradebook's row has it (None: none graded yet), reading that student's attempts only; a
+    submission without an assignment or a student id is its own (when graded)."""
+    if submission.assignment is None or submission.student_id is None:
+        alone = submission.status == SubmissionStatus.graded and submission.score_total is not None
+        return submission if alone else None
+    rows = session.scalars(select(Submission).where(
+        Submission.course_id == submission.course_id, Submission.assignment == submission.assignment,
+        Submission.student_id == submission.student_id).order_by(Submission.created_at, Submission.id))
+    attempts = [(r, _counted(r, policy)) for r in rows
+                if r.status == SubmissionStatus.graded and r.score_total is not None]
+    return _choose(attempts, policy)[0] if attempts else None
 
 
 Charge = tuple[tuple[str, ...], float]  # the levels taken (`<ladder>:<level>`, oldest first) and their cost

@@ -29,14 +29,13 @@ from sqlalchemy.orm import Session, sessionmaker
 from service.db.base import as_utc, utcnow
 from service.db.lti_models import LtiDeployment, LtiLink, LtiPlatform, LtiScoreAttempt, LtiScorePost, LtiSubmission
 from service.db.models import ReportRow, Submission
-from service.grades.gradebook import counted_with_hints, gradebook
+from service.grades.gradebook import counted_with_hints, counting_attempt, gradebook
 from service.grades.platforms import summary
 from service.grades.policy import Counted, CoursePolicy
 from service.lti import keys
 from service.lti.adapter import ToolRegistration
 from service.lti.http import BoundedSession
 from service.report import Report
-from service.status import SubmissionStatus
 
 log = logging.getLogger("kernelgrade.lti.scores")
 LEASE_S = 120  # a post being attempted is not picked up by another process meanwhile
@@ -64,15 +63,6 @@ def score_body(report: Report, counted: Counted, *, sub: str, submitted_at: date
     }
 
 
-def counting_submission(session: Session, submission: Submission, sub: str, policy: CoursePolicy) -> Submission | None:
-    """The student's attempt whose grade counts on this placement now (the course's gradebook)."""
-    if submission.assignment is None:
-        return submission if submission.status == SubmissionStatus.graded else None
-    book = gradebook(session, submission.course_id, policy, assignment=submission.assignment)
-    row = next((r for r in book.rows if r.student_id == sub), None)
-    return session.get(Submission, row.submission_id) if row is not None and row.submission_id else None
-
-
 def enqueue(session: Session, submission: Submission, report_row: ReportRow, *,
             policy: CoursePolicy | Callable[[], CoursePolicy], at: datetime | None = None) -> LtiScorePost | None:
     """Queue the student's grade on the placement after this report became current, or after the
@@ -85,7 +75,7 @@ def enqueue(session: Session, submission: Submission, report_row: ReportRow, *,
     if callable(policy):
         policy = policy()
     _lock_students(session, [(origin.link_id, origin.sub)])
-    chosen = counting_submission(session, submission, origin.sub, policy)
+    chosen = counting_attempt(session, submission, policy)
     if at is None:
         if report_row.created_at is None:
             report_row.created_at = utcnow()
