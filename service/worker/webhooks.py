@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from service.db.base import utcnow
 from service.db.models import Course, Decision, ReportRow, Submission, WebhookDelivery
-from service.grades.gradebook import counted_with_hints
+from service.grades.gradebook import counted_with_hints, counting_attempt
 from service.grades.policy import CoursePolicy
 from service.worker.webhook_payload import LEGACY_SIGNATURE_HEADER as SIGNATURE_HEADER  # noqa: F401 (tests import it here)
 from service.worker.webhook_payload import REGRADE_FAILED, message
@@ -177,12 +177,16 @@ def _payload_parts(session: Session, delivery: WebhookDelivery) -> dict:
         failed_regrade = {"report_seq": report.seq, "status": report.status, "message": report.report.get("message")}
         report = session.get_one(ReportRow, submission.current_report_id)
     course = session.get_one(Course, submission.course_id)
-    counted = counted_with_hints(session, submission, report.report,
-                                 CoursePolicy(grade_policy=course.grade_policy, veto_policy=course.veto_policy))
+    policy = CoursePolicy(grade_policy=course.grade_policy, veto_policy=course.veto_policy)
+    counted = counted_with_hints(session, submission, report.report, policy)
+    # `counts`: whether this attempt is the student's grade now (last or best): a receiver that keeps
+    # one grade per student must not take a worse later attempt's points under `best`.
+    counting = counting_attempt(session, submission, policy) if counted is not None else None
     grade = None if counted is None else {"points": counted.points, "max": counted.max, "total": counted.total,
                                           "rule": counted.rule, "passed": counted.passed,
                                           "provisional": counted.provisional, "blocking": counted.blocking,
-                                          "hint_cost": counted.hint_cost, "hints": list(counted.hints)}
+                                          "hint_cost": counted.hint_cost, "hints": list(counted.hints),
+                                          "counts": counting is not None and counting.id == submission.id}
     decision = session.get(Decision, delivery.decision_id) if delivery.decision_id is not None else None
     student = ({"id": submission.student_id, "name": submission.student_name, "email": submission.student_email}
                if submission.student_id else None)

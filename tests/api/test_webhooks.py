@@ -122,3 +122,27 @@ def test_a_decision_sends_decision_recorded_with_the_decision_and_identity(servi
     assert payload["data"]["decision"]["target"] == "item:q1" and payload["data"]["decision"]["reason"] == "clear causal chain"
     assert payload["data"]["identity"]["assignment"] == "hw6" and payload["data"]["identity"]["student"]["id"] == "u7"
     assert payload["data"]["grade"]["total"] == 2
+
+
+def test_the_grade_says_whether_the_attempt_counts_for_the_student(service, course):
+    """Under `best`, a worse later attempt's message says its own points and `counts: false`: a
+    receiver keeping one grade per student keeps the better one. The better attempt's says true."""
+    course.client("admin").put("/v1/course/policy", json={"grade_policy": "best"}).raise_for_status()
+    with Receiver(fail_first=0) as receiver:
+        client = course.client("submit", "read", "review")
+        identity = {"callback_url": receiver.url, "assignment": "hw-best", "student": {"id": "b1"}}
+        better = client.post("/v1/submissions", json={**cheap_body(), **identity, "attempt": 1}).json()["id"]
+        delivered(client, better)
+        assert client.post(f"/v1/submissions/{better}/decisions",
+                           json={"item": "q1", "points": 2, "reason": "clear causal chain"}).status_code == 201
+        delivered(client, better, count=2)
+        worse = client.post("/v1/submissions", json={**cheap_body(), **identity, "attempt": 2}).json()["id"]
+        delivered(client, worse)
+        by_submission = {}
+        for request in receiver.snapshot():
+            payload = standard_verify(course.webhook_secret, request)
+            by_submission[payload["data"]["submission_id"]] = payload["data"]["grade"]
+    assert (by_submission[better]["points"], by_submission[better]["counts"]) == (2, True)
+    assert (by_submission[worse]["points"], by_submission[worse]["counts"]) == (0, False)
+    (row,) = client.get("/v1/grades", params={"assignment": "hw-best"}).json()["rows"]
+    assert (row["submission_id"], row["points"]) == (better, 2)
