@@ -72,9 +72,9 @@ def enqueue(session: Session, submission: Submission, report_row: ReportRow, *,
     origin = session.get(LtiSubmission, submission.id)
     if origin is None:
         return None
-    if callable(policy):
-        policy = policy()
     _lock_students(session, [(origin.link_id, origin.sub)])
+    if callable(policy):  # read once the lock is ours: a policy change that held it is visible now
+        policy = policy()
     chosen = counting_attempt(session, submission, policy)
     if at is None:
         if report_row.created_at is None:
