@@ -382,3 +382,34 @@ def test_a_hint_that_costs_points_reposts_the_score_less_its_cost(lti, platform,
     finally:
         admin.put("/v1/course/policy", json={"hint_cost": 0}).raise_for_status()
         del platform.state.users["dora"]
+
+
+def test_a_policy_change_reposts_the_grade_it_changes(lti, platform, registered, linked, browser):
+    """Erin's full-marks attempt, then a worse one: under `last` the platform has the worse grade.
+    The course switches to `best`: the platform gets the full marks again, with no new report, and
+    the gradebook says the same; switching back posts the later attempt's grade again."""
+    course, _ = registered
+    admin = course.client("admin", "read")
+    platform.state.users["erin"] = User("erin", "Erin Wu", "erin@example.edu", [LEARNER])  # this test's own student
+    try:
+        def erins(count: int, points: float):
+            def check():
+                scores = [s for s in platform.scores(linked) if s["userId"] == "erin"]
+                return scores if len(scores) >= count and scores[-1]["scoreGiven"] == points else None
+            return check
+
+        for body, count, points in ((example_body(), 1, 10), (cheap_body(), 2, 0)):
+            page = browser.launch(platform, user="erin", hint=f"link:{linked.id}")
+            assert submit(browser, lti, page, body).status_code == 200
+            wait_for(erins(count, points), timeout=120, what=f"erin's score {points}")
+        first, second = lti_submissions(lti, "erin")
+        admin.put("/v1/course/policy", json={"grade_policy": "best"}).raise_for_status()
+        wait_for(erins(3, 10), timeout=60, what="the best attempt's score after the policy change")
+        (row,) = [r for r in admin.get("/v1/grades").json()["rows"] if r["student_id"] == "erin"]
+        assert (row["submission_id"], row["points"]) == (first.id, 10)
+        admin.put("/v1/course/policy", json={"grade_policy": "last"}).raise_for_status()
+        wait_for(erins(4, 0), timeout=60, what="the last attempt's score again")
+        assert lti.row(second.id).status == "graded"
+    finally:
+        admin.put("/v1/course/policy", json={"grade_policy": "last"}).raise_for_status()
+        del platform.state.users["erin"]
