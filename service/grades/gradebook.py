@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+from dataclasses import replace
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -116,25 +117,39 @@ def gradebook(session: Session, course_id: str, policy: CoursePolicy, *, assignm
 def _choose(graded: list[tuple[Submission, Counted]], policy: CoursePolicy) -> tuple[Submission, Counted]:
     """The attempt that counts among a student's graded ones on an assignment, in submission order
     (created_at, id): the last submitted (`attempt`, then time), or the best (points that count,
-    ties to the later). Submitted, not graded: attempts that finish out of order change nothing."""
-    if policy.grade_policy == "best":
-        return max(graded, key=lambda pair: (pair[1].points, pair[0].attempt or 0, pair[0].created_at))
-    return max(graded, key=lambda pair: (pair[0].attempt or 0, pair[0].created_at))
+    ties to the later). Submitted, not graded: attempts that finish out of order change nothing.
+    Under `best` the grade is provisional too while another attempt that waits for a TA could
+    still beat it (its maximum is above the points that count): the TA's decision may change it."""
+    if policy.grade_policy != "best":
+        return max(graded, key=lambda pair: (pair[0].attempt or 0, pair[0].created_at))
+    row, grade = max(graded, key=lambda pair: (pair[1].points, pair[0].attempt or 0, pair[0].created_at))
+    if not grade.provisional and any(other.id != row.id and counted.provisional and counted.max > grade.points
+                                     for other, counted in graded):
+        grade = replace(grade, provisional=True, awaiting_other=True)
+    return row, grade
 
 
-def counting_attempt(session: Session, submission: Submission, policy: CoursePolicy) -> Submission | None:
-    """The attempt whose grade counts now for `submission`'s student on its assignment, as the
-    gradebook's row has it (None: none graded yet), reading that student's attempts only; a
-    submission without an assignment or a student id is its own (when graded)."""
+def counting(session: Session, submission: Submission,
+             policy: CoursePolicy) -> tuple[Submission, Counted] | None:
+    """The attempt whose grade counts now for `submission`'s student on its assignment, and that
+    grade from the grade columns (before the hints), as the gradebook's row has them (None: none
+    graded yet), reading that student's attempts only; a submission without an assignment or a
+    student id is its own (when graded)."""
     if submission.assignment is None or submission.student_id is None:
         alone = submission.status == SubmissionStatus.graded and submission.score_total is not None
-        return submission if alone else None
+        return (submission, _counted(submission, policy)) if alone else None
     rows = session.scalars(select(Submission).where(
         Submission.course_id == submission.course_id, Submission.assignment == submission.assignment,
         Submission.student_id == submission.student_id).order_by(Submission.created_at, Submission.id))
     attempts = [(r, _counted(r, policy)) for r in rows
                 if r.status == SubmissionStatus.graded and r.score_total is not None]
-    return _choose(attempts, policy)[0] if attempts else None
+    return _choose(attempts, policy) if attempts else None
+
+
+def counting_attempt(session: Session, submission: Submission, policy: CoursePolicy) -> Submission | None:
+    """`counting`'s attempt only."""
+    found = counting(session, submission, policy)
+    return None if found is None else found[0]
 
 
 Charge = tuple[tuple[str, ...], float]  # the levels taken (`<ladder>:<level>`, oldest first) and their cost

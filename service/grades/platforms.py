@@ -66,6 +66,8 @@ def summary(report: Report, counted: Counted, *, language: Language, feedback_ur
                             levels=list(counted.hints)))
     if score.provisional:
         lines.append(say("pending", language, reasons=", ".join(pending_reasons(report))))
+    elif counted.awaiting_other:
+        lines.append(say("pending_other", language))
     lines += [d.message for d in report.diagnoses]
     if feedback_url:
         lines.append(say("feedback_link", language, url=feedback_url))

@@ -69,6 +69,8 @@ class Counted:
     rule: Literal["total", "capped", "zero"]
     hint_cost: float = 0.0  # what the hint levels taken cost (the course's hint_cost), already off `points`
     hints: tuple[str, ...] = ()  # the levels taken, `<ladder>:<level>`, oldest first
+    # provisional because another attempt waiting for a TA may still count instead (grade_policy best)
+    awaiting_other: bool = False
 
     def with_hints(self, hints: tuple[str, ...], cost: float) -> Counted:
         """The same grade less what the hints cost, never below 0: every export (gradebook, LTI,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, cast
 
@@ -23,13 +24,13 @@ from pylti1p3.exception import LtiException, LtiServiceException
 from pylti1p3.grade import Grade
 from pylti1p3.lineitem import LineItem
 from pylti1p3.service_connector import ServiceConnector
-from sqlalchemy import CursorResult, and_, or_, select, update
+from sqlalchemy import CursorResult, and_, func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.db.base import as_utc, utcnow
 from service.db.lti_models import LtiDeployment, LtiLink, LtiPlatform, LtiScoreAttempt, LtiScorePost, LtiSubmission
 from service.db.models import ReportRow, Submission
-from service.grades.gradebook import counted_with_hints, counting_attempt, gradebook
+from service.grades.gradebook import counted_with_hints, counting
 from service.grades.platforms import summary
 from service.grades.policy import Counted, CoursePolicy
 from service.lti import keys
@@ -75,12 +76,11 @@ def enqueue(session: Session, submission: Submission, report_row: ReportRow, *,
     _lock_students(session, [(origin.link_id, origin.sub)])
     if callable(policy):  # read once the lock is ours: a policy change that held it is visible now
         policy = policy()
-    chosen = counting_attempt(session, submission, policy)
     if at is None:
         if report_row.created_at is None:
             report_row.created_at = utcnow()
         at = report_row.created_at
-    return _queue(session, origin.link_id, origin.sub, chosen, policy, at)
+    return _queue(session, origin.link_id, origin.sub, counting(session, submission, policy), policy, at)
 
 
 def _lock_students(session: Session, pairs: list[tuple[int, str]]) -> None:
@@ -99,16 +99,20 @@ def _lock_students(session: Session, pairs: list[tuple[int, str]]) -> None:
                         .order_by(LtiSubmission.submission_id).with_for_update())
 
 
-def _queue(session: Session, link_id: int, sub: str, chosen: Submission | None, policy: CoursePolicy,
-           at: datetime) -> LtiScorePost | None:
-    """Queue `chosen`'s grade (the attempt that counts) for `sub` on the placement, unless the LMS has it."""
+def _queue(session: Session, link_id: int, sub: str, found: tuple[Submission, Counted] | None,
+           policy: CoursePolicy, at: datetime) -> LtiScorePost | None:
+    """Queue the grade of the attempt that counts (`found`, service.grades.gradebook.counting) for
+    `sub` on the placement, unless the LMS has it."""
+    chosen = found[0] if found is not None else None
     current = (session.get(ReportRow, chosen.current_report_id)
                if chosen is not None and chosen.current_report_id else None)
-    if chosen is None or current is None:
+    if found is None or chosen is None or current is None:
         return None  # no graded attempt yet
     counted = counted_with_hints(session, chosen, current.report, policy)
     if counted is None:
         return None
+    if found[1].awaiting_other:  # another attempt waiting for a TA may still count instead (best)
+        counted = replace(counted, provisional=True, awaiting_other=True)
     score = score_body(Report.model_validate(current.report), counted, sub=sub, submitted_at=chosen.created_at, at=at)
     last = session.scalar(select(LtiScorePost).where(LtiScorePost.link_id == link_id, LtiScorePost.sub == sub,
                                                      LtiScorePost.state.in_(("pending", "posted")))
@@ -128,24 +132,17 @@ def _queue(session: Session, link_id: int, sub: str, chosen: Submission | None, 
 def requeue_course(session: Session, course_id: str, policy: CoursePolicy) -> int:
     """After the course's policy changed (which attempt counts, what a veto exports): queue again
     every LTI student's grade on every placement of the course, where it changed (the caller
-    commits). One gradebook per placement, not one per student. Returns how many were queued."""
-    pairs = session.execute(select(Submission.assignment, LtiSubmission.link_id, LtiSubmission.sub)
-                            .join(LtiSubmission, LtiSubmission.submission_id == Submission.id)
-                            .where(Submission.course_id == course_id, Submission.assignment.is_not(None))
-                            .distinct())
-    by_assignment: dict[str, set[tuple[int, str]]] = {}
-    for assignment, link_id, sub in pairs:
-        if assignment is not None:  # (filtered above; for the type checker)
-            by_assignment.setdefault(assignment, set()).add((link_id, sub))
-    _lock_students(session, sorted({pair for students in by_assignment.values() for pair in students}))
+    commits). Returns how many were queued."""
+    pairs = session.execute(select(LtiSubmission.link_id, LtiSubmission.sub, func.max(Submission.id))
+                            .join(Submission, LtiSubmission.submission_id == Submission.id)
+                            .where(Submission.course_id == course_id)
+                            .group_by(LtiSubmission.link_id, LtiSubmission.sub)).all()
+    _lock_students(session, sorted((link_id, sub) for link_id, sub, _ in pairs))
     at, queued = utcnow(), 0
-    for assignment, students in sorted(by_assignment.items()):
-        rows = {r.student_id: r for r in gradebook(session, course_id, policy, assignment=assignment).rows}
-        for link_id, sub in sorted(students):
-            row = rows.get(sub)
-            chosen = session.get(Submission, row.submission_id) if row is not None and row.submission_id else None
-            if _queue(session, link_id, sub, chosen, policy, at) is not None:
-                queued += 1
+    for link_id, sub, submission_id in sorted(pairs):
+        found = counting(session, session.get_one(Submission, submission_id), policy)
+        if _queue(session, link_id, sub, found, policy, at) is not None:
+            queued += 1
     return queued
 
 

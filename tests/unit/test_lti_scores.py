@@ -19,6 +19,7 @@ from service.db.lti_models import LtiContext, LtiDeployment, LtiLink, LtiPlatfor
 from service.db.migrate import upgrade
 from service.db.models import ReportRow, Submission
 from service.db.session import make_engine, make_sessionmaker
+from service.grades.gradebook import gradebook
 from service.grades.policy import CoursePolicy, PolicyUpdate
 from service.lti import scores
 from service.report import Environment, ExerciseRef, Report, Score, Veto
@@ -280,3 +281,26 @@ def test_two_attempts_finishing_at_once_leave_the_last_one_on_the_lms(tmp_path):
         with sessions() as session:
             waiting = session.scalars(select(LtiScorePost).where(LtiScorePost.state == "pending")).all()
             assert [(p.submission_id, p.score["scoreGiven"]) for p in waiting] == [(second_id, 6)]
+
+
+def test_under_best_an_attempt_waiting_for_a_ta_keeps_the_grade_provisional(db):
+    """Best attempt: alice's 9 (final) counts while her later 9.5 waits for a TA (a suspected veto
+    caps it at 7.5). The TA's decision may make the 9.5 count, so the grade is not final yet: the
+    gradebook says provisional and the LMS PendingManual, with why. Once the TA dismisses the veto,
+    the 9.5 counts, fully graded."""
+    best = CoursePolicy(grade_policy="best")
+    with db() as session:
+        store.set_course_policy(session, "c1", PolicyUpdate(grade_policy="best"))
+        older, newer = submitted(session, "alice", attempt=1), submitted(session, "alice", attempt=2)
+        issue(session, older, report(9), policy=best)
+        waiting = issue(session, newer, report(9.5, provisional=True, veto="suspected"), policy=best)
+        assert waiting is not None and waiting.submission_id == older.id and waiting.score["scoreGiven"] == 9
+        assert waiting.score["gradingProgress"] == "PendingManual"
+        assert "another of your attempts" in waiting.score["comment"]
+        (row,) = gradebook(session, "c1", best).rows
+        assert (row.submission_id, row.points, row.state) == (older.id, 9, "provisional")
+        decided = issue(session, newer, report(9.5, veto="dismissed"), policy=best)
+        assert (decided.submission_id, decided.score["scoreGiven"], decided.score["gradingProgress"]) == (
+            newer.id, 9.5, "FullyGraded")
+        (row,) = gradebook(session, "c1", best).rows
+        assert (row.submission_id, row.state) == (newer.id, "final")
