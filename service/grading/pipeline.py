@@ -20,7 +20,7 @@ from sandbox.contract import DeviceMode, RunResult, SpeedRun
 from sandbox.runner import SandboxRunner
 from sandbox.speed_phase import SpeedPhase
 from service.exercises import Exercise, ExerciseCatalog, ExerciseSpec
-from service.grading import passrule, rubric
+from service.grading import host_blanks, passrule, rubric
 from service.grading.assemble import Program, assemble
 from service.grading.cases import case_texts, compare_cases, overwritten_inputs
 from service.grading.claims import parse_claim, unverified_claim
@@ -158,9 +158,10 @@ class Grader:
     def max_grading_s(self) -> float:
         """The longest one grading may take: the sandbox's run budget, a wait for an identical
         program in flight (at most a claim's lifetime), and a margin for the rest (inputs,
-        comparison, written answers: each bounded by the submission's size caps)."""
+        comparison, written answers: each bounded by the submission's size caps), and the run of
+        its kernel fills alone where it has host blanks too (host_blanks.py): two run budgets."""
         run_s = self.runner.limits.run_timeout_s
-        return run_s + (run_s + CLAIM_MARGIN_S) + GRADING_MARGIN_S
+        return 2 * run_s + (run_s + CLAIM_MARGIN_S) + GRADING_MARGIN_S
 
     def close(self) -> None:
         """Kill the waiting sandboxes, after the speed cards still to come (each bounded by its budget)."""
@@ -223,7 +224,7 @@ class Grader:
         return run_program(runner or self.runner, step.exercise, step.program, step.arrays, mode=self.mode,
                            device_index=self.device_index if device_index is None else device_index,
                            cases=step.cases, language=step.language, detach_speed=True,
-                           cpu_timer=self.cpu_speed_timer)
+                           cpu_timer=self.cpu_speed_timer, with_speed=step.with_speed)
 
     def wait_step(self, step: ParkStep) -> None:
         """Block this thread until the claim `step` waits on is gone (or its lifetime passed)."""
@@ -270,6 +271,7 @@ class Grader:
 
         program: Program | None = None
         run: RunResult | None = None
+        alone_run: RunResult | None = None  # the kernel fills with the solution's host fills (host_blanks.py)
         compiled_first: ParallelCompile | None = None
         memo_key: str | None = None
         reused: MemoEntry | None = None
@@ -309,6 +311,17 @@ class Grader:
                 other_cases, other_given = reused.case_texts, reused.given_outputs
             else:
                 arrays = {c.id: exercise.make_inputs(c, seeds.cases[c.id]) for c in graded}
+                # Host blanks beside kernel blanks: the kernel's fills run once more
+                # with the solution's host code, before the program itself (whose speed phase may
+                # still be timing on the device after it returns). host_blanks.py says why.
+                alone = host_blanks.kernel_alone(exercise, extraction, program)
+                if alone is not None:
+                    self.counts.add(sandbox_runs=1)
+                    alone_run = yield RunStep(exercise=exercise, program=alone, arrays=arrays, cases=graded,
+                                              language=language, with_speed=False)
+                    assert alone_run is not None  # the driver sends the sandbox's result back
+                    if alone_run.infra_error is not None:
+                        return self._not_gradable(exercise, submission_id, alone_run, started, language)
                 self.counts.add(sandbox_runs=1, ran_after_wait=int(waited_s is not None))
                 # A new program: on a GPU its kernels compile in parallel into the shared cache
                 # first (run_step, in the sandbox part: it may wait), then it runs.
@@ -325,12 +338,23 @@ class Grader:
                     self.compile_cache.submit(exercise, program, secret_seed)
                 sent_given = run.given  # as the sandbox returned it: said again in the other language
                 run.given = verify_given(exercise, run.given, language=language)
+                alone_cases: list[CaseReport] = []
+                given_alone_failed = False
+                if alone_run is not None:
+                    alone_run.given = verify_given(exercise, alone_run.given, language=language)
+                    alone_cases, _ = compare_cases(exercise, alone_run, arrays, seeds.cases, graded, language=language)
+                    run.given, given_alone_failed = host_blanks.merge_given(run.given, alone_cases, language)
                 cases, evidence = compare_cases(exercise, run, arrays, seeds.cases, graded, language=language)
+                failed_alone = host_blanks.failed_alone_ids(cases, alone_cases)
+                cases = host_blanks.merge(cases, failed_alone, language)
                 try:
-                    other_given = {lang: given_output_in(exercise, sent_given, lang)
+                    other_given = {lang: host_blanks.said_given(given_output_in(exercise, sent_given, lang),
+                                                                given_alone_failed, alone_cases, lang)
                                    for lang in other_languages(language)}
-                    other_cases = {lang: case_texts(exercise, run, cases, evidence, graded,
-                                                    given_output=other_given[lang], language=lang)
+                    other_cases = {lang: host_blanks.said_cases(
+                                       case_texts(exercise, run, cases, evidence, graded,
+                                                  given_output=other_given[lang], language=lang),
+                                       failed_alone, lang)
                                    for lang in other_languages(language)}
                 except Exception:  # noqa: BLE001 - the other language is an addition: the grade stands without it
                     log.exception("could not say the cases of %s in the other language", submission_id)
@@ -391,6 +415,8 @@ class Grader:
             timing["memo_wait_s"] = waited_s
         if compiled_first is not None:
             timing.update(compiled_first.timing())
+        if alone_run is not None:
+            timing["kernel_alone_sandbox_s"] = alone_run.elapsed_s
         report = Report(
             submission_id=submission_id,
             exercise=ExerciseRef(id=exercise.id, version=spec.version),

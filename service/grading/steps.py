@@ -29,6 +29,7 @@ class RunStep:
     arrays: dict[str, dict[str, np.ndarray]]
     cases: list[CaseSpec]
     language: Language
+    with_speed: bool = True  # False: no speed phase (a second run of the same grading: host_blanks.py)
     compiled_first: ParallelCompile | None = None  # set by run_step: the parallel compile before the run (GPU)
 
 

@@ -1,0 +1,114 @@
+"""Blanks in host code next to blanks in a kernel: the kernel's blanks are graded once more with
+the lesson's own host code.
+
+A blank outside every `@triton.jit` function is Python in the student's process. Under
+`fill_policy: any` nothing restricts it, and even a whitelisted expression there is torch on the
+host (`y + x * 2`), so it can compute the outputs itself (`return x.mean(1), x.var(1)`, or fill
+a scratch buffer the kernel was meant to fill) and a wrong kernel blank earns every point.
+Nothing the sandbox reports about what ran can be trusted, so the trusted side decides by what
+it runs: a second program, the template with the student's kernel fills and the reference
+solution's host fills, where none of the student's Python runs (a kernel body runs only after it
+compiled as Triton: sandbox/gpu_compile.py). A case counts as passed only if it passes in both
+programs. A correct submission passes both (the host contract is the template's); one whose host
+code did the kernel's work fails the second.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import functools
+
+from sandbox.contract import GivenRun
+from service.exercises import Exercise
+from service.exercises.blanks import BLANK
+from service.grading import syntax
+from service.grading.assemble import Program, assemble
+from service.grading.extract import Extraction, extract
+from service.messages import render
+from service.report import CaseReport, CaseTexts
+
+
+def _is_jit(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Decorated with triton.jit (`@triton.jit`, `@triton.jit(...)`, `@jit`)."""
+    for decorator in function.decorator_list:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        name = target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else ""
+        if name == "jit":
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=64)
+def host_blanks(template_src: str) -> tuple[bool, ...]:
+    """For each blank of the template, in order: True if it lies outside every @triton.jit function."""
+    tree = syntax.parse(template_src)
+    kernels = [(f.lineno, f.end_lineno or f.lineno) for f in ast.walk(tree)
+               if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and _is_jit(f)]
+    spots = sorted((n.lineno, n.col_offset) for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == BLANK)
+    return tuple(not any(start <= line <= end for start, end in kernels) for line, _ in spots)
+
+
+def kernel_alone(exercise: Exercise, extraction: Extraction, program: Program) -> Program | None:
+    """The program that grades the student's kernel blanks with the solution's host blanks, or None
+    when there is nothing to separate: no host blank or no kernel blank, or host fills that are the
+    solution's already (the same program). Whatever the fill policy: a whitelisted expression in
+    host code is torch on the host (`y + x * 2`, `x.sum(1) / N`), which can compute an output too."""
+    hosts = host_blanks(exercise.template)
+    if all(hosts) or not any(hosts):
+        return None  # only host code is the student's (then it is the work), or none of it is
+    reference = extract(exercise.template, exercise.solution).fill_sources
+    student = extraction.fill_sources
+    fills = [ref if host else own for host, ref, own in zip(hosts, reference, student)]
+    alone = assemble(exercise.template, fills)
+    return None if alone.source == program.source else alone
+
+
+def failed_alone_ids(cases: list[CaseReport], alone: list[CaseReport]) -> dict[str, CaseReport]:
+    """The cases (the given check among them) that passed in the program but not in the kernel-alone
+    run, with their kernel-alone report."""
+    by_id = {c.id: c for c in alone}
+    return {c.id: by_id[c.id] for c in cases if c.passed and c.id in by_id and not by_id[c.id].passed}
+
+
+def merge(cases: list[CaseReport], failed: dict[str, CaseReport], language: str) -> list[CaseReport]:
+    """`cases` with every case of `failed` (failed_alone_ids) failed, saying so and what went wrong
+    in the kernel-alone run."""
+    return [c.model_copy(update={"passed": False, "error": failed_alone(failed[c.id], language)})
+            if c.id in failed else c for c in cases]
+
+
+def merge_given(given: GivenRun | None, alone: list[CaseReport], language: str) -> tuple[GivenRun | None, bool]:
+    """The program's verified given check, failed if it passed but the kernel-alone run's did not;
+    and whether that happened."""
+    other = next((c for c in alone if c.kind == "given"), None)
+    if given is None or given.status != "passed" or other is None or other.passed:
+        return given, False
+    output = (given.output + "\n" if given.output else "") + failed_alone(other, language)
+    return dataclasses.replace(given, status="failed", output=output), True
+
+
+def said_given(output: str, failed: bool, alone: list[CaseReport], language: str) -> str:
+    """The given check's output in another language, with merge_given's reason said there too."""
+    other = next((c for c in alone if c.kind == "given"), None)
+    if not failed or other is None:
+        return output
+    return (output + "\n" if output else "") + failed_alone(other, language)
+
+
+def said_cases(texts: dict[str, CaseTexts], failed: dict[str, CaseReport], language: str) -> dict[str, CaseTexts]:
+    """case_texts in another language, with merge's reason said there for each case it failed
+    (the given check's text comes from said_given)."""
+    return {case_id: t.model_copy(update={"error": failed_alone(failed[case_id], language)})
+            if case_id in failed and failed[case_id].kind != "given" else t for case_id, t in texts.items()}
+
+
+def failed_alone(alone: CaseReport, language: str) -> str:
+    """The student's message for a case that passed only with their own host code."""
+    if alone.first_mismatch is not None:
+        m = alone.first_mismatch
+        observed = "NaN/inf" if m.observed is None else f"{m.observed:.6g}"
+        detail = render("host_blanks.mismatch", language, output=m.output, index=str(m.index), observed=observed,
+                        expected=f"{m.expected:.6g}")
+    else:
+        detail = (alone.error or "").strip()[:600]
+    return render("host_blanks.kernel_alone_failed", language, detail=detail)
