@@ -110,5 +110,8 @@ def failed_alone(alone: CaseReport, language: str) -> str:
         detail = render("host_blanks.mismatch", language, output=m.output, index=str(m.index), observed=observed,
                         expected=f"{m.expected:.6g}")
     else:
-        detail = (alone.error or "").strip()[:600]
+        # Only the last line (the exception, or the trusted side's reason): the traceback's frames
+        # quote the kernel-alone program's source, whose host lines are the reference solution's.
+        lines = [line.strip() for line in (alone.error or "").splitlines() if line.strip()]
+        detail = lines[-1][:300] if lines else "error"
     return render("host_blanks.kernel_alone_failed", language, detail=detail)
