@@ -1,0 +1,124 @@
+"""Host blanks that do the kernel's work (fill_policy any, blanks outside the kernel).
+
+fused_mean_var_atomic has a kernel blank (the second atomic's value) and two host blanks (zero the
+scratch buffers, the host combine), and `fill_policy: any`: a host blank is plain Python that
+nothing restricts. Each submission below leaves the kernel blank wrong (`0.0`) and computes the
+answer on the host instead: with torch, by filling the accumulator the kernel should fill, or by
+walking up to the caller's frame from the combine. Without the kernel-alone run
+(service/grading/host_blanks.py) each earned every code point and passed the given check. A
+correct submission whose host fills are written otherwise than the solution's still earns them.
+The same holds for a whitelisted expression in host code (adv_host_expr, at the end).
+"""
+from __future__ import annotations
+
+import pytest
+
+from sandbox.contract import Limits
+from service.bootstrap import build_grader
+from service.config import REPO_ROOT, Settings
+from service.submission import Submission
+from tests.adversarial.kit import ADV_EXERCISES, QUICK, SECRET_SEED, grade, make_grader
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.adversarial]
+
+EXERCISE = "fused_mean_var_atomic"
+TEMPLATE = (REPO_ROOT / "exercises" / EXERCISE / "template.py").read_text(encoding="utf-8")
+RIGHT_ATOMIC = "tl.sum(values * values, axis=0)"
+RIGHT_COMBINE = "sumsqs / N - mean * mean"
+RIGHT_ZEROING = "sums.zero_()\nsumsqs.zero_()"
+
+# (the atomic's value, the host combine, the block before the launch)
+ATTACKS = {
+    # The whole answer from torch, returned before the launch.
+    "return-torch-answer": ("0.0", "sumsqs * 0",
+                            "return x.double().mean(1).float(), x.double().var(1, unbiased=False).float()"),
+    # The kernel's accumulator filled on the host; the template's own combine then reads it.
+    "host-fills-the-accumulator": ("0.0", RIGHT_COMBINE,
+                                   "sums.zero_()\nsumsqs.copy_((x.double() ** 2).sum(1).float())"),
+    # The combine walks up to the caller's frame, where x is.
+    "combine-reads-the-callers-frame": (
+        "0.0", "__import__('sys')._getframe(1).f_locals['x'].double().var(1, unbiased=False).float()",
+        RIGHT_ZEROING),
+}
+
+
+def program(atomic: str, combine: str, block: str) -> str:
+    parts = TEMPLATE.split("______")
+    assert len(parts) == 4
+    block = block.replace("\n", "\n    ")
+    return parts[0] + atomic + parts[1] + combine + parts[2] + block + parts[3]
+
+
+@pytest.fixture(scope="module")
+def grader():
+    return build_grader(Settings(limits=Limits(**QUICK)))
+
+
+def code_points(report) -> tuple[float, float]:
+    items = [i for i in report.items if i.id.startswith("code.") and i.id != "code.explanation"]
+    return sum(i.points for i in items), sum(i.max_points for i in items)
+
+
+@pytest.mark.parametrize("name", list(ATTACKS))
+def test_host_code_that_does_the_kernels_work_earns_nothing(grader, host, name):
+    report = grader.grade(Submission(exercise=EXERCISE, code=program(*ATTACKS[name])), secret_seed=SECRET_SEED)
+    assert report.status == "graded" and report.program.ran, report.to_json()[:2000]
+    points, _ = code_points(report)
+    assert points == 0, [(i.id, i.points) for i in report.items]
+    assert report.given_check.status == "failed", report.given_check
+    assert "只在你自己的 host 端代码下通过" in report.given_check.output, report.given_check.output
+    english = report.translations["en"]
+    for c in report.cases:
+        assert "only with your own host code" in (english.cases[c.id].error or ""), (c.id, english.cases[c.id])
+    for c in report.cases:
+        assert not c.passed, c.id
+        if c.kind != "given":
+            assert "只在你自己的 host 端代码下通过" in (c.error or ""), (c.id, c.error)
+    host.assert_untouched()
+
+
+def test_a_correct_kernel_with_host_code_of_its_own_earns_every_point(grader, host):
+    """Host fills written otherwise than the solution's (so the kernel-alone run happens) and right."""
+    code = program(RIGHT_ATOMIC, "sumsqs / N - mean ** 2", "sums.fill_(0.0)\nsumsqs.mul_(0.0)")
+    report = grader.grade(Submission(exercise=EXERCISE, code=code), secret_seed=SECRET_SEED)
+    points, most = code_points(report)
+    assert points == most, [(i.id, i.points, i.feedback) for i in report.items]
+    assert all(c.passed for c in report.cases), [(c.id, c.error) for c in report.cases if not c.passed]
+    assert report.given_check.status == "passed"
+    host.assert_untouched()
+
+
+def test_a_correct_kernel_with_wrong_host_code_still_fails(grader, host):
+    """The kernel-alone run only takes points away: a host combine that is wrong (the sample
+    variance) fails as before, although the kernel alone is right."""
+    code = program(RIGHT_ATOMIC, "(sumsqs - N * mean * mean) / (N - 1)", RIGHT_ZEROING)
+    report = grader.grade(Submission(exercise=EXERCISE, code=code), secret_seed=SECRET_SEED)
+    assert report.status == "graded"
+    assert not all(c.passed for c in report.cases)
+    assert all("host 端代码" not in (c.error or "") for c in report.cases)
+    host.assert_untouched()
+
+
+# --- a whitelisted host expression (fill_policy expression) ------------------------------------
+
+HOST_EXPR = "adv_host_expr"
+HOST_EXPR_TEMPLATE = (ADV_EXERCISES / HOST_EXPR / "template.py").read_text(encoding="utf-8")
+
+
+def host_expr(factor: str, added: str) -> str:
+    return HOST_EXPR_TEMPLATE.replace("______", factor, 1).replace("______", added, 1)
+
+
+def test_a_whitelisted_host_expression_cannot_do_the_kernels_work(host):
+    """`y + x * 2` passes the expression whitelist (names in scope, operators) and is torch on the
+    host: with the kernel's factor 0 it earned every point."""
+    grader = make_grader()
+    report = grade(host_expr("0", "x * 2"), exercise=HOST_EXPR, grader=grader)
+    assert report.status == "graded" and report.program.ran and report.program.not_run_reason is None
+    assert not report.score.passed and report.score.total == 0, report.to_json()[:2000]
+    assert report.given_check.status == "failed"
+    for c in report.cases:
+        assert not c.passed and "只在你自己的 host 端代码下通过" in (c.error or ""), (c.id, c.error)
+    right = grade(host_expr("2.0", "x * 0"), exercise=HOST_EXPR, grader=grader)  # host fill not the solution's
+    assert right.score.passed and right.score.total == right.score.max, right.to_json()[:2000]
+    host.assert_untouched()
