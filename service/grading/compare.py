@@ -39,10 +39,14 @@ def compare_outputs(observed: dict[str, np.ndarray], expected: dict[str, np.ndar
                               render("compare.dtype", language, name=name, dtype=obs.dtype))
         obs64 = obs.astype(np.float64)
         tol = tolerances[name]
-        allowed = tol.atol + tol.rtol * np.abs(ref)
         finite_ref = np.isfinite(ref)
-        err = np.where(np.isfinite(obs64), np.abs(obs64 - ref), np.inf)
-        err = np.where(finite_ref, err, np.where(np.isnan(ref) & np.isnan(obs64), 0.0, np.inf))
+        # rtol of an infinite reference would allow anything (inf <= inf): there only the same
+        # value passes (inf of the same sign; NaN where the reference is NaN).
+        allowed = tol.atol + tol.rtol * np.abs(np.where(finite_ref, ref, 0.0))
+        with np.errstate(invalid="ignore"):  # inf - inf: replaced below
+            err = np.where(np.isfinite(obs64), np.abs(obs64 - ref), np.inf)
+        same = (np.isnan(ref) & np.isnan(obs64)) | (np.isinf(ref) & (obs64 == ref))
+        err = np.where(finite_ref, err, np.where(same, 0.0, np.inf))
         bad = err > allowed
         with np.errstate(divide="ignore", invalid="ignore"):
             rel = np.where(np.abs(ref) > 0, err / np.abs(ref), np.where(err > 0, np.inf, 0.0))

@@ -38,3 +38,14 @@ def test_wrong_shape_and_dtype_are_errors_not_crashes():
     missing = compare_outputs({}, {"y": np.zeros(2)}, TOL)
     assert "形状" in shape.error and "类型" in dtype.error and "缺少" in missing.error
     assert not (shape.passed or dtype.passed or missing.passed)
+
+
+def test_an_infinite_reference_is_matched_only_by_the_same_infinity():
+    """rtol * |inf| allowed any value there (inf <= inf): a finite value, or the opposite infinity,
+    passed wherever the reference overflowed."""
+    ref = np.array([np.inf, -np.inf, np.nan, 1.0])
+    same = compare_outputs({"y": np.array([np.inf, -np.inf, np.nan, 1.0], dtype=np.float32)}, {"y": ref}, TOL)
+    assert same.passed
+    for wrong in ([0.0, -np.inf, np.nan, 1.0], [np.inf, np.inf, np.nan, 1.0], [np.inf, -np.inf, 0.0, 1.0]):
+        result = compare_outputs({"y": np.array(wrong, dtype=np.float32)}, {"y": ref}, TOL)
+        assert not result.passed, wrong
