@@ -50,15 +50,18 @@ def host_blanks(template_src: str) -> tuple[bool, ...]:
 
 def kernel_alone(exercise: Exercise, extraction: Extraction, program: Program) -> Program | None:
     """The program that grades the student's kernel blanks with the solution's host blanks, or None
-    when there is nothing to separate: no host blank or no kernel blank, or host fills that are the
-    solution's already (the same program). Whatever the fill policy: a whitelisted expression in
-    host code is torch on the host (`y + x * 2`, `x.sum(1) / N`), which can compute an output too."""
+    when there is nothing to separate: no host blank or no kernel blank, host fills that are the
+    solution's already (the same program), or kernel fills that are (the solution, which passes).
+    Whatever the fill policy: a whitelisted expression in host code is torch on the host
+    (`y + x * 2`, `x.sum(1) / N`), which can compute an output too."""
     hosts = host_blanks(exercise.template)
     if all(hosts) or not any(hosts):
         return None  # only host code is the student's (then it is the work), or none of it is
     reference = extract(exercise.template, exercise.solution).fill_sources
     student = extraction.fill_sources
     fills = [ref if host else own for host, ref, own in zip(hosts, reference, student)]
+    if fills == reference:
+        return None  # the kernel fills are the solution's: the kernel-alone program is the solution
     alone = assemble(exercise.template, fills)
     return None if alone.source == program.source else alone
 

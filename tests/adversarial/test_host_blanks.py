@@ -63,6 +63,7 @@ def code_points(report) -> tuple[float, float]:
 def test_host_code_that_does_the_kernels_work_earns_nothing(grader, host, name):
     report = grader.grade(Submission(exercise=EXERCISE, code=program(*ATTACKS[name])), secret_seed=SECRET_SEED)
     assert report.status == "graded" and report.program.ran, report.to_json()[:2000]
+    assert "kernel_alone_sandbox_s" in report.timing, report.timing
     points, _ = code_points(report)
     assert points == 0, [(i.id, i.points) for i in report.items]
     assert report.given_check.status == "failed", report.given_check
@@ -78,9 +79,11 @@ def test_host_code_that_does_the_kernels_work_earns_nothing(grader, host, name):
 
 
 def test_a_correct_kernel_with_host_code_of_its_own_earns_every_point(grader, host):
-    """Host fills written otherwise than the solution's (so the kernel-alone run happens) and right."""
-    code = program(RIGHT_ATOMIC, "sumsqs / N - mean ** 2", "sums.fill_(0.0)\nsumsqs.mul_(0.0)")
+    """Kernel and host fills written otherwise than the solution's (so the kernel-alone run happens),
+    and right."""
+    code = program("tl.sum(values * values, 0)", "sumsqs / N - mean ** 2", "sums.fill_(0.0)\nsumsqs.mul_(0.0)")
     report = grader.grade(Submission(exercise=EXERCISE, code=code), secret_seed=SECRET_SEED)
+    assert "kernel_alone_sandbox_s" in report.timing, report.timing
     points, most = code_points(report)
     assert points == most, [(i.id, i.points, i.feedback) for i in report.items]
     assert all(c.passed for c in report.cases), [(c.id, c.error) for c in report.cases if not c.passed]
@@ -119,6 +122,7 @@ def test_a_whitelisted_host_expression_cannot_do_the_kernels_work(host):
     assert report.given_check.status == "failed"
     for c in report.cases:
         assert not c.passed and "只在你自己的 host 端代码下通过" in (c.error or ""), (c.id, c.error)
-    right = grade(host_expr("2.0", "x * 0"), exercise=HOST_EXPR, grader=grader)  # host fill not the solution's
+    right = grade(host_expr("2.0", "x * 0"), exercise=HOST_EXPR, grader=grader)  # neither fill the solution's
+    assert "kernel_alone_sandbox_s" in right.timing, right.timing
     assert right.score.passed and right.score.total == right.score.max, right.to_json()[:2000]
     host.assert_untouched()
