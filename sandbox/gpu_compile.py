@@ -27,6 +27,7 @@ MAX_MESSAGE = 4000
 # The words around a rejection are the trusted side's (service/messages/sandbox.yaml): this module, which runs in
 # the student's process, writes only their codes, inline: «kg:<code>|key=value|...» (service/grading/sandbox_text.py).
 PREFIX_CODE, PYTHON_CALL_CODE = "sandbox.gpu_compile", "sandbox.python_call"
+NO_LAUNCH_CODE = "sandbox.no_kernel_launch"  # written by the harness (harness.py, LaunchCounter)
 MARK_OPEN, MARK_SEP, MARK_CLOSE = "«kg:", "|", "»"
 
 

@@ -185,6 +185,7 @@ def main() -> int:
         send({"type": "load_error", "error": _student_traceback(exc)})
         return HarnessExit.ok
     _end_stray_processes()
+    launches = LaunchCounter(module)  # before the compile-ahead phase, which restores JITFunction.run after
 
     inputs = load_file(os.path.join(job_dir, "inputs.safetensors"))
     ahead = None  # kernels compiled ahead (GPU), when the phase ran
@@ -214,7 +215,9 @@ def main() -> int:
             keep = index < MAX_RECORDED_CALLS and recorded_bytes < MAX_RECORDED_BYTES
             before = ([a.detach().to("cpu").contiguous().clone() for a in args if type(a) is torch.Tensor]
                       if keep else [])
+            launched_before = launches.count
             result = real_entry(*args, **kwargs)
+            launches.require(launched_before, job["entry_point"])
             if keep:
                 outs = result if isinstance(result, (tuple, list)) else (result,)
                 for j, arg in enumerate(before):
@@ -260,8 +263,10 @@ def main() -> int:
             for _ in range(case.get("calls", 1)):
                 for leaf in leaves.values():
                     leaf.grad = None
+                launched_before = launches.count
                 with guards.allocations():
                     result = entry(*args, **case.get("kwargs", {}))
+                launches.require(launched_before, job["entry_point"])
             if mode == "gpu":
                 torch.cuda.synchronize()
             results = result if isinstance(result, (tuple, list)) else (result,)
@@ -323,6 +328,57 @@ def main() -> int:
         if gpu_poisoned():
             return HarnessExit.gpu_poisoned
     return HarnessExit.ok
+
+
+class LaunchCounter:
+    """Counts launches of the cell's own kernels (module-level @triton.jit objects, and what an
+    autotune/heuristics wrapper wraps), on the GPU and on the interpreter alike.
+
+    An entry point that returns without launching one (a fallback to torch for some shapes, or no
+    kernel at all) computed its outputs some other way: the lesson grades the kernel, so such a
+    call fails with a marked message (gpu_compile.NO_LAUNCH_CODE) instead of earning the points."""
+
+    def __init__(self, module) -> None:
+        from triton.runtime.jit import KernelInterface
+
+        self.kernels: dict[int, str] = {}
+        for name, value in vars(module).items():
+            while isinstance(value, KernelInterface) and id(value) not in self.kernels:
+                self.kernels[id(value)] = name
+                value = getattr(value, "fn", None)
+        self.count = 0
+        classes = []
+        try:
+            from triton.runtime.jit import JITFunction
+            classes.append(JITFunction)
+        except ImportError:
+            pass
+        try:
+            from triton.runtime.interpreter import InterpretedFunction
+            classes.append(InterpretedFunction)
+        except ImportError:
+            pass
+        for cls in classes:
+            self._wrap(cls)
+
+    def _wrap(self, cls) -> None:
+        original = cls.run
+        counter = self
+
+        def run(self, *args, grid, warmup, **kwargs):
+            if not warmup and id(self) in counter.kernels:
+                counter.count += 1
+            return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+
+        cls.run = run
+
+    def require(self, before: int, entry_point: str) -> None:
+        """Raise the marked error if no kernel of the cell launched since `before` (a cell without kernels: never)."""
+        if self.kernels and self.count == before:
+            import gpu_compile  # from the job folder
+
+            names = ", ".join(sorted(set(self.kernels.values())))
+            raise RuntimeError(gpu_compile.mark(gpu_compile.NO_LAUNCH_CODE, entry=entry_point, kernels=names))
 
 
 def _stats(times: list) -> dict:

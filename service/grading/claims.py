@@ -95,8 +95,11 @@ def parse_claim(claimed_output: str) -> Claim:
 
 
 def unverified_claim(*, claimed_output: str, program_ran: bool, given_status: str | None, real_output: str,
-                     not_run_reason: str | None, language: Literal["zh", "en"] = "zh") -> Veto | None:
-    """The veto, or None. `given_status`: our given check's status, None if it did not run."""
+                     not_run_reason: str | None, language: Literal["zh", "en"] = "zh",
+                     kernel_bypassed: bool = False) -> Veto | None:
+    """The veto, or None. `given_status`: our given check's status, None if it did not run.
+    `kernel_bypassed`: our check failed because a call returned without launching the kernel (its
+    asserts may well have passed, as the student says), so a claimed pass is for a TA, not confirmed."""
     claim = parse_claim(claimed_output)
     if claim.kind in ("missing", "static_review", "unclear"):
         return None
@@ -117,6 +120,10 @@ def unverified_claim(*, claimed_output: str, program_ran: bool, given_status: st
                                 what=render(f"claims.what.{claim.kind}", lang, numbers=quoted),
                                 real=render(f"claims.real.{given_status}", lang))
                          for lang in (language, "en"))
+        if kernel_bypassed:
+            return Veto(rule="unverified_claim", status="suspected", needs_review=True, evidence={
+                **evidence, "note": render("claims.note.kernel_bypassed", language),
+                "note_en": render("claims.note.kernel_bypassed", "en")})
         return Veto(rule="unverified_claim", status="confirmed", needs_review=False, evidence={
             **evidence, "note": note, "note_en": note_en})
     if claim.kind == "fail" and given_status == "passed":

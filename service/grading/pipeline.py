@@ -33,7 +33,7 @@ from service.grading.memo import MemoEntry, VerdictMemo, memo_key, memoisable, s
 from service.grading.model_assist import ModelAssist
 from service.grading.not_gradable import not_gradable_report
 from service.grading.run import run_program, run_timing
-from service.grading.sandbox_text import render_speed
+from service.grading.sandbox_text import render_speed, shows_no_kernel_launch
 from service.grading.speed import performance as speed_performance
 from service.grading.speed import restated, unmeasured
 from service.grading.speed_card import SPEED_IN_FLIGHT, OnSpeed, follow, follow_memo, kernel_passed
@@ -399,7 +399,8 @@ class Grader:
         claim = unverified_claim(claimed_output=submission.claimed_output, program_ran=program is not None,
                                  given_status=None if given_status == "not_run" else given_status,
                                  real_output=given_output,
-                                 not_run_reason=not_run_reason, language=language)
+                                 not_run_reason=not_run_reason, language=language,
+                                 kernel_bypassed=given_status == "failed" and shows_no_kernel_launch(given_output))
         vetoes += [v for v in (coincidental, claim) if v is not None]
         score = rubric.total_score(exercise, items, vetoes)
         requirements = passrule.requirements(

@@ -8,11 +8,12 @@ from __future__ import annotations
 import re
 
 from sandbox.contract import RunResult, Said, SpeedRun
-from sandbox.gpu_compile import MARK_CLOSE, MARK_OPEN, MARK_SEP, PREFIX_CODE, PYTHON_CALL_CODE
+from sandbox.gpu_compile import MARK_CLOSE, MARK_OPEN, MARK_SEP, NO_LAUNCH_CODE, PREFIX_CODE, PYTHON_CALL_CODE
 from service.messages import render, service_catalogue
+from service.messages.catalogue import LANGUAGES
 
 # The only codes text written inside the sandbox may name: a mark naming another is left as written.
-INLINE_CODES = frozenset({PREFIX_CODE, PYTHON_CALL_CODE})
+INLINE_CODES = frozenset({PREFIX_CODE, PYTHON_CALL_CODE, NO_LAUNCH_CODE})
 _MARK = re.compile(re.escape(MARK_OPEN) + r"([a-z_.]{1,40})"
                    + r"((?:" + re.escape(MARK_SEP) + r"[a-z_]{1,20}=[^«»|\n]{0,200}){0,4})" + re.escape(MARK_CLOSE))
 
@@ -26,6 +27,16 @@ def expand_marks(text: str, language: str) -> str:
             return match.group(0)
         return render(code, language, **params)
     return _MARK.sub(said, text) if MARK_OPEN in text else text
+
+
+def shows_no_kernel_launch(text: str) -> bool:
+    """`text` (a rendered given-check output, in any language) says a call returned without
+    launching the cell's kernel (harness.py, LaunchCounter): every fixed part of the message is in it."""
+    for lang in LANGUAGES:
+        parts = [p for p in re.split(r"\{[a-z_]+\}", service_catalogue().template(NO_LAUNCH_CODE, lang)) if p.strip()]
+        if parts and all(part in text for part in parts):
+            return True
+    return False
 
 
 def say(said: Said, language: str) -> str:
