@@ -9,6 +9,7 @@ was found and what is allowed.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import importlib.metadata
 import inspect
@@ -245,6 +246,43 @@ def block_pointers_removed() -> bool:
         return "NotImplementedError" in inspect.getsource(tl.core.make_block_ptr)
     except (ImportError, AttributeError, OSError, TypeError):
         return False
+
+
+@dataclasses.dataclass(frozen=True)
+class InterpreterGap:
+    """A construct GPUs run (Triton 3.6 there) that the interpreter's Triton cannot: grading it here
+    would score the interpreter, not the kernel (probed: tl.extra.cuda.libdevice.exp and a float
+    tl.atomic_xchg are right on an H200 and raise inside the 3.9 interpreter)."""
+
+    code: str  # names the construct and what to write instead: grading.gap.<code> (zh, en)
+    names: frozenset[str]  # an attribute or name in a fill that uses it
+    error: str | None  # the interpreter's error when only a run shows it (a dtype); None: the name alone
+
+    def used_by(self, fills: Sequence[ast.expr | list[ast.stmt] | None]) -> bool:
+        roots = [root for fill in fills for root in (fill if isinstance(fill, list) else [fill] if fill else [])]
+        return any(isinstance(node, ast.Attribute) and node.attr in self.names
+                   or isinstance(node, ast.Name) and node.id in self.names
+                   for root in roots for node in ast.walk(root))
+
+
+def interpreter_gaps() -> tuple[InterpreterGap, ...]:
+    """The gaps of the interpreter installed here, read from its source (a later Triton may close them)."""
+    source = _interpreter_source()
+    gaps = []
+    if "libdevice" not in source:  # 3.9 patches tl, tl.core and tl.math only (interpreter.py, _patch_lang)
+        gaps.append(InterpreterGap("libdevice", frozenset({"libdevice"}), None))
+    gaps.append(InterpreterGap("atomic_xchg_float", frozenset({"atomic_xchg"}), "ValueError('Unsupported data type')"))
+    return tuple(gaps)
+
+
+@functools.cache
+def _interpreter_source() -> str:
+    try:
+        import triton.runtime.interpreter as interpreter
+
+        return inspect.getsource(interpreter)
+    except (ImportError, OSError, TypeError):
+        return ""
 
 
 def triton_version() -> str:

@@ -25,7 +25,14 @@ from service.grading.assemble import Program, assemble
 from service.grading.cases import case_texts, compare_cases, overwritten_inputs
 from service.grading.claims import parse_claim, unverified_claim
 from service.grading.extract import extract
-from service.grading.fills import block_pointers_removed, builds_block_pointer, rejected_fill, triton_version
+from service.grading.fills import (
+    InterpreterGap,
+    block_pointers_removed,
+    builds_block_pointer,
+    interpreter_gaps,
+    rejected_fill,
+    triton_version,
+)
 from service.grading.freetext import TextScore
 from service.grading.given import given_output_in, verify_given
 from service.grading.inputs import case_seed
@@ -264,6 +271,11 @@ class Grader:
             return self._not_gradable(exercise, submission_id, None, started, language,
                                       message=lambda lang: render("grading.block_pointers_removed", lang,
                                                                   triton=triton_version()))
+        gaps = [gap for gap in interpreter_gaps() if gap.used_by(extraction.fills)] \
+            if self.mode is DeviceMode.interpreter and extraction.error is None else []
+        if (static_gap := next((gap for gap in gaps if gap.error is None), None)) is not None:
+            return self._not_gradable(exercise, submission_id, None, started, language,
+                                      message=self._gap_message(static_gap))
         not_run_reason = extraction.error or rejected_fill(exercise, extraction, language)
         graded = spec.cases_for(secret_seed)  # drawn shapes resolved: replay with the seed gives the same
         seeds = Seeds(secret=secret_seed, given=spec.given_check.seed,
@@ -331,6 +343,9 @@ class Grader:
                 compiled_first = step.compiled_first
                 if run.infra_error is not None:
                     return self._not_gradable(exercise, submission_id, run, started, language)
+                if (shown := _gap_shown(gaps, run)) is not None:  # the interpreter's limit, not the kernel's
+                    return self._not_gradable(exercise, submission_id, run, started, language,
+                                              message=self._gap_message(shown))
                 with self._environment_lock:  # (learn_environment's guess never overwrites a hello)
                     self._environment_seen = dict(run.environment)
                 if self.compile_cache is not None:
@@ -621,6 +636,12 @@ class Grader:
                            torch=env.get("torch", ""), triton=env.get("triton", ""), python=env.get("python", ""),
                            process_limit=process_limit, memory_limit=run.memory_limit if run is not None else "")
 
+    @staticmethod
+    def _gap_message(gap: InterpreterGap) -> Callable[[str], str]:
+        return lambda lang: render("grading.interpreter_gap", lang, triton=triton_version(),
+                                   construct=render(f"grading.gap.{gap.code}", lang),
+                                   instead=render(f"grading.gap.{gap.code}.instead", lang))
+
     def _not_gradable(self, exercise: Exercise, submission_id: str, run: RunResult | None, started: float,
                       language: Language, *, message: Callable[[str], str] | None = None) -> Report:
         spec = exercise.spec
@@ -629,6 +650,12 @@ class Grader:
             max_points=spec.max_points, pass_threshold=spec.pass_threshold, language=language,
             reason=(run.infra_error or "") if run is not None else "", message=message,
             environment=self._environment(run), timing=run_timing(run, started))
+
+
+def _gap_shown(gaps: list[InterpreterGap], run: RunResult) -> InterpreterGap | None:
+    """The first runtime gap whose interpreter error a case or the given check raised (the fill uses it)."""
+    texts = [case.error or "" for case in run.cases] + ([run.given.output] if run.given is not None else [])
+    return next((gap for gap in gaps if gap.error is not None and any(gap.error in text for text in texts)), None)
 
 
 def _busy(performance: Performance | None, language: Language) -> bool:

@@ -5,11 +5,14 @@ Triton interpreter (or the GPU): verdicts, diagnoses and messages must be true f
   small shapes, or no kernel at all) used to earn full marks: its outputs were right. Each such
   call now fails its case, and the given check, with a message that says so; a truthful claim
   that the check passed is for a TA (suspected), not a confirmed fabrication.
+- A libdevice function and a float tl.atomic_xchg are right on an H200 and raise inside the 3.9
+  interpreter: not gradable there (no cost to the student), where they used to score 0.
 """
 from __future__ import annotations
 
 import pytest
 
+from sandbox.contract import DeviceMode
 from service.grading.validate import code_points
 from service.report import Report
 from service.submission import Submission
@@ -68,3 +71,32 @@ def test_entry_point_that_never_launches_earns_no_code_points(grader):
     assert not any(c.passed for c in report.cases)
     assert code_points(report, grader.catalog.get(FUSED)) == 0
 
+
+LIBDEVICE = ("z = tl.exp2(log2_e * (xv - m[:, None])) / s[:, None]",
+             "z = tl.extra.cuda.libdevice.exp(xv - m[:, None]) / s[:, None]")
+XCHG = ("tl.store(z_ptr + rows, acc, mask=row_mask)", "tl.atomic_xchg(z_ptr + rows, acc, mask=row_mask, sem='relaxed')")
+
+
+@pytest.mark.parametrize(("exercise_id", "edit", "construct"), [
+    ("puzzle_long_softmax", LIBDEVICE, "libdevice"),
+    ("puzzle_long_sum", XCHG, "tl.atomic_xchg on floating-point values"),
+])
+def test_what_only_the_interpreter_cannot_run_is_not_the_students_fail(grader, exercise_id, edit, construct):
+    # Both kernels are right: an H200 (Triton 3.6) gives the reference's answer; the 3.9
+    # interpreter raises inside them ('_semantic argument must be provided', 'Unsupported data type').
+    code = _edit(grader, exercise_id, edit)
+    report = grader.grade(Submission(exercise=exercise_id, code=code, language="en"), secret_seed=SEED)
+    if grader.mode is DeviceMode.interpreter:
+        assert report.status == "not_gradable", [c.error for c in report.cases][:1]
+        assert construct in report.message and "not your mistake" in report.message
+    else:
+        assert report.status == "graded" and all(c.passed for c in report.cases)
+
+
+def test_an_integer_atomic_xchg_still_runs_on_the_interpreter(grader):
+    # the runtime gap needs the interpreter's own error: the name alone refuses nothing
+    code = _edit(grader, "puzzle_long_sum", ("    tl.store(z_ptr + rows, acc, mask=row_mask)",
+                                             "    tl.store(z_ptr + rows, acc, mask=row_mask)\n"
+                                             "    tl.atomic_xchg(z_ptr.to(tl.pointer_type(tl.int32)) + N0 + B0, 0, mask=pid < 0)"))
+    report = _grade(grader, "puzzle_long_sum", code)
+    assert all(c.passed for c in report.cases)
