@@ -100,3 +100,24 @@ def test_an_integer_atomic_xchg_still_runs_on_the_interpreter(grader):
                                              "    tl.atomic_xchg(z_ptr.to(tl.pointer_type(tl.int32)) + N0 + B0, 0, mask=pid < 0)"))
     report = _grade(grader, "puzzle_long_sum", code)
     assert all(c.passed for c in report.cases)
+
+
+def test_a_tail_mask_one_column_short_is_not_first_block_only(grader):
+    # used to read "only the first block was processed, from column 127 on": one column was missing
+    code = _edit(grader, "puzzle_long_softmax", ("mask2 = row_mask[:, None] & (cols2[None, :] < T)",
+                                                 "mask2 = row_mask[:, None] & (cols2[None, :] < T - 1)"))
+    report = _grade(grader, "puzzle_long_softmax", code, language="en")
+    found = {d.id: d for d in report.diagnoses}
+    assert "first_block_only" not in found
+    assert "probe.long_row" in {c["case"] for c in found["tail_columns_unwritten"].evidence["cases"]}
+    assert "the last 1 column(s) of every row" in found["tail_columns_unwritten"].message
+
+
+def test_an_inverted_rescale_is_not_a_missing_max(grader):
+    # NaN everywhere (exp(m_new - m) with m = -inf is inf): on large logits that looked like
+    # "subtract the row max first", which this kernel does; the small-logit cases say otherwise
+    code = _edit(grader, "puzzle_long_softmax", ("s = s * tl.exp2(log2_e * (m - m_new)) + ",
+                                                 "s = s * tl.exp2(log2_e * (m_new - m)) + "))
+    report = _grade(grader, "puzzle_long_softmax", code)
+    found = {d.id for d in report.diagnoses}
+    assert "overflow_no_max" not in found and "nonfinite_output" in found
