@@ -87,10 +87,30 @@ def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
             break
     err_var = var_obs - var_true
     row = int(np.argmax(np.abs(err_var) + np.abs(mean_obs - mean_true)))
-    yield best or "unexplained", {
+    numbers = {
         **where, "row": row, "mean": float(mean_true[row]), "mean_obs": float(mean_obs[row]),
         "var": float(var_true[row]), "var_obs": float(var_obs[row]), "ex2": float(ex2[row]),
         "mean_ratio": float(mean_obs[row] / mean_true[row]) if mean_true[row] else float("nan")}
+    # Σx and Σx² k times too large after ONE call: every chunk was added k times in that call (a
+    # second launch, or a grid that covers a chunk twice), whatever the buffers held before.
+    times = next((k for k in (2, 3, 4) if _close(mean_obs, k * mean_true, floor_mean)
+                  and _close(var_obs, k * ex2 - (k * mean_true) ** 2, floor_var)), None)
+    if case.calls == 1 and best is None and times is not None:
+        yield "added_k_times", {**numbers, "k": times}
+        yield kit.ACROSS, {**numbers, "single_call_k": times}
+    elif best == "scratch_not_zeroed":  # k calls' sums: unless one call alone already adds k times (_across)
+        yield kit.ACROSS, {**numbers, "candidate": best, "k": case.calls}
+    else:
+        yield best or "unexplained", numbers
+
+
+def _across(pending: list[kit.Numbers]) -> Iterator[kit.Found]:
+    """A case called k times on unzeroed buffers and a kernel launched k times per call give the
+    same k-fold sums on that case; the single-call cases tell them apart."""
+    once = {numbers["single_call_k"] for numbers in pending if "single_call_k" in numbers}
+    for numbers in pending:
+        if "candidate" in numbers:
+            yield ("added_k_times" if numbers["k"] in once else numbers["candidate"]), numbers
 
 
 def _words(key: str, cases: list[kit.Numbers]) -> kit.Say:
@@ -99,4 +119,4 @@ def _words(key: str, cases: list[kit.Numbers]) -> kit.Say:
     return kit.say_about(key, cases, c, at=kit.Say("part.at_row" if "row" in c else "part.at", c))
 
 
-diagnose = kit.make_diagnose(_classify, _words)
+diagnose = kit.make_diagnose(_classify, _words, across=_across)
