@@ -77,6 +77,15 @@ def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
             yield key, {**where, "row": worst, "observed": float(z[worst]), "expected": float(ref[worst]),
                         "predicted": float(pred[worst]), "pad": -t % b1}
             return
+    blocks = -(-t // b1)
+    for kept in range(blocks - 1, 0, -1):  # whole blocks from the start, the loop ending early (the cases above aside)
+        pred = x[:, :kept * b1].sum(axis=1)
+        if _close(z, pred, np.ones(n0, dtype=bool)):
+            worst = int(np.argmax(np.abs(z - ref)))
+            yield "loop_stops_early", {**where, "row": worst, "observed": float(z[worst]), "expected": float(ref[worst]),
+                                       "predicted": float(pred[worst]), "kept": kept, "blocks": blocks,
+                                       "kept_cols": kept * b1, "missing": blocks - kept}
+            return
     worst = int(np.argmax(np.abs(z - ref)))
     yield "unexplained_sum", {**where, "row": worst, "observed": float(z[worst]), "expected": float(ref[worst])}
 
