@@ -100,6 +100,11 @@ def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
         return
     # Position first: on all-positive rows, "all BLOCK lanes" and "values >= 0" are the same set.
     k = _lanes_counted(x, mean_obs, var_obs, block)
+    if k == 0 and (label := _value_mask(x, mean_obs, var_obs, block)) is not None:
+        # no lane counted (variance 0) says nothing about positions: a value mask that no lane
+        # meets (values > 0 on all-negative rows) gives it too, and names what the code does
+        yield "value_based_mask", {**where, "mask": label}
+        return
     if k is not None:
         excess = var_obs - var_true
         worst = int(np.argmax(np.abs(excess)))
