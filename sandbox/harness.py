@@ -366,7 +366,7 @@ class LaunchCounter:
         counter = self
 
         def run(self, *args, grid, warmup, **kwargs):
-            if not warmup and id(self) in counter.kernels:
+            if not warmup and id(self) in counter.kernels and not _empty_grid(grid):
                 counter.count += 1
             return original(self, *args, grid=grid, warmup=warmup, **kwargs)
 
@@ -379,6 +379,13 @@ class LaunchCounter:
 
             names = ", ".join(sorted(set(self.kernels.values())))
             raise RuntimeError(gpu_compile.mark(gpu_compile.NO_LAUNCH_CODE, entry=entry_point, kernels=names))
+
+
+def _empty_grid(grid) -> bool:
+    """A grid of plain numbers with a zero (or negative) extent runs no program: no launch of the
+    kernel in effect. A callable grid (grid(meta)) is taken as it comes."""
+    extents = grid if isinstance(grid, (tuple, list)) else (grid,)
+    return all(isinstance(e, int) for e in extents) and any(e <= 0 for e in extents)
 
 
 def _stats(times: list) -> dict:

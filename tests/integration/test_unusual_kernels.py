@@ -72,6 +72,13 @@ def test_entry_point_that_never_launches_earns_no_code_points(grader):
     assert code_points(report, grader.catalog.get(FUSED)) == 0
 
 
+def test_a_launch_with_an_empty_grid_is_no_launch(grader):
+    empty = ("    sum_sumsq_kernel[(0, 1)](x, sums, sumsqs, N, x.stride(0), BLOCK=block)\n"
+             "    return x.mean(1), x.var(1, unbiased=False)\n")
+    report = _grade(grader, FUSED, _edit(grader, FUSED, (ZEROING, empty)))
+    assert not any(c.passed for c in report.cases)
+
+
 LIBDEVICE = ("z = tl.exp2(log2_e * (xv - m[:, None])) / s[:, None]",
              "z = tl.extra.cuda.libdevice.exp(xv - m[:, None]) / s[:, None]")
 XCHG = ("tl.store(z_ptr + rows, acc, mask=row_mask)", "tl.atomic_xchg(z_ptr + rows, acc, mask=row_mask, sem='relaxed')")
