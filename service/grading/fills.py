@@ -255,13 +255,15 @@ class InterpreterGap:
     tl.atomic_xchg are right on an H200 and raise inside the 3.9 interpreter)."""
 
     code: str  # names the construct and what to write instead: grading.gap.<code> (zh, en)
-    names: frozenset[str]  # an attribute or name in a fill that uses it
+    names: frozenset[str]  # an attribute, name or string constant in a fill that uses it
     error: str | None  # the interpreter's error when only a run shows it (a dtype); None: the name alone
+    message: str = "grading.interpreter_gap"  # the report's words around the construct
 
     def used_by(self, fills: Sequence[ast.expr | list[ast.stmt] | None]) -> bool:
         roots = [root for fill in fills for root in (fill if isinstance(fill, list) else [fill] if fill else [])]
         return any(isinstance(node, ast.Attribute) and node.attr in self.names
                    or isinstance(node, ast.Name) and node.id in self.names
+                   or isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in self.names
                    for root in roots for node in ast.walk(root))
 
 
@@ -272,6 +274,10 @@ def interpreter_gaps() -> tuple[InterpreterGap, ...]:
     if "libdevice" not in source:  # 3.9 patches tl, tl.core and tl.math only (interpreter.py, _patch_lang)
         gaps.append(InterpreterGap("libdevice", frozenset({"libdevice"}), None))
     gaps.append(InterpreterGap("atomic_xchg_float", frozenset({"atomic_xchg"}), "ValueError('Unsupported data type')"))
+    # The interpreter keeps every tensor on the CPU (device="cuda" included), so a fill that moves
+    # a result there (var.cpu(), .to("cpu")) is right here and, on a GPU, meets the lesson's
+    # assert_close with a GPU tensor: a device mismatch only a GPU shows.
+    gaps.append(InterpreterGap("cpu_device", frozenset({"cpu"}), None, message="grading.interpreter_gap_device"))
     return tuple(gaps)
 
 

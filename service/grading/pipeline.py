@@ -638,7 +638,7 @@ class Grader:
 
     @staticmethod
     def _gap_message(gap: InterpreterGap) -> Callable[[str], str]:
-        return lambda lang: render("grading.interpreter_gap", lang, triton=triton_version(),
+        return lambda lang: render(gap.message, lang, triton=triton_version(),
                                    construct=render(f"grading.gap.{gap.code}", lang),
                                    instead=render(f"grading.gap.{gap.code}.instead", lang))
 

@@ -6,7 +6,8 @@ Triton interpreter (or the GPU): verdicts, diagnoses and messages must be true f
   call now fails its case, and the given check, with a message that says so; a truthful claim
   that the check passed is for a TA (suspected), not a confirmed fabrication.
 - A libdevice function and a float tl.atomic_xchg are right on an H200 and raise inside the 3.9
-  interpreter: not gradable there (no cost to the student), where they used to score 0.
+  interpreter: not gradable there (no cost to the student), where they used to score 0; so is a
+  result moved to the CPU, which only a GPU's device check shows.
 """
 from __future__ import annotations
 
@@ -128,3 +129,14 @@ def test_an_inverted_rescale_is_not_a_missing_max(grader):
     report = _grade(grader, "puzzle_long_softmax", code)
     found = {d.id for d in report.diagnoses}
     assert "overflow_no_max" not in found and "nonfinite_output" in found
+
+
+def test_a_result_moved_to_the_cpu_is_not_graded_where_everything_is_on_the_cpu(grader):
+    # on a GPU the lesson's assert_close meets a CPU var and a GPU expectation and fails; the
+    # interpreter keeps every tensor on the CPU and passed it with full marks
+    code = _edit(grader, FUSED, ("var = sumsqs / N - mean * mean", "var = (sumsqs / N - mean * mean).cpu()"))
+    report = grader.grade(Submission(exercise=FUSED, code=code, language="en"), secret_seed=SEED)
+    if grader.mode is DeviceMode.interpreter:
+        assert report.status == "not_gradable" and "moving tensors to the CPU" in report.message
+    else:
+        assert report.status == "graded" and report.given_check.status == "failed" and not report.score.passed
