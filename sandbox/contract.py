@@ -172,6 +172,7 @@ class CaseRun:
     status: Literal["ok", "error", "crashed", "timeout", "skipped"]
     error: str | None = None
     said: Said | None = None  # the runner's own account (a crash, a timeout, ...), rendered into `error`
+    raw_error: str | None = None  # `error` as the sandbox wrote it, its «kg:» marks not yet said (other languages)
     outputs: dict[str, Any] = field(default_factory=dict)
     elapsed_s: float | None = None
     # Guards around the case's buffers that the kernel changed (a write out of bounds), as the
@@ -193,6 +194,7 @@ class GivenRun:
     status: Literal["passed", "failed", "crashed", "timeout", "skipped"]
     output: str = ""
     said: Said | None = None  # the runner's own account, rendered into `output`
+    raw_output: str | None = None  # `output` as the sandbox wrote it, its «kg:» marks not yet said (other languages)
     elapsed_s: float | None = None
     # Each recorded call of the entry point during the check: (tensor arguments, tensor outputs).
     calls: list[tuple[list[Any], list[Any]]] = field(default_factory=list)

@@ -14,7 +14,7 @@ from service.grading.compare import compare_outputs
 from service.grading.overwrite import changed_input
 from service.grading.overwrite import diagnosis as overwrite_diagnosis
 from service.grading.run import sandbox_inputs
-from service.grading.sandbox_text import say
+from service.grading.sandbox_text import expand_marks, say
 from service.messages import Language, render
 from service.report import CaseReport, CaseTexts, Diagnosis, OutOfBounds
 
@@ -101,7 +101,8 @@ def case_texts(exercise: Exercise, run: RunResult | None, reports: list[CaseRepo
         elif outcome is None:
             error = render("cases.not_run", language)
         elif outcome.status != "ok":
-            error = say(outcome.said, language) if outcome.said is not None else error
+            error = say(outcome.said, language) if outcome.said is not None \
+                else expand_marks(outcome.raw_error, language) if outcome.raw_error is not None else error
         elif report.id in expected:  # outputs of the wrong name, shape or dtype: the comparison's words
             error = compare_outputs(outcome.outputs, expected[report.id], spec.outputs, language=language).error
         texts[report.id] = CaseTexts(description=case.description.in_(language), error=error,

@@ -17,7 +17,7 @@ import numpy as np
 from sandbox.contract import GivenRun
 from service.exercises import Exercise
 from service.grading.compare import compare_outputs
-from service.grading.sandbox_text import say
+from service.grading.sandbox_text import expand_marks, say
 from service.messages import render
 
 
@@ -68,6 +68,8 @@ def given_output_in(exercise: Exercise, given: GivenRun | None, language: str) -
         return ""
     if given.said is not None:
         given = dataclasses.replace(given, output=say(given.said, language))
+    elif given.raw_output is not None:  # its marks said in `language`, not the report's
+        given = dataclasses.replace(given, output=expand_marks(given.raw_output, language))
     verified = verify_given(exercise, given, language=language)
     return verified.output if verified is not None else ""
 

@@ -50,10 +50,13 @@ def render_run(result: RunResult, language: str) -> RunResult:
         if case.said is not None:
             case.error = say(case.said, language)
         elif case.error:
-            case.error = expand_marks(case.error, language)
+            case.raw_error, case.error = case.error, expand_marks(case.error, language)
     if result.given is not None:
         given = result.given
-        given.output = say(given.said, language) if given.said is not None else expand_marks(given.output, language)
+        if given.said is not None:
+            given.output = say(given.said, language)
+        else:
+            given.raw_output, given.output = given.output, expand_marks(given.output, language)
     if result.speed is not None:
         render_speed(result.speed, language)
     return result

@@ -60,6 +60,10 @@ def test_torch_fallback_for_small_shapes_fails_those_cases(grader):
         assert "without launching any kernel of the cell (sum_sumsq_kernel)" in cases[case.id].error
     assert cases["regular.n1000"].passed  # the kernel itself is right where it runs
     assert report.given_check.status == "failed" and "without launching" in report.given_check.output
+    # the other language says it in its own words (the sandbox's mark said again, not the report's text)
+    chinese = report.translations["zh"].cases
+    assert "没有启动这个 cell 里的任何 kernel" in (chinese["given"].error or "")
+    assert "没有启动这个 cell 里的任何 kernel" in (chinese[small[0].id].error or "")
     assert code_points(report, exercise) < 3
     assert not report.score.passed
     # the check's asserts did pass on the student's machine: not a fabricated output
