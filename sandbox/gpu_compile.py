@@ -7,8 +7,11 @@ numpy/ctypes) would run and could pass, while the same program fails to compile 
 interpreter mode, before each launch, the kernel is compiled with Triton's own (non-interpreter)
 front end for a GPU target, with the launch's real argument types and constexprs, once per
 specialization; a rejection becomes the launch's error, with the compiler's message, and the
-kernel does not run. No GPU is needed: the stages up to PTX run in this process (no ptxas
-assembly, no file written: nothing goes through Triton's cache).
+kernel does not run. No GPU is needed: the stages up to PTX run in this process, and the PTX is
+assembled by the `ptxas` that Triton's wheel carries, as on a GPU (it rejects PTX that the stages
+before it accept: `cache_modifier=".cg"` with `eviction_policy="evict_first"` passed on the CPU and
+failed every case on the H200). Nothing goes through Triton's cache; ptxas's files are in the
+sandbox's private /tmp.
 
 The same front end also runs any plain Python callable a kernel calls at compile time (it calls
 what it does not know), on the GPU as well: `tl.core.builtins.exec(...)` would run arbitrary code.
@@ -18,10 +21,13 @@ Standard library plus triton only. The trusted side never imports this file's ca
 """
 from __future__ import annotations
 
+import contextlib
+import io
+import os
 import types
 
 TARGET = ("cuda", 90, 32)  # sm_90 (H100/H200), warp size 32: the GPU the lesson's course grades on
-LAST_STAGE = "ptx"  # ttir (the front end) -> ttgir -> llir -> ptx; cubin would need ptxas (a subprocess)
+LAST_STAGE = "cubin"  # ttir (the front end) -> ttgir -> llir -> ptx -> cubin (ptxas, a subprocess: ~30 ms)
 MAX_MESSAGE = 4000
 
 # The words around a rejection are the trusted side's (service/messages/sandbox.yaml): this module, which runs in
@@ -96,8 +102,21 @@ def _target_name() -> str:
     return f"{TARGET[0]} sm_{TARGET[1]}"
 
 
+_DISCARD = io.TextIOWrapper(io.FileIO(os.devnull, "w")) if os.path.exists(os.devnull) else io.StringIO()
+
+
+def _ptxas_errors(text: str) -> str:
+    """What ptxas said was wrong (its `error :` lines, without the temporary file's path), not
+    Triton's wrapper around it (the repro command, a request to report the PTX to Triton)."""
+    said = [line.split("error", 1)[1].lstrip(" :") for line in text.splitlines()
+            if "error" in line and ".ptx" in line.split("error", 1)[0]]
+    return "ptxas: " + "; ".join(dict.fromkeys(said)) if said else text
+
+
 def compile_error_message(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
+    if type(exc).__name__ == "PTXASError":
+        text = _ptxas_errors(text)
     if len(text) > MAX_MESSAGE:
         text = text[:MAX_MESSAGE] + " …"
     return mark(PREFIX_CODE, target=_target_name()) + f"{type(exc).__name__}: {text}"
@@ -212,10 +231,11 @@ class CompileGate:
             raise GPUCompileError(compile_error_message(error)) from None
 
     def _compile(self, jit, signature, constexprs, attrs, options) -> None:
-        """triton.compile's stages up to LAST_STAGE, in memory (no cache, no ptxas)."""
+        """triton.compile's stages up to LAST_STAGE (no cache)."""
         from triton.compiler import ASTSource
 
-        with _pristine(self.pristine):
+        # Triton prints a failed assembly's whole PTX to stdout: the student's output, not ours.
+        with _pristine(self.pristine), contextlib.redirect_stdout(_DISCARD):
             self._stages(ASTSource(jit, signature, constexprs, attrs), options)
 
     def _stages(self, src, options) -> None:
