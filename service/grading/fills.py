@@ -258,13 +258,34 @@ class InterpreterGap:
     names: frozenset[str]  # an attribute, name or string constant in a fill that uses it
     error: str | None  # the interpreter's error when only a run shows it (a dtype); None: the name alone
     message: str = "grading.interpreter_gap"  # the report's words around the construct
+    # Only a pass is the interpreter's to doubt (a device the interpreter does not have): a run that
+    # fails here fails on a GPU too, and is graded. `used_by` then looks at calls only (below).
+    on_pass: bool = False
 
     def used_by(self, fills: Sequence[ast.expr | list[ast.stmt] | None]) -> bool:
         roots = [root for fill in fills for root in (fill if isinstance(fill, list) else [fill] if fill else [])]
+        if self.on_pass:
+            return any(_moves_to(node, self.names) for root in roots for node in ast.walk(root))
         return any(isinstance(node, ast.Attribute) and node.attr in self.names
                    or isinstance(node, ast.Name) and node.id in self.names
                    or isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in self.names
                    for root in roots for node in ast.walk(root))
+
+
+def _moves_to(node: ast.AST, devices: frozenset[str]) -> bool:
+    """A call that puts a tensor on one of `devices`: `t.cpu()`, `t.to("cpu")`, `f(..., device="cpu")`
+    (a device named in a string elsewhere, or a print of `t.cpu()`'s text, moves nothing that is returned
+    either, but a call is what can)."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Attribute) and func.attr in devices:
+        return True
+    named = [k.value for k in node.keywords if k.arg == "device"]
+    if isinstance(func, ast.Attribute) and func.attr == "to" and node.args:
+        named.append(node.args[0])
+    return any(isinstance(v, ast.Constant) and isinstance(v.value, str) and v.value.split(":")[0] in devices
+               for v in named)
 
 
 def interpreter_gaps() -> tuple[InterpreterGap, ...]:
@@ -277,7 +298,8 @@ def interpreter_gaps() -> tuple[InterpreterGap, ...]:
     # The interpreter keeps every tensor on the CPU (device="cuda" included), so a fill that moves
     # a result there (var.cpu(), .to("cpu")) is right here and, on a GPU, meets the lesson's
     # assert_close with a GPU tensor: a device mismatch only a GPU shows.
-    gaps.append(InterpreterGap("cpu_device", frozenset({"cpu"}), None, message="grading.interpreter_gap_device"))
+    gaps.append(InterpreterGap("cpu_device", frozenset({"cpu"}), None, message="grading.interpreter_gap_device",
+                               on_pass=True))
     return tuple(gaps)
 
 

@@ -273,7 +273,7 @@ class Grader:
                                                                   triton=triton_version()))
         gaps = [gap for gap in interpreter_gaps() if gap.used_by(extraction.fills)] \
             if self.mode is DeviceMode.interpreter and extraction.error is None else []
-        if (static_gap := next((gap for gap in gaps if gap.error is None), None)) is not None:
+        if (static_gap := next((gap for gap in gaps if gap.error is None and not gap.on_pass), None)) is not None:
             return self._not_gradable(exercise, submission_id, None, started, language,
                                       message=self._gap_message(static_gap))
         not_run_reason = extraction.error or rejected_fill(exercise, extraction, language)
@@ -373,6 +373,11 @@ class Grader:
                                    for lang in other_languages(language)}
                 except Exception:  # noqa: BLE001 - the other language is an addition: the grade stands without it
                     log.exception("could not say the cases of %s in the other language", submission_id)
+                if (doubted := next((gap for gap in gaps if gap.on_pass), None)) is not None and all(
+                        c.passed for c in cases) and (run.given is None or run.given.status == "passed"):
+                    # Passed here, where every tensor is on the CPU; on a GPU the moved one meets the lesson's check.
+                    return self._not_gradable(exercise, submission_id, run, started, language,
+                                              message=self._gap_message(doubted))
                 diagnoses = exercise.diagnose(evidence, language=language)
                 if (overwritten := overwritten_inputs(spec, graded, arrays, run, language=language)) is not None:
                     diagnoses.append(overwritten)  # on every exercise: inputs compared bit for bit

@@ -144,3 +144,10 @@ def test_a_result_moved_to_the_cpu_is_not_graded_where_everything_is_on_the_cpu(
         assert report.status == "not_gradable" and "moving tensors to the CPU" in report.message
     else:
         assert report.status == "graded" and report.given_check.status == "failed" and not report.score.passed
+
+
+def test_a_result_moved_to_the_cpu_that_fails_anyway_is_graded(grader):
+    # only a pass is the interpreter's to doubt: a wrong combine moved to the CPU fails on a GPU as here
+    code = _edit(grader, FUSED, ("var = sumsqs / N - mean * mean", "var = (sumsqs / N + mean * mean).cpu()"))
+    report = grader.grade(Submission(exercise=FUSED, code=code, language="en"), secret_seed=SEED)
+    assert report.status == "graded" and not report.score.passed and report.given_check.status == "failed"
