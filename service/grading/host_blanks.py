@@ -25,7 +25,9 @@ from service.grading import syntax
 from service.grading.assemble import Program, assemble
 from service.grading.extract import Extraction, extract
 from service.messages import render
-from service.report import CaseReport, CaseTexts
+from service.report import CaseReport, CaseTexts, Diagnosis
+
+SPLIT_DIAGNOSIS = "host_split_differs"
 
 
 def _is_jit(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -64,6 +66,49 @@ def kernel_alone(exercise: Exercise, extraction: Extraction, program: Program) -
         return None  # the kernel fills are the solution's: the kernel-alone program is the solution
     alone = assemble(exercise.template, fills)
     return None if alone.source == program.source else alone
+
+
+def kernel_ablated(exercise: Exercise, extraction: Extraction) -> Program | None:
+    """The student's own program with every kernel expression fill multiplied by zero: what their
+    host code computes when the kernel contributes nothing. None when a kernel blank holds
+    statements (nothing to multiply) or there is no host blank beside a kernel blank.
+
+    Run only when the program passed every case and the kernel-alone run failed some: either the
+    host code did the kernel's work (then it still passes here: the kernel was not needed), or the
+    student split the work between kernel and host otherwise than the solution, consistently (the
+    kernel computes Σx²/N, the host no longer divides). The second fails here (the host code uses
+    what the kernel computed) and goes to a TA instead of failing (split_differs)."""
+    hosts = host_blanks(exercise.template)
+    if all(hosts) or not any(hosts):
+        return None
+    fills: list[str | None] = []
+    for host, fill, source in zip(hosts, extraction.fills, extraction.fill_sources):
+        if host:
+            fills.append(source)
+        elif isinstance(fill, ast.expr):
+            fills.append(f"({source}) * 0")
+        else:
+            return None
+    return assemble(exercise.template, fills)
+
+
+def split_differs(failed: dict[str, CaseReport], ablated: list[CaseReport]) -> list[str]:
+    """The ids of `failed` (failed_alone_ids) that also fail in the kernel-ablated run: the host code
+    needed the kernel's contribution there, so it did not compute the result in the kernel's place."""
+    by_id = {c.id: c for c in ablated}
+    return [case_id for case_id in failed if case_id in by_id and not by_id[case_id].passed]
+
+
+def split_diagnosis(disputed: list[str], failed: dict[str, CaseReport], language: str) -> Diagnosis | None:
+    """The diagnosis a TA reviews: these cases pass with the student's kernel and host code together,
+    fail with the solution's host code, and need the kernel's contribution (split_differs)."""
+    if not disputed:
+        return None
+    named = ", ".join(disputed[:4]) + (f" (+{len(disputed) - 4})" if len(disputed) > 4 else "")
+    messages = {lang: render("host_blanks.split_differs", lang, cases=named,
+                             detail=failed_alone_detail(failed[disputed[0]], lang)) for lang in ("zh", "en")}
+    return Diagnosis(id=SPLIT_DIAGNOSIS, message=messages.get(language, messages["en"]),
+                     evidence={"cases": [{"case": case_id} for case_id in disputed], "messages": messages})
 
 
 def failed_alone_ids(cases: list[CaseReport], alone: list[CaseReport]) -> dict[str, CaseReport]:
@@ -107,6 +152,11 @@ def said_cases(texts: dict[str, CaseTexts], failed: dict[str, CaseReport], langu
 
 def failed_alone(alone: CaseReport, language: str) -> str:
     """The student's message for a case that passed only with their own host code."""
+    return render("host_blanks.kernel_alone_failed", language, detail=failed_alone_detail(alone, language))
+
+
+def failed_alone_detail(alone: CaseReport, language: str) -> str:
+    """What went wrong in the kernel-alone run of a case, in one line."""
     if alone.first_mismatch is not None:
         m = alone.first_mismatch
         observed = "NaN/inf" if m.observed is None else f"{m.observed:.6g}"
@@ -117,4 +167,4 @@ def failed_alone(alone: CaseReport, language: str) -> str:
         # quote the kernel-alone program's source, whose host lines are the reference solution's.
         lines = [line.strip() for line in (alone.error or "").splitlines() if line.strip()]
         detail = lines[-1][:300] if lines else "error"
-    return render("host_blanks.kernel_alone_failed", language, detail=detail)
+    return detail

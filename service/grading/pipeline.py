@@ -166,9 +166,10 @@ class Grader:
         """The longest one grading may take: the sandbox's run budget, a wait for an identical
         program in flight (at most a claim's lifetime), and a margin for the rest (inputs,
         comparison, written answers: each bounded by the submission's size caps), and the run of
-        its kernel fills alone where it has host blanks too (host_blanks.py): two run budgets."""
+        its kernel fills alone where it has host blanks too, and its kernel contribution zeroed where
+        that run failed a case the program passed (host_blanks.py): three run budgets."""
         run_s = self.runner.limits.run_timeout_s
-        return 2 * run_s + (run_s + CLAIM_MARGIN_S) + GRADING_MARGIN_S
+        return 3 * run_s + (run_s + CLAIM_MARGIN_S) + GRADING_MARGIN_S
 
     def close(self) -> None:
         """Kill the waiting sandboxes, after the speed cards still to come (each bounded by its budget)."""
@@ -284,6 +285,7 @@ class Grader:
         program: Program | None = None
         run: RunResult | None = None
         alone_run: RunResult | None = None  # the kernel fills with the solution's host fills (host_blanks.py)
+        extra_timing: dict[str, float] = {}
         compiled_first: ParallelCompile | None = None
         memo_key: str | None = None
         reused: MemoEntry | None = None
@@ -355,9 +357,30 @@ class Grader:
                 run.given = verify_given(exercise, run.given, language=language)
                 alone_cases: list[CaseReport] = []
                 given_alone_failed = False
+                split: Diagnosis | None = None  # host_blanks.split_diagnosis: a TA looks at these cases
                 if alone_run is not None:
                     alone_run.given = verify_given(exercise, alone_run.given, language=language)
                     alone_cases, _ = compare_cases(exercise, alone_run, arrays, seeds.cases, graded, language=language)
+                    own, _ = compare_cases(exercise, run, arrays, seeds.cases, graded, language=language)
+                    failed = host_blanks.failed_alone_ids(own, alone_cases)
+                    # Only a program right on every case can be an honest split; where its own run fails
+                    # some, the cases it passed only with its own host code are taken as coincidences.
+                    ablated = (host_blanks.kernel_ablated(exercise, extraction)
+                               if failed and all(c.passed for c in own) else None)
+                    if ablated is not None:  # did the host code need the kernel's contribution?
+                        self.counts.add(sandbox_runs=1)
+                        ablated_run = yield RunStep(exercise=exercise, program=ablated, arrays=arrays, cases=graded,
+                                                    language=language, with_speed=False)
+                        assert ablated_run is not None  # the driver sends the sandbox's result back
+                        if ablated_run.infra_error is not None:
+                            return self._not_gradable(exercise, submission_id, ablated_run, started, language)
+                        extra_timing["kernel_ablated_sandbox_s"] = ablated_run.elapsed_s
+                        ablated_run.given = verify_given(exercise, ablated_run.given, language=language)
+                        ablated_cases, _ = compare_cases(exercise, ablated_run, arrays, seeds.cases, graded,
+                                                         language=language)
+                        disputed = host_blanks.split_differs(failed, ablated_cases)
+                        split = host_blanks.split_diagnosis(disputed, failed, language)
+                        alone_cases = [c for c in alone_cases if c.id not in disputed]  # they stand as the program's
                     run.given, given_alone_failed = host_blanks.merge_given(run.given, alone_cases, language)
                 cases, evidence = compare_cases(exercise, run, arrays, seeds.cases, graded, language=language)
                 failed_alone = host_blanks.failed_alone_ids(cases, alone_cases)
@@ -379,6 +402,8 @@ class Grader:
                     return self._not_gradable(exercise, submission_id, run, started, language,
                                               message=self._gap_message(doubted))
                 diagnoses = exercise.diagnose(evidence, language=language)
+                if split is not None:
+                    diagnoses.append(split)
                 if (overwritten := overwritten_inputs(spec, graded, arrays, run, language=language)) is not None:
                     diagnoses.append(overwritten)  # on every exercise: inputs compared bit for bit
                 if run.given is not None:
@@ -438,6 +463,7 @@ class Grader:
             timing.update(compiled_first.timing())
         if alone_run is not None:
             timing["kernel_alone_sandbox_s"] = alone_run.elapsed_s
+        timing.update(extra_timing)
         report = Report(
             submission_id=submission_id,
             exercise=ExerciseRef(id=exercise.id, version=spec.version),

@@ -6,6 +6,8 @@ import functools
 import math
 
 from service.exercises import Exercise, RubricItem
+from service.grading import host_blanks
+from service.grading.cases import GIVEN_CASE_ID
 from service.grading.extract import extract
 from service.grading.freetext import TextScore, score_answer, score_text
 from service.grading.model_assist import ModelAssist
@@ -15,7 +17,9 @@ from service.submission import Submission
 
 
 def score_cases_item(item: RubricItem, cases: list[CaseReport], *, not_run_reason: str | None,
-                     diagnoses: list[Diagnosis], language: str = "zh") -> Item:
+                     diagnoses: list[Diagnosis], language: str = "zh", holds_given: bool = False) -> Item:
+    """`holds_given`: this item also answers for the given check's case where a TA must look at it
+    (host_blanks.split_diagnosis; the first cases item)."""
     if not_run_reason is not None:
         return Item(id=item.id, title=item.title.in_(language), points=0.0, max_points=item.points, status="fail",
                     feedback=render("rubric.not_run", language, reason=not_run_reason))
@@ -39,6 +43,13 @@ def score_cases_item(item: RubricItem, cases: list[CaseReport], *, not_run_reaso
     if related:
         lines.append(render("rubric.diagnoses_heading", language))
         lines += [f"- {d.message}" for d in related]
+    # Cases that passed with the student's own split of the work between kernel and host code, and
+    # not with the solution's host code: the points stand provisionally and a TA decides.
+    split = next((d for d in diagnoses if d.id == host_blanks.SPLIT_DIAGNOSIS), None)
+    disputed = {e.get("case") for e in split.evidence.get("cases", [])} if split is not None else set()
+    if status != "fail" and ({c.id for c in passed} & disputed or (holds_given and GIVEN_CASE_ID in disputed)):
+        status = "needs_review"
+        lines.append(f"- {split.message}" if split is not None else "")
     return Item(id=item.id, title=item.title.in_(language), points=points, max_points=item.points, status=status,
                 feedback="\n".join(lines),
                 evidence={"passed": [c.id for c in passed], "failed": [c.id for c in failed],
@@ -70,10 +81,11 @@ def score_items(exercise: Exercise, submission: Submission, cases: list[CaseRepo
     items = []
     lang = language or exercise.spec.language
     reference = _reference_if_alike(exercise, cases, diagnoses, not_run_reason)
+    first_cases_item = next((item.id for item in exercise.spec.rubric if item.source == "cases"), None)
     for item in exercise.spec.rubric:
         if item.source == "cases":
             items.append(score_cases_item(item, cases, not_run_reason=not_run_reason, diagnoses=diagnoses,
-                                          language=lang))
+                                          language=lang, holds_given=item.id == first_cases_item))
             continue
         if item.question is None:  # the spec refuses it (RubricItem._check): a text item names its question
             raise ValueError(f"rubric item {item.id}: a text item needs the question it grades")

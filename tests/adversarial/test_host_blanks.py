@@ -96,6 +96,39 @@ def test_a_correct_kernel_with_host_code_of_its_own_earns_every_point(grader, ho
     host.assert_untouched()
 
 
+def test_a_consistent_split_of_the_work_otherwise_than_the_solution_goes_to_a_ta(grader, host):
+    """The kernel adds Σx²/N and the host no longer divides: right, and wrong with the solution's
+    host code. With the kernel's contribution zeroed the student's host code fails too (it uses what
+    the kernel computed), so the points stand provisionally and a TA confirms them: no silent fail."""
+    code = program("tl.sum(values * values, axis=0) / N", "sumsqs - mean * mean", RIGHT_ZEROING)
+    report = grader.grade(Submission(exercise=EXERCISE, code=code), secret_seed=SECRET_SEED)
+    assert "kernel_alone_sandbox_s" in report.timing and "kernel_ablated_sandbox_s" in report.timing, report.timing
+    assert all(c.passed for c in report.cases), [(c.id, c.error) for c in report.cases if not c.passed]
+    assert report.given_check.status == "passed", report.given_check
+    split = next(d for d in report.diagnoses if d.id == "host_split_differs")
+    named = {e["case"] for e in split.evidence["cases"]}  # (a width of 1 divides by N = 1: both agree)
+    assert "given" in named and named <= {c.id for c in report.cases} and len(named) > len(report.cases) // 2, named
+    assert "助教确认" in split.message and "TA confirms" in split.evidence["messages"]["en"]
+    code_items = [i for i in report.items if i.id.startswith("code.") and i.id != "code.explanation"]
+    assert code_items and all(i.status == "needs_review" and i.points == i.max_points for i in code_items)
+    assert report.score.provisional
+    host.assert_untouched()
+
+
+def test_host_code_calibrated_to_its_kernel_is_not_passed_unreviewed(grader, host):
+    """Host code that fills the accumulator itself less what its (wrong) kernel adds, one per block:
+    it uses the kernel's contribution, so zeroing that fails too. Nothing tells this from an honest
+    split but reading it: a TA decides, and the report says so (provisional, flagged)."""
+    code = program("1.0", RIGHT_COMBINE,
+                   "sums.zero_()\nsumsqs.copy_((x.double() ** 2).sum(1).float() - triton.cdiv(N, block))")
+    report = grader.grade(Submission(exercise=EXERCISE, code=code), secret_seed=SECRET_SEED)
+    assert report.status == "graded"
+    assert report.score.provisional, report.to_json()[:2000]
+    assert any(d.id == "host_split_differs" for d in report.diagnoses)
+    assert any(i.status == "needs_review" for i in report.items)
+    host.assert_untouched()
+
+
 def test_a_correct_kernel_with_wrong_host_code_still_fails(grader, host):
     """The kernel-alone run only takes points away: a host combine that is wrong (the sample
     variance) fails as before, although the kernel alone is right."""
