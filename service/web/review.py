@@ -33,7 +33,8 @@ router = APIRouter(include_in_schema=False)
 
 FLAG_KINDS = {"coincidental_pass": "suspected veto: coincidental pass",
               "unverified_claim": "suspected veto: unverified claim",
-              "needs_review": "low-confidence written answer",
+              "needs_review": "an item for a TA (a low-confidence written answer, or cases passed "
+                              "with a split of the work of its own)",
               "earlier_decision": "a regrade changed what a TA decided on"}
 AGES = {"1h": timedelta(hours=1), "1d": timedelta(days=1), "3d": timedelta(days=3), "7d": timedelta(days=7)}
 
