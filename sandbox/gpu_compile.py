@@ -258,19 +258,13 @@ class CompileGate:
 
     def install(self) -> None:
         """Check every interpreter launch (`kernel[grid](...)`) before it runs."""
+        import launch_hook  # from the job folder
         from triton.runtime.interpreter import InterpretedFunction
 
         global _GATE
         _GATE = self
-        original = InterpretedFunction.run
-        gate = self
-
-        def run(self, *args, grid, warmup, **kwargs):
-            if not warmup:
-                gate.check(self, args, kwargs)
-            return original(self, *args, grid=grid, warmup=warmup, **kwargs)
-
-        InterpretedFunction.run = run
+        launch_hook.on_launch(lambda kernel, args, kwargs, grid: self.check(kernel, args, kwargs),
+                              classes=[InterpretedFunction])
 
 
 def restrict_compile_time_calls() -> bool:

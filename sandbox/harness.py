@@ -339,6 +339,7 @@ class LaunchCounter:
     call fails with a marked message (gpu_compile.NO_LAUNCH_CODE) instead of earning the points."""
 
     def __init__(self, module) -> None:
+        import launch_hook  # from the job folder
         from triton.runtime.jit import KernelInterface
 
         self.kernels: dict[int, str] = {}
@@ -347,30 +348,11 @@ class LaunchCounter:
                 self.kernels[id(value)] = name
                 value = getattr(value, "fn", None)
         self.count = 0
-        classes = []
-        try:
-            from triton.runtime.jit import JITFunction
-            classes.append(JITFunction)
-        except ImportError:
-            pass
-        try:
-            from triton.runtime.interpreter import InterpretedFunction
-            classes.append(InterpretedFunction)
-        except ImportError:
-            pass
-        for cls in classes:
-            self._wrap(cls)
+        launch_hook.on_launch(self._launched)  # after the compile check (gpu_compile): a refused launch is none
 
-    def _wrap(self, cls) -> None:
-        original = cls.run
-        counter = self
-
-        def run(self, *args, grid, warmup, **kwargs):
-            if not warmup and id(self) in counter.kernels and not _empty_grid(grid):
-                counter.count += 1
-            return original(self, *args, grid=grid, warmup=warmup, **kwargs)
-
-        cls.run = run
+    def _launched(self, kernel, args, kwargs, grid) -> None:
+        if id(kernel) in self.kernels and not _empty_grid(grid):
+            self.count += 1
 
     def require(self, before: int, entry_point: str) -> None:
         """Raise the marked error if no kernel of the cell launched since `before` (a cell without kernels: never)."""

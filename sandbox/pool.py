@@ -33,7 +33,7 @@ from sandbox.wire import FrameError, FrameReader
 
 log = logging.getLogger("kernelgrade.sandbox.pool")
 
-HARNESS_FILES = ("harness.py", "wire.py", "exits.py", "shared_triton_cache.py", "gpu_compile.py")
+HARNESS_FILES = ("harness.py", "wire.py", "exits.py", "shared_triton_cache.py", "gpu_compile.py", "launch_hook.py")
 JOB_PREFIX = "kg-job-"
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
