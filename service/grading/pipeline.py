@@ -16,10 +16,12 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from sandbox.contract import DeviceMode, RunResult, SpeedRun
 from sandbox.runner import SandboxRunner
 from sandbox.speed_phase import SpeedPhase
-from service.exercises import Exercise, ExerciseCatalog, ExerciseSpec
+from service.exercises import CaseSpec, Exercise, ExerciseCatalog, ExerciseSpec
 from service.grading import host_blanks, passrule, rubric
 from service.grading.assemble import Program, assemble
 from service.grading.cases import case_texts, compare_cases, overwritten_inputs
@@ -330,10 +332,7 @@ class Grader:
                 # still be timing on the device after it returns). host_blanks.py says why.
                 alone = host_blanks.kernel_alone(exercise, extraction, program)
                 if alone is not None:
-                    self.counts.add(sandbox_runs=1)
-                    alone_run = yield RunStep(exercise=exercise, program=alone, arrays=arrays, cases=graded,
-                                              language=language, with_speed=False)
-                    assert alone_run is not None  # the driver sends the sandbox's result back
+                    alone_run = yield from self._side_run(exercise, alone, arrays, graded, language)
                     if alone_run.infra_error is not None:
                         return self._not_gradable(exercise, submission_id, alone_run, started, language)
                 self.counts.add(sandbox_runs=1, ran_after_wait=int(waited_s is not None))
@@ -368,10 +367,7 @@ class Grader:
                     ablated = (host_blanks.kernel_ablated(exercise, extraction)
                                if failed and all(c.passed for c in own) else None)
                     if ablated is not None:  # did the host code need the kernel's contribution?
-                        self.counts.add(sandbox_runs=1)
-                        ablated_run = yield RunStep(exercise=exercise, program=ablated, arrays=arrays, cases=graded,
-                                                    language=language, with_speed=False)
-                        assert ablated_run is not None  # the driver sends the sandbox's result back
+                        ablated_run = yield from self._side_run(exercise, ablated, arrays, graded, language)
                         if ablated_run.infra_error is not None:
                             return self._not_gradable(exercise, submission_id, ablated_run, started, language)
                         extra_timing["kernel_ablated_sandbox_s"] = ablated_run.elapsed_s
@@ -503,6 +499,16 @@ class Grader:
     def _pool_environment(self) -> dict[str, str] | None:
         pool = self.runner.pools.get((self.mode, self.device_index))
         return dict(pool.environment) if pool is not None and pool.environment else None
+
+    def _side_run(self, exercise: Exercise, program: Program, arrays: dict[str, dict[str, np.ndarray]],
+                  graded: list[CaseSpec], language: Language) -> Generator[RunStep, object, RunResult]:
+        """A run of a program other than the submitted one (host_blanks.py: its kernel fills alone,
+        or its kernel zeroed): the same cases, no speed phase, one more sandbox run."""
+        self.counts.add(sandbox_runs=1)
+        result = yield RunStep(exercise=exercise, program=program, arrays=arrays, cases=graded, language=language,
+                               with_speed=False)
+        assert isinstance(result, RunResult)  # the driver sends the sandbox's result back
+        return result
 
     def _memo_key(self, exercise: Exercise, program: Program, environment: dict[str, str] | None) -> str | None:
         """The memo key of this program here, or None when nothing may be reused: no memo, an
