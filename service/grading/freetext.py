@@ -16,6 +16,7 @@ decision replaces it. Empty and off-topic answers score 0 with high confidence a
 """
 from __future__ import annotations
 
+import ast
 import bisect
 import functools
 import importlib
@@ -582,12 +583,88 @@ def _not_the_fill(claims: list[FillClaim], text: str, spans: list[tuple[int, int
             if said:
                 break
         shown_by = _compiled(tuple(claim.shown_by), 0)
-        if said is None or any(p.search(code) for p in shown_by) \
-                or (alike is not None and any(p.search(alike) for p in shown_by)):
+        if said is None or _shows(shown_by, code) or (alike is not None and _shows(shown_by, alike)):
             continue
         found.append({"claim": claim.id, **_labels(claim.label),
                       "quote": _quote(text, said.start(), said.end()), "blank": claim.blank, "fill": code[:600]})
     return found
+
+
+# A claim is about what the fill *is*: over an expression fill (an expression blank, or every fill
+# joined when that is one expression) a `shown_by` pattern must match the whole fill, so that a fill
+# holding the claimed expression and more ("mask & (values >= 0)", a value-based mask on top of the
+# position mask) is not read as it. The whole fill is read in two spellings: its canonical source
+# (ast.unparse: whitespace and parentheses normalised) and that source with operand order normalised
+# (_Ordered: `N > cols` is `cols < N`, the operands of &, |, ^, +, *, ==, !=, and, or sorted). A block
+# fill (statements: a puzzle's body, host-side code) is searched: a claim names a part of it.
+WHOLE_FILL = True
+_ORDERED_MAX = 2000  # characters: a longer expression is read in its canonical spelling only
+_COMMUTATIVE = (ast.BitAnd, ast.BitOr, ast.BitXor, ast.Add, ast.Mult)
+_MIRRORED: dict[type[ast.cmpop], type[ast.cmpop]] = {ast.Gt: ast.Lt, ast.GtE: ast.LtE}
+
+
+class _Ordered(ast.NodeTransformer):
+    """Operand order normalised: one comparison written with > or >= is mirrored to < or <=; == and
+    != and the operands of a commutative chain (a & b & c, a + b, a * b) are sorted by their source."""
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        self.generic_visit(node)
+        if len(node.ops) == 1:
+            op, right = node.ops[0], node.comparators[0]
+            if type(op) in _MIRRORED:
+                return ast.Compare(left=right, ops=[_MIRRORED[type(op)]()], comparators=[node.left])
+            if isinstance(op, (ast.Eq, ast.NotEq)) and ast.unparse(right) < ast.unparse(node.left):
+                return ast.Compare(left=right, ops=[op], comparators=[node.left])
+        return node
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        if not isinstance(node.op, _COMMUTATIVE):
+            return node
+        operands: list[ast.expr] = []
+
+        def flatten(n: ast.expr) -> None:
+            if isinstance(n, ast.BinOp) and type(n.op) is type(node.op):
+                flatten(n.left)
+                flatten(n.right)
+            else:
+                operands.append(n)
+
+        flatten(node)
+        operands.sort(key=ast.unparse)
+        out = operands[0]
+        for operand in operands[1:]:
+            out = ast.BinOp(left=out, op=type(node.op)(), right=operand)
+        return out
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
+        self.generic_visit(node)
+        node.values.sort(key=ast.unparse)
+        return node
+
+
+@functools.lru_cache(maxsize=256)
+def _fill_forms(code: str) -> tuple[str, ...] | None:
+    """The spellings of an expression fill that a claim must match whole; None for a block fill."""
+    try:
+        tree = ast.parse(code, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    forms = [ast.unparse(tree)]
+    if len(code) <= _ORDERED_MAX:
+        try:
+            forms.append(ast.unparse(ast.fix_missing_locations(_Ordered().visit(tree))))
+        except RecursionError:
+            pass
+    return tuple(dict.fromkeys(forms))
+
+
+def _shows(patterns: Sequence[re.Pattern[str]], code: str) -> bool:
+    """Whether the fill's source `code` shows a claim (see WHOLE_FILL)."""
+    forms = _fill_forms(code) if WHOLE_FILL else None
+    if forms is None:
+        return any(p.search(code) for p in patterns)
+    return any(p.fullmatch(form) for p in patterns for form in forms)
 
 
 def _labels(label: Text) -> dict[str, str | None]:

@@ -3,6 +3,8 @@ the solution's fills and every correct mutant's, on all nine exercises; on lesso
 none of the wrong fills."""
 from __future__ import annotations
 
+import ast
+
 import pytest
 
 from service.config import REPO_ROOT
@@ -53,12 +55,9 @@ def test_the_reference_explanation_describes_every_correct_mutant(exercise_id, m
     assert _score(exercise_id, exercise.mutant_code(mutant)).not_the_fill == []
 
 
-# Known gap (2026-12-04): a fill that holds the position mask and more (`mask & (values >= 0)`) reads as
-# the mask, since a claim's `shown_by` patterns search the fill; strict, so a fix shows here.
-_READS_AS_THE_MASK = {"wrong.position_and_sign_mask"}
-LESSON6_WRONG = [pytest.param(m.id, marks=pytest.mark.xfail(strict=True, reason="shown_by searches the fill"))
-                 if m.id in _READS_AS_THE_MASK else m.id
-                 for m in CATALOG.get("lesson06_mean_var").mutants if m.id.startswith("wrong.") and m.fill != "______"]
+# Every wrong fill, `mask & (values >= 0)` included: a fill that holds the position mask and more (a
+# value-based mask on top) is not the mask the explanation describes (a claim matches the whole fill).
+LESSON6_WRONG = [m.id for m in CATALOG.get("lesson06_mean_var").mutants if m.id.startswith("wrong.") and m.fill != "______"]
 
 
 @pytest.mark.parametrize("mutant_id", LESSON6_WRONG)
@@ -68,3 +67,64 @@ def test_lesson6_the_reference_explanation_describes_no_wrong_fill(mutant_id):
     result = _score("lesson06_mean_var", exercise.mutant_code(mutant))
     assert result.points == 0 and NOT_THE_FILL in result.flags
     assert result.not_the_fill[0]["fill"] == mutant.fill.strip()
+
+
+def _claims_not_shown(exercise_id: str, blank: int, fill: str) -> set[str]:
+    """The reference explanation over the solution with `fill` (canonical source) in `blank` (1-based):
+    the claims it makes that the fill does not show."""
+    exercise = CATALOG.get(exercise_id)
+    fills = _fills(exercise_id, exercise.solution)
+    fills[blank - 1] = ast.unparse(ast.parse(fill, mode="eval"))
+    question = exercise.question("explanation")
+    result = score_answer(question, question.reference_answer, _explanation_points(exercise_id), fills=fills)
+    return {m["claim"] for m in result.not_the_fill}
+
+
+# Spellings of what the explanation describes: operand order, parentheses, a position bound that always
+# holds, an equivalent formula. Each must still earn the point (a claim matches the whole fill, read
+# with operand order normalised).
+EQUIVALENT = [
+    ("lesson06_mean_var", 1, "N > cols", "position_mask"),
+    ("lesson06_mean_var", 1, "(cols < N)", "position_mask"),
+    ("lesson06_mean_var", 1, "N - 1 >= cols", "position_mask"),
+    ("lesson06_mean_var", 1, "cols.to(tl.float32) < N", "position_mask"),
+    ("lesson06_mean_var", 1, "(cols >= 0) & mask", "position_mask"),
+    ("lesson06_mean_var", 1, "mask & (cols < BLOCK)", "position_mask"),
+    ("lesson07_softmax", 1, 'float("-inf")', "neg_inf_padding"),
+    ("lesson07_softmax", 1, "-1e30", "neg_inf_padding"),
+    ("lesson07_softmax", 2, "tl.max(logits)", "subtract_max"),
+    ("lesson07_softmax", 2, "tl.max(tl.where(mask, logits, float('-inf')), 0)", "subtract_max"),
+    ("welford_merge", 1, "tl.sum(tl.where(N > cols, 1, 0), axis=0)", "count_from_mask"),
+    ("welford_merge", 1, "tl.minimum(BLOCK, N - start)", "count_from_mask"),
+    ("welford_merge", 2, "tl.sum(tl.where(mask, (values - mean_b) ** 2, 0.0))", "m2_remasked"),
+    ("welford_merge", 3, "n * n_b * delta ** 2 / n_new", "chan_divided"),
+    ("welford_merge", 3, "delta * delta * n_b * n / (n_b + n)", "chan_divided"),
+    ("fused_mean_var_atomic", 1, "tl.sum(values ** 2, axis=0)", "sum_of_squares"),
+    ("fused_mean_var_atomic", 1, "tl.sum(tl.where(mask, values * values, 0.0))", "sum_of_squares"),
+]
+
+
+@pytest.mark.parametrize(("exercise_id", "blank", "fill", "claim"), EQUIVALENT)
+def test_an_equivalent_spelling_of_the_fill_is_what_the_explanation_describes(exercise_id, blank, fill, claim):
+    assert claim not in _claims_not_shown(exercise_id, blank, fill)
+
+
+# The claimed expression and more: not what the explanation describes (each was read as it while a
+# claim's patterns searched the fill).
+SUPERSETS = [
+    ("lesson06_mean_var", 1, "(values >= 0) & mask", "position_mask"),
+    ("lesson06_mean_var", 1, "mask | (values > 0)", "position_mask"),
+    ("lesson06_mean_var", 1, "(cols < N) & (values != 0)", "position_mask"),
+    ("lesson07_softmax", 1, "float('inf')", "neg_inf_padding"),
+    ("lesson07_softmax", 2, "tl.max(logits, axis=0) - 1.0", "subtract_max"),
+    ("welford_merge", 1, "tl.sum(tl.where(mask & (values > 0), 1.0, 0.0), axis=0)", "count_from_mask"),
+    ("welford_merge", 2, "tl.sum(tl.where(mask, values - mean_b, 0.0), axis=0) * 2", "m2_remasked"),
+    ("welford_merge", 3, "delta * delta * n / n_new", "chan_divided"),
+    ("fused_mean_var_atomic", 1, "tl.sum(values * values, axis=0) / N", "sum_of_squares"),
+    ("lesson05_row_sum", 1, "stride_m * 2", "row_stride"),
+]
+
+
+@pytest.mark.parametrize(("exercise_id", "blank", "fill", "claim"), SUPERSETS)
+def test_a_fill_holding_the_claimed_expression_and_more_is_not_it(exercise_id, blank, fill, claim):
+    assert claim in _claims_not_shown(exercise_id, blank, fill)
