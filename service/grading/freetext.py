@@ -47,7 +47,8 @@ CONCEPT_FULL = 0.0
 CONCEPT_CAP = 0.5
 # A stated misconception costs its penalty (a share of the points) times this.
 PENALTY_SCALE = 2.0
-# ... but keeps at least this share of what the rest of the answer earned.
+# ... but keeps at least this share of what the sentences stating no misconception earn
+# (MISCONCEPTION_SCOPE; off, of what the whole answer earned).
 MISCONCEPTION_KEEP = 0.25
 # A near-verbatim copy of the reference answer: this share of the answer's character 6-grams.
 COPY_GRAM = 6
@@ -676,6 +677,56 @@ def _missing(concepts: Iterable[Concept]) -> list[dict]:
     return [{"concept": c.id, **_labels(c.label)} for c in concepts]
 
 
+def _chain_links(question: Question, text: str, index: _LinkIndex, matches: dict[str, list[_Match]],
+                 chains: list[list[str]], worked: bool) -> tuple[list[dict], list[dict]]:
+    """The chain's links that the answer states (with their evidence) and those it does not."""
+    by_id = {c.id: c for c in question.concepts}
+    links, missing_links = [], []
+    for chain in chains:
+        # A step the answer never mentions costs its concept and one link, not two: the links are
+        # between the chain's concepts that the answer states, in chain order.
+        stated = [c for c in chain if c in matches]
+        for before, after in itertools.pairwise(stated):
+            evidence = _link(text, index, matches.get(before, []), matches.get(after, []))
+            if evidence is None and worked:
+                evidence = _worked_link(text, matches[before], matches[after])
+            a, b = by_id[before], by_id[after]
+            pair = {"from": before, "to": after, "label": f"{a.label.lesson} → {b.label.lesson}",
+                    "label_en": f"{a.label.in_('en')} → {b.label.in_('en')}"}
+            if evidence is not None:
+                links.append({**pair, "quote": evidence})
+            else:
+                missing_links.append(pair)
+    return links, missing_links
+
+
+# A misconception costs the reasoning it is part of: the sentences that state one earn nothing, and
+# the floor an answer keeps is a share of what its other sentences earn (their concepts, and the chain's
+# links between them). Readers give 0 to an answer whose mechanism is
+# the wrong one ("x² ≈ 1e8 overflows to inf, …; two-pass keeps the numbers small so no overflow") and
+# keep a share of the credit of a right part said apart from it (MISCONCEPTION_KEEP of it). The same
+# for a clause in a misconception's own words (LIKE_COSTS). Off: the answer keeps MISCONCEPTION_KEEP of
+# what it earned as a whole, wherever the misconception is. Measured (calibration, 2026-12-04): tuning
+# 174/200 -> 174/200 (one answer in band, one out), held-out 76/104 -> 78/104, every flag rate unchanged.
+MISCONCEPTION_SCOPE = True
+
+
+def _apart_from(question: Question, text: str, spans: list[tuple[int, int]], index: _LinkIndex,
+                matches: dict[str, list[_Match]], chains: list[list[str]], worked: bool,
+                stated_at: list[int], max_points: float) -> float:
+    """The points of the answer's sentences that state no misconception (see MISCONCEPTION_SCOPE)."""
+    wrong = {_sentence_of(spans, at) for at in stated_at}
+    apart = {cid: kept for cid, ms in matches.items() if (kept := [m for m in ms if m.sentence not in wrong])}
+    if not apart:
+        return 0.0
+    total_weight = sum(c.weight for c in question.concepts)
+    concept_share = sum(c.weight for c in question.concepts if c.id in apart) / total_weight
+    links, _ = _chain_links(question, text, index, apart, chains, worked)
+    link_share = len(links) / max(1, sum(max(0, len(c) - 1) for c in chains))
+    share = 0.5 * concept_share + 0.5 * link_share
+    return max_points * min(1.0, max(0.0, (share - SHARE_FLOOR) / (SHARE_FULL - SHARE_FLOOR)))
+
+
 def _score_answer(question: Question, text: _Text, max_points: float,
                   course_text: Sequence[CoursePassage] = ()) -> TextScore:
     """`text`: the answer as _Text.of reads it (once per answer: score_answer reads it again for the fills)."""
@@ -695,7 +746,8 @@ def _score_answer(question: Question, text: _Text, max_points: float,
         _fuzzy_concepts(question, text, spans, matches)
     if ASKED_NOT_STATED:
         _drop_asked(text, spans, matches)
-    misconceptions = _misconceptions(question, text, spans)
+    stated_at: list[int] = []
+    misconceptions = _misconceptions(question, text, spans, stated_at)
     if not matches and not misconceptions:
         # No concept named, but a step waved away ("0.0 works just as well", "不需要 mask"): a stated
         # wrong mechanism in words the rubric lacks, not an answer about something else.
@@ -717,25 +769,10 @@ def _score_answer(question: Question, text: _Text, max_points: float,
     missing = _missing(c for c in question.concepts if c.id not in matches)
     concept_share = sum(by_id[cid].weight for cid in matches) / total_weight if matches else 0.0
 
-    links, missing_links = [], []
     chains = [c for c in (question.chain, *question.more_chains) if c]
     index = _LinkIndex(text, spans)
     worked = WORKED_EXAMPLE and _worked_example(text)
-    for chain in chains:
-        # A step the answer never mentions costs its concept and one link, not two: the links are
-        # between the chain's concepts that the answer states, in chain order.
-        stated = [c for c in chain if c in matches]
-        for before, after in itertools.pairwise(stated):
-            evidence = _link(text, index, matches.get(before, []), matches.get(after, []))
-            if evidence is None and worked:
-                evidence = _worked_link(text, matches[before], matches[after])
-            a, b = by_id[before], by_id[after]
-            pair = {"from": before, "to": after, "label": f"{a.label.lesson} → {b.label.lesson}",
-                    "label_en": f"{a.label.in_('en')} → {b.label.in_('en')}"}
-            if evidence is not None:
-                links.append({**pair, "quote": evidence})
-            else:
-                missing_links.append(pair)
+    links, missing_links = _chain_links(question, text, index, matches, chains, worked)
     chain_links = sum(max(0, len(c) - 1) for c in chains)
     link_share = len(links) / max(1, chain_links)
 
@@ -753,10 +790,15 @@ def _score_answer(question: Question, text: _Text, max_points: float,
     if misconceptions:  # the worst one counts: a TA sees them all
         worst = max(w.penalty for w in question.misconceptions if w.id in {m["misconception"] for m in misconceptions})
         raw -= max_points * PENALTY_SCALE * worst
-        raw = max(raw, MISCONCEPTION_KEEP * max_points * share_before)
+        if MISCONCEPTION_SCOPE:
+            raw = max(raw, MISCONCEPTION_KEEP * _apart_from(question, text, spans, index, matches, chains, worked,
+                                                            stated_at, max_points))
+        else:
+            raw = max(raw, MISCONCEPTION_KEEP * max_points * share_before)
     if misconceptions:
         flags.append("misconception")
-    suspected = [] if misconceptions else (_suspected(question, text, spans, matches)
+    like_at: list[int] = []
+    suspected = [] if misconceptions else (_suspected(question, text, spans, matches, like_at)
                                            or _denied_steps(question, denied))
     if not suspected and not misconceptions and not stuffed and UNKNOWN_LINK:
         suspected = _unknown_link(text, spans, matches, concept_share, link_share, chain_links)
@@ -767,7 +809,9 @@ def _score_answer(question: Question, text: _Text, max_points: float,
         # costs, for a TA to confirm (it kept full points: "the two-pass algorithm suffers the same
         # catastrophic cancellation" scored 2 of 2, where the pattern-found statement scores 0.5).
         worst = next(w.penalty for w in question.misconceptions if w.id == suspected[0]["misconception"])
-        raw = max(raw - max_points * PENALTY_SCALE * worst, MISCONCEPTION_KEEP * max_points * share_before)
+        earned = (_apart_from(question, text, spans, index, matches, chains, worked, like_at, max_points)
+                  if MISCONCEPTION_SCOPE else max_points * share_before)
+        raw = max(raw - max_points * PENALTY_SCALE * worst, MISCONCEPTION_KEEP * earned)
     if suspected:  # "X is not needed / does not matter", or close to a known misconception's label: for a TA
         flags.append(_doubt_flag(suspected))
     copied, share, copies = _copy_check(text, question.reference_answer, course_text)
@@ -907,7 +951,7 @@ def _doubt_flag(suspected: list[dict]) -> str:
 
 
 def _suspected(question: Question, text: str, spans: list[tuple[int, int]],
-               matches: dict[str, list[_Match]]) -> list[dict]:
+               matches: dict[str, list[_Match]], where: list[int] | None = None) -> list[dict]:
     """Wording that may state a wrong mechanism when no known misconception matched, for a TA: a
     step called unneeded or harmless, or a clause close to a known misconception's own label."""
     if doubt := _other_language(text) or _retracted(text) or _hedged(text):
@@ -935,6 +979,8 @@ def _suspected(question: Question, text: str, spans: list[tuple[int, int]],
                 if hit is not None and _same_polarity(text, hit, normalise(label)) \
                         and not _reported(text, max(hit[0], hit[1] - 1), hit[1], spans) \
                         and not _as_the_reference_says(text, hit, question.reference_answer):
+                    if where is not None:  # where the clause starts (MISCONCEPTION_SCOPE)
+                        where.append(hit[0])
                     return [{"kind": "misconception_like", "misconception": wrong.id, **_labels(wrong.label),
                              "quote": _quote(text, hit[0], hit[1])}]
     return []
@@ -1139,7 +1185,9 @@ def _asked(text: str, start: int, end: int) -> bool:
     return _asks(text, start, end)
 
 
-def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]]) -> list[dict]:
+def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]],
+                    where: list[int] | None = None) -> list[dict]:
+    """The misconceptions stated; `where` (when given) receives where each statement starts."""
     found = []
     for wrong in question.misconceptions:
         for pattern in _rubric(wrong.patterns, text):
@@ -1152,6 +1200,8 @@ def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]])
             if m is not None:
                 found.append({"misconception": wrong.id, **_labels(wrong.label),
                               "quote": _quote(text, m.start(), m.end())})
+                if where is not None:
+                    where.append(m.start())
                 break
     return found
 

@@ -304,3 +304,14 @@ def test_a_clause_in_a_misconceptions_own_words_costs_its_points_for_a_ta():
                     "本课的两遍算法也同样会发生灾难性抵消，因为还是大数相减，所以要改成 Welford。")
     assert [s["misconception"] for s in said.suspected] == ["two_pass_also_cancels"]
     assert "suspected_misconception" in said.flags and said.points == found.points < 2.0
+
+
+def test_a_misconception_that_is_the_answers_mechanism_leaves_nothing_to_keep():
+    """MISCONCEPTION_SCOPE: the concepts named only in the sentences that state the misconception (here
+    overflow instead of cancellation) earn nothing; a right mechanism said apart from it keeps a share."""
+    wrong = _scored("welford_merge", "q1", "因为 x² 大概是 1e8，超过了 float32 能表示的范围，overflow 了变成 inf，"
+                                          "inf − inf = NaN。两遍法先减 mean，数变小了就不会 overflow。")
+    assert wrong.points == 0 and "misconception" in wrong.flags
+    apart = _scored("welford_merge", "q1", "E[x²] 和 E[x]² 都是 1e8 左右的大数，相减时有效数字被抵消掉，这就是灾难性抵消。"
+                                          "两遍法先减 mean，再平方求和，就没有两个大数相减。另外 x² 会 overflow 变成 inf。")
+    assert 0 < apart.points < 2 and "misconception" in apart.flags
