@@ -709,6 +709,15 @@ def _chain_links(question: Question, text: str, index: _LinkIndex, matches: dict
 # what it earned as a whole, wherever the misconception is. Measured (calibration, 2026-12-04): tuning
 # 174/200 -> 174/200 (one answer in band, one out), held-out 76/104 -> 78/104, every flag rate unchanged.
 MISCONCEPTION_SCOPE = True
+# An answer that states at least this share of the concepts (by weight), with no misconception, no
+# doubt, no stuffing and no concept stated as false, earns at least the smallest unit (half a point)
+# where the share rule gives it none: readers give a correct fragment some credit ("空1 填负无穷，空2
+# 减最大值，防止 exp 溢出。" names two of five concepts, links none, and scored 0 where both readers gave
+# 0.5 of 1). None: off. Measured
+# (calibration, 2026-12-04): tuning 174 -> 176/200 (three partial answers into band, one wrong answer
+# naming a concept out), held-out 78 -> 79/104, flag rates unchanged; 0.15 measured the same, 0.3 and
+# 0.4 lower on both parts, any concept at all (0.01) gave two off-topic answers half a point.
+MIN_CREDIT: float | None = 0.2
 
 
 def _apart_from(question: Question, text: str, spans: list[tuple[int, int]], index: _LinkIndex,
@@ -818,6 +827,9 @@ def _score_answer(question: Question, text: _Text, max_points: float,
     if copies:  # mostly the reference's or the course's words: a TA looks; the points stand
         flags.append(COPIED_TEXT)
     points = max(0.0, min(max_points, math.floor(raw * 2 + 0.5) / 2))  # nearest half point, halves up
+    if points == 0 and MIN_CREDIT is not None and concept_share >= MIN_CREDIT and not stuffed \
+            and not misconceptions and not suspected and not denied:
+        points = min(max_points, 0.5)
 
     clear = not flags and (points == max_points or (points == 0 and concept_share < 0.2))
     confidence = 0.85 if clear else (0.4 if flags else 0.6)

@@ -315,3 +315,11 @@ def test_a_misconception_that_is_the_answers_mechanism_leaves_nothing_to_keep():
     apart = _scored("welford_merge", "q1", "E[x²] 和 E[x]² 都是 1e8 左右的大数，相减时有效数字被抵消掉，这就是灾难性抵消。"
                                           "两遍法先减 mean，再平方求和，就没有两个大数相减。另外 x² 会 overflow 变成 inf。")
     assert 0 < apart.points < 2 and "misconception" in apart.flags
+
+
+def test_a_correct_fragment_earns_the_smallest_unit():
+    """MIN_CREDIT: two of five concepts named right, no link, no misconception: half a point, not 0."""
+    fragment = _scored("lesson07_softmax", "explanation", "空1 填负无穷，空2 减最大值，防止 exp 溢出。")
+    assert fragment.points == 0.5 and not fragment.flags
+    nothing = _scored("lesson07_softmax", "explanation", "我按照模板把两个空填好了，测试通过。")
+    assert nothing.points == 0
