@@ -718,6 +718,13 @@ MISCONCEPTION_SCOPE = True
 # naming a concept out), held-out 78 -> 79/104, flag rates unchanged; 0.15 measured the same, 0.3 and
 # 0.4 lower on both parts, any concept at all (0.01) gave two off-topic answers half a point.
 MIN_CREDIT: float | None = 0.2
+# The sentence that waves a step away (a `dismissal` for a TA: "差别很小，所以可以不管它", "is only a
+# precaution") earns nothing either: its concepts and links are the reasoning that ends in the step
+# being skipped ("减完均值以后 padding lane 是 −μ，平方后 μ²，跟真实的方差比差别很小，所以可以不管它" kept
+# 2 of 2 for naming −μ and μ² on the way). The rest of the answer keeps what it earns. Off: a
+# dismissal takes no points (SUSPECTED_PENALTY). Measured (calibration, 2026-12-04): tuning 176/200
+# unchanged (no tuning answer moved), held-out 79 -> 80/104, flag rates unchanged.
+DISMISSAL_SCOPE = True
 
 
 def _apart_from(question: Question, text: str, spans: list[tuple[int, int]], index: _LinkIndex,
@@ -813,6 +820,8 @@ def _score_answer(question: Question, text: _Text, max_points: float,
         suspected = _unknown_link(text, spans, matches, concept_share, link_share, chain_links)
     if suspected and SUSPECTED_PENALTY:
         raw -= max_points * SUSPECTED_PENALTY
+    if suspected and suspected[0]["kind"] == "dismissal" and DISMISSAL_SCOPE and like_at:
+        raw = min(raw, _apart_from(question, text, spans, index, matches, chains, worked, like_at, max_points))
     if suspected and suspected[0]["kind"] == "misconception_like" and LIKE_COSTS:
         # A clause in a known misconception's own words, with its polarity, costs what that misconception
         # costs, for a TA to confirm (it kept full points: "the two-pass algorithm suffers the same
@@ -974,6 +983,8 @@ def _suspected(question: Question, text: str, spans: list[tuple[int, int]],
             m = next((m for m in itertools.islice(regex.finditer(text), MAX_MATCHES_PER_CONCEPT)
                       if not _reported(text, m.start(), m.end(), spans)), None)
             if m is not None:
+                if where is not None:
+                    where.append(m.start())
                 return [{"kind": "dismissal", "quote": _quote(text, m.start(), m.end())}]
     if SIGNALS["misconception_like"] and question.misconceptions:
         # The lesson's words first, then the English ones (once: a plain label is the same in both).

@@ -323,3 +323,10 @@ def test_a_correct_fragment_earns_the_smallest_unit():
     assert fragment.points == 0.5 and not fragment.flags
     nothing = _scored("lesson07_softmax", "explanation", "我按照模板把两个空填好了，测试通过。")
     assert nothing.points == 0
+
+
+def test_the_sentence_that_waves_a_step_away_earns_nothing():
+    """DISMISSAL_SCOPE: −μ and μ² named on the way to "so it can be ignored" are not credited."""
+    waved = _scored("lesson06_mean_var", "q2", "other=0.0 让 padding lane 读进来是 0，第一次求和没问题。减完均值以后 padding "
+                                                "lane 是 −μ，平方后 μ²，跟真实的方差比差别很小，所以可以不管它。")
+    assert "dismissal" in waved.flags and waved.points <= 0.5
