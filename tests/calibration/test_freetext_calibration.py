@@ -29,9 +29,10 @@ def graded(entry: Entry) -> TextScore:
 # deterministic: the floors are the measured figures. The tuning floor fell by one answer: Long
 # Softmax's rescale_inverted pattern matched nothing before (doubled backslashes) and now finds a
 # tuning answer that states the inverted factor; the readers flagged it, but its penalty takes it
-# from 0.5 to 0.0, below their band (0.5–1.0).
-HELD_OUT_IN_BAND = 76 / 104
-TUNING_IN_BAND = 174 / 200
+# from 0.5 to 0.0, below their band (0.5–1.0). 2026-12-04 (scoped misconceptions and dismissals, the
+# smallest unit for a correct fragment): 80/104 and 176/200.
+HELD_OUT_IN_BAND = 80 / 104
+TUNING_IN_BAND = 176 / 200
 HELD_OUT_MISCONCEPTION_FLAGGED = 28  # of the held-out part's 33 misconception and keyword-stuffed answers (19, then 25, before)
 # Held-out answers no reader flagged that the scorer flags (of 46; 1 on 2026-12-01): a TA looks at them.
 HELD_OUT_FALSE_FLAGS = 3
