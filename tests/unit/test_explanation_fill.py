@@ -120,7 +120,7 @@ SUPERSETS = [
     ("welford_merge", 1, "tl.sum(tl.where(mask & (values > 0), 1.0, 0.0), axis=0)", "count_from_mask"),
     ("welford_merge", 2, "tl.sum(tl.where(mask, values - mean_b, 0.0), axis=0) * 2", "m2_remasked"),
     ("welford_merge", 3, "delta * delta * n / n_new", "chan_divided"),
-    ("fused_mean_var_atomic", 1, "tl.sum(values * values, axis=0) / N", "sum_of_squares"),
+    ("fused_mean_var_atomic", 1, "tl.sum(values * values, axis=0) - tl.sum(values, axis=0)", "sum_of_squares"),
     ("lesson05_row_sum", 1, "stride_m * 2", "row_stride"),
 ]
 
