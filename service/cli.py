@@ -640,3 +640,7 @@ def main() -> None:
             raise
         err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
         sys.exit(2)
+
+
+if __name__ == "__main__":  # `python -m service.cli`, as the kernelgrade script
+    main()
