@@ -317,6 +317,25 @@ class MemoryCgroups(ControllerCgroups):
         return (self.parent / ("memory.swap.max" if self.version == 2 else "memory.memsw.limit_in_bytes")).exists()
 
 
+class CpuacctCgroups(ControllerCgroups):
+    """cgroup v1's CPU accounting (`cpuacct.usage`, nanoseconds), nothing to limit: the CPU time
+    the sandbox's processes used, exited ones included (sandbox/cpu_time.py). cgroup v2 has no
+    such controller: every v2 cgroup keeps `cpu.stat` (`usage_usec`) of its own."""
+
+    controller = "cpuacct"
+
+    @classmethod
+    def detect(cls, *, proc_cgroup: str | None = None,
+               mountinfo: str | None = None) -> tuple[ControllerCgroups | None, str]:
+        found, why = super().detect(proc_cgroup=proc_cgroup, mountinfo=mountinfo)
+        if found is not None and found.version != 1:  # (v2 cannot get here: no cpuacct in cgroup.controllers)
+            return None, "cpuacct is a cgroup v1 controller"
+        return found, why
+
+    def settings(self, value: int) -> list[tuple[str, str, bool]]:
+        return []
+
+
 def _enable(folder: Path, controller: str) -> None:
     control = folder / "cgroup.subtree_control"
     if controller not in control.read_text().split():
@@ -430,6 +449,22 @@ class SandboxCgroups:
         found = [e for e in (read_memory_events(child.path) for child in self.children) if e is not None]
         return sum(found[1:], found[0]) if found else None
 
+    def cpu_seconds(self) -> float | None:
+        """The CPU time (user and system) every process that was ever in the sandbox used, as the
+        kernel counts it for a cgroup: v1 `cpuacct.usage`, v2 `cpu.stat` `usage_usec`. None where
+        no child keeps such a counter (no cpuacct hierarchy, no v2 child) or it is gone."""
+        for child in self.children:
+            usage = _number(child.path / "cpuacct.usage")
+            if usage is not None:
+                return usage / 1e9
+            try:
+                stat = _counters((child.path / "cpu.stat").read_text())
+            except OSError:
+                continue
+            if "usage_usec" in stat:  # (a v1 `cpu` folder has a cpu.stat of other counters)
+                return stat["usage_usec"] / 1e6
+        return None
+
     def close(self, timeout_s: float = 5.0) -> bool:
         return all([child.close(timeout_s) for child in self.children])
 
@@ -437,8 +472,8 @@ class SandboxCgroups:
 def sandbox_cgroups(*, processes: int, memory_bytes: int) -> SandboxCgroups | None:
     """The cgroups of a new sandbox where any controller is writable (None: none is). Raises OSError."""
     by_parent: dict[Path, tuple[ControllerCgroups, list[tuple[str, str, bool]]]] = {}
-    pids, memory = host_pids_cgroups(), host_memory_cgroups()
-    for found, value in ((pids, processes), (memory, memory_bytes)):
+    pids, memory, cpuacct = host_pids_cgroups(), host_memory_cgroups(), host_cpuacct_cgroups()
+    for found, value in ((pids, processes), (memory, memory_bytes), (cpuacct, 0)):
         if found is not None:
             by_parent.setdefault(found.parent, (found, []))[1].extend(found.settings(value))
     children: list[SandboxCgroup] = []
@@ -490,6 +525,11 @@ def host_memory_cgroups() -> MemoryCgroups | None:
     return _host_cgroups(MemoryCgroups)  # type: ignore[return-value]
 
 
+def host_cpuacct_cgroups() -> CpuacctCgroups | None:
+    """The cpuacct parent (cgroup v1) for this process's sandboxes, detected once; None where none is writable."""
+    return _host_cgroups(CpuacctCgroups)  # type: ignore[return-value]
+
+
 def remove_stale_cgroups() -> int:
     """At the runner's start: the sweep of `remove_stale`, where a `kernelgrade/` parent already
     exists; creates nothing (any backend's runner may call it)."""
@@ -498,7 +538,7 @@ def remove_stale_cgroups() -> int:
     except OSError:
         return 0
     removed, seen = 0, set()
-    for kind in (PidsCgroups, MemoryCgroups):
+    for kind in (PidsCgroups, MemoryCgroups, CpuacctCgroups):
         located = locate(kind.controller, proc_cgroup, mountinfo)
         if located is None or located[1] in seen or not (located[1] / PARENT_NAME).is_dir():
             continue

@@ -64,6 +64,9 @@ class Limits(BaseModel):
         "`process_cap(mode)` is bwrap's pids.max of the sandbox's own pids cgroup where the service can write "
         "one, and RLIMIT_NPROC always (counted per host user; the kernel does not apply it to root); docker's "
         "pids_limit"))
+    timeout_cpu_fraction: float = Field(0.25, gt=0, le=1, description=(
+        "a deterministic program's timeout is memoised only if the sandbox used at least this fraction of the "
+        "phase's time limit in CPU time over that phase, as the trusted side measures it (sandbox/cpu_time.py)"))
     tmpfs_bytes: int = Field(512 * MiB, gt=0, description="size of the private /tmp")
     output_bytes: int = Field(64 * MiB, gt=0, description="cap of the whole verdict channel")
     case_output_bytes: int = Field(16 * MiB, gt=0, description="cap of one case's tensors")
@@ -235,6 +238,11 @@ class RunResult:
     # A deterministic run stopped at its first timeout: the phases after it are `skipped` for that
     # reason, which the program decides (so they may be memoised), not the machine.
     ended_by_timeout: bool = False
+    # The sandbox's CPU time over the phase that timed out (the last one), measured on the trusted
+    # side (sandbox/cpu_time.py; None: it could not be read), and whether it shows the program was
+    # running (`cpu_time.busy`): only then is a deterministic program's timeout memoised.
+    timeout_cpu_s: float | None = None
+    timeout_busy: bool = False
     startup_s: list[float] = field(default_factory=list)
     elapsed_s: float = 0.0
     log_tail: str = ""

@@ -46,6 +46,7 @@ from sandbox.contract import (
     SpeedJob,
     SpeedRun,
 )
+from sandbox.cpu_time import busy, sandbox_cpu_seconds
 from sandbox.exits import HarnessExit
 from sandbox.forkserver import ForkServer, start_mode
 from sandbox.guards import check as check_guards
@@ -320,6 +321,12 @@ class SandboxRunner:
         broken_channel: str | None = None
         watch, watched_phase = LimitWatch(sandbox.memory_events), None  # a timeout at the memory limit
         held_at_limit = False
+        # The sandbox's CPU time at the current phase's start, to tell a timeout the program ran
+        # into from one the machine made (sandbox/cpu_time.py). Its process tree only where the
+        # process we hold is the sandbox's own (bwrap, a forked child), not a launcher (docker).
+        tree_root = sandbox.proc.pid if self.backend.name == "bwrap" else None
+        cgroups = sandbox.confinement.cgroups if sandbox.confinement is not None else None
+        phase_cpu: float | None = None
         try:
             for message, blob in sandbox.early_frames:  # a warm sandbox's hello, read by the pool
                 current, ready, phase_started = self._handle(
@@ -329,6 +336,7 @@ class SandboxRunner:
                 if phase_started != watched_phase:
                     watch.restart()
                     watched_phase = phase_started
+                    phase_cpu = sandbox_cpu_seconds(cgroups, tree_root)
                 else:
                     watch.sample()
                 budget = limits.case_timeout_s if ready else limits.startup_timeout_s
@@ -337,6 +345,10 @@ class SandboxRunner:
                 if wait <= 0:
                     stop_reason = "timeout"
                     held_at_limit = ready and watch.held_at_limit()  # read before the kill
+                    now_cpu = sandbox_cpu_seconds(cgroups, tree_root)
+                    result.timeout_cpu_s = (now_cpu - phase_cpu if now_cpu is not None and phase_cpu is not None
+                                            else None)
+                    result.timeout_busy = busy(result.timeout_cpu_s, budget, limits.timeout_cpu_fraction)
                     break
                 readable, _, _ = select.select([read_fd], [], [], min(wait, 1.0))
                 if not readable:

@@ -646,8 +646,11 @@ class Grader:
         if key is None or memo is None:  # (a key exists only with a memo)
             return None
         # A timeout ended a deterministic run (run_program): the program's own result, memoised so
-        # that resubmitting it costs nothing instead of another run to the time limit.
-        stopped = ("timeout", "skipped") if run.ended_by_timeout else ()
+        # that resubmitting it costs nothing instead of another run to the time limit; but only
+        # when the sandbox's CPU time over that phase, measured on the trusted side, shows the
+        # program was running (sandbox/cpu_time.py): a timeout the machine made (a starved host)
+        # is not stored, and the next identical submission runs again.
+        stopped = ("timeout", "skipped") if run.ended_by_timeout and run.timeout_busy else ()
         settled = (run.given is None or run.given.status in ("passed", "failed", *stopped)) and \
             all(c.status in ("ok", "error", *stopped) for c in run.cases) and \
             (run.speed is None or run.speed.status in ("ok", "error", *stopped))

@@ -2,7 +2,8 @@
 every run (towers of `**` and `<<`, integer constants of any size, tuple repetition) is refused
 before anything runs; a fill that passes and still runs into its case's time limit is stopped at
 its first timeout, and the timeout is memoised like any result of a deterministic program, so
-resubmitting it costs no second run."""
+resubmitting it costs no second run; but only when the sandbox used the CPU over that phase
+(sandbox/cpu_time.py): a timeout that may be the machine's doing runs again."""
 from __future__ import annotations
 
 import dataclasses
@@ -36,18 +37,25 @@ def test_costly_fill_is_refused_before_running(lesson_grader, host, expression, 
     host.assert_untouched()
 
 
+# The CPU share a timeout needs to be memoised (Limits.timeout_cpu_fraction, 0.25 by default; why:
+# sandbox/cpu_time.py), lowered here: the shared 2-core test machine gave a busy loop a third of a
+# core at times. What the tests tell apart is a loop (over a second of CPU in its 6 s) from a sleep
+# (a few milliseconds).
+BUSY = dict(case_timeout_s=6, timeout_cpu_fraction=0.1)
+
+
 def test_a_timeout_is_not_a_free_retry(host):
     """`range(1 << 40)` passes every static bound and runs until the case deadline: the first
     timeout ends the run (no fresh sandbox for the other phases), and the same program submitted
     again reuses that result instead of running to the limit again."""
-    grader = dataclasses.replace(make_grader(case_timeout_s=6), memo=InMemoryMemo())
+    grader = dataclasses.replace(make_grader(**BUSY), memo=InMemoryMemo())
     code = (grader.catalog.get("adv_loop").template.replace("______", "1 << 40"))
     first = grader.grade(Submission(exercise="adv_loop", code=code), secret_seed=SECRET_SEED)
     assert first.status == "graded" and first.program.ran and not first.score.passed
     assert first.given_check.status == "timeout", first.given_check
     assert first.timing["attempts"] == 1.0, "a fresh sandbox was started after the timeout"
     assert all(not c.passed and "程序是确定性的" in (c.error or "") for c in first.cases if c.kind != "given")
-    assert first.program.memo_key, "the timed-out run was not memoised"
+    assert first.program.memo_key, "the timed-out run was not memoised (its busy loop's CPU time was not seen)"
 
     second = grader.grade(Submission(exercise="adv_loop", code=code), secret_seed=SECRET_SEED + 1)
     assert second.program.reused and grader.counts.sandbox_runs == 1, grader.counts.snapshot()
@@ -56,5 +64,29 @@ def test_a_timeout_is_not_a_free_retry(host):
 
     # The right fill still gets every point (and a regrade would run afresh: reuse=False).
     solution = grader.grade(Submission(exercise="adv_loop", code=grader.catalog.get("adv_loop").solution),
+                            secret_seed=SECRET_SEED)
+    assert solution.score.passed and solution.score.total == 10, solution.to_json()[:2000]
+
+
+def test_a_timeout_without_cpu_time_is_not_memoised(host):
+    """A program that runs out of time without computing (adv_sleep: the host wrapper sleeps for
+    the blank's seconds, the stand-in for a sandbox that a starved machine did not run) used almost
+    no CPU in the phase that timed out: its timeout is not stored, and the same program submitted
+    again runs in a sandbox again instead of getting the stored timeout."""
+    grader = dataclasses.replace(make_grader(**BUSY), memo=InMemoryMemo())
+    code = grader.catalog.get("adv_sleep").template.replace("______", "3600")
+    first = grader.grade(Submission(exercise="adv_sleep", code=code), secret_seed=SECRET_SEED)
+    assert first.status == "graded" and first.program.ran and not first.score.passed
+    assert first.given_check.status == "timeout", first.given_check
+    assert first.timing["attempts"] == 1.0  # still ended at its first timeout, as any deterministic run
+    assert not first.program.memo_key, "a timeout without CPU time was memoised"
+
+    second = grader.grade(Submission(exercise="adv_sleep", code=code), secret_seed=SECRET_SEED + 1)
+    assert not second.program.reused, "the second submission got the stored timeout"
+    assert grader.counts.sandbox_runs == 2, grader.counts.snapshot()
+    assert second.given_check.status == "timeout" and not second.score.passed
+    host.assert_untouched()
+
+    solution = grader.grade(Submission(exercise="adv_sleep", code=grader.catalog.get("adv_sleep").solution),
                             secret_seed=SECRET_SEED)
     assert solution.score.passed and solution.score.total == 10, solution.to_json()[:2000]

@@ -1,0 +1,103 @@
+"""How much CPU a sandbox used, measured on the trusted side: whether a timeout was the program's.
+
+A deterministic program's run that hits a phase's time limit is stopped there, and its timeout is
+memoised as that program's result (service/grading/pipeline.py `_remember`): resubmitting an
+endless loop then costs nothing. But a phase also runs out of time when the machine, not the
+program, was slow: a host starved by other work, or a sandbox that was not scheduled at all. So a
+timeout counts as the program's (`RunResult.timeout_busy`) only when the sandbox's own CPU time
+over the phase that timed out shows that it was really running: at least
+`Limits.timeout_cpu_fraction` (default 0.25) of the phase's time limit.
+
+Why that bound is sound: CPU time only grows while the program computes, so a phase that used
+`fraction * limit` seconds of CPU without finishing needs more than that on any machine. A
+program that needs less (every correct submission of an exercise whose limits leave the usual
+margin: 60 s per case against a few seconds for the solution) can never reach it, however slow
+the machine made it: its timeouts are never memoised. Only a program that needs between a quarter
+of the limit and the limit itself, and ran more than four times slower than on an idle machine,
+could be memoised wrongly. A lower bound would memoise more machine-made timeouts; a higher one
+would re-run more endless loops that a busy host held below it (a loop in a sandbox beside three
+others on two cores gets half a core).
+
+Where the figure comes from, never from the sandbox itself:
+
+- the sandbox's cgroup where it has one with a CPU counter (`SandboxCgroups.cpu_seconds`: v1
+  `cpuacct.usage`, v2 `cpu.stat`), which counts every process ever in it;
+- otherwise its process tree on this host, from the first process the trusted side knows (bwrap
+  itself, or a forked child's host pid): `utime + stime + cutime + cstime` of each process in
+  /proc/<pid>/stat, so that processes that exited and were reaped inside the tree still count
+  through their parent (a process reaped between two reads may be missed once: an undercount,
+  which can only keep a timeout out of the memo).
+
+Where neither can be read (the docker backend, whose container's cgroup belongs to the engine),
+the figure is None and a timeout is never memoised.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+_MAX_TREE = 100_000  # processes walked at most (a pids cap bounds a sandbox far below this)
+
+
+def busy(cpu_s: float | None, limit_s: float, fraction: float) -> bool:
+    """Did a phase that timed out after `limit_s` use enough CPU (`fraction` of it) to be the program's timeout?"""
+    return cpu_s is not None and cpu_s >= fraction * limit_s
+
+
+def _stat_fields(pid: int, proc: Path) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name (which may hold spaces and parentheses)."""
+    try:
+        text = (proc / str(pid) / "stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    _, _, rest = text.rpartition(")")
+    fields = rest.split()
+    return fields if len(fields) > 15 else None
+
+
+def _children(pid: int, proc: Path) -> list[int]:
+    """The children of every thread of `pid` (/proc/<pid>/task/<tid>/children)."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(proc / str(pid) / "task")
+    except OSError:
+        return found
+    for tid in tasks:
+        try:
+            found += [int(p) for p in (proc / str(pid) / "task" / tid / "children").read_text().split()]
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def tree_cpu_seconds(root: int, *, proc: Path = Path("/proc")) -> float | None:
+    """utime + stime + cutime + cstime, summed over `root` and its descendants; None if `root` is gone."""
+    if _stat_fields(root, proc) is None:
+        return None
+    ticks, todo = 0, [root]
+    seen: set[int] = set()
+    while todo and len(seen) < _MAX_TREE:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        fields = _stat_fields(pid, proc)
+        if fields is None:
+            continue
+        # after the name: state(0) ppid(1) ... utime(11) stime(12) cutime(13) cstime(14)
+        try:
+            ticks += sum(int(fields[i]) for i in (11, 12, 13, 14))
+        except ValueError:
+            continue
+        todo += _children(pid, proc)
+    return ticks / _TICKS
+
+
+def sandbox_cpu_seconds(cgroups, root_pid: int | None) -> float | None:
+    """The sandbox's CPU time so far: its cgroup's counter, else its process tree from `root_pid`."""
+    if cgroups is not None:
+        seconds = cgroups.cpu_seconds()
+        if seconds is not None:
+            return seconds
+    return tree_cpu_seconds(root_pid) if root_pid is not None and root_pid > 0 else None
