@@ -67,7 +67,11 @@ class Limits(BaseModel):
     timeout_cpu_fraction: float = Field(0.25, gt=0, le=1, description=(
         "a deterministic program's timeout is memoised only if the sandbox used at least this fraction of the "
         "phase's time limit in CPU time over that phase, as the trusted side measures it (sandbox/cpu_time.py)"))
-    tmpfs_bytes: int = Field(512 * MiB, gt=0, description="size of the private /tmp")
+    tmpfs_bytes: int = Field(512 * MiB, gt=0, description="size of the private /tmp, and of /dev/shm")
+    tmpfs_files: int = Field(10_000, gt=1, description=(
+        "inodes (files, folders and links, the root included) of the private /tmp, and of /dev/shm: their "
+        "`nr_inodes` where the sandbox's tmpfs can take it (the fork server's children, docker); plain bwrap's "
+        "--tmpfs takes only a size (SECURITY.md)"))
     output_bytes: int = Field(64 * MiB, gt=0, description="cap of the whole verdict channel")
     case_output_bytes: int = Field(16 * MiB, gt=0, description="cap of one case's tensors")
     log_bytes: int = Field(64 * 1024, gt=0, description="stdout/stderr kept from the sandbox")

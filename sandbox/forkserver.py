@@ -238,7 +238,8 @@ class ForkServer:
             sources += [(job_root / name, name) for name in [*files, "job.json"]]
             job_bytes = sum(path.stat().st_size for path, _ in sources) + (1 << 20)
             header = {"id": self._sequence, "fds": list(theirs), "cgroups": [f"cgroup{i}" for i in range(len(procs))],
-                      "tmpfs_bytes": limits.tmpfs_bytes, "job_bytes": job_bytes, "cpu_time_s": limits.cpu_time_s,
+                      "tmpfs_bytes": limits.tmpfs_bytes,
+                      "tmpfs_files": limits.tmpfs_files, "job_bytes": job_bytes, "cpu_time_s": limits.cpu_time_s,
                       "hidden": [str(path) for path in self.backend.covered_paths()]}
             try:
                 assert self._control is not None

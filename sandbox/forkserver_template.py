@@ -176,7 +176,8 @@ def _child(header: dict, fds: dict[str, int], program: bytes) -> int:
         return _exit_code(os.waitpid(init, 0)[1])
     # C2: pid 1 of the job's pid namespace
     _libc.prctl(1, signal.SIGKILL, 0, 0, 0)
-    tmpfs = int(header["tmpfs_bytes"])
+    # Bytes and files (inodes: a file costs about a kilobyte of kernel memory however small)
+    scratch = f"size={int(header['tmpfs_bytes'])},nr_inodes={int(header['tmpfs_files'])},mode=1777"
     _mount("proc", "/proc", "proc", NOSUID | NODEV | NOEXEC)
     for sub in ("/proc/sys", "/proc/sysrq-trigger", "/proc/fs", "/proc/irq", "/proc/bus"):  # as bwrap covers them
         if os.path.exists(sub):
@@ -186,8 +187,8 @@ def _child(header: dict, fds: dict[str, int], program: bytes) -> int:
         if os.path.isdir(hidden):
             _mount("tmpfs", hidden, "tmpfs", NOSUID | NODEV | NOEXEC, "size=4k,mode=755")
             _mount(None, hidden, None, REMOUNT | RDONLY | NOSUID | NODEV | NOEXEC)
-    _mount("tmpfs", "/tmp", "tmpfs", NOSUID | NODEV, f"size={tmpfs},mode=1777")
-    _mount("tmpfs", "/dev/shm", "tmpfs", NOSUID | NODEV, f"size={tmpfs},mode=1777")
+    _mount("tmpfs", "/tmp", "tmpfs", NOSUID | NODEV, scratch)
+    _mount("tmpfs", "/dev/shm", "tmpfs", NOSUID | NODEV, scratch)
     if os.path.isdir("/dev/pts"):  # ptys of its own: the template's devpts is every child's otherwise
         _mount("devpts", "/dev/pts", "devpts", NOSUID | NOEXEC, "newinstance,ptmxmode=0666,mode=620")
     _mount("tmpfs", "/job", "tmpfs", NOSUID | NODEV, f"size={int(header['job_bytes'])},mode=755")

@@ -43,6 +43,35 @@ def attempt(action):
 '''
 
 
+
+
+def scratch_files_body(limit: int) -> str:
+    """Probes `tmp` and `shm`: create up to `limit` + 100 empty files in /tmp or /dev/shm; each
+    returns [files made, the errno that stopped it (0: none), the file system's inode count]."""
+    return f'''
+import os
+
+
+def fill(folder):
+    made, code = 0, 0
+    try:
+        for i in range({limit + 100}):
+            os.close(os.open(folder + "/many-" + str(i), os.O_CREAT | os.O_WRONLY, 0o600))
+            made += 1
+    except OSError as exc:
+        code = exc.errno or -1
+    return torch.tensor([float(made), float(code), float(os.statvfs(folder).f_files)], dtype=torch.float64)
+
+
+def probe_tmp():
+    return fill("/tmp")
+
+
+def probe_shm():
+    return fill("/dev/shm")
+'''
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "docker: runs sandboxes as containers of a real Docker engine")
     config.addinivalue_line("markers", "sandbox_backends(*names): the backends a test runs against "

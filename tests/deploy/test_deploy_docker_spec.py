@@ -38,8 +38,8 @@ GPU = GpuView(devices=("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia3"), dri
               driver_files=("/usr/local/nvidia/lib64/libcuda.so.1", "/usr/local/nvidia/lib64/libnvidia-ml.so.1"))
 
 
-def spec(mode=DeviceMode.gpu, index=3, options=OPTIONS, hidden=(), view=IMAGE_VIEW):
-    return container_spec(job_dir=JOB, mode=mode, device_index=index, limits=LIMITS, options=options, view=view,
+def spec(mode=DeviceMode.gpu, index=3, options=OPTIONS, hidden=(), view=IMAGE_VIEW, limits=LIMITS):
+    return container_spec(job_dir=JOB, mode=mode, device_index=index, limits=limits, options=options, view=view,
                           hidden_paths=hidden, owner="host/123/456")
 
 
@@ -82,7 +82,7 @@ def test_limits():
     assert kw["mem_limit"] == 8 * GiB
     assert kw["memswap_limit"] == 8 * GiB  # = mem_limit: no swap
     assert kw["nano_cpus"] == 2_500_000_000
-    assert kw["shm_size"] == 256 * MiB
+    assert "shm_size" not in kw  # /dev/shm is a tmpfs of ours, capped in bytes and files (below)
     assert kw["ulimits"] == [
         {"name": "cpu", "soft": 300, "hard": 300},
         {"name": "fsize", "soft": 32 * MiB, "hard": 32 * MiB},
@@ -96,7 +96,10 @@ def test_mounts_job_read_only_and_tmpfs_capped_and_executable():
     assert kw["mounts"] == [{"Type": "bind", "Source": str(JOB), "Target": "/job", "ReadOnly": True,
                              "BindOptions": {"Propagation": "rprivate"}}]
     # exec: Triton loads the launcher it compiles into its cache under /tmp (GPU mode).
-    assert kw["tmpfs"]["/tmp"] == f"rw,nosuid,nodev,exec,size={256 * MiB},mode=1777"
+    assert kw["tmpfs"]["/tmp"] == f"rw,nosuid,nodev,exec,size={256 * MiB},nr_inodes=10000,mode=1777"
+    # The files too, not only the bytes: an empty file costs kernel memory as well (SECURITY.md).
+    assert kw["tmpfs"]["/dev/shm"] == f"rw,nosuid,nodev,noexec,size={256 * MiB},nr_inodes=10000,mode=1777"
+    assert "nr_inodes=77," in spec(limits=LIMITS.model_copy(update={"tmpfs_files": 77}))["kwargs"]["tmpfs"]["/tmp"]
 
 
 def test_hidden_paths_are_covered_but_never_the_interpreter_or_the_system():
@@ -104,7 +107,8 @@ def test_hidden_paths_are_covered_but_never_the_interpreter_or_the_system():
                       Path("/"), Path("/usr"), Path("/tmp/x"), Path("relative")])["kwargs"]
     hidden = "ro,nosuid,nodev,noexec,size=4k,mode=0555"
     assert kw["tmpfs"] == {
-        "/tmp": f"rw,nosuid,nodev,exec,size={256 * MiB},mode=1777",
+        "/tmp": f"rw,nosuid,nodev,exec,size={256 * MiB},nr_inodes=10000,mode=1777",
+        "/dev/shm": f"rw,nosuid,nodev,noexec,size={256 * MiB},nr_inodes=10000,mode=1777",
         "/opt/kernelgrade": hidden,  # DockerOptions.hidden_paths: the image's source tree
         "/opt/kernelgrade/exercises": hidden,
         "/var/lib/kernelgrade": hidden,
@@ -119,7 +123,7 @@ def test_host_system_image_binds_the_system_read_only_and_hides_only_what_it_bin
         ("/usr", "/usr", True), ("/etc/ld.so.cache", "/etc/ld.so.cache", True), ("/srv/venv", "/srv/venv", True),
         (str(JOB), "/job", True)]
     # Inside a bound folder: covered. Not bound at all (the repository): not there to hide.
-    assert set(kw["tmpfs"]) == {"/tmp", "/srv/venv/secrets"}
+    assert set(kw["tmpfs"]) == {"/tmp", "/dev/shm", "/srv/venv/secrets"}
     assert spec(view=view)["command"][-1] == "/srv/venv/bin/python"
 
 

@@ -6,6 +6,7 @@ message (and in the readiness check). The isolation suites run under docker too
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -36,6 +37,7 @@ from sandbox.runner import SandboxRunner
 from service.bootstrap import build_grader
 from service.config import REPO_ROOT, Settings
 from service.submission import Submission
+from tests.conftest import scratch_files_body
 from tests.support.backends import docker_image
 from tests.support.servers import LiveServer
 from tests.support.waiting import wait_for
@@ -425,6 +427,19 @@ def probe_kernel():
     assert pids_max == Limits(processes=77).process_cap(DeviceMode.interpreter)  # 77 + the runtime's own
     assert memory_max == 3 << 30
     assert tmp_bytes == 48 * MiB and root_ro == 1
+
+
+@pytest.mark.sandbox_backends("docker", "docker-host")
+def test_the_container_cannot_make_more_files_than_its_limit(probes):
+    """/tmp and /dev/shm are the spec's tmpfs mounts with `nr_inodes` = Limits.tmpfs_files: empty
+    files stop at the limit as bytes stop at the size (the engine's own shm mount takes only a size)."""
+    limit = 300
+    _, cases = probes(scratch_files_body(limit), ["tmp", "shm"], tmpfs_files=limit)
+    for name in ("tmp", "shm"):
+        assert cases[name].status == "ok", cases[name]
+        made, code, inodes = cases[name].outputs["out"].tolist()
+        assert inodes == limit, f"/{name}: {inodes} inodes, not the limit {limit}"
+        assert 0 < made < limit and code == errno.ENOSPC, f"/{name}: made {made} files (limit {limit}), errno {code}"
 
 
 def write_socket_that_refuses(tmp_path: Path) -> str:

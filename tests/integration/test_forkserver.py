@@ -4,6 +4,7 @@ adversarial suite run against it with the variable set (docs/forkserver.md); the
 only a forked child could get wrong: what it inherits from the template."""
 from __future__ import annotations
 
+import errno
 import os
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from sandbox.contract import DeviceMode, Limits
 from sandbox.forkserver import START_ENV, ForkServer
 from sandbox.runner import SandboxRunner
-from tests.conftest import run_probes
+from tests.conftest import run_probes, scratch_files_body
 
 pytestmark = pytest.mark.sandbox
 
@@ -95,3 +96,24 @@ def test_fresh_is_the_default(bwrap_backend, monkeypatch):
     assert runner.start == "fresh" and runner._fork_server(DeviceMode.interpreter, 0) is None
     monkeypatch.setenv(START_ENV, "fork")
     assert SandboxRunner(backend=bwrap_backend, limits=Limits()).start == "fork"
+
+
+def test_a_forked_child_cannot_make_more_files_than_its_limit(bwrap_backend, monkeypatch):
+    """The child mounts its own /tmp and /dev/shm with `nr_inodes` = Limits.tmpfs_files, so empty
+    files (a kilobyte of kernel memory each, no bytes) stop at the limit as bytes stop at the size
+    (a fresh bwrap sandbox's --tmpfs takes only a size: SECURITY.md, "Known weaknesses")."""
+    if not ForkServer.available():
+        pytest.skip("fork mode needs a writable pids cgroup and a Python outside /tmp (ForkServer.available)")
+    monkeypatch.setenv(START_ENV, "fork")
+    limit = 300
+    runner = SandboxRunner(backend=bwrap_backend, limits=Limits(case_timeout_s=60, tmpfs_files=limit))
+    try:
+        _, cases = run_probes(runner, scratch_files_body(limit), ["tmp", "shm"])
+        assert runner.forks, "the attempt was not forked from a template"
+    finally:
+        runner.close()
+    for name in ("tmp", "shm"):
+        assert cases[name].status == "ok", cases[name]
+        made, code, inodes = cases[name].outputs["out"].tolist()
+        assert inodes == limit, f"/{name}: {inodes} inodes, not the limit {limit}"
+        assert 0 < made < limit and code == errno.ENOSPC, f"/{name}: made {made} files (limit {limit}), errno {code}"

@@ -109,7 +109,10 @@ def container_spec(*, job_dir: Path | str, mode: DeviceMode, device_index: int, 
                    owner: str = "", warm: bool = False) -> dict[str, Any]:
     """{"image", "command", "kwargs"}: the container of one sandbox start; `warm`: started before its
     job is written, waiting for `g` on stdin."""
-    tmpfs = {"/tmp": f"rw,nosuid,nodev,exec,size={limits.tmpfs_bytes},mode=1777"}
+    # Bytes and files (`nr_inodes`) both capped. /dev/shm is a tmpfs of ours too (the engine then
+    # mounts no shm of its own there, and `shm_size` is not used): its shm mount takes only a size.
+    scratch = f"size={limits.tmpfs_bytes},nr_inodes={limits.tmpfs_files},mode=1777"
+    tmpfs = {"/tmp": f"rw,nosuid,nodev,exec,{scratch}", "/dev/shm": f"rw,nosuid,nodev,noexec,{scratch}"}
     for hidden in _hidden([*options.hidden_paths, *map(str, hidden_paths)], view):
         tmpfs[hidden] = HIDDEN_TMPFS
 
@@ -155,7 +158,6 @@ def container_spec(*, job_dir: Path | str, mode: DeviceMode, device_index: int, 
         "security_opt": ["no-new-privileges"],
         "privileged": False,
         "ipc_mode": "private",
-        "shm_size": limits.tmpfs_bytes,
         "pids_limit": limits.process_cap(mode),
         "mem_limit": limits.memory_bytes,
         "memswap_limit": limits.memory_bytes,  # equal to mem_limit: no swap
