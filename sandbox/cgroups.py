@@ -426,6 +426,20 @@ def read_memory_events(folder: Path) -> MemoryEvents | None:
                                    _number(folder / "memory.limit_in_bytes")))
 
 
+def read_cpu_seconds(folder: Path) -> float | None:
+    """The CPU time (user and system) of the cgroup at `folder`: v1 `cpuacct.usage` (ns), v2
+    `cpu.stat` `usage_usec`; None where it keeps neither (another controller's folder) or is gone."""
+    usage = _number(folder / "cpuacct.usage")
+    if usage is not None:
+        return usage / 1e9
+    try:
+        stat = _counters((folder / "cpu.stat").read_text())
+    except OSError:
+        return None
+    usec = stat.get("usage_usec")  # (a v1 `cpu` folder has a cpu.stat of other counters)
+    return usec / 1e6 if usec is not None else None
+
+
 # --- the cgroups of one sandbox -------------------------------------------------------------------
 
 
@@ -451,18 +465,12 @@ class SandboxCgroups:
 
     def cpu_seconds(self) -> float | None:
         """The CPU time (user and system) every process that was ever in the sandbox used, as the
-        kernel counts it for a cgroup: v1 `cpuacct.usage`, v2 `cpu.stat` `usage_usec`. None where
-        no child keeps such a counter (no cpuacct hierarchy, no v2 child) or it is gone."""
+        kernel counts it for a cgroup (`read_cpu_seconds`). None where no child keeps such a
+        counter (no cpuacct hierarchy, no v2 child) or it is gone."""
         for child in self.children:
-            usage = _number(child.path / "cpuacct.usage")
-            if usage is not None:
-                return usage / 1e9
-            try:
-                stat = _counters((child.path / "cpu.stat").read_text())
-            except OSError:
-                continue
-            if "usage_usec" in stat:  # (a v1 `cpu` folder has a cpu.stat of other counters)
-                return stat["usage_usec"] / 1e6
+            seconds = read_cpu_seconds(child.path)
+            if seconds is not None:
+                return seconds
         return None
 
     def close(self, timeout_s: float = 5.0) -> bool:

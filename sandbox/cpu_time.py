@@ -25,11 +25,13 @@ Where the figure comes from, never from the sandbox itself:
 - otherwise its process tree on this host, from the first process the trusted side knows (bwrap
   itself, or a forked child's host pid): `utime + stime + cutime + cstime` of each process in
   /proc/<pid>/stat, so that processes that exited and were reaped inside the tree still count
-  through their parent (a process reaped between two reads may be missed once: an undercount,
-  which can only keep a timeout out of the memo).
+  through their parent (a process reaped while the tree is read may be missed in that read: off
+  by that one process's CPU time);
+- on the docker backend, the container's cgroup on the host as its launcher, a trusted process
+  outside the container, last read it (at most `memory.POLL_S` old; sandbox/backends/docker/memory.py).
 
-Where neither can be read (the docker backend, whose container's cgroup belongs to the engine),
-the figure is None and a timeout is never memoised.
+Where none can be read (a docker worker that cannot see the host's cgroups), the figure is None and
+a timeout is never memoised.
 """
 from __future__ import annotations
 
@@ -94,10 +96,11 @@ def tree_cpu_seconds(root: int, *, proc: Path = Path("/proc")) -> float | None:
     return ticks / _TICKS
 
 
-def sandbox_cpu_seconds(cgroups, root_pid: int | None) -> float | None:
-    """The sandbox's CPU time so far: its cgroup's counter, else its process tree from `root_pid`."""
-    if cgroups is not None:
-        seconds = cgroups.cpu_seconds()
+def sandbox_cpu_seconds(confinement, root_pid: int | None) -> float | None:
+    """The sandbox's CPU time so far: its cgroup's counter (`Confinement.cpu_seconds`), else its
+    process tree from `root_pid`."""
+    if confinement is not None:
+        seconds = confinement.cpu_seconds()
         if seconds is not None:
             return seconds
     return tree_cpu_seconds(root_pid) if root_pid is not None and root_pid > 0 else None

@@ -325,7 +325,6 @@ class SandboxRunner:
         # into from one the machine made (sandbox/cpu_time.py). Its process tree only where the
         # process we hold is the sandbox's own (bwrap, a forked child), not a launcher (docker).
         tree_root = sandbox.proc.pid if self.backend.name == "bwrap" else None
-        cgroups = sandbox.confinement.cgroups if sandbox.confinement is not None else None
         phase_cpu: float | None = None
         try:
             for message, blob in sandbox.early_frames:  # a warm sandbox's hello, read by the pool
@@ -336,7 +335,7 @@ class SandboxRunner:
                 if phase_started != watched_phase:
                     watch.restart()
                     watched_phase = phase_started
-                    phase_cpu = sandbox_cpu_seconds(cgroups, tree_root)
+                    phase_cpu = sandbox_cpu_seconds(sandbox.confinement, tree_root)
                 else:
                     watch.sample()
                 budget = limits.case_timeout_s if ready else limits.startup_timeout_s
@@ -345,7 +344,7 @@ class SandboxRunner:
                 if wait <= 0:
                     stop_reason = "timeout"
                     held_at_limit = ready and watch.held_at_limit()  # read before the kill
-                    now_cpu = sandbox_cpu_seconds(cgroups, tree_root)
+                    now_cpu = sandbox_cpu_seconds(sandbox.confinement, tree_root)
                     result.timeout_cpu_s = (now_cpu - phase_cpu if now_cpu is not None and phase_cpu is not None
                                             else None)
                     result.timeout_busy = busy(result.timeout_cpu_s, budget, limits.timeout_cpu_fraction)

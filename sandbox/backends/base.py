@@ -32,6 +32,9 @@ class MemoryReport(Protocol):
     def events(self) -> MemoryEvents | None:
         """The latest counters reported (None: none yet, or none can be read where the launcher runs)."""
 
+    def cpu_seconds(self) -> float | None:
+        """The container's CPU time as its cgroup last counted it (None: none reported)."""
+
     def close(self) -> None: ...
 
 
@@ -57,6 +60,13 @@ class Confinement:
         if self.cgroups is not None:
             return self.cgroups.memory_events()
         return self.memory_report.events() if self.memory_report is not None else None
+
+    def cpu_seconds(self) -> float | None:
+        """The sandbox's CPU time so far, from its cgroup on the host (None where none is known:
+        sandbox/cpu_time.py then reads its process tree, where the process held is the sandbox's)."""
+        if self.cgroups is not None:
+            return self.cgroups.cpu_seconds()
+        return self.memory_report.cpu_seconds() if self.memory_report is not None else None
 
     def oom_killed(self) -> bool:
         events = self.memory_events()

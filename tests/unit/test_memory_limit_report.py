@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from sandbox.backends.base import Confinement
-from sandbox.backends.docker.memory import LauncherMemoryReport, container_memory_cgroup, decode, encode
-from sandbox.cgroups import MemoryEvents, read_memory_events
+from sandbox.backends.docker.memory import LauncherMemoryReport, container_memory_cgroup, decode, decode_cpu, encode
+from sandbox.cgroups import MemoryEvents, read_cpu_seconds, read_memory_events
 from sandbox.limit_watch import SAMPLE_EVERY_S, WINDOW_S, LimitWatch
 
 MiB = 1 << 20
@@ -113,6 +113,34 @@ def test_the_runner_keeps_the_last_whole_line_and_never_waits():
         os.close(write_fd)
     assert report.events() == MemoryEvents(oom_kills=1)  # the launcher is gone: the last line stays
     report.close()
+
+
+def test_the_containers_cpu_time_rides_on_the_report_lines():
+    """The launcher's lines also carry the container's CPU time (sandbox/cpu_time.py): the runner
+    keeps the last one told; a line without it, or with a bad one, tells none."""
+    line = encode(MemoryEvents(refaults=3), cpu_us=2_500_000)
+    assert decode(line) == MemoryEvents(refaults=3) and decode_cpu(line) == 2_500_000
+    assert decode_cpu(encode(MemoryEvents())) is None
+    assert decode_cpu(b'{"cpu_us":-1}') is None and decode_cpu(b'{"cpu_us":1.5}') is None and decode_cpu(b"[]") is None
+    report = LauncherMemoryReport.pipe()
+    write_fd = report.take_write_fd()
+    assert write_fd is not None
+    try:
+        assert report.cpu_seconds() is None
+        os.write(write_fd, line + encode(MemoryEvents(refaults=4)))
+        assert report.cpu_seconds() == 2.5  # the later line told no CPU time: the last one told stands
+        os.write(write_fd, encode(MemoryEvents(refaults=4), cpu_us=7_000_000))
+        assert report.cpu_seconds() == 7.0 and Confinement(memory_report=report).cpu_seconds() == 7.0
+    finally:
+        os.close(write_fd)
+        report.close()
+
+
+def test_cpu_time_of_a_cgroup_v1_and_v2(tmp_path):
+    assert read_cpu_seconds(write(tmp_path / "v1", {"cpuacct.usage": "1500000000\n"})) == 1.5
+    assert read_cpu_seconds(write(tmp_path / "v2", {"cpu.stat": "usage_usec 2500000\nuser_usec 2000000\n"})) == 2.5
+    assert read_cpu_seconds(write(tmp_path / "v1cpu", {"cpu.stat": "nr_periods 0\nnr_throttled 0\n"})) is None
+    assert read_cpu_seconds(tmp_path / "gone") is None
 
 
 def test_a_report_never_handed_over_closes_both_ends():
