@@ -25,6 +25,24 @@ _INTS: dict[str, type[np.signedinteger[Any]]] = {"int8": np.int8, "int16": np.in
 ITEMSIZE = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int8": 1, "int16": 2, "int32": 4, "int64": 8,
             "uint8": 1, "bool": 1}  # of the dtypes with a pattern of their own (others: the record's itemsize)
 GUARD_KEY = re.compile(r"__guard__\.(\d{1,3})\.(before|after)")
+# The harness's POISON_BITS of the float dtypes the outputs come back in: the fill of every tensor the
+# entry point allocated uninitialised (torch.empty & co.). Distinct from the guards' payloads and from
+# the NaN a CPU or a GPU makes itself; the same value in every float width (it converts exactly).
+POISON_BITS: dict[str, tuple[type[np.generic[Any]], int]] = {
+    "float32": (np.uint32, 0x7FFE0000), "float64": (np.uint64, 0x7FFFC00000000000), "float16": (np.uint16, 0x7FF0)}
+
+
+def poisoned(array: np.ndarray) -> np.ndarray | None:
+    """The elements of an output that hold the harness's poison, of either sign (a negation flips
+    only the sign bit); None for a dtype without one. An element there was never stored, or was
+    computed from memory nothing wrote (x86 keeps a NaN operand's payload through arithmetic; a GPU
+    returns its own NaN instead, so there only values copied unchanged still show it)."""
+    known = POISON_BITS.get(array.dtype.name)
+    if known is None:
+        return None
+    kind, bits = known
+    sign = kind(1) << kind(8 * np.dtype(kind).itemsize - 1)
+    return (np.ascontiguousarray(array).view(kind) & ~sign) == kind(bits)
 
 
 def pattern(dtype: str, salt: int, count: int, itemsize: int = 1) -> bytes:

@@ -216,7 +216,8 @@ def main() -> int:
             before = ([a.detach().to("cpu").contiguous().clone() for a in args if type(a) is torch.Tensor]
                       if keep else [])
             launched_before = launches.count
-            result = real_entry(*args, **kwargs)
+            with _Guards(torch, job["entry_point"]).allocations(guarded=False):  # torch.empty poisoned here too
+                result = real_entry(*args, **kwargs)
             launches.require(launched_before, job["entry_point"])
             if keep:
                 outs = result if isinstance(result, (tuple, list)) else (result,)
@@ -482,6 +483,16 @@ GUARD_BYTES = 256
 GUARD_ALIGN = 128  # the data starts on this boundary (Triton specializes pointers on 16)
 MAX_GUARDED_ALLOCATIONS = 64  # per case; later allocations are left as torch made them, and so
 MAX_GUARDED_BYTES = 1 << 30  # are those past this many bytes (the guarded ones live until the call returns)
+# Uninitialised memory. What torch.empty, empty_like, empty_strided, new_empty and new_empty_strided
+# return during a case is filled with POISON before the student's code sees it (guarded or not), so a
+# kernel that reads what nothing wrote, or "zeroes" with arithmetic (NaN * 0 is NaN), fails on every
+# device instead of passing on whatever the allocator left there. Floating point: a quiet NaN whose
+# payload is neither the guards' (1..61 over their base) nor a CPU's or GPU's own NaN, chosen so that
+# it converts exactly between float64, float32, float16 and bfloat16 (its mantissa is the 7-bit
+# 0b1111110 followed by zeros); sandbox/guards.py finds it in the outputs on the trusted side.
+# Integers: a large positive pattern (as an index or a count it is far out of range).
+POISON_BITS = {"float32": 0x7FFE0000, "float64": 0x7FFFC00000000000, "float16": 0x7FF0, "bfloat16": 0x7FFE,
+               "int8": 0x7E, "int16": 0x7EAD, "int32": 0x7EADBEEF, "int64": 0x7EADBEEF7EADBEEF, "uint8": 0xDE}
 
 
 class _Guards:
@@ -527,6 +538,22 @@ class _Guards:
         else:  # bool, complex, float8, wider unsigned: all bits set (NaN for the float kinds)
             region.view(torch.uint8).fill_(0xFF)
 
+    def poison(self, region) -> None:
+        """Fill `region` (a tensor, any strides) with POISON_BITS for its dtype; bool with True, any
+        other dtype (complex, float8, wider unsigned) with all bits set (NaN for the float kinds)."""
+        torch = self.torch
+        views = {torch.float32: torch.int32, torch.float64: torch.int64, torch.float16: torch.int16,
+                 torch.bfloat16: torch.int16, torch.int8: torch.int8, torch.int16: torch.int16,
+                 torch.int32: torch.int32, torch.int64: torch.int64, torch.uint8: torch.uint8}
+        dtype = region.dtype
+        with torch.no_grad():
+            if dtype in views:
+                region.view(views[dtype]).fill_(POISON_BITS[str(dtype).replace("torch.", "")])
+            elif dtype == torch.bool:
+                region.fill_(True)
+            else:
+                region.view(torch.uint8).fill_(0xFF)
+
     def _place(self, like, span: int, device, *, buffer_name: str, kind: str):
         """An uninitialised tensor with `like`'s shape, strides and dtype on `device`, inside a new
         guarded buffer of `span` data elements that check() will compare."""
@@ -551,14 +578,17 @@ class _Guards:
 
     def allocation(self, made, *, copy: bool):
         """The tensor a torch factory `made`, moved into a guarded buffer (same shape, strides,
-        dtype, device, values and requires_grad); anything unusual is returned as it is."""
+        dtype, device, values and requires_grad); anything unusual is returned as it is. `copy`
+        False (an uninitialised factory): its data is POISON instead, guarded or not."""
         torch = self.torch
         if (type(made) is not torch.Tensor or made.layout != torch.strided or made.device.type not in ("cpu", "cuda")
-                or made.numel() == 0 or made.is_quantized or self.allocated >= MAX_GUARDED_ALLOCATIONS
-                or any(s < 0 for s in made.stride()) or GUARD_ALIGN % made.element_size()):
+                or made.numel() == 0 or made.is_quantized or any(s < 0 for s in made.stride())):
             return made
         span = 1 + sum((n - 1) * s for n, s in zip(made.shape, made.stride()))
-        if self.allocated_bytes + span * made.element_size() > MAX_GUARDED_BYTES:
+        if (self.allocated >= MAX_GUARDED_ALLOCATIONS or GUARD_ALIGN % made.element_size()
+                or self.allocated_bytes + span * made.element_size() > MAX_GUARDED_BYTES):
+            if not copy:  # unguarded, still not what the allocator left there
+                self.poison(made.detach())
             return made
         self.allocated += 1
         self.allocated_bytes += span * made.element_size()
@@ -567,27 +597,36 @@ class _Guards:
         if copy:
             with torch.no_grad():
                 tensor.copy_(made.detach())
+        else:  # the whole span, the gaps of empty_strided's strides too
+            entry = self.buffers[-1]
+            self.poison(entry["buffer"][entry["start"]:entry["start"] + span])
         if made.requires_grad:
             tensor.requires_grad_(True)
         return tensor
 
     @contextlib.contextmanager
-    def allocations(self):
-        """While active, the torch factories return guarded tensors."""
+    def allocations(self, *, guarded: bool = True):
+        """While active, the torch factories return guarded tensors, the uninitialised ones poisoned.
+        `guarded` False (the given check, whose guards nobody compares): only the poison."""
         torch = self.torch
         from torch.overrides import TorchFunctionMode
 
         filled = {torch.zeros, torch.zeros_like, torch.ones, torch.ones_like, torch.full, torch.full_like,
                   torch.Tensor.new_zeros, torch.Tensor.new_ones, torch.Tensor.new_full}
-        empty = {torch.empty, torch.empty_like, torch.empty_strided, torch.Tensor.new_empty}
+        empty = {torch.empty, torch.empty_like, torch.empty_strided, torch.Tensor.new_empty,
+                 torch.Tensor.new_empty_strided}
         guards = self
 
         class GuardAllocations(TorchFunctionMode):
             def __torch_function__(self, func, types, args=(), kwargs=None):
                 kwargs = kwargs or {}
                 made = func(*args, **kwargs)  # the mode is off in here: torch's own semantics
-                if (func in filled or func in empty) and "out" not in kwargs and not kwargs.get("pin_memory"):
-                    made = guards.allocation(made, copy=func in filled)
+                if (func in filled or func in empty) and "out" not in kwargs:
+                    if guarded and not kwargs.get("pin_memory"):
+                        made = guards.allocation(made, copy=func in filled)
+                    elif (func in empty and type(made) is torch.Tensor and made.layout == torch.strided
+                          and not made.is_quantized and made.device.type in ("cpu", "cuda")):
+                        guards.poison(made.detach())  # the given check, or pinned host memory: not guarded
                 return made
 
         with GuardAllocations():

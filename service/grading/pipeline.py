@@ -25,6 +25,7 @@ from service.exercises import CaseSpec, Exercise, ExerciseCatalog, ExerciseSpec
 from service.grading import host_blanks, passrule, rubric
 from service.grading.assemble import Program, assemble
 from service.grading.cases import case_texts, compare_cases, overwritten_inputs
+from service.grading.uninit import uninitialised_reads
 from service.grading.claims import parse_claim, unverified_claim
 from service.grading.extract import extract
 from service.grading.fills import (
@@ -402,6 +403,8 @@ class Grader:
                     diagnoses.append(split)
                 if (overwritten := overwritten_inputs(spec, graded, arrays, run, language=language)) is not None:
                     diagnoses.append(overwritten)  # on every exercise: inputs compared bit for bit
+                if (unwritten := uninitialised_reads(cases, run, language=language)) is not None:
+                    diagnoses.append(unwritten)  # on every exercise: the poison of torch.empty in the outputs
                 if run.given is not None:
                     given_status, given_output = run.given.status, run.given.output
                 environment = self._environment(run)
