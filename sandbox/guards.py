@@ -28,8 +28,8 @@ GUARD_KEY = re.compile(r"__guard__\.(\d{1,3})\.(before|after)")
 # The harness's POISON_BITS of the float dtypes the outputs come back in: the fill of every tensor the
 # entry point allocated uninitialised (torch.empty & co.). Distinct from the guards' payloads and from
 # the NaN a CPU or a GPU makes itself; the same value in every float width (it converts exactly).
-POISON_BITS: dict[str, tuple[type[np.generic[Any]], int]] = {
-    "float32": (np.uint32, 0x7FFE0000), "float64": (np.uint64, 0x7FFFC00000000000), "float16": (np.uint16, 0x7FF0)}
+POISON_BITS: dict[str, tuple[str, int]] = {
+    "float32": ("uint32", 0x7FFE0000), "float64": ("uint64", 0x7FFFC00000000000), "float16": ("uint16", 0x7FF0)}
 
 
 def poisoned(array: np.ndarray) -> np.ndarray | None:
@@ -40,9 +40,10 @@ def poisoned(array: np.ndarray) -> np.ndarray | None:
     known = POISON_BITS.get(array.dtype.name)
     if known is None:
         return None
-    kind, bits = known
-    sign = kind(1) << kind(8 * np.dtype(kind).itemsize - 1)
-    return (np.ascontiguousarray(array).view(kind) & ~sign) == kind(bits)
+    kind = np.dtype(known[0])
+    magnitude = np.array((1 << (8 * kind.itemsize - 1)) - 1, dtype=kind)
+    bits: np.ndarray = np.ascontiguousarray(array).view(kind) & magnitude
+    return bits == np.array(known[1], dtype=kind)
 
 
 def pattern(dtype: str, salt: int, count: int, itemsize: int = 1) -> bytes:

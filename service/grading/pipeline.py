@@ -25,7 +25,6 @@ from service.exercises import CaseSpec, Exercise, ExerciseCatalog, ExerciseSpec
 from service.grading import host_blanks, passrule, rubric
 from service.grading.assemble import Program, assemble
 from service.grading.cases import case_texts, compare_cases, overwritten_inputs
-from service.grading.uninit import uninitialised_reads
 from service.grading.claims import parse_claim, unverified_claim
 from service.grading.extract import extract
 from service.grading.fills import (
@@ -49,6 +48,7 @@ from service.grading.speed import restated, unmeasured
 from service.grading.speed_card import SPEED_IN_FLIGHT, OnSpeed, follow, follow_memo, kernel_passed
 from service.grading.steps import ParkStep, RunStep, Step
 from service.grading.translate import other_languages, translated
+from service.grading.uninit import uninitialised_reads
 from service.messages import Language, render, report_language
 from service.report import (
     CaseReport,

@@ -90,6 +90,49 @@ def test_allocations_in_the_entry_point_are_guarded_with_the_same_semantics():
     assert checked(guards) == []
 
 
+POISON = {torch.float32: (torch.int32, 0x7FFE0000), torch.float64: (torch.int64, 0x7FFFC00000000000),
+          torch.float16: (torch.int16, 0x7FF0), torch.bfloat16: (torch.int16, 0x7FFE),
+          torch.int8: (torch.int8, 0x7E), torch.int16: (torch.int16, 0x7EAD), torch.int32: (torch.int32, 0x7EADBEEF),
+          torch.int64: (torch.int64, 0x7EADBEEF7EADBEEF), torch.uint8: (torch.uint8, 0xDE)}
+
+
+def poisoned_everywhere(t: torch.Tensor) -> bool:
+    kind, bits = POISON[t.dtype]
+    return bool((t.view(kind) == bits).all())
+
+
+@pytest.mark.parametrize("dtype", list(POISON))
+def test_uninitialised_allocations_are_poisoned_and_filled_ones_are_not(dtype):
+    guards = _Guards(torch, "f")
+    x = torch.zeros(3, 5, dtype=dtype)
+    with guards.allocations():
+        empty = [torch.empty(7, dtype=dtype), torch.empty_like(x), x.new_empty((4,)),
+                 torch.empty_strided((2, 3), (4, 1), dtype=dtype), x.new_empty_strided((2,), (3,))]
+        zeros = torch.zeros(6, dtype=dtype)
+    assert guards.allocated == 6
+    assert all(poisoned_everywhere(t) for t in empty)
+    strided = guards.buffers[3]  # the gaps between empty_strided's rows too: the whole span
+    assert poisoned_everywhere(strided["buffer"][strided["start"]:strided["start"] + strided["span"]])
+    assert torch.equal(zeros, torch.zeros(6, dtype=dtype))
+    assert checked(guards) == []  # the poison is data, not a changed guard
+
+
+def test_poison_reaches_unguarded_allocations_and_the_given_check():
+    guards = _Guards(torch, "f")
+    guards.allocated = harness.MAX_GUARDED_ALLOCATIONS  # past the cap: left where torch made it
+    with guards.allocations():
+        past_cap = torch.empty(4)
+        grad = torch.empty(3, requires_grad=True)
+    assert guards.buffers == [] and poisoned_everywhere(past_cap) and poisoned_everywhere(grad.detach())
+    assert grad.requires_grad and grad.is_leaf
+    given = _Guards(torch, "f")
+    with given.allocations(guarded=False):  # the given check's calls: poison only, no guarded buffer
+        made, bools, kept = torch.empty(5, dtype=torch.float16), torch.empty(3, dtype=torch.bool), torch.ones(2)
+    assert given.buffers == [] and poisoned_everywhere(made) and bool(bools.all()) and torch.equal(kept, torch.ones(2))
+    nan = made.float()
+    assert bool(torch.isnan(nan).all()) and bool(torch.isnan(nan * 0).all())  # mul_(0) does not zero it
+
+
 def test_a_write_one_past_an_allocated_output_is_reported_with_evidence():
     guards = _Guards(torch, "double")
     x = guards.input("x", torch.randn(3, 17), "cpu")
