@@ -388,9 +388,17 @@ def quote_of_match(written: str, pattern: str) -> str | None:
     """The first match of `pattern` in the normalised `written` (NFKC, lower-case), quoted in the
     student's own words as `_quote` does (the pass rule's named ideas found by a pattern); None if
     nothing matches."""
-    text = _Text.of(written)
-    m = _rubric((pattern,), text)[0].search(text)
+    text = _read(written)
+    m = next((regex.search(text) for regex in _screened((pattern,), text)), None)
     return _quote(text, m.start(), m.end()) if m else None
+
+
+@functools.lru_cache(maxsize=8)
+def _read(written: str) -> _Text:
+    """_Text.of for quote_of_match: a pass rule asks with each of its patterns, in each of the
+    report's languages, about the same written text (all of a submission's answers), which was read
+    again every time. A few texts kept: each at most the submission's caps on its answers."""
+    return _Text.of(written)
 
 
 # A negation's scope ends at a consequence word after the negated verb: in "不加 mask 会读到未初始化的
@@ -531,6 +539,91 @@ def _rubric(patterns: Sequence[str], text: str) -> tuple[re.Pattern[str], ...]:
     return _compiled_lower(tuple(patterns)) if _case_folded(text) else _compiled(tuple(patterns))
 
 
+# Most of a rubric's patterns match nothing in a given answer (lesson 6 has 140 misconception patterns
+# per question), and scanning an answer with each costs far more than asking whether the answer holds
+# the words the pattern cannot match without. For a pattern matched without IGNORECASE, the literal
+# strings every match must contain are read from re's own parse, once per pattern: a pattern whose
+# required words are not all in the answer (one of each alternative set) is not scanned; it would
+# find nothing. Patterns that keep the flag are always scanned.
+Needs = tuple[tuple[str, ...], ...]  # every set must have one of its strings in the text
+
+
+def _needs(items: object) -> list[tuple[str, ...]]:
+    """What a match of the parsed sequence `items` must contain: a run of literal characters is one
+    string; a group's and a repeat's (at least once) needs are the sequence's; an alternation needs one
+    of its branches' (the most telling set of each: the longest shortest string); anything else needs
+    nothing (a class, an optional part, a lookaround, a group that changes flags)."""
+    found: list[tuple[str, ...]] = []
+    run: list[str] = []
+    for op, av in items:  # type: ignore[attr-defined]
+        if op is _constants.LITERAL:
+            run.append(chr(av))
+            continue
+        if run:
+            found.append(("".join(run),))
+            run = []
+        if op is _constants.SUBPATTERN:
+            _group, add_flags, del_flags, sub = av
+            if not add_flags and not del_flags:
+                found += _needs(sub)
+        elif op is _constants.BRANCH:
+            alternatives: list[str] = []
+            for branch in av[1]:
+                sets = _needs(branch)
+                if not sets:  # this branch needs nothing: neither does the alternation
+                    alternatives = []
+                    break
+                alternatives += max(sets, key=lambda s: min(map(len, s)))
+            if alternatives:
+                found.append(tuple(dict.fromkeys(alternatives)))
+        elif op in (_constants.MAX_REPEAT, _constants.MIN_REPEAT, _constants.POSSESSIVE_REPEAT):
+            low, _high, sub = av
+            if low >= 1:
+                found += _needs(sub)
+    if run:
+        found.append(("".join(run),))
+    return found
+
+
+@functools.lru_cache(maxsize=4096)
+def _needs_of(regex: re.Pattern[str]) -> Needs:
+    """The literal strings a match of `regex` must contain (see _needs); none for a regex matched with
+    IGNORECASE (a literal then matches other cases) or one re's parser cannot be read for."""
+    if regex.flags & re.IGNORECASE or _FOLDS_APART_IN is None:
+        return ()
+    try:
+        parsed = _parser.parse(regex.pattern, regex.flags)
+        if parsed.state.flags & re.IGNORECASE:  # an inline (?i)
+            return ()
+        return tuple(_needs(parsed))
+    except Exception:  # noqa: BLE001 - nothing known: the pattern is always scanned, which is always right
+        return ()
+
+
+def _may_match(needs: Needs, text: str) -> bool:
+    return all(any(word in text for word in words) for words in needs)
+
+
+@functools.lru_cache(maxsize=1024)
+def _screens(patterns: tuple[str, ...]) -> tuple[tuple[re.Pattern[str], Needs], ...]:
+    """_compiled_lower's patterns, each with what a match must contain (_needs_of)."""
+    return tuple((regex, _needs_of(regex)) for regex in _compiled_lower(patterns))
+
+
+def _screened(patterns: Sequence[str], text: str) -> list[re.Pattern[str]]:
+    """The rubric's patterns that may match `text` (as _rubric compiles them for it), in their order:
+    the others match nothing there (see Needs)."""
+    if not _case_folded(text):
+        return list(_compiled(tuple(patterns)))
+    return [regex for regex, needs in _screens(tuple(patterns)) if not needs or _may_match(needs, text)]
+
+
+def _scan(regex: re.Pattern[str], text: str) -> bool:
+    """Whether one of this module's expressions may match in `text` (see Needs): False, it cannot."""
+    needs = _needs_of(regex)
+    return not needs or _may_match(needs, text)
+
+
 def score_answer(question: Question, answer: str, max_points: float, *,
                  fills: Sequence[str | None] | None = None,
                  reference_fills: Sequence[str | None] | None = None,
@@ -576,7 +669,7 @@ def _not_the_fill(claims: list[FillClaim], text: str, spans: list[tuple[int, int
             if reference is not None and len(reference) == len(fills) and all(r is not None for r in reference):
                 alike = "\n".join(r or "" for r in reference)
         said = None
-        for pattern in _rubric(claim.says, text):
+        for pattern in _screened(claim.says, text):
             for m in pattern.finditer(text):
                 if not _negated(text, m.start(), spans) and not _conditional(text, m.start(), spans):
                     said = m
@@ -752,7 +845,7 @@ def _score_answer(question: Question, text: _Text, max_points: float,
     spans = _sentences(text)
     matches: dict[str, list[_Match]] = {}
     for concept in question.concepts:
-        for pattern in _rubric(concept.patterns, text):
+        for pattern in _screened(concept.patterns, text):
             kept = matches.get(concept.id, [])
             for m in itertools.islice(pattern.finditer(text), MAX_MATCHES_PER_CONCEPT - len(kept)):
                 matches.setdefault(concept.id, []).append(_Match(concept.id, m.start(), m.end(),
@@ -952,12 +1045,12 @@ _HEDGED = re.compile(
 def _hedged(text: str) -> list[dict]:
     if not HEDGE_FLAG:
         return []
-    m = _HEDGED.search(text)
+    m = _HEDGED.search(text) if _scan(_HEDGED, text) else None
     return [{"kind": "hedged", "quote": _quote(text, m.start(), m.end())}] if m else []
 
 
 def _retracted(text: str) -> list[dict]:
-    if not RETRACTION_FLAG:
+    if not RETRACTION_FLAG or not _scan(_RETRACTED, text):
         return []
     m = next((m for m in itertools.islice(_RETRACTED.finditer(text), MAX_MATCHES_PER_CONCEPT)
               if not _CORRECTED.match(text, m.end())), None)
@@ -979,6 +1072,8 @@ def _suspected(question: Question, text: str, spans: list[tuple[int, int]],
         return doubt
     if SIGNALS["dismissal"]:
         for regex in (_DISMISSAL, _HARMLESS, *((_WAVED_OFF,) if SIGNALS["waved_off"] else ())):
+            if not _scan(regex, text):
+                continue
             # the first that is the student's own (not reported, denied or asked: _reported)
             m = next((m for m in itertools.islice(regex.finditer(text), MAX_MATCHES_PER_CONCEPT)
                       if not _reported(text, m.start(), m.end(), spans)), None)
@@ -1213,7 +1308,7 @@ def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]],
     """The misconceptions stated; `where` (when given) receives where each statement starts."""
     found = []
     for wrong in question.misconceptions:
-        for pattern in _rubric(wrong.patterns, text):
+        for pattern in _screened(wrong.patterns, text):
             # Every match, not the first only: "不需要 mask 是错的 … 其实不需要 mask" states it the second time.
             m = next((m for m in itertools.islice(pattern.finditer(text), MAX_MATCHES_PER_CONCEPT)
                       if not (wrong.negatable and _negated(text, m.start(), spans))
