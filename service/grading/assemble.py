@@ -41,6 +41,15 @@ def _blank_spans(template_src: str) -> tuple[tuple[tuple[int, int], tuple[int, i
 
 
 def assemble(template_src: str, fills: Sequence[str | None]) -> Program:
+    return _assemble(template_src, tuple(fills))
+
+
+# A program seen before (a verdict memo hit: the same canonical fills) is assembled again by every
+# grading of it, and parsing the whole cell was most of that. The program is a function of the
+# template and the fills alone; a few recent ones are kept (each at most the submission's size cap
+# three times over), so a class submitting the same fills assembles each once.
+@functools.lru_cache(maxsize=64)
+def _assemble(template_src: str, fills: tuple[str | None, ...]) -> Program:
     spots = _blank_spans(template_src)
     if len(spots) != len(fills):
         raise ValueError(f"template has {len(spots)} blanks, got {len(fills)} fills")

@@ -33,3 +33,18 @@ def test_given_check_is_split_off_with_line_numbers_kept():
     assert check_lines[loop] == source_lines[loop] and module_lines[loop] == ""
     assert "def mean_var" in program.module and "def mean_var" not in program.given_check
     assert "assert_close" in program.given_check and "assert_close" not in program.module
+
+
+def test_the_same_fills_are_assembled_once():
+    """A program seen before (a memo hit) is not assembled and parsed again: the same canonical fills
+    give the same Program object; other fills, or a fill that breaks the cell, are assembled anew."""
+    fills = extract(TEMPLATE, TEMPLATE.replace("______", "cols < N")).fill_sources
+    first = assemble(TEMPLATE, fills)
+    assert assemble(TEMPLATE, list(fills)) is first
+    assert assemble(TEMPLATE, ["mask"]) is not first
+    for _ in range(2):  # a refused substitution is refused every time (nothing kept)
+        try:
+            assemble(TEMPLATE, ["mask)"])
+        except SyntaxError:
+            continue
+        raise AssertionError("a fill that breaks the cell was assembled")
