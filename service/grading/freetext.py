@@ -388,16 +388,19 @@ def quote_of_match(written: str, pattern: str) -> str | None:
     """The first match of `pattern` in the normalised `written` (NFKC, lower-case), quoted in the
     student's own words as `_quote` does (the pass rule's named ideas found by a pattern); None if
     nothing matches."""
-    text = _read(written)
+    text = _read(written) if len(written) <= READ_KEPT_CHARS else _Text.of(written)
     m = next((regex.search(text) for regex in _screened((pattern,), text)), None)
     return _quote(text, m.start(), m.end()) if m else None
 
 
+# quote_of_match keeps the last few written texts it read (a pass rule asks with each of its patterns,
+# in each of the report's languages, about the same text: all of a submission's answers), those of at
+# most this many characters (a kept text costs about 40 bytes a character with its offsets).
+READ_KEPT_CHARS = 8192
+
+
 @functools.lru_cache(maxsize=8)
 def _read(written: str) -> _Text:
-    """_Text.of for quote_of_match: a pass rule asks with each of its patterns, in each of the
-    report's languages, about the same written text (all of a submission's answers), which was read
-    again every time. A few texts kept: each at most the submission's caps on its answers."""
     return _Text.of(written)
 
 
