@@ -311,6 +311,7 @@ class _Text(str):
     original: str
     offsets: list[int] | None
     lower_only: bool  # see _lower_only
+    _grams: frozenset[str]  # see _index (set when first asked)
 
     @classmethod
     def of(cls, answer: str) -> _Text:
@@ -603,14 +604,70 @@ def _needs_of(regex: re.Pattern[str]) -> Needs:
         return ()
 
 
-def _may_match(needs: Needs, text: str) -> bool:
-    return all(any(word in text for word in words) for words in needs)
+def _key(word: str) -> str:
+    """The part of `word` that _index looks up: its first two characters (its only one)."""
+    return word[:2]
+
+
+def _index(text: str) -> frozenset[str]:
+    """Every character and every two adjacent characters of `text`: a word is in `text` only if its
+    _key is here. Read once per answer (kept on a _Text): a substring search per word costs the
+    answer's length each time, and a rubric's patterns need hundreds of words."""
+    index: frozenset[str] | None = getattr(text, "_grams", None)
+    if index is None:
+        index = frozenset(text) | frozenset(text[i:i + 2] for i in range(len(text) - 1))
+        if isinstance(text, _Text):
+            text._grams = index
+    return index
+
+
+@dataclass(frozen=True)
+class _Screen:
+    """Regular expressions with what each needs (_needs_of), arranged so that an answer is screened by
+    looking up its own characters and pairs (_index), not by searching it for every word."""
+
+    regexes: tuple[tuple[re.Pattern[str], int], ...]  # each, with a bit for each set of words it needs
+    by_key: dict[str, tuple[tuple[str, int], ...]]  # _key -> the words with that key, each with its sets' bits
+    keys: frozenset[str]
+    every_set: int  # a bit for each set
+
+    @classmethod
+    def of(cls, regexes: Iterable[re.Pattern[str]]) -> _Screen:
+        sets: dict[frozenset[str], int] = {}
+        entries = []
+        for regex in regexes:
+            bits = 0
+            for words in _needs_of(regex):
+                bits |= 1 << sets.setdefault(frozenset(words), len(sets))
+            entries.append((regex, bits))
+        in_sets: dict[str, int] = {}  # word -> the bits of the sets holding it
+        for alternatives, i in sets.items():
+            for word in alternatives:
+                in_sets[word] = in_sets.get(word, 0) | 1 << i
+        by_key: dict[str, list[tuple[str, int]]] = {}
+        for word, bits in in_sets.items():
+            by_key.setdefault(_key(word), []).append((word, bits))
+        return cls(tuple(entries), {k: tuple(v) for k, v in by_key.items()}, frozenset(by_key),
+                   (1 << len(sets)) - 1)
+
+    def missing(self, text: str) -> int:
+        """The bits of the sets none of whose words is in `text`."""
+        met = 0
+        for key in self.keys & _index(text):
+            for word, bits in self.by_key[key]:
+                if bits & ~met and word in text:
+                    met |= bits
+        return self.every_set & ~met
+
+    def keep(self, text: str) -> list[re.Pattern[str]]:
+        """The regexes that may match in `text`, in their order (the others cannot)."""
+        missing = self.missing(text)
+        return [regex for regex, needs in self.regexes if not needs & missing]
 
 
 @functools.lru_cache(maxsize=1024)
-def _screens(patterns: tuple[str, ...]) -> tuple[tuple[re.Pattern[str], Needs], ...]:
-    """_compiled_lower's patterns, each with what a match must contain (_needs_of)."""
-    return tuple((regex, _needs_of(regex)) for regex in _compiled_lower(patterns))
+def _screen(patterns: tuple[str, ...]) -> _Screen:
+    return _Screen.of(_compiled_lower(patterns))
 
 
 def _screened(patterns: Sequence[str], text: str) -> list[re.Pattern[str]]:
@@ -618,13 +675,38 @@ def _screened(patterns: Sequence[str], text: str) -> list[re.Pattern[str]]:
     the others match nothing there (see Needs)."""
     if not _case_folded(text):
         return list(_compiled(tuple(patterns)))
-    return [regex for regex, needs in _screens(tuple(patterns)) if not needs or _may_match(needs, text)]
+    return _screen(tuple(patterns)).keep(text)
+
+
+@functools.lru_cache(maxsize=256)
+def _group_screen(groups: tuple[tuple[str, ...], ...]) -> tuple[_Screen, tuple[tuple[int, int], ...]]:
+    """One screen for several pattern lists (a question's concepts', or its misconceptions'), and where
+    each list's patterns are in it."""
+    bounds, start = [], 0
+    for group in groups:
+        bounds.append((start, start + len(group)))
+        start += len(group)
+    return _Screen.of(regex for group in groups for regex in _compiled_lower(group)), tuple(bounds)
+
+
+def _screened_groups(groups: Sequence[Sequence[str]], text: str) -> list[list[re.Pattern[str]]]:
+    """_screened for each of several pattern lists, the answer screened once for them all."""
+    key = tuple(tuple(group) for group in groups)
+    if not _case_folded(text):
+        return [list(_compiled(group)) for group in key]
+    screen, bounds = _group_screen(key)
+    missing = screen.missing(text)
+    return [[regex for regex, needs in screen.regexes[a:b] if not needs & missing] for a, b in bounds]
+
+
+@functools.lru_cache(maxsize=64)
+def _alone(regex: re.Pattern[str]) -> _Screen:
+    return _Screen.of((regex,))
 
 
 def _scan(regex: re.Pattern[str], text: str) -> bool:
     """Whether one of this module's expressions may match in `text` (see Needs): False, it cannot."""
-    needs = _needs_of(regex)
-    return not needs or _may_match(needs, text)
+    return bool(_alone(regex).keep(text))
 
 
 def score_answer(question: Question, answer: str, max_points: float, *,
@@ -847,8 +929,8 @@ def _score_answer(question: Question, text: _Text, max_points: float,
                          missing=_missing(question.concepts))
     spans = _sentences(text)
     matches: dict[str, list[_Match]] = {}
-    for concept in question.concepts:
-        for pattern in _screened(concept.patterns, text):
+    for concept, screened in zip(question.concepts, _screened_groups([c.patterns for c in question.concepts], text)):
+        for pattern in screened:
             kept = matches.get(concept.id, [])
             for m in itertools.islice(pattern.finditer(text), MAX_MATCHES_PER_CONCEPT - len(kept)):
                 matches.setdefault(concept.id, []).append(_Match(concept.id, m.start(), m.end(),
@@ -1310,8 +1392,9 @@ def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]],
                     where: list[int] | None = None) -> list[dict]:
     """The misconceptions stated; `where` (when given) receives where each statement starts."""
     found = []
-    for wrong in question.misconceptions:
-        for pattern in _screened(wrong.patterns, text):
+    screened = _screened_groups([wrong.patterns for wrong in question.misconceptions], text)
+    for wrong, patterns in zip(question.misconceptions, screened):
+        for pattern in patterns:
             # Every match, not the first only: "不需要 mask 是错的 … 其实不需要 mask" states it the second time.
             m = next((m for m in itertools.islice(pattern.finditer(text), MAX_MATCHES_PER_CONCEPT)
                       if not (wrong.negatable and _negated(text, m.start(), spans))

@@ -8,7 +8,7 @@ import random
 import re
 
 from service.grading import freetext
-from service.grading.freetext import _needs_of, _rubric, _scan, _screened, _Text
+from service.grading.freetext import _needs_of, _rubric, _scan, _screened, _screened_groups, _Text
 from tests.calibration.calibration import load
 from tests.unit.test_freetext_case import SPECIAL, _patterns
 
@@ -49,6 +49,9 @@ def test_a_screened_out_pattern_matches_nothing():
         for regex in MODULE:
             if not _scan(regex, text):
                 assert regex.search(text) is None, (regex.pattern[:60], answer)
+        groups = [patterns[i:i + 9] for i in range(0, len(patterns), 9)]  # screened together, the same
+        assert [[r.pattern for r in kept] for kept in _screened_groups(groups, text)] == \
+            [[r.pattern for r in _screened(group, text)] for group in groups]
     assert screened_out > 0  # the screen is taken
 
 
