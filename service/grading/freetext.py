@@ -1451,13 +1451,17 @@ def _clause_before(text: str, start: int, spans: list[tuple[int, int]]) -> tuple
     return window[cut:], lo + cut
 
 
-def _clause_negation(text: str, start: int, spans: list[tuple[int, int]]) -> str | None:
+def _clause_negation(text: str, start: int, spans: list[tuple[int, int]], clause: str | None = None) -> str | None:
     """The negation whose scope holds `start`, within its clause (see NEGATION_REACH), and what
-    follows it up to `start`."""
-    clause, _ = _clause_before(text, start, spans)
+    follows it up to `start`. `clause`: _clause_before's, where the caller has it."""
+    if clause is None:
+        clause, _ = _clause_before(text, start, spans)
+    negations = list(_NEGATIONS.finditer(clause))
+    if not negations:  # most matches: no compound word to read
+        return None
     compounds = [m.span() for m in _NOT_NEGATING.finditer(clause)]
     last = None
-    for found in _NEGATIONS.finditer(clause):
+    for found in negations:
         if not any(a <= found.start() < b for a, b in compounds):
             last = found
     if last is None:
@@ -1468,10 +1472,11 @@ def _clause_negation(text: str, start: int, spans: list[tuple[int, int]]) -> str
 
 def _denied(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> str | None:
     """The negation denying the match text[start:end], if one does (see NEGATED_CONCEPTS)."""
-    negation = _clause_negation(text, start, spans)
+    clause, _ = _clause_before(text, start, spans)
+    negation = _clause_negation(text, start, spans, clause)
     if negation is None or _conditional(text, start, spans):
         return None
-    if _CONDITIONAL.search(_clause_before(text, start, spans)[0]):  # "如果这里不用 mask 把它们重新置 0"
+    if _CONDITIONAL.search(clause):  # "如果这里不用 mask 把它们重新置 0"
         return None
     return None if _CONSEQUENCE_AFTER.match(text, end, spans[_sentence_of(spans, start)][1]) else negation
 
@@ -1732,21 +1737,22 @@ def _copied_text(text: str, reference: str,
     course passages together), the main one first; (False, 0, []) for an answer of its own. About
     linear in the answer's length: each gram is looked up once per source, and the course's grams are
     built once per exercise."""
-    letters, where = _letters(text)
+    letters = _NOT_LETTERS.sub("", text)  # as _letters reads it (where each letter is: only for a copy)
     grams = [letters[i:i + COPY_GRAM] for i in range(len(letters) - COPY_GRAM + 1)]
     mine = set(grams)
     if len(mine) < COPY_MIN_GRAMS:
         return False, 0.0, []
     given = _course_grams(tuple(p.text for p in course_text)) if course_text else None
     reference_grams = _reference_grams(reference)
-    from_reference = sum(1 for g in mine if g in reference_grams)
+    from_reference = len(mine & reference_grams)
     of_reference = from_reference / len(mine) >= COPY_SHARE  # as _copied computes it
-    from_course = sum(1 for g in mine if g in given.union) if given else 0
+    from_course = len(mine & given.union) if given else 0
     if not of_reference and from_course < COPY_SHARE * len(mine):
         return False, 0.0, []
+    _, where = _letters(text)
     sources: list[tuple[int, CoursePassage | None, frozenset[str]]] = [(from_reference, None, reference_grams)]
     if given:
-        sources += [(sum(1 for g in mine if g in grams_of), passage, grams_of)
+        sources += [(len(mine & grams_of), passage, grams_of)
                     for passage, grams_of in zip(course_text, given.passages)]
     sources.sort(key=lambda s: -s[0])
     if from_course > from_reference:  # the passage the course's share is mostly from comes first
