@@ -288,8 +288,10 @@ def _moves_to(node: ast.AST, devices: frozenset[str]) -> bool:
                for v in named)
 
 
+@functools.cache
 def interpreter_gaps() -> tuple[InterpreterGap, ...]:
-    """The gaps of the interpreter installed here, read from its source (a later Triton may close them)."""
+    """The gaps of the interpreter installed here, read from its source (a later Triton may close them):
+    once per process (every grading on the interpreter asks; the source is 75 KB to search)."""
     source = _interpreter_source()
     gaps = []
     if "libdevice" not in source:  # 3.9 patches tl, tl.core and tl.math only (interpreter.py, _patch_lang)

@@ -7,7 +7,7 @@ import pytest
 
 from service.config import REPO_ROOT
 from service.exercises.blanks import names_in_scope
-from service.grading.fills import check_fill
+from service.grading.fills import check_fill, interpreter_gaps
 
 TEMPLATE = ast.parse((REPO_ROOT / "exercises/lesson06_mean_var/template.py").read_text(encoding="utf-8"))
 SCOPE = names_in_scope(TEMPLATE)
@@ -97,3 +97,9 @@ def test_exercise_blank_scopes_are_computed_once_per_exercise():
         assert len(scopes) == exercise.template.count("______")
         assert list(scopes) == [names_in_scope(tree, i) for i in range(len(scopes))]
     assert catalog.get("lesson06_mean_var").blank_scopes == (SCOPE,)
+
+
+def test_the_interpreters_gaps_are_read_once_per_process():
+    """Every grading on the interpreter asks for them; the interpreter's source is searched once."""
+    assert interpreter_gaps() is interpreter_gaps()
+    assert {gap.code for gap in interpreter_gaps()} >= {"atomic_xchg_float", "cpu_device"}
