@@ -461,6 +461,14 @@ SAID: list[tuple[str, tuple[str, ...], str, tuple[str, ...]]] = [
         "the partial buffer isn't really necessary: all programs can store into grad_w",
         "plain stores to the same grad_w entries add up",
     )),
+    ("weighted_sum_fwd_bwd", ("q2",), "partial_saves_memory", (
+        "partial buffer 是为了省显存",
+        "用 partial buffer 可以节省内存",
+        "局部结果先写进 partial buffer，是为了缓存中间结果",
+        "The partial buffer is there to save memory.",
+        "the partial buffer exists to reduce GPU memory",
+        "partial buffer is to cache the row-tile results",
+    )),
     # --- Welford merge ----------------------------------------------------------------------------
     ("welford_merge", ("q1", "q2", "explanation"), "one_pass_better", (
         "单遍公式更稳定",
@@ -1095,6 +1103,9 @@ NOT_SAID: list[tuple[str, str, tuple[str, ...]]] = [
     ("weighted_sum_fwd_bwd", "q2", (
         "不同 program 不能直接把 grad_w 写到同一个位置：普通 store 会互相覆盖",
         "Plain stores to the same grad_w entries race; the last writer wins.",
+        "partial buffer 不是为了省显存，而是因为 program 之间不能同步。",
+        "The partial buffer is not there to save memory: programs cannot synchronise.",
+        "每个行块把局部和写进 partial buffer 的一行，kernel 外再 sum(axis=0)。",
     )),
     ("fused_mean_var_atomic", "q2", (
         "每次 launch 前都要把两个缓冲区清零，因为 atomic_add 在原值上累加而不是覆盖",

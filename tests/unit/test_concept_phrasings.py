@@ -1,0 +1,86 @@
+"""The ordinary ways students state each exercise's concepts (exercises/*/questions.yaml): written from
+the concept's label, its question, the reference answer and the course seed (shared/seeds), not from
+the calibration set's answers, in Chinese and English, in formulas, code and symbols (Σ, ², →). Each
+must be found as that concept; the statements below it must not be (a bare word that names something
+else: "两维都会越界" says where the tile ends, not what the unchecked columns read)."""
+from __future__ import annotations
+
+import pytest
+
+from service.config import REPO_ROOT
+from service.exercises import ExerciseCatalog
+from service.grading.freetext import score_answer
+
+CATALOG = ExerciseCatalog(REPO_ROOT / "exercises")
+
+# (exercise, question, concept, phrasings that state it)
+STATED: list[tuple[str, str, str, tuple[str, ...]]] = [
+    # --- weighted sum: the gradients (seed 004: (∇_x L)_ij = w_j·(∇L)_i, (∇_w L)_j = Σ_i x_ij·(∇L)_i)
+    ("weighted_sum_fwd_bwd", "q2", "grad_x", (
+        "∂L/∂x_ij = w_j · (∂L/∂y)_i",
+        "dx_ij = w_j * g_i",
+        "dL/dx = g[:, None] * w[None, :]",
+        "grad_x = grad_out[:, None] * weight",
+        "grad_x = torch.outer(grad_out, w)",
+        "x 的梯度是 w_j 乘以 g_i",
+        "dx = w[None, :] * dy[:, None]",
+    )),
+    ("weighted_sum_fwd_bwd", "q2", "grad_w_sum_rows", (
+        "dw_j = Σ_{i=1}^n x_ij g_i",
+        "dL/dw = (g[:, None] * x).sum(0)",
+        "grad_w = x.T @ grad_out",
+        "grad_w = tl.sum(x * grad_output[:, None], axis=0)",
+        "the gradient of w is summed over all rows",
+        "w 的梯度要把每一行的 x_ij·g_i 相乘再加起来",
+    )),
+    ("weighted_sum_fwd_bwd", "q1", "neighbour", (
+        "越界的列读到下一行的数据",
+        "只检查第 0 维时会读到张量之外的内存",
+        "the unchecked columns read the next row",
+        "it reads past the end of the row",
+    )),
+    ("weighted_sum_fwd_bwd", "q3", "natural_tiling", (
+        "y 的各行相互独立，一个 program 负责一个行块",
+        "Program Instance 负责生成一个 ROW_TILE_SIZE 大小的行块",
+        "each program handles a block of rows",
+        "the output is split by rows",
+    )),
+    ("weighted_sum_fwd_bwd", "q3", "contiguous", (
+        "x 的行块沿 D 方向连续，用 advance 前进",
+        "x is loaded one tile at a time along D",
+        "the row tile of x is contiguous",
+    )),
+]
+
+# (exercise, question, concept, statements that do not state it)
+NOT_STATED: list[tuple[str, str, str, tuple[str, ...]]] = [
+    ("weighted_sum_fwd_bwd", "q1", "neighbour", (
+        "tile 不一定整除 ROWS 和 D，两维都会越界，所以 (0, 1)。",
+        "Both dimensions can go out of bounds, so boundary_check=(0, 1).",
+    )),
+    ("weighted_sum_fwd_bwd", "q3", "contiguous", (
+        "一个 program 负责 ROWS_TILE_SIZE 行。",
+        "要不要用 block pointer；要不要加 boundary_check。",
+    )),
+    ("weighted_sum_fwd_bwd", "q2", "grad_x", (
+        "∂L/∂x = w",
+        "dx_ij = x_ij * g_i",
+    )),
+]
+
+
+def _found(exercise: str, question: str, text: str) -> set[str]:
+    result = score_answer(CATALOG.get(exercise).question(question), text, 2.0)
+    return {f["concept"] for f in result.found}
+
+
+@pytest.mark.parametrize(("exercise", "question", "concept", "text"),
+                         [(e, q, c, t) for e, q, c, ts in STATED for t in ts])
+def test_a_stated_concept_is_found(exercise, question, concept, text):
+    assert concept in _found(exercise, question, text)
+
+
+@pytest.mark.parametrize(("exercise", "question", "concept", "text"),
+                         [(e, q, c, t) for e, q, c, ts in NOT_STATED for t in ts])
+def test_a_statement_of_something_else_is_not_the_concept(exercise, question, concept, text):
+    assert concept not in _found(exercise, question, text)
