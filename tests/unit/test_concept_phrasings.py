@@ -50,6 +50,25 @@ STATED: list[tuple[str, str, str, tuple[str, ...]]] = [
         "x is loaded one tile at a time along D",
         "the row tile of x is contiguous",
     )),
+    # --- fused mean & variance (seed 003: Var(A ∪ B) ≠ Var(A) + Var(B); host contract; pitfalls) ----
+    ("fused_mean_var_atomic", "q1", "nonlinear", (
+        "adding the chunk variances up doesn't give the variance of the whole row",
+        "The sum of the per-program variances is not the variance of the row.",
+        "各块方差相加不等于整体方差",
+        "方差之和不是整行的方差",
+    )),
+    ("fused_mean_var_atomic", "q2", "accumulates", (
+        "both buffers are reached via atomics",
+        "两个缓冲区只通过 atomic_add 写入",
+    )),
+    ("fused_mean_var_atomic", "q2", "zero_each_launch", (
+        "Host contract: zero both scratch buffers, launch, then finalize on the host.",
+        "先 zero_() 两个缓冲区，再 launch",
+    )),
+    ("fused_mean_var_atomic", "q2", "drift", (
+        "每次调用结果越来越大",
+        "the sums grow with each call",
+    )),
 ]
 
 # (exercise, question, concept, statements that do not state it)
@@ -65,6 +84,9 @@ NOT_STATED: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("weighted_sum_fwd_bwd", "q2", "grad_x", (
         "∂L/∂x = w",
         "dx_ij = x_ij * g_i",
+    )),
+    ("fused_mean_var_atomic", "q2", "drift", (
+        "不清零的话会把上一次的结果累加进来，结果就错了，所以每次都要清零。",
     )),
 ]
 
