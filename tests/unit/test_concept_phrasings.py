@@ -69,6 +69,38 @@ STATED: list[tuple[str, str, str, tuple[str, ...]]] = [
         "每次调用结果越来越大",
         "the sums grow with each call",
     )),
+    # --- Long Softmax (seed 004, Puzzle 8: sum' = sum × exp(m1 − m2) + Σ exp(x − m2); two for loops) --
+    ("puzzle_long_softmax", "explanation", "two_passes", (
+        "第一个循环求 max 和 sum，第二个循环写出结果",
+        "the first loop finds the max and the sum, the second loop writes z",
+        "one loop for max and sum, another loop for the output",
+        "先扫一遍求 max/sum，再扫一遍写 z",
+        "loop 1 computes m and s; loop 2 normalises and stores",
+    )),
+    ("puzzle_long_softmax", "explanation", "rescale", (
+        "s = s * tl.exp2((m - m_new) * log2e) + tl.sum(p, 1)",
+        "旧的 sum 乘 exp(m - m_new)",
+        "scale = tl.exp2(log2_e * (x_max - new_x_max))",
+        "s *= exp(m - m_new)",
+    )),
+    ("puzzle_long_softmax", "explanation", "running_max", ("track the row max as we go", "维护当前最大值")),
+    ("puzzle_long_softmax", "explanation", "neg_inf", ("other=-float('inf')", "other=float('-inf')")),
+    ("puzzle_long_softmax", "q1", "relative_to_old", (
+        "the old sum was accumulated with the old max",
+        "the terms in s were computed against m_old",
+        "旧 sum 里每一项减的是旧的最大值",
+        "the previous terms subtracted the old maximum",
+    )),
+    ("puzzle_long_softmax", "q1", "overestimate", (
+        "without it the earlier blocks count too much and the row sum isn't 1",
+        "the probabilities don't sum to 1",
+    )),
+    ("puzzle_long_softmax", "q1", "zero_effect", (
+        "0 would be larger than every real logit",
+        "padding 的 0 会被算进分母",
+        "0 pads contribute e^{-m} to the sum",
+        "填 0 会让 max 变成 0",
+    )),
 ]
 
 # (exercise, question, concept, statements that do not state it)
@@ -88,6 +120,7 @@ NOT_STATED: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("fused_mean_var_atomic", "q2", "drift", (
         "不清零的话会把上一次的结果累加进来，结果就错了，所以每次都要清零。",
     )),
+    ("puzzle_long_softmax", "q1", "zero_effect", ("填 0 会让 max 变成 0.5",)),
 ]
 
 
