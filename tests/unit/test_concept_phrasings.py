@@ -101,6 +101,33 @@ STATED: list[tuple[str, str, str, tuple[str, ...]]] = [
         "0 pads contribute e^{-m} to the sum",
         "填 0 会让 max 变成 0",
     )),
+    # --- lesson 5: row sum (the course's identity rule: x + 0 = x, max(x, −inf) = x) ---------------
+    ("lesson05_row_sum", "q2", "padding_joins", (
+        "the masked lanes are still summed",
+        "mask 只是不读内存，那个 lane 还是会参与求和",
+        "the reduction runs over every lane of the block",
+        "被 mask 的 lane 也会被加进和里",
+        "tl.sum 会把 32 个 lane 全部加起来",
+    )),
+    ("lesson05_row_sum", "q2", "identity_def", (
+        "0 doesn't change a sum and -inf doesn't change a max",
+        "加上它结果不变",
+        "a neutral element",
+    )),
+    ("lesson05_row_sum", "q2", "sum_zero", ("sum → 0", "for a sum use 0")),
+    ("lesson05_row_sum", "q2", "pollution", (
+        "the row sum is 15 too big",
+        "with other=1 the sum gains BLOCK-N",
+        "the result is wrong by 15 × 1.0",
+        "with other=-inf the sum becomes -inf",
+    )),
+    ("lesson05_row_sum", "q3", "stride_gt_n", ("each row is followed by stride − N columns that aren't part of x",)),
+    ("lesson05_row_sum", "q3", "wrong_rows", (
+        "row 1 starts N elements in, which is still inside row 0 of big",
+        "rows after the first read the wrong data",
+        "第二行读到的是第一行后面的数据",
+    )),
+    ("lesson05_row_sum", "q3", "address_formula", ("起点是 row 乘以 stride",)),
 ]
 
 # (exercise, question, concept, statements that do not state it)
@@ -121,6 +148,7 @@ NOT_STATED: list[tuple[str, str, str, tuple[str, ...]]] = [
         "不清零的话会把上一次的结果累加进来，结果就错了，所以每次都要清零。",
     )),
     ("puzzle_long_softmax", "q1", "zero_effect", ("填 0 会让 max 变成 0.5",)),
+    ("lesson05_row_sum", "q3", "contiguous_coincidence", ("列是连续的，所以加 cols", "the columns are contiguous")),
 ]
 
 
