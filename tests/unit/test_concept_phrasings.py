@@ -69,6 +69,26 @@ STATED: list[tuple[str, str, str, tuple[str, ...]]] = [
         "每次调用结果越来越大",
         "the sums grow with each call",
     )),
+    ("fused_mean_var_atomic", "q1", "between_term", (
+        "missing the spread between the block means",
+        "块与块之间均值的差异没算进去",
+        "two blocks [0,0] and [10,10] each have variance 0 but together 25",
+        "the means of the blocks differ",
+    )),
+    ("fused_mean_var_atomic", "q1", "linear", (
+        "the total is the sum of the partial sums",
+        "sum(A ∪ B) = sum(A) + sum(B)",
+        "Σx 和 Σx² 可以分块加",
+    )),
+    ("fused_mean_var_atomic", "q1", "nonlinear", ("variance isn't additive", "方差不满足可加性", "you can't just add variances")),
+    ("fused_mean_var_atomic", "q1", "order_free", ("programs can add in whatever order", "顺序无关")),
+    ("fused_mean_var_atomic", "q3", "variance_small", (
+        "the variance is tiny compared with mean²",
+        "数据都挤在 1e4 附近，方差很小",
+        "E[x²] and mean² are both about 1e8 and almost equal",
+    )),
+    ("fused_mean_var_atomic", "q3", "cancellation", ("the result can even be negative", "结果甚至是负数")),
+    ("fused_mean_var_atomic", "q3", "tolerance", ("atol=1e-2, rtol=1e-2", "用 1e-2 的容差")),
     # --- Long Softmax (seed 004, Puzzle 8: sum' = sum × exp(m1 − m2) + Σ exp(x − m2); two for loops) --
     ("puzzle_long_softmax", "explanation", "two_passes", (
         "第一个循环求 max 和 sum，第二个循环写出结果",
@@ -148,6 +168,7 @@ NOT_STATED: list[tuple[str, str, str, tuple[str, ...]]] = [
         "不清零的话会把上一次的结果累加进来，结果就错了，所以每次都要清零。",
     )),
     ("puzzle_long_softmax", "q1", "zero_effect", ("填 0 会让 max 变成 0.5",)),
+    ("fused_mean_var_atomic", "q3", "tolerance", ("mean is 1e4 and the spread is 0.01",)),
     ("lesson05_row_sum", "q3", "contiguous_coincidence", ("列是连续的，所以加 cols", "the columns are contiguous")),
 ]
 

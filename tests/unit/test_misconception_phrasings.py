@@ -461,6 +461,18 @@ SAID: list[tuple[str, tuple[str, ...], str, tuple[str, ...]]] = [
         "the partial buffer isn't really necessary: all programs can store into grad_w",
         "plain stores to the same grad_w entries add up",
     )),
+    ("fused_mean_var_atomic", ("q1",), "add_variances", (
+        "Each program computes its block's variance and atomic_adds it; the sum is the row's variance.",
+        "方差也可以 atomic_add，只要最后除以程序数就行",
+        "Variance of the union = mean of the variances when the blocks are the same size.",
+        "atomic_add 方差也没问题，因为加法满足结合律",
+    )),
+    ("fused_mean_var_atomic", ("q1",), "order_blamed_for_variances", (
+        "We can't atomic_add the variances because atomic_add runs in a random order.",
+        "不能累加方差是因为 atomic_add 的顺序不确定",
+        "方差不能直接 atomic_add，因为多个 program 会写冲突",
+        "Variances can't be accumulated with atomics because of the race condition.",
+    )),
     ("weighted_sum_fwd_bwd", ("q2",), "partial_saves_memory", (
         "partial buffer 是为了省显存",
         "用 partial buffer 可以节省内存",
@@ -1099,6 +1111,10 @@ NOT_SAID: list[tuple[str, str, tuple[str, ...]]] = [
         "padding_option=\"zero\" 只决定越界元素补什么，是否越界要靠 boundary_check",
         "越界读不一定崩溃：连续的 x 上读到的是下一行",
         "An out-of-bounds read does not always crash; it silently reads the next row.",
+    )),
+    ("fused_mean_var_atomic", "q1", (
+        "Computing each block's variance and atomic-adding it is wrong: variance is not linear.",
+        "Σx 和 Σx² 用 atomic_add 以任意顺序累加结果都一样，因为加法满足交换律。",
     )),
     ("weighted_sum_fwd_bwd", "q2", (
         "不同 program 不能直接把 grad_w 写到同一个位置：普通 store 会互相覆盖",
