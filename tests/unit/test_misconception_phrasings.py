@@ -373,6 +373,12 @@ SAID: list[tuple[str, tuple[str, ...], str, tuple[str, ...]]] = [
         "the padding becomes NaN and the store mask drops it",
     )),
     ("puzzle_long_softmax", ("q1", "explanation"), "rescale_inverted", (
+        "新的最大值更大，所以旧的和也要跟着放大",
+        "乘 exp(m_new − m_old)，这个数大于 1",
+        "the old sum must be scaled up to the new max",
+        "multiply the old sum by exp(new max − old max)",
+        "multiply the running sum by a factor greater than 1",
+        "s = s * exp(m_new - m) + sum(exp(x - m_new))",
         "sum 要乘 exp(m_new − m_old)",
         "multiply the old sum by exp(m_new - m_old)",
         "旧的 sum 乘以 exp(新最大值 − 旧最大值)",
@@ -1062,6 +1068,9 @@ NOT_SAID: list[tuple[str, str, tuple[str, ...]]] = [
         "减去最大值后指数都 ≤ 0，最大的一项是 exp(0) = 1",
     )),
     ("puzzle_long_softmax", "q1", (
+        "multiply the old sum by exp(m_old - m_new), a factor ≤ 1, not greater than 1",
+        "旧的和要乘 exp(m_old − m_new)，这个因子小于等于 1",
+        "s = s * exp(m - m_new) + sum(exp(x - m_new))",
         "旧的 sum 要乘 exp(m_old − m_new)，不缩放会高估前面的块",
         "The old sum must be rescaled by exp(m_old - m_new); it is not there to prevent overflow.",
         "The running sum stays valid only after rescaling by exp(m_old − m_new).",
