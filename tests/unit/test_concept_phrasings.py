@@ -148,6 +148,14 @@ STATED: list[tuple[str, str, str, tuple[str, ...]]] = [
         "第二行读到的是第一行后面的数据",
     )),
     ("lesson05_row_sum", "q3", "address_formula", ("起点是 row 乘以 stride",)),
+    ("lesson05_row_sum", "q1", "lanes_compare", ("lane 3 is masked off because 3 >= N", "the last lane fails 3 < 3")),
+    ("lesson05_row_sum", "q1", "padding_not_read", (
+        "lane 3 doesn't touch memory and gets 0.0",
+        "the masked lane is filled with other instead of loading",
+        "x[3] is never loaded",
+    )),
+    ("lesson05_row_sum", "q1", "identity_zero", ("adding 0 leaves the sum unchanged",)),
+    ("lesson05_row_sum", "q1", "sum_all_lanes", ("sum = 1 + 2 + 3 + 0 = 6", "四个 lane 全部加起来")),
 ]
 
 # (exercise, question, concept, statements that do not state it)
