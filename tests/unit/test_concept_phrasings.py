@@ -73,6 +73,8 @@ STATED: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("fused_mean_var_atomic", "q2", "drift", ("the second call returns 2× the mean",)),
     ("fused_mean_var_atomic", "q2", "first_call_passes", ("a test that calls it once won't see it", "只调用一次的测试看不出来")),
     ("fused_mean_var_atomic", "q2", "both_buffers", ("zeroing only sums leaves the variance wrong",)),
+    ("fused_mean_var_atomic", "explanation", "zero_fill", ("Blank 2 zeroes both buffers before the launch.",)),
+    ("fused_mean_var_atomic", "explanation", "accumulates", ("atomic_add 在原值上加", "atomic_add adds onto whatever is there")),
     ("fused_mean_var_atomic", "q1", "between_term", (
         "missing the spread between the block means",
         "块与块之间均值的差异没算进去",
