@@ -112,11 +112,13 @@ STATED: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("puzzle_long_softmax", "explanation", "running_max", ("track the row max as we go", "维护当前最大值")),
     ("puzzle_long_softmax", "explanation", "neg_inf", ("other=-float('inf')", "other=float('-inf')")),
     ("puzzle_long_softmax", "q1", "relative_to_old", (
+        "old terms: e^(x−m1)",
         "the old sum was accumulated with the old max",
         "the terms in s were computed against m_old",
         "旧 sum 里每一项减的是旧的最大值",
         "the previous terms subtracted the old maximum",
     )),
+    ("puzzle_long_softmax", "q1", "rescale", ("sum' = sum·e^(m1−m2) + Σ e^(x−m2)",)),
     ("puzzle_long_softmax", "q1", "overestimate", (
         "without it the earlier blocks count too much and the row sum isn't 1",
         "the probabilities don't sum to 1",

@@ -379,6 +379,7 @@ SAID: list[tuple[str, tuple[str, ...], str, tuple[str, ...]]] = [
         "multiply the old sum by exp(new max − old max)",
         "multiply the running sum by a factor greater than 1",
         "s = s * exp(m_new - m) + sum(exp(x - m_new))",
+        "sum' = sum · e^(m2 − m1) + Σ e^(x − m2)",
         "sum 要乘 exp(m_new − m_old)",
         "multiply the old sum by exp(m_new - m_old)",
         "旧的 sum 乘以 exp(新最大值 − 旧最大值)",
