@@ -1791,9 +1791,17 @@ def _term_list(text: str) -> bool:
     return 0 < start < len(text) and _pieces_are_terms(text[start:])
 
 
+LIST_REASON_LETTERS = 6
+
+
 def _pieces_are_terms(text: str) -> bool:
     flat = _BRACKETED.sub(" ", text)  # [0,1,2,3] and f(a, b) are not lists of terms
     pieces = [p.strip() for p in _COMMAS.split(flat) if p.strip()]
+    # A piece that says why in words of its own ("…，所以融合后大约快 4 倍"): prose, not a list
+    # ("因为 −μ、μ²、…" is a list after a causal word).
+    if any(len(_LETTER.findall(p[m.end():])) >= LIST_REASON_LETTERS
+           for p in pieces for m in itertools.islice(_CAUSAL.finditer(p), 1)):
+        return False
     if len(pieces) < 5:
         return False
     links = _LINKS_LOWER if _case_folded(text) else _LINKS
