@@ -1180,6 +1180,7 @@ def _suspected(question: Question, text: str, spans: list[tuple[int, int]],
             for label in said:
                 hit = similarity.best_window(parts, _label_phrasings(label), MISCONCEPTION_LIKE)
                 if hit is not None and _same_polarity(text, hit, normalise(label)) \
+                        and not _fails_after(text, hit[1], spans, hit[0]) \
                         and not _reported(text, max(hit[0], hit[1] - 1), hit[1], spans) \
                         and not _as_the_reference_says(text, hit, question.reference_answer):
                     if where is not None:  # where the clause starts (MISCONCEPTION_SCOPE)
@@ -1321,6 +1322,46 @@ def _refuted(text: str, end: int, spans: list[tuple[int, int]]) -> bool:
     return REFUTED_AFTER and bool(_REFUTED.match(text, end, spans[_sentence_of(spans, max(0, end - 1))][1]))
 
 
+# A statement followed, in its clause, by what goes wrong when one does it, is the failure being
+# explained, not recommended: "adding chunk variances drops the between-chunk term", "Adding
+# per-program variances therefore underestimates the variance", "n_b 用 BLOCK 时均值和方差都偏小"
+# (answers to "why not …?" and "做错了会怎样？"; each was flagged, and vetoed as a coincidental pass).
+# A failure word negated ("不会偏小", "doesn't drop") does not count. Off, such a match states it.
+FAILS_AFTER = True
+FAILS_AFTER_REACH = 30
+_FAILS = re.compile(r"偏小|偏大|出错|会错|就错|错了|漏掉|漏了|少算|多算|"
+                    r"\b((drops?|miss(es)?|loses?|omits?|leaves? out) (the |a )?[\w-]+ (term|part|contribution|component)|"
+                    r"underestimat\w*|overestimat\w*|"
+                    r"(is|are|comes? out|ends? up) (too|much too) (small|large|big|low|high))\b")
+_FAILS_NEGATED = re.compile(r"(不会|不|没有?|\bnot|n't|\bnever)\s*(\w+\s+)?$")
+
+
+def _fails_after(text: str, end: int, spans: list[tuple[int, int]], start: int | None = None) -> bool:
+    """A failure word after `end` in its clause (or from `start`: a clause found by similarity holds
+    its own consequence, "adding per-program variances therefore underestimates the variance")."""
+    if not FAILS_AFTER:
+        return False
+    start = end if start is None else start
+    limit = min(end + FAILS_AFTER_REACH, spans[_sentence_of(spans, max(0, end - 1))][1])
+    stop = _CLAUSE_STOP.search(text, end, limit)
+    failure = _FAILS.search(text, start, stop.start() if stop else max(limit, end))
+    return failure is not None and not _FAILS_NEGATED.search(text[max(start, failure.start() - 8):failure.start()])
+
+
+_CLAUSE_STOP = re.compile(r"[;；。]|\b(but|however)\b|但是?|可是|不过")
+
+
+# A misconception's words said under a prohibition in the match itself ("个数用 mask 数，不能用
+# BLOCK"): the answer forbids it. Only for a label that says no negation itself.
+_PROHIBITION = re.compile(r"(不能|不可以|不应该?|不要|不得|不可)\s*(再)?\s*(用|取|按|填|写|当|设)|"
+                          r"\b(cannot|can't|must not|mustn't|should not|shouldn't|do not|don't) (use|take|count|set|fill)\b")
+
+
+def _forbidden(text: str, start: int, end: int, label: str) -> bool:
+    said = re.split(r"[（(]", label, maxsplit=1)[0]
+    return _NEGATIONS.search(said) is None and _PROHIBITION.search(text, start, end) is not None
+
+
 # A misconception said as someone else's, or asked, is not the student's (probe sweep: "有人认为
 # other=0.0 就够了，这是错的：…", "A common mistake is to believe that other=0.0 is enough. In fact …",
 # "Is it because tl.sum skips the masked lanes? No: …", "It is not true that the second mask is not
@@ -1399,6 +1440,8 @@ def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]],
             m = next((m for m in itertools.islice(pattern.finditer(text), MAX_MATCHES_PER_CONCEPT)
                       if not (wrong.negatable and _negated(text, m.start(), spans))
                       and not _conditional(text, m.start(), spans, m.end()) and not _refuted(text, m.end(), spans)
+                      and not (wrong.negatable and _forbidden(text, m.start(), m.end(), wrong.label.lesson))
+                      and not _fails_after(text, m.end(), spans)
                       and not _reported(text, m.start(), m.end(), spans)),
                      None)
             if m is not None:
