@@ -1181,6 +1181,7 @@ def _suspected(question: Question, text: str, spans: list[tuple[int, int]],
                 hit = similarity.best_window(parts, _label_phrasings(label), MISCONCEPTION_LIKE)
                 if hit is not None and _same_polarity(text, hit, normalise(label)) \
                         and not _fails_after(text, hit[1], spans, hit[0]) \
+                        and _says_the_claim(text, hit, label) \
                         and not _reported(text, max(hit[0], hit[1] - 1), hit[1], spans) \
                         and not _as_the_reference_says(text, hit, question.reference_answer):
                     if where is not None:  # where the clause starts (MISCONCEPTION_SCOPE)
@@ -1236,6 +1237,26 @@ def _label_phrasings(label: str) -> list[similarity.Phrasing]:
 def _labels_grams(labels: tuple[str, ...]) -> frozenset[str]:
     """Every gram of these misconception labels' phrasings (a question's, from its exercise)."""
     return frozenset(g for label in labels for phrase in _label_phrasings(label) for g in phrase.grams)
+
+
+def _says_the_claim(text: str, hit: tuple[int, int, float], label: str) -> bool:
+    """The clause holds a gram of the label besides its code words (tl.sum, mask, lane, load, store):
+    every answer on the topic names those, and "re-applying the mask with tl.where sets those lanes
+    back to 0 before the second tl.sum" holds 3 of the 4 grams of "tl.sum skips the masked lanes"
+    while saying the opposite; the claim is in the other words (skips, 跳过, unnecessary). A phrasing
+    of code words only keeps its share alone."""
+    claims = [frozenset(g for g in phrase.grams if not _code_word(g)) for phrase in _label_phrasings(label)]
+    if not all(claims):
+        return True
+    mine = similarity.grams(text[hit[0]:hit[1]])
+    return any(claim & mine for claim in claims)
+
+
+_CODE_WORD = re.compile(r"[._]|^(mask|load|store|lane|block|other|cols?|rows?|program|kernel|padd|x|y|z|n)$")
+
+
+def _code_word(gram: str) -> bool:
+    return gram.isascii() and _CODE_WORD.search(gram) is not None
 
 
 def _same_polarity(text: str, hit: tuple[int, int, float], label: str) -> bool:
