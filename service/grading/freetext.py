@@ -1351,7 +1351,8 @@ def _refuted(text: str, end: int, spans: list[tuple[int, int]]) -> bool:
 FAILS_AFTER = True
 FAILS_AFTER_REACH = 30
 _FAILS = re.compile(r"偏小|偏大|出错|会错|就错|错了|漏掉|漏了|少算|多算|"
-                    r"\b((drops?|miss(es)?|loses?|omits?|leaves? out) (the |a )?[\w-]+ (term|part|contribution|component)|"
+                    r"\b((drops?|miss(es)?|loses?|omits?|leaves? out) (the |a )?[\w-]+ "
+                    r"(term|part|contribution|component)|"
                     r"underestimat\w*|overestimat\w*|"
                     r"(is|are|comes? out|ends? up) (too|much too) (small|large|big|low|high))\b")
 _FAILS_NEGATED = re.compile(r"(不会|不|没有?|\bnot|n't|\bnever)\s*(\w+\s+)?$")
@@ -1375,7 +1376,8 @@ _CLAUSE_STOP = re.compile(r"[;；。]|\b(but|however)\b|但是?|可是|不过")
 # A misconception's words said under a prohibition in the match itself ("个数用 mask 数，不能用
 # BLOCK"): the answer forbids it. Only for a label that says no negation itself.
 _PROHIBITION = re.compile(r"(不能|不可以|不应该?|不要|不得|不可)\s*(再)?\s*(用|取|按|填|写|当|设)|"
-                          r"\b(cannot|can't|must not|mustn't|should not|shouldn't|do not|don't) (use|take|count|set|fill)\b")
+                          r"\b(cannot|can't|must not|mustn't|should not|shouldn't|do not|don't) "
+                          r"(use|take|count|set|fill)\b")
 
 
 def _forbidden(text: str, start: int, end: int, label: str) -> bool:
