@@ -25,3 +25,12 @@ def test_an_item_by_item_account_that_says_why_is_not_keyword_stuffing() -> None
 def test_the_same_terms_as_a_bare_list_still_are() -> None:
     result = score_answer(LESSON.question("q3"), LIST, POINTS, course_text=LESSON.spec.course_text)
     assert "keyword_stuffing" in result.flags and result.points <= POINTS / 4
+
+
+def test_a_short_explanation_linked_by_zheyang_is_not_keyword_stuffing() -> None:
+    # "这样" (so that) links the fill to what it does, as 所以 does: a terse honest explanation of both blanks.
+    answer = ("填空 1：other=-float(\"inf\")，这样 padding lane 在 max 里永远输，exp 之后是 0，不影响分母。"
+              "填空 2：减去 tl.max(logits, axis=0)（行最大值），exp 的参数 ≤ 0，不会 overflow。")
+    result = score_answer(LESSON.question("explanation"), answer, 1.0, course_text=LESSON.spec.course_text)
+    assert "keyword_stuffing" not in result.flags
+    assert result.points >= 0.5
