@@ -36,3 +36,13 @@ def test_the_english_row_sum_answers_pass() -> None:
           "changes the result. Sum: 0. Max: -inf. If you used 0 for max, a row of all-negative numbers would return "
           "0, which is wrong; a nonzero pad for sum shifts the total by (BLOCK - N) * pad.")
     assert score_answer(lesson.question("q2"), q2, 2.0, course_text=lesson.spec.course_text).points >= 1.5
+
+
+@pytest.mark.parametrize(("concept", "answer"), [
+    ("between_term", "每块的方差是围绕块内均值计算的，直接相加会丢掉块均值之间的差异项，结果偏小。"),
+    ("order_free", "每块的部分和加起来就等于整行的和，atomic_add 的顺序无关。"),
+])
+def test_fused_q1_phrasings_are_found(concept: str, answer: str) -> None:
+    lesson = CATALOG.get("fused_mean_var_atomic")
+    result = score_answer(lesson.question("q1"), answer, 2.0, course_text=lesson.spec.course_text)
+    assert concept in {f["concept"] for f in result.found}
