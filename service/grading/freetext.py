@@ -71,7 +71,7 @@ _LINKS_AT = re.compile(f"(?=({_LINKS.pattern}))", _LINKS.flags)  # a link starti
 _ARROWS = re.compile(r"→|->|=>|⇒")
 _CONDITIONAL = re.compile(r"(如果|若|要是|否则|不然|\bif\b|\botherwise\b|\bunless\b)", re.IGNORECASE)
 _NEGATIONS = re.compile(r"(不|别|没|非|避免|而不是|绝不|"
-                        r"\bnot\b|n't|\bnever\b|\binstead of\b|\bavoid|\brather than\b|\bno\b)",
+                        r"\bnot\b|n't|\bnever\b|\binstead of\b|\bavoid|\brather than\b|\bno\b|\bnothing\b)",
                         re.IGNORECASE)
 _LEFT = r"(\d+(\.\d+)?|\b[a-z]\b|μ|σ|\bmean\b|\bmu\b|\bmax\b|\bsum\b|\bm_\w+|\))"
 _RIGHT = r"(\d|\b[a-z]\b|μ|σ|\bmean\b|\bmu\b|\bmax\b|\bsum\b|\bm_\w+|\()"

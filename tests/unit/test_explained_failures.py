@@ -45,3 +45,20 @@ def test_the_misconception_stated_is_still_found(exercise: str, qid: str, wrong:
     lesson = CATALOG.get(exercise)
     result = score_answer(lesson.question(qid), answer, 2.0, course_text=lesson.spec.course_text)
     assert wrong in {m["misconception"] for m in result.misconceptions} | {s.get("misconception") for s in result.suspected}
+
+
+@pytest.mark.parametrize(("exercise", "qid", "answer"), [
+    # "changes nothing" is a negation: not "subtracting the max changes the result".
+    ("lesson07_softmax", "q1",
+     "Softmax is shift invariant: softmax(x) = softmax(x - c), since exp(-c) cancels between numerator and "
+     "denominator. So subtracting the row max changes nothing mathematically, but then every exponent is <= 0 and "
+     "the largest term is exp(0) = 1, which means the denominator is at least 1: no overflow and no 0/0."),
+    # the 0 here is exp(−inf), not the padding value.
+    ("puzzle_long_softmax", "q1",
+     "之前累加的项是 exp(x − m_old)，换成新的最大值后应该是 exp(x − m_new) = exp(x − m_old)·exp(m_old − m_new)，所以 sum "
+     "要乘 exp(m_old − m_new)。padding lane 读成 −inf，exp 后是 0，不影响 sum；读成 0 的话会给分母多加 exp(−m)，结果偏小。"),
+])
+def test_a_correct_statement_is_not_the_misconception(exercise: str, qid: str, answer: str) -> None:
+    lesson = CATALOG.get(exercise)
+    result = score_answer(lesson.question(qid), answer, 2.0, course_text=lesson.spec.course_text)
+    assert result.misconceptions == [] and result.suspected == []
