@@ -46,3 +46,10 @@ def test_fused_q1_phrasings_are_found(concept: str, answer: str) -> None:
     lesson = CATALOG.get("fused_mean_var_atomic")
     result = score_answer(lesson.question("q1"), answer, 2.0, course_text=lesson.spec.course_text)
     assert concept in {f["concept"] for f in result.found}
+
+
+def test_padding_that_takes_part_in_the_reductions_is_found() -> None:
+    lesson = CATALOG.get("lesson07_softmax")
+    answer = "Because the padding lanes take part in both tl.max and tl.sum, -inf is the identity for max."
+    result = score_answer(lesson.question("q2"), answer, 2.0, course_text=lesson.spec.course_text)
+    assert "padding_joins" in {f["concept"] for f in result.found}
