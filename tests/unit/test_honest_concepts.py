@@ -53,3 +53,14 @@ def test_padding_that_takes_part_in_the_reductions_is_found() -> None:
     answer = "Because the padding lanes take part in both tl.max and tl.sum, -inf is the identity for max."
     result = score_answer(lesson.question("q2"), answer, 2.0, course_text=lesson.spec.course_text)
     assert "padding_joins" in {f["concept"] for f in result.found}
+
+
+@pytest.mark.parametrize(("concept", "answer"), [
+    ("valid_count", "n_b 必须是真实元素个数（用 mask 数），不能用 BLOCK，否则均值除错，权重也错。"),
+    ("valid_count", "最后一块 n_b 要用实际元素数而不是 BLOCK。"),
+    ("count_effect", "n_b 用 BLOCK 的话，均值被摊薄。"),
+])
+def test_welford_q3_phrasings_are_found(concept: str, answer: str) -> None:
+    lesson = CATALOG.get("welford_merge")
+    result = score_answer(lesson.question("q3"), answer, 2.0, course_text=lesson.spec.course_text)
+    assert concept in {f["concept"] for f in result.found}
