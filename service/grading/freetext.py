@@ -1350,10 +1350,10 @@ def _refuted(text: str, end: int, spans: list[tuple[int, int]]) -> bool:
 # A failure word negated ("不会偏小", "doesn't drop") does not count. Off, such a match states it.
 FAILS_AFTER = True
 FAILS_AFTER_REACH = 30
-_FAILS = re.compile(r"偏小|偏大|出错|会错|就错|错了|漏掉|漏了|少算|多算|"
+_FAILS = re.compile(r"偏小|偏大|出错|会错|就错|错了|漏掉|漏了|少算|多算|没(有)?(通|跑)?过|不通过|"
                     r"\b((drops?|miss(es)?|loses?|omits?|leaves? out) (the |a )?[\w-]+ "
                     r"(term|part|contribution|component)|"
-                    r"underestimat\w*|overestimat\w*|"
+                    r"underestimat\w*|overestimat\w*|fail(s|ed)\b|"
                     r"(is|are|comes? out|ends? up) (too|much too) (small|large|big|low|high))\b")
 _FAILS_NEGATED = re.compile(r"(不会|不|没有?|\bnot|n't|\bnever)\s*(\w+\s+)?$")
 

@@ -23,6 +23,9 @@ HONEST = [
     ("welford_merge", "q3",
      "n_b 必须是真实元素个数（用 mask 数），不能用 BLOCK，否则均值除错，权重也错；M2_b 要把 padding lane 重新 mask 掉，"
      "因为它们减去 mean_b 后是 −mean_b，平方后 mean_b² 不为 0。做错了：n_b 用 BLOCK 时均值和方差都偏小；M2_b 不 mask 时方差偏大。"),
+    # an honest report of one's own bug and the failed check it caused
+    ("welford_merge", "q3",
+     "最后一块不满 BLOCK，n_b 应该是实际元素个数；M2_b 要把 padding 重新 mask。我的代码 n_b 用了 BLOCK，所以 N=100 那一组没过。"),
 ]
 
 STATED = [
