@@ -1181,6 +1181,7 @@ def _suspected(question: Question, text: str, spans: list[tuple[int, int]],
                 hit = similarity.best_window(parts, _label_phrasings(label), MISCONCEPTION_LIKE)
                 if hit is not None and _same_polarity(text, hit, normalise(label)) \
                         and not _fails_after(text, hit[1], spans, hit[0]) \
+                        and not _supposed(text, hit) \
                         and _says_the_claim(text, hit, label) \
                         and not _reported(text, max(hit[0], hit[1] - 1), hit[1], spans) \
                         and not _as_the_reference_says(text, hit, question.reference_answer):
@@ -1237,6 +1238,18 @@ def _label_phrasings(label: str) -> list[similarity.Phrasing]:
 def _labels_grams(labels: tuple[str, ...]) -> frozenset[str]:
     """Every gram of these misconception labels' phrasings (a question's, from its exercise)."""
     return frozenset(g for label in labels for phrase in _label_phrasings(label) for g in phrase.grams)
+
+
+def _supposed(text: str, hit: tuple[int, int, float]) -> bool:
+    """The clause found by similarity is only the condition of a supposition ("如果求最大值时填 0，一行全是
+    负数时最大值会变成 0": what would go wrong): a condition word opens it and it ends where the
+    consequence begins. One that runs on past the condition states the consequence (CONDITION_CLAUSE)."""
+    start, end, _share = hit
+    opening = _CONDITIONAL.search(text, max(0, start - 10), min(end, start + 12))
+    if opening is None:
+        return False
+    consequence = _CONSEQUENCE.search(text, opening.end(), min(len(text), end + 2))
+    return consequence is not None and consequence.start() >= end - 1
 
 
 def _says_the_claim(text: str, hit: tuple[int, int, float], label: str) -> bool:

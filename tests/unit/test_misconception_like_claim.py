@@ -39,3 +39,19 @@ def test_the_claim_in_other_words_is_still_suspected() -> None:
                           course_text=lesson.spec.course_text)
     found = {m["misconception"] for m in result.misconceptions} | {s.get("misconception") for s in result.suspected}
     assert "sum_skips_masked" in found
+
+
+def test_a_supposition_whose_consequence_follows_is_not_the_misconception() -> None:
+    lesson = CATALOG.get("lesson05_row_sum")
+    answer = ("tl.sum 不会跳过 padding lane，所以 other 必须是单位元：求和填 0，求最大值填 −inf。如果求和时填 1，每个 padding lane "
+              "多加 1，结果偏大 (BLOCK − N)；如果求最大值时填 0，一行全是负数时最大值会变成 0。")
+    result = score_answer(lesson.question("q2"), answer, 2.0, course_text=lesson.spec.course_text)
+    assert result.suspected == [] and result.misconceptions == []
+
+
+@pytest.mark.parametrize("answer", ["如果是求最大值，padding 也填 0 就可以。", "求最大值时 padding 也填 0。"])
+def test_the_stated_max_zero_is_still_found(answer: str) -> None:
+    lesson = CATALOG.get("lesson05_row_sum")
+    result = score_answer(lesson.question("q2"), answer, 2.0, course_text=lesson.spec.course_text)
+    found = {m["misconception"] for m in result.misconceptions} | {s.get("misconception") for s in result.suspected}
+    assert "max_zero" in found
