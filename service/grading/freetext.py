@@ -1272,12 +1272,19 @@ def _code_word(gram: str) -> bool:
     return gram.isascii() and _CODE_WORD.search(gram) is not None
 
 
+# A label that claims something of every case, and a clause that restricts it: the opposite claim.
+_EVERY = re.compile(r"\b(every|each|all|always)\b|每|所有|都|总是", re.IGNORECASE)
+_ONLY = re.compile(r"\bonly\b|只有|仅有", re.IGNORECASE)
+
+
 def _same_polarity(text: str, hit: tuple[int, int, float], label: str) -> bool:
     """The answer's clause says what the label says, not its negation: a label with a negation
     ("以为最后一块不需要 mask") needs that negated word in the clause ("不需要", not just any 不);
     a label without one needs a clause without one ("加 eps 不能解决抵消" is not "以为加 eps 能解决抵消")."""
     start, end, _share = hit
     label = re.split(r"[（(]", label, maxsplit=1)[0]
+    if _EVERY.search(label) and _ONLY.search(text, start, end):
+        return False  # "every chunk counts BLOCK elements" vs "the last block only has N − start"
     negation = _NEGATIONS.search(label)
     if negation is None:
         return not _NEGATIONS.search(text, start, end) and not _negated(text, start, [(start, end)])

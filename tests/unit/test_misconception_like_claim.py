@@ -55,3 +55,16 @@ def test_the_stated_max_zero_is_still_found(answer: str) -> None:
     result = score_answer(lesson.question("q2"), answer, 2.0, course_text=lesson.spec.course_text)
     found = {m["misconception"] for m in result.misconceptions} | {s.get("misconception") for s in result.suspected}
     assert "max_zero" in found
+
+
+@pytest.mark.parametrize(("qid", "answer"), [
+    ("explanation", "n_b counts the lanes where mask is true, so the last, partial block counts only its real elements "
+                    "(N - start), not BLOCK."),
+    ("q3", "The last block only has N - start real elements. n_b must be that count (the sum of the mask), otherwise "
+           "mean_b is divided by BLOCK and comes out too small."),
+])
+def test_a_restriction_is_not_the_claim_about_every_chunk(qid: str, answer: str) -> None:
+    # block_count: "every chunk can be counted as BLOCK elements"; "only N − start" says the opposite.
+    lesson = CATALOG.get("welford_merge")
+    result = score_answer(lesson.question(qid), answer, 2.0, course_text=lesson.spec.course_text)
+    assert result.suspected == [] and result.misconceptions == []
