@@ -111,6 +111,7 @@ class TextScore:
     copied_reference: bool = False  # most of it is the reference answer's wording
     copied: list[dict] = field(default_factory=list)  # the sources it is copied from, the main one first (_copied_text)
     copied_share: float = 0.0  # the share of its grams copied from the main source (the course's passages together)
+    loose_links: list[dict] = field(default_factory=list)  # missing links told in prose in another order (_loose_link)
 
 
 # Characters that change no word a reader sees but hide the rubric's words from a pattern (a probe
@@ -856,8 +857,10 @@ def _missing(concepts: Iterable[Concept]) -> list[dict]:
 
 
 def _chain_links(question: Question, text: str, index: _LinkIndex, matches: dict[str, list[_Match]],
-                 chains: list[list[str]], worked: bool) -> tuple[list[dict], list[dict]]:
-    """The chain's links that the answer states (with their evidence) and those it does not."""
+                 chains: list[list[str]], worked: bool,
+                 loose: list[dict] | None = None) -> tuple[list[dict], list[dict]]:
+    """The chain's links that the answer states (with their evidence) and those it does not; into
+    `loose`, the missing ones that _loose_link finds (the pass rule's chain requirement reads them)."""
     by_id = {c.id: c for c in question.concepts}
     links, missing_links = [], []
     for chain in chains:
@@ -875,7 +878,34 @@ def _chain_links(question: Question, text: str, index: _LinkIndex, matches: dict
                 links.append({**pair, "quote": evidence})
             else:
                 missing_links.append(pair)
+                if loose is not None and (told := _loose_link(text, index, matches[before], matches[after])):
+                    loose.append({**pair, "quote": told})
     return links, missing_links
+
+
+def _loose_link(text: str, index: _LinkIndex, befores: list[_Match], afters: list[_Match]) -> str | None:
+    """Two steps of the chain told in prose, in either order: at most LINK_SENTENCES apart, with a
+    linking word somewhere in the sentences that hold them ("Padding lanes take part in tl.max and
+    tl.sum. … With 0.0 each padding lane adds exp(0 − max) to the denominator, so …"; the effect told
+    first: "…结果偏小…因为…"). Not for the points, which stay calibrated on _link: for the pass rule's
+    yes-or-no "does it explain the chain" (passrule.chain_requirement), where honest answers that told
+    the chain in the question's order, not the rubric's, failed it (probes of 2026-12-04: four of 36
+    honest submissions). A keyword list has no linking word, and a stuffed answer fails the rule anyway."""
+    for a in befores:
+        for b in afters:
+            if abs(b.sentence - a.sentence) > LINK_SENTENCES:
+                continue
+            first, last = (a, b) if a.start <= b.start else (b, a)
+            if first.end > last.start:
+                continue  # overlapping matches: one phrase, not two steps
+            if _CAUSAL.search(text, index.spans[first.sentence][0], index.spans[last.sentence][1]):
+                return _quote(text, first.start, last.end)
+    return None
+
+
+# The words that say one step causes another (not merely "and", "to", "then"), in either direction.
+_CAUSAL = re.compile(r"因为|由于|所以|因此|于是|导致|使得|从而|以致|造成|→|->|=>|\bbecause\b|\bsince\b|\bdue to\b|"
+                     r"\bso\b|\btherefore\b|\bthus\b|\bhence\b|\bcauses?\b|\bleads? to\b|\bmakes?\b|\bresults? in\b")
 
 
 # A misconception costs the reasoning it is part of: the sentences that state one earn nothing, and
@@ -966,7 +996,8 @@ def _score_answer(question: Question, text: _Text, max_points: float,
     chains = [c for c in (question.chain, *question.more_chains) if c]
     index = _LinkIndex(text, spans)
     worked = WORKED_EXAMPLE and _worked_example(text)
-    links, missing_links = _chain_links(question, text, index, matches, chains, worked)
+    loose: list[dict] = []
+    links, missing_links = _chain_links(question, text, index, matches, chains, worked, loose)
     chain_links = sum(max(0, len(c) - 1) for c in chains)
     link_share = len(links) / max(1, chain_links)
 
@@ -1022,7 +1053,7 @@ def _score_answer(question: Question, text: _Text, max_points: float,
     confidence = 0.85 if clear else (0.4 if flags else 0.6)
     return TextScore(points, confidence, found, missing, links, missing_links, misconceptions, flags,
                      suspected=suspected,
-                     copied_reference=copied, copied=copies, copied_share=share)
+                     copied_reference=copied, copied=copies, copied_share=share, loose_links=loose)
 
 
 # Concept recognition by similarity to reference phrasings: measured on the calibration set (2026-12-01)
@@ -1976,7 +2007,8 @@ def score_text(*, item_id: str, title: str, max_points: float, question: Questio
                                                _feedback(question, result, language)) if t),
                 # copies: one TextScore may be said in several languages (rubric.score_items)
                 evidence={"found": [*result.found], "missing": [*result.missing], "links": [*result.links],
-                          "missing_links": [*result.missing_links], "misconceptions": [*result.misconceptions],
+                          "missing_links": [*result.missing_links], "loose_links": [*result.loose_links],
+                          "misconceptions": [*result.misconceptions],
                           "flags": [*result.flags], "confidence": result.confidence, "kind": result.kind,
                           "not_the_fill": [*result.not_the_fill], "suspected": [*result.suspected],
                           "copied_reference": result.copied_reference, "copied_text": [*result.copied],

@@ -82,8 +82,14 @@ def chain_requirement(item: Item | None, *, question_id: str, share: float, lang
     if item.evidence.get("kind") in ("empty", "off_topic"):  # no chain to count: never "0 of 0, met"
         return Requirement(id=rid, met=False, title=title, message=_say("causal_chain.unanswered", language),
                            evidence={"item": item.id, "kind": item.evidence.get("kind")})
-    links = item.evidence.get("links") or []
-    missing = item.evidence.get("missing_links") or []
+    # The links the points counted, and those told in prose in another order (freetext._loose_link).
+    # Counted only for an answer the scorer gives at least half its points (a TA's own bar, above): a
+    # partial answer told loosely still falls short.
+    loose = (item.evidence.get("loose_links") or []) if item.points >= item.max_points / 2 else []
+    told_loosely = {(link.get("from"), link.get("to")) for link in loose}
+    links = [*(item.evidence.get("links") or []), *loose]
+    missing = [link for link in item.evidence.get("missing_links") or []
+               if (link.get("from"), link.get("to")) not in told_loosely]
     total = len(links) + len(missing)
     needed = max(1, math.ceil(total * share - 1e-9)) if total else 0
     flags = item.evidence.get("flags") or []
