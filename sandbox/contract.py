@@ -235,6 +235,7 @@ class RunResult:
     environment: dict[str, str] = field(default_factory=dict)
     process_limit: str = ""  # what capped the sandbox's processes: "pids cgroup", "RLIMIT_NPROC", ...
     memory_limit: str = ""  # what capped its memory: "memory cgroup 8 GiB, no swap", "RLIMIT_AS 16 GiB", ...
+    sandbox_start: str = ""  # how its (last) sandbox started: "fresh" or "forked" (KERNELGRADE_SANDBOX_START)
     given: GivenRun | None = None
     cases: list[CaseRun] = field(default_factory=list)
     speed: SpeedRun | None = None  # only when the job asked for it (GPU, an exercise with `speed:`)

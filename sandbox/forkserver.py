@@ -49,13 +49,13 @@ def start_mode() -> str:
 class ForkedProcess:
     """What the runner needs of a `subprocess.Popen`, for a child of the template."""
 
-    def __init__(self, server: ForkServer, ns_pid: int, host_pid: int) -> None:
-        self._server, self._ns_pid, self.pid = server, ns_pid, host_pid
+    def __init__(self, server: ForkServer, ns_pid: int, host_pid: int, generation: int) -> None:
+        self._server, self._ns_pid, self.pid, self._generation = server, ns_pid, host_pid, generation
         self.returncode: int | None = None
 
     def poll(self) -> int | None:
         if self.returncode is None:
-            self.returncode = self._server.exit_code(self._ns_pid)
+            self.returncode = self._server.exit_code(self._ns_pid, self._generation)
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
@@ -81,18 +81,29 @@ class ForkServer:
         self._control: socket.socket | None = None
         self._folder: Path | None = None
         self._sequence = 0
+        self._generation = 0  # templates started so far (a child belongs to one)
         self._closed = threading.Event()  # set by close(): the keeper thread (and so the template) may end
 
     @staticmethod
     def available() -> bool:
-        """A pids cgroup per child, and a Python the child can still see: it mounts a fresh /tmp
-        and /dev/shm over the template's, which would hide an interpreter or virtualenv kept there
-        (a checkout under /tmp: every module not imported before the fork would be gone)."""
+        """A pids cgroup per child, and a Python the child can still see (unavailable_reason)."""
+        return ForkServer.unavailable_reason() is None
+
+    @staticmethod
+    def unavailable_reason() -> str | None:
+        """Why no child can be forked here, or None. A child needs a pids cgroup of its own, and a
+        Python it can still see: it mounts a fresh /tmp and /dev/shm over the template's, which
+        would hide an interpreter or virtualenv kept there (a checkout under /tmp: every module
+        not imported before the fork would be gone)."""
         covered = ("/tmp", "/dev/shm")
         roots = {sys.prefix, sys.base_prefix, sys.exec_prefix}
-        if any(Path(root).resolve().is_relative_to(top) for root in roots for top in covered):
-            return False
-        return host_pids_cgroups() is not None
+        for root in roots:
+            for top in covered:
+                if Path(root).resolve().is_relative_to(top):
+                    return f"the Python environment {root} lies under {top}, which a forked child covers"
+        if host_pids_cgroups() is None:
+            return "no writable pids cgroup (the children of one template share its host uid)"
+        return None
 
     # --- the template ------------------------------------------------------------------------
 
@@ -121,6 +132,7 @@ class ForkServer:
     def _launch_template(self) -> None:
         self._closed = threading.Event()
         with self._cond:  # a new template: its namespace numbers its children afresh
+            self._generation += 1
             self._exits.clear()
             self._started.clear()
             self._proc_dead = False
@@ -186,10 +198,13 @@ class ForkServer:
 
     _proc_dead = False
 
-    def exit_code(self, ns_pid: int) -> int | None:
+    def exit_code(self, ns_pid: int, generation: int) -> int | None:
         """The child's exit status, once (ForkedProcess keeps it): the template's namespace may
-        give its pid to a later child."""
+        give its pid to a later child. A child of an earlier template died with it (a warm child
+        that waited while its template was replaced must not look alive)."""
         with self._cond:
+            if generation != self._generation:
+                return -9
             if ns_pid in self._exits:
                 return self._exits.pop(ns_pid)
             return -9 if self._proc_dead else None  # the template died: its children died with it
@@ -217,9 +232,23 @@ class ForkServer:
 
     def spawn(self, *, job_root: Path, files: list[str], job: Job) -> Sandbox:
         """A child running `job` (files from `job_root`, the harness's own from this package)."""
+        sources = [(_PACKAGE_DIR / name, name) for name in HARNESS_FILES]
+        sources += [(job_root / name, name) for name in [*files, "job.json"]]
+        return self._spawn(sources, job_root=job_root, warm=False)
+
+    def spawn_warm(self, *, job_dir: Path) -> Sandbox:
+        """A warm child (the pool's): it gets the harness's files only, and waits after its hello
+        for its job, which `Sandbox.send_job` streams into it (docs/forkserver.md, "Warm
+        children"). `job_dir` is only the Sandbox's folder of record: nothing is read from it."""
+        return self._spawn([(_PACKAGE_DIR / name, name) for name in HARNESS_FILES], job_root=job_dir, warm=True)
+
+    def _spawn(self, sources: list[tuple[Path, str]], *, job_root: Path, warm: bool) -> Sandbox:
         limits = self.limits
         with self._lock:
             if self._proc is None or self._proc.poll() is not None:
+                if self._proc is not None:
+                    log.warning("the fork-server template for %s/%d died (exit %s): starting a new one",
+                                self.mode.value, self.device_index, self._proc.returncode)
                 self.close()
                 self._start_template()
             confinement = self.backend.confine(limits=limits, mode=self.mode, device_index=self.device_index,
@@ -234,13 +263,12 @@ class ForkServer:
             theirs = {"verdict": pipes["verdict"][1], "log": pipes["log"][1], "job": pipes["job"][0],
                       "ready": pipes["ready"][1], **{f"cgroup{i}": fd for i, fd in enumerate(procs)}}
             self._sequence += 1
-            sources = [(_PACKAGE_DIR / name, name) for name in HARNESS_FILES]
-            sources += [(job_root / name, name) for name in [*files, "job.json"]]
             job_bytes = sum(path.stat().st_size for path, _ in sources) + (1 << 20)
             header = {"id": self._sequence, "fds": list(theirs), "cgroups": [f"cgroup{i}" for i in range(len(procs))],
                       "tmpfs_bytes": limits.tmpfs_bytes,
                       "tmpfs_files": limits.tmpfs_files, "job_bytes": job_bytes, "cpu_time_s": limits.cpu_time_s,
-                      "hidden": [str(path) for path in self.backend.covered_paths()]}
+                      "hidden": [str(path) for path in self.backend.covered_paths()],
+                      "warm": warm, "mode": self.mode.value}
             try:
                 assert self._control is not None
                 self._control.sendmsg([json.dumps(header).encode()],
@@ -253,25 +281,34 @@ class ForkServer:
                 raise
             for fd in theirs.values():
                 os.close(fd)
-            ns_pid = self._wait_started(self._sequence)
+            generation = self._generation
+            try:
+                ns_pid = self._wait_started(self._sequence)
+            except BaseException:
+                confinement.close(limits.kill_grace_s)
+                for fd in ours.values():
+                    os.close(fd)
+                raise
+        keep_job = warm  # a warm child's job pipe stays open: its job comes through it later
         try:
             host_pid = self._host_pid(ours["ready"], confinement)
-            self._stream(ours["job"], sources)
+            _stream(ours["job"], sources, deadline=time.monotonic() + limits.startup_timeout_s)
         except BaseException:
             confinement.close(limits.kill_grace_s)  # kills the child, whatever it got to
             for name in ("verdict", "log"):
                 os.close(ours[name])
+            keep_job = False
             raise
         finally:
-            for name in ("job", "ready"):
+            for name in ("ready", *(() if keep_job else ("job",))):
                 try:
                     os.close(ours[name])
                 except OSError:
                     pass
-        process = ForkedProcess(self, ns_pid, host_pid)
+        process = ForkedProcess(self, ns_pid, host_pid, generation)
         return Sandbox(proc=process, read_fd=ours["verdict"], control_fd=None, job_dir=job_root,  # type: ignore[arg-type]
                        owns_job_dir=False, confinement=confinement, process_limit=confinement.process_limit,
-                       memory_limit=confinement.memory_limit,
+                       memory_limit=confinement.memory_limit, job_fd=ours["job"] if warm else None, start="forked",
                        reader=FrameReader(max_blob_bytes=limits.case_output_bytes,
                                           max_total_bytes=limits.output_bytes),
                        log=_LogSink(open(ours["log"], "rb"), limits.log_bytes))
@@ -297,15 +334,31 @@ class ForkServer:
             raise OSError(f"{len(first)} first processes in a new child's cgroup")
         return first[0]
 
-    @staticmethod
-    def _stream(job_fd: int, sources: list[tuple[Path, str]]) -> None:
-        with open(job_fd, "wb", closefd=False) as out:
-            for path, name in sources:
-                data = path.read_bytes()
-                encoded = name.encode()
-                out.write(struct.pack("<HQ", len(encoded), len(data)) + encoded)
-                out.write(data)
-            out.write(struct.pack("<HQ", 0, 0))
+def _stream(job_fd: int, sources: list[tuple[Path, str]], *, deadline: float, prefix: bytes = b"") -> None:
+    chunks = [prefix]
+    for path, name in sources:
+        data = path.read_bytes()
+        encoded = name.encode()
+        chunks += [struct.pack("<HQ", len(encoded), len(data)) + encoded, data]
+    chunks.append(struct.pack("<HQ", 0, 0))
+    os.set_blocking(job_fd, False)
+    for chunk in chunks:
+        view = memoryview(chunk)
+        while view:
+            left = deadline - time.monotonic()
+            _, writable, _ = select.select([], [job_fd], [], max(0.0, left))
+            if not writable:
+                raise OSError("the sandbox did not read its job within the start-up timeout")
+            try:
+                view = view[os.write(job_fd, view[: 1 << 20]):]
+            except BlockingIOError:
+                continue
+
+
+def send_job(job_fd: int, sources: list[tuple[Path, str]], *, deadline: float) -> None:
+    """A warm child's job: its total size (the child sizes its /job by it), then the files."""
+    total = sum(path.stat().st_size + len(name.encode()) + 10 for path, name in sources)
+    _stream(job_fd, sources, deadline=deadline, prefix=struct.pack("<Q", total))
 
 
 def _parent(pid: int) -> int:

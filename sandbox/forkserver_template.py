@@ -105,6 +105,25 @@ def _write_job(job_fd: int, limit: int) -> None:
         os.chmod(os.path.join("/job", name), 0o644)
 
 
+def _receive_job(job_fd: int, harness_bytes: int) -> bool:
+    """A warm child's job (C2, still privileged; the harness waits on its go pipe and has run no
+    student code): a u64 size, then the files as _write_job reads them, into /job, which is then
+    remounted read-only at that size. False: the pipe closed first (the pool is closing)."""
+    head = b""
+    while len(head) < 8:
+        chunk = os.read(job_fd, 8 - len(head))
+        if not chunk:
+            return False
+        head += chunk
+    (size,) = struct.unpack("<Q", head)
+    limit = harness_bytes + size + (1 << 20)
+    _mount(None, "/job", None, REMOUNT | NOSUID | NODEV, f"size={limit}")
+    _write_job(job_fd, limit)
+    os.close(job_fd)
+    _mount(None, "/job", None, REMOUNT | RDONLY | NOSUID | NODEV)
+    return True
+
+
 def _drop_privileges(program: bytes) -> None:
     """A user namespace of our own where we are uid 65534, no capability left, the seccomp filter."""
     _check(_libc.unshare(NEWUSER), "unshare(CLONE_NEWUSER)")
@@ -133,12 +152,15 @@ def _reseed() -> None:
     torch.seed()
 
 
-def _run_harness(verdict_fd: int) -> int:
-    """The harness as `python /job/harness.py /job VERDICT_FD` runs it: as `__main__` (what a
-    submission finds there must be the harness, as in a fresh sandbox), ending in SystemExit."""
+def _run_harness(verdict_fd: int, warm: tuple[str, int] | None = None) -> int:
+    """The harness as `python /job/harness.py /job VERDICT_FD [--warm MODE CONTROL_FD]` runs it:
+    as `__main__` (what a submission finds there must be the harness, as in a fresh sandbox),
+    ending in SystemExit."""
     import runpy
 
     sys.argv = ["/job/harness.py", "/job", str(verdict_fd)]
+    if warm is not None:
+        sys.argv += ["--warm", warm[0], str(warm[1])]
     runpy.run_path("/job/harness.py", run_name="__main__")
     return 0
 
@@ -193,17 +215,25 @@ def _child(header: dict, fds: dict[str, int], program: bytes) -> int:
         _mount("devpts", "/dev/pts", "devpts", NOSUID | NOEXEC, "newinstance,ptmxmode=0666,mode=620")
     _mount("tmpfs", "/job", "tmpfs", NOSUID | NODEV, f"size={int(header['job_bytes'])},mode=755")
     _write_job(fds["job"], int(header["job_bytes"]))
-    os.close(fds["job"])
-    _mount(None, "/job", None, REMOUNT | RDONLY | NOSUID | NODEV)
     socket.sethostname("sandbox")
-    _drop_privileges(program)
-    os.chdir("/tmp")
+    os.chdir("/tmp")  # C2 too: a cwd left in the template's /tmp would be one every child shares
+    warm = header.get("warm")
+    if warm:  # C2 stays privileged until the job is in /job; the harness (C3) drops its own now
+        go_r, go_w = os.pipe()
+    else:
+        os.close(fds["job"])
+        _mount(None, "/job", None, REMOUNT | RDONLY | NOSUID | NODEV)
+        _drop_privileges(program)
     harness = os.fork()
     if harness == 0:  # C3: pid 2, the harness
         code = 1
         try:
+            if warm:
+                os.close(go_w)
+                os.close(fds["job"])
+                _drop_privileges(program)
             _reseed()
-            code = _run_harness(fds["verdict"])
+            code = _run_harness(fds["verdict"], (str(header["mode"]), go_r) if warm else None)
         except SystemExit as exc:
             code = 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 1
         except BaseException:  # noqa: BLE001 - as an uncaught exception ends a fresh interpreter
@@ -216,6 +246,12 @@ def _child(header: dict, fds: dict[str, int], program: bytes) -> int:
             sys.stderr.flush()
         os._exit(code)
     os.close(fds["verdict"])
+    if warm:
+        os.close(go_r)
+        if _receive_job(fds["job"], int(header["job_bytes"])):
+            _drop_privileges(program)
+            os.write(go_w, b"g")  # only now may the harness run the job (student code)
+        os.close(go_w)  # end of file instead: the pool is closing, the harness ends
     while True:  # init: reap everything; end with the harness
         try:
             pid, status = os.wait()

@@ -10,6 +10,11 @@ start-up at a time), replaces any that die while waiting, and kills them all on 
 
 The refill thread starts the processes itself and lives as long as the pool: bwrap's
 --die-with-parent follows the thread that started it, so the sandboxes die with the pool.
+
+With KERNELGRADE_SANDBOX_START=fork (`forks`, the runner's fork server), a warm sandbox is a
+child of the fork-server template instead: it has no folder; its job is streamed into its own
+/job through its job pipe (`Sandbox.job_fd`), and it ends with the template, which ends with
+the runner (docs/forkserver.md, "Warm children").
 """
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sandbox.backends.base import Confinement, SandboxBackend, SandboxUnavailable
 from sandbox.cgroups import MemoryEvents, SandboxCgroup
@@ -31,10 +37,14 @@ from sandbox.contract import DeviceMode, Limits
 from sandbox.text import clean_text, hello_environment
 from sandbox.wire import FrameError, FrameReader
 
+if TYPE_CHECKING:
+    from sandbox.forkserver import ForkServer
+
 log = logging.getLogger("kernelgrade.sandbox.pool")
 
 HARNESS_FILES = ("harness.py", "wire.py", "exits.py", "shared_triton_cache.py", "gpu_compile.py", "launch_hook.py")
 JOB_PREFIX = "kg-job-"
+FORK_RETRY_S = 60.0  # a warm pool whose template could not fork starts fresh sandboxes this long
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 
@@ -89,6 +99,8 @@ class Sandbox:
     log: _LogSink
     job_dir: Path
     control_fd: int | None = None  # warm: write end of the control pipe
+    job_fd: int | None = None  # warm and forked: the job pipe, which its job is streamed into (no folder)
+    start: str = "fresh"  # "fresh" (a bwrap sandbox of its own) or "forked" (a child of the fork-server template)
     owns_job_dir: bool = False  # warm: the folder is this sandbox's, removed with it
     started_at: float = field(default_factory=time.monotonic)
     early_frames: list[tuple[dict, bytes]] = field(default_factory=list)  # read before the runner took it
@@ -142,14 +154,14 @@ class Sandbox:
             self.oom_killed = self.oom_killed or self.confinement.oom_killed()
             self.confinement.close(grace_s)
             self.confinement = None
-        for name in ("control_fd", "read_fd"):
+        for name in ("control_fd", "job_fd", "read_fd"):
             fd = getattr(self, name)
             if fd is not None and fd >= 0:
                 try:
                     os.close(fd)
                 except OSError:
                     pass
-                setattr(self, name, None if name == "control_fd" else -1)
+                setattr(self, name, -1 if name == "read_fd" else None)
         if self.owns_job_dir:
             shutil.rmtree(self.job_dir, ignore_errors=True)
 
@@ -196,32 +208,45 @@ def start_sandbox(*, backend: SandboxBackend, limits: Limits, job_dir: Path, mod
                    log=_LogSink(proc.stdout, limits.log_bytes))
 
 
-def default_max_starting(size: int) -> int:
+def default_max_starting(size: int, *, forked: bool = False) -> int:
     """Start-ups at once when none is configured: the pool's size, at most one per core. (Half
     the cores, to leave the rest to gradings, made a refill of 2 on the 2-core CPU machine take
-    12.1 s instead of 6.9 s under load: docs/benchmarks.md, "Sandbox start-up".)"""
-    return max(1, min(size, os.cpu_count() or 1))
+    12.1 s instead of 6.9 s under load: docs/benchmarks.md, "Sandbox start-up".)
+
+    Forked from the template (`forked`): the whole pool. The per-core bound is there because a
+    fresh start-up is seconds of CPU-bound imports, and more of them than cores only delays every
+    one; a forked child has those imports done and pays only its own start (about 0.1 s of CPU on
+    the interpreter; CUDA's start and the canary's launch on a GPU, where the driver, not the
+    cores, is what they share), so a drained pool refills at once rather than a core's worth at
+    a time."""
+    return max(1, size if forked else min(size, os.cpu_count() or 1))
 
 
 class WarmPool:
     """`size` sandboxes of one (mode, device index), started ahead of demand."""
 
     def __init__(self, *, backend: SandboxBackend, limits: Limits, mode: DeviceMode, device_index: int, size: int,
-                 work_root: Path | None = None, max_starting: int | None = None) -> None:
+                 work_root: Path | None = None, max_starting: int | None = None,
+                 forks: ForkServer | None = None) -> None:
         if not getattr(backend, "supports_warm", False):
             raise SandboxUnavailable(f"the {backend.name} backend cannot start sandboxes ahead of their job")
         self.backend, self.limits, self.mode, self.device_index = backend, limits, mode, device_index
         self.size, self.work_root = size, work_root
+        # KERNELGRADE_SANDBOX_START=fork: children of this fork server (the runner's template),
+        # fresh sandboxes while it cannot fork (FORK_RETRY_S after a failure)
+        self.forks = forks
+        self._fork_off_until = 0.0
         # Sandboxes in start-up (started, no hello yet) at one time. Each start-up is mostly CPU
         # (imports, the canary's compile): more of them than there are cores only makes every
-        # one later, the first included, while gradings wait for one.
-        self.max_starting = max(1, max_starting if max_starting is not None else default_max_starting(size))
+        # one later, the first included, while gradings wait for one (forked: default_max_starting).
+        self._max_starting = max_starting
         self.peak_starting = 0  # the most that were in start-up at once (tests, benchmarks)
         self.environment: dict[str, str] = {}  # the last hello: device, torch, triton, python
         self.started_total = 0  # sandboxes this pool ever started (tests, metrics)
         self.replaced_total = 0  # of those, how many died or failed while waiting
         self.handed_total = 0  # sandboxes acquire() handed out (benchmarks: warm against cold starts)
         self.handed_after_wait = 0  # of those, how many a caller waited for (a start-up under way)
+        self.forked_total = 0  # of the started ones, how many were forked from the template
         self._waiting: list[Sandbox] = []
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)  # a hello came, a sandbox went, or the pool closed
@@ -235,6 +260,15 @@ class WarmPool:
     def start(self) -> WarmPool:
         self._thread.start()
         return self
+
+    @property
+    def max_starting(self) -> int:
+        """The configured bound, else default_max_starting's for the starts the pool makes now
+        (fresh ones while the template cannot fork)."""
+        if self._max_starting is not None:
+            return max(1, self._max_starting)
+        forking = self.forks is not None and time.monotonic() >= self._fork_off_until
+        return default_max_starting(self.size, forked=forking)
 
     def acquire(self, *, wait: bool = False) -> Sandbox | None:
         """A sandbox that said hello, or None (the caller starts one cold).
@@ -344,18 +378,37 @@ class WarmPool:
             sandbox.kill(self.limits.kill_grace_s)
 
     def _start_one(self) -> None:
-        job_dir = new_job_dir(self.work_root)
-        try:
-            copy_harness(job_dir)
-            sandbox = start_sandbox(backend=self.backend, limits=self.limits, job_dir=job_dir, mode=self.mode,
-                                    device_index=self.device_index, warm=True)
-        except BaseException:
-            shutil.rmtree(job_dir, ignore_errors=True)
-            raise
+        sandbox = self._fork_one() if self.forks is not None else None
+        if sandbox is None:
+            job_dir = new_job_dir(self.work_root)
+            try:
+                copy_harness(job_dir)
+                sandbox = start_sandbox(backend=self.backend, limits=self.limits, job_dir=job_dir, mode=self.mode,
+                                        device_index=self.device_index, warm=True)
+            except BaseException:
+                shutil.rmtree(job_dir, ignore_errors=True)
+                raise
         self.started_total += 1
         with self._lock:
             self._waiting.append(sandbox)
             self.peak_starting = max(self.peak_starting, sum(1 for s in self._waiting if s.hello is None))
+
+    def _fork_one(self) -> Sandbox | None:
+        """A child of the template that waits for its job, or None (the template cannot fork:
+        this start, and those of the next FORK_RETRY_S, are fresh; the log says why)."""
+        assert self.forks is not None
+        if time.monotonic() < self._fork_off_until:
+            return None
+        try:
+            # no folder of its own: its job comes through its job pipe (docs/forkserver.md)
+            sandbox = self.forks.spawn_warm(job_dir=Path(self.work_root or tempfile.gettempdir()))
+        except (OSError, SandboxUnavailable) as exc:
+            self._fork_off_until = time.monotonic() + FORK_RETRY_S
+            log.warning("warm pool %s/%d could not fork a sandbox from the template (%s): starting fresh ones "
+                        "for %.0f s", self.mode.value, self.device_index, exc, FORK_RETRY_S)
+            return None
+        self.forked_total += 1
+        return sandbox
 
     def _discard(self, sandbox: Sandbox, why: str) -> None:
         """Called with the lock held."""

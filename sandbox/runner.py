@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
 import re
 import select
@@ -48,13 +49,15 @@ from sandbox.contract import (
 )
 from sandbox.cpu_time import busy, sandbox_cpu_seconds
 from sandbox.exits import HarnessExit
-from sandbox.forkserver import ForkServer, start_mode
+from sandbox.forkserver import START_ENV, ForkServer, send_job, start_mode
 from sandbox.guards import check as check_guards
 from sandbox.limit_watch import LimitWatch, timeout_said
 from sandbox.pool import JOB_PREFIX, Sandbox, WarmPool, copy_harness, new_job_dir, start_sandbox
 from sandbox.speed_phase import SpeedPhase
 from sandbox.text import clean_text, hello_environment
 from sandbox.wire import FrameError
+
+log = logging.getLogger("kernelgrade.sandbox.runner")
 
 
 def remove_stale_jobs(work_root: Path | None = None) -> int:
@@ -151,8 +154,10 @@ class SandboxRunner:
         if size <= 0 or key in self.pools or not getattr(self.backend, "supports_warm", False):
             return self.pools.get(key)
         self.backend.check()
+        # KERNELGRADE_SANDBOX_START=fork: the pool's sandboxes are children of this runner's template
         pool = WarmPool(backend=self.backend, limits=self.limits, mode=mode, device_index=device_index, size=size,
-                        work_root=self.work_root, max_starting=self.pool_starts)
+                        work_root=self.work_root, max_starting=self.pool_starts,
+                        forks=self._fork_server(mode, device_index))
         self.pools[key] = pool.start()
         return pool
 
@@ -270,8 +275,15 @@ class SandboxRunner:
         sandbox = pool.acquire(wait=not self._forks_wanted) if pool is not None else None
         if sandbox is not None:
             try:
-                self._write_job(sandbox.job_dir, job, source=job_root, files=files)
-                sandbox.go()
+                if sandbox.job_fd is not None:  # forked: streamed into its own /job (no folder is shared)
+                    self._write_job(job_root, job, source=job_root, files=files)
+                    send_job(sandbox.job_fd, [(job_root / name, name) for name in [*files, "job.json"]],
+                             deadline=time.monotonic() + self.limits.startup_timeout_s)
+                    os.close(sandbox.job_fd)
+                    sandbox.job_fd = None
+                else:
+                    self._write_job(sandbox.job_dir, job, source=job_root, files=files)
+                    sandbox.go()
                 return sandbox
             except OSError:  # it died after it was taken (the pipe broke): start one cold instead
                 sandbox.kill(self.limits.kill_grace_s)
@@ -286,8 +298,15 @@ class SandboxRunner:
 
     @functools.cached_property
     def _forks_wanted(self) -> bool:
-        """Cold starts fork from a template (asked once: it reads the cgroup hierarchy)."""
-        return self.start == "fork" and hasattr(self.backend, "template_spec") and ForkServer.available()
+        """Cold starts and the warm pool's fork from a template (asked once: it reads the cgroup
+        hierarchy). Where they cannot, they start fresh, and the log says why once."""
+        if self.start != "fork":
+            return False
+        why = (ForkServer.unavailable_reason() if hasattr(self.backend, "template_spec")
+               else f"the {self.backend.name} backend has no fork-server template")
+        if why is not None:
+            log.warning("%s=fork, but sandboxes start fresh: %s", START_ENV, why)
+        return why is None
 
     def _fork_server(self, mode: DeviceMode, device_index: int) -> ForkServer | None:
         if not self._forks_wanted:
@@ -313,6 +332,7 @@ class SandboxRunner:
         proc, read_fd, reader, log = sandbox.proc, sandbox.read_fd, sandbox.reader, sandbox.log
         result.process_limit = sandbox.process_limit
         result.memory_limit = sandbox.memory_limit
+        result.sandbox_start = sandbox.start
         settled: set[str] = set()
         current: str | None = None  # case id, "<given>", or None between cases
         phase_started = attempt_started

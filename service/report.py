@@ -139,6 +139,10 @@ class Environment(_Model):
     # can write a memory cgroup), "RLIMIT_AS 16 GiB" (interpreter elsewhere), "none (...)" (GPU
     # without a memory cgroup); "" where nothing ran, and in reports from before this field.
     memory_limit: str = ""
+    # How the (last) sandbox of the grading started: "fresh" (a bwrap or docker sandbox of its
+    # own) or "forked" (a child of the fork-server template, KERNELGRADE_SANDBOX_START=fork:
+    # SECURITY.md); "" where nothing ran, and in reports from before this field.
+    sandbox_start: str = ""
 
 
 class EditReport(_Model):

@@ -677,7 +677,8 @@ class Grader:
                          or self.runner.backend.process_limit(self.mode, self.device_index))
         return Environment(backend=self.mode.value, sandbox=self.runner.backend.name, device=env.get("device", ""),
                            torch=env.get("torch", ""), triton=env.get("triton", ""), python=env.get("python", ""),
-                           process_limit=process_limit, memory_limit=run.memory_limit if run is not None else "")
+                           process_limit=process_limit, memory_limit=run.memory_limit if run is not None else "",
+                           sandbox_start=run.sandbox_start if run is not None else "")
 
     @staticmethod
     def _gap_message(gap: InterpreterGap) -> Callable[[str], str]:
