@@ -29,16 +29,13 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from sandbox.backends.base import Confinement, SandboxBackend, SandboxUnavailable
 from sandbox.cgroups import MemoryEvents, SandboxCgroup
 from sandbox.contract import DeviceMode, Limits
 from sandbox.text import clean_text, hello_environment
 from sandbox.wire import FrameError, FrameReader
-
-if TYPE_CHECKING:
-    from sandbox.forkserver import ForkServer
 
 log = logging.getLogger("kernelgrade.sandbox.pool")
 
@@ -208,6 +205,12 @@ def start_sandbox(*, backend: SandboxBackend, limits: Limits, job_dir: Path, mod
                    log=_LogSink(proc.stdout, limits.log_bytes))
 
 
+class WarmForks(Protocol):
+    """What a warm pool needs of a fork server (sandbox/forkserver.py, which imports this module)."""
+
+    def spawn_warm(self, *, job_dir: Path) -> Sandbox: ...
+
+
 def default_max_starting(size: int, *, forked: bool = False) -> int:
     """Start-ups at once when none is configured: the pool's size, at most one per core. (Half
     the cores, to leave the rest to gradings, made a refill of 2 on the 2-core CPU machine take
@@ -227,7 +230,7 @@ class WarmPool:
 
     def __init__(self, *, backend: SandboxBackend, limits: Limits, mode: DeviceMode, device_index: int, size: int,
                  work_root: Path | None = None, max_starting: int | None = None,
-                 forks: ForkServer | None = None) -> None:
+                 forks: WarmForks | None = None) -> None:
         if not getattr(backend, "supports_warm", False):
             raise SandboxUnavailable(f"the {backend.name} backend cannot start sandboxes ahead of their job")
         self.backend, self.limits, self.mode, self.device_index = backend, limits, mode, device_index

@@ -10,12 +10,27 @@ from pathlib import Path
 import pytest
 
 from service.config import REPO_ROOT
-from tests.adversarial.kit import SECRET_ENV, assert_no_survivors
+from tests.adversarial.kit import SECRET_ENV, WARM_COUNTS, WARM_POOL_ENV, assert_no_survivors, close_test_graders
 
 
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "adversarial: hostile submissions graded end to end against the real sandbox (tests/adversarial)")
+
+
+@pytest.fixture(autouse=True)
+def _close_warm_graders():
+    """KERNELGRADE_TEST_WARM_POOL: the warm pools of this test's graders end with it."""
+    yield
+    close_test_graders()
+
+
+def pytest_terminal_summary(terminalreporter):
+    if os.environ.get(WARM_POOL_ENV):
+        terminalreporter.write_line(
+            f"{WARM_POOL_ENV}={os.environ[WARM_POOL_ENV]}: {WARM_COUNTS['graders']} graders with a warm pool; "
+            f"attempts in a warm sandbox {WARM_COUNTS['warm']} (pool starts forked: {WARM_COUNTS['forked']}), "
+            f"cold {WARM_COUNTS['cold']}")
 
 
 

@@ -148,14 +148,58 @@ def guarded(attack: str, **values) -> str:
     return submission(wrapper=wrapper)
 
 
+# KERNELGRADE_TEST_WARM_POOL=N: every grader of the suite keeps a warm pool of N (the service's
+# way), and each grading waits for a warm sandbox first, so the attacks run in the pool's
+# sandboxes (with KERNELGRADE_SANDBOX_START=fork: forked warm children). For fork mode: a waiting
+# fresh sandbox carries the job needle that assert_no_survivors looks for.
+WARM_POOL_ENV = "KERNELGRADE_TEST_WARM_POOL"
+WARM_COUNTS = {"graders": 0, "warm": 0, "forked": 0, "cold": 0}  # attempts of the suite (the summary line)
+_per_test: list[Grader] = []
+
+
+def warm_pool_size() -> int:
+    return int(os.environ.get(WARM_POOL_ENV, "0") or 0)
+
+
+def started(grader: Grader) -> Grader:
+    """With KERNELGRADE_TEST_WARM_POOL: the grader with its warm pool started (closed by close_started)."""
+    size = warm_pool_size()
+    if size > 0:
+        grader.warm_pool = size
+        grader.start()
+        WARM_COUNTS["graders"] += 1
+    return grader
+
+
+def close_started(grader: Grader) -> None:
+    pool = grader.runner.pools.get((grader.mode, grader.device_index))
+    if pool is not None:
+        WARM_COUNTS["warm"] += pool.handed_total
+        WARM_COUNTS["forked"] += pool.forked_total
+    WARM_COUNTS["cold"] += grader.runner.cold_starts
+    grader.close()
+
+
+def close_test_graders() -> None:
+    """The graders make_grader started for this test (the suite's conftest, after each test)."""
+    while _per_test:
+        close_started(_per_test.pop())
+
+
 def make_grader(*, settings: dict | None = None, **limit_overrides) -> Grader:
     """The suite's grader: the adversarial catalog, the device of the environment, QUICK limits."""
     limits = {**QUICK, **limit_overrides}
-    return build_grader(Settings(exercises_dir=ADV_EXERCISES, limits=Limits(**limits), **(settings or {})))
+    grader = started(build_grader(Settings(exercises_dir=ADV_EXERCISES, limits=Limits(**limits), **(settings or {}))))
+    if warm_pool_size() > 0:
+        _per_test.append(grader)
+    return grader
 
 
 def grade(code: str, *, exercise: str = ADV_ID, grader: Grader | None = None, **limit_overrides) -> Report:
     grader = grader or make_grader(**limit_overrides)
+    pool = grader.runner.pools.get((grader.mode, grader.device_index))
+    if pool is not None:  # KERNELGRADE_TEST_WARM_POOL: the attack runs in a warm sandbox
+        pool.wait_ready(1, 120)
     return grader.grade(Submission(exercise=exercise, code=code), secret_seed=SECRET_SEED)
 
 

@@ -17,7 +17,7 @@ from sandbox.contract import Limits
 from service.bootstrap import build_grader
 from service.config import REPO_ROOT, Settings
 from service.submission import Submission
-from tests.adversarial.kit import ADV_EXERCISES, QUICK, SECRET_SEED, grade, make_grader
+from tests.adversarial.kit import ADV_EXERCISES, QUICK, SECRET_SEED, close_started, grade, make_grader, started
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.adversarial]
 
@@ -51,7 +51,9 @@ def program(atomic: str, combine: str, block: str) -> str:
 
 @pytest.fixture(scope="module")
 def grader():
-    return build_grader(Settings(limits=Limits(**QUICK)))
+    grader = started(build_grader(Settings(limits=Limits(**QUICK))))  # KERNELGRADE_TEST_WARM_POOL (kit.py)
+    yield grader
+    close_started(grader)
 
 
 def code_points(report) -> tuple[float, float]:

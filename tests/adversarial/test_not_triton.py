@@ -23,7 +23,9 @@ from tests.adversarial.kit import (
     QUICK,
     SECRET_SEED,
     assert_graded_normally,
+    close_started,
     device_mode,
+    started,
 )
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.adversarial]
@@ -94,7 +96,9 @@ import numpy
 
 @pytest.fixture(scope="module")
 def grader():
-    return build_grader(Settings(limits=Limits(**QUICK)))
+    grader = started(build_grader(Settings(limits=Limits(**QUICK))))  # KERNELGRADE_TEST_WARM_POOL (kit.py)
+    yield grader
+    close_started(grader)
 
 
 def body_submission(body: str) -> str:

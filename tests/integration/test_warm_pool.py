@@ -1,7 +1,8 @@
 """Warm sandbox pool, in the real sandbox of each backend (bwrap, docker): a sandbox runs one
 submission and is killed, a sandbox that dies while waiting is replaced, nothing outlives the
 pool, and a warm sandbox keeps the cold one's isolation (read-only /job, no repository, no
-network, nothing left in /tmp)."""
+network, nothing left in /tmp). The bwrap ones run twice: the pool's sandboxes fresh, and forked
+from the fork-server template (KERNELGRADE_SANDBOX_START=fork)."""
 from __future__ import annotations
 
 import errno
@@ -46,12 +47,23 @@ def _children() -> set[int]:
     return mine
 
 
-@pytest.fixture
-def warm_runner(sandbox_backend):
+def set_start(start: str, backend_name: str, monkeypatch) -> None:
+    """KERNELGRADE_SANDBOX_START for this test (fork: bwrap only, where a child can be forked)."""
+    from sandbox.forkserver import START_ENV, ForkServer
+
+    if start == "fork" and (backend_name != "bwrap" or not ForkServer.available()):
+        pytest.skip("fork mode: bwrap only, with a writable pids cgroup (ForkServer.available)")
+    monkeypatch.setenv(START_ENV, start)
+
+
+@pytest.fixture(params=["fresh", "fork"])
+def warm_runner(request, sandbox_backend, monkeypatch):
+    set_start(request.param, sandbox_backend.name, monkeypatch)
     runner = SandboxRunner(backend=sandbox_backend, limits=Limits(case_timeout_s=30))
     before = _children()
     pool = runner.start_pool(mode=DeviceMode.interpreter, device_index=0, size=1)
     assert pool.wait_ready(1, READY_S), "the warm sandbox never said hello"
+    assert pool.forked_total == (1 if request.param == "fork" else 0)
     try:
         yield runner
     finally:
@@ -84,6 +96,7 @@ def test_each_warm_sandbox_runs_one_submission_and_is_killed(warm_runner):
         [pid] = pool.pids()
         result, cases = run_probes(warm_runner, TMP_BODY, ["tmp_marker", "job_files"])
         assert result.attempts == 1 and not _alive(pid), "the attempt did not take the warm sandbox"
+        assert result.sandbox_start == ("forked" if pool.forks is not None else "fresh")
         assert cases["tmp_marker"].outputs["out"][0] == 0.0, "/tmp of an earlier submission was visible"
         assert cases["job_files"].outputs["out"][0] == 1.0, "the job was not in /job when the harness ran it"
         assert not _alive(pid), "a warm sandbox survived its submission"
@@ -133,10 +146,17 @@ def probe_host_tmp():
     assert not (tmp_path / token).exists()
 
 
-def test_grader_with_warm_pool_grades_like_a_cold_one(sandbox_backend_name):
+@pytest.mark.parametrize("start", ["fresh", "fork"])
+def test_grader_with_warm_pool_grades_like_a_cold_one(sandbox_backend_name, monkeypatch, start):
+    """The same grading in a cold fresh sandbox and in the warm pool's (fresh, or forked from the
+    template): the same cases and score."""
+    cold_grader = grader_for(sandbox_backend_name, device="interpreter", warm_pool=0)
+    exercise = cold_grader.catalog.get("lesson06_mean_var")
+    cold = cold_grader.grade(Submission(exercise=exercise.id, code=exercise.solution), secret_seed=5)
+    cold_grader.close()
+    assert cold.environment.sandbox_start == "fresh"
+    set_start(start, sandbox_backend_name, monkeypatch)
     grader = grader_for(sandbox_backend_name, device="interpreter", warm_pool=1)
-    exercise = grader.catalog.get("lesson06_mean_var")
-    cold = grader.grade(Submission(exercise=exercise.id, code=exercise.solution), secret_seed=5)
     grader.start()
     try:
         pool = grader.runner.pools[(DeviceMode.interpreter, 0)]
@@ -144,6 +164,8 @@ def test_grader_with_warm_pool_grades_like_a_cold_one(sandbox_backend_name):
         [pid] = pool.pids()
         warm = grader.grade(Submission(exercise=exercise.id, code=exercise.solution), secret_seed=5)
         assert not _alive(pid) and pid not in pool.pids(), "the grading did not take the warm sandbox"
+        assert pool.handed_total == 1 and grader.runner.cold_starts == 0
+        assert warm.environment.sandbox_start == ("forked" if start == "fork" else "fresh")
     finally:
         grader.close()
     strip = lambda r: [c.model_dump(exclude={"elapsed_s"}) for c in r.cases]  # noqa: E731
