@@ -132,7 +132,8 @@ def sandbox_starts(grader) -> dict[str, int]:
     start-up under way, or not), or a cold start of their own (compile runs of this runner included)."""
     pool = grader.runner.pools.get((grader.mode, grader.device_index))
     return {"warm_starts": pool.handed_total if pool else 0, "warm_after_wait": pool.handed_after_wait if pool else 0,
-            "cold_starts": grader.runner.cold_starts}
+            "cold_starts": grader.runner.cold_starts,
+            "pool_forked": pool.forked_total if pool else 0}  # KERNELGRADE_SANDBOX_START=fork: pool starts forked
 
 
 def warmer_counts(grader) -> dict[str, int]:
@@ -425,13 +426,14 @@ def main() -> None:
     exercise = build_grader(probe).catalog.get(EXERCISE)
     single_mix = draw_mix(exercise, args.single, args.seed)
     burst_mix = draw_mix(exercise, args.burst, args.seed + 1)
-    log(f"device mode {mode.value}, {workers} workers, pool {pool_size}, burst {args.burst} "
-        f"(cold/warm sample {min(args.burst, args.cold_burst)}), single {args.single}")
+    log(f"device mode {mode.value}, sandbox start {os.environ.get('KERNELGRADE_SANDBOX_START') or 'fresh'}, "
+        f"{workers} workers, pool {pool_size}, burst {args.burst} (cold/warm sample {min(args.burst, args.cold_burst)}), single {args.single}")
 
     results: dict = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "host": platform.node(),
                      "machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "python": platform.python_version(),
                      "mode": mode.value, "workers": workers, "pool": pool_size, "burst": args.burst,
                      "command": " ".join([Path(sys.executable).name, *sys.argv]),
+                     "sandbox_start": os.environ.get("KERNELGRADE_SANDBOX_START", "fresh") or "fresh",
                      "speed_card": "inline" if args.speed_inline else "after the grade", "modes": {}}
     naive_rate_single = naive_rate_burst = None
     if "naive" in modes:
@@ -495,7 +497,7 @@ def main() -> None:
         b, c = results["modes"][name]["burst"], burst_counts
         log(f"  burst: p50 {fmt(b['p50_s'], ' s')}, p95 {fmt(b['p95_s'], ' s')}, {fmt(b['per_s'])}/s; sandbox "
             f"starts: {c['warm_starts']} warm ({c['warm_after_wait']} waited for a start-up under way), "
-            f"{c['cold_starts']} cold")
+            f"{c['cold_starts']} cold; pool starts forked from the template: {c['pool_forked']}")
         save(args.out, results)  # each mode as it ends: a run stopped by a time limit keeps what it measured
 
     for spec in args.lanes:

@@ -14,7 +14,9 @@ and host uid of a grading sandbox (the backend's own launch), one after the othe
   summed per top-level package (what a template that has imported them would save);
 - burst: a warm pool of `--burst` sandboxes started at once (`--starts`: at most that many
   starting at a time, 0 = the pool's default), timing each hello from the pool's start; then
-  the same number taken out at once and the time until the pool is full again.
+  the same number taken out at once and the time until the pool is full again. `--start
+  fresh,fork`: once with fresh sandboxes, once forked from a template (KERNELGRADE_SANDBOX_START
+  =fork; the template's own start is timed apart, before the pool's). `--burst-only`: no stages.
 Writes startup.json and prints Markdown tables.
 """
 from __future__ import annotations
@@ -38,6 +40,7 @@ from sandbox.backends import make_backend  # noqa: E402
 from sandbox.backends.base import TritonCacheMount  # noqa: E402
 from sandbox.backends.bwrap import BwrapBackend  # noqa: E402
 from sandbox.contract import DeviceMode, Limits  # noqa: E402
+from sandbox.forkserver import ForkServer  # noqa: E402
 from sandbox.host_uids import lease_host_uid  # noqa: E402
 from sandbox.pool import WarmPool, copy_harness  # noqa: E402
 from service.config import Settings  # noqa: E402
@@ -174,12 +177,24 @@ def import_times(backend: BwrapBackend, mode: DeviceMode) -> dict:
             "packages": [(name, us / 1e6) for name, us in top[:12]]}
 
 
-def burst(backend: BwrapBackend, mode: DeviceMode, size: int, starts: int) -> dict:
-    """A pool of `size` started at once; then all taken at once and refilled."""
+def burst(backend: BwrapBackend, mode: DeviceMode, size: int, starts: int, start: str = "fresh") -> dict:
+    """A pool of `size` started at once; then all taken at once and refilled. `start` fork: the
+    pool's sandboxes are forked from a template (KERNELGRADE_SANDBOX_START=fork), started first
+    and timed apart."""
     work = Path(tempfile.mkdtemp(prefix="kg-bench-pool-"))
+    forks = None
+    result: dict = {"size": size, "start": start}
+    if start == "fork":
+        why = ForkServer.unavailable_reason()
+        if why is not None:
+            return {**result, "skipped": why}
+        forks = ForkServer(backend=backend, limits=Limits(), mode=mode, device_index=0)
+        began = time.perf_counter()
+        forks.start()
+        result["template_s"] = time.perf_counter() - began
     pool = WarmPool(backend=backend, limits=Limits(), mode=mode, device_index=0, size=size, work_root=work,
-                    max_starting=starts or None)
-    result: dict = {"size": size, "max_starting": pool.max_starting}
+                    max_starting=starts or None, forks=forks)
+    result["max_starting"] = pool.max_starting
     try:
         started = time.perf_counter()
         pool.start()
@@ -192,8 +207,12 @@ def burst(backend: BwrapBackend, mode: DeviceMode, size: int, starts: int) -> di
                 sandbox.kill()
         result["refill"] = _ready_times(pool, size, refill_started)
         result["peak_starting"] = pool.peak_starting
+        result["forked"] = pool.forked_total
+        result["started"] = pool.started_total
     finally:
         pool.close()
+        if forks is not None:
+            forks.close()
         subprocess.run(["rm", "-rf", str(work)], check=False)
     return result
 
@@ -215,6 +234,9 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--burst", type=int, default=4, help="pool size for the burst (0: skip)")
     parser.add_argument("--starts", default="0", help="comma-separated max_starting values to try (0: the default)")
+    parser.add_argument("--start", default="fresh",
+                        help="comma-separated: fresh, fork (the burst's pool forked from a template)")
+    parser.add_argument("--burst-only", action="store_true", help="skip the stages and -X importtime")
     parser.add_argument("--out", type=Path, default=Path("bench-out/startup"))
     parser.add_argument("--shared-cache", action="store_true",
                         help="GPU: mount a shared compile cache read-only, as the service does, filled by one "
@@ -234,13 +256,33 @@ def main() -> int:
                      "shared_cache": args.shared_cache,
                      "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                                  "kernel": platform.release(), "load": os.getloadavg()}}
-    results["stages"] = stage_runs(backend, mode, args.runs)
-    results["importtime"] = import_times(backend, mode)
-    results["bursts"] = [burst(backend, mode, args.burst, int(s)) for s in args.starts.split(",")] if args.burst else []
+    if not args.burst_only:
+        results["stages"] = stage_runs(backend, mode, args.runs)
+        results["importtime"] = import_times(backend, mode)
+    results["bursts"] = [burst(backend, mode, args.burst, int(s), start) for start in args.start.split(",")
+                         for s in args.starts.split(",")] if args.burst else []
     (args.out / "startup.json").write_text(json.dumps(results, indent=2))
 
     print(f"\n{mode.value}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}, {results['date']}; "
           f"p50 of {args.runs} sandboxes\n")
+    if not args.burst_only:
+        print_stages(results)
+    for entry in results["bursts"]:
+        if "skipped" in entry:
+            print(f"\nburst: pool {entry['size']}, {entry['start']}: skipped ({entry['skipped']})")
+            continue
+        fill, refill = entry["fill"], entry["refill"]
+        template = f"template started in {entry['template_s']:.2f} s first; " if "template_s" in entry else ""
+        print(f"\nburst: pool {entry['size']}, {entry['start']} ({entry['forked']} of {entry['started']} forked), "
+              f"at most {entry['max_starting']} starting at once "
+              f"(peak {entry['peak_starting']}): {template}first ready {fill[0]:.2f} s, all {fill[-1]:.2f} s "
+              f"({len(fill) / fill[-1]:.2f}/s); refill after taking all: first {refill[0]:.2f} s, "
+              f"all {refill[-1]:.2f} s ({len(refill) / refill[-1]:.2f}/s)" if fill and refill else
+              f"\nburst: pool {entry['size']}: not all ready ({entry})")
+    return 0
+
+
+def print_stages(results: dict) -> None:
     print("| stage | p50 | share |\n| --- | --- | --- |")
     names = [name for name, _ in results["stages"][0]["stages"]]
     total = statistics.median(r["outside_s"] for r in results["stages"])
@@ -263,14 +305,6 @@ def main() -> int:
     print("| package | self time |\n| --- | --- |")
     for name, seconds in imp["packages"]:
         print(f"| {name} | {seconds:.3f} s |")
-    for entry in results["bursts"]:
-        fill, refill = entry["fill"], entry["refill"]
-        print(f"\nburst: pool {entry['size']}, at most {entry['max_starting']} starting at once "
-              f"(peak {entry['peak_starting']}): first ready {fill[0]:.2f} s, all {fill[-1]:.2f} s "
-              f"({len(fill) / fill[-1]:.2f}/s); refill after taking all: first {refill[0]:.2f} s, "
-              f"all {refill[-1]:.2f} s ({len(refill) / refill[-1]:.2f}/s)" if fill and refill else
-              f"\nburst: pool {entry['size']}: not all ready ({entry})")
-    return 0
 
 
 if __name__ == "__main__":

@@ -107,6 +107,20 @@ class ForkServer:
 
     # --- the template ------------------------------------------------------------------------
 
+    def start(self) -> None:
+        """Start the template now, if it is not running (else the first spawn does)."""
+        with self._lock:
+            self._ensure_template()
+
+    def _ensure_template(self) -> None:
+        """Called with the lock held: a running template, started anew if it died."""
+        if self._proc is None or self._proc.poll() is not None:
+            if self._proc is not None:
+                log.warning("the fork-server template for %s/%d died (exit %s): starting a new one",
+                            self.mode.value, self.device_index, self._proc.returncode)
+            self.close()
+            self._start_template()
+
     def _start_template(self) -> None:
         """Started from a thread of this server's own that lives until close(): bwrap's
         --die-with-parent follows the thread that started it, and a grading thread may end first
@@ -245,12 +259,7 @@ class ForkServer:
     def _spawn(self, sources: list[tuple[Path, str]], *, job_root: Path, warm: bool) -> Sandbox:
         limits = self.limits
         with self._lock:
-            if self._proc is None or self._proc.poll() is not None:
-                if self._proc is not None:
-                    log.warning("the fork-server template for %s/%d died (exit %s): starting a new one",
-                                self.mode.value, self.device_index, self._proc.returncode)
-                self.close()
-                self._start_template()
+            self._ensure_template()
             confinement = self.backend.confine(limits=limits, mode=self.mode, device_index=self.device_index,
                                                job_dir=job_root)
             if confinement.cgroups is None or confinement.host_uid is not None:

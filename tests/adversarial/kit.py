@@ -161,6 +161,14 @@ def warm_pool_size() -> int:
     return int(os.environ.get(WARM_POOL_ENV, "0") or 0)
 
 
+def warm_forked() -> bool:
+    """The suite's attacks run in warm children forked from the template (KERNELGRADE_TEST_WARM_POOL
+    with KERNELGRADE_SANDBOX_START=fork). Their pid 1 is in a user namespace of its own (it drops
+    its privileges only after the harness has dropped its own: docs/forkserver.md), so the attack
+    may not look into /proc/1 at all."""
+    return warm_pool_size() > 0 and os.environ.get("KERNELGRADE_SANDBOX_START", "").strip().lower() == "fork"
+
+
 def started(grader: Grader) -> Grader:
     """With KERNELGRADE_TEST_WARM_POOL: the grader with its warm pool started (closed by close_started)."""
     size = warm_pool_size()

@@ -23,7 +23,7 @@ import pytest
 from service.config import REPO_ROOT
 from tests.adversarial.kit import (
     ADV_EXERCISES, ADV_ID, LESSON06_SOLUTION, SECRET_ENV, SECRET_SEED, assert_denied, assert_graded_normally,
-    denied_details, grade, guarded, make_grader, solution_sha256,
+    denied_details, grade, guarded, make_grader, solution_sha256, warm_forked,
 )
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.adversarial]
@@ -107,7 +107,8 @@ def attack(x, y):
                            REPO=str(REPO_ROOT)))
     # Two paths open, harmlessly: /proc/1/exe (bwrap's binary) and /proc/1/root/proc/1/environ
     # (the sandbox's own init: PATH only). The host's README and /proc/1/mem stay out of reach.
-    assert_denied(report, details={float(len(paths) - 2)})
+    # A warm forked child's init is in a user namespace beside the harness's: none of /proc/1 opens.
+    assert_denied(report, details={float(len(paths) - (0 if warm_forked() else 2))})
     host.assert_untouched()
     assert_graded_normally()
 
