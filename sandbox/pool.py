@@ -41,6 +41,7 @@ log = logging.getLogger("kernelgrade.sandbox.pool")
 
 HARNESS_FILES = ("harness.py", "wire.py", "exits.py", "shared_triton_cache.py", "gpu_compile.py", "launch_hook.py")
 JOB_PREFIX = "kg-job-"
+NO_FOLDER = "kg-forked-no-folder"  # a forked warm sandbox's job_dir until an attempt takes it: never made
 FORK_RETRY_S = 60.0  # a warm pool whose template could not fork starts fresh sandboxes this long
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -403,8 +404,9 @@ class WarmPool:
         if time.monotonic() < self._fork_off_until:
             return None
         try:
-            # no folder of its own: its job comes through its job pipe (docs/forkserver.md)
-            sandbox = self.forks.spawn_warm(job_dir=Path(self.work_root or tempfile.gettempdir()))
+            # no folder of its own: its job comes through its job pipe (docs/forkserver.md); the
+            # runner that takes it names the attempt's own folder as its job_dir (a cold fork's)
+            sandbox = self.forks.spawn_warm(job_dir=Path(self.work_root or tempfile.gettempdir()) / NO_FOLDER)
         except (OSError, SandboxUnavailable) as exc:
             self._fork_off_until = time.monotonic() + FORK_RETRY_S
             log.warning("warm pool %s/%d could not fork a sandbox from the template (%s): starting fresh ones "

@@ -281,6 +281,7 @@ class SandboxRunner:
                              deadline=time.monotonic() + self.limits.startup_timeout_s)
                     os.close(sandbox.job_fd)
                     sandbox.job_fd = None
+                    sandbox.job_dir = job_root  # its files' folder on this side, as a cold fork's
                 else:
                     self._write_job(sandbox.job_dir, job, source=job_root, files=files)
                     sandbox.go()
