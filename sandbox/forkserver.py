@@ -177,7 +177,8 @@ class ForkServer:
         if ready is None or ready.get("type") != "ready":
             self.close()
             raise SandboxUnavailable(f"the fork-server template did not start: {self._template_log.text()[-2000:]}")
-        threading.Thread(target=self._read_loop, name=f"forkserver-{self.mode.value}", daemon=True).start()
+        threading.Thread(target=self._read_loop, args=(self._generation,), name=f"forkserver-{self.mode.value}",
+                         daemon=True).start()
         log.info("fork-server template for %s/%d ready (its imports took %.2f s)", self.mode.value,
                  self.device_index, float(ready.get("startup_s", 0.0)))
 
@@ -189,7 +190,9 @@ class ForkServer:
         data = self._control.recv(1 << 16)
         return json.loads(data) if data else None
 
-    def _read_loop(self) -> None:
+    def _read_loop(self, generation: int) -> None:
+        """The template's reports; its end marks its children dead, unless a newer template has
+        replaced it meanwhile (this loop may see its socket closed only after the restart)."""
         control = self._control
         assert control is not None
         while True:
@@ -199,11 +202,14 @@ class ForkServer:
                 data = b""
             if not data:
                 with self._cond:
-                    self._proc_dead = True
+                    if generation == self._generation:
+                        self._proc_dead = True
                     self._cond.notify_all()
                 return
             message = json.loads(data)
             with self._cond:
+                if generation != self._generation:  # a report of a replaced template: its pids mean nothing now
+                    return
                 if message.get("type") == "exit":
                     self._exits[int(message["pid"])] = int(message["code"])
                 elif message.get("type") == "started":
@@ -252,7 +258,7 @@ class ForkServer:
 
     def spawn_warm(self, *, job_dir: Path) -> Sandbox:
         """A warm child (the pool's): it gets the harness's files only, and waits after its hello
-        for its job, which `Sandbox.send_job` streams into it (docs/forkserver.md, "Warm
+        for its job, which the runner streams into it with `send_job` (docs/forkserver.md, "Warm
         children"). `job_dir` is only the Sandbox's folder of record: nothing is read from it."""
         return self._spawn([(_PACKAGE_DIR / name, name) for name in HARNESS_FILES], job_root=job_dir, warm=True)
 
