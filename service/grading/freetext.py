@@ -411,15 +411,20 @@ def _read(written: str) -> _Text:
 # negation is the condition and what follows is stated; in "不会读到" it is negated. Off, any negation
 # in the window negates the match.
 NEGATION_SCOPE = True
+# The words that hold a negation and negate nothing (_NOT_NEGATING: 差不多, 分别, 淹没, 非常, …) negate
+# nothing here either ("特别是 other=0.0 就够了" states the misconception). Off: any 不/没/别/非 negates.
+COMPOUNDS_IN_WINDOW = True
 _SCOPE_END = re.compile(r"会|就|的话|则|→|->|,|而是|但|却|\b(so|then|would|will|but|instead)\b")
 
 
 def _negated(text: str, start: int, spans: list[tuple[int, int]]) -> bool:
     sentence_start = spans[_sentence_of(spans, start)][0]
     window = text[max(sentence_start, start - 12):start]
+    compounds = [m.span() for m in _NOT_NEGATING.finditer(window)] if COMPOUNDS_IN_WINDOW else []
     last = None
     for found in _NEGATIONS.finditer(window):
-        last = found
+        if not any(a <= found.start() < b for a, b in compounds):
+            last = found
     if last is None:
         return False
     if NEGATION_SCOPE:
@@ -1552,6 +1557,9 @@ _CLAUSE_END = re.compile(r"[,，:：、]|而是|但|却|并且|然后|所以|因
 # the step's own denial is a misconception's or a dismissal's business, not denied_step's).
 _NOT_NEGATING = re.compile(r"差不多|不同|不断|不少|不仅|不只|不止|不单|不过|不管|不论|不久|"
                            r"不得不|要不|不然|不一样|不光|不可少|不可或缺|缺一不可|别忘|不要忘|不能忘|不忘|"
+                           # words that hold 没, 别 or 非 and negate nothing: "淹没在舍入误差里" (drowned in), "分别带着
+                           # 舍入误差" (each), "区别在于" (the difference), "别的办法" (another), "非常" (very)
+                           r"淹没|湮没|埋没|吞没|没错|分别|区别|差别|别的|别人|别处|特别|类别|级别|个别|识别|辨别|非常|"
                            # the step named as what is prevented ("为了避免溢出", "it avoids overflow")
                            r"避免|\bavoid\w*|n't forget|\bnot forget|\bnever forget|\bnot (only|just)\b")
 _NOT_NEEDED = re.compile(r"不用|不需要|无需|不必|没必要|避免|别|"

@@ -166,6 +166,13 @@ STATED: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("lesson05_row_sum", "q1", "sum_all_lanes", ("sum = 1 + 2 + 3 + 0 = 6", "四个 lane 全部加起来")),
 ]
 
+# Words that hold 没, 别 or 非 and negate nothing (淹没 "drowned", 分别 "each", 区别 "the difference", 别的
+# "another"): the concept after them is stated, not denied.
+STATED += [
+    ("lesson06_mean_var", "q3", "cancellation", ("真值被淹没在舍入误差里", "E[x²] 和 mean² 分别带着舍入误差")),
+    ("lesson06_mean_var", "q3", "remedy", ("区别在于两遍法先减均值", "别的办法是用 Welford")),
+]
+
 # (exercise, question, concept, statements that do not state it)
 NOT_STATED: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("weighted_sum_fwd_bwd", "q1", "neighbour", (

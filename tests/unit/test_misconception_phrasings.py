@@ -972,6 +972,9 @@ SAID += [(e, (q,), m, (t,)) for e, q, m, t in [
 ]]
 
 # (exercise, question, correct statements): none may be read as a misconception.
+# A word that holds 别 and negates nothing (特别是 "above all") does not negate the misconception after it.
+SAID += [("lesson06_mean_var", ("q2",), "other_is_enough", ("特别是 other=0.0 就够了",))]
+
 NOT_SAID: list[tuple[str, str, tuple[str, ...]]] = [
     ("lesson05_row_sum", "q1", (
         "mask 为 False 的 lane 不访问内存，取 other 的值 0.0，tl.sum 把 4 个 lane 全部相加",
