@@ -1234,6 +1234,36 @@ NOT_SAID: list[tuple[str, str, tuple[str, ...]]] = [
 ]
 
 
+# Lesson 7, probed 2026-12-04 with sentences written from the lesson's labels and reference answers (not the calibration set): overflow past the fp32 maximum, the denominator at 0 or at least 1, the shift cancelling between numerator and denominator, the pads entering tl.max / tl.sum, HBM traffic, and the misconceptions said in other words.
+SAID += [(e, (q,), m, (t,)) for e, q, m, t in [
+    ('lesson07_softmax', 'q1', 'shift_changes_result', '减去最大值只是近似，结果会有一点误差'),
+    ('lesson07_softmax', 'q1', 'shift_changes_result', 'subtracting the max changes the softmax slightly'),
+    ('lesson07_softmax', 'q1', 'shift_changes_result', '减 max 后结果不一样了，但差别很小'),
+    ('lesson07_softmax', 'q1', 'shift_changes_result', "it's an approximation that trades accuracy for stability"),
+    ('lesson07_softmax', 'q1', 'exp_sign', '减去 max 以后 exp 的值都大于 1'),
+    ('lesson07_softmax', 'q1', 'exp_sign', 'after the shift all exponents are positive'),
+    ('lesson07_softmax', 'q2', 'padding_value_irrelevant', 'padding 填什么都行，因为 store 有 mask'),
+    ('lesson07_softmax', 'q2', 'padding_value_irrelevant', 'other 的值无所谓，越界的不会写回'),
+    ('lesson07_softmax', 'q2', 'padding_value_irrelevant', "the pad value doesn't matter since the store is masked"),
+    ('lesson07_softmax', 'q2', 'padding_value_irrelevant', '0 和 -inf 效果一样'),
+    ('lesson07_softmax', 'q2', 'neg_inf_nan', '-inf 会让 exp 变成 NaN'),
+    ('lesson07_softmax', 'q2', 'neg_inf_nan', '-inf lanes turn into NaN, but the store mask drops them'),
+    ('lesson07_softmax', 'q3', 'fusion_saves_flops', '融合减少了计算量，所以更快'),
+    ('lesson07_softmax', 'q3', 'fusion_saves_flops', 'fusion is faster because it does fewer FLOPs'),
+    ('lesson07_softmax', 'q3', 'fusion_saves_flops', 'the fused kernel skips redundant arithmetic'),
+    ('lesson07_softmax', 'q3', 'fusion_saves_flops', '融合之后运算次数少了'),
+]]
+NOT_SAID += [(e, q, (t,)) for e, q, t in [
+    ('lesson07_softmax', 'q1', '减去最大值不改变 softmax，因为分子分母同乘 e^{-max}'),
+    ('lesson07_softmax', 'q1', "subtracting the max doesn't change the result"),
+    ('lesson07_softmax', 'q1', 'x − max ≤ 0，所以 exp ≤ 1，不会溢出'),
+    ('lesson07_softmax', 'q2', 'padding 的值很重要：store 的 mask 只挡写回，padding 仍参与 tl.max 和 tl.sum'),
+    ('lesson07_softmax', 'q2', 'the store mask only guards the write; pads still feed max and sum'),
+    ('lesson07_softmax', 'q2', '-inf 不会变成 NaN：exp(-inf) = 0'),
+    ('lesson07_softmax', 'q3', '融合不减少计算量，只减少 HBM 读写'),
+    ('lesson07_softmax', 'q3', "fusion doesn't save FLOPs; it saves memory traffic"),
+]]
+
 def _said(exercise: str, question: str, text: str) -> set[str]:
     result = score_answer(CATALOG.get(exercise).question(question), text, 2.0)
     return {m["misconception"] for m in result.misconceptions}
