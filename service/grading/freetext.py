@@ -1960,6 +1960,14 @@ def _bare_frame(text: str, covered: list[tuple[int, int]]) -> bool:
     return len(_LETTER.findall(rest)) <= FRAME_CONTENT * len(_LETTER.findall(text))
 
 
+# An answer that states every link of its chains (each found by _link: a linking word, a computation or
+# a step told in its own sentence) is not a keyword list however much of it the terms cover: a terse
+# full explanation ("-inf pads: … exp(-inf)=0 adds nothing; minus tl.max: exponent <= 0, exp(0) = 1, so no
+# inf, no 0/0") was flagged keyword_stuffing once its terms covered more than half of it. Off: the
+# coverage alone sends the answer to the linking-word count.
+ALL_LINKS_NOT_STUFFED = True
+
+
 def _looks_stuffed(text: str, matches: dict[str, list[_Match]], links: list[dict], chain_links: int) -> bool:
     """Many concepts, few links, and little text besides the terms themselves; or a bare term list."""
     if matches and _term_list(text):
@@ -1980,7 +1988,7 @@ def _looks_stuffed(text: str, matches: dict[str, list[_Match]], links: list[dict
     few_links = len(links) <= max(0, chain_links // 3)
     # A list of terms, or terms strung together by arrows with no prose between them: at most one
     # linking word outside the terms (counted up to two: a second one settles it) ...
-    if not (few_links or term_share > 0.5):
+    if not (few_links or (term_share > 0.5 and not (ALL_LINKS_NOT_STUFFED and len(links) >= chain_links > 0))):
         return False
     outside, end = [], 0  # the text with every match blanked out
     for s, e in covered:

@@ -34,3 +34,11 @@ def test_a_short_explanation_linked_by_zheyang_is_not_keyword_stuffing() -> None
     result = score_answer(LESSON.question("explanation"), answer, 1.0, course_text=LESSON.spec.course_text)
     assert "keyword_stuffing" not in result.flags
     assert result.points >= 0.5
+
+
+def test_a_terse_explanation_that_states_every_link_is_not_keyword_stuffing() -> None:
+    # Every link of the chain is stated (=, "adds nothing", "so"), though the terms cover most of the text.
+    answer = "-inf pads: max unaffected, exp(-inf)=0 adds nothing; minus tl.max: exponent <= 0, exp(0) = 1, so no inf, no 0/0"
+    result = score_answer(LESSON.question("explanation"), answer, 1.0, course_text=LESSON.spec.course_text)
+    assert "keyword_stuffing" not in result.flags
+    assert result.points == 1.0
