@@ -1264,6 +1264,51 @@ NOT_SAID += [(e, q, (t,)) for e, q, t in [
     ('lesson07_softmax', 'q3', "fusion doesn't save FLOPs; it saves memory traffic"),
 ]]
 
+# Lesson 6, probed 2026-12-04 with sentences written from the seed (000_…) and the reference answers (not the calibration set): worked vectors ([−1, 0, 1, −2]), results next to the true value ('var = 2 instead of 2/3'), Σx²/N − μ², '两个 1e8 相减', the fp32 limit, 'keeps the padding lanes out', 'zeroed again' / 打回 0, and the misconceptions said in other words.
+SAID += [(e, (q,), m, (t,)) for e, q, m, t in [
+    ('lesson06_mean_var', 'q2', 'other_is_enough', 'other=0.0 已经把 padding 处理好了，不用再 mask'),
+    ('lesson06_mean_var', 'q2', 'other_is_enough', 'load 的时候 mask 过了，后面就安全了'),
+    ('lesson06_mean_var', 'q2', 'other_is_enough', "the load's other=0.0 keeps the padding at zero for both sums"),
+    ('lesson06_mean_var', 'q2', 'other_is_enough', 'masking at load time protects both reductions'),
+    ('lesson06_mean_var', 'q2', 'other_is_enough', 'one mask on the load is sufficient'),
+    ('lesson06_mean_var', 'q2', 'no_second_mask', '第二次 mask 是多余的'),
+    ('lesson06_mean_var', 'q2', 'no_second_mask', 'the tl.where is redundant'),
+    ('lesson06_mean_var', 'q2', 'no_second_mask', 'tl.where 可以省掉'),
+    ('lesson06_mean_var', 'q2', 'padding_adds_nothing', 'padding 是 0，平方还是 0，不影响方差'),
+    ('lesson06_mean_var', 'q2', 'padding_adds_nothing', 'pads are zero so they add nothing to the variance'),
+    ('lesson06_mean_var', 'q2', 'padding_adds_nothing', '0 的平方是 0，所以 padding 对方差没有贡献'),
+    ('lesson06_mean_var', 'q2', 'sum_skips_masked', 'tl.sum 会忽略被 mask 的元素'),
+    ('lesson06_mean_var', 'q2', 'sum_skips_masked', 'masked lanes are skipped by the reduction'),
+    ('lesson06_mean_var', 'q2', 'stale_lanes', 'padding lane 里是寄存器残留的垃圾值'),
+    ('lesson06_mean_var', 'q2', 'stale_lanes', 'the inactive threads hold garbage'),
+    ('lesson06_mean_var', 'q2', 'bigger_block', '把 BLOCK 设成 N 就没有 padding 了'),
+    ('lesson06_mean_var', 'q2', 'bigger_block', 'choose BLOCK = N to avoid padding'),
+    ('lesson06_mean_var', 'q2', 'divide_by_block', '方差除以 BLOCK'),
+    ('lesson06_mean_var', 'q2', 'bessel', '方差除以 N-1'),
+    ('lesson06_mean_var', 'q3', 'prefers_one_pass', '单遍公式更稳定'),
+    ('lesson06_mean_var', 'q3', 'prefers_one_pass', 'E[x²] − E[x]² is more accurate because it has fewer operations'),
+    ('lesson06_mean_var', 'q3', 'prefers_one_pass', '改用单遍公式可以提高精度'),
+    ('lesson06_mean_var', 'q3', 'overflow_not_cancellation', 'x² 太大会溢出'),
+    ('lesson06_mean_var', 'q3', 'overflow_not_cancellation', 'the squares overflow fp32'),
+    ('lesson06_mean_var', 'q3', 'lower_precision', '改用 fp16 更稳定'),
+    ('lesson06_mean_var', 'q3', 'lower_precision', 'use bf16 to be faster and stable'),
+    ('lesson06_mean_var', 'q3', 'eps_fixes_it', '加个 eps 就行'),
+    ('lesson06_mean_var', 'q3', 'eps_fixes_it', 'add an epsilon to the variance to fix it'),
+    ('lesson06_mean_var', 'q3', 'two_pass_also_cancels', '两遍法也会有同样的抵消问题'),
+    ('lesson06_mean_var', 'q3', 'scaling_fixes', '先把数据缩小 1000 倍再算就好了'),
+    ('lesson06_mean_var', 'q3', 'scaling_fixes', 'scale the inputs down first and the cancellation goes away'),
+]]
+NOT_SAID += [(e, q, (t,)) for e, q, t in [
+    ('lesson06_mean_var', 'q2', 'other=0.0 只保证第一次求和正确，减去均值后 padding 变成 −μ，平方后是 μ²，所以要再 mask 一次。'),
+    ('lesson06_mean_var', 'q2', '不能只在 load 时 mask：中心化以后 padding 不再是 0。'),
+    ('lesson06_mean_var', 'q2', 'BLOCK 必须是 2 的幂，不能直接设成 N。'),
+    ('lesson06_mean_var', 'q2', 'padding 不是 0 了，是 −μ，所以会影响方差。'),
+    ('lesson06_mean_var', 'q3', '单遍公式 E[x²]−E[x]² 会发生灾难性抵消，两遍法先减均值再平方已经避开了。'),
+    ('lesson06_mean_var', 'q3', '不是溢出：1e8 远小于 fp32 上限，问题是相减抵消。'),
+    ('lesson06_mean_var', 'q3', 'eps 只保护除法，解决不了抵消。'),
+    ('lesson06_mean_var', 'q3', '缩放不能解决：均值和波动按同一比例缩放，相对精度不变。'),
+]]
+
 def _said(exercise: str, question: str, text: str) -> set[str]:
     result = score_answer(CATALOG.get(exercise).question(question), text, 2.0)
     return {m["misconception"] for m in result.misconceptions}
