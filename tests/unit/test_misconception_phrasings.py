@@ -1309,6 +1309,55 @@ NOT_SAID += [(e, q, (t,)) for e, q, t in [
     ('lesson06_mean_var', 'q3', '缩放不能解决：均值和波动按同一比例缩放，相对精度不变。'),
 ]]
 
+# Puzzle 8 (long softmax) and the fused mean/variance article, probed 2026-12-04 with sentences written from the blog's notation, the article and the reference answers (not the calibration set); the data commits 26ce85e and 7c76ed9 made them match.
+SAID += [(e, (q,), m, (t,)) for e, q, m, t in [
+    ('fused_mean_var_atomic', 'q1', 'add_variances', '每个 program 算出自己的方差，atomic_add 加起来就是整行方差。'),
+    ('fused_mean_var_atomic', 'q1', 'add_variances', 'Each program can compute its block variance and atomic_add it; the total is the row variance.'),
+    ('fused_mean_var_atomic', 'q1', 'add_variances', '把各块方差取平均就行。'),
+    ('fused_mean_var_atomic', 'q1', 'add_variances', 'averaging the per-program variances gives the row variance'),
+    ('fused_mean_var_atomic', 'q1', 'add_variances', 'var_total = Σ var_p'),
+    ('fused_mean_var_atomic', 'q1', 'add_variances', '方差也是可以加的，只是要除以块数。'),
+    ('fused_mean_var_atomic', 'q1', 'add_variances', 'you can atomic_add the variances as long as you divide by the number of programs'),
+    ('fused_mean_var_atomic', 'q1', 'order_blamed_for_variances', '不能加方差是因为 atomic_add 的顺序不确定。'),
+    ('fused_mean_var_atomic', 'q1', 'order_blamed_for_variances', "You can't atomic_add variances because the atomics race and the order is random."),
+    ('fused_mean_var_atomic', 'q1', 'order_blamed_for_variances', "variances can't be merged since atomic order is nondeterministic"),
+    ('fused_mean_var_atomic', 'q1', 'order_blamed_for_variances', '方差不能原子加，因为多个 program 同时写会冲突。'),
+    ('fused_mean_var_atomic', 'q1', 'bessel', '最后除以 N-1 得到方差。'),
+    ('fused_mean_var_atomic', 'q2', 'zero_once', '分配的时候清零一次就够了。'),
+    ('fused_mean_var_atomic', 'q2', 'zero_once', 'zeroing once at allocation is enough'),
+    ('fused_mean_var_atomic', 'q2', 'zero_once', '用 torch.zeros 分配就行，不用每次清零。'),
+    ('fused_mean_var_atomic', 'q2', 'zero_once', 'torch.empty is fine for the buffers'),
+    ('fused_mean_var_atomic', 'q2', 'zero_once', '只要在第一次调用前 zero 一次'),
+    ('fused_mean_var_atomic', 'q2', 'zero_once', 'I zero them once when I create them, then reuse them.'),
+    ('fused_mean_var_atomic', 'q2', 'kernel_overwrites', 'kernel 每次会覆盖缓冲区，所以不清零也没事。'),
+    ('fused_mean_var_atomic', 'q2', 'kernel_overwrites', 'atomic_add overwrites the old value'),
+    ('fused_mean_var_atomic', 'q2', 'kernel_overwrites', 'the kernel writes fresh values, the old contents are replaced'),
+    ('fused_mean_var_atomic', 'q2', 'kernel_overwrites', 'atomic_add 直接写入新值'),
+    ('fused_mean_var_atomic', 'q3', 'identity_is_stable', 'E[x²] − E[x]² 在大均值时也没有问题。'),
+    ('fused_mean_var_atomic', 'q3', 'identity_is_stable', 'fp32 has enough precision for this.'),
+    ('fused_mean_var_atomic', 'q3', 'identity_is_stable', 'the identity is fine even for a large mean'),
+    ('fused_mean_var_atomic', 'q3', 'identity_is_stable', 'float32 精度足够，不会有误差。'),
+    ('fused_mean_var_atomic', 'q3', 'overflow_not_cancellation', 'x² 太大会溢出。'),
+    ('fused_mean_var_atomic', 'q3', 'overflow_not_cancellation', 'the squares overflow float32 when the mean is 1e4'),
+    ('fused_mean_var_atomic', 'q3', 'overflow_not_cancellation', 'E[x^2] 超出 fp32 范围'),
+    ('fused_mean_var_atomic', 'q3', 'atomic_order_blamed', '误差来自 atomic_add 的累加顺序不确定。'),
+    ('fused_mean_var_atomic', 'q3', 'atomic_order_blamed', 'the error comes from the random order of the atomic adds'),
+    ('fused_mean_var_atomic', 'q3', 'tolerance_fixes_it', '把容差放宽就行了。'),
+    ('fused_mean_var_atomic', 'q3', 'tolerance_fixes_it', 'just loosen the tolerance and it passes'),
+    ('fused_mean_var_atomic', 'q3', 'eps_fixes_it', '加个 eps 就稳定了'),
+    ('fused_mean_var_atomic', 'q3', 'tighten_tolerance', '应该把容差调小才能发现问题'),
+]]
+NOT_SAID += [(e, q, (t,)) for e, q, t in [
+    ('fused_mean_var_atomic', 'q1', '方差不是线性的，各块方差相加不等于整体方差。'),
+    ('fused_mean_var_atomic', 'q1', "Variances aren't additive: each chunk's variance is about its own mean."),
+    ('fused_mean_var_atomic', 'q1', 'Adding per-block variances gives the wrong answer.'),
+    ('fused_mean_var_atomic', 'q1', 'atomic_add 的顺序不影响和，因为加法满足交换律。'),
+    ('fused_mean_var_atomic', 'q2', '每次 launch 前都要把两个缓冲区清零，因为 atomic_add 只在原值上加。'),
+    ('fused_mean_var_atomic', 'q2', 'Zeroing once at allocation is not enough: zero both before every launch.'),
+    ('fused_mean_var_atomic', 'q2', 'torch.empty 不行，里面是垃圾值。'),
+    ('fused_mean_var_atomic', 'q3', '文章用 atol=rtol=1e-2，但 1e4 ± 0.01 这种数据容差也救不了，要用 Welford。'),
+]]
+
 def _said(exercise: str, question: str, text: str) -> set[str]:
     result = score_answer(CATALOG.get(exercise).question(question), text, 2.0)
     return {m["misconception"] for m in result.misconceptions}
