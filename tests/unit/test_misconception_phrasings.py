@@ -1358,6 +1358,34 @@ NOT_SAID += [(e, q, (t,)) for e, q, t in [
     ('fused_mean_var_atomic', 'q3', '文章用 atol=rtol=1e-2，但 1e4 ± 0.01 这种数据容差也救不了，要用 Welford。'),
 ]]
 
+# Welford merge, probed 2026-12-04 with sentences written from the reference answers (not the calibration set): 'x − μ ≈ 0.01', 'no large numbers cancel', M2_a 'about mean_a', 'mean_a ≠ mean_b', 'the means are 0 and 4', n_a·n_b/n, a worked merge against the true value, 'the last chunk is partial', 'zero the padding again', and the misconceptions said in other words.
+SAID += [(e, (q,), m, (t,)) for e, q, m, t in [
+    ('welford_merge', 'q1', 'one_pass_better', '单遍更准，因为运算少'),
+    ('welford_merge', 'q1', 'one_pass_better', 'the one-pass formula is more accurate since it rounds fewer times'),
+    ('welford_merge', 'q1', 'overflow_not_cancellation', 'x² 约 1e8 会溢出'),
+    ('welford_merge', 'q1', 'lower_precision', '用 fp16 算更稳'),
+    ('welford_merge', 'q1', 'two_pass_also_cancels', '两遍法也一样会抵消'),
+    ('welford_merge', 'q2', 'm2_just_add', 'M2 = M2_a + M2_b 就够了'),
+    ('welford_merge', 'q2', 'm2_just_add', 'merging is just adding the M2s'),
+    ('welford_merge', 'q2', 'm2_just_add', 'M2 直接相加就是合并后的 M2'),
+    ('welford_merge', 'q2', 'm2_just_add', 'the combined M2 is the sum of the two M2 values'),
+    ('welford_merge', 'q2', 'wrong_weight', '修正项的权重是 n_b'),
+    ('welford_merge', 'q2', 'wrong_weight', 'the correction is delta² · n_a · n_b'),
+    ('welford_merge', 'q2', 'wrong_weight', 'weight it by n_a*n_b'),
+    ('welford_merge', 'q3', 'block_count', 'n_b 直接写 BLOCK 就行'),
+    ('welford_merge', 'q3', 'block_count', 'every chunk has BLOCK elements, so n_b = BLOCK'),
+    ('welford_merge', 'q3', 'block_count', 'n_b = BLOCK because padding is 0 anyway'),
+]]
+NOT_SAID += [(e, q, (t,)) for e, q, t in [
+    ('welford_merge', 'q1', '两遍先减均值，平方的是小数，没有大数相减。'),
+    ('welford_merge', 'q1', '单遍公式会灾难性抵消，两遍不会。'),
+    ('welford_merge', 'q2', '只把 M2 相加会漏掉块间项，方差偏小。'),
+    ('welford_merge', 'q2', 'M2_a + M2_b is not enough: it misses δ²·n_a·n_b/n.'),
+    ('welford_merge', 'q2', '权重不是 n_b，而是 n_a·n_b/(n_a+n_b)。'),
+    ('welford_merge', 'q3', 'n_b 不能写 BLOCK：最后一块不满。'),
+    ('welford_merge', 'q3', 'the last chunk has fewer than BLOCK elements, so n_b must be the valid count'),
+]]
+
 def _said(exercise: str, question: str, text: str) -> set[str]:
     result = score_answer(CATALOG.get(exercise).question(question), text, 2.0)
     return {m["misconception"] for m in result.misconceptions}
