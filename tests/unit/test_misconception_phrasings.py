@@ -1386,6 +1386,31 @@ NOT_SAID += [(e, q, (t,)) for e, q, t in [
     ('welford_merge', 'q3', 'the last chunk has fewer than BLOCK elements, so n_b must be the valid count'),
 ]]
 
+# Lesson 5, probed 2026-12-04 with sentences written from the lesson-6 seed's description of lesson 5 and the reference answers (not the calibration set): lanes failing 3 < N, 'never touches memory', the pad summed too, 'written back to sums', the reduction still sees the pads, x op e = x, 'negative infinity', 'column stride 1', '从第二行开始就读错', 'off by r*(stride-N)', and the misconceptions said in other words.
+SAID += [(e, (q,), m, (t,)) for e, q, m, t in [
+    ('lesson05_row_sum', 'q2', 'sum_skips_masked', 'tl.sum 只对有效的 lane 求和，所以 other 填什么都可以'),
+    ('lesson05_row_sum', 'q2', 'sum_skips_masked', 'the reduction ignores the padded lanes, other is irrelevant'),
+    ('lesson05_row_sum', 'q2', 'sum_skips_masked', 'other 只是占位，sum 不会算它'),
+    ('lesson05_row_sum', 'q2', 'sum_skips_masked', "masked-out lanes don't count toward the sum"),
+    ('lesson05_row_sum', 'q2', 'max_zero', 'max 也填 0 就行'),
+    ('lesson05_row_sum', 'q2', 'max_zero', 'for max you can also pad with 0'),
+    ('lesson05_row_sum', 'q2', 'max_zero', '求最大值同样用 0 作为 padding'),
+    ('lesson05_row_sum', 'q2', 'masked_lane_allocates', '被 mask 的 lane 也会读内存，所以要多分配一点空间'),
+    ('lesson05_row_sum', 'q2', 'masked_lane_allocates', 'masked lanes still read memory, so the buffer must be padded to BLOCK'),
+    ('lesson05_row_sum', 'q3', 'stride_is_n', '行距就是 N，用 row * N 没问题'),
+    ('lesson05_row_sum', 'q3', 'stride_is_n', 'the stride is always N for a 2D tensor'),
+    ('lesson05_row_sum', 'q3', 'stride_is_n', 'row * N is the same as row * stride'),
+    ('lesson05_row_sum', 'q3', 'n_crashes', '用 N 的话会越界崩溃'),
+    ('lesson05_row_sum', 'q3', 'n_crashes', 'row*N would crash with an illegal memory access'),
+    ('lesson05_row_sum', 'q3', 'n_crashes', '给定检查会发现这个错误'),
+]]
+NOT_SAID += [(e, q, (t,)) for e, q, t in [
+    ('lesson05_row_sum', 'q2', 'tl.sum 不跳过 padding：每个 lane 都加进去，所以 other 必须是 0。'),
+    ('lesson05_row_sum', 'q2', 'max 不能填 0，要填 −inf。'),
+    ('lesson05_row_sum', 'q3', '连续张量 stride 恰好等于 N，所以用 N 也能通过检查，但视图会错。'),
+    ('lesson05_row_sum', 'q3', '用 N 不会崩溃，只是静默读到别的数据。'),
+]]
+
 def _said(exercise: str, question: str, text: str) -> set[str]:
     result = score_answer(CATALOG.get(exercise).question(question), text, 2.0)
     return {m["misconception"] for m in result.misconceptions}
