@@ -1411,6 +1411,24 @@ NOT_SAID += [(e, q, (t,)) for e, q, t in [
     ('lesson05_row_sum', 'q3', '用 N 不会崩溃，只是静默读到别的数据。'),
 ]]
 
+# Puzzle 5 (outer add): a stated wrong mechanism for the store's 2D mask, the shape rule (a 1D mask broadcasts; the overhang is the reason), probed 2026-12-04 with sentences of my own.
+SAID += [(e, (q,), m, (t,)) for e, q, m, t in [
+    ('puzzle_outer_add', 'explanation', 'mask_for_shape', 'The store needs the 2D mask because tl.store requires the mask to have the same shape as the tile.'),
+    ('puzzle_outer_add', 'explanation', 'mask_for_shape', 'a 1D mask would be a shape error'),
+    ('puzzle_outer_add', 'explanation', 'mask_for_shape', '一维 mask 会报形状错误，所以要用二维 mask'),
+    ('puzzle_outer_add', 'q1', 'mask_for_shape', 'The store needs the 2D mask because tl.store requires the mask to have the same shape as the tile.'),
+    ('puzzle_outer_add', 'q1', 'mask_for_shape', 'a 1D mask would be a shape error'),
+    ('puzzle_outer_add', 'q1', 'mask_for_shape', '一维 mask 会报形状错误，所以要用二维 mask'),
+]]
+NOT_SAID += [(e, q, (t,)) for e, q, t in [
+    ('puzzle_outer_add', 'explanation', 'The store needs the 2D mask: without it the overhanging lanes write into the next row and past z.'),
+    ('puzzle_outer_add', 'explanation', '二维 mask 挡住越界的 lane，不然会写到下一行、写出 z 的末尾。'),
+    ('puzzle_outer_add', 'explanation', 'A 1D mask would broadcast, but it would only guard one direction, so the store mask is 2D.'),
+    ('puzzle_outer_add', 'q1', 'The store needs the 2D mask: without it the overhanging lanes write into the next row and past z.'),
+    ('puzzle_outer_add', 'q1', '二维 mask 挡住越界的 lane，不然会写到下一行、写出 z 的末尾。'),
+    ('puzzle_outer_add', 'q1', 'A 1D mask would broadcast, but it would only guard one direction, so the store mask is 2D.'),
+]]
+
 def _said(exercise: str, question: str, text: str) -> set[str]:
     result = score_answer(CATALOG.get(exercise).question(question), text, 2.0)
     return {m["misconception"] for m in result.misconceptions}
