@@ -605,6 +605,44 @@ STATED += [(e, q, c, (t,)) for e, q, c, t in [
     ('lesson05_row_sum', 'q3', 'unit_col_stride', 'columns are contiguous'),
 ]]
 
+# Puzzle 7 (long sum), probed 2026-12-04 with sentences written from the blog and the reference answers (not the calibration set): 'the tile is narrower than the row', 'T=200, B1=32 → 7 blocks', 'picks up extra elements', '和就不对了', masked lanes 'read as 0', and the misconceptions said in other words.
+STATED += [(e, q, c, (t,)) for e, q, c, t in [
+    ('puzzle_long_sum', 'q1', 'block_too_small', 'B1 比 T 小，一个块装不下一整行'),
+    ('puzzle_long_sum', 'q1', 'block_too_small', "a row of T elements doesn't fit in one B1-wide block"),
+    ('puzzle_long_sum', 'q1', 'block_too_small', 'T = 200 but B1 = 32'),
+    ('puzzle_long_sum', 'q1', 'block_too_small', 'the tile is narrower than the row'),
+    ('puzzle_long_sum', 'q1', 'cdiv_count', '循环 ceil(T / B1) 次'),
+    ('puzzle_long_sum', 'q1', 'cdiv_count', '(T + B1 - 1) // B1 iterations'),
+    ('puzzle_long_sum', 'q1', 'cdiv_count', 'for start in range(0, T, B1)'),
+    ('puzzle_long_sum', 'q1', 'cdiv_count', '向上取整的次数'),
+    ('puzzle_long_sum', 'q1', 'cdiv_count', 'T=200, B1=32 → 7 blocks'),
+    ('puzzle_long_sum', 'q1', 'next_row', '越界会读到下一行的开头'),
+    ('puzzle_long_sum', 'q1', 'next_row', 'the overrun reads the start of the next row'),
+    ('puzzle_long_sum', 'q1', 'next_row', 'x[i, T:T+k] is really x[i+1, 0:k]'),
+    ('puzzle_long_sum', 'q1', 'next_row', '最后一块超出 T 的部分是下一行的数据'),
+    ('puzzle_long_sum', 'q1', 'wrong_sum', '这些值被加进行和，结果偏大'),
+    ('puzzle_long_sum', 'q1', 'wrong_sum', 'those values pollute the sum'),
+    ('puzzle_long_sum', 'q1', 'wrong_sum', 'the row sum picks up extra elements'),
+    ('puzzle_long_sum', 'q1', 'wrong_sum', '和就不对了'),
+    ('puzzle_long_sum', 'q1', 'tail_mask', 'cols < T 的 mask 加 other=0'),
+    ('puzzle_long_sum', 'q1', 'tail_mask', 'mask the tail with cols < T'),
+    ('puzzle_long_sum', 'q1', 'tail_mask', '最后一块用 mask 挡住'),
+    ('puzzle_long_sum', 'explanation', 'rows_per_program', '每个 program 负责 B0 行'),
+    ('puzzle_long_sum', 'explanation', 'rows_per_program', 'rows = pid * B0 + tl.arange(0, B0)'),
+    ('puzzle_long_sum', 'explanation', 'rows_per_program', 'each program takes a block of B0 rows'),
+    ('puzzle_long_sum', 'explanation', 'loop', 'for 循环沿 T 每次 B1 列'),
+    ('puzzle_long_sum', 'explanation', 'loop', 'loop over the columns in chunks of B1, accumulating'),
+    ('puzzle_long_sum', 'explanation', 'loop', 'acc += tl.sum(x, 1) in a loop'),
+    ('puzzle_long_sum', 'explanation', 'tail_mask', '最后一块 cols < T 的 mask'),
+    ('puzzle_long_sum', 'explanation', 'tail_mask', 'mask = cols < T for the tail block'),
+    ('puzzle_long_sum', 'explanation', 'other_zero', 'other=0，加 0 不影响'),
+    ('puzzle_long_sum', 'explanation', 'other_zero', 'masked lanes read as 0'),
+    ('puzzle_long_sum', 'explanation', 'other_zero', '被 mask 的读成 0'),
+    ('puzzle_long_sum', 'explanation', 'store_mask', 'store 也要 rows < N0 的 mask'),
+    ('puzzle_long_sum', 'explanation', 'store_mask', 'the store is masked with rows < N0'),
+    ('puzzle_long_sum', 'explanation', 'store_mask', 'mask the rows on the store'),
+]]
+
 # (exercise, question, concept, statements that do not state it)
 NOT_STATED: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("weighted_sum_fwd_bwd", "q1", "neighbour", (

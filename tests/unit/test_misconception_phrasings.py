@@ -1429,6 +1429,23 @@ NOT_SAID += [(e, q, (t,)) for e, q, t in [
     ('puzzle_outer_add', 'q1', 'A 1D mask would broadcast, but it would only guard one direction, so the store mask is 2D.'),
 ]]
 
+# Puzzle 7 (long sum), probed 2026-12-04 with sentences written from the blog and the reference answers (not the calibration set): 'the tile is narrower than the row', 'T=200, B1=32 → 7 blocks', 'picks up extra elements', '和就不对了', masked lanes 'read as 0', and the misconceptions said in other words.
+SAID += [(e, (q,), m, (t,)) for e, q, m, t in [
+    ('puzzle_long_sum', 'q1', 'floor_is_fine', '循环 T // B1 次就够了'),
+    ('puzzle_long_sum', 'q1', 'floor_is_fine', 'range(T // B1) covers the row'),
+    ('puzzle_long_sum', 'q1', 'mask_not_needed', '最后一块不用 mask'),
+    ('puzzle_long_sum', 'q1', 'mask_not_needed', 'no mask is needed on the tail block'),
+    ('puzzle_long_sum', 'q1', 'overrun_garbage', '越界会读到未初始化的内存，是随机值'),
+    ('puzzle_long_sum', 'q1', 'overrun_garbage', 'reading past the row gives garbage values'),
+    ('puzzle_long_sum', 'q1', 'mask_for_race', 'mask 是为了防止多个 program 写冲突'),
+    ('puzzle_long_sum', 'q1', 'mask_for_race', 'the mask avoids a race between programs'),
+    ('puzzle_long_sum', 'q1', 'sum_skips_nan', 'tl.sum 会忽略 NaN'),
+]]
+NOT_SAID += [(e, q, (t,)) for e, q, t in [
+    ('puzzle_long_sum', 'q1', '不加 mask 最后一块会读到下一行的真实数据，和就错了。'),
+    ('puzzle_long_sum', 'q1', '循环 cdiv(T, B1) 次，T // B1 会漏掉尾巴。'),
+]]
+
 def _said(exercise: str, question: str, text: str) -> set[str]:
     result = score_answer(CATALOG.get(exercise).question(question), text, 2.0)
     return {m["misconception"] for m in result.misconceptions}
