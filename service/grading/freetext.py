@@ -411,10 +411,12 @@ def _read(written: str) -> _Text:
 # negation is the condition and what follows is stated; in "不会读到" it is negated. Off, any negation
 # in the window negates the match.
 NEGATION_SCOPE = True
+# ... and at the end of a "when" clause: in "N0 不是 B0 的倍数时最后一块有越界的列" (when N0 is not a
+# multiple of B0, the last block has out-of-range columns) the negation belongs to the condition.
 # The words that hold a negation and negate nothing (_NOT_NEGATING: 差不多, 分别, 淹没, 非常, …) negate
 # nothing here either ("特别是 other=0.0 就够了" states the misconception). Off: any 不/没/别/非 negates.
 COMPOUNDS_IN_WINDOW = True
-_SCOPE_END = re.compile(r"会|就|的话|则|→|->|,|而是|但|却|\b(so|then|would|will|but|instead)\b")
+_SCOPE_END = re.compile(r"会|就|的话|则|→|->|,|而是|但|却|的时候|时|\b(so|then|would|will|but|instead|when)\b")
 
 
 def _negated(text: str, start: int, spans: list[tuple[int, int]]) -> bool:

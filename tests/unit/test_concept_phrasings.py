@@ -173,6 +173,12 @@ STATED += [
     ("lesson06_mean_var", "q3", "remedy", ("区别在于两遍法先减均值", "别的办法是用 Welford")),
 ]
 
+# A negation inside a "when" clause (…时, when …) negates the condition, not what follows it.
+STATED += [
+    ("puzzle_outer_add", "q1", "tail_lanes", ("N0 不是 B0 的倍数时最后一块有越界的列",)),
+    ("lesson05_row_sum", "q3", "stride_gt_n", ("x 不是连续张量的时候行距大于 N",)),
+]
+
 # Lesson 7, probed 2026-12-04 with sentences written from the lesson's labels and reference answers (not the calibration set): overflow past the fp32 maximum, the denominator at 0 or at least 1, the shift cancelling between numerator and denominator, the pads entering tl.max / tl.sum, HBM traffic, and the misconceptions said in other words.
 STATED += [(e, q, c, (t,)) for e, q, c, t in [
     ('lesson07_softmax', 'q1', 'overflow', 'exp(1000) = inf in fp32'),
