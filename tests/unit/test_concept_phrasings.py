@@ -649,6 +649,39 @@ STATED += [(e, q, c, (t,)) for e, q, c, t in [
     ('puzzle_long_sum', 'explanation', 'store_mask', 'mask the rows on the store'),
 ]]
 
+# Puzzle 5 (outer add), probed 2026-12-04 with sentences written from the blog and the reference answers (not the calibration set): the grid as cdiv × cdiv, the edge tiles overhanging, 'only protects the reads', 'clobbers the neighbouring row', 'the store mask is 2D'.
+STATED += [(e, q, c, (t,)) for e, q, c, t in [
+    ('puzzle_outer_add', 'q1', 'grid2d', 'grid = (cdiv(N0, B0), cdiv(N1, B1))'),
+    ('puzzle_outer_add', 'q1', 'grid2d', '二维 grid，x 方向和 y 方向各一个 program id'),
+    ('puzzle_outer_add', 'q1', 'grid2d', 'two program ids, one per axis'),
+    ('puzzle_outer_add', 'q1', 'tail_lanes', 'N0 不是 B0 的倍数时最后一块有越界的列'),
+    ('puzzle_outer_add', 'q1', 'tail_lanes', 'the last tiles overhang both edges'),
+    ('puzzle_outer_add', 'q1', 'tail_lanes', '边上的块会多出几行几列'),
+    ('puzzle_outer_add', 'q1', 'tail_lanes', 'N0=100, B0=32: the last x block has 28 lanes past the end'),
+    ('puzzle_outer_add', 'q1', 'tail_lanes', 'the edge blocks have lanes beyond N0 / N1'),
+    ('puzzle_outer_add', 'q1', 'load_not_enough', 'load 的 mask 只管读，越界 lane 里还是有值'),
+    ('puzzle_outer_add', 'q1', 'load_not_enough', 'the out-of-range lanes still hold x + 0 or 0 + y'),
+    ('puzzle_outer_add', 'q1', 'load_not_enough', 'masked loads give 0, but 0 + y is not 0'),
+    ('puzzle_outer_add', 'q1', 'load_not_enough', 'masking the loads only protects the reads'),
+    ('puzzle_outer_add', 'q1', 'corrupts', '不加 store mask 会写到下一行'),
+    ('puzzle_outer_add', 'q1', 'corrupts', 'the unmasked store writes past the end of z'),
+    ('puzzle_outer_add', 'q1', 'corrupts', 'an unmasked store clobbers the neighbouring row'),
+    ('puzzle_outer_add', 'q1', 'corrupts', '越界写会踩到别的数据'),
+    ('puzzle_outer_add', 'q1', 'mask2d', 'store 用 (offs_y < N1)[:, None] & (offs_x < N0)[None, :]'),
+    ('puzzle_outer_add', 'q1', 'mask2d', 'mask both directions on the store'),
+    ('puzzle_outer_add', 'q1', 'mask2d', 'the store mask is 2D'),
+    ('puzzle_outer_add', 'explanation', 'grid2d', '2D launch grid'),
+    ('puzzle_outer_add', 'explanation', 'grid2d', 'pid_x = tl.program_id(0), pid_y = tl.program_id(1)'),
+    ('puzzle_outer_add', 'explanation', 'offsets', 'offs_x = pid_0 * B0 + arange(B0); offs_y = pid_1 * B1 + arange(B1)'),
+    ('puzzle_outer_add', 'explanation', 'offsets', 'y 方向用 B1，x 方向用 B0'),
+    ('puzzle_outer_add', 'explanation', 'broadcast', 'x[None, :] + y[:, None]'),
+    ('puzzle_outer_add', 'explanation', 'broadcast', '外加通过广播得到 B1×B0 的块'),
+    ('puzzle_outer_add', 'explanation', 'broadcast', 'broadcasting gives the [B1, B0] tile'),
+    ('puzzle_outer_add', 'explanation', 'address', 'z_ptr + offs_y[:, None] * N0 + offs_x[None, :]'),
+    ('puzzle_outer_add', 'explanation', 'address', 'row-major: row stride N0'),
+    ('puzzle_outer_add', 'explanation', 'mask2d', 'two-direction mask on the store'),
+]]
+
 # (exercise, question, concept, statements that do not state it)
 NOT_STATED: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("weighted_sum_fwd_bwd", "q1", "neighbour", (
