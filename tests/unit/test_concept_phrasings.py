@@ -682,6 +682,47 @@ STATED += [(e, q, c, (t,)) for e, q, c, t in [
     ('puzzle_outer_add', 'explanation', 'mask2d', 'two-direction mask on the store'),
 ]]
 
+# Weighted sum, probed 2026-12-04 with sentences written from the blog (seed 004) and the reference answers (not the calibration set): tiles that 'don't divide D evenly', 'rows and columns', the following row / x[i+1, …], the zero-padded weight, the last row past the end of x, 'programs can't synchronise', 'a final sum over the tiles', 'rows of x plus all of w', 'shared by every row', and the misconceptions said in other words.
+STATED += [(e, q, c, (t,)) for e, q, c, t in [
+    ('weighted_sum_fwd_bwd', 'q1', 'not_divisible', 'D = 100 is not a multiple of 16'),
+    ('weighted_sum_fwd_bwd', 'q1', 'not_divisible', '100 不是 16 的倍数'),
+    ('weighted_sum_fwd_bwd', 'q1', 'not_divisible', 'the last column tile only has 4 real columns'),
+    ('weighted_sum_fwd_bwd', 'q1', 'not_divisible', "tiles don't divide D evenly"),
+    ('weighted_sum_fwd_bwd', 'q1', 'both_dims', 'boundary_check=(0, 1)'),
+    ('weighted_sum_fwd_bwd', 'q1', 'both_dims', '两个维度都要检查'),
+    ('weighted_sum_fwd_bwd', 'q1', 'both_dims', 'check rows and columns'),
+    ('weighted_sum_fwd_bwd', 'q1', 'neighbour', '越界的列读到下一行的开头'),
+    ('weighted_sum_fwd_bwd', 'q1', 'neighbour', 'the extra columns alias x[i+1, :12]'),
+    ('weighted_sum_fwd_bwd', 'q1', 'neighbour', "unchecked columns read the following row's first elements"),
+    ('weighted_sum_fwd_bwd', 'q1', 'hidden_by_zero_weight', 'w 在 D 之外补 0，所以乘积是 0，错误被掩盖'),
+    ('weighted_sum_fwd_bwd', 'q1', 'hidden_by_zero_weight', 'the zero-padded weight multiplies them by 0, hiding the bug'),
+    ('weighted_sum_fwd_bwd', 'q1', 'hidden_by_zero_weight', '0 * finite = 0, so y is still right'),
+    ('weighted_sum_fwd_bwd', 'q1', 'nan_breaks', '如果下一行是 NaN，NaN*0 = NaN'),
+    ('weighted_sum_fwd_bwd', 'q1', 'nan_breaks', 'inf * 0 = nan breaks it'),
+    ('weighted_sum_fwd_bwd', 'q1', 'nan_breaks', 'the last row reads past the end of x'),
+    ('weighted_sum_fwd_bwd', 'q2', 'one_tile_per_program', '每个 program 只处理一个行块，program 之间不能同步'),
+    ('weighted_sum_fwd_bwd', 'q2', 'one_tile_per_program', "programs can't synchronise, so no program can finish the sum over all rows"),
+    ('weighted_sum_fwd_bwd', 'q2', 'one_tile_per_program', 'there is no barrier across programs'),
+    ('weighted_sum_fwd_bwd', 'q2', 'one_tile_per_program', '每个 program 只看到自己的行'),
+    ('weighted_sum_fwd_bwd', 'q2', 'partial', '每个行块的局部和写进 partial 的一行'),
+    ('weighted_sum_fwd_bwd', 'q2', 'partial', 'each program stores its partial grad_w into its own row of the buffer'),
+    ('weighted_sum_fwd_bwd', 'q2', 'partial', 'partial[pid, :] = tl.sum(x * g[:, None], 0)'),
+    ('weighted_sum_fwd_bwd', 'q2', 'torch_sum', '最后在 kernel 外 partial.sum(0)'),
+    ('weighted_sum_fwd_bwd', 'q2', 'torch_sum', 'grad_w = partial.sum(axis=0) on the host'),
+    ('weighted_sum_fwd_bwd', 'q2', 'torch_sum', 'a final torch.sum over the tiles'),
+    ('weighted_sum_fwd_bwd', 'q2', 'grad_w_sum_rows', 'grad_w 要对所有行求和'),
+    ('weighted_sum_fwd_bwd', 'q3', 'natural_tiling', '输出按行独立，一个 program 负责一个行块'),
+    ('weighted_sum_fwd_bwd', 'q3', 'natural_tiling', 'each output row is independent, so tile by rows'),
+    ('weighted_sum_fwd_bwd', 'q3', 'inputs_needed', '需要这些行的 x 和整个 w'),
+    ('weighted_sum_fwd_bwd', 'q3', 'inputs_needed', 'a row tile needs its rows of x plus all of w'),
+    ('weighted_sum_fwd_bwd', 'q3', 'inputs_needed', 'it reads ROWS_TILE_SIZE rows of x and every element of w'),
+    ('weighted_sum_fwd_bwd', 'q3', 'contiguous', '沿 D 连续地用 block pointer 加载 x 的行块'),
+    ('weighted_sum_fwd_bwd', 'q3', 'contiguous', 'x is loaded contiguously along D with advance'),
+    ('weighted_sum_fwd_bwd', 'q3', 'reuse', 'w 的 tile 被行块里的每一行复用'),
+    ('weighted_sum_fwd_bwd', 'q3', 'reuse', 'the same w tile is broadcast across all rows of the tile'),
+    ('weighted_sum_fwd_bwd', 'q3', 'reuse', 'w is loaded once per step and shared by every row'),
+]]
+
 # (exercise, question, concept, statements that do not state it)
 NOT_STATED: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("weighted_sum_fwd_bwd", "q1", "neighbour", (

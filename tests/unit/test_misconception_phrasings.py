@@ -1446,6 +1446,22 @@ NOT_SAID += [(e, q, (t,)) for e, q, t in [
     ('puzzle_long_sum', 'q1', '循环 cdiv(T, B1) 次，T // B1 会漏掉尾巴。'),
 ]]
 
+# Weighted sum, probed 2026-12-04 with sentences written from the blog (seed 004) and the reference answers (not the calibration set): tiles that 'don't divide D evenly', 'rows and columns', the following row / x[i+1, …], the zero-padded weight, the last row past the end of x, 'programs can't synchronise', 'a final sum over the tiles', 'rows of x plus all of w', 'shared by every row', and the misconceptions said in other words.
+SAID += [(e, (q,), m, (t,)) for e, q, m, t in [
+    ('weighted_sum_fwd_bwd', 'q1', 'padding_is_enough', 'padding_option="zero" 已经处理了越界的列，(0,) 就够了'),
+    ('weighted_sum_fwd_bwd', 'q1', 'padding_is_enough', 'zero padding takes care of the columns, so checking dim 0 is enough'),
+    ('weighted_sum_fwd_bwd', 'q1', 'overrun_faults', '越界读一定会报非法内存访问'),
+    ('weighted_sum_fwd_bwd', 'q1', 'overrun_faults', 'an out-of-bounds read always crashes'),
+    ('weighted_sum_fwd_bwd', 'q2', 'atomic_needed', '每个 program 直接 tl.store 到 grad_w 就行，结果会加起来'),
+    ('weighted_sum_fwd_bwd', 'q2', 'atomic_needed', 'all programs can write grad_w directly and the values add up'),
+    ('weighted_sum_fwd_bwd', 'q2', 'partial_saves_memory', 'partial buffer 是为了省显存'),
+]]
+NOT_SAID += [(e, q, (t,)) for e, q, t in [
+    ('weighted_sum_fwd_bwd', 'q1', '不检查第 1 维时越界的列读到下一行的数据，不会报错，只是权重补 0 把它盖住了。'),
+    ('weighted_sum_fwd_bwd', 'q1', "reading past D doesn't crash; it silently reads the next row"),
+    ('weighted_sum_fwd_bwd', 'q2', 'program 之间不能同步，所以每个行块写自己那一行 partial，最后在 kernel 外求和。'),
+]]
+
 def _said(exercise: str, question: str, text: str) -> set[str]:
     result = score_answer(CATALOG.get(exercise).question(question), text, 2.0)
     return {m["misconception"] for m in result.misconceptions}
