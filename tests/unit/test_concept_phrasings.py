@@ -723,6 +723,42 @@ STATED += [(e, q, c, (t,)) for e, q, c, t in [
     ('weighted_sum_fwd_bwd', 'q3', 'reuse', 'w is loaded once per step and shared by every row'),
 ]]
 
+# The explanation items of Welford merge, lesson 5 and the weighted sum, probed 2026-12-04 with sentences of my own: n_b as the count of real elements, x − mean_b / 'centre on the chunk mean', 'the pads are masked out of M2_b', 'masked lanes don't read memory', 'each pad adds other to the sum'.
+STATED += [(e, q, c, (t,)) for e, q, c, t in [
+    ('welford_merge', 'explanation', 'valid_count', 'n_b = tl.sum(mask.to(tl.float32))'),
+    ('welford_merge', 'explanation', 'valid_count', 'n_b is the count of valid lanes'),
+    ('welford_merge', 'explanation', 'valid_count', 'n_b 是这一块真实元素的个数'),
+    ('welford_merge', 'explanation', 'valid_count', 'n_b = min(BLOCK, N - start)'),
+    ('welford_merge', 'explanation', 'two_pass_chunk', 'M2_b = Σ (x − mean_b)² inside the chunk'),
+    ('welford_merge', 'explanation', 'two_pass_chunk', '块内先减 mean_b 再平方'),
+    ('welford_merge', 'explanation', 'two_pass_chunk', 'centre on the chunk mean before squaring'),
+    ('welford_merge', 'explanation', 'padding_excluded', "tl.where(mask, d*d, 0) so the pads don't add mean_b²"),
+    ('welford_merge', 'explanation', 'padding_excluded', 'padding 用 where 排除'),
+    ('welford_merge', 'explanation', 'padding_excluded', 'the pads are masked out of M2_b'),
+    ('welford_merge', 'explanation', 'delta_term', 'M2 += delta² * n * n_b / (n + n_b)'),
+    ('welford_merge', 'explanation', 'delta_term', '修正项 delta^2·n·n_b/(n+n_b)'),
+    ('welford_merge', 'explanation', 'delta_term', 'the Chan correction term'),
+    ('welford_merge', 'explanation', 'weight', 'n*n_b/(n+n_b)'),
+    ('lesson05_row_sum', 'explanation', 'row_stride', '第一个空填 stride_m'),
+    ('lesson05_row_sum', 'explanation', 'row_stride', 'row start = x + row * stride_m'),
+    ('lesson05_row_sum', 'explanation', 'position_mask', 'mask = cols < N'),
+    ('lesson05_row_sum', 'explanation', 'position_mask', '第二个空 cols < N'),
+    ('lesson05_row_sum', 'explanation', 'padding_not_read', "masked lanes don't read memory"),
+    ('lesson05_row_sum', 'explanation', 'identity_zero', 'other=0.0 是加法单位元'),
+    ('lesson05_row_sum', 'explanation', 'identity_zero', "0 doesn't change the sum"),
+    ('lesson05_row_sum', 'explanation', 'pollution', '填 1.0 的话行和多出 BLOCK − N'),
+    ('lesson05_row_sum', 'explanation', 'pollution', 'otherwise each pad adds other to the sum'),
+    ('weighted_sum_fwd_bwd', 'explanation', 'both_dims', 'boundary_check=(0, 1)'),
+    ('weighted_sum_fwd_bwd', 'explanation', 'not_divisible', 'tiles may not divide ROWS or D'),
+    ('weighted_sum_fwd_bwd', 'explanation', 'advance_d', 'advance by (0, D_TILE_SIZE)'),
+    ('weighted_sum_fwd_bwd', 'explanation', 'advance_d', 'move the pointer one tile along D'),
+    ('weighted_sum_fwd_bwd', 'explanation', 'advance_d', '沿 D 方向前进一个 tile'),
+    ('weighted_sum_fwd_bwd', 'explanation', 'gradx_start', 'grad_x 的 offsets 是 (row_tile_idx * ROWS_TILE_SIZE, 0)'),
+    ('weighted_sum_fwd_bwd', 'explanation', 'gradx_start', "start grad_x at this program's row tile, column 0"),
+    ('weighted_sum_fwd_bwd', 'explanation', 'partial_shape', 'partial 的形状是 (n_row_tiles, D)'),
+    ('weighted_sum_fwd_bwd', 'explanation', 'partial_shape', 'one row of partial per row tile: shape (n_row_tiles, D)'),
+]]
+
 # (exercise, question, concept, statements that do not state it)
 NOT_STATED: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("weighted_sum_fwd_bwd", "q1", "neighbour", (
