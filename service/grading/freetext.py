@@ -1970,6 +1970,46 @@ def _bare_frame(text: str, covered: list[tuple[int, int]]) -> bool:
 ALL_LINKS_NOT_STUFFED = True
 
 
+# A terse answer whose chain links are told in words of its own between the steps is not a list of
+# terms, however dense its terms ("Second call: leftover sums from the last call → Σx doubled → mean
+# doubled, variance drifts", "E[x²]-E[x]² 大均值时灾难性抵消，所以用两遍"): honest probes (2026-12-04)
+# found seven such answers flagged keyword_stuffing, two of them failing the pass rule's causal chain.
+# A link is worded when, between its two steps (the nearest pair), a causal word that is not an arrow
+# stands (所以, because, leads to), or WORDED_LINK_WORDS words (numbers count; two ideographs make a
+# word; one more where an arrow joins the steps) that are neither terms, linking words nor function
+# words. Names strung with arrows ("one-pass formula → catastrophic cancellation → two-pass → Welford")
+# are not. With at least half the chain's links so told (one at least), only the term-list and
+# sentence-frame readings can flag it. Off (None), the density of terms alone can.
+WORDED_LINK_WORDS: int | None = 2  # one more where an arrow stands between the steps
+_GAP_WORD = re.compile(r"[a-z]{2,}|\d+", re.IGNORECASE)
+
+
+def _worded_links(text: str, matches: dict[str, list[_Match]], links: list[dict]) -> int:
+    covered = sorted((m.start, m.end) for ms in matches.values() for m in ms)
+    worded = 0
+    for link in links:
+        befores = matches.get(link["from"], [])
+        for b in matches.get(link["to"], []):
+            a = max((a for a in befores if a.end <= b.start), key=lambda a: a.end, default=None)
+            if a is not None and b.sentence - a.sentence <= LINK_SENTENCES and _worded_gap(text, covered, a, b):
+                worded += 1
+                break
+    return worded
+
+
+def _worded_gap(text: str, covered: list[tuple[int, int]], a: _Match, b: _Match) -> bool:
+    gap = list(text[a.end:b.start])
+    for s, e in covered:
+        if e > a.end and s < b.start:
+            gap[max(0, s - a.end):e - a.end] = " " * (min(e, b.start) - max(s, a.end))
+    plain = _ARROWS.sub(" ", "".join(gap))
+    if _CAUSAL.search(plain):
+        return True
+    rest = _FUNCTION_WORDS.sub(" ", _LINKS.sub(" ", plain))
+    words = len(_GAP_WORD.findall(rest)) + len(_CJK.findall(rest)) // 2
+    return words >= (WORDED_LINK_WORDS or 0) + (1 if _ARROWS.search(text, a.end, b.start) else 0)
+
+
 def _looks_stuffed(text: str, matches: dict[str, list[_Match]], links: list[dict], chain_links: int) -> bool:
     """Many concepts, few links, and little text besides the terms themselves; or a bare term list."""
     if matches and _term_list(text):
@@ -1987,6 +2027,9 @@ def _looks_stuffed(text: str, matches: dict[str, list[_Match]], links: list[dict
     term_share = merged / max(1, len(words))
     if FRAME_STUFFING and term_share >= FRAME_TERMS and _bare_frame(text, covered):
         return True
+    if WORDED_LINK_WORDS is not None and links and \
+            _worded_links(text, matches, links) >= max(1, math.ceil(chain_links / 2)):
+        return False
     few_links = len(links) <= max(0, chain_links // 3)
     # A list of terms, or terms strung together by arrows with no prose between them: at most one
     # linking word outside the terms (counted up to two: a second one settles it) ...

@@ -330,3 +330,39 @@ def test_the_sentence_that_waves_a_step_away_earns_nothing():
     waved = _scored("lesson06_mean_var", "q2", "other=0.0 让 padding lane 读进来是 0，第一次求和没问题。减完均值以后 padding "
                                                 "lane 是 −μ，平方后 μ²，跟真实的方差比差别很小，所以可以不管它。")
     assert "dismissal" in waved.flags and waved.points <= 0.5
+
+
+# Honest probes, round 2 (2026-12-04): correct submissions written as students write them, graded
+# through the pipeline; each phrasing below lost points, was flagged or failed the pass rule.
+
+def _misconception_ids(result: freetext.TextScore) -> list[str]:
+    return [m["misconception"] for m in result.misconceptions] + \
+        [s.get("misconception", s["kind"]) for s in result.suspected]
+
+
+# (c) A terse answer dense in terms whose links are told in words of its own is no keyword list.
+@pytest.mark.parametrize(("exercise", "question", "answer"), [
+    ("fused_mean_var_atomic", "q2",
+     "- atomic_add accumulates onto the old contents (it doesn't overwrite).\n"
+     "- First call: buffers are freshly zeroed by the caller → correct.\n"
+     "- Second call: leftover sums from the last call → Σx doubled → mean doubled, variance drifts.\n"
+     "- Only one zeroed → still wrong.\n- So zero both buffers before every launch."),
+    ("lesson06_mean_var", "q3", "单遍公式 E[x²]-E[x]² 大均值时灾难性抵消，所以用两遍（先减均值），或者 fp64 累加 / Welford。"),
+    ("lesson07_softmax", "q3", "unfused: ~5 reads + 3 writes → ~8MN elements of HBM traffic. fused: row in registers → "
+                               "1 read + 1 write → 2MN. memory-bound → time ∝ bytes → ~4x faster. cost: the whole row "
+                               "must fit in registers."),
+])
+def test_a_terse_answer_with_worded_links_is_no_keyword_list(exercise, question, answer):
+    result = _scored(exercise, question, answer)
+    assert "keyword_stuffing" not in result.flags and result.points == 2.0, (result.flags, result.points)
+
+
+@pytest.mark.parametrize(("exercise", "question", "answer"), [
+    ("lesson06_mean_var", "q3", "one-pass formula → catastrophic cancellation → two-pass → fp64 → Welford"),
+    ("fused_mean_var_atomic", "q2", "atomic_add → leftover → drift → zero_each_launch → first call passes → both buffers"),
+    ("fused_mean_var_atomic", "q2", "accumulates, leftover sums, mean doubled, first call passes, both buffers, "
+                                    "zero before every launch"),
+])
+def test_names_strung_with_arrows_or_commas_are_still_keyword_stuffing(exercise, question, answer):
+    result = _scored(exercise, question, answer)
+    assert "keyword_stuffing" in result.flags and result.points <= 0.5, (result.flags, result.points)
