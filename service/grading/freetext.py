@@ -1220,6 +1220,7 @@ def _suspected(question: Question, text: str, spans: list[tuple[int, int]],
                 if hit is not None and _same_polarity(text, hit, normalise(label)) \
                         and not _fails_after(text, hit[1], spans, hit[0]) \
                         and not _supposed(text, hit) \
+                        and not _refuted(text, hit[1], spans, hit[0]) \
                         and _says_the_claim(text, hit, label) \
                         and not _reported(text, max(hit[0], hit[1] - 1), hit[1], spans) \
                         and not _as_the_reference_says(text, hit, question.reference_answer):
@@ -1397,8 +1398,31 @@ _REFUTED = re.compile(r"[\s,]*(这样|这么做|这|那|that|this|which)?\s*"
                       r"(错的|错误的|不对|不正确|行不通|\bwrong\b|\bincorrect\b|not correct|not right|a mistake)")
 
 
-def _refuted(text: str, end: int, spans: list[tuple[int, int]]) -> bool:
-    return REFUTED_AFTER and bool(_REFUTED.match(text, end, spans[_sentence_of(spans, max(0, end - 1))][1]))
+def _refuted(text: str, end: int, spans: list[tuple[int, int]], start: int | None = None) -> bool:
+    """Called wrong right after the match ("用 BLOCK 除是错的"), or, with `start`, right before it in its
+    clause ("错误的做法是除以 BLOCK", "it would be wrong to divide by BLOCK": REFUTED_BEFORE)."""
+    if not REFUTED_AFTER:
+        return False
+    if _REFUTED.match(text, end, spans[_sentence_of(spans, max(0, end - 1))][1]):
+        return True
+    if start is None or not REFUTED_BEFORE:
+        return False
+    a = spans[_sentence_of(spans, start)][0]
+    return bool(_REFUTED_BEFORE.search(text[max(a, start - REFUTED_BEFORE_REACH):start]))
+
+
+# The dismissal said first, the misconception's words after it in its clause (honest probes,
+# 2026-12-04: "均值要除以真实的 N，错误的做法是除以 BLOCK" and "it would be wrong to divide by BLOCK" were
+# flagged divide_by_block, and the correct kernel around them raised coincidental_pass). The order of
+# the two is the writer's; the dismissal is the same. Off, only a dismissal after the words counts.
+REFUTED_BEFORE = True
+REFUTED_BEFORE_REACH = 40
+_REFUTED_BEFORE = re.compile(
+    r"((错误|不对|不正确|错)的?\s*(做法|写法|方法|选择|填法|理解|想法|版本)?|错就错在)\s*(就)?\s*(是|在于|[:：])\s*"
+    r"(用|把|拿|去|直接)?\s*$|"
+    r"\b(it|that)\s*('s|is|was|would be|will be)\s+(wrong|incorrect|a mistake|a bug|not correct|not right)\s+to\s+$|"
+    r"\bthe (wrong|incorrect|buggy) (thing|way|choice|approach|fix|version|idea)( to do)?\s+(is|was|would be)"
+    r"( to)?\s+$|\b(wrong|incorrect|mistake)\s*:\s*$")
 
 
 # A statement followed, in its clause, by what goes wrong when one does it, is the failure being
@@ -1520,7 +1544,8 @@ def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]],
             # Every match, not the first only: "不需要 mask 是错的 … 其实不需要 mask" states it the second time.
             m = next((m for m in itertools.islice(pattern.finditer(text), MAX_MATCHES_PER_CONCEPT)
                       if not (wrong.negatable and _negated(text, m.start(), spans))
-                      and not _conditional(text, m.start(), spans, m.end()) and not _refuted(text, m.end(), spans)
+                      and not _conditional(text, m.start(), spans, m.end())
+                      and not _refuted(text, m.end(), spans, m.start())
                       and not (wrong.negatable and _forbidden(text, m.start(), m.end(), wrong.label.lesson))
                       and not _fails_after(text, m.end(), spans)
                       and not _reported(text, m.start(), m.end(), spans)),

@@ -340,6 +340,31 @@ def _misconception_ids(result: freetext.TextScore) -> list[str]:
         [s.get("misconception", s["kind"]) for s in result.suspected]
 
 
+# (a) A dismissal said before the misconception's words is the same dismissal as one said after them.
+@pytest.mark.parametrize("answer", [
+    "输入：load 时 other=0.0，padding 是 0。状态：均值要除以真实的 N，错误的做法是除以 BLOCK；减均值后 padding 变成 -mean，"
+    "平方成 mean²，所以要 tl.where 再 mask。输出：store 均值和方差。",
+    "Input: load with other=0.0. State: the mean divides by the real N, it would be wrong to divide by BLOCK. After "
+    "centring the pads become -mean, squared mean^2, so tl.where re-masks them. Output: store mean and variance.",
+    "Input: load with other=0.0. State: the mean divides by the real N; dividing by BLOCK would be wrong. After "
+    "centring the pads become -mean, squared mean^2, so tl.where re-masks them. Output: store mean and variance.",
+])
+def test_a_misconception_called_wrong_before_or_after_it_is_not_stated(answer):
+    result = _scored("lesson06_mean_var", "q1", answer)
+    assert not _misconception_ids(result) and result.points == 2.0, (result.misconceptions, result.points)
+
+
+@pytest.mark.parametrize("answer", [
+    "输入：load 时 other=0.0，padding 是 0。状态：均值是 tl.sum 除以 BLOCK；减均值后 padding 变成 -mean，平方成 mean²，"
+    "所以要 tl.where 再 mask。输出：store 均值和方差。",
+    "Input: load with other=0.0. State: the right way is to divide by BLOCK. After centring the pads become -mean, "
+    "squared mean^2, so tl.where re-masks them. Output: store mean and variance.",
+])
+def test_a_misconception_stated_plainly_is_still_found(answer):
+    result = _scored("lesson06_mean_var", "q1", answer)
+    assert "divide_by_block" in _misconception_ids(result) and result.points < 2.0
+
+
 # (c) A terse answer dense in terms whose links are told in words of its own is no keyword list.
 @pytest.mark.parametrize(("exercise", "question", "answer"), [
     ("fused_mean_var_atomic", "q2",
