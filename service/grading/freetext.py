@@ -958,6 +958,28 @@ def _apart_from(question: Question, text: str, spans: list[tuple[int, int]], ind
     return max_points * min(1.0, max(0.0, (share - SHARE_FLOOR) / (SHARE_FULL - SHARE_FLOOR)))
 
 
+# A comparison written with its operands swapped is the same comparison (honest probes, 2026-12-04:
+# "空2 N > cols，只让前 N 个 lane 读内存" missed the concept `cols < N` and its explanation scored 0 of 1):
+# the rubric's patterns (concepts and misconceptions) are also matched against the answer with every
+# comparison turned around ("N > cols" read as "cols < N", "N - start > offs" as "offs < N - start"),
+# which keeps every character's place, so a match there is quoted where the student wrote it. Off,
+# only the comparison as written is matched.
+SWAPPED_COMPARISONS = True
+_OPERAND = r"(?:[a-z_][\w.]*|\d+(?:\.\d+)?)(?:\[[^\]\n]{0,16}\])?(?:\([^()\n]{0,24}\))?"
+_SIDE = _OPERAND + r"(?:\s*[-+*/]\s*" + _OPERAND + r"){0,2}"
+_COMPARISON = re.compile(r"(?<![\w.\])\-=<>])(" + _SIDE + r")(\s*)(<=|>=|<|>|≤|≥)(?![<>=])(\s*)(" + _SIDE
+                         + r")(?![\w.(\[])", re.IGNORECASE)
+_FLIPPED = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "≤": "≥", "≥": "≤"}
+
+
+def _swapped(text: str) -> str | None:
+    """`text` with each comparison's operands swapped (same length, same places); None if it has none."""
+    if not SWAPPED_COMPARISONS or not any(c in text for c in "<>≤≥"):
+        return None
+    out = _COMPARISON.sub(lambda m: m[5] + m[4] + _FLIPPED[m[3]] + m[2] + m[1], text)
+    return out if out != text else None
+
+
 def _score_answer(question: Question, text: _Text, max_points: float,
                   course_text: Sequence[CoursePassage] = ()) -> TextScore:
     """`text`: the answer as _Text.of reads it (once per answer: score_answer reads it again for the fills)."""
@@ -966,12 +988,24 @@ def _score_answer(question: Question, text: _Text, max_points: float,
                          missing=_missing(question.concepts))
     spans = _sentences(text)
     matches: dict[str, list[_Match]] = {}
-    for concept, screened in zip(question.concepts, _screened_groups([c.patterns for c in question.concepts], text)):
+    swapped = _swapped(text)
+    screen_text = text if swapped is None else f"{text}\n{swapped}"  # the screen is only a prefilter
+    for concept, screened in zip(question.concepts,
+                                 _screened_groups([c.patterns for c in question.concepts], screen_text)):
         for pattern in screened:
             kept = matches.get(concept.id, [])
             for m in itertools.islice(pattern.finditer(text), MAX_MATCHES_PER_CONCEPT - len(kept)):
                 matches.setdefault(concept.id, []).append(_Match(concept.id, m.start(), m.end(),
                                                                  _sentence_of(spans, m.start())))
+            if swapped is not None:
+                kept = matches.get(concept.id, [])
+                seen = {(k.start, k.end) for k in kept}
+                for m in itertools.islice(pattern.finditer(swapped), MAX_MATCHES_PER_CONCEPT - len(kept)):
+                    if (m.start(), m.end()) not in seen:
+                        matches.setdefault(concept.id, []).append(_Match(concept.id, m.start(), m.end(),
+                                                                         _sentence_of(spans, m.start())))
+            if concept.id in matches:
+                matches[concept.id].sort(key=lambda k: k.start)
     denied = _drop_denied(text, spans, matches) if NEGATED_CONCEPTS else []
     if FUZZY:
         _fuzzy_concepts(question, text, spans, matches)
@@ -1221,6 +1255,7 @@ def _suspected(question: Question, text: str, spans: list[tuple[int, int]],
                         and not _fails_after(text, hit[1], spans, hit[0]) \
                         and not _supposed(text, hit) \
                         and not _refuted(text, hit[1], spans, hit[0]) \
+                        and not _turned_around(text, hit, label, spans) \
                         and _says_the_claim(text, hit, label) \
                         and not _reported(text, max(hit[0], hit[1] - 1), hit[1], spans) \
                         and not _as_the_reference_says(text, hit, question.reference_answer):
@@ -1302,6 +1337,30 @@ def _says_the_claim(text: str, hit: tuple[int, int, float], label: str) -> bool:
         return True
     mine = similarity.grams(text[hit[0]:hit[1]])
     return any(claim & mine for claim in claims)
+
+
+# A label's difference of two names ("exp(m_new − m_old)") said the other way round in the clause
+# ("multiplied by exp(m_old - m_new)") is the correction, not the misconception: the grams similarity
+# compares are the same, the order is not (honest probe, 2026-12-04: a correct online-softmax answer
+# was flagged rescale_inverted). The label's own words are read up to its correction, which a
+# parenthesis opens unless it is a call's ("exp(" is not). Off (with SWAPPED_COMPARISONS), the order
+# is not read.
+TURNED_REACH = 40
+_DIFFERENCE = re.compile(r"([a-zμσ_][\w.]*)\s*[-−]\s*([a-zμσ_][\w.]*)")
+
+
+def _turned_around(text: str, hit: tuple[int, int, float], label: str, spans: list[tuple[int, int]]) -> bool:
+    """The clause found (and what follows it in its sentence, a call's arguments being a clause of
+    their own: TURNED_REACH characters at most) holds a difference of the label turned around."""
+    if not SWAPPED_COMPARISONS:
+        return False
+    said = re.split(r"（|(?<![\w\]])\(", normalise(label), maxsplit=1)[0]
+    pairs = {(m[1], m[2]) for m in _DIFFERENCE.finditer(said)}
+    if not pairs:
+        return False
+    clause = text[hit[0]:min(spans[_sentence_of(spans, max(0, hit[1] - 1))][1], hit[1] + TURNED_REACH)]
+    written = {(m[1], m[2]) for m in _DIFFERENCE.finditer(clause)}
+    return any((b, a) in written and (a, b) not in written for a, b in pairs)
 
 
 _CODE_WORD = re.compile(r"[._]|^(mask|load|store|lane|block|other|cols?|rows?|program|kernel|padd|x|y|z|n)$")
@@ -1538,11 +1597,17 @@ def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]],
                     where: list[int] | None = None) -> list[dict]:
     """The misconceptions stated; `where` (when given) receives where each statement starts."""
     found = []
-    screened = _screened_groups([wrong.patterns for wrong in question.misconceptions], text)
+    swapped = _swapped(text)
+    screened = _screened_groups([wrong.patterns for wrong in question.misconceptions],
+                                text if swapped is None else f"{text}\n{swapped}")
     for wrong, patterns in zip(question.misconceptions, screened):
         for pattern in patterns:
             # Every match, not the first only: "不需要 mask 是错的 … 其实不需要 mask" states it the second time.
-            m = next((m for m in itertools.islice(pattern.finditer(text), MAX_MATCHES_PER_CONCEPT)
+            found_in: Iterable[re.Match[str]] = itertools.islice(pattern.finditer(text), MAX_MATCHES_PER_CONCEPT)
+            if swapped is not None:
+                found_in = itertools.chain(found_in,
+                                           itertools.islice(pattern.finditer(swapped), MAX_MATCHES_PER_CONCEPT))
+            m = next((m for m in found_in
                       if not (wrong.negatable and _negated(text, m.start(), spans))
                       and not _conditional(text, m.start(), spans, m.end())
                       and not _refuted(text, m.end(), spans, m.start())

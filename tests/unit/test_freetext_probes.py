@@ -365,6 +365,34 @@ def test_a_misconception_stated_plainly_is_still_found(answer):
     assert "divide_by_block" in _misconception_ids(result) and result.points < 2.0
 
 
+# (b) Operand order: `N > cols` is `cols < N` for the rubric's patterns; a difference turned around
+# ("exp(m_old - m_new)") is not the label's ("exp(m_new − m_old)").
+def test_a_comparison_with_its_operands_swapped_is_the_same_concept():
+    question = ExerciseCatalog(REPO_ROOT / "exercises").get("lesson05_row_sum").question("explanation")
+    honest = "空1 stride_m（行距，视图时 stride > N）；空2 N > cols，只让前 N 个 lane 读内存，防止越界；空3 0.0，加法单位元，不改变和。"
+    result = score_answer(question, honest, 1.0, fills=["stride_m", "N > cols", "0.0"])
+    assert "position_mask" in [f["concept"] for f in result.found] and result.points == 1.0
+    assert "N > cols" in next(f["quote"] for f in result.found if f["concept"] == "position_mask")
+    # the comparison the wrong way round is no position mask
+    wrong = score_answer(question, honest.replace("N > cols", "N < cols"), 1.0, fills=["stride_m", "N < cols", "0.0"])
+    assert "position_mask" not in [f["concept"] for f in wrong.found] and wrong.points < 1.0
+
+
+ONLINE = ("Every term already in the running sum is exp(x - m_old), i.e. relative to the old maximum. Once the "
+          "maximum becomes m_new, the same term should be exp(x - m_new) = exp(x - m_old) * exp(m_old - m_new). So "
+          "the whole old sum must be multiplied by exp({factor}) to move it to the new reference; without that the "
+          "old terms are overestimated and the final probabilities come out too small. Padding lanes should be read "
+          "as -inf: they can never become the maximum and exp(-inf) = 0 adds nothing. If they are read as 0, then in "
+          "an all-negative row 0 becomes the row maximum, and every padding lane adds exp(0 - m) to the sum.")
+
+
+def test_a_difference_turned_around_is_not_the_inverted_rescale():
+    honest = _scored("puzzle_long_softmax", "q1", ONLINE.format(factor="m_old - m_new"))
+    assert not _misconception_ids(honest) and honest.points == 3.0, (honest.suspected, honest.points)
+    inverted = _scored("puzzle_long_softmax", "q1", ONLINE.format(factor="m_new - m_old"))
+    assert "rescale_inverted" in _misconception_ids(inverted) and inverted.points < 3.0
+
+
 # (c) A terse answer dense in terms whose links are told in words of its own is no keyword list.
 @pytest.mark.parametrize(("exercise", "question", "answer"), [
     ("fused_mean_var_atomic", "q2",
@@ -391,3 +419,16 @@ def test_a_terse_answer_with_worded_links_is_no_keyword_list(exercise, question,
 def test_names_strung_with_arrows_or_commas_are_still_keyword_stuffing(exercise, question, answer):
     result = _scored(exercise, question, answer)
     assert "keyword_stuffing" in result.flags and result.points <= 0.5, (result.flags, result.points)
+
+
+def test_the_switches_of_round_two_restore_the_old_readings(monkeypatch):
+    monkeypatch.setattr(freetext, "REFUTED_BEFORE", False)
+    monkeypatch.setattr(freetext, "SWAPPED_COMPARISONS", False)
+    monkeypatch.setattr(freetext, "WORDED_LINK_WORDS", None)
+    wrong_before = _scored("lesson06_mean_var", "q1", "State: the mean divides by the real N, it would be wrong to "
+                                                      "divide by BLOCK. Pads become -mean, squared mean^2, so re-mask.")
+    assert "divide_by_block" in _misconception_ids(wrong_before)
+    assert "rescale_inverted" in _misconception_ids(_scored("puzzle_long_softmax", "q1",
+                                                            ONLINE.format(factor="m_old - m_new")))
+    terse = _scored("lesson06_mean_var", "q3", "单遍公式 E[x²]-E[x]² 大均值时灾难性抵消，所以用两遍（先减均值），或者 fp64 累加 / Welford。")
+    assert "keyword_stuffing" in terse.flags
