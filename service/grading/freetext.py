@@ -59,12 +59,15 @@ _QUOTE = 20
 # linear in the answer's length (the submission contract caps an answer at 16 384 characters).
 MAX_MATCHES_PER_CONCEPT = 64
 
-# Words that make one statement the cause or the consequence of the next.
+# Words that make one statement the cause or the consequence of the next. "的话" and "else" close a
+# condition as 否则 and otherwise do ("写成 BLOCK 的话 mean_b 分母错", "n_b = N − start, not BLOCK (else
+# mean_b and the weights are wrong)": honest welford Q3 answers at full points failed causal_chain.q3).
 _LINKS = re.compile(
     r"(所以|因此|因而|这样|以免|保证|确保|导致|使得|使|变成|变为|变|成为|成了|得到|就会|就|会|于是|从而|进而|之后|然后|接着|再|后|因为|由于|结果|造成|引起|"
-    r"即|也就是|等于|是|为|加上|多加|多出|带来|产生|发生|出现|引发|需要|必须|应该|如果|否则|不然|要是|→|->|=>|⇒|\s=\s|"
+    r"即|也就是|等于|是|为|加上|多加|多出|带来|产生|发生|出现|引发|需要|必须|应该|如果|否则|不然|要是|的话|→|->|=>|⇒|\s=\s|"
     r"\b(so|thus|therefore|hence|because|since|become|becomes|turns?|gives?|yields?|leads?|causes?|results?|then|after|"
-    r"which|means|adds?|makes?|is|are|equals?|need|needs|must|should|get|gets|when|occurs?|happens?|if|otherwise|unless)\b)",
+    r"which|means|adds?|makes?|is|are|equals?|need|needs|must|should|get|gets|when|occurs?|happens?|if|otherwise|unless|"
+    r"else)\b)",
     re.IGNORECASE,
 )
 _LINKS_AT = re.compile(f"(?=({_LINKS.pattern}))", _LINKS.flags)  # a link starting here (_LinkIndex)

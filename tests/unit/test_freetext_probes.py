@@ -432,3 +432,36 @@ def test_the_switches_of_round_two_restore_the_old_readings(monkeypatch):
                                                             ONLINE.format(factor="m_old - m_new")))
     terse = _scored("lesson06_mean_var", "q3", "单遍公式 E[x²]-E[x]² 大均值时灾难性抵消，所以用两遍（先减均值），或者 fp64 累加 / Welford。")
     assert "keyword_stuffing" in terse.flags
+
+
+# (d) "的话" and "else" close a condition as 否则 and otherwise do: the consequence after them is linked.
+@pytest.mark.parametrize("answer", [
+    "最后一块只有 N - start 个有效元素。n_b 要用有效元素个数，写成 BLOCK 的话 mean_b 分母错，合并权重也错。M2_b 里 padding lane "
+    "减 mean_b 之后是 -mean_b，平方是 mean_b²，要先用 tl.where(mask, ..., 0.0) 清零，否则 M2 偏大。",
+    "last chunk: n_b = N − start valid elements, not BLOCK (else mean_b and the weights are wrong); M2_b: pads become "
+    "−mean_b → mean_b² → mask them with tl.where.",
+])
+def test_a_consequence_after_de_hua_or_else_is_a_link_and_meets_the_chain(answer):
+    from service.grading.passrule import chain_requirement
+    ex = ExerciseCatalog(REPO_ROOT / "exercises").get("welford_merge")
+    result = _scored("welford_merge", "q3", answer)
+    assert ("valid_count", "count_effect") in [(link["from"], link["to"]) for link in result.links]
+    item = freetext.score_text(item_id="q3", title="Q3", max_points=2.0, question=ex.question("q3"), answer=answer,
+                               result=result)
+    assert chain_requirement(item, question_id="q3", share=ex.spec.pass_rule.chain_share, language="zh").met
+
+
+@pytest.mark.parametrize(("answer", "misconception"), [
+    ("最后一块 n_b 就是 BLOCK，mean_b = sum / BLOCK 的话均值正确；M2_b 里 padding 减 mean_b 后是 -mean_b，要用 tl.where 清零。",
+     "block_count"),
+    ("The last chunk still has BLOCK lanes, so n_b = BLOCK is right, else the merge weights would be off; the pads "
+     "become -mean_b so mask them with tl.where.", "block_count"),
+])
+def test_a_misconception_before_de_hua_or_else_is_still_found(answer, misconception):
+    result = _scored("welford_merge", "q3", answer)
+    assert misconception in _misconception_ids(result) and result.points <= 0.5, result.misconceptions
+
+
+def test_a_keyword_list_with_else_is_still_keyword_stuffing():
+    result = _scored("welford_merge", "q3", "最后一块, N - start, 有效元素个数, BLOCK, 分母, 权重, -mean_b, mean_b², tl.where, else")
+    assert "keyword_stuffing" in result.flags and result.points <= 0.5
