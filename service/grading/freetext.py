@@ -1555,9 +1555,13 @@ _ATTRIBUTED = re.compile(
     r"(常见|典型|容易犯)的?\s*(误区|错误|误解)|误区|误以为|容易(误)?以为|错误地(认为|以为)|想当然地?(认为|以为)")
 _MARKED_WRONG = re.compile(r"mistake|misconception|myth|pitfall|trap|misunderstanding|mistakenly|wrongly|naively|"
                            r"incorrectly|falsely|tempting|误")
+# A belief the student gave up is refuted by what happened to it too: the check failed, or they found
+# out later ("我一开始以为 other=0.0 就够了，空里填的是 True，结果 given check 的方差 assert 没过。后来想明白了：…"
+# was flagged other_is_enough, and the fixed, correct kernel raised coincidental_pass).
 _REFUTATION = re.compile(r"但|但是|其实|实际上|事实上|然而|错|不对|不正确|不是这样|并非如此|"
+                         r"后来(?!的)|才(发现|知道|明白|意识到|想通)|想明白|想通了?|意识到|没(有)?(通|跑)?过|不通过|失败|"
                          r"\b(but|however|actually|in fact|in reality|wrong|false|incorrect|not true|not the case|"
-                         r"mistaken)\b")
+                         r"mistaken|later|turned out|reali[sz]ed|fail(s|ed)?|did(n't| not) pass)\b")
 _DENIAL = re.compile(r"(并不是|并非|不是说|并没有|\bit'?s not true\b|\bit is not true\b|\bit isn'?t true\b|"
                      r"\bit'?s not the case\b|\bit is not the case\b|\bit is false\b|\bit'?s a myth\b)"
                      r"[^。;\n]{0,25}$")

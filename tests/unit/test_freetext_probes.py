@@ -465,3 +465,28 @@ def test_a_misconception_before_de_hua_or_else_is_still_found(answer, misconcept
 def test_a_keyword_list_with_else_is_still_keyword_stuffing():
     result = _scored("welford_merge", "q3", "最后一块, N - start, 有效元素个数, BLOCK, 分母, 权重, -mean_b, mean_b², tl.where, else")
     assert "keyword_stuffing" in result.flags and result.points <= 0.5
+
+
+# (e) A belief the student reports giving up ("一开始以为 …") is refuted by its failed check or by what they
+# found out later, not only by "但 / 其实 / but".
+@pytest.mark.parametrize("answer", [
+    "我一开始以为 other=0.0 就够了，空里填的是 True，结果 given check 的方差 assert 没过。后来想明白了：other=0.0 只保证第一次"
+    "求和时 padding 是单位元；中心化后 padding 变成 0 - mean = -mean，平方成 mean^2，第二次求和多加了 (BLOCK - N) * mean^2，"
+    "所以方差偏大。改成 mask 之后就过了。",
+    "I first thought other=0.0 was enough, so I filled the blank with True and the variance assert failed. Later I "
+    "realised other=0.0 only makes the pads the identity for the first sum: after centring they are -mean, squared "
+    "mean^2, so the second sum gains (BLOCK - N)*mean^2 and the variance is too large. Re-masking with tl.where fixed it.",
+])
+def test_a_belief_given_up_after_a_failed_check_is_not_stated(answer):
+    result = _scored("lesson06_mean_var", "q2", answer)
+    assert not _misconception_ids(result) and result.points == 2.0, (result.misconceptions, result.points)
+
+
+@pytest.mark.parametrize("answer", [
+    "我一开始以为 other=0.0 就够了，现在也这么认为：padding 已经是 0，所以第二次求和不会受影响。",
+    "other=0.0 就够了，padding 已经是 0，后来的求和也不会受影响。",
+    "other=0.0 is enough: the pads are 0, so the later sums are unaffected.",
+])
+def test_a_belief_kept_is_still_the_students_misconception(answer):
+    result = _scored("lesson06_mean_var", "q2", answer)
+    assert "other_is_enough" in _misconception_ids(result) and result.points < 1.0, result.misconceptions
