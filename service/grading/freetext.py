@@ -1259,7 +1259,7 @@ def _suspected(question: Question, text: str, spans: list[tuple[int, int]],
                         and not _supposed(text, hit) \
                         and not _refuted(text, hit[1], spans, hit[0]) \
                         and not _turned_around(text, hit, label, spans) \
-                        and _says_the_claim(text, hit, label) \
+                        and _says_the_claim(text, hit, label, _topic(question, matches, spans, hit)) \
                         and not _reported(text, max(hit[0], hit[1] - 1), hit[1], spans) \
                         and not _as_the_reference_says(text, hit, question.reference_answer):
                     if where is not None:  # where the clause starts (MISCONCEPTION_SCOPE)
@@ -1329,17 +1329,46 @@ def _supposed(text: str, hit: tuple[int, int, float]) -> bool:
     return consequence is not None and consequence.start() >= end - 1
 
 
-def _says_the_claim(text: str, hit: tuple[int, int, float], label: str) -> bool:
+def _says_the_claim(text: str, hit: tuple[int, int, float], label: str,
+                    topic: frozenset[str] = frozenset()) -> bool:
     """The clause holds a gram of the label besides its code words (tl.sum, mask, lane, load, store):
     every answer on the topic names those, and "re-applying the mask with tl.where sets those lanes
     back to 0 before the second tl.sum" holds 3 of the 4 grams of "tl.sum skips the masked lanes"
-    while saying the opposite; the claim is in the other words (skips, 跳过, unnecessary). A phrasing
-    of code words only keeps its share alone."""
-    claims = [frozenset(g for g in phrase.grams if not _code_word(g)) for phrase in _label_phrasings(label)]
+    while saying the opposite; the claim is in the other words (skips, 跳过, unnecessary). `topic`: the
+    words of the labels of the concepts its sentence states (TOPIC_WORDS): "softmax is shift-invariant →
+    subtract the max" holds 3 of the 5 grams of "subtracting the max changes the softmax result", all
+    of them in the labels of the concepts stated, none of the claim (changes). A phrasing of code and
+    topic words only keeps its share alone."""
+    claims = [frozenset(g for g in phrase.grams if not _code_word(g) and g not in topic)
+              for phrase in _label_phrasings(label)]
     if not all(claims):
-        return True
+        claims = [frozenset(g for g in phrase.grams if not _code_word(g)) for phrase in _label_phrasings(label)]
+        if not all(claims):
+            return True
     mine = similarity.grams(text[hit[0]:hit[1]])
     return any(claim & mine for claim in claims)
+
+
+# The words of the labels of the rubric's concepts stated in a clause's sentence are what it says: a
+# clause found by similarity to a misconception's label must hold a word of the label besides them
+# (honest probe, 2026-12-04: "softmax is shift-invariant → subtract the max → exponents ≤ 0 → …"
+# states shift_invariance and max_bound, and was flagged shift_changes_result for the words softmax,
+# subtract and max it shares with those labels; Q1 scored 0 of 2). Off, only code words are set aside.
+TOPIC_WORDS = True
+
+
+def _topic(question: Question, matches: dict[str, list[_Match]], spans: list[tuple[int, int]],
+           hit: tuple[int, int, float]) -> frozenset[str]:
+    if not TOPIC_WORDS:
+        return frozenset()
+    first, last = _sentence_of(spans, hit[0]), _sentence_of(spans, max(hit[0], hit[1] - 1))
+    stated = tuple(c for c in question.concepts if any(first <= m.sentence <= last for m in matches.get(c.id, [])))
+    return _topic_grams(tuple(normalise(t) for c in stated for t in (c.label.lesson, c.label.en or "") if t))
+
+
+@functools.lru_cache(maxsize=256)
+def _topic_grams(texts: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(g for t in texts for g in similarity.grams(t))
 
 
 # A label's difference of two names ("exp(m_new − m_old)") said the other way round in the clause

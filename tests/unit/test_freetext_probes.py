@@ -490,3 +490,23 @@ def test_a_belief_given_up_after_a_failed_check_is_not_stated(answer):
 def test_a_belief_kept_is_still_the_students_misconception(answer):
     result = _scored("lesson06_mean_var", "q2", answer)
     assert "other_is_enough" in _misconception_ids(result) and result.points < 1.0, result.misconceptions
+
+
+# (f) A clause found by similarity to a misconception's label must hold a word of the label besides the
+# words of the concepts its sentence states ("softmax is shift-invariant → subtract the max").
+TERSE_SHIFT = ("no shift → logits ≈ 1000 → exp(1000) = inf → inf/inf = NaN; logits ≈ -1000 → exp underflows to 0 → "
+               "0/0 = NaN. {middle} → exponents ≤ 0 → largest term exp(0) = 1 → no overflow, denominator ≥ 1.")
+
+
+def test_a_clause_in_the_words_of_the_concepts_it_states_is_no_suspected_misconception():
+    result = _scored("lesson07_softmax", "q1", TERSE_SHIFT.format(middle="softmax is shift-invariant → subtract the max"))
+    assert not _misconception_ids(result) and result.points == 2.0, (result.suspected, result.points)
+
+
+@pytest.mark.parametrize("answer", [
+    TERSE_SHIFT.format(middle="subtracting the max → the softmax result is changed a little"),
+    "logits 约 1000 时 exp(1000) = inf，inf/inf = NaN。减去最大值之后 softmax 的结果会有一点改变，但是指数都 ≤ 0，最大项是 1，不会溢出。",
+])
+def test_the_claim_in_the_labels_own_words_is_still_suspected(answer):
+    result = _scored("lesson07_softmax", "q1", answer)
+    assert "shift_changes_result" in _misconception_ids(result) and result.points < 2.0, result.suspected
