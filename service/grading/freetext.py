@@ -82,7 +82,7 @@ _COMPUTATION = re.compile(r"[=≠<>≈]|μ2|mu\^?2|" + _LEFT + r"\s*([-−+*/^]|
 # Saying a step is unneeded, irrelevant or already handled: the shape of most misconceptions a
 # lesson's probes target; flagged for a TA (no points taken) when no known misconception matched.
 _DISMISSAL = re.compile(
-    r"(不需要|无需|没必要|不必|不用(再)?(加|管|担心)|无所谓|(填|用|取)什么都(行|可以|一样)|就够了?|足够了|其实|反而|多余|"
+    r"(不需要|无需|没必要|不必|不用(再)?(加|管|担心)|无所谓|(填|用|取)什么都(行|可以|一样)|就够了?|足够了|其实|反而|多余(?=了|的?\s*([。，,.;；!！？?)）\n]|$))|"
     r"(is|are)n't (really |actually )?(needed|necessary|required)|"
     r"not (really |actually )?(needed|necessary|required)|no need|doesn't matter|does not matter|"
     r"(works|is fine) (just )?as well|redundant|already (handles|takes care|covers|fills|zero)|is enough|"
@@ -1126,7 +1126,9 @@ _WAVED_OFF = re.compile(
     r"\b(error|difference|deviation|change|effect|bias)s? (is|are|stays?|remains?) (only |very |really )?"
     r"(tiny|negligible|small|minor|insignificant)\b[^.;\n]{0,20}\b(so|compared|relative|next to|within|"
     r"(does|do)(n't| not) matter|ignore|fine|ok|okay)\b|"
-    r"\b(just|equally) as (well|good|correct)\b|一样(可以|能用|正确|对)|也(完全)?(可以|行)[，,]|"
+    r"\b(just|equally) as (well|good|correct)\b|"
+    r"一样(可以|能用|正确|对)(?=\s*([。，,.;；!！？?)）\n]|$|用|得到|算出|通过|跑通|过))|"
+    r"也(完全)?(可以|行)[，,]|"
     r"\b(is|are|would be) (perfectly |totally |also |still )?(fine|ok|okay)\s*(:|because\b|since\b|as long as\b))")
 # A clause that holds this share of a misconception label's grams states it (see similarity.py).
 MISCONCEPTION_LIKE = 0.6
@@ -1224,6 +1226,16 @@ def _doubt_flag(suspected: list[dict]) -> str:
         else "suspected_misconception"
 
 
+# A dismissal's words inside a concept's match are the concept ("atomic_add 的顺序无所谓", "the order
+# doesn't matter": addition is order-free), not a step waved away (honest probe, 2026-12-04: a correct
+# fused Q1 was flagged dismissal and lost the sentence's points). Off, they are a dismissal.
+DISMISSAL_IN_CONCEPT = True
+
+
+def _in_a_concept(matches: dict[str, list[_Match]], start: int, end: int) -> bool:
+    return DISMISSAL_IN_CONCEPT and any(m.start <= start and end <= m.end for ms in matches.values() for m in ms)
+
+
 def _suspected(question: Question, text: str, spans: list[tuple[int, int]],
                matches: dict[str, list[_Match]], where: list[int] | None = None) -> list[dict]:
     """Wording that may state a wrong mechanism when no known misconception matched, for a TA: a
@@ -1236,7 +1248,8 @@ def _suspected(question: Question, text: str, spans: list[tuple[int, int]],
                 continue
             # the first that is the student's own (not reported, denied or asked: _reported)
             m = next((m for m in itertools.islice(regex.finditer(text), MAX_MATCHES_PER_CONCEPT)
-                      if not _reported(text, m.start(), m.end(), spans)), None)
+                      if not _reported(text, m.start(), m.end(), spans)
+                      and not _in_a_concept(matches, m.start(), m.end())), None)
             if m is not None:
                 if where is not None:
                     where.append(m.start())

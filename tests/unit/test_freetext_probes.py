@@ -510,3 +510,34 @@ def test_a_clause_in_the_words_of_the_concepts_it_states_is_no_suspected_misconc
 def test_the_claim_in_the_labels_own_words_is_still_suspected(answer):
     result = _scored("lesson07_softmax", "q1", answer)
     assert "shift_changes_result" in _misconception_ids(result) and result.points < 2.0, result.suspected
+
+
+# (g) A dismissal's words that are a concept ("顺序无所谓": addition is order-free), "多余的行" (the extra
+# rows) and "跟 Σx 一样可以线性相加" (like Σx) wave no step away.
+@pytest.mark.parametrize(("exercise", "question", "answer"), [
+    ("fused_mean_var_atomic", "q1", "方差不能跨 program 相加：方差是非线性的，每块的方差以本块均值为中心，各块均值不同，相加就少了块间项。"
+                                    "Σx、Σx² 是线性的，和的和就是总和，atomic_add 的顺序无所谓，所以 kernel 只 atomic_add 这两个量，"
+                                    "最后在 host 上算方差。"),
+    ("fused_mean_var_atomic", "q1", "Variance is not linear: each block's variance is around its own mean, so adding them "
+                                    "misses the between-block term. Σx and Σx² are linear, so the atomic_add order doesn't "
+                                    "matter, and the host combines them afterwards."),
+    ("puzzle_long_sum", "explanation", "每个 program 负责 B0 行，acc 初始化为 0。for 循环步长 B1，每次读一块 [B0, B1]，按 axis=1 "
+                                       "求和加到 acc。mask 是 rows < N0 和 cols < T 的与：前者挡住多余的行，后者挡住最后一块超出行尾"
+                                       "的列，被挡的位置填 0.0 不影响求和。最后 store 时用 rows < N0，避免写出 z 的范围。"),
+    ("fused_mean_var_atomic", "explanation", "空1：tl.sum(values * values, 0)，本块的平方和，跟 Σx 一样可以线性相加。空2：sumsqs / N - "
+                                             "mean ** 2，在 host 上所有 program 合并完之后才算方差。空3：launch 前 sums.zero_() 和 "
+                                             "sumsqs.zero_()，因为 atomic_add 是累加。"),
+])
+def test_words_that_only_look_like_a_dismissal_are_none(exercise, question, answer):
+    result = _scored(exercise, question, answer)
+    assert "dismissal" not in result.flags and not result.suspected, result.suspected
+
+
+@pytest.mark.parametrize("answer", [
+    "other=0.0 只对第一次求和是单位元。填 True 和填 mask 一样可以。",
+    "padding 的值无所谓，反正第二次求和会处理。",
+    "other=0.0 只对第一次求和是单位元，第二次 mask 其实是多余的。",
+])
+def test_a_step_waved_away_is_still_a_dismissal(answer):
+    result = _scored("lesson06_mean_var", "q2", answer)
+    assert result.flags and ("dismissal" in result.flags or result.misconceptions), result.flags
