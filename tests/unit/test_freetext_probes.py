@@ -541,3 +541,21 @@ def test_words_that_only_look_like_a_dismissal_are_none(exercise, question, answ
 def test_a_step_waved_away_is_still_a_dismissal(answer):
     result = _scored("lesson06_mean_var", "q2", answer)
     assert result.flags and ("dismissal" in result.flags or result.misconceptions), result.flags
+
+
+# (h) Lesson 5 Q2: the value told before its reduction ("0 for sum, -inf for max") and lanes that "still join"
+# the sum are the concepts; "0 for max" so told is the misconception.
+def test_the_identity_told_value_first_is_the_concept():
+    answer = ("masked lanes still join tl.sum with the other value → so other must be the identity → 0 for sum, -inf "
+              "for max → a wrong value (1.0) adds (BLOCK - N) * 1.0 to every row sum.")
+    result = _scored("lesson05_row_sum", "q2", answer)
+    assert {"padding_joins", "sum_zero", "max_neg_inf"} <= {f["concept"] for f in result.found} and result.points == 2.0
+
+
+def test_zero_for_max_told_value_first_is_the_misconception():
+    result = _scored("lesson05_row_sum", "q2", "Padding lanes still join the sum with the other value, so other must be "
+                                               "the identity: 0 for max, and -inf for sum.")
+    assert "max_zero" in _misconception_ids(result) and result.points < 2.0
+    refuted = _scored("lesson05_row_sum", "q2", "Padding lanes still join the sum, so other must be the identity: 0 for "
+                                                "the sum, -inf for the max; 0 for max would be wrong for an all-negative row.")
+    assert not _misconception_ids(refuted)
