@@ -559,3 +559,13 @@ def test_zero_for_max_told_value_first_is_the_misconception():
     refuted = _scored("lesson05_row_sum", "q2", "Padding lanes still join the sum, so other must be the identity: 0 for "
                                                 "the sum, -inf for the max; 0 for max would be wrong for an all-negative row.")
     assert not _misconception_ids(refuted)
+
+
+def test_the_later_switches_of_round_two_restore_the_old_readings(monkeypatch):
+    monkeypatch.setattr(freetext, "TOPIC_WORDS", False)
+    monkeypatch.setattr(freetext, "DISMISSAL_IN_CONCEPT", False)
+    shifted = _scored("lesson07_softmax", "q1", TERSE_SHIFT.format(middle="softmax is shift-invariant → subtract the max"))
+    assert "shift_changes_result" in _misconception_ids(shifted)
+    ordered = _scored("fused_mean_var_atomic", "q1", "Σx and Σx² are linear, so the atomic_add order doesn't matter, and "
+                                                     "the host combines them afterwards.")
+    assert "dismissal" in ordered.flags
