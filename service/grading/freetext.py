@@ -2172,7 +2172,11 @@ def _looks_stuffed(text: str, matches: dict[str, list[_Match]], links: list[dict
     few_links = len(links) <= max(0, chain_links // 3)
     # A list of terms, or terms strung together by arrows with no prose between them: at most one
     # linking word outside the terms (counted up to two: a second one settles it) ...
-    if not (few_links or (term_share > 0.5 and not (ALL_LINKS_NOT_STUFFED and len(links) >= chain_links > 0))):
+    # Every link stated counts only where a link is worded or a step computed: names strung with arrows
+    # ("one-pass formula → catastrophic cancellation → two-pass → Welford") state links and say nothing.
+    all_links = ALL_LINKS_NOT_STUFFED and len(links) >= chain_links > 0 and \
+        (_COMPUTATION.search(text) is not None or _worded_links(text, matches, links) > 0)
+    if not (few_links or (term_share > 0.5 and not all_links)):
         return False
     outside, end = [], 0  # the text with every match blanked out
     for s, e in covered:
