@@ -17,13 +17,33 @@ The same front end also runs any plain Python callable a kernel calls at compile
 what it does not know), on the GPU as well: `tl.core.builtins.exec(...)` would run arbitrary code.
 `restrict_compile_time_calls` makes such a call a compile error, in both modes.
 
+Compiling first is not enough if the interpreter then runs other code than the compiler compiled.
+A static condition (`if hasattr(x_ptr.handle, "data"):`, `isinstance`, a `tl.static_range` whose
+bound is such a fact, `fact and <python>`) is decided in Python by both, and the two see different
+values (the interpreter's tensors hold numpy arrays in `.handle`; its constexprs are plain ints), so
+a body could compile as an empty kernel and run frame-walking torch code under the interpreter. The
+gate therefore records which syntax nodes of the student's kernels the compiler visited for each
+launch's specialization, and the interpreter's copy of each such kernel (Triton rewrites its source
+anyway) checks before each statement, and before each lazily evaluated operand (either side of
+`a if c else b`, the later operands of `and`/`or` and of a chained comparison, a comprehension's
+element, an assert's message), that the compiler visited it; if not, the launch fails
+(INTERPRETER_ONLY_CODE). The interpreter parses exactly the source the compiler parsed (Triton's
+interpreter takes the *last* line that starts with `def `, so a docstring holding a second `def`
+would give it another function). Reading `.handle` or a dunder attribute in a kernel is refused at
+compile time (PYTHON_ATTRIBUTE_CODE): with those, a value (not a branch) could differ between the
+two, e.g. `getattr(x.handle, "data", int)()`.
+
 Standard library plus triton only. The trusted side never imports this file's callers' code.
 """
 from __future__ import annotations
 
+import ast
 import contextlib
+import functools
 import io
 import os
+import re
+import textwrap
 import types
 
 TARGET = ("cuda", 90, 32)  # sm_90 (H100/H200), warp size 32: the GPU the lesson's course grades on
@@ -33,6 +53,8 @@ MAX_MESSAGE = 4000
 # The words around a rejection are the trusted side's (service/messages/sandbox.yaml): this module, which runs in
 # the student's process, writes only their codes, inline: «kg:<code>|key=value|...» (service/grading/sandbox_text.py).
 PREFIX_CODE, PYTHON_CALL_CODE = "sandbox.gpu_compile", "sandbox.python_call"
+PYTHON_ATTRIBUTE_CODE = "sandbox.python_attribute"  # `.handle`, a dunder: the interpreter's internals, not Triton
+INTERPRETER_ONLY_CODE = "sandbox.interpreter_only"  # the interpreter ran code the GPU compile did not compile
 NO_LAUNCH_CODE = "sandbox.no_kernel_launch"  # written by the harness (harness.py, LaunchCounter)
 MARK_OPEN, MARK_SEP, MARK_CLOSE = "«kg:", "|", "»"
 
@@ -137,6 +159,9 @@ class CompileGate:
         self.scopes: dict[int, tuple] = {}  # id(module globals) -> (them, the copy the twins see)
         self.binders: dict[int, tuple] = {}  # id(launched InterpretedFunction) -> (it, twin, binder)
         self.verdicts: dict[tuple, BaseException | None] = {}
+        # What the compiler visited, per launch specialization: {code object: node keys} (_node_key).
+        self.reached: dict[tuple, dict] = {}
+        self.active: dict | None = None  # the launch being interpreted now: its `reached`
         self.pristine = _language_snapshot()  # before any interpreter run patched triton.language
         self.compiles = 0
         self.compile_s = 0.0
@@ -210,13 +235,17 @@ class CompileGate:
             key = (id(interpreted), str(specialization), str(options))
         except Exception as exc:  # noqa: BLE001 - the launch's arguments do not fit the kernel
             raise GPUCompileError(compile_error_message(exc)) from None
+        self.active = None
         if key in self.verdicts:
             known = self.verdicts[key]
             if known is not None:
                 raise GPUCompileError(compile_error_message(known)) from None
+            self.active = self.reached[key]
             return
+        global _RECORD
         started = time.perf_counter()
         error = None
+        _RECORD = {}
         try:
             options, signature, constexprs, attrs = jit._pack_args(self.backend, kwargs, bound_args, specialization,
                                                                    options)
@@ -224,11 +253,21 @@ class CompileGate:
         except Exception as exc:  # noqa: BLE001 - whatever the compiler raised is the verdict
             error = exc
         finally:
+            record, _RECORD = _RECORD, None
             self.compiles += 1
             self.compile_s += time.perf_counter() - started
         self.verdicts[key] = error
         if error is not None:
             raise GPUCompileError(compile_error_message(error)) from None
+        self.reached[key] = record
+        self.active = record
+
+    def reach(self, code, key: tuple, line: int) -> None:
+        """The interpreter is about to run the node `key` of the kernel whose code object is `code`:
+        fail the launch unless the compile of this launch visited it."""
+        active = self.active
+        if active is None or key not in active.get(code, ()):
+            raise GPUCompileError(mark(INTERPRETER_ONLY_CODE, line=line))
 
     def _compile(self, jit, signature, constexprs, attrs, options) -> None:
         """triton.compile's stages up to LAST_STAGE (no cache)."""
@@ -265,6 +304,176 @@ class CompileGate:
         _GATE = self
         launch_hook.on_launch(lambda kernel, args, kwargs, grid: self.check(kernel, args, kwargs),
                               classes=[InterpretedFunction])
+        _record_visits()
+        _check_interpreted_source(self)
+
+
+_RECORD: dict | None = None  # while the gate compiles a launch: {code object: keys of the nodes visited}
+
+
+def _node_key(node: ast.AST) -> tuple:
+    return (type(node).__name__, getattr(node, "lineno", 0), getattr(node, "col_offset", 0),
+            getattr(node, "end_lineno", 0), getattr(node, "end_col_offset", 0))
+
+
+def _record_visits() -> None:
+    """Record every node Triton's code generator visits while the gate compiles (into _RECORD)."""
+    from triton.compiler import code_generator as cg
+
+    generator = cg.CodeGenerator
+    if getattr(generator, "_kernelgrade_recording", False):
+        return
+    original = generator.visit
+
+    def visit(self, node):
+        record = _RECORD
+        if record is not None and node is not None:
+            code = getattr(getattr(getattr(self, "jit_fn", None), "fn", None), "__code__", None)
+            if code is not None:
+                record.setdefault(code, set()).add(_node_key(node))
+        return original(self, node)
+
+    generator.visit = visit
+    generator._kernelgrade_recording = True
+
+
+_REACH_NAME = "_kernelgrade_reached_"  # the check's name in the kernel module's globals (as Triton puts its own there)
+
+
+class _ReachChecks(ast.NodeTransformer):
+    """Inserts `_kernelgrade_reached_(index, key, line)` before every statement of a kernel, and
+    before every operand that Python evaluates lazily, where the compiler may have skipped it."""
+
+    _BODIES = ("body", "orelse", "finalbody")
+
+    def __init__(self, index: int, first_line: int) -> None:
+        self.index = index
+        self.first_line = first_line
+
+    def _call(self, node: ast.AST) -> ast.expr:
+        key = ast.Tuple(elts=[ast.Constant(part) for part in _node_key(node)], ctx=ast.Load())
+        call = ast.Call(func=ast.Name(id=_REACH_NAME, ctx=ast.Load()),
+                        args=[ast.Constant(self.index), key,
+                              ast.Constant(self.first_line + getattr(node, "lineno", 1) - 1)], keywords=[])
+        return ast.copy_location(call, node)
+
+    def _guarded(self, node: ast.expr) -> ast.expr:
+        """`(check, node)[1]`: the check runs first, then the operand, only where Python evaluates it."""
+        pair = ast.copy_location(ast.Tuple(elts=[self._call(node), node], ctx=ast.Load()), node)
+        return ast.copy_location(ast.Subscript(value=pair, slice=ast.Constant(1), ctx=ast.Load()), node)
+
+    def _statements(self, stmts: list) -> list:
+        out: list = []
+        for stmt in stmts:
+            self.visit(stmt)  # in place: every visitor here returns its node
+            if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):  # a docstring runs nothing
+                out.append(ast.copy_location(ast.Expr(self._call(stmt)), stmt))
+            out.append(stmt)
+        return out
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        for name, value in ast.iter_fields(node):
+            if isinstance(value, list) and value and isinstance(value[0], ast.stmt) and name in self._BODIES:
+                if not isinstance(node, ast.Module):
+                    setattr(node, name, self._statements(value))
+                else:
+                    for stmt in value:
+                        self.visit(stmt)
+            elif isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        self.visit(item)
+            elif isinstance(value, ast.AST):
+                self.visit(value)
+        return node
+
+    def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
+        self.generic_visit(node)
+        node.body, node.orelse = self._guarded(node.body), self._guarded(node.orelse)
+        return node
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
+        self.generic_visit(node)
+        node.values = node.values[:1] + [self._guarded(v) for v in node.values[1:]]
+        return node
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        self.generic_visit(node)
+        node.comparators = node.comparators[:1] + [self._guarded(v) for v in node.comparators[1:]]
+        return node
+
+    def visit_ListComp(self, node: ast.ListComp) -> ast.AST:
+        self.generic_visit(node)
+        node.elt = self._guarded(node.elt)
+        for comp in node.generators:
+            comp.ifs = comp.ifs[:1] + [self._guarded(c) for c in comp.ifs[1:]]
+        return node
+
+    def visit_Assert(self, node: ast.Assert) -> ast.AST:
+        self.generic_visit(node)
+        if node.msg is not None and not isinstance(node.msg, ast.Constant):
+            node.msg = self._guarded(node.msg)
+        return node
+
+
+def _check_interpreted_source(gate: CompileGate) -> None:
+    """Make Triton's interpreter run the cell's kernels from the source its compiler parses, with
+    the reach checks (_ReachChecks) in it. Triton's own functions (tl.sum, ...) are left as they are."""
+    import inspect
+
+    from triton.runtime.interpreter import FunctionRewriter
+
+    if getattr(FunctionRewriter, "_kernelgrade_checked", False):
+        return
+    original = FunctionRewriter.rewrite_ast
+    codes: list = []  # index -> code object of the kernel the checks belong to
+
+    def reached(index: int, key: tuple, line: int) -> None:
+        gate.reach(codes[index], key, line)
+
+    def rewrite_ast(self):
+        fn = self.fn
+        if not _student_function(fn):
+            return original(self)
+        lines, _ = inspect.getsourcelines(fn)
+        src = textwrap.dedent("".join(lines))  # as JITFunction does: dedent, then from the first `def`
+        found = re.search(r"^def\s+\w+\s*\(", src, re.MULTILINE)
+        if found is None:
+            raise GPUCompileError(mark(INTERPRETER_ONLY_CODE, line=fn.__code__.co_firstlineno))
+        self.filename, self.def_file_lineno = self._get_jit_fn_file_line()
+        tree = ast.parse(src[found.start():])
+        codes.append(fn.__code__)
+        tree = _ReachChecks(len(codes) - 1, self.def_file_lineno).visit(tree)
+        tree = self.ast_transformer.visit(tree)
+        ast.fix_missing_locations(tree)
+        ast.increment_lineno(tree, self.def_file_lineno - 1)
+        fn.__globals__[_REACH_NAME] = reached
+        return self._compile_and_exec(tree)
+
+    FunctionRewriter.rewrite_ast = rewrite_ast
+    FunctionRewriter._kernelgrade_checked = True
+
+
+def _forbidden_attribute(name: str) -> bool:
+    """An attribute a kernel may not read: the interpreter's storage behind a value (`handle`:
+    numpy arrays and raw addresses there, IR values in the compiler) or any dunder."""
+    return name == "handle" or (name.startswith("__") and name.endswith("__"))
+
+
+@functools.lru_cache(maxsize=256)
+def _outside_triton(filename: str) -> bool:
+    import triton
+
+    package = os.path.join(os.path.dirname(os.path.realpath(triton.__file__)), "")
+    return not os.path.realpath(filename).startswith(package)
+
+
+def _student_function(fn) -> bool:
+    """`fn` (a function, or a JITFunction/InterpretedFunction around one) is defined outside Triton's
+    own package: the cell's kernels and helpers (and the harness's canary), not triton.language's."""
+    inner = getattr(fn, "fn", fn)
+    code = getattr(inner, "__code__", None)
+    return code is not None and _outside_triton(code.co_filename)
 
 
 def restrict_compile_time_calls() -> bool:
@@ -320,7 +529,12 @@ def restrict_compile_time_calls() -> bool:
     def twin(value):
         return _GATE.jit_twin(value) if _GATE is not None else value
 
+    def refuse_attribute(self, attr) -> None:
+        if isinstance(attr, str) and _forbidden_attribute(attr) and _student_function(getattr(self, "jit_fn", None)):
+            raise unsupported(self.jit_fn.src, self.cur_node, mark(PYTHON_ATTRIBUTE_CODE, name=attr[:80]))
+
     def get_Attribute(self, lhs, attr):
+        refuse_attribute(self, attr)
         value = twin(original_attribute(self, lhs, attr))
         if is_triton_value(lhs) and isinstance(value, jit_module.JITFunction) and not isinstance(value, bound_method):
             return bound_method(lhs, value)
@@ -333,6 +547,8 @@ def restrict_compile_time_calls() -> bool:
             module = getattr(fn, "__module__", None) or ""
             shown = f"{module}.{name}" if module and module != "builtins" else str(name)
             raise unsupported(self.jit_fn.src, node, mark(PYTHON_CALL_CODE, name=shown[:80]))
+        if (fn is getattr or fn is hasattr) and len(args) >= 2:
+            refuse_attribute(self, getattr(args[1], "value", args[1]))
         return original(self, node, fn, args, kws)
 
     generator.call_Function = call_Function

@@ -8,12 +8,21 @@ from __future__ import annotations
 import re
 
 from sandbox.contract import RunResult, Said, SpeedRun
-from sandbox.gpu_compile import MARK_CLOSE, MARK_OPEN, MARK_SEP, NO_LAUNCH_CODE, PREFIX_CODE, PYTHON_CALL_CODE
+from sandbox.gpu_compile import (
+    INTERPRETER_ONLY_CODE,
+    MARK_CLOSE,
+    MARK_OPEN,
+    MARK_SEP,
+    NO_LAUNCH_CODE,
+    PREFIX_CODE,
+    PYTHON_ATTRIBUTE_CODE,
+    PYTHON_CALL_CODE,
+)
 from service.messages import render, service_catalogue
 from service.messages.catalogue import LANGUAGES
 
 # The only codes text written inside the sandbox may name: a mark naming another is left as written.
-INLINE_CODES = frozenset({PREFIX_CODE, PYTHON_CALL_CODE, NO_LAUNCH_CODE})
+INLINE_CODES = frozenset({PREFIX_CODE, PYTHON_CALL_CODE, PYTHON_ATTRIBUTE_CODE, INTERPRETER_ONLY_CODE, NO_LAUNCH_CODE})
 _MARK = re.compile(re.escape(MARK_OPEN) + r"([a-z_.]{1,40})"
                    + r"((?:" + re.escape(MARK_SEP) + r"[a-z_]{1,20}=[^«»|\n]{0,200}){0,4})" + re.escape(MARK_CLOSE))
 

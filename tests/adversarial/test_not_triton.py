@@ -137,3 +137,89 @@ def test_the_reference_body_still_compiles_and_earns_full_marks(grader, host):
     assert all(c.passed for c in report.cases), [(c.id, c.error) for c in report.cases if not c.passed]
     host.assert_untouched()
     assert_graded_normally()
+
+
+# --- bodies that compile as one kernel and run as another on the interpreter -------------------
+# A static condition is decided in Python by the compiler and by the interpreter, and the two see
+# different things: under the interpreter tl.arange is its numpy twin (not tl.core.arange), a
+# tensor's `.handle` holds numpy arrays instead of IR values. So the GPU compile took the empty
+# branch (nothing to refuse) and the interpreter ran the frame walk: each earned 10/10 before the
+# interpreter was made to run only what the compile of the same launch visited (gpu_compile.py).
+# On a GPU these bodies store nothing and fail by their values.
+DIVERGE = "tl.arange is not tl.core.arange"  # False when compiled, True while interpreted
+INTERPRETER_ONLY_WORDS = ("GPU 编译从未编译这段代码", "GPU compile of the same launch never compiled it")
+INTERPRETER_ONLY = {
+    "static-if": f"if {DIVERGE}:\n    exec({FRAME_WALK!r})\n",
+    "static-range": f"for _ in tl.static_range(0, ({DIVERGE}) * 1):\n    exec({FRAME_WALK!r})\n",
+    "and": f"{DIVERGE} and exec({FRAME_WALK!r})\n",
+    "conditional-expression": f"exec({FRAME_WALK!r}) if {DIVERGE} else 0\n",
+    "comprehension-filter": f"[exec({FRAME_WALK!r}) for _ in (1,) if {DIVERGE}]\n",
+}
+
+
+def code_points(report) -> float:
+    items = [i for i in report.items if i.id.startswith("code.") and i.id != "code.explanation"]
+    assert items
+    return sum(i.points for i in items)
+
+
+@pytest.mark.parametrize("name", list(INTERPRETER_ONLY))
+def test_code_only_the_interpreter_runs_fails(grader, host, name):
+    report = grader.grade(Submission(exercise=PUZZLE, code=body_submission(INTERPRETER_ONLY[name])),
+                          secret_seed=SECRET_SEED)
+    assert report.status == "graded" and report.program.ran, report.to_json()[:2000]
+    assert not report.score.passed and code_points(report) == 0, [(i.id, i.points) for i in report.items]
+    assert report.given_check.status == "failed", report.given_check
+    passed = [c.id for c in report.cases if c.passed]
+    assert not passed, passed
+    if device_mode() is DeviceMode.interpreter:
+        english = report.translations["en"]
+        for c in report.cases:
+            if c.kind != "given":
+                assert INTERPRETER_ONLY_WORDS[0] in (c.error or ""), (c.id, c.error)
+                assert INTERPRETER_ONLY_WORDS[1] in (english.cases[c.id].error or ""), english.cases[c.id]
+    host.assert_untouched()
+
+
+def test_reading_a_values_handle_is_refused_by_the_compile(grader, host):
+    """`hasattr(x_ptr.handle, "data")` is False when compiled and True when interpreted; the handle
+    (numpy arrays, raw addresses) is refused in a kernel on every device."""
+    body = f"if hasattr(x_ptr.handle, 'data'):\n    exec({FRAME_WALK!r})\n"
+    report = grader.grade(Submission(exercise=PUZZLE, code=body_submission(body)), secret_seed=SECRET_SEED)
+    assert report.status == "graded" and code_points(report) == 0, report.to_json()[:2000]
+    for c in report.cases:
+        assert not c.passed and "`.handle`" in (c.error or ""), (c.id, c.error)
+    host.assert_untouched()
+
+
+def test_static_branches_on_constexprs_still_earn_full_marks(grader, host):
+    """What an honest body does with static Python: a docstring, `if`/`and`/`x if c else y` on
+    constexprs, an assert with a message, tl.static_range, a runtime `if` on a tensor."""
+    body = '''
+"""Row sums: one program per B0 rows, B1 columns at a time."""
+pid = tl.program_id(0)
+rows = pid * B0 + tl.arange(0, B0)
+row_mask = rows < N0 if B0 > 1 else rows < N0 + 0
+acc = tl.zeros((B0,), dtype=tl.float32)
+assert B1 > 0, "B1 must be positive"
+if B0 > 1 and B1 > 1:
+    step: tl.constexpr = B1
+else:
+    step: tl.constexpr = B1 * 1
+for start in range(0, T, step):
+    cols = start + tl.arange(0, B1)
+    mask = row_mask[:, None] & (cols[None, :] < T)
+    x = tl.load(x_ptr + rows[:, None] * T + cols[None, :], mask=mask, other=0.0)
+    if start >= 0:
+        acc += tl.sum(x, axis=1)
+    else:
+        acc += 0.0
+for _ in tl.static_range(2):
+    acc = acc * 1.0
+tl.store(z_ptr + rows, acc, mask=row_mask)
+'''
+    report = grader.grade(Submission(exercise=PUZZLE, code=body_submission(body)), secret_seed=SECRET_SEED)
+    items = [i for i in report.items if i.id.startswith("code.") and i.id != "code.explanation"]
+    assert all(i.points == i.max_points for i in items), [(i.id, i.points, i.feedback) for i in items]
+    assert all(c.passed for c in report.cases), [(c.id, c.error) for c in report.cases if not c.passed]
+    host.assert_untouched()
