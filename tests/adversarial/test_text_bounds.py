@@ -188,3 +188,42 @@ def test_thousands_of_inserted_statements_are_extracted_quickly():
     extraction = extract_within(kernel, 20)
     assert extraction.error is None and extraction.fill_sources == ["mask"]
     assert len(extraction.edits) == 2_700
+
+
+# A claimed output the parser backtracked on: a run of spaces or underscores after an error
+# metric's first word ('max', 'mean', 'error') that no number follows. Two adjacent repetitions
+# that can both take the run ('[\s_]*(abs)?[\s_]*', '\s*[:=]?\s*') tried every split: 5.7 s for one
+# 16 KB claim, and the pipeline reads the claim four times per grading (claims.py).
+HOSTILE_CLAIMS = {
+    "max-underscores": "max" + "_" * (MAX_TEXT_CHARS - 4) + "x",
+    "mean-spaces": "mean" + " " * (MAX_TEXT_CHARS - 5) + "x",
+    "error-spaces": "error" + "\t" * (MAX_TEXT_CHARS - 6) + "x",
+    "max-abs-underscores": "max" + "_" * 8_000 + "abs" + "_" * (MAX_TEXT_CHARS - 8_007) + "x",
+}
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", sorted(HOSTILE_CLAIMS))
+def test_the_longest_hostile_claimed_output_is_read_in_bounded_time(kind):
+    """About 40 ms each; a second is quadratic backtracking again."""
+    from service.grading.claims import parse_claim, unverified_claim
+
+    claimed = HOSTILE_CLAIMS[kind]
+    assert len(claimed) <= MAX_TEXT_CHARS
+    Submission(exercise="lesson06_mean_var", code="x", claimed_output=claimed)  # within the contract
+    started = time.perf_counter()
+    veto = unverified_claim(claimed_output=claimed, program_ran=True, given_status="failed", real_output="",
+                            not_run_reason=None)
+    kind_read = parse_claim(claimed).kind
+    assert time.perf_counter() - started < 1.0
+    assert kind_read == ("fail" if kind.startswith("error") else "unclear")
+    assert veto is None  # unclear, or a failure our run (failed) agrees with
+
+
+def test_error_metrics_with_their_numbers_are_still_not_failures():
+    from service.grading.claims import parse_claim
+
+    for said in ("max abs error: 1e-6", "max_abs_err = 3e-7", "mean error 0.0", "error = 0.0", "误差：0.0",
+                 "max  abs   error:   2e-7", "max" + "_" * 40 + "abs_error 1e-7"):
+        assert parse_claim(said).kind == "results", said
+    assert parse_claim("AssertionError: Tensor-likes are not close!").kind == "fail"
