@@ -33,7 +33,7 @@ from sqlalchemy.orm import Session
 
 from service.db.models import Submission
 from service.exercises import ExerciseCatalog, ExerciseNotFound
-from service.grading.extract import blank_positions, extract, is_block_blank
+from service.grading.extract import MAX_SYNTAX_DEPTH, blank_positions, deeper_than, extract, is_block_blank
 from service.grading.freetext import normalise
 
 MAX_TEXT_CHARS = 4000  # normalised characters compared per answer: the cost of one signature is bounded
@@ -113,6 +113,8 @@ def _functions(code: str) -> dict[str, list[ast.stmt]]:
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    if deeper_than(tree, MAX_SYNTAX_DEPTH):  # unparsing it below would raise RecursionError (extract.py)
         return {}
     return {n.name: n.body for n in tree.body if isinstance(n, ast.FunctionDef)}
 

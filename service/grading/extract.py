@@ -440,6 +440,24 @@ def _notebook_line(source: str, lineno: int, language: str) -> str | None:
     return render("extract.error.notebook_line", language, line=lineno, text=line[:80])
 
 
+# The deepest syntax tree a submission may have. Every later step on the trusted side walks the fills
+# recursively (ast.unparse, NodeTransformers, ast.dump: two or three frames a level), and a fill such
+# as `-` 700 times before an expression parses, but raised RecursionError out of the pipeline (the
+# grading crashed instead of saying why). Honest code is a few dozen levels deep.
+MAX_SYNTAX_DEPTH = 200
+
+
+def deeper_than(tree: ast.AST, limit: int) -> bool:
+    """Whether `tree` has a node more than `limit` levels down (walked without recursion)."""
+    stack = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return False
+
+
 def extract(template_src: str, submission_src: str, *, language: str = "zh") -> Extraction:
     """The fills and the edits outside them; `error` (in `language`) when the code cannot be compared."""
     template, spots, t_keys, t_blanks = _template(template_src)
@@ -457,6 +475,8 @@ def extract(template_src: str, submission_src: str, *, language: str = "zh") -> 
     except (ValueError, RecursionError, MemoryError) as exc:
         return Extraction(fills=[None] * len(spots),
                           error=render("extract.error.unparsable", language, exception=type(exc).__name__))
+    if deeper_than(submission, MAX_SYNTAX_DEPTH):
+        return Extraction(fills=[None] * len(spots), error=render("extract.error.too_deep", language))
     try:
         matcher = _Matcher(template_src, submission_src, language, t_keys, t_blanks, _structure_keys(submission))
         matcher.stmts(template.body, submission.body)

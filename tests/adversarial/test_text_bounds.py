@@ -227,3 +227,69 @@ def test_error_metrics_with_their_numbers_are_still_not_failures():
                  "max  abs   error:   2e-7", "max" + "_" * 40 + "abs_error 1e-7"):
         assert parse_claim(said).kind == "results", said
     assert parse_claim("AssertionError: Tensor-likes are not close!").kind == "fail"
+
+
+WELFORD = ExerciseCatalog(REPO_ROOT / "exercises").get("welford_merge")
+WHITE_RUNS = {"spaces": " ", "newlines": "\n", "mixed": " \n\t", "ideographic": "\u3000"}
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("kind", sorted(WHITE_RUNS))
+def test_a_run_of_white_space_in_an_answer_is_read_in_bounded_time(kind):
+    """welford_merge's rubric has `mask\\s*(里|中)?\\s*(为\\s*)?true\\s*的\\s*个数`: two `\\s*` around an
+    optional word try every split of a run between them. "mask" then 16 000 spaces cost 9-10 s per
+    question (explanation, q3) before runs of white space were read as one (freetext._fold_markup)."""
+    run = WHITE_RUNS[kind]
+    answer = ("mask" + run * MAX_TEXT_CHARS)[:MAX_TEXT_CHARS - 1] + "x"
+    for question in WELFORD.spec.questions:
+        started = time.perf_counter()
+        score_answer(question, answer, 2.0)
+        assert time.perf_counter() - started < 1.0, question.id
+
+
+def test_words_apart_by_a_run_of_white_space_still_count():
+    """The same phrase, once with single spaces and once with runs of spaces and blank lines, earns
+    the same: the rubric reads a run as one space."""
+    question = WELFORD.question("q3")
+    plain = "有效元素个数要用 mask 中 true 的个数，而不是 BLOCK。"
+    spread = "有效元素个数要用   mask   中\n\n\n\n true 的个数，而不是      BLOCK。"
+    a, b = score_answer(question, plain, 2.0), score_answer(question, spread, 2.0)
+    assert a.points == b.points and {f["concept"] for f in a.found} == {f["concept"] for f in b.found}, (a, b)
+
+
+DEEP = 700  # unary minuses before an expression: it parses (CPython's parser allows about 1 000 levels)
+
+
+def test_a_deeply_nested_fill_is_refused_not_a_crash():
+    """`-` 700 times before the kernel fill (or the host combine) of fused_mean_var_atomic parsed,
+    but the trusted side's recursive walks of the fill (ast.unparse in rejected_fill) raised
+    RecursionError out of Grader.grade: the grading crashed instead of saying why. Now the extraction
+    refuses a syntax tree deeper than extract.MAX_SYNTAX_DEPTH, in the real pipeline, before any run."""
+    from sandbox.contract import Limits
+    from service.bootstrap import build_grader
+    from service.config import Settings
+    from tests.adversarial.kit import QUICK, SECRET_SEED
+    from tests.adversarial.test_host_blanks import RIGHT_ATOMIC, RIGHT_COMBINE, RIGHT_ZEROING, program
+
+    grader = build_grader(Settings(limits=Limits(**QUICK)))
+    for code in (program("-" * DEEP + f"({RIGHT_ATOMIC})", RIGHT_COMBINE, RIGHT_ZEROING),
+                 program(RIGHT_ATOMIC, "-" * DEEP + f"({RIGHT_COMBINE})", RIGHT_ZEROING)):
+        report = grader.grade(Submission(exercise="fused_mean_var_atomic", code=code), secret_seed=SECRET_SEED)
+        assert report.status == "graded" and report.program is not None and not report.program.ran
+        assert "嵌套过深" in (report.program.not_run_reason or ""), report.program
+        assert "nested too deeply" in (report.translations["en"].not_run_reason or ""), report.translations["en"]
+
+
+def test_a_deeply_nested_body_does_not_break_the_copies_report():
+    """The TA's copy report parses every whole-body fill of the class itself; two puzzle bodies
+    nested 700 deep made its unparse raise RecursionError, and the course's report failed."""
+    from service.db.models import Submission as Row
+    from service.grades import copies
+
+    exercise = ExerciseCatalog(REPO_ROOT / "exercises").get("puzzle_long_sum")
+    body = "    z = " + "-" * DEEP + "(tl.program_id(0))\n    tl.store(z_ptr, z)\n"
+    code = exercise.template.replace("    ______\n", body, 1)
+    assert code != exercise.template
+    rows = [Row(id=f"id-{s}", student_id=s, student_name=None, exercise_id=exercise.id,
+                body={"exercise": exercise.id, "code": code}) for s in ("a", "b")]
+    assert copies._code_clusters(exercise.id, rows, exercise.template, exercise.solution) == []
