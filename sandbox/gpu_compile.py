@@ -29,8 +29,8 @@ anyway) checks before each statement, and before each lazily evaluated operand (
 element, an assert's message), that the compiler visited it; if not, the launch fails
 (INTERPRETER_ONLY_CODE). The interpreter parses exactly the source the compiler parsed (Triton's
 interpreter takes the *last* line that starts with `def `, so a docstring holding a second `def`
-would give it another function). Reading `.handle` or a dunder attribute in a kernel is refused at
-compile time (PYTHON_ATTRIBUTE_CODE): with those, a value (not a branch) could differ between the
+would give it another function). Reading `.handle` or a private attribute (`_x`, dunders) in a
+kernel is refused at compile time (PYTHON_ATTRIBUTE_CODE): with those, a value (not a branch) could differ between the
 two, e.g. `getattr(x.handle, "data", int)()`.
 
 Standard library plus triton only. The trusted side never imports this file's callers' code.
@@ -456,8 +456,10 @@ def _check_interpreted_source(gate: CompileGate) -> None:
 
 def _forbidden_attribute(name: str) -> bool:
     """An attribute a kernel may not read: the interpreter's storage behind a value (`handle`:
-    numpy arrays and raw addresses there, IR values in the compiler) or any dunder."""
-    return name == "handle" or (name.startswith("__") and name.endswith("__"))
+    numpy arrays and raw addresses there, IR values in the compiler) or any private one (`_x`,
+    dunders): through them the interpreter's objects (`tl.sum.rewriter._compile_and_exec`, a
+    function's `__globals__`) differ from the compiler's. Triton code reads neither."""
+    return name == "handle" or name.startswith("_")
 
 
 @functools.lru_cache(maxsize=256)
