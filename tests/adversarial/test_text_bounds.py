@@ -293,3 +293,27 @@ def test_a_deeply_nested_body_does_not_break_the_copies_report():
     rows = [Row(id=f"id-{s}", student_id=s, student_name=None, exercise_id=exercise.id,
                 body={"exercise": exercise.id, "code": code}) for s in ("a", "b")]
     assert copies._code_clusters(exercise.id, rows, exercise.template, exercise.solution) == []
+
+
+FUSED = ExerciseCatalog(REPO_ROOT / "exercises").get("fused_mean_var_atomic")
+FUSED_EXPLANATION = ("每个 program 用 tl.sum(values * values) 求出自己那块的平方和，atomic_add 到 sumsqs；"
+                     "launch 之前把两个缓冲区都清零；host 上 var = sumsqs / N - mean * mean。")
+
+
+@pytest.mark.timeout(120)
+def test_a_long_block_fill_is_checked_against_the_explanation_in_bounded_time():
+    """The explanation says both buffers are zeroed; the block fill (fill_policy any) is thousands
+    of `sums` / `sumsqs` lines and no zeroing. The claim's `shown_by` pattern
+    `(?s)\\bsums\\b.*\\bsumsqs\\b.*(zero|fill|= 0)` costs the cube of the fill: 3 s for 4.8 KB, hours
+    for 60 KB. Now a block fill is searched in at most freetext._SHOWN_SEARCH_MAX characters."""
+    block = "\n".join(["sums", "sumsqs"] * 2_600)  # 31 KB
+    question = FUSED.question("explanation")
+    started = time.perf_counter()
+    result = score_answer(question, FUSED_EXPLANATION, 2.0,
+                          fills=["tl.sum(values * values, axis=0)", "sumsqs / N - mean * mean", block])
+    assert time.perf_counter() - started < 1.0
+    assert "explanation_not_fill" in result.flags  # the claim is still checked, and the fill does not show it
+    honest = score_answer(question, FUSED_EXPLANATION, 2.0,
+                          fills=["tl.sum(values * values, axis=0)", "sumsqs / N - mean * mean",
+                                 "sums.zero_()\nsumsqs.zero_()"])
+    assert "explanation_not_fill" not in honest.flags
