@@ -1309,8 +1309,8 @@ UNKNOWN_LINK = False
 UNKNOWN_LINK_CONCEPTS = 0.3  # at least this share of the concepts (by weight) named
 UNKNOWN_LINK_LINKS = 0.0  # at most this share of the chain's links stated
 UNKNOWN_LINK_SIDE = True  # the clause after the causal word names none of the rubric's concepts
-_CAUSAL = re.compile(r"(因为|所以|因此|由于|导致|从而|于是|\bbecause\b|\bsince\b|\bso\b|\btherefore\b|\bhence\b|"
-                     r"\bthus\b|\bwhich means\b)")
+_UNKNOWN_CAUSAL = re.compile(r"(因为|所以|因此|由于|导致|从而|于是|\bbecause\b|\bsince\b|\bso\b|\btherefore\b|"
+                             r"\bhence\b|\bthus\b|\bwhich means\b)")
 
 
 def _unknown_link(text: str, spans: list[tuple[int, int]], matches: dict[str, list[_Match]],
@@ -1320,7 +1320,7 @@ def _unknown_link(text: str, spans: list[tuple[int, int]], matches: dict[str, li
     if chain_links == 0 or concept_share < UNKNOWN_LINK_CONCEPTS or link_share > UNKNOWN_LINK_LINKS:
         return []
     known = [(m.start, m.end) for ms in matches.values() for m in ms]
-    for m in _CAUSAL.finditer(text):
+    for m in _UNKNOWN_CAUSAL.finditer(text):
         if not UNKNOWN_LINK_SIDE:
             return [{"kind": "unknown_link", "quote": _quote(text, m.start(), m.end())}]
         end = spans[_sentence_of(spans, m.start())][1]
