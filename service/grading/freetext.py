@@ -1123,12 +1123,24 @@ FUZZY = False
 # Generic signals of a stated wrong mechanism, none tied to one exercise (each can be switched off
 # to measure it on the calibration set's tuning part).
 SIGNALS = {"dismissal": True, "waved_off": True, "misconception_like": True}
+# A belief or practice the student keeps (round 3, 2026-12-05: "I still do X" / "我还是会…" was not
+# flagged): in the first person, persistence (还是, 仍然, 依然, 照样, still, keep) before a step left out
+# (只用, 不加, 跳过, skip, without, rely on … alone). "我还是会用 tl.where 再 mask 一次" keeps a step and is no
+# omission; "我还是不太明白" leaves none out. Off (PERSISTED = False): neither this nor _KEPT below.
+PERSISTED = True
+_PERSISTS = re.compile(
+    r"我\s*(现在|目前|到现在|最后|平时)?\s*(也)?\s*(还是|仍然|依然|照样|仍|继续)\s*(会|要|是|觉得|认为)?\s*(只用|只靠|只填|只加|只做|只算|"
+    r"不加|不用|不做|不减|不乘|不缩放|不写|不填|不清零|不管|不\s*mask|不需要|省掉|省略|跳过)|"
+    r"\bi\s*(still|keep|continue to|would still|will still)\s*(just\s*)?(skip\w*|omit\w*|leave out|drop\w*|"
+    r"(do not|don't|never) (use|add|need|mask|re-?mask|subtract|rescale|scale|zero|clear|apply)|"
+    r"rely on [^;\n]{0,30}?\balone\b|use only|only use|just use)\b")
 # Saying a step can be skipped or is harmless, beyond _DISMISSAL's words.
 _HARMLESS = re.compile(
     r"(反正|也没事|(可以|能)(省掉|省略|去掉|不加|不写)|更简洁|\banyway\b|\bno problem\b|won't (hurt|matter)|"
     r"\b(safe|fine|ok|okay) to (skip|drop|omit|leave)|\bcan (skip|drop|omit|leave out)\b|\bcleaner\b|"
     # Sixth pass, from the labels' "不需要 / doesn't matter": a step called optional, or leaving it out fine.
-    r"可有可无|加不加都|无关紧要|\boptional\b|(不加|去掉|省掉|省略|不写|删掉|删了|拿掉)[^。;\n]{0,6}也(行|可以|没事|没关系|一样)(?!会|要))")
+    r"可有可无|加不加都|无关紧要|\boptional\b|(不加|去掉|省掉|省略|不写|删掉|删了|拿掉)[^。;\n]{0,6}也(行|可以|没事|没关系|一样)(?!会|要)"
+    r")")
 # Waving a step or a difference away, the general shape of a stated wrong mechanism (lesson 6's
 # pitfalls: "the second mask is only a safety net", "the shift changes the result a little", "any
 # value works"): a need denied ("doesn't even need"), a step called a mere convention or insurance,
@@ -1260,7 +1272,8 @@ def _suspected(question: Question, text: str, spans: list[tuple[int, int]],
     if doubt := _other_language(text) or _retracted(text) or _hedged(text):
         return doubt
     if SIGNALS["dismissal"]:
-        for regex in (_DISMISSAL, _HARMLESS, *((_WAVED_OFF,) if SIGNALS["waved_off"] else ())):
+        for regex in (_DISMISSAL, _HARMLESS, *((_WAVED_OFF,) if SIGNALS["waved_off"] else ()),
+                      *((_PERSISTS,) if PERSISTED else ())):
             if not _scan(regex, text):
                 continue
             # the first that is the student's own (not reported, denied or asked: _reported)
@@ -1621,6 +1634,12 @@ _REFUTATION = re.compile(r"但|但是|其实|实际上|事实上|然而|错|不�
                          r"后来(?!的)|才(发现|知道|明白|意识到|想通)|想明白|想通了?|意识到|没(有)?(通|跑)?过|不通过|失败|"
                          r"\b(but|however|actually|in fact|in reality|wrong|false|incorrect|not true|not the case|"
                          r"mistaken|later|turned out|reali[sz]ed|fail(s|ed)?|did(n't| not) pass)\b")
+# A reported belief taken back as the student's own (PERSISTED): "我一开始以为 other=0.0 就够了，后来我还是这么认为"
+# ("后来" no longer refutes it), "I first thought … I still think so", "… and I still do".
+_KEPT = re.compile(r"(还是|仍然|依然|仍)\s*(这么|这样|如此)\s*(想|认为|觉得|做|写|填|用|理解)|"
+                   r"(现在|目前|到现在)\s*(也)?\s*(还是|仍然|依然)\s*(这么|这样|觉得|认为)|"
+                   r"\b(i|and)\s+still\s+(do|think so|believe so|think that|believe that|"
+                   r"think it|believe it|hold (that|it))\b|\bi stand by (it|that|this)\b|\bto this day\b")
 _DENIAL = re.compile(r"(并不是|并非|不是说|并没有|\bit'?s not true\b|\bit is not true\b|\bit isn'?t true\b|"
                      r"\bit'?s not the case\b|\bit is not the case\b|\bit is false\b|\bit'?s a myth\b)"
                      r"[^。;\n]{0,25}$")
@@ -1645,6 +1664,8 @@ def _reported(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> 
     if _MARKED_WRONG.search(said.group()):
         return True
     stop = min(spans[i + 1][1] if i + 1 < len(spans) else b, start + REPORT_REACH * 2)
+    if PERSISTED and _KEPT.search(text, start, stop):  # "…，后来我还是这么认为", "… I still think so"
+        return False
     return bool(_REFUTATION.search(text, start, stop))  # from the match: it may be the contrast itself ("其实")
 
 

@@ -56,3 +56,41 @@ def test_a_swapped_pair_of_identities_earns_neither_and_is_max_zero(answer):
 def test_the_right_pair_of_identities_earns_both(answer):
     result = _scored("lesson05_row_sum", "q2", answer)
     assert {"sum_zero", "max_neg_inf"} <= _found(result) and not _wrong(result), (_found(result), _wrong(result))
+
+
+# (3) A belief the student keeps: a reported belief taken back as their own ("…后来我还是这么认为", "I still
+# think so") is stated, and the student keeping to a step left out, in the first person ("我还是只用
+# other=0.0", "I still skip …"), is a dismissal for a TA. A belief given up, and a step kept, are neither.
+@pytest.mark.parametrize("answer", [
+    "一开始我以为 other=0.0 就够了，后来我还是这么认为，因为 padding 是 0。",
+    "At first I thought other=0.0 is enough, and I still think so: the pads are 0.",
+    "有人说 other=0.0 就够了，我现在也还是这么觉得。",
+])
+def test_a_reported_belief_the_student_keeps_is_stated(answer):
+    result = _scored("lesson06_mean_var", "q2", answer)
+    assert "other_is_enough" in _wrong(result) and "misconception" in result.flags, (_wrong(result), result.flags)
+
+
+@pytest.mark.parametrize(("exercise", "question", "answer"), [
+    ("lesson06_mean_var", "q2", "我还是只用 other=0.0，不加 tl.where。"),
+    ("lesson06_mean_var", "q2", "我还是会只用 other=0.0，不再 mask。"),
+    ("lesson06_mean_var", "q2", "I still rely on other=0.0 alone, no tl.where."),
+    ("lesson07_softmax", "q1", "I still skip subtracting the max; exp handles large numbers fine."),
+    ("puzzle_long_softmax", "q1", "我还是不缩放旧的 sum，直接加新块的 exp。"),
+])
+def test_a_step_the_student_still_leaves_out_is_flagged(exercise, question, answer):
+    result = _scored(exercise, question, answer)
+    assert result.flags and result.points < 1.0, (result.flags, result.points)
+
+
+@pytest.mark.parametrize(("exercise", "question", "answer"), [
+    ("lesson06_mean_var", "q2", "我一开始以为 other=0.0 就够了，后来想明白了：中心化后 padding lane 变成 0 − μ = −μ，平方后是 μ²，"
+                                "所以第二次求和多加了 (BLOCK − N)μ²，要用 tl.where 重新 mask。"),
+    ("lesson06_mean_var", "q2", "other=0.0 只让 padding 在第一次求和时是单位元。中心化后 padding 变成 −μ，平方后 μ²，所以我还是会用 "
+                                "tl.where 再 mask 一次，不让它们进第二次求和。"),
+    ("lesson06_mean_var", "q2", "After centring the pads become -mean, so squared they add mean^2 to the second sum; I still "
+                                "re-mask with tl.where before it, since other=0.0 only covers the first sum."),
+])
+def test_a_belief_given_up_or_a_step_kept_is_not_flagged(exercise, question, answer):
+    result = _scored(exercise, question, answer)
+    assert not result.flags and not _wrong(result) and result.points >= 1.5, (result.flags, _wrong(result), result.points)
