@@ -285,8 +285,12 @@ class Misconception(_Labelled):
     patterns: list[str] = Field(min_length=1)
     penalty: float = Field(0.25, ge=0, le=1, description="share of the question's points taken off")
     negatable: bool = Field(True, description="'不能除以 BLOCK' does not state the misconception")
+    unless: list[str] = Field(default_factory=list,
+                              description="regexes on the answer (NFKC, lower-case) that say the condition under which "
+                                          "the statement is right: where one matches, it is not this misconception "
+                                          "(Long Softmax: no rescale is needed where the max has a pass of its own)")
 
-    @field_validator("patterns")
+    @field_validator("patterns", "unless")
     @classmethod
     def _valid_patterns(cls, patterns: list[str]) -> list[str]:
         return _compiles(patterns)

@@ -27,7 +27,7 @@ import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from service.exercises import Concept, CoursePassage, FillClaim, Question, Text
+from service.exercises import Concept, CoursePassage, FillClaim, Misconception, Question, Text
 from service.grading import similarity
 from service.messages import render
 from service.report import Item
@@ -1279,7 +1279,8 @@ def _suspected(question: Question, text: str, spans: list[tuple[int, int]],
             # the first that is the student's own (not reported, denied or asked: _reported)
             m = next((m for m in itertools.islice(regex.finditer(text), MAX_MATCHES_PER_CONCEPT)
                       if not _reported(text, m.start(), m.end(), spans)
-                      and not _in_a_concept(matches, m.start(), m.end())), None)
+                      and not _in_a_concept(matches, m.start(), m.end())
+                      and not _in_excused(question, text, m.start(), m.end())), None)
             if m is not None:
                 if where is not None:
                     where.append(m.start())
@@ -1295,6 +1296,8 @@ def _suspected(question: Question, text: str, spans: list[tuple[int, int]],
             if MISCONCEPTION_LIKE > 0 else None
         parts = similarity.windows(text, similarity.clauses(text), known)
         for wrong, said in labels:
+            if said and _excused(wrong, text):
+                continue
             for label in said:
                 hit = similarity.best_window(parts, _label_phrasings(label), MISCONCEPTION_LIKE)
                 if hit is not None and _same_polarity(text, hit, normalise(label)) \
@@ -1680,6 +1683,26 @@ def _asked(text: str, start: int, end: int) -> bool:
     return _asks(text, start, end)
 
 
+# A statement that is right under a condition the answer says (`unless:` of a misconception): "所以不需要
+# rescale" after "三遍循环：第一遍只求 max" describes a three-pass kernel, whose sum starts after the max is
+# final (round 3, 2026-12-05: a correct three-pass Long Softmax explanation was flagged no_rescale_needed
+# and its passing kernel raised coincidental_pass). Off: `unless` is not read.
+EXCUSED = True
+
+
+def _excused(wrong: Misconception, text: str) -> bool:
+    return EXCUSED and bool(wrong.unless) and any(p.search(text) for p in _rubric(wrong.unless, text))
+
+
+def _in_excused(question: Question, text: str, start: int, end: int) -> bool:
+    """text[start:end] is inside a statement of a misconception the answer excuses ("所以不需要 rescale" in a
+    three-pass account is the excused no_rescale_needed, not a step waved away)."""
+    return any(_excused(wrong, text) and any(m.start() <= start and end <= m.end()
+                                             for p in _rubric(wrong.patterns, text)
+                                             for m in itertools.islice(p.finditer(text), MAX_MATCHES_PER_CONCEPT))
+               for wrong in question.misconceptions if wrong.unless)
+
+
 def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]],
                     where: list[int] | None = None) -> list[dict]:
     """The misconceptions stated; `where` (when given) receives where each statement starts."""
@@ -1688,6 +1711,8 @@ def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]],
     screened = _screened_groups([wrong.patterns for wrong in question.misconceptions],
                                 text if swapped is None else f"{text}\n{swapped}")
     for wrong, patterns in zip(question.misconceptions, screened):
+        if patterns and _excused(wrong, text):
+            continue
         for pattern in patterns:
             # Every match, not the first only: "不需要 mask 是错的 … 其实不需要 mask" states it the second time.
             found_in: Iterable[re.Match[str]] = itertools.islice(pattern.finditer(text), MAX_MATCHES_PER_CONCEPT)

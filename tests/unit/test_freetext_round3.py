@@ -94,3 +94,55 @@ def test_a_step_the_student_still_leaves_out_is_flagged(exercise, question, answ
 def test_a_belief_given_up_or_a_step_kept_is_not_flagged(exercise, question, answer):
     result = _scored(exercise, question, answer)
     assert not result.flags and not _wrong(result) and result.points >= 1.5, (result.flags, _wrong(result), result.points)
+
+
+# (2) Long Softmax: "no rescale needed" is right for a kernel whose max has a pass of its own (max, then
+# sum, then normalise): the misconception's `unless` (the answer says so) excuses it, and the dismissal
+# words inside it ("不需要 rescale") wave no step away. "the old sum needs no rescaling" claims no rescale
+# of the fill. The online kernel's "sum 不需要缩放" is still the misconception.
+THREE_PASS = """pid = tl.program_id(0)
+log2_e = 1.44269504
+rows = pid * B0 + tl.arange(0, B0)
+row_mask = rows < N0
+m = tl.full((B0,), float('-inf'), dtype=tl.float32)
+for start in range(0, T, B1):
+    cols = start + tl.arange(0, B1)
+    mask = row_mask[:, None] & (cols[None, :] < T)
+    x = tl.load(x_ptr + rows[:, None] * T + cols[None, :], mask=mask, other=float('-inf'))
+    m = tl.maximum(m, tl.max(x, axis=1))
+s = tl.zeros((B0,), dtype=tl.float32)
+for start in range(0, T, B1):
+    cols = start + tl.arange(0, B1)
+    mask = row_mask[:, None] & (cols[None, :] < T)
+    x = tl.load(x_ptr + rows[:, None] * T + cols[None, :], mask=mask, other=float('-inf'))
+    s += tl.sum(tl.exp2(log2_e * (x - m[:, None])), axis=1)
+for start in range(0, T, B1):
+    cols = start + tl.arange(0, B1)
+    mask = row_mask[:, None] & (cols[None, :] < T)
+    x = tl.load(x_ptr + rows[:, None] * T + cols[None, :], mask=mask, other=float('-inf'))
+    tl.store(z_ptr + rows[:, None] * T + cols[None, :], tl.exp2(log2_e * (x - m[:, None])) / s[:, None], mask=mask)"""
+
+
+@pytest.mark.parametrize("answer", [
+    "我写了三遍循环：第一遍沿 T 求每行的最大值 m；第二遍用这个最终的 m 累加 Σexp(x − m)；第三遍写出 exp(x − m)/sum。"
+    "因为 sum 是在 max 已经确定之后才开始累加的，所以不需要 rescale。mask = (rows < N0) & (cols < T)，padding 读成 -inf，"
+    "不会成为最大值，exp(-inf - m) = 0 不进 sum。",
+    "Three passes: the first loop only finds each row's max, the second sums exp(x - m) with that final max, the third "
+    "writes exp(x - m) / sum. Since the max is fixed before any term is summed, the old sum needs no rescaling. The mask "
+    "is (rows < N0) & (cols < T) and the padding is read as -inf, so it is never the max and exp(-inf - m) = 0 adds nothing.",
+    "第一个循环求 max，第二个循环求 sum，第三个循环归一化。max 先求完了再累加 sum，sum 直接累加 exp(x − m) 就行，不用缩放。"
+    "mask 是 (rows < N0) & (cols < T)，other 填 -inf。",
+])
+def test_no_rescale_in_a_three_pass_kernel_is_no_misconception(answer):
+    result = _scored("puzzle_long_softmax", "explanation", answer, fills=[THREE_PASS])
+    assert not result.flags and not _wrong(result) and result.points > 0, (result.flags, _wrong(result))
+
+
+@pytest.mark.parametrize(("question", "answer"), [
+    ("q1", "第一遍同时求 max 和 sum，sum 不需要缩放，直接累加。"),
+    ("q1", "The old sum needs no rescaling: just keep adding exp(x - m_new) to the running sum."),
+    ("explanation", "两遍循环：第一遍求 max 和 sum，旧的 sum 不需要缩放；第二遍写出结果。"),
+])
+def test_no_rescale_in_an_online_kernel_is_still_the_misconception(question, answer):
+    result = _scored("puzzle_long_softmax", question, answer)
+    assert "no_rescale_needed" in _wrong(result) and "misconception" in result.flags
