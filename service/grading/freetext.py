@@ -2212,9 +2212,60 @@ def _worded_gap(text: str, covered: list[tuple[int, int]], a: _Match, b: _Match)
     return words >= (WORDED_LINK_WORDS or 0) + (1 if _ARROWS.search(text, a.end, b.start) else 0)
 
 
+# Round 3 (2026-12-05): an account blank by blank ("空1 stride_m，行距；空2 cols < N，防止越界；空3 0.0，加法单位元，
+# 不影响和。", "blank 1: …; blank 2: …") is the shape the explanation prompts ask for ("三个填空分别填了什么，各自
+# 防止了什么错误"), not a keyword list: at least two blank markers, each blank's part a fill and one to three
+# short reasons (two to four comma pieces), and a predicate in one of them at least (a linking, negated or
+# purpose word: 防止, 不影响, prevents). Terse honest explanations so written were flagged keyword_stuffing
+# and scored 0. Only the sentence-frame reading can then flag it. Off: the list and density readings run.
+BLANK_ACCOUNT = True
+_BLANK_MARK = re.compile(r"空\s*[1-9]|第\s*[一二三四五1-5]\s*个?\s*(填)?空|填空\s*[1-9]|\bblank\s*#?\s*[1-9]|"
+                         r"\btodo\s*[1-9]|(?:^|\n)[ \t]*[1-9]\s*[).、:]|[①②③④⑤]")
+_PREDICATE = re.compile(r"防止|避免|以免|免得|保证|确保|不会|不影响|不改变|不读|不进|不越界|不溢出|"
+                        r"\b(prevents?|avoids?|keeps?|stops?|ensures?|so that|won't|doesn't|does not|never|"
+                        r"no longer)\b")
+BLANK_MARKS_MAX = 8  # more markers than blanks is no account of the blanks (and bounds the work)
+
+
+def _blank_account(text: str) -> bool:
+    marks = list(itertools.islice(_BLANK_MARK.finditer(text), BLANK_MARKS_MAX + 1))
+    if not 2 <= len(marks) <= BLANK_MARKS_MAX:
+        return False
+    said, reasons = False, 0
+    for mark, after in zip(marks, [*marks[1:], None]):
+        part = text[mark.end():after.start() if after else len(text)]
+        pieces = [p for p in _COMMAS.split(_BRACKETED.sub(" ", part)) if _LETTER.search(p) or p.strip(" 。.")]
+        if not 1 <= len(pieces) <= 4:
+            return False
+        reasons += len(pieces) > 1
+        said = said or any(_PREDICATE.search(p) or _LINKS.search(_ARROWS.sub(" ", p)) for p in pieces[1:])
+    return said and 2 * reasons >= len(marks)
+
+
+# A purpose told in a clause ("mask，防止 padding 的 mean² 加进第二次求和", "… so that the pads add nothing to the
+# second sum"): the clause after a purpose word holds at least LIST_REASON_LETTERS letters besides function
+# words, as a piece that says why does in a list (_pieces_are_terms); the tuning part's keyword lists have no
+# purpose word (round 3, 2026-12-05). Off: only the linking words count.
+REASON_CLAUSE = True
+_PURPOSE = re.compile(r"防止|避免|以免|免得|为了|保证|确保|\b(so that|in order to|to (avoid|prevent|stop|keep)|"
+                      r"prevents?|avoids?|ensures?)\b")
+_CLAUSE_CUT = re.compile(r"[,，;；。\n]|\.(?=\s|$)")
+REASON_REACH = 60
+
+
+def _reason_said(text: str) -> bool:
+    for m in itertools.islice(_PURPOSE.finditer(text), MAX_MATCHES_PER_CONCEPT):
+        cut = _CLAUSE_CUT.search(text, m.end(), m.end() + REASON_REACH)
+        clause = text[m.end():cut.start() if cut else m.end() + REASON_REACH]
+        if len(_LETTER.findall(_FUNCTION_WORDS.sub(" ", clause))) >= LIST_REASON_LETTERS:
+            return True
+    return False
+
+
 def _looks_stuffed(text: str, matches: dict[str, list[_Match]], links: list[dict], chain_links: int) -> bool:
     """Many concepts, few links, and little text besides the terms themselves; or a bare term list."""
-    if matches and _term_list(text):
+    account = BLANK_ACCOUNT and _blank_account(text)
+    if matches and not account and _term_list(text):
         return True
     if len(matches) < 3:
         return False
@@ -2229,6 +2280,8 @@ def _looks_stuffed(text: str, matches: dict[str, list[_Match]], links: list[dict
     term_share = merged / max(1, len(words))
     if FRAME_STUFFING and term_share >= FRAME_TERMS and _bare_frame(text, covered):
         return True
+    if account or (REASON_CLAUSE and _reason_said(text)):
+        return False
     if WORDED_LINK_WORDS is not None and links and \
             _worded_links(text, matches, links) >= max(1, math.ceil(chain_links / 2)):
         return False

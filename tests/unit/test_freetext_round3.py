@@ -146,3 +146,45 @@ def test_no_rescale_in_a_three_pass_kernel_is_no_misconception(answer):
 def test_no_rescale_in_an_online_kernel_is_still_the_misconception(question, answer):
     result = _scored("puzzle_long_softmax", question, answer)
     assert "no_rescale_needed" in _wrong(result) and "misconception" in result.flags
+
+
+# (1) Terse correct explanations, blank by blank ("空1 …，…；空2 …") or a fill with its purpose told in a
+# clause ("mask，防止 padding 的 mean² 加进第二次求和"), are the shape the explanation prompts ask for, not
+# keyword lists. Keyword lists, with or without blank markers, are still flagged.
+TERSE = [
+    ("lesson05_row_sum", ["stride_m", "cols < N", "0.0"], "空1 stride_m，行距；空2 cols < N，防止越界；空3 0.0，加法单位元，不影响和。"),
+    ("lesson05_row_sum", ["stride_m", "cols < N", "0.0"],
+     "blank 1: stride_m, the row pitch; blank 2: cols < N, prevents out-of-bounds reads; blank 3: 0.0, additive "
+     "identity, sum unchanged."),
+    ("lesson05_row_sum", ["stride_m", "cols < N", "0.0"], "空1 stride_m，行距不一定是 N；空2 cols < N，防止越界读；空3 0.0，不影响和。"),
+    ("lesson07_softmax", ['-float("inf")', "tl.max(logits, axis=0)"],
+     "空1 填 -inf，max 的单位元，exp 后是 0；空2 减 tl.max，指数 ≤ 0，不会溢出。"),
+    ("lesson07_softmax", ['-float("inf")', "tl.max(logits, axis=0)"], "空1 -inf，不影响 max，exp 后为 0；空2 tl.max，防止溢出。"),
+    ("fused_mean_var_atomic", ["tl.sum(values * values, axis=0)", "sums.zero_()\nsumsqs.zero_()", "sumsqs / N - mean * mean"],
+     "空1 tl.sum(values*values)，本块平方和，可以线性相加；空2 两个缓冲区都 zero_()，atomic_add 会累加旧值；"
+     "空3 sumsqs/N − mean²，host 上合成方差。"),
+    ("fused_mean_var_atomic", ["tl.sum(values * values, axis=0)", "sums.zero_()\nsumsqs.zero_()", "sumsqs / N - mean * mean"],
+     "空1 本块 Σx²，线性；空2 清零，防止累加上次的值；空3 E[x²]−mean²。"),
+    ("welford_merge", ["tl.sum(tl.where(mask, 1.0, 0.0), axis=0)",
+                       "tl.sum(tl.where(mask, (values - mean_b) * (values - mean_b), 0.0), axis=0)",
+                       "delta * delta * n * n_b / (n + n_b)"],
+     "空1 有效 lane 个数，最后一块不满，不能用 BLOCK；空2 块内两遍，padding 要 where 掉；空3 块间项 delta²·n·n_b/(n+n_b)，均值不同。"),
+    ("lesson06_mean_var", ["cols < N"], "mask，防止 padding 的 mean² 加进第二次求和。"),
+]
+
+
+@pytest.mark.parametrize(("exercise", "fills", "answer"), TERSE)
+def test_a_terse_account_of_the_blanks_is_no_keyword_list(exercise, fills, answer):
+    result = _scored(exercise, "explanation", answer, fills=fills)
+    assert "keyword_stuffing" not in result.flags and result.points >= 0.5, (result.flags, result.points)
+
+
+@pytest.mark.parametrize(("exercise", "question", "answer"), [
+    ("lesson06_mean_var", "explanation", "空1：tl.where、mask、-mean、mean²、重新 mask、单位元、(BLOCK − N)μ²"),
+    ("lesson06_mean_var", "explanation", "mask，防止，padding，mean²，-mean，tl.where，re-mask"),
+    ("lesson06_mean_var", "q2", "空1 other=0.0，单位元；空2 −μ，μ²；空3 (BLOCK − N)μ²，tl.where，重新 mask"),
+    ("lesson05_row_sum", "explanation", "stride, view, positional mask, OOB protection, additive identity, (BLOCK-N)*other"),
+])
+def test_keyword_lists_with_blank_markers_or_a_bare_purpose_word_are_still_stuffing(exercise, question, answer):
+    result = _scored(exercise, question, answer)
+    assert "keyword_stuffing" in result.flags, (result.flags, result.points)
