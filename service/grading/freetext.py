@@ -918,6 +918,8 @@ def _loose_link(text: str, index: _LinkIndex, befores: list[_Match], afters: lis
     yes-or-no "does it explain the chain" (passrule.chain_requirement), where honest answers that told
     the chain in the question's order, not the rubric's, failed it (probes of 2026-12-04: four of 36
     honest submissions). A keyword list has no linking word, and a stuffed answer fails the rule anyway."""
+    said: dict[tuple[int, int], bool] = {}  # a causal word in sentences i..j: one scan per pair of sentences,
+    # not one per pair of matches (64 × 64 scans of one 16 KB sentence took 38 s)
     for a in befores:
         for b in afters:
             if abs(b.sentence - a.sentence) > LINK_SENTENCES:
@@ -925,7 +927,10 @@ def _loose_link(text: str, index: _LinkIndex, befores: list[_Match], afters: lis
             first, last = (a, b) if a.start <= b.start else (b, a)
             if first.end > last.start:
                 continue  # overlapping matches: one phrase, not two steps
-            if _CAUSAL.search(text, index.spans[first.sentence][0], index.spans[last.sentence][1]):
+            key = (first.sentence, last.sentence)
+            if key not in said:
+                said[key] = _CAUSAL.search(text, index.spans[key[0]][0], index.spans[key[1]][1]) is not None
+            if said[key]:
                 return _quote(text, first.start, last.end)
     return None
 
