@@ -32,7 +32,8 @@ def graded(entry: Entry) -> TextScore:
 # from 0.5 to 0.0, below their band (0.5–1.0). 2026-12-04 (scoped misconceptions and dismissals, the
 # smallest unit for a correct fragment): 80/104 and 176/200; later that day (the exercises' own question
 # data: seed notations, plain-word rules, narrower patterns): 82/104 and 182/200; the eighth pass
-# (phrasings for all nine exercises, a known wrong mechanism of puzzle_outer_add): 83/104 and 183/200.
+# (phrasings for all nine exercises, a known wrong mechanism of puzzle_outer_add): 83/104 and 183/200;
+# the ninth pass (round 3, 2026-12-05) measured the same.
 HELD_OUT_IN_BAND = 83 / 104
 TUNING_IN_BAND = 183 / 200
 HELD_OUT_MISCONCEPTION_FLAGGED = 29  # of the held-out part's 33 misconception and keyword-stuffed answers (19, 25, then 28 before)
