@@ -21,6 +21,9 @@ PARENT_NAME = "kernelgrade"
 PIDS_CGROUP = "pids cgroup"  # the report's environment.process_limit where one holds
 ENTER_SCRIPT = 'echo 0 > "$0" && exec "$@"'
 ENTER_ALL = 'while [ "$1" != -- ]; do echo 0 > "$1" || exit 125; shift; done; shift; exec "$@"'
+# Tests only: detect no pids cgroup, as on a host with no writable pids controller (the H200),
+# so the fallbacks run for real. Read once per process, by the trusted side; a sandbox cannot set it.
+NO_PIDS_CGROUP_ENV = "KERNELGRADE_TEST_NO_PIDS_CGROUP"
 _CHILD_NAME = re.compile(r"(\d+)-(\d+)-(\d+)-(\d+)")
 _sequence = itertools.count(1)
 
@@ -291,6 +294,13 @@ class ControllerCgroups:
 
 class PidsCgroups(ControllerCgroups):
     controller = "pids"
+
+    @classmethod
+    def detect(cls, *, proc_cgroup: str | None = None,
+               mountinfo: str | None = None) -> tuple[ControllerCgroups | None, str]:
+        if os.environ.get(NO_PIDS_CGROUP_ENV) == "1":
+            return None, f"turned off by {NO_PIDS_CGROUP_ENV}=1 (tests)"
+        return super().detect(proc_cgroup=proc_cgroup, mountinfo=mountinfo)
 
     def settings(self, value: int) -> list[tuple[str, str, bool]]:
         return [("pids.max", str(value), True)]

@@ -6,9 +6,10 @@ One template per (mode, device index) runs sandbox/forkserver_template.py in a b
 job's files (harness included) go through the job pipe into the child's own /job. The child is
 handed to the runner as a `Sandbox` whose `proc` is a `ForkedProcess`: its host pid (read from
 its pids cgroup once it joined it), its exit status as the template reports it, and the process
-group the child leads (what `Sandbox.kill` signals). Only where a pids cgroup holds: all children of
-one template share its host uid, so RLIMIT_NPROC could not keep one job's processes from another's.
-See docs/forkserver.md.
+group the child leads (what `Sandbox.kill` signals). All children of one template share its host
+uid: where a pids cgroup holds, one template serves them all; where none does (root: the H200),
+`UidTemplates` keeps templates that each run as an unprivileged host uid of their own and fork
+one child at a time, so that uid's RLIMIT_NPROC is one job's. See docs/forkserver.md.
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from pathlib import Path
 from sandbox.backends.base import SandboxUnavailable
 from sandbox.cgroups import host_pids_cgroups
 from sandbox.contract import DeviceMode, Job, Limits
+from sandbox.host_uids import UidLease, lease_host_uid
 from sandbox.pool import HARNESS_FILES, Sandbox, _LogSink
 from sandbox.seccomp import filter_program
 from sandbox.wire import FrameReader
@@ -71,8 +73,15 @@ class ForkedProcess:
 class ForkServer:
     """The template of one (mode, device index) and the children it forks."""
 
-    def __init__(self, *, backend, limits: Limits, mode: DeviceMode, device_index: int) -> None:
+    def __init__(self, *, backend, limits: Limits, mode: DeviceMode, device_index: int,
+                 own_uid: bool = False) -> None:
         self.backend, self.limits, self.mode, self.device_index = backend, limits, mode, device_index
+        # no pids cgroup (UidTemplates): the template runs as a host uid of its own, leased at its
+        # start, and forks one child at a time
+        self.own_uid = own_uid
+        self._lease: UidLease | None = None
+        self._live = 0  # children started whose exit the template has not reported yet
+        self.claimed = False  # UidTemplates: taken for a spawn
         self._lock = threading.Lock()  # one spawn at a time on the control socket
         self._exits: dict[int, int] = {}
         self._started: dict[int, int] = {}
@@ -90,19 +99,27 @@ class ForkServer:
         return ForkServer.unavailable_reason() is None
 
     @staticmethod
-    def unavailable_reason() -> str | None:
-        """Why no child can be forked here, or None. A child needs a pids cgroup of its own, and a
-        Python it can still see: it mounts a fresh /tmp and /dev/shm over the template's, which
-        would hide an interpreter or virtualenv kept there (a checkout under /tmp: every module
-        not imported before the fork would be gone)."""
+    def unavailable_reason(backend=None, mode: DeviceMode = DeviceMode.interpreter,
+                           device_index: int = 0) -> str | None:
+        """Why no child can be forked here, or None. A child needs a pids cgroup of its own, or
+        (root) a template of its own running as an unprivileged host uid where one can start a
+        sandbox with these mounts (`backend`, probed for `mode`; without a backend only the cheap
+        checks), and a Python it can still see: it mounts a fresh /tmp and /dev/shm over the
+        template's, which would hide an interpreter or virtualenv kept there (a checkout under
+        /tmp: every module not imported before the fork would be gone)."""
         covered = ("/tmp", "/dev/shm")
         roots = {sys.prefix, sys.base_prefix, sys.exec_prefix}
         for root in roots:
             for top in covered:
                 if Path(root).resolve().is_relative_to(top):
                     return f"the Python environment {root} lies under {top}, which a forked child covers"
-        if host_pids_cgroups() is None:
-            return "no writable pids cgroup (the children of one template share its host uid)"
+        if host_pids_cgroups() is not None:
+            return None
+        if os.geteuid() != 0:  # the children of one template share its host uid, and none can be leased
+            return "no writable pids cgroup, and not root (no host uid of its own for each template)"
+        if backend is not None and not backend.unprivileged(mode, device_index):
+            return ("no writable pids cgroup, and an unprivileged host uid cannot start a sandbox here "
+                    "(the warning of kernelgrade.sandbox.bwrap says why)")
         return None
 
     # --- the template ------------------------------------------------------------------------
@@ -150,6 +167,7 @@ class ForkServer:
             self._exits.clear()
             self._started.clear()
             self._proc_dead = False
+            self._live = 0
         folder = Path(tempfile.mkdtemp(prefix="kg-forkserver-"))
         os.chmod(folder, 0o755)
         shutil.copyfile(_PACKAGE_DIR / "forkserver_template.py", folder / "forkserver_template.py")
@@ -160,14 +178,19 @@ class ForkServer:
             os.chmod(path, 0o644)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
+            self._lease = lease_host_uid() if self.own_uid else None
             spec = self.backend.template_spec(template_dir=folder, control_fd=theirs.fileno(), mode=self.mode,
-                                              device_index=self.device_index, limits=self.limits)
+                                              device_index=self.device_index, limits=self.limits,
+                                              **({"host_uid": self._lease.uid} if self._lease else {}))
             self._proc = subprocess.Popen(spec.argv, env=spec.env, stdin=subprocess.DEVNULL,
                                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                           pass_fds=(theirs.fileno(),), start_new_session=True, umask=0o022)
         except BaseException:
             ours.close()
             shutil.rmtree(folder, ignore_errors=True)
+            if self._lease is not None:
+                self._lease.release()
+                self._lease = None
             raise
         finally:
             theirs.close()
@@ -212,8 +235,10 @@ class ForkServer:
                     return
                 if message.get("type") == "exit":
                     self._exits[int(message["pid"])] = int(message["code"])
+                    self._live -= 1
                 elif message.get("type") == "started":
                     self._started[int(message["id"])] = int(message["pid"])
+                    self._live += 1
                 self._cond.notify_all()
 
     _proc_dead = False
@@ -228,6 +253,12 @@ class ForkServer:
             if ns_pid in self._exits:
                 return self._exits.pop(ns_pid)
             return -9 if self._proc_dead else None  # the template died: its children died with it
+
+    def idle(self) -> bool:
+        """No child of this template is alive (as far as it has reported; the template itself
+        waits for everything of the last job to be gone before it forks again)."""
+        with self._cond:
+            return self._live <= 0 or self._proc_dead
 
     def wait_exit(self, timeout_s: float) -> None:
         with self._cond:
@@ -247,6 +278,9 @@ class ForkServer:
         if self._folder is not None:
             shutil.rmtree(self._folder, ignore_errors=True)
             self._folder = None
+        if self._lease is not None:  # the template is dead, and every child with it (its pid namespace)
+            self._lease.release()
+            self._lease = None
 
     # --- one child ---------------------------------------------------------------------------
 
@@ -266,12 +300,17 @@ class ForkServer:
         limits = self.limits
         with self._lock:
             self._ensure_template()
+            if self.own_uid and not self.idle():  # its uid's RLIMIT_NPROC is one job's: never two at once
+                raise SandboxUnavailable("the template's last child has not ended")
+            template_uid = self._lease.uid if self._lease is not None else None
             confinement = self.backend.confine(limits=limits, mode=self.mode, device_index=self.device_index,
-                                               job_dir=job_root)
-            if confinement.cgroups is None or confinement.host_uid is not None:
+                                               job_dir=job_root, **({"template_uid": template_uid}
+                                                                    if template_uid is not None else {}))
+            if confinement.host_uid is not None or (template_uid is None and confinement.cgroups is None):
                 confinement.close(limits.kill_grace_s)
-                raise SandboxUnavailable("fork mode needs a pids cgroup per sandbox")
-            pipes = {name: os.pipe() for name in ("verdict", "log", "job", "ready")}
+                raise SandboxUnavailable("fork mode needs a pids cgroup per sandbox, or a template per host uid")
+            pipes = {name: os.pipe() for name in ("verdict", "log", "job")}
+            pipes["ready"] = _credentials_pair()
             procs = [os.open(c.procs_file, os.O_WRONLY) for c in confinement.cgroups.children]
             ours = {"verdict": pipes["verdict"][0], "log": pipes["log"][0], "job": pipes["job"][1],
                     "ready": pipes["ready"][0]}
@@ -306,7 +345,7 @@ class ForkServer:
                 raise
         keep_job = warm  # a warm child's job pipe stays open: its job comes through it later
         try:
-            host_pid = self._host_pid(ours["ready"], confinement)
+            host_pid = self._host_pid(ours["ready"], confinement, uid=template_uid)
             _stream(ours["job"], sources, deadline=time.monotonic() + limits.startup_timeout_s)
         except BaseException:
             confinement.close(limits.kill_grace_s)  # kills the child, whatever it got to
@@ -338,16 +377,124 @@ class ForkServer:
                 self._cond.wait(0.1)
             return self._started.pop(sequence)
 
-    def _host_pid(self, ready_fd: int, confinement) -> int:
-        """The child's pid on this side, from its pids cgroup once it said it joined it."""
-        readable, _, _ = select.select([ready_fd], [], [], 30)
-        if not readable or os.read(ready_fd, 1) != b"r":
+    def _host_pid(self, ready_fd: int, confinement, *, uid: int | None) -> int:
+        """The child's pid on this side, as the kernel says it with the child's "ready" (its
+        SCM_CREDENTIALS, in our pid namespace), once it joined its cgroups; checked against its
+        host uid (the template's) and its pids cgroup, where there is one."""
+        with socket.socket(fileno=os.dup(ready_fd)) as ready:
+            ready.settimeout(30)
+            try:
+                data, ancillary, _, _ = ready.recvmsg(1, socket.CMSG_SPACE(_CREDENTIALS.size))
+            except TimeoutError:
+                data, ancillary = b"", []
+        found = [_CREDENTIALS.unpack(cdata[:_CREDENTIALS.size]) for level, kind, cdata in ancillary
+                 if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS]
+        if data != b"r" or len(found) != 1:
             raise OSError("the forked child did not join its cgroups")
-        pids = set(confinement.cgroups.children[0].pids())  # the child, and maybe already its pid 1
-        first = [pid for pid in pids if _parent(pid) not in pids]
-        if len(first) != 1:
-            raise OSError(f"{len(first)} first processes in a new child's cgroup")
-        return first[0]
+        pid, child_uid, _ = found[0]
+        if child_uid != (os.geteuid() if uid is None else uid):
+            raise OSError(f"the forked child said ready as host uid {child_uid}")
+        if confinement.cgroups is not None and pid not in confinement.cgroups.children[0].pids():
+            raise OSError("the forked child is not in its cgroup")
+        return pid
+
+
+class UidTemplates:
+    """Root without a pids cgroup: templates that each run as an unprivileged host uid of their
+    own and fork one child at a time (`ForkServer(own_uid=True)`), so that RLIMIT_NPROC of that
+    uid bounds exactly one job (plus the template). A spawn takes an idle template; one more is
+    kept started ahead, so that a refill does not wait for a template's imports; there are as
+    many as sandboxes were ever alive at once, plus that one."""
+
+    def __init__(self, *, backend, limits: Limits, mode: DeviceMode, device_index: int) -> None:
+        self.backend, self.limits, self.mode, self.device_index = backend, limits, mode, device_index
+        self.templates: list[ForkServer] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def start(self, count: int = 1) -> None:
+        """Start `count` templates now, side by side (each a fresh sandbox's imports)."""
+        with self._lock:
+            for _ in range(count - len(self.templates)):
+                self._ahead()
+
+    def spawn(self, *, job_root: Path, files: list[str], job: Job) -> Sandbox:
+        return self._spawn("spawn", {"job_root": job_root, "files": files, "job": job})
+
+    def spawn_warm(self, *, job_dir: Path) -> Sandbox:
+        return self._spawn("spawn_warm", {"job_dir": job_dir})
+
+    def _spawn(self, how: str, job: dict) -> Sandbox:
+        with self._lock:
+            if self._closed:
+                raise SandboxUnavailable("the fork-server templates are closed")
+            template = next((t for t in self.templates if not t.claimed and t.idle()), None)
+            if template is None:
+                template = self._new()
+            template.claimed = True
+            if not any(not t.claimed and t.idle() for t in self.templates):
+                self._ahead()
+        try:
+            return getattr(template, how)(**job)
+        except BaseException:
+            self._drop(template)  # it did not fork (or its child failed to start): a new one next time
+            raise
+        finally:
+            template.claimed = False
+
+    def _new(self) -> ForkServer:
+        """Called with the lock held."""
+        template = ForkServer(backend=self.backend, limits=self.limits, mode=self.mode,
+                              device_index=self.device_index, own_uid=True)
+        self.templates.append(template)
+        return template
+
+    def _ahead(self) -> None:
+        """A template started in the background (called with the lock held)."""
+        template = self._new()  # a spawn that takes it meanwhile waits for its start (its lock)
+
+        def start() -> None:
+            try:
+                template.start()
+                if self._closed:
+                    template.close()
+            except Exception as exc:  # noqa: BLE001 - logged; the next spawn starts another (closed: none)
+                if not self._closed:
+                    log.warning("a fork-server template (host uid of its own) did not start: %r", exc)
+                self._drop(template)
+
+        threading.Thread(target=start, name=f"forkserver-ahead-{self.mode.value}", daemon=True).start()
+
+    def _drop(self, template: ForkServer) -> None:
+        with self._lock:
+            if template in self.templates:
+                self.templates.remove(template)
+        template.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            templates, self.templates = self.templates, []
+        for template in templates:
+            template.close()
+
+
+def fork_server(*, backend, limits: Limits, mode: DeviceMode, device_index: int) -> ForkServer | UidTemplates:
+    """The fork server of one (mode, device index): one template where a pids cgroup per child
+    holds, else templates of a host uid each (ForkServer.unavailable_reason said which can run)."""
+    if host_pids_cgroups() is not None:
+        return ForkServer(backend=backend, limits=limits, mode=mode, device_index=device_index)
+    return UidTemplates(backend=backend, limits=limits, mode=mode, device_index=device_index)
+
+
+_CREDENTIALS = struct.Struct("3i")  # struct ucred: pid, uid, gid
+
+
+def _credentials_pair() -> tuple[int, int]:
+    """(ours, theirs) of a socket pair on which the kernel tells us the sender's pid and uid."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+    return ours.detach(), theirs.detach()
 
 def _stream(job_fd: int, sources: list[tuple[Path, str]], *, deadline: float, prefix: bytes = b"") -> None:
     chunks = [prefix]
@@ -374,11 +521,3 @@ def send_job(job_fd: int, sources: list[tuple[Path, str]], *, deadline: float) -
     """A warm child's job: its total size (the child sizes its /job by it), then the files."""
     total = sum(path.stat().st_size + len(name.encode()) + 10 for path, name in sources)
     _stream(job_fd, sources, deadline=deadline, prefix=struct.pack("<Q", total))
-
-
-def _parent(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
-            return int(fh.read().rsplit(")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
-        return -1

@@ -1,6 +1,6 @@
 """Runs inside a template sandbox (KERNELGRADE_SANDBOX_START=fork): imports once, forks one child per job.
 
-Usage: python -I -B forkserver_template.py CONTROL_FD MODE
+Usage: python -I -B forkserver_template.py CONTROL_FD MODE [one-at-a-time]
 
 The template runs in a bwrap sandbox as uid 0 with capabilities in that sandbox's user namespace
 only (sandbox/backends/bwrap.py, template_spec). It imports torch, triton, numpy and safetensors
@@ -16,6 +16,10 @@ It never reads a job's files and never runs student code. Per job, the child (do
       dropped, no_new_privs, the seccomp filter; forks C3 and reaps until C3 ends.
   C3: the harness, run in this interpreter (its imports are already done), as a cold start.
 The template reports each C1's exit status on the control socket.
+one-at-a-time (root without a pids cgroup: the template runs as a host uid of its own, whose
+RLIMIT_NPROC is then one job's): the template is a child subreaper, so a C2 whose C1 was killed
+first becomes its child, and it forks a child only once it has no child left at all: the last
+job's pid namespace is empty once its init (C2) is reaped.
 """
 from __future__ import annotations
 
@@ -261,8 +265,24 @@ def _child(header: dict, fds: dict[str, int], program: bytes) -> int:
             return _exit_code(status)
 
 
-def _serve(control: socket.socket, program: bytes) -> None:
-    children: dict[int, None] = {}
+def _reap(control: socket.socket, children: set[int], *, block: bool) -> None:
+    """Reap children (`block`: until none is left at all) and report each C1's exit. A reaped pid
+    that is no C1 (one-at-a-time: a C2 whose C1 died first) is not reported."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0 if block else os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        if pid in children:
+            children.discard(pid)
+            code = os.waitstatus_to_exitcode(status)
+            control.sendall(json.dumps({"type": "exit", "pid": pid, "code": code}).encode() + b"\n")
+
+
+def _serve(control: socket.socket, program: bytes, one_at_a_time: bool) -> None:
+    children: set[int] = set()
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
@@ -271,16 +291,7 @@ def _serve(control: socket.socket, program: bytes) -> None:
         readable, _, _ = select.select([control.fileno(), wake_r], [], [])
         if wake_r in readable:
             os.read(wake_r, 4096)
-            while True:
-                try:
-                    pid, status = os.waitpid(-1, os.WNOHANG)
-                except ChildProcessError:
-                    break
-                if pid == 0:
-                    break
-                children.pop(pid, None)
-                code = os.waitstatus_to_exitcode(status)
-                control.sendall(json.dumps({"type": "exit", "pid": pid, "code": code}).encode() + b"\n")
+            _reap(control, children, block=False)
         if control.fileno() in readable:
             fds_array = array.array("i")
             message, ancdata, _, _ = control.recvmsg(MAX_HEADER, socket.CMSG_SPACE(MAX_FDS * fds_array.itemsize))
@@ -293,6 +304,8 @@ def _serve(control: socket.socket, program: bytes) -> None:
             fds = dict(zip(header["fds"], fds_array))
             if len(os.listdir("/proc/self/task")) != 1:
                 raise RuntimeError("the template has more than one thread: a fork would not be safe")
+            if one_at_a_time:  # every process of the last job gone first (its pid namespace empty)
+                _reap(control, children, block=True)
             pid = os.fork()
             if pid == 0:
                 code = 255
@@ -310,12 +323,15 @@ def _serve(control: socket.socket, program: bytes) -> None:
                 os._exit(code)
             for fd in fds.values():
                 os.close(fd)
-            children[pid] = None
+            children.add(pid)
             control.sendall(json.dumps({"type": "started", "pid": pid, "id": header["id"]}).encode() + b"\n")
 
 
 def main() -> int:
     control_fd, mode = int(sys.argv[1]), sys.argv[2]
+    one_at_a_time = sys.argv[3:] == ["one-at-a-time"]
+    if one_at_a_time:
+        _check(_libc.prctl(36, 1, 0, 0, 0), "PR_SET_CHILD_SUBREAPER")
     started = time.perf_counter()
     import numpy  # noqa: F401
     import safetensors.torch  # noqa: F401
@@ -337,7 +353,7 @@ def main() -> int:
             program = fh.read()
     control = socket.socket(fileno=control_fd)
     control.sendall(json.dumps({"type": "ready", "startup_s": time.perf_counter() - started}).encode() + b"\n")
-    _serve(control, program)
+    _serve(control, program, one_at_a_time)
     return 0
 
 

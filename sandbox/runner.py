@@ -49,7 +49,7 @@ from sandbox.contract import (
 )
 from sandbox.cpu_time import busy, sandbox_cpu_seconds
 from sandbox.exits import HarnessExit
-from sandbox.forkserver import START_ENV, ForkServer, send_job, start_mode
+from sandbox.forkserver import START_ENV, ForkServer, UidTemplates, fork_server, send_job, start_mode
 from sandbox.guards import check as check_guards
 from sandbox.limit_watch import LimitWatch, timeout_said
 from sandbox.pool import JOB_PREFIX, Sandbox, WarmPool, copy_harness, new_job_dir, start_sandbox
@@ -141,7 +141,8 @@ class SandboxRunner:
         self.pools: dict[tuple[DeviceMode, int], WarmPool] = {}
         self.start = start_mode()  # KERNELGRADE_SANDBOX_START: fresh, or fork (cold starts forked from a template)
         self.compile_ahead = compile_ahead_setting()  # KERNELGRADE_COMPILE_AHEAD: GPU jobs compile their kernels first
-        self.forks: dict[tuple[DeviceMode, int], ForkServer] = {}
+        self.forks: dict[tuple[DeviceMode, int], ForkServer | UidTemplates] = {}
+        self._no_forks: set[tuple[DeviceMode, int]] = set()  # fork mode, but none here for these (logged once)
         self._forks_lock = threading.Lock()
         self.cold_starts = 0  # attempts that found no warm sandbox and started one (benchmarks)
         weakref.finalize(self, _close_forks, self.forks)  # a runner dropped without close(): no template left
@@ -155,9 +156,11 @@ class SandboxRunner:
             return self.pools.get(key)
         self.backend.check()
         # KERNELGRADE_SANDBOX_START=fork: the pool's sandboxes are children of this runner's template
+        forks = self._fork_server(mode, device_index)
+        if isinstance(forks, UidTemplates):  # a template per sandbox: their imports side by side, as a fresh pool's
+            forks.start(size)
         pool = WarmPool(backend=self.backend, limits=self.limits, mode=mode, device_index=device_index, size=size,
-                        work_root=self.work_root, max_starting=self.pool_starts,
-                        forks=self._fork_server(mode, device_index))
+                        work_root=self.work_root, max_starting=self.pool_starts, forks=forks)
         self.pools[key] = pool.start()
         return pool
 
@@ -272,7 +275,8 @@ class SandboxRunner:
         pool = self.pools.get((job.mode, device_index))
         # Wait for a start-up under way only where a cold start is one too: a fork from the
         # template (KERNELGRADE_SANDBOX_START=fork) is ready before any start-up.
-        sandbox = pool.acquire(wait=not self._forks_wanted) if pool is not None else None
+        sandbox = (pool.acquire(wait=self._fork_server(job.mode, device_index) is None)
+                   if pool is not None else None)
         if sandbox is not None:
             try:
                 if sandbox.job_fd is not None:  # forked: streamed into its own /job (no folder is shared)
@@ -309,15 +313,22 @@ class SandboxRunner:
             log.warning("%s=fork, but sandboxes start fresh: %s", START_ENV, why)
         return why is None
 
-    def _fork_server(self, mode: DeviceMode, device_index: int) -> ForkServer | None:
+    def _fork_server(self, mode: DeviceMode, device_index: int) -> ForkServer | UidTemplates | None:
+        """The fork server of (mode, device index), made at first use; None where none can fork
+        for it (root without a pids cgroup where no unprivileged sandbox starts: logged once)."""
         if not self._forks_wanted:
             return None
         with self._forks_lock:
             key = (mode, device_index)
-            if key not in self.forks:
-                self.forks[key] = ForkServer(backend=self.backend, limits=self.limits, mode=mode,
-                                             device_index=device_index)
-            return self.forks[key]
+            if key not in self.forks and key not in self._no_forks:
+                why = ForkServer.unavailable_reason(self.backend, mode, device_index)
+                if why is not None:
+                    log.warning("%s=fork, but %s sandboxes start fresh: %s", START_ENV, mode.value, why)
+                    self._no_forks.add(key)
+                else:
+                    self.forks[key] = fork_server(backend=self.backend, limits=self.limits, mode=mode,
+                                                  device_index=device_index)
+            return self.forks.get(key)
 
     def _attempt(self, job_root: Path, files: list[str], job: Job, result: RunResult, *, device_index: int,
                  run_deadline: float, inputs: dict[str, int], detach_speed: bool = False) -> set[str]:

@@ -43,6 +43,10 @@ _unprivileged: dict[tuple[str, ...], bool] = {}  # per exact launch (mounts, dev
 _version: list[tuple[int, ...]] = []
 NVIDIA_SHARED_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-caps")
 MERGED_USR_LINKS = ("/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
+# A fork-server template's tasks beyond a fresh sandbox's (its bwrap, bwrap's init, the harness):
+# the template itself and a child's C1 and C2 (docs/forkserver.md). Added to its RLIMIT_NPROC, so
+# a child's job has a fresh sandbox's budget where the template's host uid is its alone.
+TEMPLATE_TASKS = 3
 
 
 def python_roots(python: str) -> list[Path]:
@@ -132,14 +136,21 @@ class BwrapBackend:
             return PIDS_CGROUP
         return "RLIMIT_NPROC (a host uid of its own)" if self.unprivileged(mode, device_index) else "RLIMIT_NPROC"
 
-    def confine(self, *, limits: Limits, mode: DeviceMode, device_index: int, job_dir: Path) -> Confinement:
+    def confine(self, *, limits: Limits, mode: DeviceMode, device_index: int, job_dir: Path,
+                template_uid: int | None = None) -> Confinement:
         """The cgroups (pids, memory) of one sandbox where they are writable; as root without a
         pids cgroup, an unprivileged host uid of its own (sandbox/host_uids.py), where an
         unprivileged sandbox with these very mounts can start (else it stays root-mapped: the
-        probe's warning says why). Raises OSError."""
+        probe's warning says why). `template_uid`: a child of a fork-server template that runs
+        as that host uid and forks one child at a time (sandbox/forkserver.py): no uid of its
+        own is leased. Raises OSError."""
         confinement = Confinement(cgroups=sandbox_cgroups(processes=limits.process_cap(mode),
                                                           memory_bytes=limits.memory_cgroup_bytes))
         try:
+            if template_uid is not None and host_pids_cgroups() is None:
+                confinement.process_limit = f"RLIMIT_NPROC (host uid {template_uid}, its template's, one job at a time)"
+                confinement.memory_limit = self._memory_limit(confinement, limits, mode)
+                return confinement
             self._confine(confinement, limits=limits, mode=mode, device_index=device_index, job_dir=job_dir)
         except BaseException:
             confinement.close(limits.kill_grace_s)
@@ -149,13 +160,7 @@ class BwrapBackend:
     def _confine(self, confinement: Confinement, *, limits: Limits, mode: DeviceMode, device_index: int,
                  job_dir: Path) -> None:
         cgroups = confinement.cgroups
-        if cgroups is not None and cgroups.memory_bytes is not None:
-            confinement.memory_limit = (f"memory cgroup {size_words(cgroups.memory_bytes)}"
-                                        + (", no swap" if cgroups.swap_limited else ""))
-        elif mode is DeviceMode.interpreter:
-            confinement.memory_limit = f"RLIMIT_AS {size_words(limits.memory_bytes)}"
-        else:
-            confinement.memory_limit = "none (no writable memory cgroup; RLIMIT_AS cannot apply to CUDA)"
+        confinement.memory_limit = self._memory_limit(confinement, limits, mode)
         if cgroups is not None and host_pids_cgroups() is not None:
             confinement.process_limit = PIDS_CGROUP
         elif os.geteuid() == 0 and self.unprivileged(mode, device_index, job_dir.parent):
@@ -167,6 +172,15 @@ class BwrapBackend:
                 os.chown(mount.host_dir, lease.uid, lease.uid)  # a compile run's staging folder: its own
         else:
             confinement.process_limit = "RLIMIT_NPROC"
+
+    @staticmethod
+    def _memory_limit(confinement: Confinement, limits: Limits, mode: DeviceMode) -> str:
+        cgroups = confinement.cgroups
+        if cgroups is not None and cgroups.memory_bytes is not None:
+            return f"memory cgroup {size_words(cgroups.memory_bytes)}" + (", no swap" if cgroups.swap_limited else "")
+        if mode is DeviceMode.interpreter:
+            return f"RLIMIT_AS {size_words(limits.memory_bytes)}"
+        return "none (no writable memory cgroup; RLIMIT_AS cannot apply to CUDA)"
 
     def unprivileged(self, mode: DeviceMode = DeviceMode.interpreter, device_index: int = 0,
                      job_parent: Path | None = None) -> bool:
@@ -235,16 +249,17 @@ class BwrapBackend:
         return [h for h in self.hidden_paths if any(is_within(h, r) for r in [*roots, Path("/usr")])]
 
     def template_spec(self, *, template_dir: Path, control_fd: int, mode: DeviceMode, device_index: int,
-                      limits: Limits) -> LaunchSpec:
+                      limits: Limits, host_uid: int | None = None) -> LaunchSpec:
         """The fork-server template (sandbox/forkserver.py): the grading sandbox's launch, but uid 0
         with capabilities inside its own user namespace, without the seccomp filter,
         --disable-userns and the read-only /proc/sys (each child puts all three back for itself
         before any student code: docs/forkserver.md), and sandbox/forkserver_template.py for the
-        harness."""
+        harness. `host_uid` (root without a pids cgroup): the template runs as that unprivileged
+        host uid, as a fresh sandbox would, and forks one child at a time."""
         return self._spec(job_dir=template_dir, verdict_fd=control_fd, mode=mode, device_index=device_index,
-                          limits=limits, control_fd=None, host_uid=None, seccomp=False, template=True,
+                          limits=limits, control_fd=None, host_uid=host_uid, seccomp=False, template=True,
                           command=[self.python, "-I", "-B", "/forkserver/forkserver_template.py", str(control_fd),
-                                   mode.value])
+                                   mode.value, *(["one-at-a-time"] if host_uid is not None else [])])
 
     def _spec(self, *, job_dir: Path, verdict_fd: int, mode: DeviceMode, device_index: int, limits: Limits,
               control_fd: int | None, host_uid: int | None, command: list[str] | None, seccomp: bool,
@@ -336,7 +351,8 @@ class BwrapBackend:
             *([] if template else [f"--cpu={limits.cpu_time_s}"]),
             f"--fsize={limits.file_size_bytes}",
             f"--nofile={limits.open_files}",
-            f"--nproc={limits.process_cap(mode)}",  # per host uid, not for root: see new_cgroup
+            # per host uid, not for root: see new_cgroup
+            f"--nproc={limits.process_cap(mode) + (TEMPLATE_TASKS if template else 0)}",
             "--core=0",
         ]
         if mode is DeviceMode.interpreter:

@@ -217,3 +217,167 @@ def test_a_pool_that_cannot_fork_starts_fresh_and_says_why(bwrap_backend, monkey
     finally:
         runner.close()
     assert "(test)" in caplog.text and "fresh" in caplog.text, caplog.text
+
+
+# --- root without a pids cgroup (the H200): a template per host uid, one child at a time ---------
+
+BOMB = '''
+import os
+
+
+def probe_bomb():
+    started = 0
+    for _ in range(64):
+        try:
+            pid = os.fork()
+        except OSError:
+            break
+        if pid == 0:
+            os.setsid()  # out of the process group: only the pid namespace still holds it
+            os.execv("/usr/bin/sleep", ["sleep", "120"])
+        started += 1
+    return outcome(started >= 64, started)
+'''
+
+LEAVE = '''
+import os
+
+
+def probe_leave():
+    for folder in ("/tmp", "/dev/shm"):
+        with open(f"{folder}/kg-left-behind", "w") as fh:
+            fh.write("job A")
+    os.environ["KG_LEFT_BEHIND"] = "job A"
+    if os.fork() == 0:  # a daemon: out of the harness's process group and session, its parent gone
+        os.setsid()
+        if os.fork() == 0:
+            os.execv("/usr/bin/sleep", ["sleep", "120"])
+        os._exit(0)
+    os.wait()
+    return outcome(True)
+
+
+def probe_find():
+    found = [f"{folder}/{name}" for folder in ("/tmp", "/dev/shm") for name in os.listdir(folder)]
+    return outcome(bool(found) or "KG_LEFT_BEHIND" in os.environ, len(found))
+'''
+
+
+def _uid_of(result) -> int:
+    """The template's host uid, as the run's process_limit names it."""
+    prefix = "RLIMIT_NPROC (host uid "
+    assert result.process_limit.startswith(prefix) and result.process_limit.endswith(
+        ", its template's, one job at a time)"), result.process_limit
+    return int(result.process_limit[len(prefix):].split(",")[0])
+
+
+def _tasks_of(uid: int) -> list[int]:
+    """Live processes of host uid `uid` (real uid)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            status = open(f"/proc/{entry}/status").read() if entry.isdigit() else ""
+        except OSError:
+            continue
+        if status and int(status.split("Uid:")[1].split()[0]) == uid and "\nState:\tZ" not in status:
+            found.append(int(entry))
+    return found
+
+
+def make_uid_fork_runner(monkeypatch, *, warm: bool, **limits) -> ForkRunner:
+    """Fork mode as root where no pids cgroup can be written (detection patched off, as
+    scripts/no-pids-cgroup does for a whole run): templates of a host uid each."""
+    import sys
+
+    import sandbox.backends.bwrap as bwrap
+    import sandbox.cgroups as cgroups
+    from sandbox.backends.bwrap import BwrapBackend
+    from sandbox.forkserver import UidTemplates
+
+    if os.geteuid() != 0:
+        pytest.skip("templates of a host uid each are root's fallback")
+    monkeypatch.setitem(cgroups._detected, "pids", (None, "no pids cgroup (test)"))
+    monkeypatch.setattr(bwrap, "_unprivileged", {})
+    backend = BwrapBackend(python=sys.executable, hidden_paths=[])
+    why = ForkServer.unavailable_reason(backend)
+    if why is not None:  # a venv under /root (mode 700): run under scripts/no-pids-cgroup
+        pytest.skip(f"{why}; scripts/no-pids-cgroup runs it where the Python environment is not reachable")
+    monkeypatch.setenv(START_ENV, "fork")
+    forks = ForkRunner(SandboxRunner(backend=backend, limits=Limits(**{"case_timeout_s": 60, **limits})), warm=warm)
+    assert isinstance(forks.runner._fork_server(DeviceMode.interpreter, 0), UidTemplates)
+    return forks
+
+
+@pytest.mark.parametrize("start", ["cold", "warm"])
+def test_without_a_pids_cgroup_a_fork_bomb_is_capped_and_the_next_job_of_its_template_gets_its_whole_budget(
+        monkeypatch, start):
+    """Each job is a fork bomb whose processes leave the process group and would live 120 s: the
+    template's host uid's RLIMIT_NPROC caps each, and a later job on the same template gets the
+    same number of processes as the first: nothing of the earlier job was left to count."""
+    forks = make_uid_fork_runner(monkeypatch, warm=start == "warm", processes=16)
+    cap = Limits(processes=16).process_cap(DeviceMode.interpreter)
+    counts: dict[int, list[float]] = {}
+    try:
+        for _ in range(4):  # until a template serves its second job (warm: the pool refills from another first)
+            result, cases = forks.probes(BOMB, ["bomb"])
+            breached, started = cases["bomb"].outputs["out"].tolist()
+            assert breached == 0.0 and 0 < started < cap, f"{started} forks with a cap of {cap}"
+            counts.setdefault(_uid_of(result), []).append(started)
+            if any(len(c) > 1 for c in counts.values()):
+                break
+    finally:
+        forks.runner.close()
+    again = [c for c in counts.values() if len(c) > 1]
+    assert again, f"no template served two jobs: {counts}"
+    assert len({s for c in counts.values() for s in c}) == 1, f"the jobs got different budgets: {counts}"
+
+
+def test_without_a_pids_cgroup_nothing_of_a_job_is_left_for_the_next_child_of_its_template(monkeypatch):
+    """Job A leaves files in /tmp and /dev/shm, an environment variable and a daemon (its own
+    session, its parent gone). Once A's run is over no process of its host uid is left but the
+    template's own three (its bwrap, bwrap's init, the template), and job B, forked by the same
+    template, finds none of A's files."""
+    forks = make_uid_fork_runner(monkeypatch, warm=False)
+    try:
+        first, cases = forks.probes(LEAVE, ["leave"])
+        assert cases["leave"].status == "ok", cases["leave"]
+        uid = _uid_of(first)
+        deadline = time.monotonic() + 60
+        while len(_tasks_of(uid)) != 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(_tasks_of(uid)) == 3, f"processes of host uid {uid} outlived job A: {_tasks_of(uid)}"
+        second, cases = forks.probes(LEAVE, ["find"])
+        assert _uid_of(second) == uid, "job B ran on another template"
+        assert cases["find"].status == "ok" and cases["find"].outputs["out"].tolist() == [0.0, 0.0], cases["find"]
+    finally:
+        forks.runner.close()
+
+
+def test_a_template_of_a_host_uid_forks_no_second_child_while_one_lives(monkeypatch, tmp_path):
+    """Both guards of one child at a time: the trusted side refuses a second spawn while the
+    first child lives; and where it did ask (its check bypassed), the template forks the second
+    only once the first and everything of it is gone."""
+    import threading
+
+    from sandbox.backends.base import SandboxUnavailable
+
+    forks = make_uid_fork_runner(monkeypatch, warm=False)
+    server = ForkServer(backend=forks.runner.backend, limits=forks.runner.limits, mode=DeviceMode.interpreter,
+                        device_index=0, own_uid=True)
+    try:
+        first = server.spawn_warm(job_dir=tmp_path)
+        with pytest.raises(SandboxUnavailable, match="has not ended"):
+            server.spawn_warm(job_dir=tmp_path)
+        monkeypatch.setattr(ForkServer, "idle", lambda self: True)
+        second: list = []
+        asking = threading.Thread(target=lambda: second.append(server.spawn_warm(job_dir=tmp_path)))
+        asking.start()
+        asking.join(3)
+        assert asking.is_alive() and not second, "the template forked a second child while the first lived"
+        first.kill(5)
+        asking.join(60)
+        assert second and second[0].alive() and not first.alive()
+        second[0].kill(5)
+    finally:
+        server.close()
+        forks.runner.close()
