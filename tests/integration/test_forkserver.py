@@ -108,6 +108,16 @@ def make_fork_runner(backend, monkeypatch, *, warm: bool, **limits) -> ForkRunne
     return ForkRunner(SandboxRunner(backend=backend, limits=Limits(**{"case_timeout_s": 60, **limits})), warm=warm)
 
 
+def _templates(runner: SandboxRunner) -> list[ForkServer]:
+    """The runner's templates: its one, or (root without a pids cgroup) those of a host uid each."""
+    [server] = runner.forks.values()
+    return list(getattr(server, "templates", [server]))
+
+
+def _live_templates(runner: SandboxRunner) -> list[int]:
+    return [t._proc.pid for t in _templates(runner) if t._proc is not None and t._proc.poll() is None]
+
+
 @pytest.fixture(params=["cold", "warm"])
 def fork_runner(request, bwrap_backend, monkeypatch):
     forks = make_fork_runner(bwrap_backend, monkeypatch, warm=request.param == "warm")
@@ -125,21 +135,23 @@ def test_a_forked_child_has_the_isolation_of_a_fresh_sandbox(fork_runner):
         for name in NAMES[:-1]:
             assert cases[name].status == "ok" and cases[name].outputs["out"][0] == 1.0, f"{name}: {cases[name]}"
         draws.append(cases["random"].outputs["out"][1])
-    [server] = fork_runner.runner.forks.values()
-    assert server._proc is not None and server._proc.poll() is None, "the template did not serve both attempts"
+    assert _live_templates(fork_runner.runner) and all(t._proc is not None and t._proc.poll() is None
+                                                       for t in _templates(fork_runner.runner)), \
+        "the template did not serve both attempts"
     assert draws[0] != draws[1], "two children drew the same random numbers: the template's state was not reseeded"
 
 
 def test_the_template_ends_with_the_runner(fork_runner):
     fork_runner.probes(BODY, ["identity"])
-    [server] = fork_runner.runner.forks.values()
-    assert server._proc is not None
-    pid = server._proc.pid
+    pids = _live_templates(fork_runner.runner)
+    assert pids
     waiting = fork_runner.pool.pids() if fork_runner.pool is not None else []  # the refill, if any yet
     fork_runner.runner.close()
     for child in waiting:
         assert not os.path.exists(f"/proc/{child}"), "a warm child outlived its runner"
-    assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z"
+    for pid in pids:
+        assert (not os.path.exists(f"/proc/{pid}")
+                or open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z")
 
 
 def test_fresh_is_the_default(bwrap_backend, monkeypatch):
@@ -176,7 +188,7 @@ def test_a_warm_pool_outlives_its_template(bwrap_backend, monkeypatch):
     try:
         pool = forks.pool
         assert pool is not None and pool.wait_ready(1, 120)
-        [server] = forks.runner.forks.values()
+        [server] = [t for t in _templates(forks.runner) if not t.idle()]  # the warm child's
         assert server._proc is not None
         first_template, [first_child] = server._proc.pid, pool.pids()
         os.killpg(first_template, 9)
@@ -186,7 +198,7 @@ def test_a_warm_pool_outlives_its_template(bwrap_backend, monkeypatch):
         assert pool.replaced_total >= 1 and first_child not in pool.pids(), "the dead template's child was kept"
         _, cases = forks.probes(BODY, ["identity", "processes"])
         assert all(c.outputs["out"][0] == 1.0 for c in cases.values()), cases
-        assert server._proc is not None and server._proc.pid != first_template, "no new template"
+        assert _live_templates(forks.runner) and first_template not in _live_templates(forks.runner), "no new template"
     finally:
         forks.runner.close()
 
