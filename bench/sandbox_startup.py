@@ -40,7 +40,7 @@ from sandbox.backends import make_backend  # noqa: E402
 from sandbox.backends.base import TritonCacheMount  # noqa: E402
 from sandbox.backends.bwrap import BwrapBackend  # noqa: E402
 from sandbox.contract import DeviceMode, Limits  # noqa: E402
-from sandbox.forkserver import ForkServer  # noqa: E402
+from sandbox.forkserver import ForkServer, UidTemplates, fork_server  # noqa: E402
 from sandbox.host_uids import lease_host_uid  # noqa: E402
 from sandbox.pool import WarmPool, copy_harness  # noqa: E402
 from service.config import Settings  # noqa: E402
@@ -185,12 +185,19 @@ def burst(backend: BwrapBackend, mode: DeviceMode, size: int, starts: int, start
     forks = None
     result: dict = {"size": size, "start": start}
     if start == "fork":
-        why = ForkServer.unavailable_reason()
+        why = ForkServer.unavailable_reason(backend, mode)
         if why is not None:
             return {**result, "skipped": why}
-        forks = ForkServer(backend=backend, limits=Limits(), mode=mode, device_index=0)
+        forks = fork_server(backend=backend, limits=Limits(), mode=mode, device_index=0)
         began = time.perf_counter()
-        forks.start()
+        if isinstance(forks, UidTemplates):  # no pids cgroup: a template per host uid, all side by side
+            result["templates"] = "one per host uid"
+            forks.start(size)
+            for template in list(forks.templates):
+                template.start()  # waits for the one started in the background
+        else:
+            result["templates"] = "one"
+            forks.start()
         result["template_s"] = time.perf_counter() - began
     pool = WarmPool(backend=backend, limits=Limits(), mode=mode, device_index=0, size=size, work_root=work,
                     max_starting=starts or None, forks=forks)
@@ -206,6 +213,8 @@ def burst(backend: BwrapBackend, mode: DeviceMode, size: int, starts: int, start
             if sandbox is not None:
                 sandbox.kill()
         result["refill"] = _ready_times(pool, size, refill_started)
+        if forks is not None:
+            result["template_memory_mib"] = _template_memory(forks)
         result["peak_starting"] = pool.peak_starting
         result["forked"] = pool.forked_total
         result["started"] = pool.started_total
@@ -215,6 +224,29 @@ def burst(backend: BwrapBackend, mode: DeviceMode, size: int, starts: int, start
             forks.close()
         subprocess.run(["rm", "-rf", str(work)], check=False)
     return result
+
+
+def _template_memory(forks) -> list[dict[str, float]]:
+    """Each template's python process (under its bwrap and bwrap's init): RSS, PSS and private
+    memory in MiB, from /proc/PID/smaps_rollup (children share its pages copy-on-write)."""
+    found = []
+    for template in getattr(forks, "templates", [forks]):
+        pid = template._proc.pid if template._proc is not None else None
+        for _ in range(2):  # bwrap -> bwrap's init -> the template
+            try:
+                pid = int(Path(f"/proc/{pid}/task/{pid}/children").read_text().split()[0])
+            except (OSError, IndexError, ValueError):
+                pid = None
+                break
+        if pid is None:
+            continue
+        fields = {}
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]:
+            name, value = line.split(":", 1)
+            fields[name] = int(value.split()[0]) / 1024
+        found.append({"rss": fields.get("Rss", 0.0), "pss": fields.get("Pss", 0.0),
+                      "private": fields.get("Private_Clean", 0.0) + fields.get("Private_Dirty", 0.0)})
+    return found
 
 
 def _ready_times(pool: WarmPool, size: int, since: float, timeout_s: float = 600) -> list[float]:
@@ -272,13 +304,19 @@ def main() -> int:
             print(f"\nburst: pool {entry['size']}, {entry['start']}: skipped ({entry['skipped']})")
             continue
         fill, refill = entry["fill"], entry["refill"]
-        template = f"template started in {entry['template_s']:.2f} s first; " if "template_s" in entry else ""
+        template = (f"template(s) ({entry['templates']}) started in {entry['template_s']:.2f} s first; "
+                    if "template_s" in entry else "")
         print(f"\nburst: pool {entry['size']}, {entry['start']} ({entry['forked']} of {entry['started']} forked), "
               f"at most {entry['max_starting']} starting at once "
               f"(peak {entry['peak_starting']}): {template}first ready {fill[0]:.2f} s, all {fill[-1]:.2f} s "
               f"({len(fill) / fill[-1]:.2f}/s); refill after taking all: first {refill[0]:.2f} s, "
               f"all {refill[-1]:.2f} s ({len(refill) / refill[-1]:.2f}/s)" if fill and refill else
               f"\nburst: pool {entry['size']}: not all ready ({entry})")
+        memory = entry.get("template_memory_mib")
+        if memory:
+            print(f"templates: {len(memory)}, each RSS {max(m['rss'] for m in memory):.0f} MiB, PSS "
+                  f"{max(m['pss'] for m in memory):.0f} MiB, private {max(m['private'] for m in memory):.0f} MiB "
+                  f"(the most of any); all together PSS {sum(m['pss'] for m in memory):.0f} MiB")
     return 0
 
 
