@@ -4,8 +4,8 @@ One template per (mode, device index) runs sandbox/forkserver_template.py in a b
 (BwrapBackend.template_spec). Per attempt, `ForkServer.spawn` makes the job's cgroups (the same
 `confine` as a fresh sandbox), its pipes, and sends them with a header on the control socket; the
 job's files (harness included) go through the job pipe into the child's own /job. The child is
-handed to the runner as a `Sandbox` whose `proc` is a `ForkedProcess`: its host pid (read from
-its pids cgroup once it joined it), its exit status as the template reports it, and the process
+handed to the runner as a `Sandbox` whose `proc` is a `ForkedProcess`: its host pid (from the
+kernel, with its "ready": SCM_CREDENTIALS), its exit status as the template reports it, and the process
 group the child leads (what `Sandbox.kill` signals). All children of one template share its host
 uid: where a pids cgroup holds, one template serves them all; where none does (root: the H200),
 `UidTemplates` keeps templates that each run as an unprivileged host uid of their own and fork
