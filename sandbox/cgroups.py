@@ -21,8 +21,9 @@ PARENT_NAME = "kernelgrade"
 PIDS_CGROUP = "pids cgroup"  # the report's environment.process_limit where one holds
 ENTER_SCRIPT = 'echo 0 > "$0" && exec "$@"'
 ENTER_ALL = 'while [ "$1" != -- ]; do echo 0 > "$1" || exit 125; shift; done; shift; exec "$@"'
-# Tests only: detect no pids cgroup, as on a host with no writable pids controller (the H200),
-# so the fallbacks run for real. Read once per process, by the trusted side; a sandbox cannot set it.
+# Tests only: "1" detects no pids cgroup, "all" no cgroup of any controller (as on the H200: no
+# writable pids or memory controller), so the fallbacks run for real. Read once per process, by the
+# trusted side; a sandbox cannot set it.
 NO_PIDS_CGROUP_ENV = "KERNELGRADE_TEST_NO_PIDS_CGROUP"
 _CHILD_NAME = re.compile(r"(\d+)-(\d+)-(\d+)-(\d+)")
 _sequence = itertools.count(1)
@@ -228,6 +229,9 @@ class ControllerCgroups:
                mountinfo: str | None = None) -> tuple[ControllerCgroups | None, str]:
         """(the parent, created if need be, or None; why not). Only a parent in which a child
         with working limits could be created and removed counts."""
+        turned_off = os.environ.get(NO_PIDS_CGROUP_ENV)
+        if turned_off == "all" or (turned_off == "1" and cls.controller == "pids"):
+            return None, f"turned off by {NO_PIDS_CGROUP_ENV}={turned_off} (tests)"
         try:
             proc_cgroup = Path("/proc/self/cgroup").read_text() if proc_cgroup is None else proc_cgroup
             mountinfo = Path("/proc/self/mountinfo").read_text() if mountinfo is None else mountinfo
@@ -294,13 +298,6 @@ class ControllerCgroups:
 
 class PidsCgroups(ControllerCgroups):
     controller = "pids"
-
-    @classmethod
-    def detect(cls, *, proc_cgroup: str | None = None,
-               mountinfo: str | None = None) -> tuple[ControllerCgroups | None, str]:
-        if os.environ.get(NO_PIDS_CGROUP_ENV) == "1":
-            return None, f"turned off by {NO_PIDS_CGROUP_ENV}=1 (tests)"
-        return super().detect(proc_cgroup=proc_cgroup, mountinfo=mountinfo)
 
     def settings(self, value: int) -> list[tuple[str, str, bool]]:
         return [("pids.max", str(value), True)]

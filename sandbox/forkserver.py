@@ -311,7 +311,9 @@ class ForkServer:
                 raise SandboxUnavailable("fork mode needs a pids cgroup per sandbox, or a template per host uid")
             pipes = {name: os.pipe() for name in ("verdict", "log", "job")}
             pipes["ready"] = _credentials_pair()
-            procs = [os.open(c.procs_file, os.O_WRONLY) for c in confinement.cgroups.children]
+            # a template per host uid where no controller is writable (the H200): no cgroup to join
+            joined = confinement.cgroups.children if confinement.cgroups is not None else []
+            procs = [os.open(c.procs_file, os.O_WRONLY) for c in joined]
             ours = {"verdict": pipes["verdict"][0], "log": pipes["log"][0], "job": pipes["job"][1],
                     "ready": pipes["ready"][0]}
             theirs = {"verdict": pipes["verdict"][1], "log": pipes["log"][1], "job": pipes["job"][0],
