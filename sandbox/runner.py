@@ -307,6 +307,11 @@ class SandboxRunner:
         hierarchy). Where they cannot, they start fresh, and the log says why once."""
         if self.start != "fork":
             return False
+        mount = getattr(self.backend, "triton_cache", None)
+        if mount is not None and mount.writable:
+            # a compile run (compile_warm.py): a staging folder of its own mounted writable, which a
+            # template's children cannot get, and a template per run would cost more than the run
+            return False
         why = (ForkServer.unavailable_reason() if hasattr(self.backend, "template_spec")
                else f"the {self.backend.name} backend has no fork-server template")
         if why is not None:

@@ -162,6 +162,19 @@ def test_fresh_is_the_default(bwrap_backend, monkeypatch):
     assert SandboxRunner(backend=bwrap_backend, limits=Limits()).start == "fork"
 
 
+def test_a_compile_run_starts_fresh_in_fork_mode(bwrap_backend, monkeypatch, tmp_path):
+    """A compile run's sandbox mounts a staging folder of its own writable (compile_warm.py); a
+    template's children share the template's mounts, so it never forks (on the H200 every
+    prewarm compile failed with PermissionError on /triton-shared when it did)."""
+    from sandbox.backends.base import TritonCacheMount
+    monkeypatch.setenv(START_ENV, "fork")
+    staging = bwrap_backend.with_triton_cache(TritonCacheMount(tmp_path, writable=True, reads=tmp_path))
+    assert SandboxRunner(backend=staging, limits=Limits())._fork_server(DeviceMode.gpu, 0) is None
+    reading = bwrap_backend.with_triton_cache(TritonCacheMount(tmp_path))
+    runner = SandboxRunner(backend=reading, limits=Limits())
+    assert runner._forks_wanted == (ForkServer.unavailable_reason() is None)
+
+
 @pytest.mark.parametrize("start", ["cold", "warm"])
 def test_a_forked_child_cannot_make_more_files_than_its_limit(bwrap_backend, monkeypatch, start):
     """The child mounts its own /tmp and /dev/shm with `nr_inodes` = Limits.tmpfs_files, so empty
