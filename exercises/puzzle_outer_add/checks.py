@@ -29,20 +29,25 @@ def reference(x: np.ndarray, y: np.ndarray) -> kit.Arrays:
 
 
 def _simulate(x: np.ndarray, y: np.ndarray, b0: int, b1: int, y_step: int, row_stride: int | None = None,
-              transposed: bool = False) -> np.ndarray:
-    """z as a kernel writes it whose y-tile offset is pid_1 * y_step, row stride row_stride, and
-    (transposed) that adds x[:, None] + y[None, :] (needs B0 == B1); loads are masked (other=0)."""
+              transposed: bool = False, x_step: int | None = None, rows_to: int | None = None,
+              cols_to: int | None = None) -> np.ndarray:
+    """z as a kernel writes it whose y-tile offset is pid_1 * y_step (x's pid_0 * x_step, B0 unless
+    given), row stride row_stride, and (transposed) that adds x[:, None] + y[None, :] (needs
+    B0 == B1); loads are masked (other=0), the store's mask bounds rows by rows_to and columns by
+    cols_to (N1, N0 unless given). Programs run in grid order, as on the interpreter."""
     n0, n1 = x.size, y.size
     row_stride = n0 if row_stride is None else row_stride
+    x_step = b0 if x_step is None else x_step
     flat = np.full(n1 * n0, np.nan)
     for p0 in range(-(-n0 // b0)):
         for p1 in range(-(-n1 // b1)):
-            ox = p0 * b0 + np.arange(b0)
+            ox = p0 * x_step + np.arange(b0)
             oy = p1 * y_step + np.arange(b1)
             xv = np.where(ox < n0, x[np.minimum(ox, n0 - 1)], 0.0)
             yv = np.where(oy < n1, y[np.minimum(oy, n1 - 1)], 0.0)
             tile = (xv[:, None] + yv[None, :]) if transposed else (xv[None, :] + yv[:, None])
-            keep = (oy[:, None] < n1) & (ox[None, :] < n0)
+            keep = ((oy[:, None] < (n1 if rows_to is None else rows_to))
+                    & (ox[None, :] < (n0 if cols_to is None else cols_to)))
             addr = oy[:, None] * row_stride + ox[None, :]
             keep &= addr < flat.size
             flat[addr[keep]] = tile[keep]
@@ -55,31 +60,71 @@ def _same(observed: np.ndarray, predicted: np.ndarray) -> bool:
     return bool(np.all(both_nan | close))
 
 
+# The simulated mistakes, most specific first. Two can coincide on one case (pid_1 * B0 and no y
+# offset at all when B0 >= N1; a row stride B0 and N1 when B0 == N1), so each failed case lists
+# every one it matches and _across keeps those that explain every failed case with outputs.
+_MISTAKES = ("y_offset_uses_b0", "block_offset_missing.y", "block_offset_missing.x", "row_stride_b0",
+             "row_stride_n1", "transposed", "mask_bound_swapped.y", "mask_bound_swapped.x")
+
+
+def _matches(x: np.ndarray, y: np.ndarray, z: np.ndarray, n0: int, n1: int, b0: int, b1: int) -> list[str]:
+    tests = {
+        "y_offset_uses_b0": lambda: b0 != b1 and _same(z, _simulate(x, y, b0, b1, y_step=b0)),
+        "block_offset_missing.y": lambda: n1 > b1 and _same(z, _simulate(x, y, b0, b1, y_step=0)),
+        "block_offset_missing.x": lambda: n0 > b0 and _same(z, _simulate(x, y, b0, b1, y_step=b1, x_step=0)),
+        "row_stride_b0": lambda: b0 != n0 and _same(z, _simulate(x, y, b0, b1, y_step=b1, row_stride=b0)),
+        "row_stride_n1": lambda: n1 != n0 and _same(z, _simulate(x, y, b0, b1, y_step=b1, row_stride=n1)),
+        "transposed": lambda: b0 == b1 and _same(z, _simulate(x, y, b0, b1, y_step=b1, transposed=True)),
+        "mask_bound_swapped.y": lambda: n0 < n1 and _same(z, _simulate(x, y, b0, b1, y_step=b1, rows_to=n0)),
+        "mask_bound_swapped.x": lambda: n1 < n0 and _same(z, _simulate(x, y, b0, b1, y_step=b1, cols_to=n1)),
+    }
+    return [name for name in _MISTAKES if tests[name]()]
+
+
 def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
     where = kit.case_numbers(ev.case, params=("N0", "N1"), kwargs={"B0": 32, "B1": 32})
     n0, n1, b0, b1 = where["N0"], where["N1"], where["B0"], where["B1"]
     if ev.observed is None:
-        yield from kit.store_out_of_bounds(ev, {**where, "cols_past_end": -n0 % b0, "rows_past_end": -n1 % b1},
-                                           data_len=n1 * n0, total_len=n1 * n0 + b1 * n0 + b0, sentinel=SENTINEL)
+        ragged = {"cols_past_end": -n0 % b0, "rows_past_end": -n1 % b1}
+        for key, numbers in kit.store_out_of_bounds(ev, {**where, **ragged}, data_len=n1 * n0,
+                                                    total_len=n1 * n0 + b1 * n0 + b0, sentinel=SENTINEL):
+            # No lane of this case lies outside N1 x N0: a write past z came from the addresses (a
+            # row stride, a block offset), not from a missing mask.
+            yield ("store_address_out_of_bounds" if not any(ragged.values()) else key), numbers
         return
     x, y = ev.arrays["x"], ev.arrays["y"]
     z = ev.observed["z"].astype(np.float64)
     ref = ev.expected["z"]
     unwritten = int(np.isnan(z).sum())
-    if b0 != b1 and _same(z, _simulate(x, y, b0, b1, y_step=b0)):
-        bad_rows = np.where(np.any(~np.isclose(z, ref, rtol=1e-5, atol=1e-5), axis=1))[0]
-        yield "y_offset_uses_b0", {**where, "first_bad_row": int(bad_rows[0]), "bad_rows": int(bad_rows.size),
-                                   "unwritten": unwritten}
-        return
-    if b0 != n0 and _same(z, _simulate(x, y, b0, b1, y_step=b1, row_stride=b0)):
-        yield "row_stride_b0", {**where, "unwritten": unwritten}
-        return
-    if b0 == b1 and _same(z, _simulate(x, y, b0, b1, y_step=b1, transposed=True)):
-        yield "transposed", where
-        return
+    bad_rows = np.where(np.any(~np.isclose(z, ref, rtol=1e-5, atol=1e-5), axis=1))[0]
     r, c = np.unravel_index(int(np.nanargmax(np.where(np.isnan(z), np.inf, np.abs(z - ref)))), z.shape)
-    yield "unexplained_outer_add", {**where, "row": int(r), "col": int(c), "observed": float(z[r, c]),
-                                    "expected": float(ref[r, c]), "unwritten": unwritten}
+    yield kit.ACROSS, {**where, "matches": _matches(x, y, z, n0, n1, b0, b1), "unwritten": unwritten,
+                       "first_bad_row": int(bad_rows[0]) if bad_rows.size else 0, "bad_rows": int(bad_rows.size),
+                       "row": int(r), "col": int(c), "observed": float(z[r, c]), "expected": float(ref[r, c])}
 
 
-diagnose = kit.make_diagnose(_classify, with_outputs=False)
+_WORDS = {"block_offset_missing.y": ("y", "pid_1", "B1"), "block_offset_missing.x": ("x", "pid_0", "B0"),
+          "mask_bound_swapped.y": ("y", "N0", "N1"), "mask_bound_swapped.x": ("x", "N1", "N0")}
+
+
+def _across(pending: list[kit.Numbers]) -> Iterator[kit.Found]:
+    """Each case under the mistake that explains every failed case with outputs (the first such, in
+    _MISTAKES's order); a case no such mistake explains is unexplained. pid_1 * B0 is right when
+    B0 == B1 (_matches never lists it there), so a failed case with B0 == B1 rules it out."""
+    explains_all = [m for m in _MISTAKES if all(m in n["matches"] for n in pending)]
+    for numbers in pending:
+        found = next((m for m in explains_all if m in numbers["matches"]), None)
+        out = {k: v for k, v in numbers.items() if k != "matches"}
+        if found is None:
+            yield "unexplained_outer_add", out
+        elif found.startswith("block_offset_missing"):
+            axis, pid, block = _WORDS[found]
+            yield "block_offset_missing", {**out, "axis": axis, "pid": pid, "block": block}
+        elif found.startswith("mask_bound_swapped"):
+            axis, used, right = _WORDS[found]
+            yield "mask_bound_swapped", {**out, "axis": axis, "used": used, "right": right}
+        else:
+            yield found, out
+
+
+diagnose = kit.make_diagnose(_classify, with_outputs=False, across=_across)
