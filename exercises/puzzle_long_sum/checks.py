@@ -50,9 +50,48 @@ def _candidates(x: np.ndarray, b1: int) -> dict[str, tuple[np.ndarray, bool]]:
     }
 
 
+def _matches(x: np.ndarray, z: np.ndarray, ref: np.ndarray, where: kit.Numbers) -> list[tuple[str, str, kit.Numbers]]:
+    """Every known mistake this case's output matches, most specific first: (label, id, numbers).
+    The label tells mistakes apart across cases (a loop that stops one block early is the same
+    mistake on every case, whatever the number of blocks)."""
+    n0, t, b1 = where["N0"], where["T"], where["B1"]
+    pad = -t % b1
+
+    def numbers(pred: np.ndarray, rows: np.ndarray, **more: object) -> kit.Numbers:
+        worst = int(np.argmax(np.where(rows, np.abs(z - ref), -1)))
+        return {**where, "row": worst, "observed": float(z[worst]), "expected": float(ref[worst]),
+                "predicted": float(pred[worst]), "pad": pad, **more}
+
+    found: list[tuple[str, str, kit.Numbers]] = []
+    every = np.ones(n0, dtype=bool)
+    for key, (pred, applies) in _candidates(x, b1).items():
+        rows = np.isfinite(pred) if key == "next_row_leak" else every  # past the end of x: garbage there
+        if applies and _close(z, pred, rows):
+            found.append((key, key, numbers(pred, rows)))
+    flat = x.ravel()
+    for k in range(1, pad):  # a column mask k lanes too wide (cols <= T: k = 1) reads k of the next row
+        pred = np.array([flat[r * t: r * t + t + k].sum() if (r + 1) * t + k <= flat.size else np.nan for r in range(n0)])
+        rows = np.isfinite(pred)
+        if n0 > 1 and _close(z, pred, rows):
+            found.append((f"col_mask_too_wide:{k}", "col_mask_too_wide", numbers(pred, rows, extra=k)))
+    if pad and n0:  # every padding lane added as the same value v: other=v, not 0
+        v = (z - ref) / pad
+        if np.all(np.isfinite(v)) and abs(float(np.median(v))) > 1e-3:
+            pred = ref + pad * float(np.median(v))
+            if _close(z, pred, every):
+                found.append(("padding_not_zero", "padding_not_zero", numbers(pred, every, value=float(np.median(v)))))
+    blocks = -(-t // b1)
+    for kept in range(blocks - 1, -1, -1):  # whole blocks from the start, the loop ending early
+        pred = x[:, :kept * b1].sum(axis=1)
+        if _close(z, pred, every):
+            found.append((f"loop_stops_early:{blocks - kept}", "loop_stops_early",
+                          numbers(pred, every, kept=kept, blocks=blocks, kept_cols=kept * b1, missing=blocks - kept)))
+    return found
+
+
 def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
     where = kit.case_numbers(ev.case, params=("N0", "T"), kwargs={"B0": 4, "B1": 32})
-    n0, t, b0, b1 = where["N0"], where["T"], where["B0"], where["B1"]
+    n0, t, b0 = where["N0"], where["T"], where["B0"]
     if ev.observed is None:
         yield from kit.store_out_of_bounds(ev, {**where, "rows_past_end": -n0 % b0}, data_len=n0, total_len=n0 + b0,
                                            sentinel=SENTINEL)
@@ -68,26 +107,24 @@ def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
     if not np.any(np.isfinite(z)):
         yield "nonfinite_output", where
         return
-    for key, (pred, applies) in _candidates(x, b1).items():
-        rows = np.ones(n0, dtype=bool)
-        if key == "next_row_leak":
-            rows = np.isfinite(pred)  # rows that read past the end of x: garbage there
-        if applies and _close(z, pred, rows):
-            worst = int(np.argmax(np.where(rows, np.abs(z - ref), -1)))
-            yield key, {**where, "row": worst, "observed": float(z[worst]), "expected": float(ref[worst]),
-                        "predicted": float(pred[worst]), "pad": -t % b1}
-            return
-    blocks = -(-t // b1)
-    for kept in range(blocks - 1, 0, -1):  # whole blocks from the start, the loop ending early (the cases above aside)
-        pred = x[:, :kept * b1].sum(axis=1)
-        if _close(z, pred, np.ones(n0, dtype=bool)):
-            worst = int(np.argmax(np.abs(z - ref)))
-            yield "loop_stops_early", {**where, "row": worst, "observed": float(z[worst]), "expected": float(ref[worst]),
-                                       "predicted": float(pred[worst]), "kept": kept, "blocks": blocks,
-                                       "kept_cols": kept * b1, "missing": blocks - kept}
-            return
     worst = int(np.argmax(np.abs(z - ref)))
-    yield "unexplained_sum", {**where, "row": worst, "observed": float(z[worst]), "expected": float(ref[worst])}
+    yield kit.ACROSS, {**where, "matches": _matches(x, z, ref, where),
+                       "row": worst, "observed": float(z[worst]), "expected": float(ref[worst])}
+
+
+def _across(pending: list[kit.Numbers]) -> Iterator[kit.Found]:
+    """Each case under the first mistake (in its own order) that every failed case with outputs
+    matches: a loop one block short sums only the first block when a row has two, and nothing when
+    it has one, which read alone are "first block only" and "T // B1". A case without such a
+    mistake gets its own first match, or unexplained_sum."""
+    shared = set.intersection(*({label for label, _, _ in n["matches"]} for n in pending)) if pending else set()
+    for n in pending:
+        mine = [(key, numbers) for label, key, numbers in n["matches"] if label in shared] or \
+            [(key, numbers) for _, key, numbers in n["matches"]]
+        if mine:
+            yield mine[0]
+        else:
+            yield "unexplained_sum", {k: v for k, v in n.items() if k != "matches"}
 
 
 def _words(key: str, cases: list[kit.Numbers]) -> kit.Say:
@@ -99,4 +136,4 @@ def _words(key: str, cases: list[kit.Numbers]) -> kit.Say:
     return kit.say_about(key, cases)
 
 
-diagnose = kit.make_diagnose(_classify, _words, with_outputs=False)
+diagnose = kit.make_diagnose(_classify, _words, with_outputs=False, across=_across)
