@@ -4,7 +4,7 @@ The signatures recompute, in float64, what each known mistake returns for the sa
 online softmax without rescaling the running sum when the max grows; the blog's own
 `padding_option='zero'` (padding lanes enter the max and add exp(0 - m) each to the sum);
 exp2 without the log2(e) factor (a base-2 softmax); only the first block; no max subtraction
-(overflow on large logits).
+(overflow on large logits); the max of the first block only (overflow past it).
 """
 from __future__ import annotations
 
@@ -29,6 +29,8 @@ def make_inputs(case: kit.CaseSpec, seed: int) -> kit.Arrays:
              + 0.3 * rng.standard_normal((n0, t)))
     elif kind == "negative":  # all logits negative: a zero-padded lane becomes the row max
         x = rng.uniform(-8.0, -4.0, size=(n0, t))
+    elif kind == "late_max":  # the max ~100 above the first block's, every logit below 88.7
+        x = np.where(np.arange(t)[None, :] < t // 2, -60.0, 40.0) + rng.standard_normal((n0, t))
     elif kind == "large":  # exp(x) overflows float32 (max ~ 3.4e38 = exp(88.7))
         x = rng.uniform(95.0, 105.0, size=(n0, 1)) + 2.0 * rng.standard_normal((n0, t))
     else:
@@ -81,8 +83,13 @@ def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
     where = kit.case_numbers(ev.case, params=("N0", "T"), kwargs={"B0": 4, "B1": 32})
     n0, t, b0, b1 = where["N0"], where["T"], where["B0"], where["B1"]
     if ev.observed is None:
-        yield from kit.store_out_of_bounds(ev, {**where, "rows_past_end": -n0 % b0}, data_len=n0 * t,
-                                           total_len=(n0 + b0) * t, sentinel=SENTINEL)
+        for key, numbers in kit.store_out_of_bounds(ev, {**where, "rows_past_end": -n0 % b0, "pad": -t % b1},
+                                                    data_len=n0 * t, total_len=(n0 + b0) * t, sentinel=SENTINEL):
+            # No row of this case lies past N0: what went past z came from the last row's columns
+            # past T (the store's column mask), or, with none either, from the addresses.
+            if numbers["rows_past_end"] == 0:
+                key = "store_cols_out_of_bounds" if numbers["pad"] else "store_address_out_of_bounds"
+            yield key, numbers
         return
     x = ev.arrays["x"]
     z = ev.observed["z"].astype(np.float64)
@@ -104,7 +111,14 @@ def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
         overflow = x > LN_FLT_MAX  # exp(x) is inf there without a max subtracted; inf/inf = NaN
         near = np.abs(x - LN_FLT_MAX) < 0.5  # float32 rounding at the threshold: either way
         tail = int(t - np.flatnonzero(~bad.all(axis=0)).max() - 1) if not bad.all() else t
-        if overflow.any() and not np.any((bad != overflow) & ~near):
+        first_max = x[:, :min(b1, t)].max(axis=1, keepdims=True)
+        past_first = x - first_max > LN_FLT_MAX  # exp(x - m) is inf there when m is the first block's max
+        near_first = np.abs(x - first_max - LN_FLT_MAX) < 0.5
+        if t > b1 and past_first.any() and not overflow.any() and not np.any((bad != past_first) & ~near_first):
+            r = int(np.flatnonzero(past_first.any(axis=1))[0])
+            yield "max_of_first_block", {**where, "nonfinite": int(bad.sum()), "row": r,
+                                         "first_max": float(first_max[r, 0]), "row_max": float(x[r].max())}
+        elif overflow.any() and not np.any((bad != overflow) & ~near):
             # so far it fits; the other cases decide (_across): without a max subtracted, every
             # case whose logits stay below 88.7 is right
             yield kit.ACROSS, {**where, "x_max": xmax, "nonfinite": int(bad.sum()), "overflows": True}
@@ -143,7 +157,7 @@ def _across(pending: list[kit.Numbers]) -> Iterator[kit.Found]:
 
 
 def _words(key: str, cases: list[kit.Numbers]) -> kit.Say:
-    if key == "store_out_of_bounds":
+    if key in ("store_out_of_bounds", "store_cols_out_of_bounds", "store_address_out_of_bounds"):
         return kit.say_about(key, cases, position=cases[0]["first_past_end"] + 1)
     return kit.say_about(key, cases)
 
