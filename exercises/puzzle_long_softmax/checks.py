@@ -115,9 +115,9 @@ def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
         past_first = x - first_max > LN_FLT_MAX  # exp(x - m) is inf there when m is the first block's max
         near_first = np.abs(x - first_max - LN_FLT_MAX) < 0.5
         if t > b1 and past_first.any() and not overflow.any() and not np.any((bad != past_first) & ~near_first):
-            r = int(np.flatnonzero(past_first.any(axis=1))[0])
-            yield "max_of_first_block", {**where, "nonfinite": int(bad.sum()), "row": r,
-                                         "first_max": float(first_max[r, 0]), "row_max": float(x[r].max())}
+            hit = int(np.flatnonzero(past_first.any(axis=1))[0])
+            yield "max_of_first_block", {**where, "nonfinite": int(bad.sum()), "row": hit,
+                                         "first_max": float(first_max[hit, 0]), "row_max": float(x[hit].max())}
         elif overflow.any() and not np.any((bad != overflow) & ~near):
             # so far it fits; the other cases decide (_across): without a max subtracted, every
             # case whose logits stay below 88.7 is right
