@@ -9,7 +9,8 @@ written answers scored afresh:
   pass rule, both languages; no database but the memo's): p50 / p95 per hit, and the thread's CPU.
 - lanes[N]: the same hits as stored submissions through the service's own lanes
   (service/worker/lanes.py) with N fast threads on a fresh SQLite database: claim, grading,
-  report written with its facts and flags; the rate from the first stored to the last graded.
+  report written with its facts and flags; the rate from the first stored to the last graded, and
+  the process's CPU over that time per submission (storing them, the lanes, the bench's polling).
 
 On a class burst most submissions are such hits (bench/grade_speed.py: 283 of 300), so this is the
 ceiling of a burst's rate per process; the sandboxes and the GPU are not involved after the first run.
@@ -70,12 +71,13 @@ def main() -> None:
                f"thread CPU p50 {one['cpu_p50_s'] * 1000:.1f} ms")
         for count in [int(n) for n in args.fast_workers.split(",") if n.strip()]:
             lane_args = argparse.Namespace(**{**vars(args), "fast_workers": count})
-            rows, wall, _ = gs.lanes_burst(lane_args, mix, [0], pool=1, cache=False, tmp=Path(tmp) / f"lanes{count}")
+            rows, wall, counts = gs.lanes_burst(lane_args, mix, [0], pool=1, cache=False, tmp=Path(tmp) / f"lanes{count}")
             reused = sum(r["reused"] for r in rows)
             results[f"lanes[{count}]"] = {"n": len(rows), "wall_s": wall, "per_s": len(rows) / wall, "reused": reused,
+                                          "cpu_per_submission_s": counts["process_cpu_s"] / len(rows),
                                           "completion_p50_s": gs.percentile([r["completed_s"] for r in rows], 0.5)}
             gs.log(f"lanes, {count} fast thread(s): {len(rows)} in {wall:.2f} s = {len(rows) / wall:.1f}/s "
-                   f"({reused} reused)")
+                   f"({reused} reused), process CPU {counts['process_cpu_s'] / len(rows) * 1000:.1f} ms per submission")
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "fast_path.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
     print(json.dumps(results, indent=2))

@@ -297,7 +297,7 @@ def lanes_burst(args, mix, devices: list[int], *, pool: int, cache: bool, tmp: P
         lane0 = lanes.lanes[0]
         lane0.runner.pools[(grader.mode, lane0.device_index)].wait_ready(pool, args.ready_timeout_s)
         before = grader.counts.snapshot() | sandbox_starts(grader) | warmer_counts(grader)
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         with sessions() as session:
             ids = []
             for i, (label, body) in enumerate(mix):
@@ -315,7 +315,7 @@ def lanes_burst(args, mix, devices: list[int], *, pool: int, cache: bool, tmp: P
                     SubmissionRow.status.in_(("graded", "not_gradable")))))
             pending -= done
             time.sleep(0.05)
-        wall = time.perf_counter() - started
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
         rows = []
         with sessions() as session:
             for submission_id, label in ids:
@@ -331,7 +331,7 @@ def lanes_burst(args, mix, devices: list[int], *, pool: int, cache: bool, tmp: P
         # the burst's own (the grading before it excluded); sandbox starts and compile runs of lane 0
         after = grader.counts.snapshot() | sandbox_starts(grader) | warmer_counts(grader)
         counts = {**lanes.counts(), **{f"peak_{k}": v for k, v in peaks.items()},
-                  **{k: after[k] - before[k] for k in after}}
+                  **{k: after[k] - before[k] for k in after}, "process_cpu_s": cpu}
     finally:
         lanes.stop()
     return rows, wall, counts
