@@ -195,31 +195,39 @@ def _claimable(now: datetime):
 def claim(session: Session, *, lease_s: float, submission_id: str | None = None) -> Claim | None:
     """Take one submission (a given one, or the oldest claimable) under a fresh lease.
 
-    The conditional UPDATE is the lock: of two workers racing for the same row, exactly one gets
-    the row back from its RETURNING (the attempts it now counts, in the same statement). Works the
-    same on SQLite (3.35 or later) and PostgreSQL.
+    One conditional UPDATE picks, takes and counts it (its RETURNING: the id and the attempts it now
+    counts); of two workers racing for the same row exactly one gets it back. On SQLite the
+    statement runs under the database's write lock, so the oldest claimable row is taken whole;
+    on PostgreSQL the subquery locks the row it picks and skips rows another claim has locked
+    (SKIP LOCKED), so racing workers take different submissions instead of queueing on one and
+    losing. A picked row that stopped being claimable (PostgreSQL re-reads it under the lock) gives
+    no row: then claimable rows still there are tried again, at most 5 times. Works the same on
+    SQLite (3.35 or later) and PostgreSQL.
     """
     for _ in range(5):
         now = utcnow()
-        query = select(Submission.id).where(_claimable(now))
         if submission_id is not None:
-            query = query.where(Submission.id == submission_id)
-        candidate = session.scalar(query.order_by(Submission.created_at).limit(1))
-        if candidate is None:
-            session.rollback()
-            return None
-        token = secrets.token_hex(16)
-        attempts = session.scalar(
+            target = Submission.id == submission_id
+        else:
+            oldest = select(Submission.id).where(_claimable(now)).order_by(Submission.created_at).limit(1)
+            target = Submission.id == oldest.with_for_update(skip_locked=True).scalar_subquery()
+        taken = session.execute(
             update(Submission)
-            .where(Submission.id == candidate, _claimable(now))
-            .values(status=SubmissionStatus.running, lease_token=token,
+            .where(target, _claimable(now))
+            .values(status=SubmissionStatus.running, lease_token=(token := secrets.token_hex(16)),
                     lease_expires_at=now + timedelta(seconds=lease_s),
                     attempts=Submission.attempts + 1, updated_at=now)
-            .returning(Submission.attempts)
-        )
+            .returning(Submission.id, Submission.attempts)
+        ).one_or_none()
         session.commit()
-        if attempts is not None:
-            return Claim(candidate, token, attempts)
+        if taken is not None:
+            return Claim(taken.id, token, taken.attempts)
+        query = select(Submission.id).where(_claimable(utcnow()))
+        if submission_id is not None:
+            query = query.where(Submission.id == submission_id)
+        if session.scalar(query.limit(1)) is None:
+            session.rollback()
+            return None
     return None
 
 
