@@ -16,6 +16,7 @@ from sqlalchemy import func, select
 from service.bootstrap import build_grader
 from service.config import Settings
 from service.db import store
+from service.db.base import as_utc
 from service.db.migrate import upgrade
 from service.db.models import ReportRow, Submission
 from service.db.session import make_engine, make_sessionmaker
@@ -155,6 +156,26 @@ def test_an_expired_lease_taken_over_cannot_finish_but_the_new_holder_can(sessio
         reports = list(session.scalars(select(ReportRow).where(ReportRow.submission_id == submission_id)))
         assert [r.id for r in reports] == [written.id] and row.current_report_id == written.id
         assert (row.status, row.attempts, row.lease_token, row.lease_expires_at) == ("graded", 2, None, None)
+
+
+def test_a_session_holding_the_submission_sees_what_claim_and_finish_wrote(sessions):
+    """claim and finish write by plain statements: a copy of the row the session already held is
+    brought up to date, as the ORM's own writes did."""
+    submission_id = new_submission(sessions)
+    report = a_report(sessions, submission_id)
+    with sessions() as session:
+        row = session.get(Submission, submission_id)
+        assert row.status == "queued"
+        claim_ = store.claim(session, lease_s=60, submission_id=submission_id)
+        assert (row.status, row.lease_token, row.attempts) == ("running", claim_.token, 1)
+        written = store.finish(session, claim_, report)
+        assert written is not None and (written.seq, written.reason, written.status) == (1, "initial", "graded")
+        assert (row.status, row.current_report_id, row.lease_token, row.lease_expires_at) == (
+            "graded", written.id, None, None)
+        assert row.graded_at is not None and row.first_graded_at == row.graded_at
+    with sessions() as session:
+        stored = session.get(ReportRow, written.id)
+        assert stored.report == report.to_record() and as_utc(stored.created_at) == written.created_at
 
 
 def test_both_holders_finishing_at_once_write_one_report(sessions):
