@@ -22,7 +22,7 @@ from tests.faults.support import (
 )
 from tests.workers.procs import create_course_and_key, example_body, make_env, start_serve, wait_for
 
-pytestmark = [pytest.mark.faults, pytest.mark.postgres, pytest.mark.sandbox, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.exclusive, pytest.mark.faults, pytest.mark.postgres, pytest.mark.sandbox, pytest.mark.timeout(300)]
 
 OUTAGE_S = 4.0
 TIMEOUT_S = 15.0  # a request that takes longer than this counts as hung: the test fails

@@ -20,7 +20,7 @@ from tests.faults.support import Burst, CourseLedger, exactly_one_current_report
 from tests.support.servers import free_port
 from tests.workers.procs import create_course_and_key, example_body, make_env, sandbox_pids, start_serve, wait_for
 
-pytestmark = [pytest.mark.faults, pytest.mark.postgres, pytest.mark.sandbox, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.exclusive, pytest.mark.faults, pytest.mark.postgres, pytest.mark.sandbox, pytest.mark.timeout(300)]
 
 BURST = 30
 KILL_AFTER = 10   # acknowledged POSTs before the kill

@@ -18,7 +18,7 @@ from tests.workers.procs import (
     sandbox_pids, slow_exercises, start_redis, start_serve, start_worker, stop_redis, wait_for,
 )
 
-pytestmark = [pytest.mark.workers, pytest.mark.sandbox, pytest.mark.postgres, pytest.mark.redis, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.exclusive, pytest.mark.workers, pytest.mark.sandbox, pytest.mark.postgres, pytest.mark.redis, pytest.mark.timeout(300)]
 
 LEASE_S = 6.0
 

@@ -13,7 +13,7 @@ from tests.workers.procs import (
     sandbox_pids, slow_exercises, start_serve, wait_for,
 )
 
-pytestmark = [pytest.mark.workers, pytest.mark.sandbox, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.exclusive, pytest.mark.workers, pytest.mark.sandbox, pytest.mark.timeout(300)]
 
 
 @pytest.mark.parametrize(("max_attempts", "final"), [

@@ -24,7 +24,7 @@ from tests.workers.procs import (
     start_serve, start_worker, wait_for,
 )
 
-pytestmark = [pytest.mark.workers, pytest.mark.sandbox, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.exclusive, pytest.mark.workers, pytest.mark.sandbox, pytest.mark.timeout(300)]
 
 SLOW_S = 6
 

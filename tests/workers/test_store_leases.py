@@ -27,7 +27,7 @@ from service.worker.grading import grade_claimed
 from tests.support.servers import database
 from tests.workers.procs import EXAMPLE
 
-pytestmark = [pytest.mark.workers, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.exclusive, pytest.mark.workers, pytest.mark.timeout(120)]
 
 BACKENDS = [pytest.param("sqlite", id="sqlite"), pytest.param("postgresql", id="postgresql", marks=pytest.mark.postgres)]
 
