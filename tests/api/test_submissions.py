@@ -449,7 +449,8 @@ def test_english_answers_get_english_feedback_without_declaring_a_language(servi
     assert "Regular inputs (with the given check)" in page.text and "正常输入" not in page.text
 
 
-@pytest.mark.parametrize("token", [secrets.token_urlsafe(32), "x", "a" * 1000])
+# Fixed ids: the random token must not name the test (parallel runs compare their collections).
+@pytest.mark.parametrize("token", [secrets.token_urlsafe(32), "x", "a" * 1000], ids=["random", "short", "long"])
 def test_unknown_feedback_token_is_404(service, token):
     response = httpx.get(f"{service.url}/v1/feedback/{token}", timeout=30)
     assert response.status_code == 404, response.text
