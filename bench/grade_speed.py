@@ -40,6 +40,13 @@ the service delivers it (a report revision, docs/grading.md): grade() returns wi
 card's own arrival is counted apart (`speed_cards`, `speed_card_p50_s`, from the grade's start);
 `--speed-inline` waits for it inside grade() instead, as before issue #20 item 1.
 
+`--processes P` (memo modes, with the database memo): the burst is graded by P processes on the one
+device, this one and P - 1 children of this script, each with its own grader, warm pool of `--pool`
+and `--workers` threads, all sharing the SQLite memo (its in-flight claims too, so an identical
+program runs once across them) and the compile cache; submission i goes to process i % P. One
+process's threads share one interpreter lock, so the trusted side's CPU per submission bounds the
+rate of one process; this is how a host runs more than one grading process per GPU.
+
 One-at-a-time: `--single` submissions in sequence; latency = one grade() call. Burst: all
 submissions queued at t=0, `--workers` grading threads sharing one grader (the service's
 in-process pool); latency = grade() duration, and also queue-inclusive completion time. cold and
@@ -75,8 +82,11 @@ from service.submission import Submission  # noqa: E402
 EXERCISE = "lesson06_mean_var"
 
 
+LOG_TO = sys.stdout  # a --child process logs to stderr: its stdout carries the protocol with the parent
+
+
 def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=LOG_TO, flush=True)
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -250,6 +260,101 @@ def burst(grader, mix, *, workers: int) -> tuple[list[dict], float]:
     return rows, time.perf_counter() - started
 
 
+def burst_share(grader, items: list[tuple[int, tuple[str, Submission]]], *, workers: int,
+                start_at: float) -> list[dict]:
+    """Grade `items` ((index, (label, submission))) with `workers` threads from the epoch `start_at`
+    on; completed_s is from `start_at` (wall clock: comparable across the burst's processes)."""
+    time.sleep(max(0.0, start_at - time.time()))
+
+    def one(item):
+        i, (label, body) = item
+        row = grade_one(grader, body, 5000 + i)
+        row["fill"] = label
+        row["completed_s"] = time.time() - start_at
+        return row
+
+    with ThreadPoolExecutor(workers) as executor:
+        return list(executor.map(one, items))
+
+
+def wait_cards(grader) -> None:
+    for arrived in CARDS_IN_FLIGHT:  # the cards still to come (each bounded by the speed budget)
+        arrived.wait(grader.runner.limits.speed_timeout_s + 30)
+    CARDS_IN_FLIGHT.clear()
+
+
+def process_burst(args, grader, mix, *, processes: int, pool: int, cache: bool, parallel: int, tmp: Path,
+                  workers: int) -> tuple[list[dict], float, dict]:
+    """The burst over `processes` grading processes (see the module's docstring): this one with
+    `grader`, the others children of this script sharing `tmp` (the memo database, the compile
+    cache). Rows, wall time from the common start, and every process's counts summed."""
+    spec = {"device": args.device, "pool": pool, "cache": cache, "parallel": parallel, "tmp": str(tmp),
+            "workers": workers, "count": len(mix), "seed": args.seed + 1, "processes": processes,
+            "compile_threads": args.compile_threads, "parallel_wait_s": args.parallel_wait_s,
+            "ready_timeout_s": args.ready_timeout_s}
+    children = [subprocess.Popen([sys.executable, __file__, "--child", json.dumps({**spec, "index": k})],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                for k in range(1, processes)]
+    try:
+        for k, child in enumerate(children, 1):
+            line = child.stdout.readline() if child.stdout else ""
+            if line.strip() != "READY":
+                raise RuntimeError(f"grading process {k} did not start (said {line!r}; status {child.poll()})")
+        start_at = time.time() + 0.5
+        for child in children:
+            assert child.stdin is not None
+            child.stdin.write(f"GO {start_at!r}\n")
+            child.stdin.flush()
+        starts_before = sandbox_starts(grader)
+        rows = burst_share(grader, [(i, m) for i, m in enumerate(mix) if i % processes == 0], workers=workers,
+                           start_at=start_at)
+        wait_cards(grader)
+        counts = grader.counts.snapshot() | {k: v - starts_before[k] for k, v in sandbox_starts(grader).items()}
+        for k, child in enumerate(children, 1):
+            out, _ = child.communicate(timeout=args.ready_timeout_s * 4)
+            line = next((x for x in out.splitlines() if x.startswith("ROWS ")), None)
+            if child.returncode != 0 or line is None:
+                raise RuntimeError(f"grading process {k} failed (status {child.returncode})")
+            share = json.loads(line[5:])
+            rows += share["rows"]
+            for key, value in share["counts"].items():
+                if isinstance(value, (int, float)) and not key.startswith("peak"):
+                    counts[key] = counts.get(key, 0) + value
+                elif key.startswith("peak"):
+                    counts[key] = max(counts.get(key, 0), value)
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+    counts["processes"] = processes
+    return rows, max(r["completed_s"] for r in rows), counts
+
+
+def child_main(spec: dict) -> None:
+    """One grading process of process_burst: READY once its pool is warm, then GO <epoch> on stdin,
+    then its share of the burst, then ROWS <json> on stdout."""
+    global LOG_TO
+    LOG_TO = sys.stderr
+    args = argparse.Namespace(device=spec["device"], compile_threads=spec["compile_threads"],
+                              parallel_wait_s=spec["parallel_wait_s"], ready_timeout_s=spec["ready_timeout_s"])
+    grader, _ = make_grader(args, pool=spec["pool"], memo=True, tmp=Path(spec["tmp"]), cache=spec["cache"],
+                            parallel=spec["parallel"])
+    try:
+        exercise = grader.catalog.get(EXERCISE)
+        mix = draw_mix(exercise, spec["count"], spec["seed"])
+        wait_refill(grader, spec["pool"], spec["ready_timeout_s"])
+        print("READY", flush=True)
+        start_at = float(sys.stdin.readline().split()[1])
+        starts_before = sandbox_starts(grader)
+        mine = [(i, m) for i, m in enumerate(mix) if i % spec["processes"] == spec["index"]]
+        rows = burst_share(grader, mine, workers=spec["workers"], start_at=start_at)
+        wait_cards(grader)
+        counts = grader.counts.snapshot() | {k: v - starts_before[k] for k, v in sandbox_starts(grader).items()}
+        print("ROWS " + json.dumps({"rows": rows, "counts": counts}), flush=True)
+    finally:
+        grader.close()
+
+
 def lanes_burst(args, mix, devices: list[int], *, pool: int, cache: bool, tmp: Path) -> tuple[list[dict], float, dict]:
     """The burst through the service's lanes (see the module's docstring); rows, wall time, counts."""
     from sqlalchemy import select
@@ -408,10 +513,16 @@ def main() -> None:
                         help="also run the burst through the service's lanes on these device indices (0,0: two lanes "
                              "simulated on device 0); repeat for several")
     parser.add_argument("--fast-workers", type=int, default=4, help="the lanes' fast threads")
+    parser.add_argument("--processes", type=int, default=1,
+                        help="memo modes: grading processes sharing the device, the memo and the compile cache")
+    parser.add_argument("--child", help=argparse.SUPPRESS)  # a grading process of --processes (JSON spec)
     parser.add_argument("--seed", type=int, default=6)
     parser.add_argument("--ready-timeout-s", type=float, default=180)
     parser.add_argument("--speed-inline", action="store_true",
                         help="wait for the speed card inside grade() (before #20.1) instead of after the grade")
+    if len(sys.argv) == 3 and sys.argv[1] == "--child":
+        child_main(json.loads(sys.argv[2]))
+        return
     args = parser.parse_args()
     global SPEED_INLINE
     SPEED_INLINE = args.speed_inline
@@ -434,7 +545,8 @@ def main() -> None:
                      "mode": mode.value, "workers": workers, "pool": pool_size, "burst": args.burst,
                      "command": " ".join([Path(sys.executable).name, *sys.argv]),
                      "sandbox_start": os.environ.get("KERNELGRADE_SANDBOX_START", "fresh") or "fresh",
-                     "speed_card": "inline" if args.speed_inline else "after the grade", "modes": {}}
+                     "speed_card": "inline" if args.speed_inline else "after the grade",
+                     "processes": args.processes, "modes": {}}
     naive_rate_single = naive_rate_burst = None
     if "naive" in modes:
         log("naive: the lesson cell in fresh processes")
@@ -476,13 +588,17 @@ def main() -> None:
                 size = args.burst if memo else min(args.burst, args.cold_burst)
                 log(f"  burst of {size}")
                 wait_refill(grader, pool, args.ready_timeout_s)
-                starts_before = sandbox_starts(grader)
-                rows_burst, wall_burst = burst(grader, burst_mix[:size], workers=workers)
-                burst_counts = grader.counts.snapshot() | {
-                    key: value - starts_before[key] for key, value in sandbox_starts(grader).items()}
-                for arrived in CARDS_IN_FLIGHT:  # the cards still to come (each bounded by the speed budget)
-                    arrived.wait(grader.runner.limits.speed_timeout_s + 30)
-                CARDS_IN_FLIGHT.clear()
+                if memo and args.processes > 1 and memo_kind.startswith("database"):
+                    log(f"  over {args.processes} grading processes")
+                    rows_burst, wall_burst, burst_counts = process_burst(
+                        args, grader, burst_mix[:size], processes=args.processes, pool=pool, cache=cache,
+                        parallel=parallel, tmp=Path(tmp) / "burst", workers=workers)
+                else:
+                    starts_before = sandbox_starts(grader)
+                    rows_burst, wall_burst = burst(grader, burst_mix[:size], workers=workers)
+                    burst_counts = grader.counts.snapshot() | {
+                        key: value - starts_before[key] for key, value in sandbox_starts(grader).items()}
+                    wait_cards(grader)
             finally:
                 grader.close()
         env = next((r for r in rows_single + rows_burst if r.get("device")), {})
