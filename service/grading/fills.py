@@ -1,5 +1,6 @@
 """Which expressions may fill a blank: names in scope, `tl.*` calls, tensor methods of names in
-scope (`cols.to(tl.float32)`), operators and constants.
+scope, of call results and of operators (`cols.to(tl.float32)`, `(cols < N).to(tl.int1)`),
+operators and constants.
 
 Checked on the syntax tree, before anything runs. `float("-inf")` and its kin count as numbers.
 Everything else (imports, attribute walks,
@@ -54,9 +55,13 @@ TL_ALLOWED = frozenset({
     "float16", "bfloat16", "float32", "float64",
 })
 
-# Methods of a Triton tensor that a fill may call on a name in scope (`cols.to(tl.float32) < N`):
-# the same element-wise conversions, reductions and shape operations as TL_ALLOWED, one level only
-# (the receiver is a plain name, never a chain), so they cost no more than the tl.* spelling.
+# Methods of a Triton tensor that a fill may call (`cols.to(tl.float32) < N`): the same element-wise
+# conversions, reductions and shape operations as TL_ALLOWED, so they cost no more than the tl.*
+# spelling. The receiver is a tensor the fill could name anyway: a name in scope (not `tl`), the
+# result of an allowed call (`tl.minimum(N - start, BLOCK).to(tl.float32)`, `x.to(tl.float32).sum()`)
+# or of an operator (`(cols < N).to(tl.int1)`), each checked by the same rules, so a chain is as
+# bounded as the fill (MAX_FILL_NODES, MAX_FILL_DEPTH). Never an attribute (`tl.float32`, `tl.sum`,
+# `tl.core`: dtypes, functions and modules, not tensors), a constant or a tuple.
 TENSOR_METHODS = frozenset({
     "to", "sum", "max", "min", "argmax", "argmin", "reshape", "broadcast_to", "expand_dims", "cumsum",
     "cumprod", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sigmoid",
@@ -121,6 +126,11 @@ def _refusal(fill: ast.expr, source: str, allowed_names: AbstractSet[str]) -> tu
     literal = {id(n) for call in nodes if _is_float_literal(call) for n in ast.walk(call)}
     methods = {id(call.func) for call in nodes if _is_tensor_method_call(call, allowed_names)}
     for node in nodes:
+        if id(node) not in literal and isinstance(node, ast.Call):
+            refused = _method_refusal(node, methods)
+            if refused is not None:
+                return refused
+    for node in nodes:
         if id(node) in literal:
             continue
         if not isinstance(node, _ALLOWED):
@@ -143,14 +153,47 @@ def _refusal(fill: ast.expr, source: str, allowed_names: AbstractSet[str]) -> tu
                 return "fills.call", {"expr": ast.unparse(node.func)[:60]}
             if any(k.arg is None for k in node.keywords):
                 return "fills.double_star", {}
+            private = next((k.arg for k in node.keywords if k.arg is not None and k.arg.startswith("_")), None)
+            if private is not None:  # Triton's own plumbing (`_semantic=`, `_builder=`), never an argument of a fill
+                return "fills.private_keyword", {"keyword": private[:40]}
     return None
 
 
 def _is_tensor_method_call(node: ast.AST, allowed_names: AbstractSet[str]) -> TypeGuard[ast.Call]:
-    """`name.method(...)` with `name` in scope (not `tl`) and `method` in TENSOR_METHODS."""
+    """`receiver.method(...)` with `method` in TENSOR_METHODS and a receiver that is a tensor (_is_receiver)."""
     return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in TENSOR_METHODS
-            and isinstance(node.func.value, ast.Name) and node.func.value.id != "tl"
-            and node.func.value.id in allowed_names)
+            and _is_receiver(node.func.value, allowed_names))
+
+
+def _is_receiver(node: ast.expr, allowed_names: AbstractSet[str]) -> bool:
+    """What a tensor method may be called on: a name in scope other than `tl`; a call (the walk then
+    holds it to the rules: a tl.* function or a tensor method, `float("inf")` excepted, a number);
+    an operator's result; a conditional or `and`/`or` whose every branch is one of these. The
+    objects an attribute reaches (tl.float32, tl.sum, tl.core) are not tensors."""
+    if isinstance(node, ast.Name):
+        return node.id != "tl" and node.id in allowed_names
+    if isinstance(node, ast.Call):
+        return not _is_float_literal(node)
+    if isinstance(node, ast.IfExp):
+        return _is_receiver(node.body, allowed_names) and _is_receiver(node.orelse, allowed_names)
+    if isinstance(node, ast.BoolOp):
+        return all(_is_receiver(value, allowed_names) for value in node.values)
+    return isinstance(node, (ast.Compare, ast.BinOp, ast.UnaryOp))
+
+
+def _method_refusal(call: ast.Call, methods: AbstractSet[int]) -> tuple[str, dict[str, object]] | None:
+    """Why a method call on something other than a name may not run, said as such: a method off the
+    list (`tl.arange(0, BLOCK).data_ptr()`) or a listed one on what is not a tensor (`tl.float32.to(...)`).
+    A method on a name (`cols.data_ptr()`, `torch.sum(x)`), a tl.* function and a private attribute are
+    left to the attribute rules (their messages are the same as before the receiver could be a call)."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or id(func) in methods or func.attr.startswith("_") \
+            or isinstance(func.value, ast.Name):
+        return None
+    if func.attr not in TENSOR_METHODS:
+        return "fills.method", {"method": func.attr[:40], "expr": ast.unparse(func)[:60],
+                                "methods": ", ".join(sorted(TENSOR_METHODS))}
+    return "fills.method_receiver", {"method": func.attr, "expr": ast.unparse(func.value)[:60]}
 
 
 _FLOAT_WORDS = frozenset({"inf", "-inf", "+inf", "infinity", "-infinity", "+infinity", "nan"})

@@ -29,6 +29,72 @@ def test_allowed(source):
     assert verdict(source) is None
 
 
+# A tensor method on a call's result or an operator's, from the same list, recursively (issue 15).
+@pytest.mark.parametrize("source", [
+    "(cols < N).to(tl.int1)",
+    "tl.minimum(N - row, BLOCK).to(tl.float32) > 0",
+    "tl.arange(0, BLOCK).reshape(BLOCK) < N",
+    "cols.to(tl.float32).to(tl.int32) < N",
+    "(cols + 1).to(tl.float32) <= N",
+    "-(cols - N).to(tl.float32) > 0",
+    "tl.where(mask, values, 0.0).sum(axis=0).to(tl.float64) != 0",
+    "(mask if N > 0 else cols < N).to(tl.int1)",
+    "(mask & (cols >= 0)).to(tl.int8).to(tl.int1)",
+    "values.exp().log().abs().sqrt() >= 0",
+])
+def test_methods_on_results_are_allowed(source):
+    assert verdict(source) is None
+
+
+@pytest.mark.parametrize(("source", "words"), [
+    # a method off the list, on a call's result or an operator's: named, with the list
+    ("tl.arange(0, BLOCK).data_ptr() < N", ".data_ptr"),
+    ("(cols < N).tolist() == 0", ".tolist"),
+    ("cols.to(tl.float32).item() < N", ".item"),
+    ("tl.core.builtins.exec(tl.core.builtins.bytes((112,))) == None", ".exec"),
+    # dunders and other attributes of a result
+    ("(cols < N).__class__", "下划线"),
+    ("tl.arange(0, BLOCK).to.__self__ < N", "下划线"),
+    ("(cols < N).to(tl.int1).__class__.__subclasses__()", "下划线"),
+    ("tl.minimum(cols, N).to(tl.float32).__getattribute__('handle')", "下划线"),
+    ("(cols < N).handle", "(cols < N).handle"),
+    ("tl.minimum(cols, N).to(tl.float32).handle.data", "handle"),
+    ("(cols < N).to < 1", "tl.*"),
+    # a listed method on what is not a tensor: dtypes, functions, modules, constants, tuples
+    ("tl.float32.to(tl.int1)", "不是张量"),
+    ("tl.sum.to(cols) < N", "不是张量"),
+    ("tl.core.to(cols)", "不是张量"),
+    ("(1).to(tl.int1)", "不是张量"),
+    ("(BLOCK,).reshape(1)", "不是张量"),
+    ('float("inf").to(tl.int1)', "不是张量"),
+    ("(mask if N > 0 else tl).to(tl.int1)", "不是张量"),
+    ("(mask or tl.float32).to(tl.int1)", "不是张量"),
+    # the receiver and the arguments are held to every rule
+    ("(cols < secret).to(tl.int1)", "secret"),
+    ("(cols < N).to(eval('1'))", "eval"),
+    ("print(cols).to(tl.int1)", "print"),
+    ("(lambda: mask)().to(tl.int1)", "lambda"),
+    ("torch.ones(1).to(tl.int1)", "tl.*"),
+    ("(cols < N).to(tl.int1, _semantic=mask)", "_semantic"),
+    ("tl.where(mask, 1, 0, _builder=mask) != 0", "_builder"),
+    # the bounds hold for chains
+    ("cols" + ".to(tl.int32)" * 30 + " < N", "太"),
+])
+def test_methods_on_results_refused_with_a_reason(source, words):
+    message = verdict(source)
+    assert message is not None and words in message, message
+
+
+def test_method_refusals_are_said_in_english_too():
+    def english(source: str) -> str | None:
+        return check_fill(ast.parse(source, mode="eval").body, source, allowed_names=SCOPE, language="en")
+
+    assert "may not call the method .data_ptr" in english("tl.arange(0, BLOCK).data_ptr() < N")
+    assert "`tl.float32` is not a tensor" in english("tl.float32.to(tl.int1)")
+    assert "`_semantic=`" in english("(cols < N).to(tl.int1, _semantic=mask)")
+    assert "(cols < N).to(tl.int1)" in english("cols[0] < N")  # the rule names the new form
+
+
 @pytest.mark.parametrize(("source", "words"), [
     ("__import__('os').system('id')", "tl.*"),
     ("().__class__.__bases__", "下划线"),
@@ -44,16 +110,14 @@ def test_allowed(source):
     ("tl.core.inspect.os.kill(tl.core.inspect.os.getpid(), 9) == None", "tl.*"),
     ("tl.load(values) > 0", "tl.*"),
     ("tl.static_print(mask)", "tl.*"),
-    # Tensor methods: on a name in scope only, from a fixed list, one level.
+    # Tensor methods: from a fixed list, on a name in scope (not tl) or a result (above).
     ("cols.__class__ == 0", "下划线"),
     ("cols.to.__self__ < N", "下划线"),
     ("cols.handle.data[0] > 0", "下标"),
     ("cols.handle < N", "tl.*"),
-    ("cols.to(tl.float32).to(tl.int32) < N", "tl.*"),
     ("torch.sum(cols) > 0", "tl.*"),
     ("secret.to(tl.float32) < N", "tl.*"),
     ("tl.to(tl.float32) < N", "tl.*"),
-    ("(cols + 1).to(tl.float32) < N", "tl.*"),
     ("cols.to < N", "tl.*"),
     ("mask" + " & mask" * 80, "太"),
     ("(" * 30 + "mask" + ")" * 30 + " & " + "~" * 30 + "mask", "嵌套"),
