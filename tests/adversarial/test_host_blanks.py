@@ -166,3 +166,15 @@ def test_a_whitelisted_host_expression_cannot_do_the_kernels_work(host):
     assert "kernel_alone_sandbox_s" in right.timing, right.timing
     assert right.score.passed and right.score.total == right.score.max, right.to_json()[:2000]
     host.assert_untouched()
+
+
+def test_a_tensor_method_of_a_result_in_host_code_cannot_do_the_kernels_work(host):
+    """A method on a result (`(x + x).to(x)`, allowed since issue 15 item 4) is torch on the host
+    too: the kernel-alone run still takes the points of a kernel that contributes nothing."""
+    report = grade(host_expr("0", "(x + x).to(x)"), exercise=HOST_EXPR, grader=make_grader())
+    assert report.status == "graded" and report.program.ran and report.program.not_run_reason is None
+    assert "kernel_alone_sandbox_s" in report.timing, report.timing
+    assert not report.score.passed and report.score.total == 0, report.to_json()[:2000]
+    for c in report.cases:
+        assert not c.passed and "只在你自己的 host 端代码下通过" in (c.error or ""), (c.id, c.error)
+    host.assert_untouched()

@@ -61,9 +61,23 @@ REFUSED = [
     ("builtin-open", "open(0) == None", "open"),
     ("starred", "tl.where(*cols)", "星号"),
     ("double-star", "tl.full(**mask)", "**"),
-    ("call-on-result", "tl.arange(0, BLOCK).reshape(BLOCK) < N", "只允许 tl.*"),
     # a method outside the tensor methods (cols.to(tl.float32) is allowed since issue 15: tests/unit/test_fills.py)
     ("method-not-a-tensor-method", "cols.data_ptr() < N", "只允许 tl.*"),
+    # A tensor method on a call's result is allowed (issue 15, item 4: below); anything else on one is not.
+    ("method-off-the-list-on-a-call-result", "tl.arange(0, BLOCK).data_ptr() < N", "不允许调用方法 .data_ptr"),
+    ("method-off-the-list-on-a-comparison", "(cols < N).tolist() == 0", "不允许调用方法 .tolist"),
+    ("dunder-on-a-call-result", "tl.arange(0, BLOCK).__class__.__subclasses__() == 0", "下划线"),
+    ("dunder-on-a-method-result", "(cols < N).to(tl.int1).__class__ == 0", "下划线"),
+    ("frame-through-a-bound-method", "(cols < N).to.__func__.__globals__ == 0", "下划线"),
+    ("attribute-of-a-result", "tl.minimum(cols, N).to(tl.float32).handle.data == 0", "handle"),
+    ("listed-method-on-a-dtype", "tl.float32.to(tl.int1) == (cols < N)", "不是张量"),
+    ("listed-method-on-a-function", "tl.sum.to(cols) < N", "不是张量"),
+    ("listed-method-on-a-module", "tl.core.to(cols) < N", "不是张量"),
+    ("stdlib-through-a-module-chain", "tl.core.inspect.os.getpid() > 0", "不允许调用方法 .getpid"),
+    ("torch-call-on-a-result", "(cols < N).to(tl.int1) == torch.ones(1)", "torch"),
+    ("builtin-in-a-method-argument", "(cols < N).to(eval('tl.int1'))", "eval"),
+    ("private-keyword-to-a-method", "(cols < N).to(tl.int1, _semantic=mask)", "_semantic"),
+    ("long-method-chain", "cols" + ".to(tl.int32)" * 30 + " < N", "太"),
     ("too-long", "cols < N" + " + 0" * 110, "太长"),
     ("too-many-nodes", " & ".join(["(cols < N)"] * 30), "太复杂"),
     ("too-deep", "-" * 40 + "(cols < N)", "嵌套太深"),
@@ -116,6 +130,38 @@ def test_a_tensor_method_of_a_name_in_scope_is_accepted_and_graded_correct(lesso
     assert all(c.passed for c in report.cases), [(c.id, c.error) for c in report.cases if not c.passed]
     code = [i for i in report.items if i.id in ("code.regular", "code.boundary")]
     assert code and all(i.points == i.max_points for i in code), [(i.id, i.points) for i in code]
+    host.assert_untouched()
+
+
+# Issue 15, item 4: the same tensor methods on a call's result or a parenthesised operation,
+# recursively; each is the lesson's `cols < N`.
+RESULT_METHODS = [
+    "(cols < N).to(tl.int1)",
+    "tl.arange(0, BLOCK).reshape(BLOCK) < N",
+    "tl.minimum(cols, N).to(tl.float32) < N",
+    "cols.to(tl.float32).to(tl.int64) < N",
+    "(mask & (cols >= 0)).to(tl.int8) != 0",
+]
+
+
+@pytest.mark.parametrize("expression", RESULT_METHODS)
+def test_a_tensor_method_of_a_result_is_accepted_and_graded_correct(lesson_grader, host, expression):
+    report = grade_lesson(lesson_grader, fill(expression))
+    assert report.status == "graded" and report.program.ran, report.program.not_run_reason
+    assert report.program.fills and expression in report.program.fills[0], report.program.fills
+    assert all(c.passed for c in report.cases), [(c.id, c.error) for c in report.cases if not c.passed]
+    code = [i for i in report.items if i.id in ("code.regular", "code.boundary")]
+    assert code and all(i.points == i.max_points for i in code), [(i.id, i.points) for i in code]
+    host.assert_untouched()
+
+
+def test_a_wrong_fill_with_a_method_of_a_result_runs_and_fails(lesson_grader, host):
+    """Allowed is not right: the mask that keeps every lane (`cols >= 0`, spelt with a method of a
+    result) runs and loses the boundary cases' points."""
+    report = grade_lesson(lesson_grader, fill("(cols >= 0).to(tl.int1)"))
+    assert report.status == "graded" and report.program.ran, report.program.not_run_reason
+    assert not all(c.passed for c in report.cases)
+    assert not report.score.passed
     host.assert_untouched()
 
 
