@@ -136,4 +136,9 @@ def _words(key: str, cases: list[kit.Numbers]) -> kit.Say:
     return kit.say_about(key, cases)
 
 
-diagnose = kit.make_diagnose(_classify, _words, with_outputs=False, across=_across)
+# The mistakes _matches names: one that _across gives every failed case with outputs leads the
+# report, before a case's own finding (a write past z, a row of NaN).
+CAUSES = ("dropped_tail", "first_block_only", "last_block_only", "next_row_leak", "col_mask_too_wide",
+          "padding_not_zero", "loop_stops_early")
+
+diagnose = kit.make_diagnose(_classify, _words, with_outputs=False, across=_across, causes=CAUSES)

@@ -127,4 +127,9 @@ def _across(pending: list[kit.Numbers]) -> Iterator[kit.Found]:
             yield found, out
 
 
-diagnose = kit.make_diagnose(_classify, with_outputs=False, across=_across)
+# The ids _across gives a simulated mistake under: one that explains every failed case with outputs
+# leads the report, before a case's own finding (a write past z is what the wrong stride did there).
+CAUSES = ("y_offset_uses_b0", "block_offset_missing", "row_stride_b0", "row_stride_n1", "transposed",
+          "mask_bound_swapped")
+
+diagnose = kit.make_diagnose(_classify, with_outputs=False, across=_across, causes=CAUSES)

@@ -4,7 +4,7 @@ returns (`Finding`: a diagnosis id, its message as code + parameters, each case'
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,10 +99,15 @@ def say_about(code: str, cases: list[Numbers], example: Numbers | None = None, /
 
 
 def collect(evidence: Iterable[CaseEvidence], classify: Classify, *, with_outputs: bool = True,
-            across: Across | None = None) -> dict[str, list[Numbers]]:
+            across: Across | None = None, causes: Collection[str] = ()) -> dict[str, list[Numbers]]:
     """Each failed case's findings (of those with outputs, unless `with_outputs` is false), the
     numbers of every case under the id it shows, ids in the order first found. The cases classify
-    put under ACROSS are named last, by `across`, which sees them all at once."""
+    put under ACROSS are named last, by `across`, which sees them all at once.
+
+    `causes` (opt-in, per exercise): ids that name a mistake. One that `across` gave to every case
+    it saw explains them all, so it leads, before the findings of single cases (a write past z is
+    what a wrong row stride does on one case, not the mistake): the student reads the cause first.
+    Without `causes` the order is as found."""
     evidence = list(evidence)
     findings = _classify_failed(evidence, classify, with_outputs=with_outputs)
     explained = {numbers["case"] for numbers in findings.get(ROW_BLOCK_IGNORED, [])}
@@ -119,8 +124,14 @@ def collect(evidence: Iterable[CaseEvidence], classify: Classify, *, with_output
     if pending:
         if across is None:
             raise ValueError(f"findings under {ACROSS!r} need an `across` to name them")
+        seen: dict[str, set[Any]] = {}
         for key, numbers in across(pending):
             findings.setdefault(key, []).append(numbers)
+            seen.setdefault(key, set()).add(numbers.get("case"))
+        every = {numbers.get("case") for numbers in pending}
+        lead = [key for key, cases in seen.items() if key in causes and cases >= every]
+        if lead:  # the same numbers, the cause's id first
+            findings = {**{key: findings[key] for key in lead}, **findings}
     return findings
 
 
@@ -148,10 +159,11 @@ def report(findings: Mapping[str, list[Numbers]], words: Words = say_about) -> l
 
 
 def make_diagnose(classify: Classify, words: Words = say_about, *, with_outputs: bool = True,
-                  across: Across | None = None) -> Callable[[list[CaseEvidence]], list[Finding]]:
-    """A whole `diagnose()` from its exercise-specific parts (cf. GPU MODE's make_match_reference)."""
+                  across: Across | None = None, causes: Collection[str] = ()) -> Callable[[list[CaseEvidence]], list[Finding]]:
+    """A whole `diagnose()` from its exercise-specific parts (cf. GPU MODE's make_match_reference);
+    `causes` as in `collect`."""
     def diagnose(evidence: list[CaseEvidence]) -> list[Finding]:
-        return report(collect(evidence, classify, with_outputs=with_outputs, across=across), words)
+        return report(collect(evidence, classify, with_outputs=with_outputs, across=across, causes=causes), words)
     return diagnose
 
 

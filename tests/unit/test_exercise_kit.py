@@ -188,3 +188,39 @@ def test_across_names_the_cases_that_depend_on_each_other():
     assert findings["together"] == [{"case": "c2", "with": 2}, {"case": "c3", "with": 2}]
     with pytest.raises(ValueError, match="across"):
         kit.collect(evidence, classify)
+
+
+def test_a_cause_named_across_every_case_leads_only_where_the_exercise_lists_it():
+    """`causes` (opt-in): an id `across` gave every case it saw leads, before a single case's
+    finding; an id not listed, or one that leaves a case out, keeps the order found."""
+    case = CATALOG.get("lesson06_mean_var").spec.cases[0]
+    evidence = [kit.CaseEvidence(case.model_copy(update={"id": f"c{i}"}), np.zeros((1, 1)), {}, {}, False)
+                for i in range(3)]
+
+    def classify(ev: kit.CaseEvidence):
+        yield ("symptom", {"case": ev.case.id}) if ev.case.id == "c0" else (kit.ACROSS, {"case": ev.case.id})
+
+    def across_all(cases: list[kit.Numbers]):
+        for c in cases:
+            yield "cause", c
+
+    def across_some(cases: list[kit.Numbers]):
+        for c in cases:
+            yield ("cause" if c["case"] == "c1" else "unexplained"), c
+
+    assert list(kit.collect(evidence, classify, across=across_all)) == ["symptom", "cause"]  # not opted in
+    led = kit.collect(evidence, classify, across=across_all, causes=("cause",))
+    assert list(led) == ["cause", "symptom"]
+    assert led["cause"] == [{"case": "c1"}, {"case": "c2"}] and led["symptom"] == [{"case": "c0"}]
+    assert list(kit.collect(evidence, classify, across=across_some, causes=("cause",))) == \
+        ["symptom", "cause", "unexplained"]
+    assert list(kit.collect(evidence, classify, across=across_all, causes=("other",))) == ["symptom", "cause"]
+
+
+@pytest.mark.parametrize("exercise_id", ["puzzle_outer_add", "puzzle_long_sum"])
+def test_the_causes_an_exercise_lists_are_diagnoses_it_can_report(exercise_id: str):
+    exercise = CATALOG.get(exercise_id)
+    causes = exercise.checks.CAUSES
+    said = Catalogue.load(EXERCISES / exercise_id / "messages.yaml")
+    assert causes and all(cause in said for cause in causes), causes
+
