@@ -50,9 +50,15 @@ def reference(x: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def _merge(x: np.ndarray, block: int, *, count: str = "valid", remask: bool = True,
-           delta_term: str = "chan", stride: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Chunked merge in float64, with one of the known mistakes switched on (count="stride":
-    n_b counts the lanes below the row `stride`)."""
+           delta_term: str = "chan", stride: int | None = None, center: str = "chunk",
+           chunk_m2: str = "sum") -> tuple[np.ndarray, np.ndarray]:
+    """Chunked merge in float64, with one of the known mistakes switched on. count: n_b as the
+    valid lanes, "block" (BLOCK), "stride" (the lanes below the row `stride`), "remaining"
+    (N − start) or "row" (N). center: M2_b's deviations about mean_b ("chunk"), about the running
+    mean before this merge ("running") or about 0 ("zero": Σx² of the valid lanes). chunk_m2:
+    "mean" divides M2_b by n_b (the chunk's variance). delta_term: Chan's, "none", "no_division"
+    (delta²·n·n_b), "linear" (delta·n·n_b/n', not squared), "updated" (delta taken again after
+    the mean was updated: (mean_b − mean')²·n·n_b/n'), "n_b_only" (delta²·n_b)."""
     rows, n_total = x.shape
     n = np.zeros(rows)
     mean = np.zeros(rows)
@@ -63,12 +69,19 @@ def _merge(x: np.ndarray, block: int, *, count: str = "valid", remask: bool = Tr
         if count == "stride":
             assert stride is not None and stride >= n_total
             n_b = float(min(block, stride - start))
+        elif count == "remaining":
+            n_b = float(n_total - start)
+        elif count == "row":
+            n_b = float(n_total)
         else:
             n_b = float(block if count == "block" else valid)
         mean_b = chunk.sum(axis=1) / n_b
-        m2_b = ((chunk - mean_b[:, None]) ** 2).sum(axis=1)
+        about = {"chunk": mean_b, "running": mean, "zero": np.zeros(rows)}[center]
+        m2_b = ((chunk - about[:, None]) ** 2).sum(axis=1)
         if not remask:
             m2_b = m2_b + (block - valid) * mean_b**2  # padding lanes: 0 − mean_b, squared
+        if chunk_m2 == "mean":
+            m2_b = m2_b / n_b
         n_new = n + n_b
         delta = mean_b - mean
         mean = mean + delta * n_b / n_new
@@ -78,6 +91,12 @@ def _merge(x: np.ndarray, block: int, *, count: str = "valid", remask: bool = Tr
             m2 = m2 + m2_b
         elif delta_term == "no_division":
             m2 = m2 + m2_b + delta * delta * n * n_b
+        elif delta_term == "linear":
+            m2 = m2 + m2_b + delta * n * n_b / n_new
+        elif delta_term == "updated":
+            m2 = m2 + m2_b + (mean_b - mean) * (mean_b - mean) * n * n_b / n_new
+        elif delta_term == "n_b_only":
+            m2 = m2 + m2_b + delta * delta * n_b
         n = n_new
     return mean, m2 / n
 
@@ -87,6 +106,21 @@ _CANDIDATES: dict[str, dict[str, Any]] = {
     "chunk_m2_not_remasked": {"remask": False},
     "delta_term_missing": {"delta_term": "none"},
     "delta_weight_wrong": {"delta_term": "no_division"},
+}
+
+# Mistakes found in kernels written otherwise (issue 15): each names a case only when it explains
+# every failed case that no mistake above explains (_across), and none of the cases that passed
+# refutes it (its replay is off there). On a single chunk "about the running mean" (0 before the
+# first merge) and "not centred" give the same numbers: the other cases tell them apart.
+_ACROSS_CANDIDATES: dict[str, dict[str, Any]] = {
+    "chunk_count_remaining": {"count": "remaining"},
+    "chunk_count_is_row": {"count": "row"},
+    "chunk_m2_about_running_mean": {"center": "running"},
+    "chunk_m2_not_centred": {"center": "zero"},
+    "chunk_m2_divided_by_count": {"chunk_m2": "mean"},
+    "delta_not_squared": {"delta_term": "linear"},
+    "delta_after_mean_update": {"delta_term": "updated"},
+    "delta_weight_n_b_only": {"delta_term": "n_b_only"},
 }
 
 
@@ -102,9 +136,34 @@ def _stride_extra(n: int, block: int, stride: int | None) -> int:
     return min(block, stride - start) - (n - start)
 
 
-def _classify(ev: kit.CaseEvidence, *, block_count_refuted: bool = False) -> Iterator[kit.Found]:
+def _unchanged(mean_pred: np.ndarray, var_pred: np.ndarray, mean_true: np.ndarray, var_true: np.ndarray) -> bool:
+    """On this input the mistake changes nothing: it cannot explain a failure."""
+    return _close(mean_pred, mean_true, 0.0, rel=1e-7) and _close(var_pred, var_true, 0.0, rel=1e-7)
+
+
+def _refuted(evidence: list[kit.CaseEvidence]) -> set[str]:
+    """The across candidates a passed case rules out: their replay is off there by ten times the
+    exercise's tolerances (mean 1e-4, var 2e-4) or more, yet the kernel passed it."""
+    out = set()
+    for ev in evidence:
+        outputs = kit.outputs(ev, "mean", "var") if ev.passed else None
+        if outputs is None:
+            continue
+        _, (mean_true, var_true) = outputs
+        block = int(ev.case.kwargs.get("block", DEFAULT_BLOCK))
+        for name, switches in _ACROSS_CANDIDATES.items():
+            mean_pred, var_pred = _merge(ev.inputs, block, **switches)
+            if np.any(np.abs(mean_pred - mean_true) > 10 * (1e-4 + 1e-4 * np.abs(mean_true))) or \
+                    np.any(np.abs(var_pred - var_true) > 10 * (2e-4 + 2e-4 * np.abs(var_true))):
+                out.add(name)
+    return out
+
+
+def _classify(ev: kit.CaseEvidence, *, block_count_refuted: bool = False,
+              refuted: frozenset[str] = frozenset()) -> Iterator[kit.Found]:
     """One failed case's finding. `block_count_refuted`: a contiguous case with a partial last
-    chunk passed, so "every chunk counted as BLOCK" is not the bug (it would have failed there)."""
+    chunk passed, so "every chunk counted as BLOCK" is not the bug (it would have failed there).
+    `refuted`: the across candidates a passed case rules out."""
     outputs = kit.outputs(ev, "mean", "var")
     if outputs is None:
         return
@@ -138,13 +197,27 @@ def _classify(ev: kit.CaseEvidence, *, block_count_refuted: bool = False) -> Ite
             return
     for name, switches in _CANDIDATES.items():
         mean_pred, var_pred = _merge(x, block, **switches)
-        if _close(mean_pred, mean_true, 0.0, rel=1e-7) and _close(var_pred, var_true, 0.0, rel=1e-7):
-            continue  # on this input the mistake changes nothing: it cannot explain a failure
+        if _unchanged(mean_pred, var_pred, mean_true, var_true):
+            continue
         if _close(mean_obs, mean_pred, floor_mean) and _close(var_obs, var_pred, floor_var):
             found = name
             numbers["var_pred"] = float(var_pred[row])
             numbers["mean_pred"] = float(mean_pred[row])
             break
+    if found is not None:
+        yield found, numbers
+        return
+    matches: dict[str, dict[str, float]] = {}  # every across candidate that reproduces every row
+    for name, switches in _ACROSS_CANDIDATES.items():
+        if name in refuted:
+            continue
+        mean_pred, var_pred = _merge(x, block, **switches)
+        if not _unchanged(mean_pred, var_pred, mean_true, var_true) and \
+                _close(mean_obs, mean_pred, floor_mean) and _close(var_obs, var_pred, floor_var):
+            matches[name] = {"mean_pred": float(mean_pred[row]), "var_pred": float(var_pred[row])}
+    if matches:
+        yield kit.ACROSS, {**numbers, "matches": matches}
+        return
     if found is None:
         mean_ok = _close(mean_obs, mean_true, floor_mean)
         # float32 spacing at mean²: what a difference of two numbers of that size is rounded to
@@ -160,7 +233,22 @@ def _classify(ev: kit.CaseEvidence, *, block_count_refuted: bool = False) -> Ite
                 found = "cancellation"
             elif np.max(err) < 1e-2 * spacing[row]:
                 found = "rounding_amplified"
-    yield found or "unexplained", numbers
+    if found is None:  # seen by _across too: a case no mistake explains keeps the others from being named
+        yield kit.ACROSS, {**numbers, "matches": {}}
+    else:
+        yield found, numbers
+
+
+def _across(pending: list[kit.Numbers]) -> Iterator[kit.Found]:
+    """Each case under the first across candidate (in _ACROSS_CANDIDATES's order) that explains
+    every pending case, with its replay's numbers; a case no such candidate explains is unexplained."""
+    explains_all = [m for m in _ACROSS_CANDIDATES if all(m in n["matches"] for n in pending)]
+    for numbers in pending:
+        out = {k: v for k, v in numbers.items() if k != "matches"}
+        if explains_all:
+            yield explains_all[0], {**out, **numbers["matches"][explains_all[0]]}
+        else:
+            yield "unexplained", out
 
 
 def _words(key: str, cases: list[kit.Numbers]) -> kit.Say:
@@ -175,6 +263,9 @@ def diagnose(evidence: list[kit.CaseEvidence]) -> list[kit.Finding]:
     """The kit's skeleton, with one fact from the passed cases: a contiguous case whose last chunk
     is partial passed, which the block count would have failed (on a strided case whose stride
     reaches past the last chunk, counting to the stride and counting BLOCK give the same numbers)."""
-    refuted = any(ev.passed and ev.case.stride is None
-                  and ev.case.cols % int(ev.case.kwargs.get("block", DEFAULT_BLOCK)) for ev in evidence)
-    return kit.report(kit.collect(evidence, lambda ev: _classify(ev, block_count_refuted=refuted)), _words)
+    block_refuted = any(ev.passed and ev.case.stride is None
+                        and ev.case.cols % int(ev.case.kwargs.get("block", DEFAULT_BLOCK)) for ev in evidence)
+    refuted = frozenset(_refuted(evidence))
+    return kit.report(kit.collect(evidence, lambda ev: _classify(ev, block_count_refuted=block_refuted,
+                                                                 refuted=refuted),
+                                  across=_across, causes=tuple(_ACROSS_CANDIDATES)), _words)
