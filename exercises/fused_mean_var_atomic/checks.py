@@ -62,11 +62,53 @@ def _candidates(x: np.ndarray, block: int, calls: int) -> dict[str, tuple[np.nda
     return found
 
 
+# Mistakes found in kernels written otherwise (issue 15), (mean, var) per row in float64. Each names
+# a case only when it explains every failed case that nothing above explains (_across), and none of
+# the cases that passed refutes it. The four host combines that divide by N a wrong number of
+# times are one diagnosis, combine_scale_wrong, told apart by `form` (after the colon).
+
+
+def _across_candidates(x: np.ndarray, block: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    n = x.shape[1]
+    s1, s2 = x.sum(axis=1), (x * x).sum(axis=1)
+    mean, ex2 = s1 / n, s2 / n
+    return {
+        "sumsq_accumulates_sum": (mean, mean - mean**2),  # the second atomic adds Σx again
+        "sum_squared_per_program": (mean, sum(c.sum(axis=1) ** 2 for c in _chunks(x, block)) / n - mean**2),
+        "std_not_var": (mean, np.sqrt(np.maximum(ex2 - mean**2, 0.0))),
+        "combine_scale_wrong:sums_not_divided": (mean, ex2 - s1**2),  # sumsqs / N - sums * sums
+        "combine_scale_wrong:squared_sum_divided_once": (mean, ex2 - s1**2 / n),  # (sumsqs - sums * sums) / N
+        "combine_scale_wrong:mean_sq_divided": (mean, ex2 - mean**2 / n),  # (sumsqs - mean * mean) / N
+        "combine_scale_wrong:sumsq_divided_twice": (mean, ex2 / n - mean**2),  # Σx²/N added, divided by N again
+    }
+
+
+_ACROSS_NAMES = tuple(_across_candidates(np.ones((1, 1)), 1))  # in the order _across prefers them
+
+
+def _refuted(evidence: list[kit.CaseEvidence]) -> set[str]:
+    """The across candidates a passed case rules out: off there by ten times the exercise's
+    tolerances (mean 1e-4, var 1e-2) or more, yet the kernel passed it."""
+    out = set()
+    for ev in evidence:
+        outputs = kit.outputs(ev, "mean", "var") if ev.passed else None
+        if outputs is None:
+            continue
+        _, (mean_true, var_true) = outputs
+        block = int(ev.case.kwargs.get("block", DEFAULT_BLOCK))
+        for name, (mean_pred, var_pred) in _across_candidates(ev.inputs, block).items():
+            if np.any(np.abs(mean_pred - mean_true) > 10 * (1e-4 + 1e-4 * np.abs(mean_true))) or \
+                    np.any(np.abs(var_pred - var_true) > 10 * (1e-2 + 1e-2 * np.abs(var_true))):
+                out.add(name)
+    return out
+
+
 def _close(observed: np.ndarray, predicted: np.ndarray, floor: np.ndarray) -> bool:
     return bool(np.all(np.abs(observed - predicted) <= 1e-3 * (np.abs(observed) + np.abs(predicted)) + floor))
 
 
-def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
+def _classify(ev: kit.CaseEvidence, refuted: frozenset[str] = frozenset()) -> Iterator[kit.Found]:
+    """One failed case's findings; `refuted`: the across candidates a passed case rules out."""
     outputs = kit.outputs(ev, "mean", "var")
     if outputs is None:
         return
@@ -100,8 +142,16 @@ def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
         yield kit.ACROSS, {**numbers, "single_call_k": times}
     elif best == "scratch_not_zeroed":  # k calls' sums: unless one call alone already adds k times (_across)
         yield kit.ACROSS, {**numbers, "candidate": best, "k": case.calls}
-    else:
-        yield best or "unexplained", numbers
+    elif best is not None:
+        yield best, numbers
+    else:  # seen by _across: named by a mistake that explains every such case, or unexplained
+        matches = {}
+        for name, (mean_pred, var_pred) in _across_candidates(x, block).items():
+            changes = not (_close(mean_pred, mean_true, 0.0 * ex2) and _close(var_pred, var_true, 0.0 * ex2))
+            if name not in refuted and changes and _close(mean_obs, mean_pred, floor_mean) \
+                    and _close(var_obs, var_pred, floor_var):
+                matches[name] = float(var_pred[row])
+        yield kit.ACROSS, {**numbers, "matches": matches}
 
 
 def _across(pending: list[kit.Numbers]) -> Iterator[kit.Found]:
@@ -111,12 +161,31 @@ def _across(pending: list[kit.Numbers]) -> Iterator[kit.Found]:
     for numbers in pending:
         if "candidate" in numbers:
             yield ("added_k_times" if numbers["k"] in once else numbers["candidate"]), numbers
+    # The cases nothing else explains: under the first candidate that explains every one of them.
+    rest = [numbers for numbers in pending if "matches" in numbers]
+    explains_all = [m for m in _ACROSS_NAMES if all(m in n["matches"] for n in rest)]
+    for numbers in rest:
+        out = {k: v for k, v in numbers.items() if k != "matches"}
+        if not explains_all:
+            yield "unexplained", out
+            continue
+        name, _, form = explains_all[0].partition(":")
+        yield name, {**out, "var_pred": numbers["matches"][explains_all[0]], **({"form": form} if form else {})}
 
 
 def _words(key: str, cases: list[kit.Numbers]) -> kit.Say:
     """The message of `key`, about the case whose variance is furthest off."""
     c = max(cases, key=lambda d: abs(d.get("var_obs", 0.0) - d.get("var", 0.0)))
-    return kit.say_about(key, cases, c, at=kit.Say("part.at_row" if "row" in c else "part.at", c))
+    more = {"form_said": kit.Say(f"part.scale.{c['form']}", c)} if key == "combine_scale_wrong" else {}
+    return kit.say_about(key, cases, c, at=kit.Say("part.at_row" if "row" in c else "part.at", c), **more)
 
 
-diagnose = kit.make_diagnose(_classify, _words, across=_across)
+# The ids _across names a case under only when they explain every case it saw: they lead the report.
+CAUSES = ("sumsq_accumulates_sum", "sum_squared_per_program", "std_not_var", "combine_scale_wrong")
+
+
+def diagnose(evidence: list[kit.CaseEvidence]) -> list[kit.Finding]:
+    """The kit's skeleton, with the across candidates that a passed case refutes left out."""
+    refuted = frozenset(_refuted(evidence))
+    return kit.report(kit.collect(evidence, lambda ev: _classify(ev, refuted), across=_across, causes=CAUSES),
+                      _words)

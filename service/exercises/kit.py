@@ -159,7 +159,8 @@ def report(findings: Mapping[str, list[Numbers]], words: Words = say_about) -> l
 
 
 def make_diagnose(classify: Classify, words: Words = say_about, *, with_outputs: bool = True,
-                  across: Across | None = None, causes: Collection[str] = ()) -> Callable[[list[CaseEvidence]], list[Finding]]:
+                  across: Across | None = None,
+                  causes: Collection[str] = ()) -> Callable[[list[CaseEvidence]], list[Finding]]:
     """A whole `diagnose()` from its exercise-specific parts (cf. GPU MODE's make_match_reference);
     `causes` as in `collect`."""
     def diagnose(evidence: list[CaseEvidence]) -> list[Finding]:
