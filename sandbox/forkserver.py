@@ -92,6 +92,7 @@ class ForkServer:
         self._sequence = 0
         self._generation = 0  # templates started so far (a child belongs to one)
         self._closed = threading.Event()  # set by close(): the keeper thread (and so the template) may end
+        self._shut = False  # close() was called: no template is started again (a waiting spawn fails)
 
     @staticmethod
     def available() -> bool:
@@ -130,12 +131,16 @@ class ForkServer:
             self._ensure_template()
 
     def _ensure_template(self) -> None:
-        """Called with the lock held: a running template, started anew if it died."""
+        """Called with the lock held: a running template, started anew if it died (never after
+        close(): a spawn that waited for the lock while the server closed would start a template
+        nobody closes — the H200 found one alive after its runner had closed)."""
+        if self._shut:
+            raise SandboxUnavailable("the fork server is closed")
         if self._proc is None or self._proc.poll() is not None:
             if self._proc is not None:
                 log.warning("the fork-server template for %s/%d died (exit %s): starting a new one",
                             self.mode.value, self.device_index, self._proc.returncode)
-            self.close()
+            self._stop_template()
             self._start_template()
 
     def _start_template(self) -> None:
@@ -198,7 +203,7 @@ class ForkServer:
         self._control, self._folder = ours, folder
         ready = self._receive(self.limits.startup_timeout_s)
         if ready is None or ready.get("type") != "ready":
-            self.close()
+            self._stop_template()
             raise SandboxUnavailable(f"the fork-server template did not start: {self._template_log.text()[-2000:]}")
         threading.Thread(target=self._read_loop, args=(self._generation,), name=f"forkserver-{self.mode.value}",
                          daemon=True).start()
@@ -265,6 +270,11 @@ class ForkServer:
             self._cond.wait(timeout_s)
 
     def close(self) -> None:
+        """The template and its children end, for good."""
+        self._shut = True
+        self._stop_template()
+
+    def _stop_template(self) -> None:
         self._closed.set()
         if self._control is not None:
             self._control.close()

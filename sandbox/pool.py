@@ -206,6 +206,11 @@ def start_sandbox(*, backend: SandboxBackend, limits: Limits, job_dir: Path, mod
                    log=_LogSink(proc.stdout, limits.log_bytes))
 
 
+# How long close() waits for the refill thread. A fork server's template start (imports, CUDA) can
+# take longer; whatever that thread starts after the pool closed, it kills itself (_start_one).
+CLOSE_JOIN_S = 10.0
+
+
 class WarmForks(Protocol):
     """What a warm pool needs of a fork server (sandbox/forkserver.py, which imports this module)."""
 
@@ -347,7 +352,7 @@ class WarmPool:
         with self._lock:
             self._changed.notify_all()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join(timeout=10)
+            self._thread.join(timeout=CLOSE_JOIN_S)
         with self._lock:
             waiting, self._waiting = self._waiting, []
         for sandbox in waiting:
@@ -384,6 +389,8 @@ class WarmPool:
     def _start_one(self) -> None:
         sandbox = self._fork_one() if self.forks is not None else None
         if sandbox is None:
+            if self._stop.is_set():  # closed while the fork was tried (its templates closed with the runner)
+                return
             job_dir = new_job_dir(self.work_root)
             try:
                 copy_harness(job_dir)
@@ -394,6 +401,11 @@ class WarmPool:
                 raise
         self.started_total += 1
         with self._lock:
+            if self._stop.is_set():
+                # close() gave up waiting for this thread (a template's start can outlast its join)
+                # and has already killed the waiting ones: this one would outlive the pool
+                sandbox.kill(self.limits.kill_grace_s)
+                return
             self._waiting.append(sandbox)
             self.peak_starting = max(self.peak_starting, sum(1 for s in self._waiting if s.hello is None))
 

@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from sandbox.backends.base import SandboxUnavailable
 from sandbox.contract import DeviceMode, Limits
 from sandbox.forkserver import START_ENV, ForkServer
 from sandbox.runner import SandboxRunner
@@ -152,6 +153,23 @@ def test_the_template_ends_with_the_runner(fork_runner):
     for pid in pids:
         assert (not os.path.exists(f"/proc/{pid}")
                 or open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z")
+
+
+def test_a_closed_template_is_never_started_again(bwrap_backend, monkeypatch, tmp_path):
+    """A spawn that waited for the template while its server closed (a pool's refill, a cold start
+    racing the runner's shutdown) must fail, not start a new template that nobody would close: the
+    H200 found such a template alive after its grader had closed."""
+    runner = make_fork_runner(bwrap_backend, monkeypatch, warm=False).runner
+    server = ForkServer(backend=runner.backend, limits=runner.limits, mode=DeviceMode.interpreter, device_index=0)
+    server.start()
+    started = server._proc
+    assert started is not None and started.poll() is None
+    server.close()
+    assert started.poll() is not None
+    with pytest.raises(SandboxUnavailable, match="closed"):
+        server.spawn_warm(job_dir=tmp_path)
+    assert server._proc is started, "a new template was started after close()"
+    runner.close()
 
 
 def test_fresh_is_the_default(bwrap_backend, monkeypatch):

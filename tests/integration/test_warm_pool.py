@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import os
 import signal
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -305,3 +306,35 @@ def test_with_fork_starts_a_run_on_a_drained_pool_forks_rather_than_waits(bwrap_
         if other is not None:
             other.kill()
         runner.close()
+
+
+def test_a_pool_closed_while_its_refill_waits_for_the_template_leaves_no_sandbox(bwrap_backend, tmp_path, monkeypatch):
+    """The H200 (fork mode, a template per host uid) found fresh warm sandboxes alive after their
+    pool had closed: close() stopped waiting for the refill thread while a template was still
+    starting, the template then failed (closed with the runner), and the thread started a fresh
+    sandbox in its place that nobody would kill. The fork server here is a stand-in whose template
+    start outlasts close()'s wait and then fails as a closed one does; the sandbox is real bwrap."""
+    from sandbox import pool as pool_module
+    from sandbox.backends.base import SandboxUnavailable
+
+    entered, release = threading.Event(), threading.Event()
+
+    class SlowClosingForks:
+        def spawn_warm(self, *, job_dir: Path):
+            entered.set()
+            release.wait(60)
+            raise SandboxUnavailable("the fork-server templates are closed")
+
+    monkeypatch.setattr(pool_module, "CLOSE_JOIN_S", 0.2)
+    pool = pool_module.WarmPool(backend=bwrap_backend, limits=Limits(), mode=DeviceMode.interpreter, device_index=0,
+                                size=1, work_root=tmp_path, forks=SlowClosingForks()).start()
+    assert entered.wait(READY_S), "the refill never asked the fork server"
+    before = _children()
+    pool.close()  # gives up on the refill thread after 0.2 s: it is still in spawn_warm
+    assert pool._thread.is_alive()
+    release.set()  # the template "fails": the thread would fall back to a fresh sandbox
+    pool._thread.join(READY_S)
+    assert not pool._thread.is_alive()
+    assert _wait_for(lambda: not (_children() - before), 10), f"sandboxes outlived the pool: {_children() - before}"
+    assert not list(tmp_path.iterdir()), "a warm sandbox's job folder outlived the pool"
+    assert pool.started_total == 0
