@@ -79,6 +79,25 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "docker_images(*kinds): Docker images (full, host, stack, base) built before the run")
 
 
+# Files whose tests share no module state and each take minutes (the catalogue's interpreter
+# validations, one subprocess each): spread test by test over the xdist workers instead of file by
+# file, so that one worker does not finish the run alone on them.
+PER_TEST_FILES = ("tests/integration/test_catalog.py",)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SplitHeavyFiles(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return nodeid if nodeid.startswith(PER_TEST_FILES) else super()._split_scope(nodeid)
+
+    return SplitHeavyFiles(config, log)
+
+
 def pytest_collection_finish(session):
     if not session.config.option.collectonly:
         prepare_images(session.items)
