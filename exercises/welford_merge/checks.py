@@ -143,7 +143,7 @@ def _unchanged(mean_pred: np.ndarray, var_pred: np.ndarray, mean_true: np.ndarra
 
 def _refuted(evidence: list[kit.CaseEvidence]) -> set[str]:
     """The across candidates a passed case rules out: their replay is off there by ten times the
-    exercise's tolerances (mean 1e-4, var 2e-4) or more, yet the kernel passed it."""
+    exercise's declared tolerances (`outputs:` in exercise.yaml) or more, yet the kernel passed it."""
     out = set()
     for ev in evidence:
         outputs = kit.outputs(ev, "mean", "var") if ev.passed else None
@@ -153,8 +153,8 @@ def _refuted(evidence: list[kit.CaseEvidence]) -> set[str]:
         block = int(ev.case.kwargs.get("block", DEFAULT_BLOCK))
         for name, switches in _ACROSS_CANDIDATES.items():
             mean_pred, var_pred = _merge(ev.inputs, block, **switches)
-            if np.any(np.abs(mean_pred - mean_true) > 10 * (1e-4 + 1e-4 * np.abs(mean_true))) or \
-                    np.any(np.abs(var_pred - var_true) > 10 * (2e-4 + 2e-4 * np.abs(var_true))):
+            if kit.off_by_tolerances(ev, "mean", mean_pred, mean_true, 10) or \
+                    kit.off_by_tolerances(ev, "var", var_pred, var_true, 10):
                 out.add(name)
     return out
 

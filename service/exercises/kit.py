@@ -12,7 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from service.exercises.spec import CaseSpec
+from service.exercises.spec import CaseSpec, Tolerance
 from service.messages import LANGUAGES, Catalogue
 from service.report import Diagnosis
 
@@ -42,6 +42,8 @@ class CaseEvidence:
     error: str | None = None
     out_of_bounds: list[dict] = field(default_factory=list)
     allocations: list[dict] = field(default_factory=list)
+    # Each output's tolerance as the exercise declares it (`outputs:` in exercise.yaml).
+    tolerances: Mapping[str, Tolerance] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -226,6 +228,16 @@ def outputs(ev: CaseEvidence, *names: str) -> tuple[list[np.ndarray], list[np.nd
     if any(o.shape != e.shape for o, e in zip(observed, expected)):
         return None
     return observed, expected
+
+
+def off_by_tolerances(ev: CaseEvidence, name: str, predicted: np.ndarray, truth: np.ndarray, times: float) -> bool:
+    """Whether `predicted` misses `truth` somewhere by `times` the output's declared tolerance or more
+    (atol + rtol·|truth|, the comparison's rule): a passed case where a simulated mistake is that far
+    off rules the mistake out. False where the case carries no tolerance for `name`."""
+    tol = ev.tolerances.get(name)
+    if tol is None:
+        return False
+    return bool(np.any(np.abs(predicted - truth) > times * (tol.atol + tol.rtol * np.abs(truth))))
 
 
 def draw_rows(case: CaseSpec, seed: int) -> np.ndarray:

@@ -60,7 +60,7 @@ def compare_cases(exercise: Exercise, run: RunResult | None, arrays: dict[str, d
             if outcome is not None:
                 evidence.append(CaseEvidence(case, primary, None, {}, False, inputs64, error=error,
                                              out_of_bounds=list(outcome.out_of_bounds),
-                                             allocations=list(outcome.allocations)))
+                                             allocations=list(outcome.allocations), tolerances=spec.outputs))
             continue
         expected = exercise.checks.reference(**inputs64)
         result = compare_outputs(outcome.outputs, expected, spec.outputs, language=lang)
@@ -69,7 +69,8 @@ def compare_cases(exercise: Exercise, run: RunResult | None, arrays: dict[str, d
                                   first_mismatch=result.first_mismatch, error=result.error,
                                   elapsed_s=outcome.elapsed_s))
         observed = outcome.outputs if result.error is None else None
-        evidence.append(CaseEvidence(case, primary, observed, expected, result.passed, inputs64))
+        evidence.append(CaseEvidence(case, primary, observed, expected, result.passed, inputs64,
+                                     tolerances=spec.outputs))
     return reports, evidence
 
 

@@ -224,3 +224,15 @@ def test_the_causes_an_exercise_lists_are_diagnoses_it_can_report(exercise_id: s
     said = Catalogue.load(EXERCISES / exercise_id / "messages.yaml")
     assert causes and all(cause in said for cause in causes), causes
 
+
+
+def test_a_mistake_is_ruled_out_by_the_tolerance_the_exercise_declares():
+    exercise = CATALOG.get("welford_merge")
+    case = exercise.spec.cases[0]
+    truth = np.array([1.0e-3, 2.0, -50.0])
+    allowed = exercise.spec.outputs["var"].atol + exercise.spec.outputs["var"].rtol * np.abs(truth)
+    ev = kit.CaseEvidence(case, truth, {}, {}, True, tolerances=exercise.spec.outputs)
+    assert not kit.off_by_tolerances(ev, "var", truth + 9 * allowed, truth, 10)
+    assert kit.off_by_tolerances(ev, "var", truth - 11 * allowed, truth, 10)
+    # a case that carries no tolerance for an output rules nothing out by it
+    assert not kit.off_by_tolerances(kit.CaseEvidence(case, truth, {}, {}, True), "var", truth + 1e6, truth, 10)
