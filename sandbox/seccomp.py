@@ -1,11 +1,14 @@
-"""The sandbox's seccomp filter (bwrap --seccomp): memory that no limit counts, and nested user
-namespaces, refused.
+"""The sandbox's seccomp filter (bwrap --seccomp): memory that no limit counts, nested user
+namespaces and the kernel's keyrings, refused.
 
 - `memfd_create` fails with ENOSYS, as on a kernel without it (libraries fall back to files, and
   /tmp and /dev/shm are size-capped tmpfs): a memfd's pages count against no rlimit.
 - `unshare` and `clone` with CLONE_NEWUSER fail with EPERM, and `clone3` with ENOSYS (its flags
   are behind a pointer; glibc falls back to clone): a nested user namespace could mount a tmpfs
   of any size. bwrap's --disable-userns does the same where bwrap is 0.8 or newer.
+- `add_key`, `keyctl` and `request_key` fail with EPERM (as in Docker's default profile): the
+  kernel's keyrings are kept and counted per uid, not per sandbox, so a key is memory no limit of
+  the sandbox counts and a channel to the next sandbox run as the same uid.
 - Other architectures' system calls (32-bit x86 on x86-64, x32) kill the process (libseccomp's
   default), so the rules cannot be bypassed through another system call table.
 
@@ -72,7 +75,9 @@ def _build() -> bytes:
     try:
         newuser = (_ArgCmp * 1)(_ArgCmp(0, _CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER))
         rules = [("memfd_create", _errno(errno.ENOSYS), None), ("clone3", _errno(errno.ENOSYS), None),
-                 ("unshare", _errno(errno.EPERM), newuser), ("clone", _errno(errno.EPERM), newuser)]
+                 ("unshare", _errno(errno.EPERM), newuser), ("clone", _errno(errno.EPERM), newuser),
+                 ("add_key", _errno(errno.EPERM), None), ("keyctl", _errno(errno.EPERM), None),
+                 ("request_key", _errno(errno.EPERM), None)]
         for syscall, action, args in rules:
             number = lib.seccomp_syscall_resolve_name(syscall.encode())
             if number < 0:

@@ -146,6 +146,35 @@ def test_memfd_and_nested_user_namespaces_are_refused(host):
     assert_graded_normally()
 
 
+def test_the_kernel_keyrings_are_refused(host):
+    """Keys live in the kernel's keyrings, kept and counted per uid rather than per sandbox: memory
+    no sandbox limit counts, and a message to the next job run as the same host uid. add_key,
+    keyctl and request_key fail with EPERM (bwrap: our seccomp filter; docker: the engine's default
+    profile)."""
+    report = grade(guarded('''
+import ctypes
+import errno
+
+
+def attack(x, y):
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    calls = (
+        (248, b"user", b"kg-key", b"payload", 7, ctypes.c_long(-3)),  # add_key into the session keyring
+        (250, 0, ctypes.c_long(-3), 0),  # keyctl(KEYCTL_GET_KEYRING_ID, session keyring)
+        (249, b"user", b"kg-key", None, ctypes.c_long(0)),  # request_key
+    )
+    refused = 0
+    for number, *args in calls:
+        if libc.syscall(number, *args) < 0:
+            refused += ctypes.get_errno() == errno.EPERM
+    return refused < 3, refused
+'''))
+    assert_denied(report, details={3.0})
+    host.assert_untouched()
+    assert_graded_normally()
+
+
 @pytest.mark.sandbox_backends("bwrap")
 def test_memory_past_the_cgroup_limit_ends_the_sandbox(host):
     """1.5 GiB of plain memory, within RLIMIT_AS (interpreter) or with no RLIMIT_AS at all (GPU),
