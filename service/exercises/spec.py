@@ -460,6 +460,16 @@ class SpeedSpec(_Strict):
                                             f"{self.rows} × {self.cols}"))
 
 
+class HostCodeSpec(_Strict):
+    """What the host code around the kernel may do (service/grading/host_fills.py): for an exercise
+    with blanks outside the kernel, checked on the fills before anything runs."""
+
+    inputs: list[str] = Field(min_length=1, description="the entry point's tensors whose values only a kernel may "
+                                                        "read: host code may pass them to a launch and read their "
+                                                        "shape, strides, dtype and device; what it returns must come "
+                                                        "from what a launch wrote")
+
+
 class ExerciseSpec(_Strict):
     id: str = Field(pattern=_ID)
     version: int = Field(ge=1)
@@ -475,6 +485,8 @@ class ExerciseSpec(_Strict):
     written_args: list[str] = Field([], description="arguments the entry point is meant to write (caller-owned "
                                                      "scratch buffers); every other input is compared bit for bit "
                                                      "after the call (diagnosis input_overwritten)")
+    host_code: HostCodeSpec | None = Field(None, description="blanks outside the kernel: what their host code may do "
+                                                             "(unset: only the runs decide, host_blanks.py)")
     requires_gpu: Text | None = Field(None, description="why the Triton interpreter cannot grade this exercise; "
                                                        "unset: the interpreter grades it like the GPU")
     deterministic: bool = Field(True, description="identical programs give identical outputs (false: atomics, ...)")
@@ -523,6 +535,8 @@ class ExerciseSpec(_Strict):
             raise ValueError("pass_threshold exceeds the total points")
         if unknown := [a for a in self.written_args if a not in self.args]:
             raise ValueError(f"written_args names {unknown}, which are not in args {self.args}")
+        if self.host_code is not None and (unknown := [a for a in self.host_code.inputs if a not in self.args]):
+            raise ValueError(f"host_code.inputs names {unknown}, which are not in args {self.args}")
         if self.pass_rule is not None:
             questions = {q.id: q for q in self.questions}
             chains = self.pass_rule.causal_chains

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, TypeGuard
 
+from service.grading import host_fills
 from service.grading.extract import BLANK, Extraction
 from service.messages import render, service_catalogue
 
@@ -249,7 +250,8 @@ def _constant_number(node: ast.expr) -> int | float | None:
 
 def rejected_fill(exercise: Exercise, extraction: Extraction, language: str) -> str | None:
     """Why the fills may not run (in `language`), or None: a block where an expression goes, an
-    unfilled blank, or an expression outside the allowed set."""
+    unfilled blank, an expression outside the allowed set, or host code that computes the result
+    itself where the exercise declares what its host code may do (host_fills.py)."""
     for index, (fill, source) in enumerate(zip(extraction.fills, extraction.fill_sources)):
         assert fill is not None and source is not None  # called only when extraction found every blank
         if isinstance(fill, list):
@@ -264,7 +266,8 @@ def rejected_fill(exercise: Exercise, extraction: Extraction, language: str) -> 
                                  language=language)
         if message is not None:
             return message
-    return None
+    finding = host_fills.check(exercise, extraction)
+    return finding.message(language) if finding is not None else None
 
 
 def builds_block_pointer(fills: Sequence[ast.expr | list[ast.stmt] | None]) -> bool:

@@ -22,7 +22,7 @@ from sandbox.contract import DeviceMode, RunResult, SpeedRun
 from sandbox.runner import SandboxRunner
 from sandbox.speed_phase import SpeedPhase
 from service.exercises import CaseSpec, Exercise, ExerciseCatalog, ExerciseSpec
-from service.grading import host_blanks, passrule, rubric
+from service.grading import host_blanks, host_fills, passrule, rubric
 from service.grading.assemble import Program, assemble
 from service.grading.cases import case_texts, compare_cases, overwritten_inputs
 from service.grading.claims import parse_claim, unverified_claim
@@ -427,6 +427,9 @@ class Grader:
         else:
             arrays = {c.id: exercise.make_inputs(c, seeds.cases[c.id]) for c in graded}
             cases, _ = compare_cases(exercise, None, arrays, seeds.cases, graded, language=language)
+            refused = host_fills.check(exercise, extraction) if extraction.error is None else None
+            if refused is not None and refused.message(language) == not_run_reason:  # not an earlier refusal
+                diagnoses = [refused.diagnosis(language)]  # what the host code did, for the TA and the dashboard
             other_cases = {lang: case_texts(exercise, None, cases, [], graded, given_output="", language=lang)
                            for lang in other_languages(language)}
             performance = self._performance(exercise, None, cases, language)

@@ -8,6 +8,11 @@ walking up to the caller's frame from the combine. Without the kernel-alone run
 (service/grading/host_blanks.py) each earned every code point and passed the given check. A
 correct submission whose host fills are written otherwise than the solution's still earns them.
 The same holds for a whitelisted expression in host code (adv_host_expr, at the end).
+
+The exercise now declares what its host code may do (`host_code`, service/grading/host_fills.py),
+and each of these is refused before anything runs, as is SECURITY.md item 5 (the right kernel
+launched, torch's answer returned: no second run grades that). The runs behind the rule are proven
+on a copy of the exercise without the declaration (`runs_grader`, tests/support/catalogs.py).
 """
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ from service.bootstrap import build_grader
 from service.config import REPO_ROOT, Settings
 from service.submission import Submission
 from tests.adversarial.kit import ADV_EXERCISES, QUICK, SECRET_SEED, close_started, grade, make_grader, started
+from tests.support.catalogs import without_host_rule
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.adversarial]
 
@@ -26,6 +32,11 @@ TEMPLATE = (REPO_ROOT / "exercises" / EXERCISE / "template.py").read_text(encodi
 RIGHT_ATOMIC = "tl.sum(values * values, axis=0)"
 RIGHT_COMBINE = "sumsqs / N - mean * mean"
 RIGHT_ZEROING = "sums.zero_()\nsumsqs.zero_()"
+
+LAUNCH = "sum_sumsq_kernel[(M, triton.cdiv(N, block))](x, sums, sumsqs, N, x.stride(0), BLOCK=block)"
+# SECURITY.md item 5: the kernel fills are the solution's, so the kernel-alone program is the solution
+# and is skipped; the launch count is met; the answer is torch's, the zeroing missing, the combine junk.
+ITEM5 = (RIGHT_ATOMIC, "sumsqs * 0", LAUNCH + "\nreturn x.mean(1), x.var(1, unbiased=False)")
 
 # (the atomic's value, the host combine, the block before the launch)
 ATTACKS = {
@@ -49,9 +60,24 @@ def program(atomic: str, combine: str, block: str) -> str:
     return parts[0] + atomic + parts[1] + combine + parts[2] + block + parts[3]
 
 
+# Host code that calibrates itself to its wrong kernel (one per block): it uses the kernel's contribution.
+CALIBRATED = ("1.0", RIGHT_COMBINE,
+              "sums.zero_()\nsumsqs.copy_((x.double() ** 2).sum(1).float() - triton.cdiv(N, block))")
+REFUSED = {**ATTACKS, "item5-launch-then-torch": ITEM5, "calibrated-to-its-kernel": CALIBRATED}
+
+
 @pytest.fixture(scope="module")
 def grader():
     grader = started(build_grader(Settings(limits=Limits(**QUICK))))  # KERNELGRADE_TEST_WARM_POOL (kit.py)
+    yield grader
+    close_started(grader)
+
+
+@pytest.fixture(scope="module")
+def runs_grader(tmp_path_factory):
+    """The exercise without its host_code: only the runs decide, as for an exercise that declares none."""
+    catalog = without_host_rule(tmp_path_factory.mktemp("catalog"))
+    grader = started(build_grader(Settings(exercises_dir=catalog, limits=Limits(**QUICK))))
     yield grader
     close_started(grader)
 
@@ -61,9 +87,46 @@ def code_points(report) -> tuple[float, float]:
     return sum(i.points for i in items), sum(i.max_points for i in items)
 
 
+@pytest.mark.parametrize(("name", "rule"), [("item5-launch-then-torch", "host_reads_input"),
+                                            ("return-torch-answer", "host_reads_input"),
+                                            ("host-fills-the-accumulator", "host_reads_input"),
+                                            ("combine-reads-the-callers-frame", "host_introspects"),
+                                            ("calibrated-to-its-kernel", "host_reads_input")])
+def test_host_code_that_computes_the_result_is_refused_before_it_runs(grader, host, name, rule):
+    """Through the real pipeline: refused like an expression outside the allow-list (nothing runs, no
+    code point, the given check not run), the statement quoted, in zh and en, with its diagnosis."""
+    report = grader.grade(Submission(exercise=EXERCISE, code=program(*REFUSED[name])), secret_seed=SECRET_SEED)
+    assert report.status == "graded" and report.program is not None and not report.program.ran, report.program
+    assert "sandbox_s" not in report.timing and "kernel_alone_sandbox_s" not in report.timing, report.timing
+    points, most = code_points(report)
+    assert points == 0 and most == 3, [(i.id, i.points) for i in report.items]
+    assert not report.score.passed and not report.score.provisional
+    assert all(not c.passed for c in report.cases)
+    assert [d.id for d in report.diagnoses] == [rule], report.diagnoses
+    diagnosis = report.diagnoses[0]
+    zh, en = report.program.not_run_reason, report.translations["en"].not_run_reason
+    assert zh == diagnosis.message and "没有运行" in zh and diagnosis.evidence["code"] in zh
+    assert en == report.translations["en"].diagnoses[rule] and "was not run" in en and diagnosis.evidence["code"] in en
+    assert diagnosis.evidence["blank"] in (2, 3) and report.vetoes == []
+    assert report.given_check is None or report.given_check.status == "not_run", report.given_check
+    host.assert_untouched()
+
+
+def test_without_the_rule_item5_earns_every_code_point(runs_grader, host):
+    """Why the rule: with the kernel fills the solution's, the student's own run is the only one, and
+    it passes (SECURITY.md item 5, measured at 8ab6323: 3/3, not provisional)."""
+    report = runs_grader.grade(Submission(exercise=EXERCISE, code=program(*ITEM5)), secret_seed=SECRET_SEED)
+    assert report.status == "graded" and report.program.ran, report.to_json()[:2000]
+    assert "kernel_alone_sandbox_s" not in report.timing, report.timing
+    points, most = code_points(report)
+    assert points == most == 3 and not report.score.provisional, [(i.id, i.points) for i in report.items]
+    host.assert_untouched()
+
+
 @pytest.mark.parametrize("name", list(ATTACKS))
-def test_host_code_that_does_the_kernels_work_earns_nothing(grader, host, name):
-    report = grader.grade(Submission(exercise=EXERCISE, code=program(*ATTACKS[name])), secret_seed=SECRET_SEED)
+def test_host_code_that_does_the_kernels_work_earns_nothing(runs_grader, host, name):
+    """The runs behind the rule, on the exercise without it."""
+    report = runs_grader.grade(Submission(exercise=EXERCISE, code=program(*ATTACKS[name])), secret_seed=SECRET_SEED)
     assert report.status == "graded" and report.program.ran, report.to_json()[:2000]
     assert "kernel_alone_sandbox_s" in report.timing, report.timing
     points, _ = code_points(report)
@@ -117,13 +180,12 @@ def test_a_consistent_split_of_the_work_otherwise_than_the_solution_goes_to_a_ta
     host.assert_untouched()
 
 
-def test_host_code_calibrated_to_its_kernel_is_not_passed_unreviewed(grader, host):
+def test_host_code_calibrated_to_its_kernel_is_not_passed_unreviewed(runs_grader, host):
     """Host code that fills the accumulator itself less what its (wrong) kernel adds, one per block:
-    it uses the kernel's contribution, so zeroing that fails too. Nothing tells this from an honest
-    split but reading it: a TA decides, and the report says so (provisional, flagged)."""
-    code = program("1.0", RIGHT_COMBINE,
-                   "sums.zero_()\nsumsqs.copy_((x.double() ** 2).sum(1).float() - triton.cdiv(N, block))")
-    report = grader.grade(Submission(exercise=EXERCISE, code=code), secret_seed=SECRET_SEED)
+    it uses the kernel's contribution, so zeroing that fails too. Nothing the runs see tells this from
+    an honest split: a TA decides, and the report says so (provisional, flagged). On the exercise as
+    it is, the rule refuses it first (it computes Σx² from x on the host)."""
+    report = runs_grader.grade(Submission(exercise=EXERCISE, code=program(*CALIBRATED)), secret_seed=SECRET_SEED)
     assert report.status == "graded"
     assert report.score.provisional, report.to_json()[:2000]
     assert any(d.id == "host_split_differs" for d in report.diagnoses)

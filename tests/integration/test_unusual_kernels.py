@@ -4,7 +4,10 @@ Triton interpreter (or the GPU): verdicts, diagnoses and messages must be true f
 - An entry point that returns without launching the cell's kernel (a fallback to PyTorch for
   small shapes, or no kernel at all) used to earn full marks: its outputs were right. Each such
   call now fails its case, and the given check, with a message that says so; a truthful claim
-  that the check passed is for a TA (suspected), not a confirmed fabrication.
+  that the check passed is for a TA (suspected), not a confirmed fabrication. fused_mean_var_atomic
+  now refuses such host code before it runs (its `host_code`, service/grading/host_fills.py), so
+  the launch count is proven on a copy of it without that declaration (`runs_grader`), as for an
+  exercise that declares none.
 - A libdevice function and a float tl.atomic_xchg are right on an H200 and raise inside the 3.9
   interpreter: not gradable there (no cost to the student), where they used to score 0; so is a
   result moved to the CPU, which only a GPU's device check shows.
@@ -18,6 +21,7 @@ from service.grading.validate import code_points
 from service.report import Report
 from service.submission import Submission
 from tests.support.backends import warm_grader
+from tests.support.catalogs import without_host_rule
 
 pytestmark = [pytest.mark.sandbox]
 
@@ -30,6 +34,13 @@ FALLBACK = "    if N <= 64:\n        return x.mean(1), x.var(1, unbiased=False)\
 @pytest.fixture(scope="module")
 def grader():
     with warm_grader("bwrap") as grader:
+        yield grader
+
+
+@pytest.fixture(scope="module")
+def runs_grader(tmp_path_factory):
+    """fused_mean_var_atomic without its host_code: the runs alone decide (tests/support/catalogs.py)."""
+    with warm_grader("bwrap", exercises_dir=without_host_rule(tmp_path_factory.mktemp("catalog"))) as grader:
         yield grader
 
 
@@ -48,7 +59,8 @@ def _grade(grader, exercise_id: str, code: str, **fields) -> Report:
     return report
 
 
-def test_torch_fallback_for_small_shapes_fails_those_cases(grader):
+def test_torch_fallback_for_small_shapes_fails_those_cases(runs_grader):
+    grader = runs_grader
     exercise = grader.catalog.get(FUSED)
     report = _grade(grader, FUSED, _edit(grader, FUSED, (ZEROING, FALLBACK)),
                     claimed_output="（无输出：两个 assert_close 都通过）", language="en")
@@ -71,13 +83,15 @@ def test_torch_fallback_for_small_shapes_fails_those_cases(grader):
     assert claim.status == "suspected" and claim.needs_review
 
 
-def test_entry_point_that_never_launches_earns_no_code_points(grader):
+def test_entry_point_that_never_launches_earns_no_code_points(runs_grader):
+    grader = runs_grader
     report = _grade(grader, FUSED, _edit(grader, FUSED, (ZEROING, "    return x.mean(1), x.var(1, unbiased=False)\n")))
     assert not any(c.passed for c in report.cases)
     assert code_points(report, grader.catalog.get(FUSED)) == 0
 
 
-def test_a_launch_with_an_empty_grid_is_no_launch(grader):
+def test_a_launch_with_an_empty_grid_is_no_launch(runs_grader):
+    grader = runs_grader
     empty = ("    sum_sumsq_kernel[(0, 1)](x, sums, sumsqs, N, x.stride(0), BLOCK=block)\n"
              "    return x.mean(1), x.var(1, unbiased=False)\n")
     report = _grade(grader, FUSED, _edit(grader, FUSED, (ZEROING, empty)))

@@ -1,0 +1,832 @@
+"""Host fills that compute the result themselves, refused before anything runs.
+
+A blank outside every `@triton.jit` function is Python in the student's process (host_blanks.py).
+Where the kernel fills are the solution's, nothing but the student's own run grades it, so a
+block that launches the kernel (the launch count is met) and then returns `x.mean(1), x.var(1)`
+earned every code point (SECURITY.md, item 5); a further run of the student's host code can be
+told from its own (item 4). This is a rule on the fills' syntax trees instead, from what the
+exercise declares (`host_code` in exercise.yaml): the entry point's tensors whose values only a
+kernel may read (`inputs`). In the program the template and the fills make together:
+
+1. `introspects`: a host fill may not reach the interpreter's inside: imports, `eval`/`exec`,
+   `globals()`/`vars()`/`getattr`, frames (`f_locals`, `currentframe`), the garbage collector,
+   attributes that start with `_`, the cell's kernels' own attributes (`kernel.src`, `kernel.fn`),
+   Triton's knobs (launch hooks), file loaders, classes (a torch function mode is handed every
+   tensor of the calls it sees). These read an input by another route (the caller's frame) or tell
+   the graded run from another (item 4: the kernel's source).
+2. `reads_input`: an input's values may only be handed to a launch of the cell's kernels. Host
+   code may read its metadata (`x.shape`, `x.stride(0)`, `x.dtype`, `x.device`, `x.numel()`),
+   allocate like it (`torch.empty_like(x)`, `x.new_zeros(M)`, `t.to(x)`), and name it again
+   (`x = x.contiguous()`: a view or a conversion is the input still, held to the same rule);
+   anything else that touches its values in a host fill (`x.mean(1)`, `torch.var_mean(x, 1)`,
+   `x.double().var(1)`, `(x - x.mean(1, keepdim=True)).pow(2).mean(1)`, `torch.einsum("ij->i", x)`,
+   `x @ w`, `x * 2`, `sumsqs.copy_(...)` of any of these, `x.mul_(2)`) is the host computing with
+   them. An input's name means the input in every host function of the cell (a combine that reads
+   the given check's global `x`). A callable grid gets the launch's arguments (`meta['x']`): where
+   a launch passes an input, a host fill's grid may read only the kernel's other parameters.
+3. `not_from_kernel`: every value the entry point returns must depend on what a launch of the
+   cell's kernels wrote (a buffer passed to the launch, after it), followed through assignments,
+   in-place writes (`zero_()`, `copy_()`, `fill_()` overwrite), branches and calls of the cell's
+   own host functions (the combine). An early return of anything else, or a kernel's output
+   overwritten before it is used, is refused. This follows dependence, not arithmetic:
+   `var + 0 * sums` depends on sums, so rule 2 is what stops an answer computed on the host.
+
+Template code is never refused (it is the lesson's), but its assignments carry an input (and a
+launch's outputs) to the fills. A finding names the blank, quotes the statement and says why
+(messages `host_fills.*`, zh and en); the pipeline refuses the fills as it refuses an expression
+outside the allow-list, and adds the diagnosis `host_<rule>` with the same words.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+from collections.abc import Callable, Iterator, Sequence
+from typing import TypeAlias
+
+from service.exercises import Exercise
+from service.exercises.blanks import BLANK
+from service.grading import syntax
+from service.grading.extract import Extraction
+from service.grading.host_blanks import _is_jit, host_blanks
+from service.messages import render
+from service.report import Diagnosis
+
+RULES = ("introspects", "reads_input", "not_from_kernel")
+
+# What host code may read of an input without reading its values.
+METADATA_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "layout", "itemsize", "nbytes",
+                            "requires_grad", "is_leaf"})
+METADATA_METHODS = frozenset({"size", "stride", "numel", "nelement", "dim", "ndimension", "element_size",
+                              "is_contiguous", "is_floating_point", "is_complex", "get_device"})
+# Allocations shaped like the receiver (x.new_zeros(M)) or like an argument (torch.empty_like(x)).
+NEW_METHODS = frozenset({"new_empty", "new_zeros", "new_ones", "new_full", "new_empty_strided"})
+LIKE_FUNCTIONS = frozenset({"empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like",
+                            "randint_like"})
+# Methods whose tensor argument lends only its dtype, device or shape (t.to(x), t.view_as(x)).
+SHAPE_ARGUMENT_METHODS = frozenset({"to", "type_as", "view_as", "reshape_as", "expand_as"})
+# Views and conversions: the input still, held to the same rule wherever it goes.
+VIEW_METHODS = frozenset({"contiguous", "to", "float", "double", "half", "bfloat16", "cuda", "cpu", "view",
+                          "view_as", "reshape", "reshape_as", "clone", "detach", "expand", "expand_as", "flatten",
+                          "squeeze", "unsqueeze", "t", "transpose", "permute", "as_strided", "narrow", "select",
+                          "unflatten", "movedim"})
+VIEW_ATTRS = frozenset({"data", "T", "mT", "H", "mH"})
+# Builtins that take an input without computing a value from it (print writes a debugging line, nothing returns).
+HARMLESS_BUILTINS = frozenset({"isinstance", "len", "type", "id", "print"})
+
+# Rule 1: routes to an input other than its name, and to what tells one run from another.
+INTROSPECTION_NAMES = frozenset({
+    "eval", "exec", "compile", "__import__", "globals", "locals", "vars", "getattr", "setattr", "delattr",
+    "open", "breakpoint", "input", "dir", "memoryview", "__builtins__",
+    "sys", "inspect", "gc", "os", "builtins", "importlib", "ctypes", "traceback", "types", "weakref",
+})
+INTROSPECTION_ATTRS = INTROSPECTION_NAMES | frozenset({
+    "f_back", "f_locals", "f_globals", "f_builtins", "f_code", "f_trace", "gi_frame", "gi_code", "cr_frame",
+    "ag_frame", "tb_frame", "tb_next", "co_consts", "currentframe", "getframeinfo", "getouterframes",
+    "getinnerframes", "stack", "trace", "getsource", "getsourcelines", "getmembers", "getmodule",
+    "getclosurevars", "get_objects", "get_referrers", "get_referents", "modules", "settrace", "setprofile",
+    "exc_info", "load", "from_file", "fromfile", "load_file", "read_text", "read_bytes", "loadtxt", "memmap",
+    "data_ptr", "untyped_storage", "storage", "knobs", "threading", "multiprocessing", "subprocess", "signal",
+    "atexit", "pickle", "marshal", "dis", "linecache",
+})
+
+# In-place methods that overwrite their receiver whatever it held (rule 3).
+OVERWRITING_METHODS = frozenset({"zero_", "fill_", "copy_", "normal_", "uniform_", "random_", "bernoulli_",
+                                 "exponential_", "geometric_", "cauchy_", "log_normal_"})
+# Work the dependence analysis may do on one fill set: a bound on loops within loops (each runs until
+# nothing changes) and on calls; past it, rule 3 says nothing (the runs still grade the program).
+STEP_BUDGET = 20_000
+CALL_DEPTH = 4
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """Why host fills may not run: the rule, the blank (1-based) and the statement it concerns."""
+
+    rule: str  # one of RULES
+    blank: int
+    line: int  # in the submission (a fill node keeps the student's line); 0 where only template code is quoted
+    code: str  # the statement, canonical (ast.unparse), at most one line of 160 characters
+    what: str  # rule 1: the construct; rule 2: the name that holds an input; rule 3: the returned value
+    inputs: tuple[str, ...] = ()  # the exercise's declared inputs
+    buffers: tuple[str, ...] = ()  # rule 3: what the cell's launches write
+
+    @property
+    def diagnosis_id(self) -> str:
+        return f"host_{self.rule}"
+
+    def message(self, language: str) -> str:
+        which = (render("host_fills.blank_at", language, blank=self.blank, line=self.line) if self.blank and self.line
+                 else render("host_fills.blank", language, blank=self.blank) if self.blank
+                 else render("host_fills.host_code", language))
+        return render(f"host_fills.{self.rule}", language, which=which, code=self.code, what=self.what,
+                      inputs=", ".join(self.inputs), buffers=", ".join(self.buffers) or "—")
+
+    def diagnosis(self, language: str) -> Diagnosis:
+        messages = {lang: self.message(lang) for lang in ("zh", "en")}
+        return Diagnosis(id=self.diagnosis_id, message=messages.get(language, messages["en"]),
+                         evidence={"rule": self.rule, "blank": self.blank, "line": self.line, "code": self.code,
+                                   "what": self.what, "inputs": list(self.inputs), "buffers": list(self.buffers),
+                                   "messages": messages})
+
+
+def check(exercise: Exercise, extraction: Extraction) -> Finding | None:
+    """The first finding on the host fills of `extraction`, or None (none, or the exercise declares
+    no `host_code`). Only for an extraction that found every blank."""
+    declared = exercise.spec.host_code
+    if declared is None or extraction.error is not None or any(f is None for f in extraction.fills):
+        return None
+    hosts = host_blanks(exercise.template)
+    if not any(hosts):
+        return None
+    try:
+        cell = _Cell(exercise.template, extraction.fills, hosts, frozenset(declared.inputs), exercise.spec.entry_point)
+        return cell.introspection() or cell.input_reads() or cell.returns_not_from_kernel()
+    except RecursionError:  # bounded by extract.MAX_SYNTAX_DEPTH; never a crash of the grading
+        return None
+
+
+# --- the cell: template and fills in one tree ------------------------------------------------------
+
+Fill: TypeAlias = ast.expr | list[ast.stmt]
+
+
+class _Substitute(ast.NodeTransformer):
+    """The template's tree with each blank replaced by its fill's nodes (the student's, line numbers kept)."""
+
+    def __init__(self, fills: dict[tuple[int, int], Fill]) -> None:
+        self.fills = fills
+
+    def visit_Expr(self, node: ast.Expr) -> ast.AST | list[ast.stmt]:
+        if isinstance(node.value, ast.Name) and node.value.id == BLANK:
+            fill = self.fills[(node.value.lineno, node.value.col_offset)]
+            if isinstance(fill, list):
+                return fill
+            return ast.Expr(value=fill, lineno=node.lineno, col_offset=node.col_offset)
+        return self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id == BLANK:
+            fill = self.fills[(node.lineno, node.col_offset)]
+            assert not isinstance(fill, list)  # a block blank is a statement of its own (visit_Expr)
+            return fill
+        return node
+
+
+class _Cell:
+    def __init__(self, template: str, fills: Sequence[Fill | None], hosts: tuple[bool, ...],
+                 inputs: frozenset[str], entry_point: str) -> None:
+        tree = syntax.parse(template)
+        spots = sorted((n.lineno, n.col_offset) for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == BLANK)
+        present = [f for f in fills if f is not None]
+        self.module = _Substitute(dict(zip(spots, present))).visit(tree)
+        ast.fix_missing_locations(self.module)
+        self.inputs = inputs
+        self.entry_point = entry_point
+        # every node of a host fill -> its blank's number (1-based); kernel fills are not host code
+        self.blank_of: dict[int, int] = {}
+        for number, (fill, host) in enumerate(zip(present, hosts), start=1):
+            if host:
+                for root in fill if isinstance(fill, list) else [fill]:
+                    for node in ast.walk(root):
+                        self.blank_of[id(node)] = number
+        self.parent: dict[int, ast.AST] = {}
+        for node in ast.walk(self.module):
+            for child in ast.iter_child_nodes(node):
+                self.parent[id(child)] = node
+        # the statements that hold a host fill's code (a whole fill statement, or `var = <fill>`)
+        self.fill_statements = {id(self._statement(n)) for n in self._host_nodes()}
+        self.kernels = frozenset(f.name for f in self.module.body
+                                 if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and _is_jit(f))
+        self.functions = {f.name: f for f in self.module.body
+                          if isinstance(f, ast.FunctionDef) and f.name not in self.kernels}
+        self.written = {f.name: _written_parameters(f) for f in self.module.body
+                        if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name in self.kernels}
+
+    # -- reporting --
+
+    def _statement(self, node: ast.AST) -> ast.AST:
+        while not isinstance(node, ast.stmt) and id(node) in self.parent:
+            node = self.parent[id(node)]
+        return node
+
+    def _finding(self, rule: str, node: ast.AST, what: str, buffers: tuple[str, ...] = ()) -> Finding:
+        statement = self._statement(node)
+        text = ast.unparse(statement).splitlines()[0] if isinstance(statement, ast.stmt) else ast.unparse(node)
+        if isinstance(statement, (ast.If, ast.For, ast.While, ast.With)) and statement is not node:
+            text = ast.unparse(node)  # the compound statement's header would hide the part that matters
+        # the blank and the student's line: the node's own if it is a fill's, else the first fill node under it
+        # (a template statement's line is the template's, not the submission's: then none is said)
+        spot = node if id(node) in self.blank_of else next(
+            (n for n in ast.walk(statement) if id(n) in self.blank_of and hasattr(n, "lineno")), None)
+        blank = self.blank_of[id(spot)] if spot is not None else 0
+        line = getattr(spot, "lineno", 0) if spot is not None else 0
+        return Finding(rule=rule, blank=blank, line=line, code=_clip(text), what=_clip(what, 60),
+                       inputs=tuple(sorted(self.inputs)), buffers=buffers)
+
+    def _host_nodes(self) -> Iterator[ast.AST]:
+        for node in ast.walk(self.module):
+            if id(node) in self.blank_of:
+                yield node
+
+    # -- rule 1 --
+
+    def introspection(self) -> Finding | None:
+        for node in self._host_nodes():
+            what: str | None = None
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                what = "import"
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                what = "global" if isinstance(node, ast.Global) else "nonlocal"
+            elif isinstance(node, ast.ClassDef):  # a torch function mode, __del__, __eq__: code run by others
+                what = "class"
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("__"):
+                what = node.name
+            elif isinstance(node, ast.Name) and (node.id in INTROSPECTION_NAMES or node.id.startswith("__")):
+                what = node.id
+            elif isinstance(node, ast.Attribute) and (node.attr.startswith("_") or node.attr in INTROSPECTION_ATTRS):
+                what = "." + node.attr
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in self.kernels:
+                what = ast.unparse(node)  # kernel.src, kernel.fn: its source tells one run from another
+            if what is not None:
+                return self._finding("introspects", node, what)
+        return None
+
+    # -- rule 2 --
+
+    def _scope(self, node: ast.AST) -> ast.AST:
+        while id(node) in self.parent:
+            node = self.parent[id(node)]
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(node) not in self.blank_of:
+                return node
+        return self.module
+
+    def _carries(self, node: ast.AST, tainted: set[str]) -> bool:
+        """`node`'s value is an input's (a name of one, a view or conversion of one)."""
+        if isinstance(node, ast.Name):
+            return node.id in tainted and isinstance(node.ctx, ast.Load)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in VIEW_METHODS:
+            return self._carries(node.func.value, tainted)
+        if isinstance(node, ast.Attribute) and node.attr in VIEW_ATTRS:
+            return self._carries(node.value, tainted)
+        if isinstance(node, ast.Subscript):
+            return self._carries(node.value, tainted)
+        if isinstance(node, ast.IfExp):
+            return self._carries(node.body, tainted) or self._carries(node.orelse, tainted)
+        if isinstance(node, ast.BoolOp):
+            return any(self._carries(v, tainted) for v in node.values)
+        if isinstance(node, ast.NamedExpr):
+            return self._carries(node.value, tainted)
+        return False
+
+    def _tainted(self, scope: ast.AST) -> set[str]:
+        """The names that hold an input somewhere in `scope` (flow-insensitive: a name that ever holds
+        one holds it everywhere), from the declared inputs through every assignment, the template's too."""
+        tainted = set(self.inputs)
+        pairs: list[tuple[ast.AST, ast.AST]] = []
+        for node in ast.walk(scope):
+            if isinstance(node, ast.Assign):
+                pairs += [(t, node.value) for t in node.targets]
+            elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)) and node.value is not None:
+                pairs.append((node.target, node.value))
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                pairs.append((node.target, node.iter))
+            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                pairs.append((node.optional_vars, node.context_expr))
+        changed = True
+        while changed:
+            changed = False
+            for target, value in pairs:
+                for name in _bound(target, value, lambda v: self._carries(v, tainted)):
+                    if name not in tainted:
+                        tainted.add(name)
+                        changed = True
+        return tainted
+
+    def _shadowed(self) -> set[int]:
+        """Names inside a function, lambda or comprehension of a fill that rebind an input's name there."""
+        shadowed: set[int] = set()
+        for node in self._host_nodes():
+            bound: set[str] = set()
+            if isinstance(node, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)):
+                args = node.args
+                bound = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+                bound |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+                body: list[ast.AST] = [node.body] if isinstance(node, ast.Lambda) else list(node.body)
+            elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+                bound = {n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+                body = [node]
+            else:
+                continue
+            for root in body:
+                for inner in ast.walk(root):
+                    if isinstance(inner, ast.Name) and inner.id in bound:
+                        shadowed.add(id(inner))
+        return shadowed
+
+    def input_reads(self) -> Finding | None:
+        shadowed = self._shadowed()
+        taints: dict[int, set[str]] = {}
+        for node in self._host_nodes():
+            if not isinstance(node, ast.Name) or id(node) in shadowed:
+                continue
+            scope = self._scope(node)
+            tainted = taints.setdefault(id(scope), self._tainted(scope))
+            if isinstance(node.ctx, ast.Store):
+                parent = self.parent.get(id(node))
+                if isinstance(parent, ast.AugAssign) and node.id in tainted:  # x += ...: reads x too
+                    return self._finding("reads_input", parent, node.id)
+                continue
+            if node.id in tainted and not self._allowed(node, tainted):
+                return self._finding("reads_input", node, self._named(node.id))
+        return self._grid_reads(taints)
+
+    def _named(self, name: str) -> str:
+        return name if name in self.inputs else f"{name} (= {', '.join(sorted(self.inputs))})"
+
+    def _grid_reads(self, taints: dict[int, set[str]]) -> Finding | None:
+        """A callable grid gets the launch's arguments (Triton calls `grid(bound_args)`): `meta['x']` is
+        the input under another name. Where a launch passes an input, a host fill's grid may read only
+        `meta['NAME']` of the kernel's other parameters (`meta['BLOCK']`), and must be a tuple, a lambda
+        or a function of the cell (anything else cannot be followed)."""
+        for call in ast.walk(self.module):
+            if not (isinstance(call, ast.Call) and self._is_launch(call)):
+                continue
+            scope = self._scope(call)
+            tainted = taints.setdefault(id(scope), self._tainted(scope))
+            carried = self._carried_parameters(call, tainted)
+            if not carried:
+                continue
+            assert isinstance(call.func, ast.Subscript)
+            for grid in self._grids(call.func.slice, scope):
+                if isinstance(grid, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)):
+                    read = self._meta_read(grid, carried)
+                    if read is not None:
+                        return self._finding("reads_input", read, f"{read.id} (= {', '.join(sorted(carried))})")
+                elif id(grid) in self.blank_of and not isinstance(grid, (ast.Tuple, ast.List)):
+                    named = f"{', '.join(sorted(carried))} ({ast.unparse(grid)})"
+                    return self._finding("reads_input", grid, named)
+        return None
+
+    def _meta_read(self, grid: ast.Lambda | ast.FunctionDef | ast.AsyncFunctionDef,
+                   carried: set[str]) -> ast.Name | None:
+        """A use, in a host fill, of a grid callable's parameter other than `meta['NAME']` of a parameter
+        that no input is handed to."""
+        args = grid.args
+        params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+                  if a is not None}
+        body: list[ast.AST] = [grid.body] if isinstance(grid, ast.Lambda) else list(grid.body)
+        for inner in (n for root in body for n in ast.walk(root)):
+            if not (isinstance(inner, ast.Name) and inner.id in params and id(inner) in self.blank_of):
+                continue
+            above = self.parent.get(id(inner))
+            key = above.slice if isinstance(above, ast.Subscript) and above.value is inner else None
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)) or key.value in carried:
+                return inner
+        return None
+
+    def _carried_parameters(self, call: ast.Call, tainted: set[str]) -> set[str]:
+        """The kernel's parameters that this launch hands an input (by name, as a grid callable sees them)."""
+        assert isinstance(call.func, ast.Subscript) and isinstance(call.func.value, ast.Name)
+        kernel = self._kernel(call.func.value.id)
+        params = [a.arg for a in [*kernel.args.posonlyargs, *kernel.args.args]]
+        carried = {p for p, a in zip(params, call.args) if self._carries(a, tainted)}
+        carried |= {k.arg for k in call.keywords if k.arg is not None and self._carries(k.value, tainted)}
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            carried |= set(params)
+        return carried
+
+    def _grids(self, grid: ast.expr, scope: ast.AST) -> list[ast.AST]:
+        """What a launch's grid may be: the expression, or each value its name is bound to in the scope."""
+        if not isinstance(grid, ast.Name):
+            return [grid]
+        found: list[ast.AST] = []
+        for node in ast.walk(scope):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == grid.id:
+                found.append(node)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if any(isinstance(t, ast.Name) and t.id == grid.id for t in targets):
+                    found.append(node.value)
+        return found
+
+    def _allowed(self, node: ast.AST, tainted: set[str]) -> bool:
+        """Whether an input's value at `node` goes only where host code may take it (rule 2)."""
+        parent = self.parent.get(id(node))
+        if isinstance(parent, ast.keyword):  # a keyword argument: its call decides
+            node, parent = parent, self.parent.get(id(parent))
+        if isinstance(parent, ast.Attribute) and parent.value is node:
+            above = self.parent.get(id(parent))
+            called = isinstance(above, ast.Call) and above.func is parent
+            if not called and parent.attr in METADATA_ATTRS:
+                return True
+            if called and parent.attr in METADATA_METHODS | NEW_METHODS:
+                return True
+            if called and parent.attr in VIEW_METHODS:
+                assert above is not None
+                return self._allowed(above, tainted)
+            if not called and parent.attr in VIEW_ATTRS:
+                return self._allowed(parent, tainted)
+            return False
+        if isinstance(parent, ast.Call) and parent.func is not node:
+            arguments = [*parent.args, *parent.keywords]
+            func = parent.func
+            if self._is_launch(parent):
+                return True
+            if isinstance(func, ast.Attribute) and func.attr in LIKE_FUNCTIONS and arguments and arguments[0] is node:
+                return True
+            if isinstance(func, ast.Attribute) and func.attr in SHAPE_ARGUMENT_METHODS:
+                return True
+            return isinstance(func, ast.Name) and func.id in HARMLESS_BUILTINS
+        if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and parent.value is node:
+            targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+            return all(_names_only(t) for t in targets)
+        if isinstance(parent, (ast.Tuple, ast.List)):
+            above = self.parent.get(id(parent))
+            if isinstance(above, ast.Assign) and above.value is parent:  # a, b = x, y: each to its own name
+                return all(isinstance(t, (ast.Tuple, ast.List)) and len(t.elts) == len(parent.elts)
+                           and _names_only(t) for t in above.targets)
+            return False
+        if isinstance(parent, ast.IfExp) and parent.test is not node or isinstance(parent, ast.BoolOp):
+            return self._allowed(parent, tainted)
+        if isinstance(parent, ast.Compare):
+            return all(isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops)
+        return isinstance(parent, ast.Expr)  # a bare `x` computes nothing
+
+    def _is_launch(self, call: ast.Call) -> bool:
+        """`kernel[grid](...)` with `kernel` one of the cell's module-level @triton.jit functions."""
+        func = call.func
+        return isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name) and func.value.id in self.kernels
+
+    def _kernel(self, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef:
+        return next(f for f in self.module.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and f.name == name)
+
+    def launch_writes(self, call: ast.Call) -> list[ast.expr] | None:
+        """The arguments of a launch that the kernel stores into (`_written_parameters`), or None if
+        its parameters cannot be matched (then every argument may be)."""
+        assert isinstance(call.func, ast.Subscript) and isinstance(call.func.value, ast.Name)
+        kernel = self._kernel(call.func.value.id)
+        params = [a.arg for a in [*kernel.args.posonlyargs, *kernel.args.args]]
+        written = self.written.get(kernel.name, frozenset())
+        if not written or any(isinstance(a, ast.Starred) for a in call.args):
+            return None
+        by_name = dict(zip(params, call.args)) | {k.arg: k.value for k in call.keywords if k.arg is not None}
+        return [by_name[p] for p in params if p in written and p in by_name]
+
+    # -- rule 3 --
+
+    def returns_not_from_kernel(self) -> Finding | None:
+        entry = self.functions.get(self.entry_point)
+        if entry is None or not any(id(n) in self.blank_of for n in ast.walk(self.module)):
+            return None
+        flow = _Flow(self)
+        try:
+            returns = flow.run(entry, {})
+        except _OverBudget:
+            return None
+        buffers = tuple(sorted(flow.buffers))
+        for returned in returns:
+            parts = returned.value if isinstance(returned.value, tuple) else (returned.value,)
+            for index, part in enumerate(parts):
+                if not _flat(part):
+                    node, what = self._culprit(flow, returned, index, len(parts))
+                    return self._finding("not_from_kernel", node, what, buffers)
+        return None
+
+    def _culprit(self, flow: _Flow, returned: _Returned, index: int, count: int) -> tuple[ast.AST, str]:
+        """The statement to quote for element `index` of a return that does not come from a kernel: the
+        host fill that overwrote what a launch wrote, else the return itself where it is a fill's, else the
+        fill that last gave the returned name its value; in this function or the combine it calls."""
+        statement = returned.statement
+        value = statement.value
+        if isinstance(value, ast.Tuple) and len(value.elts) == count:
+            value = value.elts[index]
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in flow.seen_returns:
+            for inner in flow.seen_returns[value.func.id]:
+                parts = inner.value if isinstance(inner.value, tuple) else (inner.value,)
+                if len(parts) == count and not _flat(parts[index]):
+                    return self._culprit(flow, inner, index, count)
+        in_fill = id(statement) in self.fill_statements
+        if isinstance(value, ast.Name):
+            if value.id in returned.overwritten:
+                return returned.overwritten[value.id], value.id
+            if not in_fill and value.id in returned.assigned:
+                return returned.assigned[value.id], value.id
+        what = ast.unparse(value) if value is not None else "None"
+        return (statement if in_fill or value is None else value), what
+
+
+def _names_only(target: ast.AST) -> bool:
+    if isinstance(target, ast.Name):
+        return True
+    return isinstance(target, (ast.Tuple, ast.List)) and all(_names_only(e) for e in target.elts)
+
+
+def _bound(target: ast.AST, value: ast.AST, carries: Callable[[ast.AST], bool]) -> list[str]:
+    """The names `target = value` binds to a value that `carries`, element by element where both are tuples."""
+    if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) \
+            and len(target.elts) == len(value.elts):
+        return [name for t, v in zip(target.elts, value.elts) for name in _bound(t, v, carries)]
+    if carries(value):
+        return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+    return []
+
+
+def _clip(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# --- rule 3: does a value depend on what a kernel launch wrote? -----------------------------------
+
+Val: TypeAlias = bool | tuple["Val", ...]
+
+
+def _flat(value: Val) -> bool:
+    return any(_flat(v) for v in value) if isinstance(value, tuple) else value
+
+
+def _join(a: Val, b: Val) -> Val:
+    if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
+        return tuple(_join(x, y) for x, y in zip(a, b))
+    return _flat(a) or _flat(b)
+
+
+def _join_env(a: dict[str, Val], b: dict[str, Val]) -> dict[str, Val]:
+    return {k: _join(a.get(k, False), b.get(k, False)) for k in a.keys() | b.keys()}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Returned:
+    """A return the abstract run reached: its value, and which host fill statements had last assigned
+    (`assigned`) or overwritten what a launch wrote into (`overwritten`) each name by then."""
+
+    statement: ast.Return
+    value: Val
+    holding: frozenset[str]  # the names whose values depend on a launch's output there
+    assigned: dict[str, ast.AST]
+    overwritten: dict[str, ast.AST]
+
+
+
+class _OverBudget(Exception):
+    pass
+
+
+class _Flow:
+    """An abstract run of the host functions: each value is True where it depends on a buffer a
+    launch of the cell's kernels wrote (over-approximated: any operand that does, any branch that
+    may), tuples element by element. Lenient by design: where it cannot tell, it says True."""
+
+    def __init__(self, cell: _Cell) -> None:
+        self.cell = cell
+        self.steps = 0
+        self.depth = 0
+        self.buffers: set[str] = set()
+        self.seen_returns: dict[str, list[_Returned]] = {}
+        self.assigned: dict[str, ast.AST] = {}  # name -> the host fill statement that last assigned it
+        self.overwritten: dict[str, ast.AST] = {}  # name -> the host fill statement that replaced a launch's output
+        self.current: ast.stmt | None = None  # the statement the run is in
+        self.holding_at_end: dict[str, frozenset[str]] = {}  # function -> names holding a launch's output at its end
+
+    def run(self, function: ast.FunctionDef, env: dict[str, Val]) -> list[_Returned]:
+        returns: list[_Returned] = []
+        end = self._block(function.body, dict(env), returns)
+        self.seen_returns[function.name] = returns
+        self.holding_at_end[function.name] = frozenset(k for k, v in end.items() if _flat(v))
+        return returns
+
+    def _tick(self) -> None:
+        self.steps += 1
+        if self.steps > STEP_BUDGET:
+            raise _OverBudget
+
+    # statements
+
+    def _block(self, body: list[ast.stmt], env: dict[str, Val], returns: list[_Returned]) -> dict[str, Val]:
+        for statement in body:
+            env = self._statement(statement, env, returns)
+        return env
+
+    def _statement(self, node: ast.stmt, env: dict[str, Val], returns: list[_Returned]) -> dict[str, Val]:
+        self._tick()
+        self.current = node
+        if isinstance(node, ast.Assign):
+            value = self._eval(node.value, env)
+            for target in node.targets:
+                self._assign(target, value, env, node)
+        elif isinstance(node, ast.AnnAssign):
+            if node.value is not None:
+                self._assign(node.target, self._eval(node.value, env), env, node)
+        elif isinstance(node, ast.AugAssign):
+            value = self._eval(node.value, env)
+            self._assign(node.target, _flat(value) or _flat(self._eval_target(node.target, env)), env, node)
+        elif isinstance(node, ast.Return):
+            value = self._eval(node.value, env) if node.value is not None else False
+            holding = frozenset(k for k, v in env.items() if _flat(v))
+            returns.append(_Returned(node, value, holding, dict(self.assigned), dict(self.overwritten)))
+        elif isinstance(node, ast.If):
+            self._eval(node.test, env)
+            env = _join_env(self._block(node.body, dict(env), returns), self._block(node.orelse, dict(env), returns))
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            if isinstance(node, ast.While):
+                self._eval(node.test, env)
+            while True:
+                inner = dict(env)
+                if not isinstance(node, ast.While):
+                    self._assign(node.target, _flat(self._eval(node.iter, inner)), inner, node)
+                joined = _join_env(env, self._block(node.body, inner, returns))
+                if joined == env:
+                    break
+                env = joined
+            env = self._block(node.orelse, env, returns)
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                value = self._eval(item.context_expr, env)
+                if item.optional_vars is not None:
+                    self._assign(item.optional_vars, value, env, node)
+            env = self._block(node.body, env, returns)
+        elif isinstance(node, ast.Try):
+            env = self._block(node.body, env, returns)
+            for handler in node.handlers:
+                env = _join_env(env, self._block(handler.body, dict(env), returns))
+            env = self._block(node.orelse, env, returns)
+            env = self._block(node.finalbody, env, returns)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            env[node.name] = False
+        else:  # Expr, Assert, Raise, Delete, Pass, Match, ...: their expressions, for launches and in-place writes
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.expr):
+                    self._eval(child, env)
+                elif isinstance(child, ast.stmt):
+                    env = self._statement(child, env, returns)
+        return env
+
+    def _assign(self, target: ast.AST, value: Val, env: dict[str, Val], statement: ast.AST) -> None:
+        if isinstance(target, ast.Name):
+            self._set(target.id, value, env, statement)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            parts = value if isinstance(value, tuple) and len(value) == len(target.elts) else None
+            for i, element in enumerate(target.elts):
+                self._assign(element, parts[i] if parts is not None else _flat(value), env, statement)
+        elif isinstance(target, ast.Starred):
+            self._assign(target.value, _flat(value), env, statement)
+        else:  # t[i] = v, t.attr = v: a partial write into t
+            root = _root_name(target)
+            if root is not None:
+                env[root] = _flat(env.get(root, False)) or _flat(value)
+            for child in ast.iter_child_nodes(target):
+                if isinstance(child, ast.expr) and child is not getattr(target, "value", None):
+                    self._eval(child, env)
+
+    def _set(self, name: str, value: Val, env: dict[str, Val], statement: ast.AST | None) -> None:
+        """`name` holds `value` from `statement` on; a host fill's statement is remembered for the report."""
+        if statement is not None and id(statement) in self.cell.fill_statements:
+            self.assigned[name] = statement
+            if _flat(env.get(name, False)) and not _flat(value):
+                self.overwritten[name] = statement
+            elif _flat(value):
+                self.overwritten.pop(name, None)
+        env[name] = value
+
+    def _eval_target(self, target: ast.AST, env: dict[str, Val]) -> Val:
+        root = _root_name(target)
+        return env.get(root, False) if root is not None else False
+
+    # expressions
+
+    def _eval(self, node: ast.expr, env: dict[str, Val]) -> Val:
+        self._tick()
+        if isinstance(node, ast.Name):
+            return env.get(node.id, False)
+        if isinstance(node, ast.Constant):
+            return False
+        if isinstance(node, (ast.Tuple, ast.List)):
+            return tuple(_flat(self._eval(e, env)) if isinstance(e, ast.Starred) else self._eval(e, env)
+                         for e in node.elts)
+        if isinstance(node, ast.Attribute):
+            value = self._eval(node.value, env)
+            return False if node.attr in METADATA_ATTRS else _flat(value)
+        if isinstance(node, ast.Subscript):
+            value = self._eval(node.value, env)
+            index = self._eval(node.slice, env)
+            if isinstance(value, tuple) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int) \
+                    and -len(value) <= node.slice.value < len(value):
+                return value[node.slice.value]
+            return _flat(value) or _flat(index)
+        if isinstance(node, ast.NamedExpr):
+            value = self._eval(node.value, env)
+            self._assign(node.target, value, env, node)
+            return value
+        if isinstance(node, ast.Call):
+            return self._call(node, env)
+        if isinstance(node, ast.IfExp):
+            self._eval(node.test, env)
+            return _join(self._eval(node.body, env), self._eval(node.orelse, env))
+        # operators, comparisons, f-strings, lambdas, comprehensions: any part that depends
+        result = False
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                result = _flat(self._eval(child, env)) or result
+            elif isinstance(child, ast.comprehension):
+                result = _flat(self._eval(child.iter, env)) or result
+        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            result = result or any(env.get(n.id, False) for n in ast.walk(node)
+                                   if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
+        return result
+
+    def _call(self, node: ast.Call, env: dict[str, Val]) -> Val:
+        func = node.func
+        arguments = [*node.args, *(k.value for k in node.keywords)]
+        values = [self._eval(a, env) for a in arguments]
+        if self.cell._is_launch(node):
+            assert isinstance(func, ast.Subscript)
+            self._eval(func.slice, env)
+            written = self.cell.launch_writes(node)
+            for argument in arguments:
+                root = _root_name(argument)
+                if root is not None and root not in self.cell.inputs:
+                    env[root] = True  # written by the kernel (or only read by it: lenient)
+                    if written is None or argument in written:
+                        self.buffers.add(root)
+            return False
+        if isinstance(func, ast.Name) and func.id in self.cell.functions and func.id not in env:
+            return self._host_call(self.cell.functions[func.id], node, values, env)
+        if isinstance(func, ast.Name) and func.id in HARMLESS_BUILTINS:
+            return False
+        if isinstance(func, ast.Attribute):
+            receiver = self._eval(func.value, env)
+            if func.attr in METADATA_METHODS:
+                return False
+            if func.attr in LIKE_FUNCTIONS:
+                return any(_flat(v) for v in values[1:])
+            if func.attr in NEW_METHODS:
+                return any(_flat(v) for v in values)
+            if func.attr.endswith("_") and not func.attr.endswith("__") and isinstance(func.value, ast.Name):
+                name = func.value.id
+                stored = any(_flat(v) for v in values)
+                self._set(name, stored if func.attr in OVERWRITING_METHODS else _flat(env.get(name, False)) or stored,
+                          env, self.current)
+                return env[name]
+            return _flat(receiver) or any(_flat(v) for v in values)
+        return _flat(self._eval(func, env)) or any(_flat(v) for v in values)
+
+    def _host_call(self, function: ast.FunctionDef, node: ast.Call, values: list[Val], env: dict[str, Val]) -> Val:
+        """A call of the cell's own host function (the combine): run with its arguments' values; what
+        it writes into a launch's buffers through a parameter reaches the caller's name (leniently)."""
+        if self.depth >= CALL_DEPTH:
+            return any(_flat(v) for v in values)
+        params = [a.arg for a in [*function.args.posonlyargs, *function.args.args]]
+        inner: dict[str, Val] = {}
+        for param, value in zip(params, values[:len(node.args)]):
+            inner[param] = value
+        for keyword, value in zip(node.keywords, values[len(node.args):]):
+            if keyword.arg is not None:
+                inner[keyword.arg] = value
+        self.depth += 1
+        try:
+            returns = self.run(function, inner)
+        finally:
+            self.depth -= 1
+        for param, argument in zip(params, node.args):
+            root = _root_name(argument)
+            if root is not None and (param in self.holding_at_end.get(function.name, frozenset())
+                                     or any(param in r.holding for r in returns)):
+                env[root] = True
+        result: Val | None = None
+        for returned in returns:
+            result = returned.value if result is None else _join(result, returned.value)
+        return False if result is None else result
+
+
+def _written_parameters(kernel: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
+    """The kernel's parameters it stores into: the pointer operand that starts the address of a
+    tl.store or tl.atomic_* (`y + row * N + cols` -> y), or the base of a block pointer."""
+    params = {a.arg for a in [*kernel.args.posonlyargs, *kernel.args.args]}
+    written: set[str] = set()
+    for node in ast.walk(kernel):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and (node.func.attr == "store" or node.func.attr.startswith("atomic_"))):
+            continue
+        pointer = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "pointer"), None)
+        while isinstance(pointer, ast.BinOp):
+            pointer = pointer.left
+        if isinstance(pointer, ast.Call):  # tl.make_block_ptr(base=..., ...) written inline
+            pointer = next((k.value for k in pointer.keywords if k.arg == "base"),
+                           pointer.args[0] if pointer.args else None)
+        if isinstance(pointer, ast.Name) and pointer.id in params:
+            written.add(pointer.id)
+    return frozenset(written)
+
+
+def _root_name(node: ast.AST) -> str | None:
+    """The name under `t`, `t[i]`, `t.view(-1)`, `t.attr`."""
+    while True:
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, (ast.Subscript, ast.Attribute, ast.Starred)):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            node = node.func.value
+        else:
+            return None
