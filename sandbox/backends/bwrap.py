@@ -50,8 +50,13 @@ TEMPLATE_TASKS = 3
 
 
 def python_roots(python: str) -> list[Path]:
-    """Folders that hold the Python environment `python` runs in (venv and its base install)."""
-    if Path(python).resolve() == Path(sys.executable).resolve():
+    """Folders that hold the Python environment `python` runs in (venv and its base install).
+
+    Only this process's own `sys.executable` is read from `sys`: another venv made from the same base
+    Python has a `bin/python` that resolves to the same binary, but its packages are in its own prefix,
+    which must be bound (comparing resolved paths bound this process's venv instead, and the sandbox
+    could not even find `python`)."""
+    if Path(python).absolute() == Path(sys.executable).absolute():
         prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     else:  # another interpreter: its prefix is the folder above bin/
         prefixes = {str(Path(python).parent.parent), str(Path(python).resolve().parent.parent)}
