@@ -2,9 +2,12 @@
 reference for y, dL/dx and dL/dw, and the signatures of the blog's misconceptions.
 
 Each signature recomputes, in float64, what a specific wrong fill returns for the same inputs:
-block pointers that do not move along D (or move along the rows), the blog's own typo that starts
-grad_x's block at column D_TILE_SIZE, grad_x row offsets without the tile size, and a partial-sum
-buffer whose shape floors the number of row tiles (the last, incomplete tile's store is dropped).
+block pointers that do not move along D (or move along the rows, by either tile size, or one column,
+or jump past D after the first tile), the blog's own typo that starts grad_x's block at column
+D_TILE_SIZE, grad_x row offsets without the tile size, and a partial-sum buffer whose shape has too
+few rows (floored: the last, incomplete tile's store is dropped; or fewer still). The forward's and
+grad_w's mistakes are named across the cases (`_across`): one row or one row tile cannot tell most
+of them apart, so a simulation is named only when it fits every failed case.
 A missing D-direction boundary_check is recognised on strided inputs: the columns past D hold NaN
 (another tensor's data, in real memory), and NaN x 0 (zero-padded weight) is still NaN.
 """
@@ -86,6 +89,20 @@ def _close(observed: np.ndarray, predicted: np.ndarray, mask: np.ndarray | None 
     return bool(np.all(np.isfinite(o)) and np.all(np.abs(o - p) <= 1e-3 * (np.abs(p) + 1.0)))
 
 
+# The forward's simulated mistakes, in the order one is preferred when several explain every failed
+# case: x's block pointer advanced by `step` (rows, columns) per iteration while w advances by dt.
+# advance_rows comes in two spellings, (D_TILE_SIZE, 0) and (ROWS_TILE_SIZE, 0): they differ where the
+# tiles differ (regular.rect, probe.boundary_removed). first_tile_only: x jumped past D after its
+# first tile (an advance by a row's length or a stride), so every later tile is zero padding.
+FORWARD_MISTAKES = ("no_advance", "advance_rows:D_TILE_SIZE", "advance_rows:ROWS_TILE_SIZE", "advance_one_column",
+                    "first_tile_only")
+
+
+def _forward_step(label: str, rt: int, dt: int, d: int) -> tuple[int, int]:
+    return {"no_advance": (0, 0), "advance_rows:D_TILE_SIZE": (dt, 0), "advance_rows:ROWS_TILE_SIZE": (rt, 0),
+            "advance_one_column": (0, 1), "first_tile_only": (0, d)}[label]
+
+
 def _forward(where: kit.Numbers, x: np.ndarray, w: np.ndarray, y: np.ndarray, ref: np.ndarray,
              case: kit.CaseSpec) -> kit.Found:
     rt, dt = where["ROWS_TILE_SIZE"], where["D_TILE_SIZE"]
@@ -93,14 +110,17 @@ def _forward(where: kit.Numbers, x: np.ndarray, w: np.ndarray, y: np.ndarray, re
     if not np.all(np.isfinite(y)):
         key = "d_boundary_check_missing" if case.stride and d % dt else "nonfinite_forward"
         return key, {**where, "stride": case.stride, "nan_rows": int((~np.isfinite(y)).sum()), "pad_cols": -d % dt}
-    for key, step in (("no_advance", (0, 0)), ("advance_rows", (dt, 0)), ("advance_one_column", (0, 1))):
-        pred = _forward_advance(x, w, rt, dt, step)
-        if _close(y, pred):
-            r = int(np.argmax(np.abs(y - ref)))
-            return key, {**where, "row": r, "observed": float(y[r]), "expected": float(ref[r]),
-                         "predicted": float(pred[r])}
     r = int(np.argmax(np.abs(y - ref)))
-    return "unexplained_forward", {**where, "row": r, "observed": float(y[r]), "expected": float(ref[r])}
+    matches: dict[str, kit.Numbers] = {}
+    for label in FORWARD_MISTAKES:
+        pred = _forward_advance(x, w, rt, dt, _forward_step(label, rt, dt, d))
+        if _close(y, pred):
+            matches[label] = {**where, "row": r, "observed": float(y[r]), "expected": float(ref[r]),
+                              "predicted": float(pred[r]), "written": label.partition(":")[2]}
+    # Named across the cases (_across): a simulation that fits this case alone is no evidence when
+    # another failed case refutes it (one row, or one row tile, cannot tell most of them apart).
+    return kit.ACROSS, {**where, "part": "forward", "matches": matches, "row": r, "observed": float(y[r]),
+                        "expected": float(ref[r])}
 
 
 def _grad_x(where: kit.Numbers, dx: np.ndarray, dy: np.ndarray, w: np.ndarray, ref: np.ndarray) -> kit.Found:
@@ -120,17 +140,46 @@ def _grad_x(where: kit.Numbers, dx: np.ndarray, dy: np.ndarray, w: np.ndarray, r
 
 def _grad_w(where: kit.Numbers, dw: np.ndarray, dy: np.ndarray, x: np.ndarray, ref: np.ndarray) -> kit.Found:
     rows, rt = where["rows"], where["ROWS_TILE_SIZE"]
-    full = (rows // rt) * rt
-    dropped = (dy[:full, None] * x[:full]).sum(axis=0)
-    if full < rows and _close(dw, dropped):
-        j = int(np.argmax(np.abs(dw - ref)))
-        return "last_row_tile_dropped", {**where, "col": j, "observed": float(dw[j]), "expected": float(ref[j]),
-                                         "missing_rows": rows - full, "tiles_floor": rows // rt,
-                                         "tiles_cdiv": -(-rows // rt)}
     if not np.all(np.isfinite(dw)):
         return "nonfinite_grad_w", where
+    tiles = -(-rows // rt)
     j = int(np.argmax(np.abs(dw - ref)))
-    return "unexplained_grad_w", {**where, "col": j, "observed": float(dw[j]), "expected": float(ref[j])}
+    # The first `kept` row tiles' shares only: the partial buffer's shape had `kept` rows where the
+    # grid has `tiles` programs, and boundary_check dropped the stores of the others.
+    kept = next((k for k in range(tiles) if _close(dw, (dy[:k * rt, None] * x[:k * rt]).sum(axis=0))), None)
+    return kit.ACROSS, {**where, "part": "grad_w", "kept": kept, "col": j, "observed": float(dw[j]),
+                        "expected": float(ref[j]), "missing_rows": rows - (rows // rt) * rt, "tiles_floor": rows // rt,
+                        "tiles_cdiv": tiles}
+
+
+def _across(pending: list[kit.Numbers]) -> Iterator[kit.Found]:
+    """The findings that depend on every failed case. The forward: each case under the first
+    simulated mistake (FORWARD_MISTAKES' order) that every failed forward case matches, or
+    unexplained_forward. grad_w: the floored shape (last_row_tile_dropped) when every failed case kept
+    exactly its full row tiles and dropped a partial last one; a shape of too few rows otherwise
+    (partial_rows_too_few: `(n_row_tiles - 1, D)`, `(1, D)`) when every failed case kept a prefix of
+    its row tiles; else unexplained_grad_w."""
+    forward = [n for n in pending if n["part"] == "forward"]
+    shared = [label for label in FORWARD_MISTAKES if forward and all(label in n["matches"] for n in forward)]
+    for n in forward:
+        if shared:
+            yield shared[0].partition(":")[0], n["matches"][shared[0]]
+        else:
+            yield "unexplained_forward", {k: v for k, v in n.items() if k not in ("part", "matches")}
+    grad_w = [n for n in pending if n["part"] == "grad_w"]
+    prefix = all(n["kept"] is not None for n in grad_w)
+    floored = prefix and all(n["kept"] == n["tiles_floor"] and n["missing_rows"] > 0 for n in grad_w)
+    # grad_w = 0 alone (kept 0) says only that nothing arrived: a prefix needs a case that kept some
+    prefix = prefix and any(n["kept"] > 0 for n in grad_w)
+    for n in grad_w:
+        numbers = {k: v for k, v in n.items() if k != "part"}
+        if floored:
+            yield "last_row_tile_dropped", numbers
+        elif prefix:
+            yield "partial_rows_too_few", numbers
+        else:
+            yield "unexplained_grad_w", {k: v for k, v in numbers.items() if k not in ("kept", "missing_rows",
+                                                                                        "tiles_floor", "tiles_cdiv")}
 
 
 def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
@@ -155,4 +204,4 @@ def _words(key: str, cases: list[kit.Numbers]) -> kit.Say:
     return kit.say_about(key, cases, tiles=kit.Say("part.tiles", cases[0]))
 
 
-diagnose = kit.make_diagnose(_classify, _words)
+diagnose = kit.make_diagnose(_classify, _words, across=_across)
