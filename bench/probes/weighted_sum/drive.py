@@ -1,6 +1,7 @@
 """Grade probe submissions ("kernels written otherwise") through kernelgrade's real pipeline.
 
-Kept for a GPU session (D=bench/probes/weighted_sum, README there). Run from the repository root with PYTHONPATH set to it:
+Kept for a GPU session (D=bench/probes/weighted_sum, README there). Run from the repository root
+with PYTHONPATH set to it:
 
     python3 $D/drive.py --device gpu --out $OUT/wsum.jsonl          # the weighted-sum probes, on a GPU
     python3 $D/drive.py --static                                    # fill extraction + fill rules only
