@@ -46,12 +46,13 @@ _ALLOWED = (
     ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE,
 )
 # The parts of triton.language a fill may use: element-wise math, comparisons, reductions,
-# constructors and dtypes. Nothing that reaches modules, memory or the program's control.
+# constructors, dtypes and the program's own index (`tl.program_id(0) * BLOCK`: a scalar read, as
+# the template's own names are). Nothing that reaches modules, memory or the program's control.
 TL_ALLOWED = frozenset({
     "where", "full", "zeros", "zeros_like", "full_like", "arange", "broadcast_to", "reshape", "expand_dims",
     "sum", "max", "min", "argmax", "argmin", "maximum", "minimum", "clamp", "abs", "exp", "exp2", "log", "log2",
     "sqrt", "rsqrt", "sin", "cos", "fma", "cdiv", "sigmoid", "softmax", "fdiv", "div_rn", "umulhi",
-    "xor_sum", "cumsum", "cumprod", "floor", "ceil", "erf",
+    "xor_sum", "cumsum", "cumprod", "floor", "ceil", "erf", "program_id", "num_programs",
     "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64",
 })

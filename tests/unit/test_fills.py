@@ -24,7 +24,9 @@ def test_scope_is_the_kernel_before_the_blank():
 
 @pytest.mark.parametrize("source", ["mask", "cols < N", "mask & (cols >= 0)", "values != 0", "True",
                                     "tl.full((BLOCK,), 1, tl.int1)", "(cols < N) if N > 0 else mask",
-                                    "cols.to(tl.float32) < N", "values.sum(axis=0) != 0", "cols.to(tl.int64) < N"])
+                                    "cols.to(tl.float32) < N", "values.sum(axis=0) != 0", "cols.to(tl.int64) < N",
+                                    # the program's index, as the template reads it (row = tl.program_id(0))
+                                    "tl.program_id(0) >= 0", "cols < N + 0 * tl.num_programs(0)"])
 def test_allowed(source):
     assert verdict(source) is None
 
