@@ -66,15 +66,13 @@ PROBES = [
     {"id": "policy.gradx_program_id", "group": "policy",
      "description": "grad_x offsets with tl.program_id(0) instead of row_tile_idx: (tl.program_id(0) * ROWS_TILE_SIZE, 0)",
      "edits": [b3("(tl.program_id(0) * ROWS_TILE_SIZE, 0)")],
-     "expect": {"code_points": 0, "rejected": True},
-     "judged": "right code; tl.program_id is not in the fills' tl allow-list, so it is refused before running "
-               "(a policy limit, not a wrong verdict on the kernel). Right would be 3."},
+     "expect": {"code_points": 3},
+     "judged": "right code; tl.program_id was off the fills' tl allow-list (refused) until e126911"},
     {"id": "policy.partial_shape_num_programs", "group": "policy",
      "description": "partial shape (tl.num_programs(0), D), what the template itself assigns to n_row_tiles",
      "edits": [b4("(tl.num_programs(0), D)")],
-     "expect": {"code_points": 0, "rejected": True},
-     "judged": "right code (the template's own n_row_tiles); tl.num_programs is off the allow-list: refused. "
-               "Right would be 3."},
+     "expect": {"code_points": 3},
+     "judged": "right code (the template's own n_row_tiles); tl.num_programs was off the allow-list until e126911"},
     # ---- wrong, one misconception each --------------------------------------------------------
     {"id": "wrong.bc_bounds_not_dims", "group": "wrong",
      "description": "boundary_check given the bounds instead of the dimensions: boundary_check=(ROWS, D)",
