@@ -101,6 +101,9 @@ EQUIVALENT = [
     ("welford_merge", 3, "delta * delta * n_b * n / (n_b + n)", "chan_divided"),
     ("fused_mean_var_atomic", 1, "tl.sum(values ** 2, axis=0)", "sum_of_squares"),
     ("fused_mean_var_atomic", 1, "tl.sum(tl.where(mask, values * values, 0.0))", "sum_of_squares"),
+    ("weighted_sum_fwd_bwd", 3, "(ROWS_TILE_SIZE * row_tile_idx, 0)", "gradx_from_row_tile"),
+    ("weighted_sum_fwd_bwd", 3, "(tl.program_id(0) * ROWS_TILE_SIZE, 0)", "gradx_from_row_tile"),
+    ("weighted_sum_fwd_bwd", 4, "(tl.num_programs(0), D)", "partial_one_row_per_tile"),
 ]
 
 
@@ -122,6 +125,11 @@ SUPERSETS = [
     ("welford_merge", 3, "delta * delta * n / n_new", "chan_divided"),
     ("fused_mean_var_atomic", 1, "tl.sum(values * values, axis=0) - tl.sum(values, axis=0)", "sum_of_squares"),
     ("lesson05_row_sum", 1, "stride_m * 2", "row_stride"),
+    # weighted sum's blanks 3 and 4, wrong (the probes of bench/probes/weighted_sum earned the point)
+    ("weighted_sum_fwd_bwd", 3, "(row_tile_idx * D_TILE_SIZE, 0)", "gradx_from_row_tile"),
+    ("weighted_sum_fwd_bwd", 3, "(0, row_tile_idx * ROWS_TILE_SIZE)", "gradx_from_row_tile"),
+    ("weighted_sum_fwd_bwd", 4, "(n_row_tiles - 1, D)", "partial_one_row_per_tile"),
+    ("weighted_sum_fwd_bwd", 4, "(ROWS_TILE_SIZE, D)", "partial_one_row_per_tile"),
 ]
 
 
