@@ -216,7 +216,9 @@ def main() -> int:
             before = ([a.detach().to("cpu").contiguous().clone() for a in args if type(a) is torch.Tensor]
                       if keep else [])
             launched_before = launches.count
-            with _Guards(torch, job["entry_point"]).allocations(guarded=False):  # torch.empty poisoned here too
+            # Its allocations are placed and poisoned as a case's (nobody compares these guards): a stray
+            # write lands in their guards, not in the heap the cases then run on (the interpreter).
+            with _Guards(torch, job["entry_point"]).allocations():
                 result = real_entry(*args, **kwargs)
             launches.require(launched_before, job["entry_point"])
             if keep:
@@ -478,8 +480,17 @@ def _cuda_as_cpu():
 # arithmetic does not produce (a stray read brings NaN into the result). After the call, the
 # guards' bytes go back with the outputs, and the trusted side compares them with the pattern
 # (sandbox/guards.py): nothing in this process decides whether a guard changed.
+# Each side is wider while the case's budget lasts: as long as the data itself (at least
+# GUARD_REACH_BYTES, at most WIDE_GUARD_MAX_BYTES), so that a wrong stride or block offset, which
+# writes up to about the data's own length past it, still writes into the guard. A write past the
+# guard lands in whatever memory follows: on the interpreter the heap, where it corrupts the
+# allocator's records or another object, so that the process aborts (SIGABRT: "corrupted
+# double-linked list") during the case or a later one, and the case's evidence never comes back.
 GUARD_ELEMENTS = 64
 GUARD_BYTES = 256
+GUARD_REACH_BYTES = 16 << 10  # the least width of a wide guard (a BLOCK of 4096 float32 past a tiny buffer)
+WIDE_GUARD_MAX_BYTES = 256 << 10  # the most one side widens to
+MAX_WIDE_GUARD_BYTES = 2 << 20  # per case, both sides of every buffer (they go back with the case's outputs)
 GUARD_ALIGN = 128  # the data starts on this boundary (Triton specializes pointers on 16)
 MAX_GUARDED_ALLOCATIONS = 64  # per case; later allocations are left as torch made them, and so
 MAX_GUARDED_BYTES = 1 << 30  # are those past this many bytes (the guarded ones live until the call returns)
@@ -504,14 +515,25 @@ class _Guards:
         self.buffers: list[dict] = []
         self.allocated = 0
         self.allocated_bytes = 0
+        self.wide_bytes = 0  # guard bytes past the least guard, both sides of every buffer
+
+    def _guard_elements(self, size: int, span: int) -> int:
+        """Elements of guard on each side of a buffer of `span` elements of `size` bytes: the least
+        guard, widened to the data's length (GUARD_REACH_BYTES to WIDE_GUARD_MAX_BYTES) while the
+        case's MAX_WIDE_GUARD_BYTES last, a multiple of GUARD_ALIGN bytes."""
+        least = -(-max(GUARD_ELEMENTS * size, GUARD_BYTES) // GUARD_ALIGN) * GUARD_ALIGN
+        wanted = min(max(span * size, GUARD_REACH_BYTES), WIDE_GUARD_MAX_BYTES)
+        left = (MAX_WIDE_GUARD_BYTES - self.wide_bytes) // 2
+        width = max(least, min(wanted, least + left) // GUARD_ALIGN * GUARD_ALIGN)
+        self.wide_bytes += 2 * (width - least)
+        return width // size
 
     def _guarded(self, dtype, device, span: int):
         """A buffer with room for `span` elements; returns (buffer, start) with the pattern in
         buffer[:start] and buffer[start + span:], and the data at a GUARD_ALIGN boundary."""
         torch = self.torch
         size = dtype.itemsize
-        guard = max(GUARD_ELEMENTS, -(-GUARD_BYTES // size))
-        guard = -(-guard * size // GUARD_ALIGN) * GUARD_ALIGN // size
+        guard = self._guard_elements(size, span)
         slack = GUARD_ALIGN // size
         buffer = torch.empty(slack + guard + span + guard, dtype=dtype, device=device)
         start = (-buffer.data_ptr()) % GUARD_ALIGN // size + guard
@@ -605,9 +627,9 @@ class _Guards:
         return tensor
 
     @contextlib.contextmanager
-    def allocations(self, *, guarded: bool = True):
-        """While active, the torch factories return guarded tensors, the uninitialised ones poisoned.
-        `guarded` False (the given check, whose guards nobody compares): only the poison."""
+    def allocations(self):
+        """While active, the torch factories return guarded tensors, the uninitialised ones poisoned
+        (pinned host memory only poisoned)."""
         torch = self.torch
         from torch.overrides import TorchFunctionMode
 
@@ -622,11 +644,11 @@ class _Guards:
                 kwargs = kwargs or {}
                 made = func(*args, **kwargs)  # the mode is off in here: torch's own semantics
                 if (func in filled or func in empty) and "out" not in kwargs:
-                    if guarded and not kwargs.get("pin_memory"):
+                    if not kwargs.get("pin_memory"):
                         made = guards.allocation(made, copy=func in filled)
                     elif (func in empty and type(made) is torch.Tensor and made.layout == torch.strided
                           and not made.is_quantized and made.device.type in ("cpu", "cuda")):
-                        guards.poison(made.detach())  # the given check, or pinned host memory: not guarded
+                        guards.poison(made.detach())  # pinned host memory: not guarded
                 return made
 
         with GuardAllocations():

@@ -84,6 +84,34 @@ tl.store(y + row * N + cols, values * 2, mask=mask)
     assert ragged.error in feedback
 
 
+def test_a_wrong_row_stride_far_past_the_output_is_still_evidence(host):
+    """Each row is stored where it belongs and once more at row (row + 4) of stride 4N, as a wrong
+    row stride does: 12N to 25N elements past y (384 to 799 on regular.n32, 1.5 to 3.2 KB), far
+    beyond the least guard of 64 elements. The guard is as wide as the data (at least 16 KiB), so
+    every such write lands in it and comes back as evidence. With 64-element guards they landed in
+    the interpreter's heap past the buffer: no evidence of them, and where they broke the
+    allocator's records the process aborted (SIGABRT) during this case or a later one."""
+    report = grade(submission(kernel='''
+row = tl.program_id(0)
+cols = tl.arange(0, BLOCK)
+mask = cols < N
+values = tl.load(x + row * N + cols, mask=mask, other=0.0)
+tl.store(y + row * N + cols, values * 2, mask=mask)
+tl.store(y + (row + 4) * 4 * N + cols, values * 2, mask=mask)
+'''))
+    host.assert_untouched()
+    assert_graded_normally()
+    assert_failed(report)
+    assert report.given_check.status == "passed"  # its outputs are right; nobody compares its padding
+    for case_id in REGULAR_CASES:
+        c = case(report, case_id)
+        rows, cols = c.shape
+        [breach] = c.out_of_bounds
+        assert (breach.output, breach.side, breach.changed, breach.distance, breach.index) == \
+            ("y", "after", rows * cols, (16 - rows) * cols, 16 * cols), (case_id, breach)
+        assert breach.guard >= (16 << 10) // 4 and not c.passed and c.first_mismatch is None, c
+
+
 def test_a_read_one_past_the_input_brings_nan_into_the_output(host):
     """Each row also loads its next element (one past x on the last row) and adds it times zero:
     the guard after x holds NaN, so the last row's last output is NaN and both cases fail."""

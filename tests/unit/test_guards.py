@@ -117,20 +117,60 @@ def test_uninitialised_allocations_are_poisoned_and_filled_ones_are_not(dtype):
     assert checked(guards) == []  # the poison is data, not a changed guard
 
 
-def test_poison_reaches_unguarded_allocations_and_the_given_check():
+def test_poison_reaches_unguarded_allocations():
     guards = _Guards(torch, "f")
     guards.allocated = harness.MAX_GUARDED_ALLOCATIONS  # past the cap: left where torch made it
     with guards.allocations():
         past_cap = torch.empty(4)
         grad = torch.empty(3, requires_grad=True)
+        made, bools = torch.empty(5, dtype=torch.float16), torch.empty(3, dtype=torch.bool)
     assert guards.buffers == [] and poisoned_everywhere(past_cap) and poisoned_everywhere(grad.detach())
     assert grad.requires_grad and grad.is_leaf
-    given = _Guards(torch, "f")
-    with given.allocations(guarded=False):  # the given check's calls: poison only, no guarded buffer
-        made, bools, kept = torch.empty(5, dtype=torch.float16), torch.empty(3, dtype=torch.bool), torch.ones(2)
-    assert given.buffers == [] and poisoned_everywhere(made) and bool(bools.all()) and torch.equal(kept, torch.ones(2))
+    assert poisoned_everywhere(made) and bool(bools.all())
     nan = made.float()
     assert bool(torch.isnan(nan).all()) and bool(torch.isnan(nan * 0).all())  # mul_(0) does not zero it
+
+
+def test_a_write_as_far_past_as_the_data_is_long_lands_in_the_guard():
+    """A wrong row stride or block offset writes up to about the data's own length past it (the
+    puzzle's row stride N1 for N0 on a 64 x 32 z: 1487 elements past a buffer of 2576). Each guard
+    is as wide as the data, and at least GUARD_REACH_BYTES: such writes change the guard, where
+    the trusted side sees them, instead of memory past the buffer (on the interpreter the heap,
+    where they went unseen or aborted the process)."""
+    guards = _Guards(torch, "f")
+    x = guards.input("x", torch.randn(64, 40), "cpu")
+    with guards.allocations():
+        y = torch.empty_like(x)
+        small = torch.zeros(5)
+    wider(y, 0, y.numel())[-1] = 1.5  # as far past y as y is long
+    wider(small, 0, harness.GUARD_REACH_BYTES // 4)[-1] = 2.5  # a BLOCK of 4096 past five elements
+    wider(x, x.numel(), 0)[0] = 3.5  # as far before x
+    before, past_y, past_small = breach_of(guards, {"y": y})
+    assert (before["buffer"], before["side"], before["distance"], before["index"], before["value"]) == \
+        ("x", "before", x.numel() - 1, -x.numel(), "3.5")
+    assert (past_y["output"], past_y["side"], past_y["changed"], past_y["distance"], past_y["index"]) == \
+        ("y", "after", 1, y.numel() - 1, 2 * y.numel() - 1)
+    assert (past_small["side"], past_small["distance"], past_small["value"]) == \
+        ("after", harness.GUARD_REACH_BYTES // 4 - 1, "2.5")
+
+
+def test_wide_guards_stay_within_the_cases_budget():
+    """Each side widens to at most WIDE_GUARD_MAX_BYTES, and the case's widened guards together to
+    MAX_WIDE_GUARD_BYTES (they go back with its outputs); past that a buffer has the least guard,
+    which still catches a write just past it."""
+    guards = _Guards(torch, "f")
+    big = harness.WIDE_GUARD_MAX_BYTES  # bytes of data per buffer: each side wants as much
+    with guards.allocations():
+        made = [torch.zeros(big // 4) for _ in range(harness.MAX_WIDE_GUARD_BYTES // big)]
+    records, raw = guards.evidence({})
+    sides = [raw[f"__guard__.{i}.{side}"].numel() for i in range(len(made)) for side in ("before", "after")]
+    least = 256
+    assert sum(max(0, n - least - GUARD_ALIGN) for n in sides) <= harness.MAX_WIDE_GUARD_BYTES
+    assert max(sides) <= big + GUARD_ALIGN  # (the after side also holds the alignment slack)
+    assert min(sides[:2]) >= big and max(sides[-2:]) <= least + GUARD_ALIGN  # the first wide, the last least
+    wider(made[-1], 0, 1)[-1] = 7.0
+    [breach] = breach_of(guards)
+    assert (breach["distance"], breach["index"], breach["guard"]) == (0, big // 4, sides[-1] // 4)
 
 
 def test_a_write_one_past_an_allocated_output_is_reported_with_evidence():
