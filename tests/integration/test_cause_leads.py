@@ -40,35 +40,32 @@ def _grade(grader, exercise_id: str, code: str, language: str) -> Report:
     return report
 
 
-# (the edit, the cause, the finding of one case it also causes, whether that finding is required;
-# racy: rows overlap, so on a GPU which program's store lands last varies, and the simulation is the
-# interpreter's grid order). row_stride_n1's write past z on regular.tall lands up to 1500 elements
-# past the buffer: run after tests/integration/test_lesson06_grading.py in one pytest process, its
-# second grading twice left no evidence the trusted side sees (no store_address_out_of_bounds), alone
-# it always did; the cause must lead either way.
+# (the edit, the cause, the finding of one case it also causes; racy: rows overlap, so on a GPU
+# which program's store lands last varies, and the simulation is the interpreter's grid order).
+# row_stride_n1 writes up to 1487 elements past buf (2576) on regular.tall: with 64-element guards
+# those writes landed in the interpreter's heap and aborted the sandbox in 6 of 20 gradings (no
+# evidence, no store_address_out_of_bounds); the guard is now as wide as the data (sandbox/harness.py).
 KERNELS = {
-    "row_stride_b0": ((STORE, STORE.replace("* N0", "* B0")), "row_stride_b0", "store_out_of_bounds", True, True),
-    "row_stride_n1": ((STORE, STORE.replace("* N0", "* N1")), "row_stride_n1", "store_address_out_of_bounds",
-                      False, True),
+    "row_stride_b0": ((STORE, STORE.replace("* N0", "* B0")), "row_stride_b0", "store_out_of_bounds", True),
+    "row_stride_n1": ((STORE, STORE.replace("* N0", "* N1")), "row_stride_n1", "store_address_out_of_bounds", True),
     "mask_y_bound_n0": (("mask_y = offs_y < N1", "mask_y = offs_y < N0"), "mask_bound_swapped",
-                        "store_out_of_bounds", True, False),
+                        "store_out_of_bounds", False),
 }
 
 
 @pytest.mark.parametrize("language", ["zh", "en"])
 @pytest.mark.parametrize("name", list(KERNELS))
 def test_the_mistake_that_explains_every_case_leads(grader, name: str, language: str):
-    (old, new), cause, symptom, required, racy = KERNELS[name]
+    (old, new), cause, symptom, racy = KERNELS[name]
     if racy and grader.mode is not DeviceMode.interpreter:
         pytest.skip("overlapping rows: which store lands last is a race on a GPU")
     report = _grade(grader, OUTER_ADD, _edit(grader, OUTER_ADD, old, new), language)
     ids = [d.id for d in report.diagnoses]
     # the kernel made both: the cause on the cases with outputs, the write past z where one raised
-    assert ids[0] == cause and (symptom in ids or not required), ids
+    assert ids[0] == cause and symptom in ids, ids
     by_id = {d.id: d for d in report.diagnoses}
     cause_cases = {e["case"] for e in by_id[cause].evidence["cases"]}
-    symptom_cases = {e["case"] for e in by_id[symptom].evidence["cases"]} if symptom in by_id else set()
-    assert cause_cases and not cause_cases & symptom_cases
+    assert cause_cases and not cause_cases & {e["case"] for e in by_id[symptom].evidence["cases"]}
     failed = {c.id for c in report.cases if not c.passed and c.kind != "given"}
     assert cause_cases <= failed
     # every item that names it names it first, and its feedback says it before anything else
