@@ -281,9 +281,15 @@ class Grader:
             return self._not_gradable(exercise, submission_id, None, started, language,
                                       message=self._gap_message(static_gap))
         not_run_reason = extraction.error or rejected_fill(exercise, extraction, language)
-        graded = spec.cases_for(secret_seed)  # drawn shapes resolved: replay with the seed gives the same
-        seeds = Seeds(secret=secret_seed, given=spec.given_check.seed,
-                      cases={c.id: case_seed(c, secret_seed) for c in graded})
+
+        def drawn() -> tuple[list[CaseSpec], Seeds]:
+            """The cases as graded under the secret seed (drawn shapes resolved: replay with the seed gives
+            the same) and their seeds; only where inputs are drawn: a memo hit reuses its run's seeds."""
+            graded = spec.cases_for(secret_seed)
+            return graded, Seeds(secret=secret_seed, given=spec.given_check.seed,
+                                 cases={c.id: case_seed(c, secret_seed) for c in graded})
+
+        seeds: Seeds
 
         program: Program | None = None
         run: RunResult | None = None
@@ -327,6 +333,7 @@ class Grader:
                 given_status, given_output, environment = reused.given_status, reused.given_output, reused.environment
                 other_cases, other_given = reused.case_texts, reused.given_outputs
             else:
+                graded, seeds = drawn()
                 arrays = {c.id: exercise.make_inputs(c, seeds.cases[c.id]) for c in graded}
                 # Host blanks beside kernel blanks: the kernel's fills run once more
                 # with the solution's host code, before the program itself (whose speed phase may
@@ -425,6 +432,7 @@ class Grader:
                                         release=self._speed_slots.release))
                 self._release(claims)  # stored (or not storable): the waiting gradings go on now
         else:
+            graded, seeds = drawn()
             arrays = {c.id: exercise.make_inputs(c, seeds.cases[c.id]) for c in graded}
             cases, _ = compare_cases(exercise, None, arrays, seeds.cases, graded, language=language)
             refused = host_fills.check(exercise, extraction) if extraction.error is None else None
