@@ -190,3 +190,31 @@ def test_structure_keys_are_kept_for_statements_only():
     same = _structure_keys(ast.parse("x = " + "+".join(["a"] * 300) + "  # a comment\nfor i in range(3):\n"
                                      "    y = i*2\n    if y:  pass\n"))
     assert sorted(same.values()) == sorted(keys.values())  # no positions, no formatting: equal code, equal keys
+
+
+def _depth(node, level=0) -> int:
+    """The tree's depth, the plain recursive way (ast.iter_child_nodes): what deeper_than must agree with."""
+    import ast
+
+    return max([level, *(_depth(child, level + 1) for child in ast.iter_child_nodes(node))])
+
+
+@pytest.mark.parametrize("source", [
+    TEMPLATE, filled("mask"), "x = 1", "pass", "x = " + "-" * 150 + "1", "x = " + "-" * 180 + "y[0]",
+    "def f(a, *, b=(1, [2, {3: -4}])):\n    return [i async for i in a if not -i]\n",
+    "class A(B, metaclass=M):\n    @d\n    def g(self) -> list[int]:\n        with a as (b, c), d:\n            pass\n",
+    "match p:\n    case [1, *rest] | {'k': v} if v:\n        pass\n", "x = " + "[" * 90 + "]" * 90,
+    "lambda: " * 120 + "f'{a!r:>{w}}'",
+])
+def test_deeper_than_agrees_with_the_tree_depth_at_every_limit(source):
+    """deeper_than reads each node's children itself (not through ast.iter_child_nodes' generators):
+    at every limit around the tree's depth it says what the recursive depth says."""
+    import ast
+
+    from service.grading.extract import deeper_than
+
+    tree = ast.parse(source)
+    depth = _depth(tree)
+    for limit in sorted({0, 1, 2, depth - 2, depth - 1, depth, depth + 1, 200}):
+        if limit >= 0:
+            assert deeper_than(tree, limit) is (depth > limit), (limit, depth)
