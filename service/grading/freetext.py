@@ -22,6 +22,7 @@ import functools
 import importlib
 import itertools
 import math
+import operator
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
@@ -255,7 +256,7 @@ def _fold_char(ch: str, homoglyphs: bool = False) -> str:
 def fold_char(ch: str, homoglyphs: bool = False) -> str:
     """One character of an answer as the rubric reads it (none, one or a few), signs folded;
     `homoglyphs`: reads_homoglyphs of the whole answer."""
-    return _fold_char(ch, homoglyphs)
+    return _fold_char(ch, True) if homoglyphs else _fold_char(ch)  # the cache's keys as _Text.of makes them
 
 
 def reads_homoglyphs(text: str) -> bool:
@@ -324,6 +325,7 @@ class _Text(str):
     offsets: list[int] | None
     lower_only: bool  # see _lower_only
     _grams: frozenset[str]  # see _index (set when first asked)
+    _screen: tuple[str | None, str]  # see _screen_text (set when first asked)
 
     @classmethod
     def of(cls, answer: str) -> _Text:
@@ -336,7 +338,8 @@ class _Text(str):
         # Where each character of `signs` came from in `raw`; None: character i stays character i.
         offsets: list[int] | None = None
         if not raw.isascii():  # folding ASCII is lower-casing: character i stays character i
-            pieces = [_fold_char(ch, homoglyphs) for ch in raw]
+            # (map: the cache's own call per character, no Python loop; _fold_char(ch) is _fold_char(ch, False))
+            pieces = [_fold_char(ch, True) for ch in raw] if homoglyphs else list(map(_fold_char, raw))
             if "".join(pieces) != signs:  # per-character folding disagrees (it nearly never does)
                 return text
             if set(map(len, pieces)) != {1}:  # some character folds to several (or none)
@@ -347,6 +350,33 @@ class _Text(str):
         kept = kept[lead:lead + len(text)]
         text.offsets = ([offsets[k] for k in kept] if offsets is not None else kept) + [len(raw)]
         return text
+
+
+class _ScreenText(str):
+    """The text the rubric's screens read for an answer with comparisons: the answer, then the answer
+    with each comparison's operands swapped (_screen_text). Its _lower_only and _index are read once."""
+
+    lower_only: bool
+    _grams: frozenset[str]  # see _index (set when first asked)
+
+
+def _screen_text(text: str) -> tuple[str | None, str]:
+    """_swapped(text), and the text a screen reads for `text` (the screen is only a prefilter: `text`,
+    with the swapped text after it). Made once per answer for a _Text: the concepts' screen and the
+    misconceptions' read the same one."""
+    made: tuple[str | None, str] | None = getattr(text, "_screen", None)
+    if made is not None:
+        return made
+    swapped = _swapped(text)
+    if swapped is None:
+        made = (None, text)
+    else:
+        screen = _ScreenText(f"{text}\n{swapped}")
+        screen.lower_only = _lower_only(screen)
+        made = (swapped, screen)
+    if isinstance(text, _Text):
+        text._screen = made
+    return made
 
 
 _WORD = re.compile(r"[A-Za-z0-9_]")
@@ -507,8 +537,9 @@ def _lower_only(text: str) -> bool:
 
 
 def _case_folded(text: str) -> bool:
-    """Whether `text` may be matched without IGNORECASE (_lower_only), read once per answer for a _Text."""
-    return text.lower_only if isinstance(text, _Text) else _lower_only(text)
+    """Whether `text` may be matched without IGNORECASE (_lower_only), read once per answer for a _Text
+    (and for its _ScreenText)."""
+    return text.lower_only if isinstance(text, (_Text, _ScreenText)) else _lower_only(text)
 
 
 def _case_free(pattern: str) -> bool:
@@ -634,8 +665,9 @@ def _index(text: str) -> frozenset[str]:
     answer's length each time, and a rubric's patterns need hundreds of words."""
     index: frozenset[str] | None = getattr(text, "_grams", None)
     if index is None:
-        index = frozenset(text) | frozenset(text[i:i + 2] for i in range(len(text) - 1))
-        if isinstance(text, _Text):
+        # each character joined to the next one, in C (a slice per position was twice as slow)
+        index = frozenset(text) | frozenset(map(operator.add, text, text[1:]))
+        if isinstance(text, (_Text, _ScreenText)):
             text._grams = index
     return index
 
@@ -1013,8 +1045,7 @@ def _score_answer(question: Question, text: _Text, max_points: float,
                          missing=_missing(question.concepts))
     spans = _sentences(text)
     matches: dict[str, list[_Match]] = {}
-    swapped = _swapped(text)
-    screen_text = text if swapped is None else f"{text}\n{swapped}"  # the screen is only a prefilter
+    swapped, screen_text = _screen_text(text)
     for concept, screened in zip(question.concepts,
                                  _screened_groups([c.patterns for c in question.concepts], screen_text)):
         for pattern in screened:
@@ -1712,9 +1743,8 @@ def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]],
                     where: list[int] | None = None) -> list[dict]:
     """The misconceptions stated; `where` (when given) receives where each statement starts."""
     found = []
-    swapped = _swapped(text)
-    screened = _screened_groups([wrong.patterns for wrong in question.misconceptions],
-                                text if swapped is None else f"{text}\n{swapped}")
+    swapped, screen_text = _screen_text(text)
+    screened = _screened_groups([wrong.patterns for wrong in question.misconceptions], screen_text)
     for wrong, patterns in zip(question.misconceptions, screened):
         if patterns and _excused(wrong, text):
             continue
