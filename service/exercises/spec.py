@@ -391,11 +391,18 @@ def bytes_moved(formula: str, *, M: int, N: int) -> int:
         raise ValueError(f"speed.bytes {formula!r}: only integers, M, N, + - * // and parentheses are allowed")
 
     try:
-        tree = syntax.parse(formula, mode="eval")
+        tree = _bytes_tree(formula)
     except SyntaxError as exc:
         raise ValueError(f"speed.bytes {formula!r} is not an expression: {exc}") from None
     assert isinstance(tree, ast.Expression)
     return value(tree.body)
+
+
+@functools.lru_cache(maxsize=64)
+def _bytes_tree(formula: str) -> ast.AST:
+    """An exercise's `speed.bytes` formula parsed once (the exercise's data, read on every speed card;
+    nothing writes to the tree)."""
+    return syntax.parse(formula, mode="eval")
 
 
 class BaselineSpec(_Strict):
