@@ -63,3 +63,20 @@ def test_a_claimed_run_of_code_that_cannot_run():
     veto = unverified_claim(claimed_output="passed", program_ran=False, given_status=None, real_output="",
                             not_run_reason="第 1 个填空中不允许使用 lambda")
     assert veto is not None and veto.status == "suspected" and "lambda" in veto.evidence["note"]
+
+
+def test_a_claim_read_again_is_a_fresh_one():
+    """parse_claim keeps the last claims it read (a grading reads its claim four times): what one
+    caller does to the Claim it got never shows in the next reading of the same text."""
+    from service.grading.claims import parse_claim
+
+    said = "max abs error 1.5e-07, shape (4, 8)\nTraceback: AssertionError"
+    first = parse_claim(said)
+    assert first.numbers == ["1.5e-07"] and first.shapes == ["(4, 8)"] and first.exceptions == ["assertionerror"]
+    first.numbers.append("9.9")
+    first.shapes.clear()
+    first.exceptions.append("valueerror")
+    first.kind = "pass"
+    again = parse_claim(said)
+    assert again.kind == "fail" and again.numbers == ["1.5e-07"] and again.shapes == ["(4, 8)"]
+    assert again.exceptions == ["assertionerror"]
