@@ -44,6 +44,7 @@ import io
 import os
 import re
 import textwrap
+import traceback
 import types
 
 TARGET = ("cuda", 90, 32)  # sm_90 (H100/H200), warp size 32: the GPU the lesson's course grades on
@@ -135,13 +136,31 @@ def _ptxas_errors(text: str) -> str:
     return "ptxas: " + "; ".join(dict.fromkeys(said)) if said else text
 
 
+def _cause(exc: BaseException) -> str:
+    """What the compiler's message leaves out. Triton raises `CompilationError(src, node, None) from`
+    the real error, so a bare assertion in its semantics (`boundary_check=(ROWS, D)`: `assert
+    isinstance(dim, int) and 0 <= dim < len(block_shape)`) showed only the source and a caret: the
+    cause's type and words, or, when it has none, the assertion's own line and function."""
+    cause = exc.__cause__
+    if cause is None:
+        return ""
+    said = str(cause).strip()
+    if said:
+        return "" if said in str(exc) else f"\n{type(cause).__name__}: {said}"
+    frames = traceback.extract_tb(cause.__traceback__)
+    if frames and frames[-1].line:
+        return f"\n{type(cause).__name__} in Triton's {frames[-1].name}: {frames[-1].line}"
+    return f"\n{type(cause).__name__}"
+
+
 def compile_error_message(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     if type(exc).__name__ == "PTXASError":
         text = _ptxas_errors(text)
-    if len(text) > MAX_MESSAGE:
-        text = text[:MAX_MESSAGE] + " …"
-    return mark(PREFIX_CODE, target=_target_name()) + f"{type(exc).__name__}: {text}"
+    cause = _cause(exc)[:MAX_MESSAGE // 4]
+    if len(text) + len(cause) > MAX_MESSAGE:  # the source excerpt gives way, never the cause
+        text = text[:MAX_MESSAGE - len(cause)] + " …"
+    return mark(PREFIX_CODE, target=_target_name()) + f"{type(exc).__name__}: {text}{cause}"
 
 
 class CompileGate:

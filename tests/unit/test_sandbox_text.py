@@ -1,6 +1,8 @@
 """The sandbox's codes rendered on the trusted side: the runner's accounts and the in-sandbox marks."""
 from __future__ import annotations
 
+import linecache
+
 from sandbox.contract import CaseRun, DeviceMode, GivenRun, RunResult, Said, SpeedRun
 from sandbox.gpu_compile import compile_error_message, mark
 from service.grading.sandbox_text import expand_marks, render_run
@@ -42,3 +44,48 @@ def test_a_mark_naming_an_unknown_code_or_wrong_parameters_is_left_as_written():
     assert expand_marks("x " + mark("sandbox.python_call", name="os.system") + " y", "en") == (
         "x calling the Python function `os.system` inside a Triton kernel is not supported: a kernel may call "
         "@triton.jit functions and triton.language (tl.*) functions only y")
+
+
+def _chained(inner: BaseException | None = None, *, check=None) -> Exception:
+    """A compiler error raised `from` another, as Triton's CompilationError(src, node, None) is."""
+    try:
+        try:
+            if check is not None:
+                check()
+            raise inner  # type: ignore[misc]
+        except Exception as cause:
+            raise RuntimeError("at 22:14:\n    row = tl.load(p, boundary_check=(ROWS, D))\n          ^") from cause
+    except RuntimeError as exc:
+        return exc
+
+
+# Triton's semantics, compiled here without pytest's assertion rewriting (which would give the bare
+# assert a message), its source where tracebacks read it (linecache).
+_SEMANTIC = "triton-semantic-stand-in.py"
+_SOURCE = ('def _canonicalize_boundary_check(dim="ROWS", block_shape=(16, 16)):\n'
+           '    assert isinstance(dim, int) and 0 <= dim < len(block_shape)\n')
+linecache.cache[_SEMANTIC] = (len(_SOURCE), None, _SOURCE.splitlines(True), _SEMANTIC)
+_NAMESPACE: dict = {}
+exec(compile(_SOURCE, _SEMANTIC, "exec"), _NAMESPACE)
+_canonicalize_boundary_check = _NAMESPACE["_canonicalize_boundary_check"]
+
+
+def test_a_bare_assertion_in_the_compiler_is_quoted_after_the_caret():
+    message = compile_error_message(_chained(check=_canonicalize_boundary_check))
+    assert message.endswith("          ^\nAssertionError in Triton's _canonicalize_boundary_check: "
+                            "assert isinstance(dim, int) and 0 <= dim < len(block_shape)"), message
+
+
+def test_a_cause_with_words_is_said_once():
+    assert compile_error_message(_chained(ValueError("boundary_check dims must be ints"))).endswith(
+        "\nValueError: boundary_check dims must be ints")
+    said = RuntimeError("at 1:1: ValueError('x')")
+    said.__cause__ = ValueError("x")
+    assert compile_error_message(said).count("ValueError") == 1
+
+
+def test_a_long_excerpt_gives_way_to_the_cause():
+    long = RuntimeError("at 1:1:\n" + "x = 1\n" * 2000)
+    long.__cause__ = TypeError("the real reason")
+    message = compile_error_message(long)
+    assert message.endswith(" …\nTypeError: the real reason") and len(message) < 4600
