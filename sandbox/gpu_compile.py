@@ -43,13 +43,18 @@ import functools
 import io
 import os
 import re
+import sys
+import tempfile
 import textwrap
+import threading
 import traceback
 import types
 
 TARGET = ("cuda", 90, 32)  # sm_90 (H100/H200), warp size 32: the GPU the lesson's course grades on
 LAST_STAGE = "cubin"  # ttir (the front end) -> ttgir -> llir -> ptx -> cubin (ptxas, a subprocess: ~30 ms)
 MAX_MESSAGE = 4000
+MAX_DIAGNOSTICS = 1500  # characters of the compiler's own diagnostics (its fd-2 `error:` lines) kept in a message
+MAX_STDERR_SCAN = 8 << 20  # bytes of what a failed compile wrote to fd 2 that are read for them
 
 # The words around a rejection are the trusted side's (service/messages/sandbox.yaml): this module, which runs in
 # the student's process, writes only their codes, inline: «kg:<code>|key=value|...» (service/grading/sandbox_text.py).
@@ -153,14 +158,154 @@ def _cause(exc: BaseException) -> str:
     return f"\n{type(cause).__name__}"
 
 
-def compile_error_message(exc: BaseException) -> str:
+# An MLIR diagnostic as its default handler prints it: `<file>:<line>:<col>: error: <words>`.
+_DIAGNOSTIC = re.compile(r"^(?:(?P<where>\S.*?): )?(?P<severity>error|note): (?P<said>.*\S)\s*$")
+_LOCATION = re.compile(r"^(?P<file>.*?):(?P<line>\d+)(?::(?P<col>\d+))?$")
+# A failed C++ assertion inside a pass (Triton 3.6's RewriteTensorPointer on a 1-offset advance of a
+# 2-D block pointer): `python: /project/lib/.../X.cpp:262: <signature>: Assertion `...' failed.`
+_ASSERTION = re.compile(r"(?P<file>[^/\s:]+\.(?:cpp|cc|h|hpp|inc)):(?P<line>\d+): .*?(?P<said>Assertion `.*' failed)")
+_REPRODUCER = re.compile(r"\s*reproducer generated at `[^`]*`"
+                         r"|\s*please share the reproducer above with Triton project\.?")
+_NOTE_LIMIT = 160  # a longer note is an IR dump (`see current operation: ...`), not words
+_LINE_LIMIT = 400
+
+
+def compiler_diagnostics(written: str, known: str = "") -> str:
+    """The compiler's own words in what a failed compile wrote to fd 2, which the Python exception
+    leaves out: MLIR prints a verifier's or a pass's diagnostic there (`'tt.reduce' op type mismatch
+    on combine operation ...`) and raises only `PassManager::run failed`, `error encountered during
+    parsing` or `assert reduce_op.verify()`. Kept: its `error:` lines, its short `note:` lines and
+    a failed C++ assertion, each once, with the source file's name and line (not its path); left
+    out: IR dumps (the reproducer, `see current operation`), anything `known` already says. A failed
+    assertion, the cause of the `error:` lines around it, comes last (the line a case's summary shows)."""
+    kept: list[str] = []
+    asserted: list[str] = []
+    for raw in written.splitlines():
+        line = raw.strip()
+        found = _DIAGNOSTIC.match(line)
+        if found is not None:
+            said = " ".join(_REPRODUCER.sub("", found["said"]).split()).replace(":;", ";").rstrip(":; ")
+            if not said or (found["severity"] == "note" and (
+                    len(said) > _NOTE_LIMIT or said.startswith("see current operation"))):
+                continue
+            where = _LOCATION.match(found["where"] or "")
+            place = (f"{os.path.basename(where['file'])}:{where['line']}" + (f":{where['col']}" if where["col"] else "")
+                     if where is not None else "")
+            shown = f"{place + ': ' if place else ''}{found['severity']}: {said}"
+        else:
+            found = _ASSERTION.search(line)
+            if found is None:
+                continue
+            said = found["said"]
+            shown = f"{said} (Triton's {found['file']}:{found['line']})"
+        shown = shown[:_LINE_LIMIT] + (" …" if len(shown) > _LINE_LIMIT else "")
+        into = kept if found.re is _DIAGNOSTIC else asserted
+        if said not in known and shown not in into:
+            into.append(shown)
+    last = "\n".join(asserted)[:MAX_DIAGNOSTICS // 2]  # bounded: the first lines give way, not the cause
+    first = "\n".join(kept)
+    if len(first) + len(last) + 1 > MAX_DIAGNOSTICS:
+        first = first[:MAX_DIAGNOSTICS - len(last) - 3] + " …"
+    return "\n".join(part for part in (first, last) if part)
+
+
+def compile_error_message(exc: BaseException, stderr: str = "") -> str:
+    """The student's message for a compile that failed with `exc`, with the compiler's own
+    diagnostics from `stderr` (what the compile wrote to fd 2) where the exception lacks them."""
     text = str(exc).strip() or type(exc).__name__
     if type(exc).__name__ == "PTXASError":
         text = _ptxas_errors(text)
     cause = _cause(exc)[:MAX_MESSAGE // 4]
+    said = compiler_diagnostics(stderr, text + cause) if stderr else ""
+    cause += "\n" + said if said else ""
     if len(text) + len(cause) > MAX_MESSAGE:  # the source excerpt gives way, never the cause
         text = text[:MAX_MESSAGE - len(cause)] + " …"
     return mark(PREFIX_CODE, target=_target_name()) + f"{type(exc).__name__}: {text}{cause}"
+
+
+_FD2_LOCK = threading.RLock()  # one capture of fd 2 at a time (a kernel launched from two threads)
+
+
+class _CompilerStderr:
+    """What the process writes to fd 2 (where MLIR prints its diagnostics) while the compiler runs,
+    into a private temporary file; fd 2 is put back however the block ends. `text` is what was
+    written (the first MAX_STDERR_SCAN bytes), read only when asked for (a failed compile).
+
+    Python's own sys.stderr is left where it writes: if it is fd 2 itself (not the harness's
+    redirect of a given check), it writes through a copy of the real fd 2 meanwhile. Another thread
+    writing to fd 2 meanwhile (only a submission starts one) writes into the file, which the gate
+    reads only for a failed compile's `error:` lines. Without the file or the descriptors (a full
+    /tmp, no free descriptor), the compile runs without the capture."""
+
+    def __init__(self) -> None:
+        self.sink = None  # the temporary file, made at the first compile and kept (emptied after each)
+        self.unavailable = False
+
+    @contextlib.contextmanager
+    def captured(self):
+        with _FD2_LOCK:
+            saved, sink, python_stderr = None, None, None
+            try:
+                if self.sink is None and not self.unavailable:
+                    self.sink = tempfile.TemporaryFile(prefix="kernelgrade-compile-")
+                sink = self.sink
+                if sink is not None:
+                    _flush(sys.stderr)  # what Python wrote before goes where it was going
+                    saved = os.dup(2)
+                    os.dup2(sink.fileno(), 2)
+            except OSError:
+                self.unavailable = self.sink is None
+                if saved is not None:
+                    os.close(saved)
+                saved = None
+            try:
+                if saved is not None and _writes_to_fd2(sys.stderr):
+                    python_stderr = sys.stderr
+                    sys.stderr = open(saved, "w", buffering=1, closefd=False,  # noqa: SIM115 - closed below
+                                      encoding=getattr(python_stderr, "encoding", None) or "utf-8",
+                                      errors="backslashreplace")
+                yield self
+            finally:
+                if saved is not None:
+                    try:
+                        if python_stderr is not None:
+                            ours, sys.stderr = sys.stderr, python_stderr
+                            with contextlib.suppress(Exception):
+                                ours.close()
+                    finally:
+                        os.dup2(saved, 2)
+                        os.close(saved)
+
+    def text(self) -> str:
+        """What the last capture holds; the file is emptied after."""
+        sink = self.sink
+        if sink is None:
+            return ""
+        try:
+            sink.seek(0)
+            return sink.read(MAX_STDERR_SCAN).decode("utf-8", "replace")
+        except OSError:
+            return ""
+        finally:
+            self.empty()
+
+    def empty(self) -> None:
+        if self.sink is not None:
+            with contextlib.suppress(OSError):
+                self.sink.seek(0)
+                self.sink.truncate()
+
+
+def _flush(stream) -> None:
+    with contextlib.suppress(Exception):
+        stream.flush()
+
+
+def _writes_to_fd2(stream) -> bool:
+    try:
+        return stream.fileno() == 2
+    except Exception:  # noqa: BLE001 - a StringIO (the harness's redirect), a closed or odd stream
+        return False
 
 
 class CompileGate:
@@ -178,6 +323,8 @@ class CompileGate:
         self.scopes: dict[int, tuple] = {}  # id(module globals) -> (them, the copy the twins see)
         self.binders: dict[int, tuple] = {}  # id(launched InterpretedFunction) -> (it, twin, binder)
         self.verdicts: dict[tuple, BaseException | None] = {}
+        self.messages: dict[tuple, str] = {}  # a failed compile's message (with what it wrote to fd 2)
+        self.compiler_stderr = _CompilerStderr()
         # What the compiler visited, per launch specialization: {code object: node keys} (_node_key).
         self.reached: dict[tuple, dict] = {}
         self.active: dict | None = None  # the launch being interpreted now: its `reached`
@@ -258,7 +405,7 @@ class CompileGate:
         if key in self.verdicts:
             known = self.verdicts[key]
             if known is not None:
-                raise GPUCompileError(compile_error_message(known)) from None
+                raise GPUCompileError(self.messages.get(key) or compile_error_message(known)) from None
             self.active = self.reached[key]
             return
         global _RECORD
@@ -266,9 +413,10 @@ class CompileGate:
         error = None
         _RECORD = {}
         try:
-            options, signature, constexprs, attrs = jit._pack_args(self.backend, kwargs, bound_args, specialization,
-                                                                   options)
-            self._compile(jit, signature, constexprs, attrs, options)
+            with self.compiler_stderr.captured():
+                options, signature, constexprs, attrs = jit._pack_args(self.backend, kwargs, bound_args,
+                                                                       specialization, options)
+                self._compile(jit, signature, constexprs, attrs, options)
         except Exception as exc:  # noqa: BLE001 - whatever the compiler raised is the verdict
             error = exc
         finally:
@@ -277,7 +425,11 @@ class CompileGate:
             self.compile_s += time.perf_counter() - started
         self.verdicts[key] = error
         if error is not None:
-            raise GPUCompileError(compile_error_message(error)) from None
+            # MLIR's diagnostic (`error: 'tt.reduce' op ...`) is on fd 2; the exception says only
+            # `PassManager::run failed` or the like.
+            self.messages[key] = compile_error_message(error, self.compiler_stderr.text())
+            raise GPUCompileError(self.messages[key]) from None
+        self.compiler_stderr.empty()  # a compile that succeeded: its warnings are nobody's business here
         self.reached[key] = record
         self.active = record
 

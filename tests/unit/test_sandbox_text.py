@@ -89,3 +89,65 @@ def test_a_long_excerpt_gives_way_to_the_cause():
     long.__cause__ = TypeError("the real reason")
     message = compile_error_message(long)
     assert message.endswith(" …\nTypeError: the real reason") and len(message) < 4600
+
+
+# What Triton 3.6 wrote to fd 2 for a 1-offset advance of a 2-D block pointer (shortened IR dump).
+_PASS_FAILED = """python: /project/lib/Dialect/Triton/Transforms/RewriteTensorPointer.cpp:262: Operation *mlir::triton::\
+RewriteTensorPointerPass::rewriteAdvanceOp(OpBuilder &, triton::AdvanceOp, std::stack<Operation *> &): Assertion \
+`info.length() == op.getOffsets().size()' failed.
+module {
+  tt.func public @k(%arg0: !tt.ptr<f32>) attributes {noinline = false} {
+    %18 = tt.advance %arg5, [%c16_i32] : <tensor<16x16xf32>>
+  }
+}
+/job/tmp/work/submission.py:9:0: error: A signal was caught while processing the MLIR module:reproducer generated \
+at `std::errs, please share the reproducer above with Triton project.`; marking pass as failed
+/job/tmp/work/submission.py:9:0: error: Failures have been detected while processing an MLIR pass pipeline
+/job/tmp/work/submission.py:9:0: note: Pipeline failed while executing [`TritonRewriteTensorPointer` on \
+'builtin.module' operation]: reproducer generated at `std::errs, please share the reproducer above with Triton project.`
+/job/submission.py:12:5: note: see current operation: %18 = "tt.advance"(%arg5, %c16_i32) : (!tt.ptr<tensor<16x16xf32>>)
+"""
+
+
+def test_the_compilers_fd2_words_follow_the_exception_without_paths_dumps_or_repeats():
+    message = compile_error_message(RuntimeError("PassManager::run failed"), _PASS_FAILED)
+    assert message.endswith(
+        "RuntimeError: PassManager::run failed\n"
+        "submission.py:9:0: error: A signal was caught while processing the MLIR module; marking pass as failed\n"
+        "submission.py:9:0: error: Failures have been detected while processing an MLIR pass pipeline\n"
+        "submission.py:9:0: note: Pipeline failed while executing [`TritonRewriteTensorPointer` on 'builtin.module' "
+        "operation]\n"
+        "Assertion `info.length() == op.getOffsets().size()' failed (Triton's RewriteTensorPointer.cpp:262)"), message
+    said = RuntimeError("at 1:1: 'tt.reduce' op type mismatch")
+    assert "error:" not in compile_error_message(said, "x.py:1:1: error: 'tt.reduce' op type mismatch\n")
+    assert compile_error_message(RuntimeError("x"), "UserWarning: TRITON_DEFAULT_FP_FUSION is unset\n").endswith(
+        "RuntimeError: x")
+
+
+def test_a_long_excerpt_and_a_flood_of_diagnostics_give_way_to_the_assertion():
+    long = RuntimeError("at 1:1:\n" + "x = 1\n" * 2000)
+    flood = "".join(f"a.py:{i}:1: error: {'w' * 100}\n" for i in range(200)) + _PASS_FAILED.splitlines()[0]
+    message = compile_error_message(long, flood)
+    assert message.endswith("(Triton's RewriteTensorPointer.cpp:262)") and len(message) < 4600
+    assert "a.py:1:1: error: " in message and " …\n" in message  # the first lines kept, the rest cut
+
+
+def test_fd2_is_put_back_however_a_capture_ends():
+    import os
+
+    from sandbox.gpu_compile import _CompilerStderr
+
+    before = os.fstat(2)
+    capture = _CompilerStderr()
+    for stop in (ValueError, KeyboardInterrupt):
+        try:
+            with capture.captured():
+                os.write(2, b"a.py:1:1: error: inside\n")
+                assert os.fstat(2).st_ino != before.st_ino
+                raise stop
+        except stop:
+            pass
+        after = os.fstat(2)
+        assert (after.st_dev, after.st_ino) == (before.st_dev, before.st_ino)
+        assert "error: inside" in capture.text()
+        assert capture.text() == ""  # emptied once read

@@ -1,0 +1,151 @@
+"""A compile that MLIR rejects says why (sandbox/gpu_compile.py, CompileGate).
+
+MLIR prints a verifier's or a pass's diagnostic on the process's fd 2 and Triton raises only
+`PassManager::run failed`, `error encountered during parsing` or `assert reduce_op.verify()`: the
+student saw the exception and not the reason. The gate now captures fd 2 around its compile and
+appends MLIR's `error:` lines (and a failed C++ assertion) to the message. Each test compiles a real
+kernel through the real gate (installed as the harness installs it, launched as a student launches)
+in a fresh interpreter-mode Python, and checks that fd 2 is the real one again afterwards.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from service.config import REPO_ROOT
+
+TRITON36 = REPO_ROOT / ".venv-triton36" / "bin" / "python"  # scripts/setup --test makes it
+
+RUN = '''
+import json, os, sys
+os.environ["TRITON_INTERPRET"] = "1"
+sys.path.insert(0, {sandbox!r})
+import torch
+import gpu_compile
+import kernels
+
+gpu_compile.restrict_compile_time_calls()
+gate = gpu_compile.CompileGate()
+gate.install()
+said = {{}}
+python_stderr = sys.stderr
+for name in {names!r}:
+    try:
+        kernels.launch(name)
+        said[name] = None
+    except gpu_compile.GPUCompileError as exc:
+        said[name] = str(exc)
+os.write(2, b"fd 2 is back\\n")
+print(json.dumps({{"said": said, "python_stderr_kept": sys.stderr is python_stderr}}))
+'''
+
+
+def _run_gate(python: Path | str, tmp_path: Path, kernels: str, names: list[str]) -> tuple[dict, str]:
+    (tmp_path / "kernels.py").write_text(textwrap.dedent(kernels), encoding="utf-8")
+    script = RUN.format(sandbox=str(REPO_ROOT / "sandbox"), names=names)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "TRITON_DEFAULT_FP_FUSION": "1"}
+    proc = subprocess.run([str(python), "-c", script], capture_output=True, text=True, cwd=tmp_path, env=env,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["python_stderr_kept"]
+    assert proc.stderr.rstrip().endswith("fd 2 is back"), proc.stderr[-2000:]  # restored after every compile
+    return out["said"], proc.stderr
+
+
+# Triton 3.9 (this machine's interpreter): a combine function that returns a comparison (its type is
+# i1, the reduced values' f32), and fma on integer offsets. Both pass Triton's Python checks and fail
+# MLIR's verifier; the second raises only "error encountered during parsing".
+KERNELS_39 = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def larger(a, b):
+    return a > b
+
+
+@triton.jit
+def max_by_comparison(x_ptr, out_ptr, B: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, B))
+    tl.store(out_ptr, tl.reduce(x, 0, larger))
+
+
+@triton.jit
+def fma_offsets(x_ptr, out_ptr, B: tl.constexpr):
+    rows = tl.arange(0, B)
+    offs = tl.fma(rows, B, rows)
+    tl.store(out_ptr + rows, tl.load(x_ptr + offs))
+
+
+@triton.jit
+def copy(x_ptr, out_ptr, B: tl.constexpr):
+    rows = tl.arange(0, B)
+    tl.store(out_ptr + rows, tl.load(x_ptr + rows))
+
+
+def launch(name):
+    x, out = torch.randn(256), torch.zeros(256)
+    globals()[name][(1,)](x, out, B=16)
+'''
+
+
+def test_an_mlir_verifier_error_is_in_the_students_message(tmp_path):
+    said, stderr = _run_gate(sys.executable, tmp_path, KERNELS_39, ["copy", "max_by_comparison", "fma_offsets", "copy"])
+    assert said["copy"] is None  # compiled (and the capture of the compile before took nothing with it)
+    reduce_message = said["max_by_comparison"]
+    assert "assert reduce_op.verify()" in reduce_message  # what the exception says
+    assert reduce_message.rstrip().endswith(  # and why: the verifier's line, with the file's name and place
+        "kernels.py:15:23: error: 'tt.reduce' op type mismatch on combine operation. "
+        "Expected argument 0 to have type 'f32' but got 'i1'"), reduce_message
+    fma_message = said["fma_offsets"]
+    assert "RuntimeError: error encountered during parsing" in fma_message
+    assert "kernels.py:21:12: error: 'math.fma' op operand #0 must be floating-point-like" in fma_message
+    assert str(tmp_path) not in reduce_message + fma_message  # no paths
+    assert "'tt.reduce' op" not in stderr  # the compiler's output went to the message, not the log
+
+
+# Triton 3.6 (the GPU host's): a 2-D block pointer advanced by one offset (weighted sum's fill
+# `advance((D_TILE_SIZE,))`) trips a C++ assertion in a pass; MLIR recovers, dumps the module and
+# Triton raises `PassManager::run failed`.
+KERNELS_36 = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def row_sums(x_ptr, out_ptr, N, D, BR: tl.constexpr, BD: tl.constexpr):
+    p = tl.make_block_ptr(x_ptr, shape=(N, D), strides=(D, 1), offsets=(0, 0), block_shape=(BR, BD),
+                          order=(1, 0))
+    acc = tl.zeros((BR, BD), dtype=tl.float32)
+    for _ in range(tl.cdiv(D, BD)):
+        acc += tl.load(p, boundary_check=(0, 1), padding_option="zero")
+        p = p.advance((BD,))
+    tl.store(out_ptr + tl.arange(0, BR), tl.sum(acc, axis=1))
+
+
+def launch(name):
+    x, out = torch.randn(16, 32), torch.zeros(16)
+    globals()[name][(1,)](x, out, 16, 32, BR=16, BD=16)
+'''
+
+
+def test_a_failed_pass_says_which_pass_and_which_assertion_under_triton_3_6(tmp_path):
+    if not TRITON36.exists():
+        pytest.skip(f"{TRITON36} is missing (scripts/setup --test makes it)")
+    said, _ = _run_gate(TRITON36, tmp_path, KERNELS_36, ["row_sums"])
+    message = said["row_sums"]
+    assert "RuntimeError: PassManager::run failed" in message
+    assert "note: Pipeline failed while executing [`TritonRewriteTensorPointer`" in message
+    assert message.rstrip().endswith(
+        "Assertion `info.length() == op.getOffsets().size()' failed (Triton's RewriteTensorPointer.cpp:262)")
+    assert "tt.func" not in message and "reproducer" not in message  # no IR dump, no request to report it
