@@ -30,7 +30,8 @@ class GradeRow(BaseModel):
     exercise: str | None = Field(None, description="the exercise of the attempt that counts")
     submission_id: str | None = Field(None, description="the attempt that counts (none: no graded attempt yet)")
     attempt: int | None = None
-    graded_attempts: int = Field(description="graded submissions of this student for this assignment")
+    graded_attempts: int = Field(description="submissions of this student for this assignment that have a grade "
+                                             "(one being graded again keeps its grade until the regrade lands)")
     in_progress: int = Field(description="submissions still queued or being graded")
     not_gradable: int = Field(description="submissions kernelgrade failed to grade (they cost the student nothing)")
     points: float | None = Field(None, description="the grade that counts (after the course's veto policy)")
@@ -79,8 +80,7 @@ def gradebook(session: Session, course_id: str, policy: CoursePolicy, *, assignm
         groups.setdefault((row.assignment, row.student_id), []).append(row)
     chosen: dict[tuple[str, str], tuple[Submission, Counted]] = {}
     for key, rows in groups.items():
-        graded = [(r, _counted(r, policy)) for r in rows
-                  if r.status == SubmissionStatus.graded and r.score_total is not None]
+        graded = [(r, _counted(r, policy)) for r in rows if has_grade(r)]
         if graded:
             chosen[key] = _choose(graded, policy)
     decided: dict[str, list[str]] = {}
@@ -95,7 +95,7 @@ def gradebook(session: Session, course_id: str, policy: CoursePolicy, *, assignm
         rows = groups[key]
         empty = GradeRow(assignment=key[0], student_id=key[1], student_name=rows[-1].student_name,
                          student_email=rows[-1].student_email,
-                         graded_attempts=sum(r.status == SubmissionStatus.graded for r in rows),
+                         graded_attempts=sum(has_grade(r) for r in rows),
                          in_progress=sum(r.status in IN_PROGRESS_STATUSES for r in rows),
                          not_gradable=sum(r.status == SubmissionStatus.not_gradable for r in rows), state="none")
         hints, cost = charges.get(key, ((), 0.0))
@@ -112,6 +112,15 @@ def gradebook(session: Session, course_id: str, policy: CoursePolicy, *, assignm
             state="provisional" if grade.provisional else "final", rule=grade.rule, blocking=grade.blocking,
             ta_decisions=decided.get(row.id, []), graded_at=row.graded_at)))
     return Gradebook(course=course_id, assignment=assignment, policy=policy, rows=out, unattributed=unattributed)
+
+
+def has_grade(row: Submission) -> bool:
+    """The submission has a graded current report: graded, or graded and being graded again. A
+    regrade in flight leaves the grade it had current until its own report lands (a failed one
+    keeps it for good, store.finish), so that grade still counts meanwhile: leaving the attempt out
+    would hand the student's grade to another attempt, in the gradebook and at the LMS. The grade
+    columns are set exactly when the current report is graded (policy.grade_columns)."""
+    return row.score_total is not None and row.status != SubmissionStatus.not_gradable
 
 
 def _choose(graded: list[tuple[Submission, Counted]], policy: CoursePolicy) -> tuple[Submission, Counted]:
@@ -136,13 +145,11 @@ def counting(session: Session, submission: Submission,
     graded yet), reading that student's attempts only; a submission without an assignment or a
     student id is its own (when graded)."""
     if submission.assignment is None or submission.student_id is None:
-        alone = submission.status == SubmissionStatus.graded and submission.score_total is not None
-        return (submission, _counted(submission, policy)) if alone else None
+        return (submission, _counted(submission, policy)) if has_grade(submission) else None
     rows = session.scalars(select(Submission).where(
         Submission.course_id == submission.course_id, Submission.assignment == submission.assignment,
         Submission.student_id == submission.student_id).order_by(Submission.created_at, Submission.id))
-    attempts = [(r, _counted(r, policy)) for r in rows
-                if r.status == SubmissionStatus.graded and r.score_total is not None]
+    attempts = [(r, _counted(r, policy)) for r in rows if has_grade(r)]
     return _choose(attempts, policy) if attempts else None
 
 

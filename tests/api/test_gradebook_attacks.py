@@ -1,0 +1,142 @@
+"""The grade that reaches a course's gradebook must be the true one: attacks on the way a grade
+leaves kernelgrade (LTI scores to a real LTI platform we did not write, served over HTTP by
+tests/support/lti_platform.py; webhooks to a real receiver; `GET /v1/grades`), written as a
+student, a misbehaving client, or the races and failures of a real deployment would mount them.
+Every test runs against the live server on SQLite and on PostgreSQL (the race that needs row
+locks on PostgreSQL only). Where a race is forced, it is forced with the database's own locks, not
+by patching the service."""
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import select
+
+from service.db.lti_models import LtiScorePost, LtiSubmission
+from service.db.models import Submission
+from tests.api.support import EXERCISE, Course, Service, cheap_body, wait_final, wait_for
+from tests.support.lti_platform import LEARNER, Browser, Link, Platform, User, forms
+
+pytestmark = pytest.mark.sandbox
+
+
+@pytest.fixture(scope="module")
+def lti(start_service) -> Service:
+    return start_service(lti_allowed_hosts=["127.0.0.1"], lti_score_backoff_s=[0.5, 0.5],
+                         webhook_backoff_s=[1.0] * 8)
+
+
+@pytest.fixture(scope="module")
+def platform(lti) -> Iterator[Platform]:
+    with Platform(lti.url) as p:
+        yield p
+
+
+@pytest.fixture(scope="module")
+def course(lti, platform) -> Course:
+    """The platform registered for a course of its own (deployment dep-1)."""
+    course = lti.new_course()
+    response = course.client("admin").post("/v1/lti/platforms", json=platform.tool_registration())
+    assert response.status_code == 201, response.text
+    return course
+
+
+@pytest.fixture
+def link(platform) -> Link:
+    """A placement of lesson 6 with its line item, for one test."""
+    return platform.add_link(f"lesson 6 ({uuid.uuid4().hex[:6]})", {"exercise": EXERCISE},
+                             line_item={"scoreMaximum": 10, "label": "lesson 6", "resourceId": EXERCISE,
+                                        "tag": "kernelgrade"})
+
+
+@pytest.fixture
+def student(platform) -> Iterator[str]:
+    """A learner of the platform's own, for one test."""
+    sub = f"s-{uuid.uuid4().hex[:8]}"
+    platform.state.users[sub] = User(sub, f"Student {sub}", f"{sub}@example.edu", [LEARNER])
+    yield sub
+    del platform.state.users[sub]
+
+
+def lti_submit(lti: Service, platform: Platform, link: Link, sub: str, body: dict) -> Submission:
+    """Launch as `sub` and submit `body` from the activity page; returns the stored submission."""
+    browser = Browser()
+    try:
+        page = browser.launch(platform, user=sub, hint=f"link:{link.id}")
+        assert page.status_code == 200, page.text[:1000]
+        (form,) = [f for f in forms(page.text) if f.action == "/lti/submit"]
+        answers = {f"answer_{k}": v for k, v in body.get("answers", {}).items()}
+        landed = browser.submit(form, lti.url, code=body["code"], explanation=body.get("explanation", ""),
+                                claimed_output=body.get("claimed_output", ""), **answers)
+        assert landed.status_code == 200, landed.text[:1000]
+    finally:
+        browser.close()
+    with lti.sessions() as session:
+        return session.scalars(select(Submission).join(LtiSubmission, LtiSubmission.submission_id == Submission.id)
+                               .where(LtiSubmission.sub == sub).order_by(Submission.created_at.desc())).first()
+
+
+def scores_of(platform: Platform, link: Link, sub: str) -> list[dict]:
+    return [s for s in platform.scores(link) if s["userId"] == sub]
+
+
+def settled_posts(lti: Service, sub: str) -> list[LtiScorePost] | None:
+    """The student's score posts once none is waiting (each posted, superseded or given up)."""
+    with lti.sessions() as session:
+        posts = list(session.scalars(select(LtiScorePost).where(LtiScorePost.sub == sub).order_by(LtiScorePost.id)))
+    return posts if posts and all(p.state != "pending" for p in posts) else None
+
+
+def lms_grade(lti: Service, platform: Platform, link: Link, sub: str) -> float:
+    """What the LMS's gradebook holds for `sub` once kernelgrade has nothing left to send."""
+    wait_for(lambda: settled_posts(lti, sub), timeout=60, what=f"{sub}'s score posts settled")
+    return scores_of(platform, link, sub)[-1]["scoreGiven"]
+
+
+def decide(client, submission_id: str, points: float) -> None:
+    response = client.post(f"/v1/submissions/{submission_id}/decisions",
+                           json={"item": "q1", "points": points, "reason": "clear causal chain"})
+    assert response.status_code == 201, response.text
+
+
+# --- a regrade in flight ----------------------------------------------------------------------
+
+def test_a_regrade_in_flight_does_not_hand_the_grade_to_an_earlier_attempt(lti, platform, course, link, student):
+    """Attempt 2 counts (under `last`) with 2 points. A bulk regrade has attempt 2 in the sandbox
+    (running under a worker's lease) when attempt 1's regrade lands: the grade that counts is still
+    attempt 2's, in the gradebook and at the LMS. When attempt 2's regrade then fails on our side
+    (not_gradable: its grade stays current and nothing is re-posted), the LMS must still hold 2,
+    not the earlier attempt's 0."""
+    staff = course.client("submit", "read", "review")
+    first = lti_submit(lti, platform, link, student, cheap_body())
+    wait_final(staff, first.id)
+    second = lti_submit(lti, platform, link, student, cheap_body())
+    wait_final(staff, second.id)
+    decide(staff, second.id, 2)
+    assert lms_grade(lti, platform, link, student) == 2
+
+    # Attempt 2's regrade is in the sandbox: claimed, running, under a lease its worker holds.
+    with lti.sessions() as session:
+        row = session.get(Submission, second.id)
+        row.status, row.lease_token = "running", "held-by-the-test"
+        row.lease_expires_at = datetime.now(UTC) + timedelta(hours=1)
+        session.commit()
+    assert staff.post(f"/v1/submissions/{first.id}/regrade").status_code == 202
+    wait_for(lambda: (v := wait_final(staff, first.id)) and len(v["history"]) == 2, timeout=60,
+             what="attempt 1 regraded")
+    (row,) = staff.get("/v1/grades", params={"assignment": f"lti:{link.id}"}).json()["rows"]
+    assert (row["submission_id"], row["points"]) == (second.id, 2), "attempt 2's grade still counts"
+    assert lms_grade(lti, platform, link, student) == 2, "attempt 1's regrade posted its own grade"
+
+    # Attempt 2's regrade fails on our side: its worker died once too often.
+    with lti.sessions() as session:
+        row = session.get(Submission, second.id)
+        row.attempts = lti.settings.max_attempts
+        row.lease_expires_at = datetime.now(UTC) - timedelta(seconds=5)
+        session.commit()
+    view = wait_for(lambda: (v := wait_final(staff, second.id)) and len(v["history"]) == 3 and v, timeout=60,
+                    what="attempt 2's failed regrade")
+    assert view["history"][-1]["status"] == "not_gradable" and view["report"]["score"]["total"] == 2
+    assert lms_grade(lti, platform, link, student) == 2
