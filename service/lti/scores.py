@@ -113,7 +113,8 @@ def _queue(session: Session, link_id: int, sub: str, found: tuple[Submission, Co
         return None
     if found[1].awaiting_other:  # another attempt waiting for a TA may still count instead (best)
         counted = replace(counted, provisional=True, awaiting_other=True)
-    score = score_body(Report.model_validate(current.report), counted, sub=sub, submitted_at=chosen.created_at, at=at)
+    score = score_body(Report.model_validate(current.report), counted, sub=sub, submitted_at=chosen.created_at,
+                       at=_after_earlier_posts(session, link_id, sub, at))
     last = session.scalar(select(LtiScorePost).where(LtiScorePost.link_id == link_id, LtiScorePost.sub == sub,
                                                      LtiScorePost.state.in_(("pending", "posted")))
                           .order_by(LtiScorePost.id.desc()).limit(1))
@@ -127,6 +128,20 @@ def _queue(session: Session, link_id: int, sub: str, found: tuple[Submission, Co
                         score=score, state="pending", next_attempt_at=utcnow())
     session.add(post)
     return post
+
+
+def _after_earlier_posts(session: Session, link_id: int, sub: str, at: datetime) -> datetime:
+    """`at`, or just after the newest score queued before for `sub` on the placement when that one
+    is not older. The LMS keeps the score with the newest timestamp and refuses an older one (AGS:
+    "MUST NOT update a result if the last timestamp on record is later"); a score queued late (its
+    report written, then a wait for the student's lock or for the database) would otherwise carry
+    a time older than one already posted, and the true grade would be refused for it."""
+    stamps = session.scalars(select(LtiScorePost.score["timestamp"].as_string())
+                             .where(LtiScorePost.link_id == link_id, LtiScorePost.sub == sub))
+    newest = max((datetime.fromisoformat(stamp) for stamp in stamps if stamp), default=None)
+    if newest is not None and newest >= as_utc(at):
+        return newest + timedelta(milliseconds=1)  # the body says milliseconds (_iso)
+    return at
 
 
 def requeue_course(session: Session, course_id: str, policy: CoursePolicy) -> int:

@@ -7,15 +7,18 @@ locks on PostgreSQL only). Where a race is forced, it is forced with the databas
 by patching the service."""
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, text
 
+from service.db import decisions
 from service.db.lti_models import LtiScorePost, LtiSubmission
 from service.db.models import Submission
+from service.review import DecisionRequest
 from tests.api.support import EXERCISE, Course, Service, cheap_body, wait_final, wait_for
 from tests.support.lti_platform import LEARNER, Browser, Link, Platform, User, forms
 
@@ -140,3 +143,55 @@ def test_a_regrade_in_flight_does_not_hand_the_grade_to_an_earlier_attempt(lti, 
                     what="attempt 2's failed regrade")
     assert view["history"][-1]["status"] == "not_gradable" and view["report"]["score"]["total"] == 2
     assert lms_grade(lti, platform, link, student) == 2
+
+
+def waiting_for_lock(lti: Service, statement: str) -> int:
+    """Transactions whose `statement` waits for a lock (pg_stat_activity is read once per
+    transaction: a fresh session each time)."""
+    with lti.sessions() as observer:
+        return observer.scalar(text("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                                    "AND query ILIKE :statement"), {"statement": statement + "%"}) or 0
+
+
+# --- the LMS keeps the newest timestamp ---------------------------------------------------------
+
+def test_a_score_queued_late_is_not_sent_with_an_older_timestamp(lti, platform, course, link, student):
+    """AGS: the platform ignores a score older than the one it has (lti1p3platform answers 409).
+    Under `best`, a TA raises attempt 2 to 2 points: its report is written, then its transaction
+    is slow to queue the score (here: it waits for a row lock). Meanwhile another TA raises
+    attempt 1 to 1 point, and that score is queued and posted. Attempt 2's 2 points, the true
+    grade, queued last, must reach the LMS: not carry the earlier time its report was written."""
+    if lti.kind != "postgresql":
+        pytest.skip("a SQLite writer holds the database's write lock from its first statement: no interleaving")
+    admin = course.client("admin", "read", "review", "submit")
+    admin.put("/v1/course/policy", json={"grade_policy": "best"}).raise_for_status()
+    try:
+        first = lti_submit(lti, platform, link, student, cheap_body())
+        wait_final(admin, first.id)
+        second = lti_submit(lti, platform, link, student, cheap_body())
+        wait_final(admin, second.id)
+        assert lms_grade(lti, platform, link, student) == 0
+
+        with lti.sessions() as holder:
+            # The decision's audit row refers to attempt 2's current report: holding that row makes
+            # the decision wait after it wrote its report, before it queues the score.
+            current = holder.get_one(Submission, second.id).current_report_id
+            holder.execute(text("SELECT id FROM reports WHERE id = :id FOR UPDATE"), {"id": current})
+            slow = threading.Thread(target=decide, args=(admin, second.id, 2))
+            slow.start()
+            wait_for(lambda: waiting_for_lock(lti, "INSERT INTO decisions"), timeout=30,
+                     what="the TA's decision on attempt 2 waiting")
+            with lti.sessions() as session:
+                decisions.decide(session, first.id, DecisionRequest(item="q1", points=1, reason="partly right"),
+                                 actor="test")
+            wait_for(lambda: scores_of(platform, link, student)[-1]["scoreGiven"] == 1, timeout=30,
+                     what="attempt 1's 1 point at the LMS")
+            holder.rollback()
+        slow.join(timeout=60)
+        (row,) = admin.get("/v1/grades", params={"assignment": f"lti:{link.id}"}).json()["rows"]
+        assert (row["submission_id"], row["points"]) == (second.id, 2)
+        assert lms_grade(lti, platform, link, student) == 2, "the LMS refused the true grade as older"
+        stamps = [s["timestamp"] for s in scores_of(platform, link, student)]
+        assert stamps == sorted(stamps)
+    finally:
+        admin.put("/v1/course/policy", json={"grade_policy": "last"}).raise_for_status()
