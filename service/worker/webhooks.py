@@ -179,9 +179,12 @@ def _payload_parts(session: Session, delivery: WebhookDelivery) -> dict:
     course = session.get_one(Course, submission.course_id)
     policy = CoursePolicy(grade_policy=course.grade_policy, veto_policy=course.veto_policy)
     counted = counted_with_hints(session, submission, report.report, policy)
-    # `counts`: whether this attempt is the student's grade now (last or best): a receiver that keeps
-    # one grade per student must not take a worse later attempt's points under `best`.
-    counting = counting_attempt(session, submission, policy) if counted is not None else None
+    # `counts`: whether this grade is the student's grade now (last or best): a receiver that keeps
+    # one grade per student must not take a worse later attempt's points under `best`, nor the points
+    # of a report that is no longer current (a delivery retried after a decision or a regrade made a
+    # newer report current: that one's message carries the grade).
+    counting = (counting_attempt(session, submission, policy)
+                if counted is not None and report.id == submission.current_report_id else None)
     grade = None if counted is None else {"points": counted.points, "max": counted.max, "total": counted.total,
                                           "rule": counted.rule, "passed": counted.passed,
                                           "provisional": counted.provisional, "blocking": counted.blocking,

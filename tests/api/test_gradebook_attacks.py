@@ -7,10 +7,12 @@ locks on PostgreSQL only). Where a race is forced, it is forced with the databas
 by patching the service."""
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from sqlalchemy import select, text
@@ -195,3 +197,68 @@ def test_a_score_queued_late_is_not_sent_with_an_older_timestamp(lti, platform, 
         assert stamps == sorted(stamps)
     finally:
         admin.put("/v1/course/policy", json={"grade_policy": "last"}).raise_for_status()
+
+
+# --- a webhook retried after a newer report ------------------------------------------------------
+
+class HoldingReceiver:
+    """A real receiver that answers 500 to `submission.graded` until it has taken a
+    `submission.decision_recorded`, and keeps, as a platform keeping one grade per student does,
+    the grade of the last message whose `grade.counts` is true."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, int, int]] = []  # (type, report_seq, status answered)
+        self.kept: float | None = None
+        self._released = False
+        self._lock = threading.Lock()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802
+                payload = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                with receiver._lock:
+                    refused = payload["type"] == "submission.graded" and not receiver._released
+                    if payload["type"] == "submission.decision_recorded":
+                        receiver._released = True
+                    if not refused and payload["data"]["grade"]["counts"]:
+                        receiver.kept = payload["data"]["grade"]["points"]
+                    receiver.events.append((payload["type"], payload["report_seq"], 500 if refused else 200))
+                self.send_response(500 if refused else 200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/hooks"
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+
+    def __enter__(self) -> HoldingReceiver:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def snapshot(self) -> list[tuple[str, int, int]]:
+        with self._lock:
+            return list(self.events)
+
+
+def test_a_webhook_retried_after_a_newer_report_does_not_say_its_stale_grade_counts(lti):
+    course = lti.new_course()
+    client = course.client("submit", "read", "review")
+    with HoldingReceiver() as receiver:
+        body = {**cheap_body(), "callback_url": receiver.url, "assignment": "hw-stale", "student": {"id": "u1"}}
+        submission_id = client.post("/v1/submissions", json=body).json()["id"]
+        wait_for(lambda: receiver.snapshot(), timeout=60, what="the first delivery (refused)")
+        decide(client, submission_id, 2)
+        wait_for(lambda: [e for e in receiver.snapshot() if e == ("submission.graded", 1, 200)], timeout=60,
+                 what="the graded report's retry, after the decision's")
+        events = receiver.snapshot()
+    assert events.index(("submission.decision_recorded", 2, 200)) < events.index(("submission.graded", 1, 200))
+    (row,) = client.get("/v1/grades", params={"assignment": "hw-stale"}).json()["rows"]
+    assert row["points"] == 2
+    assert receiver.kept == 2, "the stale report's message said its 0 points were the student's grade"
