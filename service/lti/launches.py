@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from service.db.base import as_utc, utcnow
 from service.db.lti_models import LtiContext, LtiDeployment, LtiLink, LtiMember, LtiPlatform
+from service.submission import MAX_ID_CHARS
 
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
 AGS = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
@@ -95,6 +96,31 @@ def record_link(session: Session, deployment: LtiDeployment, context: LtiContext
                        exercise_id=text(custom.get("exercise"), 100) or None if isinstance(custom, dict) else None,
                        ags_scopes=scopes, lineitems_url=text(ags.get("lineitems"), 2000) or None,
                        lineitem_url=text(ags.get("lineitem"), 2000) or None)
+
+
+ASSIGNMENT_PREFIXES = ("lti:", "lti@")  # an LTI placement's assignment ids; refused from API clients
+
+
+def assignment_of(session: Session, link: LtiLink) -> str:
+    """The `assignment` of the placement's submissions: `lti:<resource link id>`, unless an older
+    placement of the same course already has that (another LMS, or another deployment of one: a
+    resource link id is unique within a deployment only, and user ids within an issuer only, so two
+    LMSs' placements `3` and users `5` are different people): then `lti@<placement number>:<resource
+    link id>`, which no other placement has. The gradebook and the LMS score choose a student's
+    attempts by (assignment, student id): each placement's must be its own. Decided by the links,
+    which a launch stores before any submission and which are never deleted: stable, and the same
+    whichever placement's first submission comes first. At most 200 characters (the contract's)."""
+    plain = f"lti:{link.resource_link_id}"[:MAX_ID_CHARS]
+    course = (select(LtiPlatform.course_id).join(LtiDeployment, LtiDeployment.platform_id == LtiPlatform.id)
+              .where(LtiDeployment.id == link.deployment_id).scalar_subquery())
+    alike = session.execute(select(LtiLink.id, LtiLink.resource_link_id)
+                            .join(LtiDeployment, LtiDeployment.id == LtiLink.deployment_id)
+                            .join(LtiPlatform, LtiPlatform.id == LtiDeployment.platform_id)
+                            .where(LtiPlatform.course_id == course,
+                                   LtiLink.resource_link_id.startswith(plain[4:], autoescape=True))).all()
+    if min(link_id for link_id, other in alike if f"lti:{other}"[:MAX_ID_CHARS] == plain) == link.id:
+        return plain
+    return f"lti@{link.id}:{link.resource_link_id}"[:MAX_ID_CHARS]
 
 
 def find_link(session: Session, deployment: LtiDeployment, claims: dict[str, Any]) -> LtiLink | None:

@@ -24,7 +24,15 @@ from service.db.models import Submission
 from service.exercises import Exercise, ExerciseNotFound
 from service.lti import keys
 from service.lti.adapter import LtiCookies, LtiLaunch, LtiRequest, Tool
-from service.lti.launches import Person, find_link, is_staff, record_context, record_link, record_member
+from service.lti.launches import (
+    Person,
+    assignment_of,
+    find_link,
+    is_staff,
+    record_context,
+    record_link,
+    record_member,
+)
 from service.lti.refusals import LaunchRefused
 from service.lti.registry import origin_of
 from service.lti.roster import names
@@ -172,12 +180,13 @@ def _activity(request: Request, session: Session, message: LtiLaunch, platform: 
 
 def _identity(session: Session, link: LtiLink, person: Person, language: str) -> dict[str, Any]:
     """The course-identity fields of the submission contract for an LTI submission: the student
-    from the launch (never from the form), the placement as the assignment, the attempt number."""
+    from the launch (never from the form), the placement as the assignment (its own, assignment_of),
+    the attempt number."""
     earlier = session.scalar(select(func.count()).select_from(LtiSubmission)
                              .where(LtiSubmission.link_id == link.id, LtiSubmission.sub == person.sub)) or 0
     student = {"id": person.sub, **({"name": person.name} if person.name else {}),
                **({"email": person.email} if person.email else {})}
-    fields = {"assignment": f"lti:{link.resource_link_id}"[:200], "student": student, "attempt": earlier + 1,
+    fields = {"assignment": assignment_of(session, link), "student": student, "attempt": earlier + 1,
               "language": language}
     return {name: value for name, value in fields.items() if name in SubmissionBody.model_fields}
 

@@ -262,3 +262,49 @@ def test_a_webhook_retried_after_a_newer_report_does_not_say_its_stale_grade_cou
     (row,) = client.get("/v1/grades", params={"assignment": "hw-stale"}).json()["rows"]
     assert row["points"] == 2
     assert receiver.kept == 2, "the stale report's message said its 0 points were the student's grade"
+
+
+# --- whose grade: placements and clients that name the same assignment ------------------------------
+
+def same_placement_id(platform: Platform, resource_link_id: str) -> Link:
+    """A link of `platform` whose resource link id is the one given (as two Moodle sites number their
+    activities 1, 2, 3, ..., and LTI makes a resource link id unique only within a deployment)."""
+    item_id = uuid.uuid4().hex[:8]
+    link = Link(id=resource_link_id, title="lesson 6", custom={"exercise": EXERCISE}, line_item=item_id)
+    platform.state.line_items[item_id] = {"scoreMaximum": 10, "label": "lesson 6", "resourceId": EXERCISE,
+                                          "tag": "kernelgrade", "resourceLinkId": link.id,
+                                          "id": f"{platform.url}/ags/course-101/lineitems/{item_id}"}
+    platform.state.links[link.id] = link
+    return link
+
+
+def test_two_lms_with_the_same_placement_and_user_ids_keep_their_students_apart(lti, platform, course):
+    """Two LMSs registered for one course, each with a placement `rl-shared-…` and a user of the
+    same id (user ids are unique per issuer only: two different people). Each student's grade is
+    their own: in the gradebook (a row each) and at their own LMS, whatever the other does."""
+    resource_link_id, sub = f"rl-shared-{uuid.uuid4().hex[:6]}", f"u-{uuid.uuid4().hex[:6]}"
+    with Platform(lti.url, client_id="second-lms") as other:
+        registered = course.client("admin").post("/v1/lti/platforms", json={**other.tool_registration(),
+                                                                              "client_id": "second-lms"})
+        assert registered.status_code == 201, registered.text
+        ours, theirs = same_placement_id(platform, resource_link_id), same_placement_id(other, resource_link_id)
+        for lms, name in ((platform, "Ada at the first LMS"), (other, "Bo at the second LMS")):
+            lms.state.users[sub] = User(sub, name, f"{sub}@{lms.url.split('//')[1]}", [LEARNER])
+        staff = course.client("submit", "read", "review")
+        ada = lti_submit(lti, platform, ours, sub, cheap_body())
+        wait_final(staff, ada.id)
+        decide(staff, ada.id, 2)
+        assert lms_grade(lti, platform, ours, sub) == 2
+        bo = lti_submit(lti, other, theirs, sub, cheap_body())
+        wait_final(staff, bo.id)
+        assert lms_grade(lti, other, theirs, sub) == 0
+        # A TA's decision on Ada's attempt re-posts Ada's grade to Ada's LMS: 3, not Bo's 0.
+        response = staff.post(f"/v1/submissions/{ada.id}/decisions",
+                              json={"item": "q2", "points": 1, "reason": "names the cause"})
+        assert response.status_code == 201, response.text
+        assert lms_grade(lti, platform, ours, sub) == 3
+        assert lms_grade(lti, other, theirs, sub) == 0
+        rows = [r for r in staff.get("/v1/grades").json()["rows"] if r["student_id"] == sub]
+        assert sorted((r["submission_id"], r["points"]) for r in rows) == sorted([(ada.id, 3), (bo.id, 0)])
+        assignments = {r["assignment"] for r in rows}
+        assert len(assignments) == 2 and f"lti:{resource_link_id}" in assignments, "the first placement keeps lti:<id>"
