@@ -308,3 +308,27 @@ def test_two_lms_with_the_same_placement_and_user_ids_keep_their_students_apart(
         assert sorted((r["submission_id"], r["points"]) for r in rows) == sorted([(ada.id, 3), (bo.id, 0)])
         assignments = {r["assignment"] for r in rows}
         assert len(assignments) == 2 and f"lti:{resource_link_id}" in assignments, "the first placement keeps lti:<id>"
+
+
+def test_a_client_key_cannot_file_a_submission_under_an_lti_placement(lti, platform, course, link, student):
+    """A course's submit key (a Gradescope or PrairieLearn kit, a script) names `assignment` and
+    `student` itself: it may not name an LTI placement's, or its submission (here with attempt
+    1 000 000, so always the last) would become the grade the LMS is sent for that student."""
+    staff = course.client("submit", "read", "review")
+    mine = lti_submit(lti, platform, link, student, cheap_body())
+    wait_final(staff, mine.id)
+    decide(staff, mine.id, 2)
+    assert lms_grade(lti, platform, link, student) == 2
+    forged = {**cheap_body(), "assignment": f"lti:{link.id}", "student": {"id": student}, "attempt": 1_000_000}
+    response = staff.post("/v1/submissions", json=forged)
+    assert response.status_code == 422 and response.json()["detail"][0]["loc"] == ["body", "assignment"]
+    batch = staff.post("/v1/submissions/batch", json={"submissions": [forged]})
+    assert batch.status_code == 422
+    assert batch.json()["detail"][0]["loc"] in (["body", "submissions.0.assignment"],
+                                                ["body", "submissions", 0, "assignment"])
+    response = staff.post(f"/v1/submissions/{mine.id}/decisions",
+                          json={"item": "q2", "points": 1, "reason": "names the cause"})
+    assert response.status_code == 201
+    assert lms_grade(lti, platform, link, student) == 3
+    (row,) = staff.get("/v1/grades", params={"assignment": f"lti:{link.id}"}).json()["rows"]
+    assert (row["submission_id"], row["points"]) == (mine.id, 3)

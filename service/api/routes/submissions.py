@@ -41,6 +41,7 @@ from service.exercises import ExerciseNotFound
 from service.grades.gradebook import hint_charge
 from service.grades.platforms import gradescope, prairielearn
 from service.lti import scores as lti_scores
+from service.lti.launches import ASSIGNMENT_PREFIXES
 from service.report import Report
 from service.status import FINAL_STATUSES, SubmissionStatus
 from service.submission import Student
@@ -112,6 +113,12 @@ def _check(request: Request, settings: Settings, item: SubmissionCreate, field_p
         request.app.state.grader_catalog.get(item.exercise)
     except ExerciseNotFound as exc:
         raise field_error(f"{field_prefix}exercise", str(exc)) from None
+    if item.assignment is not None and item.assignment.startswith(ASSIGNMENT_PREFIXES):
+        # An LTI placement's submissions come from its launches only: a client's submission filed
+        # under one would become the grade its LMS is sent for that student (service/lti/scores.py).
+        raise field_error(f"{field_prefix}assignment",
+                          f"assignment ids starting with {' or '.join(ASSIGNMENT_PREFIXES)} are an LTI placement's; "
+                          "its submissions come through the LTI launch")
     if item.callback_url is not None:
         try:
             check_callback_url(item.callback_url, allowed_hosts=settings.webhook_allowed_hosts)
