@@ -36,6 +36,10 @@ class DecisionRequest(BaseModel):
     reason: Annotated[str, AfterValidator(storable)] = Field(min_length=3, max_length=4000,
                                                              description="why; shown to the student and kept in the "
                                                                          "audit")
+    report_seq: int | None = Field(None, ge=1, le=2**31 - 1,
+                                   description="the report the TA decided on (its `seq` in `history`): refused "
+                                               "with 409 when what the decision is about has changed since (a "
+                                               "regrade landed meanwhile); unset: the current report, whatever it is")
 
     @model_validator(mode="after")
     def _one_target(self) -> DecisionRequest:

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from service.db import store
 from service.db.base import utcnow
+from service.db.carry import evidence_digest
 from service.db.models import ApiKey, Decision, ReportRow, ReviewFlag, Submission
 from service.report import Report
 from service.review import DecisionRequest, apply_decision
@@ -19,6 +20,16 @@ from service.status import FINAL_STATUSES, SubmissionStatus
 
 class NotDecidable(Exception):
     """The submission is not graded (queued or running): there is nothing to decide on yet."""
+
+
+class StaleDecision(Exception):
+    """The decision was made on an earlier report (`report_seq`) whose item or veto differs from
+    the current report's (a regrade landed meanwhile): the TA decided on evidence that is no longer
+    the report's. Nothing is recorded."""
+
+    def __init__(self, seen: int, current: int) -> None:
+        super().__init__(f"report {seen}")
+        self.seen, self.current = seen, current
 
 
 def actor_of(key: ApiKey) -> str:
@@ -38,6 +49,16 @@ def decide(session: Session, submission_id: str, request: DecisionRequest, *, ac
         raise NotDecidable(submission_id)
     row = session.get_one(Submission, submission_id)
     current = session.get_one(ReportRow, row.current_report_id)
+    if request.report_seq is not None and request.report_seq != current.seq:
+        seen = session.scalar(select(ReportRow).where(ReportRow.submission_id == row.id,
+                                                      ReportRow.seq == request.report_seq))
+        # Later reports that left the target as it was (a speed card, another target's decision, a
+        # regrade with the same evidence) do not make the decision stale; a TA's own mark on it is no
+        # evidence (carry.evidence_digest).
+        if seen is None or (evidence_digest(seen.report, request.target)
+                            != evidence_digest(current.report, request.target)):
+            session.rollback()
+            raise StaleDecision(request.report_seq, current.seq)
     report, before, after = apply_decision(Report.model_validate(current.report), request, actor=actor)
     seq = (session.scalar(select(func.max(ReportRow.seq)).where(ReportRow.submission_id == row.id)) or 0) + 1
     issued = ReportRow(submission_id=row.id, seq=seq, reason="review", status=report.status,

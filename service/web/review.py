@@ -162,7 +162,7 @@ def _case_context(request: Request, session, keys: list[ApiKey], row: Submission
     nav = filters.query()
     return {
         "title": f"Case {row.id[:8]}", "csrf": auth.csrf_token(request), "keys": keys, "filters": filters,
-        "row": row, "report": report, "age": _age(row.graded_at), "body": body,
+        "row": row, "report": report, "report_seq": current.seq, "age": _age(row.graded_at), "body": body,
         "diff": diff_lines(report, exercise, body), "vetoes": veto_views(report),
         "items": item_views(report, exercise, body),
         "audit": decisions.decisions_for(session, row.id),
@@ -203,7 +203,8 @@ def case_page(request: Request, session: SessionDep, submission_id: str, course:
 @router.post("/review/cases/{submission_id}/decisions")
 def decide(request: Request, session: SessionDep, submission_id: str, csrf: FormText = "", target: FormText = "",
            action: FormText = "", points: FormText = "", reason: Annotated[str, Form(max_length=4000)] = "",
-           course: FormText = "", exercise: FormText = "", flag: FormText = "", age: FormText = "") -> Response:
+           course: FormText = "", exercise: FormText = "", flag: FormText = "", age: FormText = "",
+           report_seq: FormText = "") -> Response:
     found = _reviewable(request, session, submission_id)
     if isinstance(found, Response):
         return found
@@ -218,10 +219,13 @@ def decide(request: Request, session: SessionDep, submission_id: str, csrf: Form
         return refuse("The form expired or came from elsewhere: nothing was recorded. Reload and decide again.", 403)
     kind, _, name = target.partition(":")
     try:
+        # the report the page showed: a decision on an item or veto a regrade changed since is refused
+        seen = int(report_seq) if report_seq.strip() else None
         if kind == "veto":
-            request_ = DecisionRequest(veto=name, action=action, reason=reason)
+            request_ = DecisionRequest(veto=name, action=action, reason=reason, report_seq=seen)
         elif kind == "item":
-            request_ = DecisionRequest(item=name, points=float(points) if points.strip() else None, reason=reason)
+            request_ = DecisionRequest(item=name, points=float(points) if points.strip() else None, reason=reason,
+                                       report_seq=seen)
         else:
             return refuse(f"Unknown decision target {target!r}.", 422)
     except (ValidationError, ValueError) as exc:
@@ -234,6 +238,10 @@ def decide(request: Request, session: SessionDep, submission_id: str, csrf: Form
     except decisions.NotDecidable:
         session.expire_all()
         return refuse(f"This submission is not graded now (status: {row.status}): nothing was recorded.", 409)
+    except decisions.StaleDecision as exc:
+        session.expire_all()
+        return refuse(f"{request_.target} changed since the report you decided on (report {exc.seen}; a regrade "
+                      f"landed, report {exc.current} is current): nothing was recorded. Read it again and decide.", 409)
     except DecisionError as exc:
         return refuse(f"Nothing was recorded: {exc}", 422)
     return _see_other(f"/review/cases/{row.id}?{filters.query(done=request_.target)}")

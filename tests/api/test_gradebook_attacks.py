@@ -17,10 +17,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from sqlalchemy import select, text
 
-from service.db import decisions
+from service.db import decisions, store
 from service.db.lti_models import LtiScorePost, LtiSubmission
 from service.db.models import Submission
-from service.review import DecisionRequest
+from service.report import Report
+from service.review import DecisionRequest, rescored
 from tests.api.support import EXERCISE, Course, Service, cheap_body, wait_final, wait_for
 from tests.support.lti_platform import LEARNER, Browser, Link, Platform, User, forms
 
@@ -332,3 +333,61 @@ def test_a_client_key_cannot_file_a_submission_under_an_lti_placement(lti, platf
     assert lms_grade(lti, platform, link, student) == 3
     (row,) = staff.get("/v1/grades", params={"assignment": f"lti:{link.id}"}).json()["rows"]
     assert (row["submission_id"], row["points"]) == (mine.id, 3)
+
+
+# --- a TA's decision on a report that a regrade replaced ----------------------------------------------
+
+def regrade_lands(lti: Service, submission_id: str, item: str, points: float) -> None:
+    """A regrade (after a fix to the rubric) lands: written through store.finish under the lease a
+    worker would hold, as the worker writes it; `item`'s evidence and points are what changed."""
+    with lti.sessions() as session:
+        row = session.get_one(Submission, submission_id)
+        report = Report.model_validate(store.current_report(session, row).report)
+        row.status, row.lease_token = "running", "regrade-worker"
+        row.lease_expires_at = datetime.now(UTC) + timedelta(minutes=5)
+        session.commit()
+    items = [i.model_copy(update={"points": points, "status": "pass" if points == i.max_points else "partial",
+                                  "evidence": {**i.evidence, "rubric": "fixed after the first grading"}})
+             if i.id == item else i for i in report.items]
+    regraded = rescored(report, items=items, vetoes=list(report.vetoes), carried=[])
+    with lti.sessions() as session:
+        assert store.finish(session, store.Claim(submission_id, "regrade-worker", 1), regraded) is not None
+
+
+def test_a_decision_made_on_a_report_a_regrade_replaced_is_refused(lti):
+    """A TA opens a case (report 1, q1 with 0 points) and decides while reading; meanwhile a bulk
+    regrade after a rubric fix lands (report 2: q1 earns 1.5 on new evidence). The TA's override,
+    made on evidence that is no longer the report's, must not become the grade: the page's form and
+    an API call that say which report they decided on are refused (409), nothing recorded."""
+    course = lti.new_course()
+    client = course.client("submit", "read", "review")
+    body = {**cheap_body(), "assignment": "hw-regraded", "student": {"id": "r1"}}
+    submission_id = wait_final(client, client.post("/v1/submissions", json=body).json()["id"])["id"]
+
+    review = lti.client()
+    login = review.get("/review/login")
+    csrf = forms(login.text)[0].fields["csrf"]
+    assert review.post("/review/login", data={"key": course.key("review"), "csrf": csrf}).status_code in (200, 303)
+    page = review.get(f"/review/cases/{submission_id}")
+    assert page.status_code == 200
+    (form,) = [f for f in forms(page.text) if f.fields.get("target") == "item:q1"]
+    assert form.fields.get("report_seq") == "1", "the form says which report the TA is looking at"
+
+    regrade_lands(lti, submission_id, "q1", 1.5)
+    answer = review.post(f"{lti.url}{form.action}", data={**form.fields, "points": "0", "reason": "no causal chain"})
+    assert answer.status_code == 409 and "changed" in answer.text
+    response = client.post(f"/v1/submissions/{submission_id}/decisions",
+                           json={"item": "q1", "points": 0, "reason": "no causal chain", "report_seq": 1})
+    assert response.status_code == 409, response.text
+    assert client.get(f"/v1/submissions/{submission_id}/decisions").json() == []
+    (row,) = client.get("/v1/grades", params={"assignment": "hw-regraded"}).json()["rows"]
+    assert row["points"] == 1.5
+
+    # Decided on the report that counts now: recorded.
+    response = client.post(f"/v1/submissions/{submission_id}/decisions",
+                           json={"item": "q1", "points": 1, "reason": "half the chain", "report_seq": 2})
+    assert response.status_code == 201, response.text
+    # A decision on another target than the one the regrade changed still goes through from the old page.
+    (q2,) = [f for f in forms(page.text) if f.fields.get("target") == "item:q2"]
+    answer = review.post(f"{lti.url}{q2.action}", data={**q2.fields, "points": "0.5", "reason": "names the mask"})
+    assert answer.status_code in (200, 303), answer.text[:500]

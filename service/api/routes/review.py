@@ -47,7 +47,8 @@ def _decision_view(d) -> DecisionView:
 
 
 @router.post("/v1/submissions/{submission_id}/decisions", status_code=201, response_model=DecisionResult,
-             responses={**NOT_FOUND, 409: error("not graded yet"), **BODY_ERRORS,
+             responses={**NOT_FOUND, 409: error("not graded yet, or `report_seq` names a report whose item or veto "
+                                                "has changed since"), **BODY_ERRORS,
                         422: error("an invalid decision, or no such item or veto in the report",
                                    model=ValidationErrorBody)})
 def decide(request: Request, submission_id: str, body: DecisionRequest, session: SessionDep, settings: SettingsDep,
@@ -59,6 +60,10 @@ def decide(request: Request, submission_id: str, body: DecisionRequest, session:
         decision = decisions.decide(session, row.id, body, actor=decisions.actor_of(key))
     except decisions.NotDecidable:
         raise HTTPException(409, f"submission {row.id} is not graded yet (status: {row.status})") from None
+    except decisions.StaleDecision as exc:
+        raise HTTPException(409, f"{body.target} changed since report {exc.seen} (report {exc.current} is current: "
+                                 "a regrade landed); nothing was recorded: look at the current report and decide "
+                                 "again") from None
     except DecisionError as exc:
         raise HTTPException(422, [{"loc": ["body", "item" if body.item else "veto"], "msg": str(exc),
                                    "type": "value_error"}]) from None
