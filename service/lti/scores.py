@@ -115,10 +115,14 @@ def _queue(session: Session, link_id: int, sub: str, found: tuple[Submission, Co
         counted = replace(counted, provisional=True, awaiting_other=True)
     score = score_body(Report.model_validate(current.report), counted, sub=sub, submitted_at=chosen.created_at,
                        at=_after_earlier_posts(session, link_id, sub, at))
+    # The newest score that went (or goes) out. A failed one may have reached the LMS all the same (it
+    # took the score, the answer timed out, the retry of the same timestamp was refused): after one,
+    # what the LMS holds is not known, so the grade is sent again, never taken as there already.
     last = session.scalar(select(LtiScorePost).where(LtiScorePost.link_id == link_id, LtiScorePost.sub == sub,
-                                                     LtiScorePost.state.in_(("pending", "posted")))
+                                                     LtiScorePost.state.in_(("pending", "posted", "failed")))
                           .order_by(LtiScorePost.id.desc()).limit(1))
-    if last is not None and last.submission_id == chosen.id and _same(last.score, score):
+    if (last is not None and last.state != "failed" and last.submission_id == chosen.id
+            and _same(last.score, score)):
         return None  # the LMS has (or gets) this grade already
     # An older score still waiting would only be overwritten: drop it.
     session.execute(update(LtiScorePost).where(LtiScorePost.link_id == link_id, LtiScorePost.sub == sub,

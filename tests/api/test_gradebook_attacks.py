@@ -30,7 +30,7 @@ pytestmark = pytest.mark.sandbox
 
 @pytest.fixture(scope="module")
 def lti(start_service) -> Service:
-    return start_service(lti_allowed_hosts=["127.0.0.1"], lti_score_backoff_s=[0.5, 0.5],
+    return start_service(lti_allowed_hosts=["127.0.0.1"], lti_score_backoff_s=[0.5, 0.5], lti_http_timeout_s=3,
                          webhook_backoff_s=[1.0] * 8)
 
 
@@ -391,3 +391,24 @@ def test_a_decision_made_on_a_report_a_regrade_replaced_is_refused(lti):
     (q2,) = [f for f in forms(page.text) if f.fields.get("target") == "item:q2"]
     answer = review.post(f"{lti.url}{q2.action}", data={**q2.fields, "points": "0.5", "reason": "names the mask"})
     assert answer.status_code in (200, 303), answer.text[:500]
+
+
+# --- an LMS that takes a score but answers too late ----------------------------------------------------
+
+def test_a_score_the_lms_took_without_answering_in_time_is_not_taken_for_unsent(lti, platform, course, link, student):
+    """The LMS stores the TA's 2 points but answers after the tool's timeout; the retry (same score,
+    same timestamp) is refused as not newer (409), and the post is recorded as failed. The TA then
+    takes the 2 points back: the LMS must be sent 0 again. kernelgrade may not read its earlier
+    posted 0 as what the LMS holds: the failed post may well have landed."""
+    staff = course.client("submit", "read", "review")
+    mine = lti_submit(lti, platform, link, student, cheap_body())
+    wait_final(staff, mine.id)
+    assert lms_grade(lti, platform, link, student) == 0
+    platform.state.slow_s, platform.state.slow_scores = lti.settings.lti_http_timeout_s + 2, 1
+    decide(staff, mine.id, 2)
+    posts = wait_for(lambda: settled_posts(lti, student) if len(settled_posts(lti, student) or []) == 2 else None,
+                     timeout=60, what="the 2 points' post given up")
+    assert [p.state for p in posts] == ["posted", "failed"] and posts[-1].last_status_code == 409
+    assert scores_of(platform, link, student)[-1]["scoreGiven"] == 2, "the LMS took it"
+    decide(staff, mine.id, 0)
+    assert lms_grade(lti, platform, link, student) == 0
