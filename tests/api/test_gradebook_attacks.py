@@ -11,9 +11,11 @@ import json
 import threading
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import httpx
 import pytest
 from sqlalchemy import select, text
 
@@ -412,3 +414,30 @@ def test_a_score_the_lms_took_without_answering_in_time_is_not_taken_for_unsent(
     assert scores_of(platform, link, student)[-1]["scoreGiven"] == 2, "the LMS took it"
     decide(staff, mine.id, 0)
     assert lms_grade(lti, platform, link, student) == 0
+
+
+# --- one idempotency key, many students ------------------------------------------------------------------
+
+def test_one_idempotency_key_sent_for_different_students_at_once_files_one_of_them(lti):
+    """A client that reuses an Idempotency-Key (a kit bug: the same key for every student) sends twelve
+    students' submissions at once: one is stored, every other request is told 409, none is filed
+    under another student's id, and the gradebook has one row."""
+    course = lti.new_course()
+    key = course.key("submit", "read")
+    body = cheap_body("same code")
+
+    def submit(i: int) -> httpx.Response:
+        return httpx.post(f"{lti.url}/v1/submissions", timeout=60,
+                          json={**body, "assignment": "hw-key", "student": {"id": f"k{i}"}},
+                          headers={"Authorization": f"Bearer {key}", "Idempotency-Key": "the-same-for-all"})
+
+    with ThreadPoolExecutor(12) as pool:
+        responses = list(pool.map(submit, range(12)))
+    stored = [r for r in responses if r.status_code in (200, 202)]
+    assert len(stored) == 1 and all(r.status_code == 409 for r in responses if r not in stored), \
+        [(r.status_code, r.text[:100]) for r in responses]
+    assert course.submission_count() == 1
+    client = course.client("read")
+    wait_final(client, stored[0].json()["id"])
+    (row,) = client.get("/v1/grades", params={"assignment": "hw-key"}).json()["rows"]
+    assert row["student_id"] == stored[0].json()["student"]["id"]
