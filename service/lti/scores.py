@@ -197,8 +197,17 @@ def _claim(sessions: sessionmaker[Session], post_id: int) -> bool:
 
 
 def _line_item(session: Session, ags: AssignmentsGradesService, link: LtiLink, maximum: float) -> LineItem:
-    """The placement's line item: the one the platform named, else found or created by its resource link."""
+    """The placement's line item: the one the platform named, else found or created by its resource
+    link. Finding or creating happens under the link's row lock (PostgreSQL), read again once it is
+    ours: two processes posting a placement's first scores at once (API replicas, each with its LTI
+    thread) would each look it up, find none, and create one: two gradebook columns, each student's
+    grade in one of them."""
     if link.lineitem_url:
+        return LineItem({"id": link.lineitem_url})
+    session.execute(select(LtiLink.id).where(LtiLink.id == link.id).with_for_update())
+    session.refresh(link)  # another process's line item, if it made one while we waited
+    if link.lineitem_url:
+        session.commit()
         return LineItem({"id": link.lineitem_url})
     if not link.lineitems_url or not ags.can_create_lineitem():
         raise PermanentFailure("the platform named no line item for this placement "

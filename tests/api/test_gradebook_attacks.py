@@ -22,6 +22,8 @@ from sqlalchemy import select, text
 from service.db import decisions, store
 from service.db.lti_models import LtiScorePost, LtiSubmission
 from service.db.models import Submission
+from service.lti import scores
+from service.lti.http import BoundedSession
 from service.report import Report
 from service.review import DecisionRequest, rescored
 from tests.api.support import EXERCISE, Course, Service, cheap_body, wait_final, wait_for
@@ -32,7 +34,7 @@ pytestmark = pytest.mark.sandbox
 
 @pytest.fixture(scope="module")
 def lti(start_service) -> Service:
-    return start_service(lti_allowed_hosts=["127.0.0.1"], lti_score_backoff_s=[0.5, 0.5], lti_http_timeout_s=3,
+    return start_service(lti_allowed_hosts=["127.0.0.1"], lti_score_backoff_s=[0.5, 0.5], lti_http_timeout_s=4,
                          webhook_backoff_s=[1.0] * 8)
 
 
@@ -441,3 +443,40 @@ def test_one_idempotency_key_sent_for_different_students_at_once_files_one_of_th
     wait_final(client, stored[0].json()["id"])
     (row,) = client.get("/v1/grades", params={"assignment": "hw-key"}).json()["rows"]
     assert row["student_id"] == stored[0].json()["student"]["id"]
+
+
+# --- two API replicas posting the first scores of a placement without a line item ----------------------
+
+def test_two_replicas_posting_a_placements_first_scores_create_one_line_item(lti, platform, course):
+    """A placement the LMS made without a line item: kernelgrade creates it at the first score. With
+    two API replicas (each with its LTI thread), two students' first scores go out at once: each
+    replica looks the line item up (none yet), and each created one: two gradebook columns, each
+    student's grade in one of them. There must be one column with both grades."""
+    if lti.kind != "postgresql":
+        pytest.skip("replicas share a PostgreSQL database")
+    link = platform.add_link("made by hand", {"exercise": EXERCISE})
+    subs = [f"s-{uuid.uuid4().hex[:8]}" for _ in range(2)]
+    for sub in subs:
+        platform.state.users[sub] = User(sub, f"Student {sub}", f"{sub}@example.edu", [LEARNER])
+    staff = course.client("submit", "read", "review")
+    # The first look-up (the server's LTI thread, with the first student's score) answers "none"
+    # late: meanwhile the second replica (this process) posts the second student's score.
+    platform.state.lookup_delays, held = [lti.settings.lti_http_timeout_s - 1], platform.state.lookups_held
+    try:
+        first = lti_submit(lti, platform, link, subs[0], cheap_body())
+        wait_final(staff, first.id)
+        wait_for(lambda: platform.state.lookups_held > held, timeout=30, what="the first look-up")
+        second = lti_submit(lti, platform, link, subs[1], cheap_body())
+        wait_final(staff, second.id)
+        with lti.sessions() as session:
+            post_id = session.scalar(select(LtiScorePost.id).where(LtiScorePost.sub == subs[1]))
+        with BoundedSession(timeout_s=30, allowed_hosts=["127.0.0.1"]) as http:
+            scores.attempt(lti.sessions, post_id, http=http, backoff_s=[0.5])
+        for sub in subs:
+            wait_for(lambda sub=sub: settled_posts(lti, sub), timeout=60, what=f"{sub}'s score posted")
+    finally:
+        platform.state.lookup_delays = []
+    items = [i for i in platform.state.line_items.values() if i.get("resourceLinkId") == link.id]
+    assert len(items) == 1, f"{len(items)} line items (gradebook columns) for one placement"
+    link.line_item = items[0]["id"].rsplit("/", 1)[-1]
+    assert sorted(s["userId"] for s in platform.scores(link)) == sorted(subs)

@@ -74,6 +74,10 @@ class PlatformState:
     # overloaded LMS: the tool's request times out although the score was taken).
     slow_scores: int = 0
     slow_s: float = 0.0
+    # The next look-ups of the line items (GET) are answered this late (seconds, one per look-up), with
+    # what the platform had when asked: another request can create a line item meanwhile.
+    lookup_delays: list[float] = field(default_factory=list)
+    lookups_held: int = 0  # late look-ups begun so far
 
 
 class Conf(LTI1P3PlatformConfAbstract):
@@ -316,7 +320,14 @@ class Platform:
         async def line_items(request: Request, context: str) -> Response:
             service = grades(await read(request))
             handler = service.handle_get_lineitems if request.method == "GET" else service.handle_create_lineitem
-            return answer(service.handle_resp(handler))
+            response = answer(service.handle_resp(handler))
+            with platform.state.lock:
+                delay = platform.state.lookup_delays.pop(0) if request.method == "GET" and \
+                    platform.state.lookup_delays else None
+                platform.state.lookups_held += delay is not None
+            if delay is not None:
+                await asyncio.sleep(delay)
+            return response
 
         @app.get("/ags/{context}/lineitems/{item}")
         async def line_item(request: Request, context: str, item: str) -> Response:
