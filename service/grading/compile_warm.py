@@ -205,7 +205,7 @@ class CompileWarmer:
                     continue
             for code in codes:
                 extraction = extract(exercise.template, code)
-                if extraction.error is None and not extraction.edits:
+                if extraction.error is None and not extraction.edits and not extraction.spills:
                     queued += self.submit(exercise, assemble(exercise.template, extraction.fill_sources),
                                           defer=False)
         return queued

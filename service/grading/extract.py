@@ -4,6 +4,11 @@ The submission and the template are compared as syntax trees, so whitespace and 
 never edits. Statements are aligned like a diff (an inserted line does not shift every later
 comparison); inside an aligned pair the trees are walked in parallel, and wherever the template
 has the blank (`______`) the submission's expression there is that blank's fill.
+
+A blank that is a whole argument of a call (or a whole element of a tuple, list or set) may be
+written as several (`advance(0, D_TILE_SIZE)` where the template has `advance(______)`): the
+student's text for the blank spans a comma. When the rest of that call is the template's, the
+whole span is the blank's fill, a `Spill` that fills.py refuses, not an edit outside the blank.
 """
 from __future__ import annotations
 
@@ -27,11 +32,27 @@ _TOLERANCE_KEYWORDS = ("atol", "rtol")
 MAX_SIMILARITY_CANDIDATES = 64
 
 
+@dataclass(frozen=True)
+class Spill:
+    """A blank that is one argument (or element) of its call (tuple, list, set), written as several:
+    `advance(0, D_TILE_SIZE)` where the template has `advance(______)`. Refused as a fill (fills.py)."""
+
+    parts: tuple[str, ...]  # each one's canonical source; a keyword blank's first part is its value
+    elements: bool  # of a tuple, list or set, not a call's arguments
+    as_tuple: bool  # plain positional arguments: written in parentheses they would be one argument
+
+    @property
+    def source(self) -> str:
+        return ", ".join(self.parts)
+
+
 @dataclass
 class Extraction:
     fills: list[ast.expr | list[ast.stmt] | None]
     edits: list[EditReport] = field(default_factory=list)
     error: str | None = None
+    # blanks (by index) filled with several arguments or elements: the fill above is the first of them
+    spills: dict[int, Spill] = field(default_factory=dict)
     _sources: tuple[str | None, ...] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -39,7 +60,8 @@ class Extraction:
         """Each fill's canonical source (a new list each time): unparsed once, a grading reads them
         about seven times (nothing writes to an extraction's fills)."""
         if self._sources is None:
-            self._sources = tuple(_unparse_fill(f) for f in self.fills)
+            self._sources = tuple(self.spills[i].source if i in self.spills else _unparse_fill(f)
+                                  for i, f in enumerate(self.fills))
         return list(self._sources)
 
 
@@ -178,6 +200,7 @@ class _Matcher:
         self.keys = {**t_keys, **s_keys}
         self.t_blanks = t_blanks  # the template's nodes that hold a blank, by id (_template)
         self.fills: dict[tuple[int, int], ast.expr | list[ast.stmt]] = {}
+        self.spills: dict[tuple[int, int], Spill] = {}
         self.changed: list[tuple[ast.stmt, ast.stmt]] = []
         self.edits: list[EditReport] = []
         self._stmt: tuple[ast.stmt, ast.stmt] | None = None
@@ -294,6 +317,8 @@ class _Matcher:
         if s is None or type(t) is not type(s):
             self._mark()
             return
+        if isinstance(t, _SEQUENCES) and self._holds_blank(t) and (spot := _spill(t, s)) is not None:
+            return self._spilled(t, s, *spot)
         for name in t._fields:
             tv, sv = getattr(t, name, None), getattr(s, name, None)
             if isinstance(tv, list) and (any(isinstance(x, ast.stmt) for x in tv)
@@ -315,6 +340,27 @@ class _Matcher:
                 self.node(tv, sv)
             elif tv != sv:
                 self._mark()
+
+    def _spilled(self, t: ast.AST, s: ast.AST, index: int, count: int) -> None:
+        """`s` is `t` with its item `index`, a blank, written as `count` items (_spill): those are the
+        blank's fill; the other items and the rest of the node are compared as usual."""
+        t_items, s_items = _items(t), _items(s)
+        if isinstance(t, ast.Call):
+            self.node(t.func, cast(ast.Call, s).func)  # fits (_spill): for the fills of blanks in it
+        for a, b in [*zip(t_items[:index], s_items[:index]), *zip(t_items[index + 1:], s_items[index + count:])]:
+            self.node(a, b)
+        item, span = t_items[index], s_items[index:index + count]
+        if isinstance(item, ast.keyword):  # `mask=______` written `mask=m, other=0.0`: its value and the rest
+            blank, first = item.value, cast(ast.keyword, span[0]).value
+            parts = [ast.unparse(first), *map(ast.unparse, span[1:])]
+        else:
+            blank, first = cast(ast.expr, item), cast(ast.expr, span[0])
+            parts = [ast.unparse(part) for part in span]
+        self.fills[(blank.lineno, blank.col_offset)] = first
+        plain = isinstance(t, ast.Call) and not isinstance(item, ast.keyword) \
+            and not any(isinstance(p, (ast.keyword, ast.Starred)) for p in span)
+        self.spills[(blank.lineno, blank.col_offset)] = Spill(parts=tuple(parts), elements=not isinstance(t, ast.Call),
+                                                              as_tuple=plain)
 
     def _find_fills_only(self, t: ast.AST, s: ast.AST | None) -> None:
         if s is None or not self._holds_blank(t):
@@ -367,6 +413,8 @@ def _fits(t: ast.AST, s: ast.AST) -> bool:
         return isinstance(s, ast.expr)
     if type(t) is not type(s):
         return False
+    if isinstance(t, _SEQUENCES) and _spill(t, s) is not None:  # a blank filled with several items
+        return True
     for name in t._fields:
         tv, sv = getattr(t, name, None), getattr(s, name, None)
         if isinstance(tv, list):
@@ -380,6 +428,56 @@ def _fits(t: ast.AST, s: ast.AST) -> bool:
         elif tv != sv:
             return False
     return True
+
+
+# Nodes whose items are separated by commas, where a blank may be one whole item.
+_SEQUENCES = (ast.Call, ast.Tuple, ast.List, ast.Set)
+
+
+def _items(node: ast.AST) -> list[ast.expr | ast.keyword]:
+    """A call's arguments and keywords in the order written (`f(k=1, *a)` puts a star after a
+    keyword), or a tuple's, list's or set's elements."""
+    if isinstance(node, ast.Call):
+        items: list[ast.expr | ast.keyword] = [*node.args, *node.keywords]
+        return sorted(items, key=lambda n: (n.lineno, n.col_offset))
+    return list(cast(ast.Tuple, node).elts)
+
+
+def _is_blank_item(item: ast.AST) -> bool:
+    """A whole argument or element that is the blank: `______`, or `name=______`."""
+    value = item.value if isinstance(item, ast.keyword) and item.arg is not None else item
+    return isinstance(value, ast.Name) and value.id == BLANK
+
+
+def _spill(t: ast.AST, s: ast.AST) -> tuple[int, int] | None:
+    """Where `s` (a call, tuple, list or set like `t`) is `t` with one blank item written as several
+    (`advance(0, D_TILE_SIZE)` for `advance(______)`, `range(0, N, BLOCK)` for `range(______)`,
+    `mask=m, other=0.0` for `mask=______`): (the blank item's index, how many items stand for it).
+    The called function and every other item must fit the template's (_fits), the items in order
+    before and after; the first of the blank's items must be an expression (for `name=______`, that
+    keyword). None otherwise: an argument changed away from the blank, or another function called, is
+    an edit outside it. The first blank that fits is taken."""
+    count_t = len(t.args) + len(t.keywords) if isinstance(t, ast.Call) else len(getattr(t, "elts", ()))
+    count_s = len(s.args) + len(s.keywords) if isinstance(s, ast.Call) else len(getattr(s, "elts", ()))
+    extra = count_s - count_t
+    if extra <= 0:
+        return None
+    t_items = _items(t)
+    blanks = [i for i, item in enumerate(t_items) if _is_blank_item(item)]
+    if not blanks or type(getattr(t, "ctx", None)) is not type(getattr(s, "ctx", None)):
+        return None
+    if isinstance(t, ast.Call) and not _fits(t.func, cast(ast.Call, s).func):
+        return None  # `x.advance(______)` as `x.advance(a).to(b, c)`: not the template's call
+    s_items = _items(s)
+    for i in blanks:
+        first, item = s_items[i], t_items[i]
+        if isinstance(item, ast.keyword) != isinstance(first, ast.keyword) \
+                or isinstance(item, ast.keyword) and cast(ast.keyword, first).arg != item.arg:
+            continue
+        if all(_fits(a, b) for a, b in zip(t_items[:i], s_items[:i])) \
+                and all(_fits(a, b) for a, b in zip(t_items[i + 1:], s_items[i + 1 + extra:])):
+            return i, extra + 1
+    return None
 
 
 def _first_lines(text: str | None, limit: int = 6) -> str:
@@ -502,7 +600,8 @@ def extract(template_src: str, submission_src: str, *, language: str = "zh") -> 
     except RecursionError:
         return Extraction(fills=[None] * len(spots), error=render("extract.error.too_deep", language))
     fills = [matcher.fills.get(spot) for spot in spots]
-    extraction = Extraction(fills=fills, edits=matcher.edits)
+    spills = {i: matcher.spills[spot] for i, spot in enumerate(spots) if spot in matcher.spills}
+    extraction = Extraction(fills=fills, edits=matcher.edits, spills=spills)
     missing = [i + 1 for i, f in enumerate(fills) if f is None]
     if missing:
         extraction.error = render("extract.error.blank_missing", language, blanks=", ".join(map(str, missing)))

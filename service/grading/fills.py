@@ -19,7 +19,7 @@ from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, TypeGuard
 
 from service.grading import host_fills
-from service.grading.extract import BLANK, Extraction
+from service.grading.extract import BLANK, Extraction, Spill
 from service.messages import render, service_catalogue
 
 if TYPE_CHECKING:
@@ -255,6 +255,8 @@ def rejected_fill(exercise: Exercise, extraction: Extraction, language: str) -> 
     itself where the exercise declares what its host code may do (host_fills.py)."""
     for index, (fill, source) in enumerate(zip(extraction.fills, extraction.fill_sources)):
         assert fill is not None and source is not None  # called only when extraction found every blank
+        if (spill := extraction.spills.get(index)) is not None:
+            return spilled_message(spill, blank_number=index + 1, language=language)
         if isinstance(fill, list):
             if exercise.spec.fill_policy != "any":
                 return render("fills.not_an_expression", language, blank=index + 1)
@@ -269,6 +271,19 @@ def rejected_fill(exercise: Exercise, extraction: Extraction, language: str) -> 
             return message
     finding = host_fills.check(exercise, extraction)
     return finding.message(language) if finding is not None else None
+
+
+# The most of a spilled fill a message quotes (a fill of thousands of arguments is not repeated back).
+SPILL_QUOTE_CHARS = 120
+
+
+def spilled_message(spill: Spill, *, blank_number: int, language: str) -> str:
+    """A blank that is one argument (element) filled with several (extract.Spill): one expression
+    goes there; where they are plain arguments, parentheses would make them one tuple."""
+    text = spill.source if len(spill.source) <= SPILL_QUOTE_CHARS else spill.source[:SPILL_QUOTE_CHARS] + "…"
+    advice = render("fills.spilled.as_tuple" if spill.as_tuple else "fills.spilled.one", language, text=text)
+    return render("fills.spilled.elements" if spill.elements else "fills.spilled.arguments", language,
+                  blank=blank_number, count=len(spill.parts), text=text, advice=advice)
 
 
 def builds_block_pointer(fills: Sequence[ast.expr | list[ast.stmt] | None]) -> bool:

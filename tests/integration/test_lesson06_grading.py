@@ -143,3 +143,16 @@ def test_right_code_with_a_wrong_causal_chain_is_a_suspected_coincidental_pass(g
     assert veto.status == "suspected" and veto.evidence["misconceptions"][0]["item"] == "q2"
     q2 = next(i for i in report.items if i.id == "q2")
     assert q2.points == 0 and q2.status == "needs_review" and "误区" in q2.feedback
+
+
+def test_a_fill_written_as_several_arguments_is_refused_without_a_veto(grader, exercise):
+    # The whole argument list pasted into the blank, tl.where(mask, x, 0.0, x, 0.0): the student's text
+    # for the blank spans commas. Before, `mask` was the fill and the rest an edit outside the blank
+    # (veto modified_outside_blank, a tampering suspicion sent to a TA), and tl.where(mask, x, 0.0) ran.
+    fill = "mask, (values - mean) * (values - mean), 0.0"
+    report = grader.grade(_answer(exercise, fill, language="en"), secret_seed=SEED)
+    assert report.status == "graded" and report.vetoes == [] and report.program.edits == []
+    assert not report.program.ran and report.program.fills == [fill]
+    assert report.program.not_run_reason.startswith(f"Blank 1 takes one expression; you wrote 3 arguments there: `{fill}`")
+    assert code_points(report, exercise) == 0
+    assert all(not c.passed for c in report.cases) and report.given_check.status == "not_run"

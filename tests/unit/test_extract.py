@@ -218,3 +218,115 @@ def test_deeper_than_agrees_with_the_tree_depth_at_every_limit(source):
     for limit in sorted({0, 1, 2, depth - 2, depth - 1, depth, depth + 1, 200}):
         if limit >= 0:
             assert deeper_than(tree, limit) is (depth > limit), (limit, depth)
+
+
+# A blank that is a whole argument, keyword value, tuple element or subscript element, written as
+# several (the student's text for it spans a comma): that whole span is the blank's fill, refused by
+# fills.py, never an edit outside the blank (docs/grading.md, "Spilled fills").
+SPILL_TEMPLATE = """\
+import triton.language as tl
+
+def kernel(x_ptr, ptrs, N, BLOCK, i):
+    p = x_ptr.advance(______)
+    for j in range(______):
+        v = tl.load(ptrs, mask=______)
+    t = (______, 0)
+    w = x_ptr[i, ______]
+    c = tl.where(______, v, 0.0)
+    return p, t, w, c
+"""
+SPILL_FILLS = ["(0, BLOCK)", "N", "j < N", "1", "j", "v > 0"]
+
+
+def spill_answer(index: int, fill: str) -> str:
+    fills = [*SPILL_FILLS]
+    fills[index] = fill
+    code = SPILL_TEMPLATE
+    for each in fills:
+        code = code.replace("______", each, 1)
+    return code
+
+
+def test_the_spill_template_filled_one_expression_a_blank_is_no_spill():
+    result = extract(SPILL_TEMPLATE, spill_answer(0, "(0, BLOCK)"))
+    assert result.error is None and result.edits == [] and result.spills == {}
+    assert result.fill_sources == SPILL_FILLS
+
+
+@pytest.mark.parametrize(("index", "fill", "parts", "elements", "as_tuple"), [
+    (0, "0, BLOCK", ("0", "BLOCK"), False, True),  # the blog's advance(0, D_TILE_SIZE)
+    (1, "0, N, BLOCK", ("0", "N", "BLOCK"), False, True),  # range(______) as range(0, N, BLOCK)
+    (2, "j < N, other=0.0", ("j < N", "other=0.0"), False, False),  # mask=______ with a keyword after it
+    (3, "1, 2", ("1", "2"), True, False),  # a tuple's element
+    (4, "j, j + 1", ("j", "j + 1"), True, False),  # a subscript's element
+    (5, "v > 0, v", ("v > 0", "v"), False, True),  # a first argument, the rest of the call after it
+])
+def test_a_blank_written_as_several_items_is_one_spilled_fill_not_an_edit(index, fill, parts, elements, as_tuple):
+    result = extract(SPILL_TEMPLATE, spill_answer(index, fill))
+    assert result.error is None
+    assert result.edits == [], "nothing outside the blank was edited: no veto"
+    (spilled,) = result.spills.items()
+    assert spilled[0] == index and spilled[1].parts == parts
+    assert spilled[1].elements is elements and spilled[1].as_tuple is as_tuple
+    sources = [*SPILL_FILLS]
+    sources[index] = ", ".join(parts)
+    assert result.fill_sources == sources, "the fill is the whole span, the other blanks' fills are found"
+
+
+@pytest.mark.parametrize(("old", "new", "rule"), [
+    # an argument away from the blank (a load with a mask blank: the classifier's mask rule)
+    ("tl.load(ptrs, mask=j < N)", "tl.load(x_ptr, mask=j < N, other=0.0)", BOUNDARY_CHECK_REMOVED),
+    ("t = (1, 0)", "t = (1, 2, 3)", MODIFIED_OUTSIDE_BLANK),  # the template's element beside the blank changed
+    ("tl.where(v > 0, v, 0.0)", "tl.where(v > 0, v, v, 1.0)", MODIFIED_OUTSIDE_BLANK),  # one after it changed
+    ("w = x_ptr[i, j]", "w = x_ptr[j, j, 0]", MODIFIED_OUTSIDE_BLANK),  # the element before the blank changed
+    ("return p, t, w, c", "return p, t, w, c, N", MODIFIED_OUTSIDE_BLANK),  # added to a tuple without a blank
+])
+def test_an_edit_beside_a_blank_that_does_not_keep_the_template_is_still_an_edit(old, new, rule):
+    code = spill_answer(0, "(0, BLOCK)")
+    assert old in code
+    result = extract(SPILL_TEMPLATE, code.replace(old, new, 1))
+    assert result.spills == {}
+    assert [e.rule for e in result.edits] == [rule]
+
+
+def test_a_spill_beside_an_edit_elsewhere_is_both():
+    code = spill_answer(0, "0, BLOCK").replace("return p, t, w, c", "return p, t, w, c, N", 1)
+    result = extract(SPILL_TEMPLATE, code)
+    assert result.spills[0].parts == ("0", "BLOCK") and [e.rule for e in result.edits] == [MODIFIED_OUTSIDE_BLANK]
+
+
+def test_extra_arguments_to_another_function_than_the_template_s_are_an_edit_not_a_spill():
+    code = spill_answer(0, "0, BLOCK").replace("x_ptr.advance(", "x_ptr.retreat(", 1)
+    result = extract(SPILL_TEMPLATE, code)
+    assert result.spills == {} and [e.rule for e in result.edits] == [MODIFIED_OUTSIDE_BLANK]
+
+
+def test_a_whole_subscript_blank_written_with_a_comma_is_one_tuple_not_a_spill():
+    template = "def f(x, i):\n    return x[______]\n"
+    result = extract(template, "def f(x, i):\n    return x[i, 0]\n")
+    assert result.spills == {} and result.edits == [] and result.fill_sources == ["(i, 0)"]
+
+
+def test_a_long_spilled_fill_beside_an_inserted_line_still_pairs_with_its_line():
+    long_fill = "tl.program_id(0) * BLOCK + tl.program_id(1) * BLOCK * BLOCK + tl.program_id(2) * N"
+    code = spill_answer(0, f"{long_fill}, {long_fill}").replace("    t = (", "    extra = 1\n    t = (", 1)
+    result = extract(SPILL_TEMPLATE, code)
+    assert [e.kind for e in result.edits] == ["inserted"], "only the added line is an edit"
+    assert result.spills[0].parts == (long_fill, long_fill)
+
+
+def test_a_spilled_fill_is_refused_with_what_was_written_and_how_to_write_one():
+    from service.grading.fills import spilled_message
+
+    spill = extract(SPILL_TEMPLATE, spill_answer(0, "0, BLOCK")).spills[0]
+    en = spilled_message(spill, blank_number=2, language="en")
+    assert en.startswith("Blank 2 takes one expression; you wrote 2 arguments there: `0, BLOCK`")
+    assert "write `(0, BLOCK)`" in en
+    zh = spilled_message(spill, blank_number=2, language="zh")
+    assert "第 2 个填空只能填一个表达式" in zh and "2 个参数" in zh and "`(0, BLOCK)`" in zh
+    keyword = extract(SPILL_TEMPLATE, spill_answer(2, "j < N, other=0.0")).spills[2]
+    assert "(j < N" not in spilled_message(keyword, blank_number=3, language="en"), "no tuple of a keyword"
+    element = extract(SPILL_TEMPLATE, spill_answer(3, "1, 2")).spills[3]
+    assert "2 elements there: `1, 2`" in spilled_message(element, blank_number=4, language="en")
+    many = extract(SPILL_TEMPLATE, spill_answer(1, ", ".join(["N"] * 500))).spills[1]
+    assert len(many.parts) == 500 and len(spilled_message(many, blank_number=2, language="en")) < 700

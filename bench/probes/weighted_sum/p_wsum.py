@@ -90,10 +90,11 @@ PROBES = [
     {"id": "wrong.advance_blog_two_args", "group": "wrong",
      "description": "the blog's own line: x_block_ptr.advance(0, D_TILE_SIZE) (two arguments, no tuple)",
      "edits": [b2("0, D_TILE_SIZE")],
-     "expect": {"code_points": 0, "vetoes": ["modified_outside_blank"], "failing_cases": ["given", "regular"]},
-     "judged": "the student's line does not compile (advance takes one tuple): code 0. Extraction reads the fill as "
-               "'0' and ', D_TILE_SIZE' as an edit outside the blank (veto modified_outside_blank), so advance(0) "
-               "runs: a diagnosis 'never advances' would describe advance(0), not what was written"},
+     "expect": {"code_points": 0, "rejected": True},
+     "judged": "the student's line does not compile (advance takes one tuple): code 0. The blank's fill is the whole "
+               "'0, D_TILE_SIZE' (two arguments where one expression goes), refused before it runs with a message "
+               "that suggests '(0, D_TILE_SIZE)'; no veto: nothing outside the blank was edited (before, ', "
+               "D_TILE_SIZE' was read as an edit outside the blank, veto modified_outside_blank, and advance(0) ran)"},
     {"id": "wrong.advance_one_column", "group": "wrong",
      "description": "advance in tiles instead of elements: x_block_ptr.advance((0, 1))",
      "edits": [b2("(0, 1)")],
