@@ -94,12 +94,13 @@ def _close(observed: np.ndarray, predicted: np.ndarray, mask: np.ndarray | None 
 # advance_rows comes in two spellings, (D_TILE_SIZE, 0) and (ROWS_TILE_SIZE, 0): they differ where the
 # tiles differ (regular.rect, probe.boundary_removed). first_tile_only: x jumped past D after its
 # first tile (an advance by a row's length or a stride), so every later tile is zero padding.
-FORWARD_MISTAKES = ("no_advance", "advance_rows:D_TILE_SIZE", "advance_rows:ROWS_TILE_SIZE", "advance_one_column",
+ADVANCE_ROWS = "advance_rows"  # the diagnosis id both spellings report
+FORWARD_MISTAKES = ("no_advance", f"{ADVANCE_ROWS}:D_TILE_SIZE", f"{ADVANCE_ROWS}:ROWS_TILE_SIZE", "advance_one_column",
                     "first_tile_only")
 
 
 def _forward_step(label: str, rt: int, dt: int, d: int) -> tuple[int, int]:
-    return {"no_advance": (0, 0), "advance_rows:D_TILE_SIZE": (dt, 0), "advance_rows:ROWS_TILE_SIZE": (rt, 0),
+    return {"no_advance": (0, 0), f"{ADVANCE_ROWS}:D_TILE_SIZE": (dt, 0), f"{ADVANCE_ROWS}:ROWS_TILE_SIZE": (rt, 0),
             "advance_one_column": (0, 1), "first_tile_only": (0, d)}[label]
 
 
