@@ -253,13 +253,20 @@ def rejected_fill(exercise: Exercise, extraction: Extraction, language: str) -> 
     """Why the fills may not run (in `language`), or None: a block where an expression goes, an
     unfilled blank, an expression outside the allowed set, or host code that computes the result
     itself where the exercise declares what its host code may do (host_fills.py)."""
+    return fill_refusal(exercise, extraction, language)[0]
+
+
+def fill_refusal(exercise: Exercise, extraction: Extraction,
+                 language: str) -> tuple[str | None, host_fills.Finding | None]:
+    """rejected_fill's message, and the host-code finding when that is the reason (its diagnosis
+    goes into the report)."""
     for index, (fill, source) in enumerate(zip(extraction.fills, extraction.fill_sources)):
         assert fill is not None and source is not None  # called only when extraction found every blank
         if (spill := extraction.spills.get(index)) is not None:
-            return spilled_message(spill, blank_number=index + 1, language=language)
+            return spilled_message(spill, blank_number=index + 1, language=language), None
         if isinstance(fill, list):
             if exercise.spec.fill_policy != "any":
-                return render("fills.not_an_expression", language, blank=index + 1)
+                return render("fills.not_an_expression", language, blank=index + 1), None
             message = check_block_fill(fill, source, blank_number=index + 1, language=language)
         elif exercise.spec.fill_policy == "any":
             unfilled = isinstance(fill, ast.Name) and fill.id == "______"
@@ -268,9 +275,9 @@ def rejected_fill(exercise: Exercise, extraction: Extraction, language: str) -> 
             message = check_fill(fill, source, allowed_names=exercise.blank_scopes[index], blank_number=index + 1,
                                  language=language)
         if message is not None:
-            return message
+            return message, None
     finding = host_fills.check(exercise, extraction)
-    return finding.message(language) if finding is not None else None
+    return (finding.message(language) if finding is not None else None), finding
 
 
 # The most of a spilled fill a message quotes (a fill of thousands of arguments is not repeated back).

@@ -22,7 +22,7 @@ from sandbox.contract import DeviceMode, RunResult, SpeedRun
 from sandbox.runner import SandboxRunner
 from sandbox.speed_phase import SpeedPhase
 from service.exercises import CaseSpec, Exercise, ExerciseCatalog, ExerciseSpec
-from service.grading import host_blanks, host_fills, passrule, rubric
+from service.grading import host_blanks, passrule, rubric
 from service.grading.assemble import Program, assemble
 from service.grading.cases import case_texts, compare_cases, overwritten_inputs
 from service.grading.claims import parse_claim, unverified_claim
@@ -31,8 +31,8 @@ from service.grading.fills import (
     InterpreterGap,
     block_pointers_removed,
     builds_block_pointer,
+    fill_refusal,
     interpreter_gaps,
-    rejected_fill,
     triton_version,
 )
 from service.grading.freetext import TextScore
@@ -280,7 +280,9 @@ class Grader:
         if (static_gap := next((gap for gap in gaps if gap.error is None and not gap.on_pass), None)) is not None:
             return self._not_gradable(exercise, submission_id, None, started, language,
                                       message=self._gap_message(static_gap))
-        not_run_reason = extraction.error or rejected_fill(exercise, extraction, language)
+        not_run_reason, host_refusal = extraction.error, None
+        if not_run_reason is None:
+            not_run_reason, host_refusal = fill_refusal(exercise, extraction, language)
 
         def drawn() -> tuple[list[CaseSpec], Seeds]:
             """The cases as graded under the secret seed (drawn shapes resolved: replay with the seed gives
@@ -435,9 +437,8 @@ class Grader:
             graded, seeds = drawn()
             arrays = {c.id: exercise.make_inputs(c, seeds.cases[c.id]) for c in graded}
             cases, _ = compare_cases(exercise, None, arrays, seeds.cases, graded, language=language)
-            refused = host_fills.check(exercise, extraction) if extraction.error is None else None
-            if refused is not None and refused.message(language) == not_run_reason:  # not an earlier refusal
-                diagnoses = [refused.diagnosis(language)]  # what the host code did, for the TA and the dashboard
+            if host_refusal is not None:  # what the host code did, for the TA and the dashboard
+                diagnoses = [host_refusal.diagnosis(language)]
             other_cases = {lang: case_texts(exercise, None, cases, [], graded, given_output="", language=lang)
                            for lang in other_languages(language)}
             performance = self._performance(exercise, None, cases, language)
