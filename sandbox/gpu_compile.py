@@ -322,8 +322,8 @@ class CompileGate:
         self.twins: dict[int, tuple] = {}  # id(InterpretedFunction) -> (it, its JITFunction twin)
         self.scopes: dict[int, tuple] = {}  # id(module globals) -> (them, the copy the twins see)
         self.binders: dict[int, tuple] = {}  # id(launched InterpretedFunction) -> (it, twin, binder)
-        self.verdicts: dict[tuple, BaseException | None] = {}
-        self.messages: dict[tuple, str] = {}  # a failed compile's message (with what it wrote to fd 2)
+        # Per launch specialization: None (it compiled) or the failed compile's message (with what it wrote to fd 2).
+        self.verdicts: dict[tuple, str | None] = {}
         self.compiler_stderr = _CompilerStderr()
         # What the compiler visited, per launch specialization: {code object: node keys} (_node_key).
         self.reached: dict[tuple, dict] = {}
@@ -405,7 +405,7 @@ class CompileGate:
         if key in self.verdicts:
             known = self.verdicts[key]
             if known is not None:
-                raise GPUCompileError(self.messages.get(key) or compile_error_message(known)) from None
+                raise GPUCompileError(known) from None
             self.active = self.reached[key]
             return
         global _RECORD
@@ -423,12 +423,12 @@ class CompileGate:
             record, _RECORD = _RECORD, None
             self.compiles += 1
             self.compile_s += time.perf_counter() - started
-        self.verdicts[key] = error
         if error is not None:
             # MLIR's diagnostic (`error: 'tt.reduce' op ...`) is on fd 2; the exception says only
             # `PassManager::run failed` or the like.
-            self.messages[key] = compile_error_message(error, self.compiler_stderr.text())
-            raise GPUCompileError(self.messages[key]) from None
+            self.verdicts[key] = message = compile_error_message(error, self.compiler_stderr.text())
+            raise GPUCompileError(message) from None
+        self.verdicts[key] = None
         self.compiler_stderr.empty()  # a compile that succeeded: its warnings are nobody's business here
         self.reached[key] = record
         self.active = record
