@@ -273,8 +273,7 @@ def test_reaper_logic_removes_unless_told_done():
 
 def test_a_container_is_stale_when_its_owner_is_gone_or_it_outlived_its_budget():
     me = owner_id()
-    fresh = "2026-12-01T14:32:17.190300887Z"
-    born = datetime.fromisoformat("2026-12-01T14:32:17+00:00").timestamp()
+    born = fresh = datetime.fromisoformat("2026-12-01T14:32:17+00:00").timestamp()  # the list endpoint's "Created"
     labels = {"kernelgrade.owner": me, "kernelgrade.budget_s": "725"}
     assert not is_stale(labels, fresh, now=born + 10)
     assert is_stale(labels, fresh, now=born + 725 + 61)  # past its budget, whoever owns it

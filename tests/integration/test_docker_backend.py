@@ -62,7 +62,9 @@ def api():
 
 
 def containers_of(api, job: str) -> list:
-    return api.containers.list(all=True, filters={"label": f"kernelgrade.job={job}"})
+    # sparse: the list endpoint's rows only; a full list inspects each container again, and one the
+    # reaper removes in between raises NotFound (CI, stop 38)
+    return api.containers.list(all=True, sparse=True, filters={"label": f"kernelgrade.job={job}"})
 
 
 def shell_spec(host_image: str, job_dir: Path, script: str, **limits) -> dict:
@@ -267,8 +269,8 @@ def test_a_worker_killed_mid_case_leaves_no_container_behind(api, host_image, tm
     worker = subprocess.Popen([sys.executable, "-c", WORKER], env=env, cwd=REPO_ROOT)
     try:
         def ours():
-            return [c for c in api.containers.list(filters={"label": LABEL})
-                    if c.labels.get(OWNER_LABEL, "").split("/")[1:2] == [str(worker.pid)]]
+            return [c for c in api.containers.list(sparse=True, filters={"label": LABEL})
+                    if (c.attrs.get("Labels") or {}).get(OWNER_LABEL, "").split("/")[1:2] == [str(worker.pid)]]
 
         (container,) = wait_for(ours, timeout=120, what="the worker's sandbox container")
         wait_for(lambda: _in_the_case(container), timeout=120, what="the case to be running")
@@ -305,7 +307,7 @@ def test_the_sweep_removes_containers_whose_owner_died_or_that_outlived_their_bu
 
         monkeypatch.setattr(backend_module, "_last_sweep", {})
         DockerBackend(options=DockerOptions(image=host_image)).check()
-        left = {c.id for c in api.containers.list(all=True, filters={"label": LABEL})}
+        left = {c.id for c in api.containers.list(all=True, sparse=True, filters={"label": LABEL})}
         assert made["dead-owner"].id not in left and made["past-budget"].id not in left
         assert made["live"].id in left
     finally:

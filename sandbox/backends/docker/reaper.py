@@ -14,7 +14,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from datetime import datetime
 from typing import IO, Any
 
 from sandbox.backends.docker.spec import BUDGET_LABEL, LABEL, OWNER_LABEL
@@ -70,28 +69,30 @@ def owner_id(pid: int | None = None) -> str:
     return f"{socket.gethostname()}/{pid}/{_start_time(pid)}"
 
 
-def is_stale(labels: dict[str, str], created: str, *, now: float | None = None) -> bool:
-    """Its owner on this host is gone, or it has lived past its budget plus a margin."""
+def is_stale(labels: dict[str, str], created: float, *, now: float | None = None) -> bool:
+    """Its owner on this host is gone, or it has lived past its budget plus a margin (`created`: epoch s)."""
     host, _, rest = labels.get(OWNER_LABEL, "").partition("/")
     pid, _, started = rest.partition("/")
     if host == socket.gethostname() and pid.isdigit() and _start_time(int(pid)) != started:
         return True
     try:
         budget = float(labels.get(BUDGET_LABEL, ""))
-        born = datetime.fromisoformat(created[:19] + "+00:00").timestamp()  # "2026-12-01T14:32:17.19...Z"
     except ValueError:
         return False
-    return (now or time.time()) > born + budget + SWEEP_MARGIN_S
+    return (now or time.time()) > created + budget + SWEEP_MARGIN_S
 
 
 def sweep(api: Any) -> list[str]:
     """Remove every stale sandbox container of this engine; returns their ids."""
     removed = []
-    for container in api.containers.list(all=True, filters={"label": LABEL}):
-        if is_stale(container.labels, container.attrs.get("Created", "")):
+    # The list endpoint's own rows (labels, creation time): docker-py's `containers.list` inspects
+    # each listed container again, and one removed in between (its reaper finishing) would raise
+    # NotFound and end the whole sweep.
+    for row in api.api.containers(all=True, filters={"label": LABEL}):
+        if is_stale(row.get("Labels") or {}, float(row.get("Created") or 0)):
             try:
-                container.remove(force=True)
-                removed.append(container.id)
+                api.api.remove_container(row["Id"], force=True)
+                removed.append(row["Id"])
             except Exception:  # noqa: BLE001 - removed meanwhile, or the engine is busy: next sweep
                 pass
     return removed
