@@ -200,6 +200,9 @@ _LATEX_SIGN = re.compile(r"\\(mu|sigma|cdot|times|to|rightarrow|longrightarrow|i
 _LATEX_SIGNS = {"mu": "μ", "sigma": "σ", "cdot": "·", "times": "×", "to": "→", "rightarrow": "→",
                 "longrightarrow": "→", "implies": "→", "neq": "≠", "ne": "≠", "approx": "≈"}
 _LATEX_BRACES = re.compile(r"(?<=[\^_])\{([^{}\n]{1,12})\}")
+# e to a power is exp of it ("e^(0−3)", "e**(x − m)", "e^{x-m}"): the rubric writes exp(…) (2026-12-05, recall10).
+EXP_FOLD = True
+_EXP_POWER = re.compile(r"(?<![a-z0-9_.])e\s*(?:\^|\*\*)\s*(?:\(([^()\n]{1,40})\)|\{([^{}\n]{1,40})\})")
 # Runs of white space are one space (or one blank line) before the rubric reads the answer: a
 # pattern with two `\s*` around an optional word (`mask\s*(里|中)?\s*(为\s*)?true`, welford_merge)
 # tries every split of a run between them, and "mask" then 16 000 spaces took 10 s of the
@@ -245,6 +248,8 @@ def _fold_markup(text: str) -> tuple[str, list[int]]:
     text, index = _substitute(_BACKTICKS, lambda m: "", text, index)
     text, index = _substitute(_DASH_ARROW, lambda m: "→", text, index)
     text, index = _substitute(_LATEX_SIGN, lambda m: _LATEX_SIGNS[m.group(1)], text, index)
+    if EXP_FOLD:
+        text, index = _substitute(_EXP_POWER, lambda m: f"exp({m.group(1) or m.group(2)})", text, index)
     return _substitute(_LATEX_BRACES, lambda m: m.group(1), text, index)
 
 
@@ -490,11 +495,24 @@ def _conditional(text: str, start: int, spans: list[tuple[int, int]], end: int |
         consequence = _CONSEQUENCE.search(text, start, end)
         if consequence is not None and consequence.end() < end:
             return False
+    if REMEDY_CONSEQUENCE:
+        sentence_end = spans[_sentence_of(spans, start)][1]
+        consequence = _CONSEQUENCE.search(text, end if end is not None else start, sentence_end)
+        if consequence is not None and _REMEDY.search(text, consequence.end(), sentence_end):
+            return False
     return True
 
 
 # See _conditional. Off, a match after a conditional word is never a statement.
 CONDITION_CLAUSE = True
+# A condition whose consequence says the trouble is gone ("if you add eps …, the cancellation goes away",
+# "放宽容差的话就没问题了") recommends what the condition names: a match in it is stated, whatever the
+# misconception (a fix that does not fix). Off: every condition is hypothetical (2026-12-05, recall10).
+REMEDY_CONSEQUENCE = True
+_REMEDY = re.compile(r"\b(goes|go|went) away\b|\bdisappears?\b|\bvanish\w*|"
+                     r"\b(is|are|gets?|get) (fixed|solved|gone|resolved)\b|\bproblem solved\b|"
+                     r"\bno (more |longer )?(problem|issue|error)s?\b|\bworks (fine|again)\b|"
+                     r"(问题|抵消|误差)\s*(就)?\s*(没了|消失|解决了|没有了)|就\s*(没问题|解决了|好了|没事|行了)|没问题了")
 _CONSEQUENCE = re.compile(r"[,，]|就|则|那么|\bthen\b|→|->|=>")
 
 
