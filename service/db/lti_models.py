@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from service.db.base import Base, utcnow
@@ -93,7 +93,10 @@ class LtiLink(Base):
     exercise_id: Mapped[str | None] = mapped_column(String(100), nullable=True)
     ags_scopes: Mapped[list[str]] = mapped_column(JSON, default=list)
     lineitems_url: Mapped[str | None] = mapped_column(String(2000), nullable=True)
-    lineitem_url: Mapped[str | None] = mapped_column(String(2000), nullable=True)  # given, or created by us
+    lineitem_url: Mapped[str | None] = mapped_column(String(2000), nullable=True)  # given, or found/created by us
+    # True: `lineitem_url` is one kernelgrade found by the resource link or created (service.lti.scores);
+    # False: the platform named it in a launch's AGS `lineitem` claim (or none yet).
+    lineitem_by_tool: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow, onupdate=utcnow)
 

@@ -90,12 +90,13 @@ def record_link(session: Session, deployment: LtiDeployment, context: LtiContext
     custom = claims.get(CLAIM + "custom") or {}
     ags = claims.get(AGS) or {}
     scopes = [text(s, 200) for s in ags.get("scope", [])[:10]] if isinstance(ags.get("scope"), list) else None
+    named = text(ags.get("lineitem"), 2000) or None  # the platform's own line item; none: the tool's is kept
     return _get_or_add(session, LtiLink,
                        {"deployment_id": deployment.id, "resource_link_id": text(link.get("id"), 255)},
                        context_id=context.id, title=text(link.get("title"), 500) or None,
                        exercise_id=text(custom.get("exercise"), 100) or None if isinstance(custom, dict) else None,
                        ags_scopes=scopes, lineitems_url=text(ags.get("lineitems"), 2000) or None,
-                       lineitem_url=text(ags.get("lineitem"), 2000) or None)
+                       lineitem_url=named, lineitem_by_tool=False if named else None)
 
 
 ASSIGNMENT_PREFIXES = ("lti:", "lti@")  # an LTI placement's assignment ids; refused from API clients

@@ -183,7 +183,8 @@ def posts_for(session: Session, submission_id: str) -> list[tuple[LtiScorePost, 
 # --- posting -------------------------------------------------------------------------------------
 
 class PermanentFailure(Exception):
-    """Retrying cannot help (revoked registration, no line item and no right to create one)."""
+    """Retrying cannot help (revoked registration, no line item and no right to create one, the
+    platform's own line item deleted and no right to create one)."""
 
 
 def _claim(sessions: sessionmaker[Session], post_id: int) -> bool:
@@ -196,29 +197,43 @@ def _claim(sessions: sessionmaker[Session], post_id: int) -> bool:
         return result.rowcount == 1
 
 
-def _line_item(session: Session, ags: AssignmentsGradesService, link: LtiLink, maximum: float) -> LineItem:
+def _line_item(session: Session, ags: AssignmentsGradesService, link: LtiLink, maximum: float, *,
+               gone: str | None = None) -> LineItem:
     """The placement's line item: the one the platform named, else found or created by its resource
     link. Finding or creating happens under the link's row lock (PostgreSQL), read again once it is
     ours: two processes posting a placement's first scores at once (API replicas, each with its LTI
     thread) would each look it up, find none, and create one: two gradebook columns, each student's
-    grade in one of them."""
-    if link.lineitem_url:
+    grade in one of them.
+
+    `gone`: the line item a score POST just answered 404 for (an instructor deleted the gradebook
+    column). Unless another process replaced it meanwhile, it is forgotten and found or created again:
+    always for one of the tool's own, and for one the platform named only where the platform lets the
+    tool create line items; otherwise the post fails for good, saying the column was deleted."""
+    if link.lineitem_url and gone is None:
         return LineItem({"id": link.lineitem_url})
     session.execute(select(LtiLink.id).where(LtiLink.id == link.id).with_for_update())
     session.refresh(link)  # another process's line item, if it made one while we waited
-    if link.lineitem_url:
+    if link.lineitem_url and link.lineitem_url != gone:
         session.commit()
         return LineItem({"id": link.lineitem_url})
-    if not link.lineitems_url or not ags.can_create_lineitem():
+    can_create = bool(link.lineitems_url) and ags.can_create_lineitem()
+    if gone is not None and link.lineitem_url == gone and not link.lineitem_by_tool and not can_create:
+        session.commit()
+        raise PermanentFailure(f"the LMS gradebook column this placement posts to ({gone}) was deleted, and the "
+                               "platform does not let the tool create one: recreate the column in the LMS")
+    if not can_create:
+        session.commit()
         raise PermanentFailure("the platform named no line item for this placement "
                                "and does not let the tool create one")
     wanted = (LineItem().set_label(link.title or link.exercise_id or "kernelgrade").set_score_maximum(maximum)
               .set_resource_id(link.exercise_id or "").set_tag(LINE_ITEM_TAG)
               .set_resource_link_id(link.resource_link_id))
     found = ags.find_or_create_lineitem(wanted, find_by="resource_link_id")
-    if not found.get_id():
-        raise LtiException("the platform created a line item without an id")
-    link.lineitem_url = found.get_id()
+    if not found.get_id() or found.get_id() == gone:
+        session.rollback()
+        raise LtiException("the platform created a line item without an id" if not found.get_id()
+                           else "the platform still lists the line item it answered 404 for")
+    link.lineitem_url, link.lineitem_by_tool = found.get_id(), True
     session.commit()
     return found
 
@@ -243,7 +258,16 @@ def _post(session: Session, post: LtiScorePost, http: BoundedSession) -> int | N
              .set_score_maximum(score["scoreMaximum"]).set_activity_progress(score["activityProgress"])
              .set_grading_progress(score["gradingProgress"]).set_timestamp(score["timestamp"])
              .set_comment(score["comment"]).set_extra_claims({"submission": score["submission"]}))
-    response = ags.put_grade(grade, line_item)
+    try:
+        response = ags.put_grade(grade, line_item)
+    except LtiServiceException as exc:
+        if exc.response.status_code != 404 or not line_item.get_id():
+            raise
+        # The line item is gone (its column deleted in the LMS): find or create it again, post once more.
+        log.warning("line item %s of placement %s answered 404; finding or creating it again",
+                    line_item.get_id(), link.id)
+        line_item = _line_item(session, ags, link, score["scoreMaximum"], gone=line_item.get_id())
+        response = ags.put_grade(grade, line_item)
     return 200 if response is not None else None
 
 

@@ -20,7 +20,7 @@ import pytest
 from sqlalchemy import select, text
 
 from service.db import decisions, store
-from service.db.lti_models import LtiScorePost, LtiSubmission
+from service.db.lti_models import LtiLink, LtiScorePost, LtiSubmission
 from service.db.models import Submission
 from service.lti import scores
 from service.lti.http import BoundedSession
@@ -480,3 +480,85 @@ def test_two_replicas_posting_a_placements_first_scores_create_one_line_item(lti
     assert len(items) == 1, f"{len(items)} line items (gradebook columns) for one placement"
     link.line_item = items[0]["id"].rsplit("/", 1)[-1]
     assert sorted(s["userId"] for s in platform.scores(link)) == sorted(subs)
+
+
+# --- an instructor deletes the gradebook column ----------------------------------------------------
+
+def column_id(item: dict) -> str:
+    """The platform's key of a line item (the last part of its URL)."""
+    return item["id"].rsplit("/", 1)[-1]
+
+
+def test_a_deleted_column_the_tool_created_is_created_again_for_the_next_grade(lti, platform, course, student):
+    """A placement the LMS made without a line item: kernelgrade created its column at the first
+    score. The instructor deletes that column in the LMS; the AGS then answers 404 for it. The next
+    grade (a TA's decision) must land in a column created again, not fail for good, and the
+    placement must still have one column."""
+    link = platform.add_link("made by hand", {"exercise": EXERCISE})
+    staff = course.client("submit", "read", "review")
+    mine = lti_submit(lti, platform, link, student, cheap_body())
+    wait_final(staff, mine.id)
+    wait_for(lambda: settled_posts(lti, student), timeout=60, what="the first score posted")
+    (first,) = platform.line_items_of(link)
+    link.line_item = column_id(first)
+    assert [s["scoreGiven"] for s in scores_of(platform, link, student)] == [0]
+
+    platform.delete_line_item(column_id(first))
+    decide(staff, mine.id, 2)
+    posts = wait_for(lambda: (p := settled_posts(lti, student)) and len(p) == 2 and p, timeout=60,
+                     what="the 2 points' post settled")
+    assert [p.state for p in posts] == ["posted", "posted"], [(p.state, p.last_error) for p in posts]
+    (again,) = platform.line_items_of(link)
+    assert again["id"] != first["id"] and again["scoreMaximum"] == 10 and again["tag"] == "kernelgrade"
+    link.line_item = column_id(again)
+    assert [s["scoreGiven"] for s in scores_of(platform, link, student)] == [2]
+    with lti.sessions() as session:
+        row = session.scalar(select(LtiLink).where(LtiLink.resource_link_id == link.id))
+        assert (row.lineitem_url, row.lineitem_by_tool) == (again["id"], True)
+
+
+def test_a_deleted_column_the_platform_named_is_replaced_where_the_tool_may_create_one(
+        lti, platform, course, link, student):
+    """The column the platform named in the launch (deep linking made it) is deleted: where the LMS
+    lets the tool create line items, the next grade lands in one kernelgrade finds or creates by
+    the resource link."""
+    staff = course.client("submit", "read", "review")
+    mine = lti_submit(lti, platform, link, student, cheap_body())
+    wait_final(staff, mine.id)
+    named = platform.state.line_items[link.line_item]["id"]
+    assert lms_grade(lti, platform, link, student) == 0
+    with lti.sessions() as session:
+        row = session.scalar(select(LtiLink).where(LtiLink.resource_link_id == link.id))
+        assert (row.lineitem_url, row.lineitem_by_tool) == (named, False)
+
+    platform.delete_line_item(link.line_item)
+    decide(staff, mine.id, 2)
+    posts = wait_for(lambda: (p := settled_posts(lti, student)) and len(p) == 2 and p, timeout=60,
+                     what="the 2 points' post settled")
+    assert [p.state for p in posts] == ["posted", "posted"], [(p.state, p.last_error) for p in posts]
+    (again,) = platform.line_items_of(link)
+    assert again["id"] != named
+    link.line_item = column_id(again)
+    assert [s["scoreGiven"] for s in scores_of(platform, link, student)] == [2]
+
+
+def test_a_deleted_column_the_platform_named_fails_clearly_where_the_tool_may_not_create_one(
+        lti, platform, course, link, student):
+    """The same deletion on an LMS that grants the tool no right to create line items: the post
+    fails for good (nothing can fix it but the LMS), with an error that says the column was
+    deleted, and kernelgrade creates nothing."""
+    staff = course.client("submit", "read", "review")
+    platform.state.allow_creating_lineitems = False
+    try:
+        mine = lti_submit(lti, platform, link, student, cheap_body())
+        wait_final(staff, mine.id)
+        assert lms_grade(lti, platform, link, student) == 0
+        platform.delete_line_item(link.line_item)
+        decide(staff, mine.id, 2)
+        posts = wait_for(lambda: (p := settled_posts(lti, student)) and len(p) == 2 and p, timeout=60,
+                         what="the 2 points' post settled")
+    finally:
+        platform.state.allow_creating_lineitems = True
+    assert [p.state for p in posts] == ["posted", "failed"]
+    assert posts[-1].attempt == 1 and "was deleted" in (posts[-1].last_error or ""), posts[-1].last_error
+    assert platform.line_items_of(link) == []

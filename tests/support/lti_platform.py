@@ -78,6 +78,8 @@ class PlatformState:
     # what the platform had when asked: another request can create a line item meanwhile.
     lookup_delays: list[float] = field(default_factory=list)
     lookups_held: int = 0  # late look-ups begun so far
+    # Whether launches grant the tool the right to create line items (the AGS `lineitem` scope).
+    allow_creating_lineitems: bool = True
 
 
 class Conf(LTI1P3PlatformConfAbstract):
@@ -197,7 +199,7 @@ class Launch(LTIAdvantageMessageLaunchAbstract):
         self.set_custom_parameters_claim(link.custom)
         self.set_ags(f"{platform.url}/ags/{CONTEXT}/lineitems",
                      f"{platform.url}/ags/{CONTEXT}/lineitems/{link.line_item}" if link.line_item else None,
-                     allow_creating_lineitems=True)
+                     allow_creating_lineitems=platform.state.allow_creating_lineitems)
         self.set_id_token_expiration(platform.id_token_expiration)
 
     def render_launch_form(self, launch_data: dict[str, Any], **kwargs: Any) -> HTMLResponse:
@@ -259,6 +261,21 @@ class Platform:
             link.line_item = item_id
         self.state.links[link.id] = link
         return link
+
+    def delete_line_item(self, item_id: str) -> None:
+        """What an instructor deleting the gradebook column does: the line item and its scores are
+        gone (AGS answers 404 for it), and no launch names it any more."""
+        with self.state.lock:
+            del self.state.line_items[item_id]
+            self.state.scores.pop(item_id, None)
+            for link in self.state.links.values():
+                if link.line_item == item_id:
+                    link.line_item = None
+
+    def line_items_of(self, link: Link) -> list[dict[str, Any]]:
+        """The gradebook columns of a placement (its line items by resource link)."""
+        with self.state.lock:
+            return [i for i in self.state.line_items.values() if i.get("resourceLinkId") == link.id]
 
     def scores(self, link: Link) -> list[dict[str, Any]]:
         with self.state.lock:
