@@ -55,15 +55,22 @@ def pending_reasons(report: Report) -> list[str]:
     return reasons
 
 
+def reasons(report: Report, counted: Counted, *, language: Language) -> list[str]:
+    """Why the score that counts is what it is (the blocking veto or requirement, capped or zero),
+    and what the hints cost: the words every export and the LTI activity page give with it."""
+    lines = _why(counted, language, report)
+    if counted.hint_cost:
+        lines.append(render("export_hint_cost", language, cost=counted.hint_cost, count=len(counted.hints),
+                            levels=list(counted.hints)))
+    return lines
+
+
 def summary(report: Report, counted: Counted, *, language: Language, feedback_url: str | None) -> str:
     score = report.score
     lines = [say("score_line", language, total=score.total, max=score.max, threshold=score.pass_threshold)]
     if counted.points != counted.total:
         lines.append(say("exported_line", language, points=counted.points, max=score.max))
-    lines += _why(counted, language, report)
-    if counted.hint_cost:
-        lines.append(render("export_hint_cost", language, cost=counted.hint_cost, count=len(counted.hints),
-                            levels=list(counted.hints)))
+    lines += reasons(report, counted, language=language)
     if score.provisional:
         lines.append(say("pending", language, reasons=", ".join(pending_reasons(report))))
     elif counted.awaiting_other:

@@ -22,6 +22,9 @@ from service.db import store
 from service.db.lti_models import LtiDeployment, LtiLink, LtiPlatform, LtiScorePost, LtiSubmission
 from service.db.models import Submission
 from service.exercises import Exercise, ExerciseNotFound
+from service.grades.gradebook import counted_with_hints, counting_attempt
+from service.grades.platforms import reasons
+from service.grades.policy import CoursePolicy
 from service.lti import keys
 from service.lti.adapter import LtiCookies, LtiLaunch, LtiRequest, Tool
 from service.lti.launches import (
@@ -36,10 +39,11 @@ from service.lti.launches import (
 from service.lti.refusals import LaunchRefused
 from service.lti.registry import origin_of
 from service.lti.roster import names
+from service.report import Report
 from service.status import SubmissionStatus
 from service.submission import Submission as SubmissionBody
 from service.web.feedback import feedback_response, find_by_token
-from service.web.i18n import LTI_REFUSAL_TITLE, LTI_REFUSALS, texts
+from service.web.i18n import LTI_REFUSAL_TITLE, LTI_REFUSALS, Language, texts
 from service.web.pages import framed_by, render
 
 router = APIRouter(include_in_schema=False)
@@ -133,16 +137,28 @@ def _exercise(request: Request, link: LtiLink) -> Exercise:
         raise LaunchRefused("unknown_exercise", link.exercise_id) from None
 
 
-def _score(session: Session, row: Submission) -> str:
+def _grade(session: Session, row: Submission, policy: CoursePolicy, language: Language) -> dict[str, Any]:
+    """The attempt's grade as the LMS gets it: the score that counts (the veto policy's cap or zero,
+    an unmet requirement's cap, less the hints' cost; service.grades), and, where it is not the
+    rubric total, that total and why (the exports' words). Empty for an attempt with no grade."""
     current = store.current_report(session, row)
     if current is None or row.status != SubmissionStatus.graded:
-        return ""
-    score = current.report.get("score", {})
-    return f"{score.get('total', 0):g} / {score.get('max', 0):g}" + (" *" if score.get("provisional") else "")
+        return {"score": "", "raw": "", "why": []}
+    grade = counted_with_hints(session, row, current.report, policy)
+    if grade is None:
+        return {"score": "", "raw": "", "why": []}
+    shown = f"{grade.points:g} / {grade.max:g}" + (" *" if grade.provisional else "")
+    if grade.points == grade.total:
+        return {"score": shown, "raw": "", "why": []}
+    raw = texts(language)["lti_raw_total"].format(total=f"{grade.total:g}", max=f"{grade.max:g}")
+    return {"score": shown, "raw": raw, "why": reasons(Report.model_validate(current.report), grade, language=language)}
 
 
-def _submission_rows(session: Session, link: LtiLink, sub: str | None) -> list[dict[str, Any]]:
-    """Submissions to a placement, newest first: one person's (`sub`), or everyone's (staff)."""
+def _submission_rows(session: Session, link: LtiLink, sub: str | None, *, policy: CoursePolicy,
+                     language: Language) -> list[dict[str, Any]]:
+    """Submissions to a placement, newest first: one person's (`sub`), or everyone's (staff), each
+    with its grade as the LMS gets it, and `counts`: whether it is the attempt whose grade the LMS
+    has for its student (the course's grade policy)."""
     query = (select(Submission, LtiSubmission.sub).join(LtiSubmission, LtiSubmission.submission_id == Submission.id)
              .where(LtiSubmission.link_id == link.id).order_by(Submission.created_at.desc()).limit(SHOWN_SUBMISSIONS))
     if sub is not None:
@@ -151,7 +167,13 @@ def _submission_rows(session: Session, link: LtiLink, sub: str | None) -> list[d
     who = names(session, [row.id for row, _ in found]) if sub is None else {}
     posts = {p.submission_id: p for p in session.scalars(select(LtiScorePost).where(
         LtiScorePost.submission_id.in_([row.id for row, _ in found])).order_by(LtiScorePost.id))} if found else {}
-    return [{"id": row.id, "created_at": row.created_at, "status": row.status, "score": _score(session, row),
+    counting_ids: dict[str, str | None] = {}
+    for row, author in found:
+        if author not in counting_ids:
+            chosen = counting_attempt(session, row, policy)
+            counting_ids[author] = chosen.id if chosen is not None else None
+    return [{"id": row.id, "created_at": row.created_at, "status": row.status,
+             **_grade(session, row, policy, language), "counts": counting_ids.get(author) == row.id,
              "href": f"/lti/feedback/{row.feedback_token}", "who": who.get(row.id, author),
              "post": posts[row.id].state if row.id in posts else ""} for row, author in found]
 
@@ -163,6 +185,7 @@ def _activity(request: Request, session: Session, message: LtiLaunch, platform: 
     spec = exercise.spec
     t = texts(spec.language)
     staff = is_staff(dict(message.get_launch_data()))
+    policy = store.course_policy(session, platform.course_id)
     context = {
         "t": t, "title": spec.title.in_(spec.language), "exercise": spec, "launch_id": message.get_launch_id(),
         "person": person,
@@ -171,8 +194,10 @@ def _activity(request: Request, session: Session, message: LtiLaunch, platform: 
         "points_line": t["lti_points_line"].format(max=f"{spec.max_points:g}", threshold=f"{spec.pass_threshold:g}"),
         "explanation_prompt": next((q.prompt.in_(spec.language) for q in spec.questions if q.id == "explanation"),
                                    t["lti_explanation"]),
-        "mine": _submission_rows(session, link, person.sub), "staff": staff,
-        "everyone": _submission_rows(session, link, None) if staff else [],
+        "mine": _submission_rows(session, link, person.sub, policy=policy, language=spec.language),
+        "staff": staff,
+        "everyone": _submission_rows(session, link, None, policy=policy, language=spec.language) if staff else [],
+        "counts_line": t["lti_counts_best" if policy.grade_policy == "best" else "lti_counts_last"],
     }
     return render(request, "lti_activity.html", context, status_code=status_code,
                   headers=framed_by(platform.frame_origins))

@@ -16,7 +16,7 @@ from sqlalchemy import select
 from service.db.lti_models import LtiMember, LtiScorePost, LtiSubmission, LtiToolKey
 from service.db.models import Submission
 from service.lti import keys
-from service.web.i18n import LTI_REFUSALS
+from service.web.i18n import LTI_REFUSALS, texts
 from tests.api.support import EXERCISE, Course, Service, cheap_body, example_body, template_body, wait_final, wait_for
 from tests.support.lti_platform import LEARNER, Browser, Link, Platform, User, forms
 
@@ -379,6 +379,16 @@ def test_a_hint_that_costs_points_reposts_the_score_less_its_cost(lti, platform,
         assert last["timestamp"] > first["timestamp"]
         (book,) = [r for r in admin.get("/v1/grades").json()["rows"] if r["submission_id"] == row.id]
         assert book["points"] == last["scoreGiven"] and book["hint_cost"] == 1.0
+        # Her activity page, and the instructor's, show the number the LMS has, not the rubric total:
+        # with the total beside it and why, in the page's language.
+        words = texts(lti.row(row.id).language)
+        for user in ("dora", "teacher"):
+            page = Browser().launch(platform, user=user, hint=f"link:{linked.id}").text
+            shown = re.search(rf'data-submission="{row.id}">(.*?)</(li|tr)>', page, re.S)
+            assert shown, page[:3000]
+            assert '<strong class="counted">9 / 10</strong>' in shown[1] and 'class="counts"' in shown[1], shown[1]
+            assert words["lti_raw_total"].format(total=10, max=10) in shown[1], shown[1]
+            assert ("提示扣分：1 分" if words["lang"] == "zh-CN" else "Hints: 1 points off") in shown[1], shown[1]
     finally:
         admin.put("/v1/course/policy", json={"hint_cost": 0}).raise_for_status()
         del platform.state.users["dora"]
