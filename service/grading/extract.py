@@ -35,15 +35,32 @@ MAX_SIMILARITY_CANDIDATES = 64
 @dataclass(frozen=True)
 class Spill:
     """A blank that is one argument (or element) of its call (tuple, list, set), written as several:
-    `advance(0, D_TILE_SIZE)` where the template has `advance(______)`. Refused as a fill (fills.py)."""
+    `advance(0, D_TILE_SIZE)` where the template has `advance(______)`, `x, sem="relaxed"` where it has
+    `atomic_add(p, ______)`, or one keyword argument where the blank is a positional one (`val=x`).
+    Refused as a fill (fills.py)."""
 
     parts: tuple[str, ...]  # each one's canonical source; a keyword blank's first part is its value
     elements: bool  # of a tuple, list or set, not a call's arguments
     as_tuple: bool  # plain positional arguments: written in parentheses they would be one argument
+    # What each part is, for the message (SPILL_KINDS); () for plain positional arguments or elements.
+    kinds: tuple[str, ...] = ()
 
     @property
     def source(self) -> str:
         return ", ".join(self.parts)
+
+    @property
+    def keywords(self) -> bool:
+        """Whether a keyword argument is among what was written in the blank."""
+        return any(kind in KEYWORD_KINDS for kind in self.kinds)
+
+
+# The kinds of a spill's parts (Spill.kinds): the blank's one expression; a further positional
+# argument or element; a keyword argument the template's call does not pass, or one it passes
+# already (after the blank: written twice); `*xs`; `**kw`; and a keyword argument written where
+# the blank is a positional argument (`val=x` for `atomic_add(p, ______)`).
+SPILL_KINDS = ("expression", "argument", "keyword", "repeated_keyword", "unpacked", "unpacked_keywords", "named")
+KEYWORD_KINDS = frozenset({"keyword", "repeated_keyword", "unpacked_keywords", "named"})
 
 
 @dataclass
@@ -353,14 +370,20 @@ class _Matcher:
         if isinstance(item, ast.keyword):  # `mask=______` written `mask=m, other=0.0`: its value and the rest
             blank, first = item.value, cast(ast.keyword, span[0]).value
             parts = [ast.unparse(first), *map(ast.unparse, span[1:])]
+        elif isinstance(span[0], ast.keyword):  # `atomic_add(p, ______)` written `atomic_add(p, val=x)`
+            blank, first = cast(ast.expr, item), span[0].value
+            parts = [ast.unparse(part) for part in span]
         else:
             blank, first = cast(ast.expr, item), cast(ast.expr, span[0])
             parts = [ast.unparse(part) for part in span]
         self.fills[(blank.lineno, blank.col_offset)] = first
         plain = isinstance(t, ast.Call) and not isinstance(item, ast.keyword) \
             and not any(isinstance(p, (ast.keyword, ast.Starred)) for p in span)
+        passed = {k.arg for k in t.keywords if k.arg is not None} if isinstance(t, ast.Call) else set()
+        kinds = tuple(_spill_kind(part, first_part=i == 0, keyword_blank=isinstance(item, ast.keyword),
+                                  passed=passed) for i, part in enumerate(span))
         self.spills[(blank.lineno, blank.col_offset)] = Spill(parts=tuple(parts), elements=not isinstance(t, ast.Call),
-                                                              as_tuple=plain)
+                                                              as_tuple=plain, kinds=kinds)
 
     def _find_fills_only(self, t: ast.AST, s: ast.AST | None) -> None:
         if s is None or not self._holds_blank(t):
@@ -404,6 +427,20 @@ class _Matcher:
             submission_text=_first_lines(self._segment("s", s)) if s is not None else "",
             hint=_static_hint(t, s, self.language),
         ))
+
+
+def _spill_kind(part: ast.AST, *, first_part: bool, keyword_blank: bool, passed: set[str]) -> str:
+    """What one item of a spilled blank's span is (SPILL_KINDS). `passed`: the keyword arguments the
+    template's call passes itself."""
+    if first_part:
+        if isinstance(part, ast.keyword) and not keyword_blank:
+            return "named"
+        return "unpacked" if isinstance(part, ast.Starred) else "expression"
+    if isinstance(part, ast.keyword):
+        if part.arg is None:
+            return "unpacked_keywords"
+        return "repeated_keyword" if part.arg in passed else "keyword"
+    return "unpacked" if isinstance(part, ast.Starred) else "argument"
 
 
 def _fits(t: ast.AST, s: ast.AST) -> bool:
@@ -452,15 +489,16 @@ def _is_blank_item(item: ast.AST) -> bool:
 def _spill(t: ast.AST, s: ast.AST) -> tuple[int, int] | None:
     """Where `s` (a call, tuple, list or set like `t`) is `t` with one blank item written as several
     (`advance(0, D_TILE_SIZE)` for `advance(______)`, `range(0, N, BLOCK)` for `range(______)`,
-    `mask=m, other=0.0` for `mask=______`): (the blank item's index, how many items stand for it).
-    The called function and every other item must fit the template's (_fits), the items in order
-    before and after; the first of the blank's items must be an expression (for `name=______`, that
-    keyword). None otherwise: an argument changed away from the blank, or another function called, is
-    an edit outside it. The first blank that fits is taken."""
+    `mask=m, other=0.0` for `mask=______`, `x, sem="relaxed"` for `atomic_add(p, ______)`), or a
+    positional blank written as a keyword argument, alone or with more (`atomic_add(p, val=x)`):
+    (the blank item's index, how many items stand for it). The called function and every other item
+    must fit the template's (_fits), the items in order before and after; for `name=______`, the
+    first of the blank's items must be that keyword. None otherwise: an argument changed away from
+    the blank, or another function called, is an edit outside it. The first blank that fits is taken."""
     count_t = len(t.args) + len(t.keywords) if isinstance(t, ast.Call) else len(getattr(t, "elts", ()))
     count_s = len(s.args) + len(s.keywords) if isinstance(s, ast.Call) else len(getattr(s, "elts", ()))
     extra = count_s - count_t
-    if extra <= 0:
+    if extra < 0:
         return None
     t_items = _items(t)
     blanks = [i for i, item in enumerate(t_items) if _is_blank_item(item)]
@@ -471,8 +509,13 @@ def _spill(t: ast.AST, s: ast.AST) -> tuple[int, int] | None:
     s_items = _items(s)
     for i in blanks:
         first, item = s_items[i], t_items[i]
-        if isinstance(item, ast.keyword) != isinstance(first, ast.keyword) \
-                or isinstance(item, ast.keyword) and cast(ast.keyword, first).arg != item.arg:
+        if isinstance(item, ast.keyword):
+            if not isinstance(first, ast.keyword) or first.arg != item.arg or extra == 0:
+                continue
+        elif isinstance(first, ast.keyword):
+            if first.arg is None:  # `**kw` where the blank is: no expression to name
+                continue
+        elif extra == 0:
             continue
         if all(_fits(a, b) for a, b in zip(t_items[:i], s_items[:i])) \
                 and all(_fits(a, b) for a, b in zip(t_items[i + 1:], s_items[i + 1 + extra:])):

@@ -282,15 +282,52 @@ def fill_refusal(exercise: Exercise, extraction: Extraction,
 
 # The most of a spilled fill a message quotes (a fill of thousands of arguments is not repeated back).
 SPILL_QUOTE_CHARS = 120
+# The most of one part a message names (extract.Spill.kinds), and how many parts after the first.
+SPILL_PART_CHARS = 60
+SPILL_PARTS_NAMED = 3
+
+
+def _quoted(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def spilled_message(spill: Spill, *, blank_number: int, language: str) -> str:
     """A blank that is one argument (element) filled with several (extract.Spill): one expression
-    goes there; where they are plain arguments, parentheses would make them one tuple."""
-    text = spill.source if len(spill.source) <= SPILL_QUOTE_CHARS else spill.source[:SPILL_QUOTE_CHARS] + "…"
+    goes there; where they are plain arguments, parentheses would make them one tuple; where a
+    keyword argument is among them, each part is named for what it is (a keyword is no expression)."""
+    text = _quoted(spill.source, SPILL_QUOTE_CHARS)
+    if spill.keywords:
+        return _keyword_spill_message(spill, blank_number=blank_number, text=text, language=language)
     advice = render("fills.spilled.as_tuple" if spill.as_tuple else "fills.spilled.one", language, text=text)
     return render("fills.spilled.elements" if spill.elements else "fills.spilled.arguments", language,
                   blank=blank_number, count=len(spill.parts), text=text, advice=advice)
+
+
+def _keyword_spill_message(spill: Spill, *, blank_number: int, text: str, language: str) -> str:
+    """`x, sem="relaxed"` in `atomic_add(p, ______)`: the expression `x` followed by the keyword
+    argument `sem='relaxed'`, which the template's call does not pass; write only `x`."""
+    def part(kind: str, source: str) -> str:
+        return render(f"fills.spilled.part.{kind}", language, text=_quoted(source, SPILL_PART_CHARS),
+                      name=source.split("=", 1)[0] if kind == "repeated_keyword" else "")
+
+    first = part(spill.kinds[0], spill.parts[0])
+    rest = [part(kind, source) for kind, source in zip(spill.kinds[1:SPILL_PARTS_NAMED + 1],
+                                                        spill.parts[1:SPILL_PARTS_NAMED + 1])]
+    if len(spill.parts) > SPILL_PARTS_NAMED + 1:
+        rest.append(render("fills.spilled.more", language, count=len(spill.parts) - SPILL_PARTS_NAMED - 1))
+    parts = render("fills.spilled.followed", language, first=first, rest=rest) if rest else first
+    absent = [f"`{_quoted(source.split('=', 1)[0], SPILL_PART_CHARS)}=`"
+              for kind, source in zip(spill.kinds, spill.parts) if kind == "keyword"][:SPILL_PARTS_NAMED]
+    note = render("fills.spilled.not_passed", language, names=absent) if absent else ""
+    if spill.kinds[0] == "named":  # `val=x` where the blank is: its value is the fill
+        advice = render("fills.spilled.value", language,
+                        value=_quoted(spill.parts[0].split("=", 1)[1], SPILL_PART_CHARS))
+    elif spill.kinds[0] == "expression":
+        advice = render("fills.spilled.only", language, value=_quoted(spill.parts[0], SPILL_PART_CHARS))
+    else:
+        advice = render("fills.spilled.one", language, text=text)
+    return render("fills.spilled.keywords", language, blank=blank_number, text=text, parts=parts, note=note,
+                  advice=advice)
 
 
 def builds_block_pointer(fills: Sequence[ast.expr | list[ast.stmt] | None]) -> bool:

@@ -330,3 +330,102 @@ def test_a_spilled_fill_is_refused_with_what_was_written_and_how_to_write_one():
     assert "2 elements there: `1, 2`" in spilled_message(element, blank_number=4, language="en")
     many = extract(SPILL_TEMPLATE, spill_answer(1, ", ".join(["N"] * 500))).spills[1]
     assert len(many.parts) == 500 and len(spilled_message(many, blank_number=2, language="en")) < 700
+
+
+# A keyword argument written in a blank (issue: the message said "2 arguments"): on the exercises'
+# own templates. It is the blank's (refused) fill, like any spill, not an edit outside the blank and
+# not a fill: a blank holds one expression, and a keyword argument is none.
+def _exercise(name: str) -> tuple[str, str]:
+    folder = REPO_ROOT / "exercises" / name
+    return (folder / "template.py").read_text(encoding="utf-8"), (folder / "solution.py").read_text(encoding="utf-8")
+
+
+def _solution_with(name: str, old: str, new: str) -> tuple[str, str]:
+    template, solution = _exercise(name)
+    assert old in solution
+    return template, solution.replace(old, new, 1)
+
+
+ATOMIC_LINE = "tl.atomic_add(sumsqs + row, tl.sum(values * values, axis=0))"
+
+
+@pytest.mark.parametrize(("name", "old", "new", "blank", "parts", "kinds"), [
+    # a keyword after the blank's expression, in a positional blank
+    ("fused_mean_var_atomic", ATOMIC_LINE, "tl.atomic_add(sumsqs + row, tl.sum(values * values, axis=0), sem='relaxed')",
+     0, ("tl.sum(values * values, axis=0)", "sem='relaxed'"), ("expression", "keyword")),
+    # the positional blank written as its keyword argument, alone or with another
+    ("fused_mean_var_atomic", ATOMIC_LINE, "tl.atomic_add(sumsqs + row, val=tl.sum(values * values, axis=0))",
+     0, ("val=tl.sum(values * values, axis=0)",), ("named",)),
+    ("fused_mean_var_atomic", ATOMIC_LINE, "tl.atomic_add(sumsqs + row, val=tl.sum(values * values), sem='relaxed')",
+     0, ("val=tl.sum(values * values)", "sem='relaxed'"), ("named", "keyword")),
+    # a keyword blank (other=______) with another keyword after its value
+    ("lesson07_softmax", 'other=-float("inf"))', 'other=-float("inf"), eviction_policy="evict_last")',
+     0, ("-float('inf')", "eviction_policy='evict_last'"), ("expression", "keyword")),
+    # mask=______ written with the other= that the template passes itself after it
+    ("lesson05_row_sum", "mask=cols < N, other=0.0)", "mask=cols < N, other=0.0, other=0.0)",
+     1, ("cols < N", "other=0.0"), ("expression", "repeated_keyword")),
+])
+def test_a_keyword_argument_in_a_blank_is_a_spill_with_each_part_named(name, old, new, blank, parts, kinds):
+    template, code = _solution_with(name, old, new)
+    result = extract(template, code)
+    assert result.error is None and result.edits == [], "nothing outside the blank was edited: no veto"
+    assert list(result.spills) == [blank]
+    spill = result.spills[blank]
+    assert spill.parts == parts and spill.kinds == kinds and spill.keywords and not spill.as_tuple
+    assert result.fill_sources[blank] == ", ".join(parts), "the report's fill is the span as written"
+
+
+def test_a_keyword_spill_is_worded_as_a_keyword_in_both_languages():
+    from service.grading.fills import spilled_message
+
+    template, code = _solution_with("fused_mean_var_atomic", ATOMIC_LINE,
+                                    'tl.atomic_add(sumsqs + row, tl.sum(values * values), sem="relaxed")')
+    spill = extract(template, code).spills[0]
+    en = spilled_message(spill, blank_number=1, language="en")
+    assert "2 arguments" not in en and "tuple" not in en
+    assert en.startswith("Blank 1 takes one expression; you wrote `tl.sum(values * values), sem='relaxed'` there: "
+                         "the expression `tl.sum(values * values)` followed by the keyword argument `sem='relaxed'`.")
+    assert "(the template's call passes no `sem=`)" in en and en.endswith("Write only `tl.sum(values * values)` in the blank.")
+    zh = spilled_message(spill, blank_number=1, language="zh")
+    assert "2 个参数" not in zh and "元组" not in zh
+    assert "表达式 `tl.sum(values * values)`，后面跟着关键字参数 `sem='relaxed'`" in zh
+    assert "关键字参数不是表达式" in zh and "没有传 `sem=`" in zh and zh.endswith("空里只写 `tl.sum(values * values)`。")
+
+
+def test_a_positional_blank_written_as_its_keyword_says_to_write_the_value():
+    from service.grading.fills import spilled_message
+
+    template, code = _solution_with("fused_mean_var_atomic", ATOMIC_LINE,
+                                    "tl.atomic_add(sumsqs + row, val=tl.sum(values * values))")
+    spill = extract(template, code).spills[0]
+    en = spilled_message(spill, blank_number=1, language="en")
+    assert "the keyword argument `val=tl.sum(values * values)`" in en and "passes no" not in en
+    assert "write only the value, `tl.sum(values * values)`" in en
+    zh = spilled_message(spill, blank_number=1, language="zh")
+    assert "关键字参数 `val=tl.sum(values * values)`" in zh and "只写它的值 `tl.sum(values * values)`" in zh
+
+
+def test_a_keyword_the_template_passes_after_the_blank_is_named_as_passed_twice():
+    from service.grading.fills import spilled_message
+
+    template, code = _solution_with("lesson05_row_sum", "mask=cols < N, other=0.0)", "mask=cols < N, other=0.0, other=0.0)")
+    en = spilled_message(extract(template, code).spills[1], blank_number=2, language="en")
+    assert "the keyword argument `other=0.0` (the template's call passes `other=` itself" in en and "passes no" not in en
+    zh = spilled_message(extract(template, code).spills[1], blank_number=2, language="zh")
+    assert "已经传了 `other=`" in zh
+
+
+def test_many_keywords_in_a_blank_are_named_up_to_a_few():
+    from service.grading.fills import spilled_message
+
+    template, code = _solution_with("fused_mean_var_atomic", ATOMIC_LINE, "tl.atomic_add(sumsqs + row, v, "
+                                    + ", ".join(f"k{i}={i}" for i in range(400)) + ")")
+    spill = extract(template, code).spills[0]
+    en = spilled_message(spill, blank_number=1, language="en")
+    assert len(spill.parts) == 401 and "397 more" in en and len(en) < 900
+
+
+def test_unpacked_keywords_where_a_positional_blank_is_stay_an_edit():
+    template, code = _solution_with("fused_mean_var_atomic", ATOMIC_LINE, "tl.atomic_add(sumsqs + row, **opts)")
+    result = extract(template, code)
+    assert result.spills == {} and [e.rule for e in result.edits] == [MODIFIED_OUTSIDE_BLANK]
