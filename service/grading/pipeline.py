@@ -446,7 +446,8 @@ class Grader:
         text_scores: dict[str, TextScore] = {}  # the written answers' scores, said again in the other language
         items = rubric.score_items(exercise, submission, cases, not_run_reason=not_run_reason, diagnoses=diagnoses,
                                    assist=self.assist, fills=extraction.fill_sources, language=language,
-                                   text_scores=text_scores)
+                                   text_scores=text_scores,
+                                   fill_refusal=not_run_reason if extraction.error is None else None)
         if reused is not None:
             items = [_mark_reused(item, language) if _is_cases_item(item, spec) else item for item in items]
         vetoes = rubric.edit_vetoes(extraction.edits, language=language)

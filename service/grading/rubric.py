@@ -2,14 +2,15 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import math
 
-from service.exercises import Exercise, RubricItem
+from service.exercises import Exercise, Question, RubricItem
 from service.grading import host_blanks
 from service.grading.cases import GIVEN_CASE_ID
 from service.grading.extract import extract
-from service.grading.freetext import TextScore, score_answer, score_text
+from service.grading.freetext import NOT_THE_FILL, TextScore, score_answer, score_text
 from service.grading.model_assist import ModelAssist
 from service.messages import render
 from service.report import CaseReport, Diagnosis, EditReport, Item, Score, Veto, points_total
@@ -70,14 +71,24 @@ def _case_failure(case: CaseReport, language: str) -> str:
                   expected=m.expected, allowed=m.allowed_error, ratio=case.error_ratio)
 
 
+# The written answer that explains the code (the contract's `explanation` field; lesson 6's
+# "解释实现", one of the code's 4 points), and the flag of one given over a refused fill.
+EXPLANATION_QUESTION = "explanation"
+FILL_REFUSED = "fill_refused"
+
+
 def score_items(exercise: Exercise, submission: Submission, cases: list[CaseReport], *,
                 not_run_reason: str | None, diagnoses: list[Diagnosis], assist: ModelAssist | None = None,
                 fills: list[str | None] | None = None, language: str | None = None,
-                text_scores: dict[str, TextScore] | None = None) -> list[Item]:
+                text_scores: dict[str, TextScore] | None = None, fill_refusal: str | None = None) -> list[Item]:
     """`fills`: the submitted fills' canonical sources; explanations are scored against them.
     `language`: the report's (default: the exercise's). `text_scores`: one grading's written-answer
     scores by item id, filled by its first call and reused by the next (the report said in another
-    language scores nothing twice: a score does not depend on the language it is said in)."""
+    language scores nothing twice: a score does not depend on the language it is said in).
+    `fill_refusal`: why the fills were refused before they ran (fills.fill_refusal: a spilled fill, an
+    expression outside the allowed set, an unfilled blank, host code that computes the result), in
+    `language`: the code's explanation then explains code that was not accepted and earns nothing
+    (_over_refused_fill)."""
     items = []
     lang = language or exercise.spec.language
     reference = _reference_if_alike(exercise, cases, diagnoses, not_run_reason)
@@ -96,10 +107,35 @@ def score_items(exercise: Exercise, submission: Submission, cases: list[CaseRepo
                                   course_text=exercise.spec.course_text)
             if text_scores is not None:
                 text_scores[item.id] = result
+        if fill_refusal is not None and item.question == EXPLANATION_QUESTION:
+            items.append(_over_refused_fill(item, question, answer, result, fills=fills, refusal=fill_refusal,
+                                            language=lang))
+            continue
         scored = score_text(item_id=item.id, title=item.title.in_(lang), max_points=item.points, question=question,
                             answer=answer, fills=fills, language=lang, result=result)
         items.append(assist.annotate(scored, question, answer, language=lang) if assist is not None else scored)
     return items
+
+
+def _over_refused_fill(item: RubricItem, question: Question, answer: str, result: TextScore, *,
+                       fills: list[str | None] | None, refusal: str, language: str) -> Item:
+    """The code's explanation where the fill was refused and did not run. The rubric's explanation
+    point is one of the code's points ("代码 4 分：正常输入 2 分，边界输入 1 分，解释实现 1 分"), scored
+    against the fill actually submitted; a refused fill is no implementation that ran, so nothing
+    explains one: 0, `fail`, no TA (nothing a TA decides would change it), and the feedback says why
+    with the refusal itself. It is still read against the fill as written (what it covered and
+    missed stays in the feedback; a mismatch, `not_the_fill`, stays in the evidence, not flagged)."""
+    said = dataclasses.replace(result, not_the_fill=[], confidence=1.0,  # sure: nothing a TA sees changes the 0
+                               flags=[*(f for f in result.flags if f != NOT_THE_FILL), FILL_REFUSED])
+    scored = score_text(item_id=item.id, title=item.title.in_(language), max_points=item.points,
+                        question=question, answer=answer, fills=fills, language=language, result=said)
+    head = render("rubric.explanation_fill_refused", language, reason=refusal)
+    return scored.model_copy(update={
+        "points": 0.0, "status": "fail", "feedback": "\n".join(t for t in (head, scored.feedback) if t),
+        "evidence": {**scored.evidence, "not_the_fill": [*result.not_the_fill],
+                     FILL_REFUSED: {"reason": refusal, "fills": [*(fills or [])], "points_as_written": result.points,
+                                       "confidence_as_written": result.confidence}},
+    })
 
 
 def _reference_if_alike(exercise: Exercise, cases: list[CaseReport], diagnoses: list[Diagnosis],

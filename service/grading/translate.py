@@ -52,7 +52,8 @@ def report_texts(report: Report, *, exercise: Exercise, submission: Submission, 
     case_reports = [c.model_copy(update=cases[c.id].model_dump()) if c.id in cases else c for c in report.cases]
     diagnoses = [diagnosis_in(d, language) for d in report.diagnoses]
     said = rubric.score_items(exercise, submission, case_reports, not_run_reason=not_run_reason, diagnoses=diagnoses,
-                              fills=extraction.fill_sources, language=language, text_scores=text_scores)
+                              fills=extraction.fill_sources, language=language, text_scores=text_scores,
+                              fill_refusal=not_run_reason if extraction.error is None else None)
     by_id = {i.id: i for i in said}
     items: dict[str, ItemTexts] = {}
     for item in report.items:  # the report's own points and statuses; only the words are new

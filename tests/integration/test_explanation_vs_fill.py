@@ -3,8 +3,12 @@ wrong causal chain is a suspected coincidental pass (issue 15, item 3): real gra
 in the bwrap sandbox, on the Triton interpreter (or the GPU where present)."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from sandbox.contract import DeviceMode
+from service.config import REPO_ROOT
 from service.submission import Submission
 from tests.support.backends import warm_grader
 
@@ -100,3 +104,68 @@ def test_a_right_kernel_whose_q2_blames_dividing_by_block_is_a_suspected_coincid
     assert [(m["item"], m["misconception"]) for m in stated] == [("q2", "divide_by_block")]
     assert "divides by BLOCK" in stated[0]["quote"]  # the student's own spelling (issue 21)
     assert items["q2"].points == 0 and not report.score.passed and report.score.provisional
+
+
+# A refused fill (docs/grading.md, "The explanation against the fill"): the explanation point is one of
+# the code's ("解释实现"), scored against the fill actually submitted; a fill refused before it ran is
+# no implementation, so its explanation earns nothing, with the refusal said, and no TA is asked.
+CHAIN_EXPLANATION = "centered_sq 之前 padding lane 减去 mean 之后变成 -mean，平方后是 mean^2，所以第二次求和前要把 padding lane 清零，否则方差偏大。"
+
+
+def _refused(item) -> None:
+    assert item.points == 0 and item.status == "fail", (item.points, item.status, item.feedback)
+    assert "fill_refused" in item.evidence["flags"] and "explanation_not_fill" not in item.evidence["flags"]
+
+
+def test_an_explanation_over_a_spilled_fill_earns_nothing_and_says_the_fill_was_refused(grader, exercise):
+    """`mask, 0.0` in `tl.where(______, …)`: refused (spilled); the explanation describes the re-masking
+    and claims no fill, and earned its point before, though nothing it explains ran."""
+    report, items = _submit(grader, exercise, "mask, 0.0", explanation=CHAIN_EXPLANATION)
+    assert not report.program.ran and "`mask, 0.0`" in report.program.not_run_reason
+    item = items["code.explanation"]
+    _refused(item)
+    assert item.feedback.startswith("本项不得分：你的填空没有被接受，代码没有运行")
+    assert report.program.not_run_reason in item.feedback  # why, in the refusal's own words
+    assert item.evidence["fill_refused"]["fills"] == ["mask, 0.0"] and item.evidence["fill_refused"]["points_as_written"] == 1
+    assert not report.score.provisional, "nothing for a TA: no item waits on one"
+
+
+def test_an_explanation_of_the_mask_over_a_spilled_mask_is_no_mismatch_for_a_ta(grader, exercise):
+    """It says `mask`, the fill as written is `mask, 0.0`: compared (the mismatch is in the evidence)
+    but not flagged, since 0 it earns either way; the student reads why, not 'does not describe'."""
+    report, items = _submit(grader, exercise, "mask, 0.0", explanation=MASK_EXPLANATION)
+    item = items["code.explanation"]
+    _refused(item)
+    assert item.evidence["not_the_fill"][0]["fill"] == "mask, 0.0"
+    assert "你的解释与你提交的代码不符" not in item.feedback and "待助教复核" not in item.feedback
+
+
+def test_an_english_explanation_over_a_refused_fill_is_told_in_english(grader, exercise):
+    answers = {k: "See the lesson." for k in GOOD_ANSWERS}
+    report, items = _submit(grader, exercise, "x.mean()", answers=answers,
+                            explanation="After centring, the padding lanes hold -mean, squared mean^2, so they are "
+                                        "zeroed again before the second sum.")
+    assert report.language == "en" and not report.program.ran
+    item = items["code.explanation"]
+    _refused(item)
+    assert item.feedback.startswith("No points for this item: your fill was refused and the code did not run")
+    assert "你的" not in item.feedback
+
+
+@pytest.mark.parametrize("exercise_id", ["fused_mean_var_atomic", "lesson05_row_sum", "lesson06_mean_var",
+                                         "lesson07_softmax", "puzzle_long_softmax", "puzzle_long_sum",
+                                         "puzzle_outer_add", "weighted_sum_fwd_bwd", "welford_merge"])
+def test_every_exercise_gives_its_example_explanation_nothing_over_the_unfilled_template(grader, exercise_id):
+    """The example submission's own explanation and answers, with the template submitted as it is: its
+    blanks are refused as unfilled, in every exercise, whatever its fill policy."""
+    ex = grader.catalog.get(exercise_id)
+    if ex.spec.requires_gpu and grader.mode is DeviceMode.interpreter:
+        pytest.skip("needs a GPU: graded here it is not_gradable before any fill is looked at")
+    example = json.loads((REPO_ROOT / "exercises" / exercise_id / "example_submission.json").read_text(encoding="utf-8"))
+    submission = Submission(exercise=ex.id, code=ex.template, explanation=example["explanation"],
+                            answers=example.get("answers", {}), claimed_output="仅静态审查")
+    report = grader.grade(submission, secret_seed=SEED)
+    assert report.status == "graded" and not report.program.ran and report.program.not_run_reason
+    item = next(i for i in report.items if i.id == "code.explanation")
+    _refused(item)
+    assert report.program.not_run_reason in item.feedback
