@@ -243,6 +243,9 @@ class RunResult:
     # A deterministic run stopped at its first timeout: the phases after it are `skipped` for that
     # reason, which the program decides (so they may be memoised), not the machine.
     ended_by_timeout: bool = False
+    # Attempts that ended because Triton's compiler crashed on the kernel (runner.compiler_crash): each
+    # settled its phase as a compile error, so none counts against `Limits.max_restarts`.
+    compile_crashes: int = 0
     # The sandbox's CPU time over the phase that timed out (the last one), measured on the trusted
     # side (sandbox/cpu_time.py; None: it could not be read), and whether it shows the program was
     # running (`cpu_time.busy`): only then is a deterministic program's timeout memoised.

@@ -41,6 +41,7 @@ import ast
 import contextlib
 import functools
 import io
+import json
 import os
 import re
 import sys
@@ -55,12 +56,15 @@ LAST_STAGE = "cubin"  # ttir (the front end) -> ttgir -> llir -> ptx -> cubin (p
 MAX_MESSAGE = 4000
 MAX_DIAGNOSTICS = 1500  # characters of the compiler's own diagnostics (its fd-2 `error:` lines) kept in a message
 MAX_STDERR_SCAN = 8 << 20  # bytes of what a failed compile wrote to fd 2 that are read for them
+MAX_VERDICT_BYTES = 64 << 20  # what a forked compile sends back (its message, the nodes it visited)
 
 # The words around a rejection are the trusted side's (service/messages/sandbox.yaml): this module, which runs in
 # the student's process, writes only their codes, inline: «kg:<code>|key=value|...» (service/grading/sandbox_text.py).
 PREFIX_CODE, PYTHON_CALL_CODE = "sandbox.gpu_compile", "sandbox.python_call"
 PYTHON_ATTRIBUTE_CODE = "sandbox.python_attribute"  # `.handle`, a dunder: the interpreter's internals, not Triton
 INTERPRETER_ONLY_CODE = "sandbox.interpreter_only"  # the interpreter ran code the GPU compile did not compile
+# The compiler crashed (LLVM's UNREACHABLE, a failed C++ assertion, a segfault) instead of raising: still a compile error.
+COMPILER_CRASH_CODE, COMPILER_CRASH_ASM_CODE = "sandbox.compiler_crashed", "sandbox.compiler_crashed.inline_asm"
 NO_LAUNCH_CODE = "sandbox.no_kernel_launch"  # written by the harness (harness.py, LaunchCounter)
 MARK_OPEN, MARK_SEP, MARK_CLOSE = "«kg:", "|", "»"
 
@@ -223,6 +227,86 @@ def compile_error_message(exc: BaseException, stderr: str = "") -> str:
     return mark(PREFIX_CODE, target=_target_name()) + f"{type(exc).__name__}: {text}{cause}"
 
 
+# What a compiler says as it crashes: LLVM's `UNREACHABLE executed at <file>:<line>!` (after the reason, e.g. inline
+# asm whose constraints do not match its operands: `number of input constraints does not match number of
+# parameters`), `LLVM ERROR: ...`, a failed C++ assertion, an MLIR `error:` line.
+_CRASH_MARKER = re.compile(r"UNREACHABLE executed at|LLVM ERROR:|Assertion `.*' failed|(?:^|\s)error: ")
+# What follows a crash's words and is no compiler's words: LLVM's stack dump, Python's faulthandler.
+_CRASH_TRAILER = re.compile(r"^(?:PLEASE submit a bug report|Stack dump:|#\d+ 0x|\d+\.\s+Program arguments:"
+                            r"|Fatal Python error|Python runtime state|Current thread 0x|Thread 0x|Extension modules:"
+                            r"|File \"[^\"]*\", line \d+ in )")
+_CRASH_NOISE = re.compile(r"^(?:Traceback |File \"|\S+:\d+: \w*Warning: |warn)")
+_PATH = re.compile(r"(?:[A-Za-z]:)?(?:/[^\s/:!'\"`]+)+/(?=[^\s/:!'\"`]+)")
+_CRASH_CONTEXT = 3  # lines the compiler wrote before its last marker line (the reason it gives)
+# A compiler that ran out of memory or processes (RLIMIT_AS: `LLVM ERROR: out of memory`, std::bad_alloc) did not
+# crash on the kernel: the sandbox's limit did it, and that is told as such (out of memory), not as a compile error.
+_EXHAUSTED = re.compile(r"out of memory|bad_alloc|Cannot allocate memory|Resource temporarily unavailable", re.I)
+# Signals a crashing compiler ends a process with: LLVM's UNREACHABLE and failed assertions abort, a bad pointer faults.
+# Not SIGKILL: that is the OOM killer's or the runner's (a timeout).
+COMPILER_CRASH_SIGNALS = frozenset({"SIGABRT", "SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGTRAP"})
+
+
+def crash_diagnostics(written: str, *, at_end: bool = False) -> str:
+    """The compiler's last words before it crashed, in what it wrote to fd 2 (the gate's capture, or
+    the sandbox's log on a GPU): the last line that says a compiler gave up (`_CRASH_MARKER`) and up to
+    `_CRASH_CONTEXT` lines before it, without paths (a file's name stays), stack dumps or Python's
+    own lines. Empty when nothing there is a compiler's (a segfault that printed nothing), and with
+    `at_end` (a whole process's log) also when anything but a stack dump came after that line."""
+    lines = []
+    for raw in written.splitlines():
+        line = raw.strip()
+        if line and not _CRASH_TRAILER.match(line) and not _CRASH_NOISE.match(line):
+            line = _PATH.sub("", line)
+            lines.append(line[:_LINE_LIMIT] + (" …" if len(line) > _LINE_LIMIT else ""))
+    last = max((i for i, line in enumerate(lines) if _CRASH_MARKER.search(line)), default=None)
+    if last is None or (at_end and last != len(lines) - 1):
+        return ""
+    if any(_EXHAUSTED.search(line) for line in lines[max(0, last - _CRASH_CONTEXT):]):
+        return ""
+    kept = list(dict.fromkeys(lines[max(0, last - _CRASH_CONTEXT):last + 1]))
+    if "UNREACHABLE executed at" in kept[-1]:  # a place, not a reason: the reason before it goes last
+        kept = kept[-1:] + kept[:-1]  # (the line a case's summary shows)
+    said = "\n".join(kept)
+    return said if len(said) <= MAX_DIAGNOSTICS else "… " + said[-MAX_DIAGNOSTICS:]
+
+
+def compiler_crash_message(written: str, ended: str, inline_asm: bool, *, at_end: bool = False) -> str:
+    """The student's message for a compile that crashed the compiler (`ended`: its signal's name), as
+    a compile error: the crash's own mark, then the compiler's last words (crash_diagnostics)."""
+    said = crash_diagnostics(written, at_end=at_end)
+    code = COMPILER_CRASH_ASM_CODE if inline_asm else COMPILER_CRASH_CODE
+    return mark(code, target=_target_name(), signal=ended) + (said or "—")
+
+
+def status_name(status: int) -> str:
+    """A waitpid status in words: the signal's name (SIGABRT) or `exit code N`."""
+    import signal
+
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        try:
+            return signal.Signals(number).name
+        except ValueError:
+            return f"signal {number}"
+    return f"exit code {os.WEXITSTATUS(status)}"
+
+
+def _uses_inline_asm(interpreted) -> bool:
+    """The launched kernel, or a kernel or helper beside it in its module, calls inline_asm_elementwise."""
+    import inspect
+
+    fn = getattr(interpreted, "fn", interpreted)
+    for value in [fn, *getattr(fn, "__globals__", {}).values()]:
+        inner = getattr(value, "fn", value)
+        if isinstance(inner, types.FunctionType) and _outside_triton(inner.__code__.co_filename):
+            try:
+                if "inline_asm" in inspect.getsource(inner):
+                    return True
+            except (OSError, TypeError):
+                continue
+    return False
+
+
 _FD2_LOCK = threading.RLock()  # one capture of fd 2 at a time (a kernel launched from two threads)
 
 
@@ -276,6 +360,16 @@ class _CompilerStderr:
                         os.dup2(saved, 2)
                         os.close(saved)
 
+    def peek(self) -> str:
+        """What the capture holds, left there (read at an offset: a forked compile's child shares the file's)."""
+        sink = self.sink
+        if sink is None:
+            return ""
+        try:
+            return os.pread(sink.fileno(), MAX_STDERR_SCAN, 0).decode("utf-8", "replace")
+        except OSError:
+            return ""
+
     def text(self) -> str:
         """What the last capture holds; the file is emptied after."""
         sink = self.sink
@@ -325,7 +419,7 @@ class CompileGate:
         # Per launch specialization: None (it compiled) or the failed compile's message (with what it wrote to fd 2).
         self.verdicts: dict[tuple, str | None] = {}
         self.compiler_stderr = _CompilerStderr()
-        # What the compiler visited, per launch specialization: {code object: node keys} (_node_key).
+        # What the compiler visited, per launch specialization: {id(code object): (meta, node keys)} (_RECORD).
         self.reached: dict[tuple, dict] = {}
         self.active: dict | None = None  # the launch being interpreted now: its `reached`
         self.pristine = _language_snapshot()  # before any interpreter run patched triton.language
@@ -408,36 +502,97 @@ class CompileGate:
                 raise GPUCompileError(known) from None
             self.active = self.reached[key]
             return
-        global _RECORD
         started = time.perf_counter()
-        error = None
-        _RECORD = {}
         try:
             with self.compiler_stderr.captured():
-                options, signature, constexprs, attrs = jit._pack_args(self.backend, kwargs, bound_args,
-                                                                       specialization, options)
-                self._compile(jit, signature, constexprs, attrs, options)
-        except Exception as exc:  # noqa: BLE001 - whatever the compiler raised is the verdict
-            error = exc
+                message, record = self._compile_apart(interpreted, jit, kwargs, bound_args, specialization, options)
         finally:
-            record, _RECORD = _RECORD, None
             self.compiles += 1
             self.compile_s += time.perf_counter() - started
-        if error is not None:
-            # MLIR's diagnostic (`error: 'tt.reduce' op ...`) is on fd 2; the exception says only
-            # `PassManager::run failed` or the like.
-            self.verdicts[key] = message = compile_error_message(error, self.compiler_stderr.text())
+        if message is not None:
+            self.verdicts[key] = message
             raise GPUCompileError(message) from None
         self.verdicts[key] = None
-        self.compiler_stderr.empty()  # a compile that succeeded: its warnings are nobody's business here
         self.reached[key] = record
         self.active = record
+
+    def _compile_once(self, jit, kwargs, bound_args, specialization, options) -> tuple[str | None, dict]:
+        """Compile one launch's specialization in this process (fd 2 already captured): (None, the
+        nodes visited) or (the failed compile's message, {})."""
+        global _RECORD
+        _RECORD = {}
+        try:
+            options, signature, constexprs, attrs = jit._pack_args(self.backend, kwargs, bound_args,
+                                                                   specialization, options)
+            self._compile(jit, signature, constexprs, attrs, options)
+        except Exception as exc:  # noqa: BLE001 - whatever the compiler raised is the verdict
+            # MLIR's diagnostic (`error: 'tt.reduce' op ...`) is on fd 2; the exception says only
+            # `PassManager::run failed` or the like.
+            return compile_error_message(exc, self.compiler_stderr.peek()), {}
+        finally:
+            record, _RECORD = _RECORD, None
+        return None, record
+
+    def _compile_apart(self, interpreted, jit, kwargs, bound_args, specialization, options) -> tuple[str | None, dict]:
+        """`_compile_once` in a forked child, so that a compiler that crashes (LLVM's `UNREACHABLE`
+        or a failed C++ assertion abort the process; a segfault) ends the child, not the sandbox:
+        the crash is then the launch's compile error, with what the compiler wrote to fd 2 (the
+        capture's file is shared with the child), as a compile that raised is. On a GPU the same
+        compile runs inside the harness's process and ends it (the runner reads it from the log:
+        sandbox/runner.py, compiler_crash). Without a fork (no process left), it compiles here."""
+        try:
+            read_fd, write_fd = os.pipe()
+        except OSError:
+            return self._compile_once(jit, kwargs, bound_args, specialization, options)
+        _flush(sys.stdout)
+        _flush(sys.stderr)
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(read_fd)
+            os.close(write_fd)
+            return self._compile_once(jit, kwargs, bound_args, specialization, options)
+        if pid == 0:  # the child: compile, send the verdict, and end without Python's exit handlers
+            code = 1
+            try:
+                os.close(read_fd)
+                message, record = self._compile_once(jit, kwargs, bound_args, specialization, options)
+                payload = json.dumps({"message": message, "record": [
+                    [code_id, list(meta), [list(k) for k in keys]] for code_id, (meta, keys) in record.items()]})
+                with open(write_fd, "w", encoding="utf-8") as out:
+                    out.write(payload)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write_fd)
+        with open(read_fd, "rb") as channel:
+            raw = channel.read(MAX_VERDICT_BYTES)
+        _, status = os.waitpid(pid, 0)
+        try:
+            verdict = json.loads(raw) if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 else None
+        except ValueError:
+            verdict = None
+        if verdict is None:
+            written = self.compiler_stderr.text()
+            if status_name(status) in COMPILER_CRASH_SIGNALS and not any(
+                    _EXHAUSTED.search(line) for line in written.splitlines()[-2 * _CRASH_CONTEXT - 2:]):
+                return compiler_crash_message(written, status_name(status), _uses_inline_asm(interpreted)), {}
+            # Killed (the OOM killer: SIGKILL), out of memory or processes, or ended otherwise: not the
+            # compiler's crash. Compile here, as without a fork: the sandbox meets the same limit itself
+            # and the runner tells it as such (out of memory, a timeout, the process's end).
+            return self._compile_once(jit, kwargs, bound_args, specialization, options)
+        if verdict["message"] is not None:
+            self.compiler_stderr.empty()
+            return verdict["message"], {}
+        self.compiler_stderr.empty()  # a compile that succeeded: its warnings are nobody's business here
+        return None, {int(code_id): (tuple(meta), {tuple(k) for k in keys}) for code_id, meta, keys in verdict["record"]}
 
     def reach(self, code, key: tuple, line: int) -> None:
         """The interpreter is about to run the node `key` of the kernel whose code object is `code`:
         fail the launch unless the compile of this launch visited it."""
         active = self.active
-        if active is None or key not in active.get(code, ()):
+        visited = active.get(id(code)) if active is not None else None
+        if visited is None or visited[0] != _code_meta(code) or key not in visited[1]:
             raise GPUCompileError(mark(INTERPRETER_ONLY_CODE, line=line))
 
     def _compile(self, jit, signature, constexprs, attrs, options) -> None:
@@ -479,7 +634,14 @@ class CompileGate:
         _check_interpreted_source(self)
 
 
-_RECORD: dict | None = None  # while the gate compiles a launch: {code object: keys of the nodes visited}
+# While the gate compiles a launch: {id(code object): (_code_meta(code), keys of the nodes visited)}. By id, since
+# the compile runs in a forked child and sends it back (the parent's code objects are the child's, at the same ids);
+# the meta tells a code object made after the fork (whose id the parent may give to another) from the parent's.
+_RECORD: dict | None = None
+
+
+def _code_meta(code) -> tuple:
+    return (code.co_filename, code.co_firstlineno, code.co_name, code.co_qualname)
 
 
 def _node_key(node: ast.AST) -> tuple:
@@ -501,7 +663,7 @@ def _record_visits() -> None:
         if record is not None and node is not None:
             code = getattr(getattr(getattr(self, "jit_fn", None), "fn", None), "__code__", None)
             if code is not None:
-                record.setdefault(code, set()).add(_node_key(node))
+                record.setdefault(id(code), (_code_meta(code), set()))[1].add(_node_key(node))
         return original(self, node)
 
     generator.visit = visit

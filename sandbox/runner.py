@@ -50,6 +50,7 @@ from sandbox.contract import (
 from sandbox.cpu_time import busy, sandbox_cpu_seconds
 from sandbox.exits import HarnessExit
 from sandbox.forkserver import START_ENV, ForkServer, UidTemplates, fork_server, send_job, start_mode
+from sandbox.gpu_compile import COMPILER_CRASH_SIGNALS, compiler_crash_message, crash_diagnostics
 from sandbox.guards import check as check_guards
 from sandbox.limit_watch import LimitWatch, timeout_said
 from sandbox.pool import JOB_PREFIX, Sandbox, WarmPool, copy_harness, new_job_dir, start_sandbox
@@ -70,6 +71,19 @@ def remove_stale_jobs(work_root: Path | None = None) -> int:
             shutil.rmtree(path, ignore_errors=True)
             removed += 1
     return removed
+
+
+def compiler_crash(returncode: int, log_tail: str, *, inline_asm: bool) -> str | None:
+    """The compile error to record for a sandbox that ended with `returncode` and `log_tail`, when
+    its process died inside Triton's compiler: a crash signal, and the log's last words are a
+    compiler's giving up (LLVM's `UNREACHABLE executed at`, `LLVM ERROR:`, a failed C++ assertion,
+    an MLIR `error:`; only a stack dump after them). On a GPU the compile runs in the harness's process;
+    the interpreter's gate compiles in a child of it and says the same (sandbox/gpu_compile.py). A
+    process killed for its memory or time (SIGKILL), or one whose log ends otherwise, is no such crash."""
+    ended = _signal_name(returncode)
+    if ended not in COMPILER_CRASH_SIGNALS or not crash_diagnostics(log_tail, at_end=True):
+        return None
+    return compiler_crash_message(log_tail, ended, inline_asm, at_end=True)
 
 
 def _signal_name(returncode: int) -> str:
@@ -210,7 +224,10 @@ class SandboxRunner:
             files = self._write_static(job_root, program=program, given_check=given_check or "", inputs=inputs)
             while (pending or run_given) and result.infra_error is None:
                 result.ended_by_timeout = deterministic and _timed_out(result)
-                if (result.attempts > self.limits.max_restarts or time.monotonic() >= run_deadline
+                # A compile that crashed the compiler settled its phase (a compile error, as on the
+                # interpreter), so it costs no restart: each such attempt settles one phase.
+                if (result.attempts - result.compile_crashes > self.limits.max_restarts
+                        or time.monotonic() >= run_deadline
                         or result.ended_by_timeout):
                     said = Said("sandbox.skipped.after_timeout" if result.ended_by_timeout
                                 else "sandbox.skipped.budget_spent" if time.monotonic() >= run_deadline
@@ -231,7 +248,8 @@ class SandboxRunner:
                 job = Job(mode=mode, entry_point=entry_point, run_given_check=run_given, given_seed=given_seed,
                           cases=pending, speed=speed if result.speed is None else None, compile_ahead=ahead)
                 done_ids = self._attempt(job_root, files, job, result, device_index=device_index,
-                                         run_deadline=run_deadline, inputs=sizes, detach_speed=detach_speed)
+                                         run_deadline=run_deadline, inputs=sizes, detach_speed=detach_speed,
+                                         inline_asm="inline_asm" in program)
                 # An attempt that ended before the given check came back (a hang or a crash while
                 # the program loaded or compiled ahead) leaves it to the next one, as it leaves its cases.
                 run_given = run_given and result.given is None
@@ -336,7 +354,8 @@ class SandboxRunner:
             return self.forks.get(key)
 
     def _attempt(self, job_root: Path, files: list[str], job: Job, result: RunResult, *, device_index: int,
-                 run_deadline: float, inputs: dict[str, int], detach_speed: bool = False) -> set[str]:
+                 run_deadline: float, inputs: dict[str, int], detach_speed: bool = False,
+                 inline_asm: bool = False) -> set[str]:
         """One sandbox process. Returns the ids of cases that are settled (passed, failed, crashed)."""
         limits = self.limits
         result.attempts += 1
@@ -433,6 +452,9 @@ class SandboxRunner:
         else:
             said = Said("sandbox.exited", {"signal": _signal_name(proc.returncode)})
 
+        crash = (compiler_crash(proc.returncode, result.log_tail, inline_asm=inline_asm)
+                 if stop_reason is None and ready and not sandbox.oom_killed else None)
+
         if not ready and result.infra_error is None:
             # Never got as far as running student code: that is our failure, not theirs.
             what = ("did not start in time" if stop_reason == "timeout"
@@ -450,6 +472,17 @@ class SandboxRunner:
                     settled.add(case.id)
             if job.speed is not None and result.speed is None:
                 result.speed = SpeedRun(status="crashed", said=said)
+        elif crash is not None and current is not None:
+            # The compiler crashed compiling the student's kernel (a GPU compiles in the harness's
+            # process): the phase's compile error, said as the interpreter's gate says it, not a crash.
+            result.compile_crashes += 1
+            if current == "<speed>":
+                result.speed = SpeedRun(status="error", error=crash)
+            elif current == "<given>":
+                result.given = GivenRun(status="failed", output=crash)
+            else:
+                result.cases.append(CaseRun(id=current, status="error", error=crash))
+                settled.add(current)
         elif current == "<speed>":
             result.speed = SpeedRun(status="timeout" if stop_reason == "timeout" else "crashed", said=said)
         elif current == "<given>":

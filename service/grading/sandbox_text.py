@@ -9,6 +9,8 @@ import re
 
 from sandbox.contract import RunResult, Said, SpeedRun
 from sandbox.gpu_compile import (
+    COMPILER_CRASH_ASM_CODE,
+    COMPILER_CRASH_CODE,
     INTERPRETER_ONLY_CODE,
     MARK_CLOSE,
     MARK_OPEN,
@@ -22,7 +24,8 @@ from service.messages import render, service_catalogue
 from service.messages.catalogue import LANGUAGES
 
 # The only codes text written inside the sandbox may name: a mark naming another is left as written.
-INLINE_CODES = frozenset({PREFIX_CODE, PYTHON_CALL_CODE, PYTHON_ATTRIBUTE_CODE, INTERPRETER_ONLY_CODE, NO_LAUNCH_CODE})
+INLINE_CODES = frozenset({PREFIX_CODE, PYTHON_CALL_CODE, PYTHON_ATTRIBUTE_CODE, INTERPRETER_ONLY_CODE, NO_LAUNCH_CODE,
+                          COMPILER_CRASH_CODE, COMPILER_CRASH_ASM_CODE})
 _MARK = re.compile(re.escape(MARK_OPEN) + r"([a-z_.]{1,40})"
                    + r"((?:" + re.escape(MARK_SEP) + r"[a-z_]{1,20}=[^«»|\n]{0,200}){0,4})" + re.escape(MARK_CLOSE))
 
