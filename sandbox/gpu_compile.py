@@ -63,7 +63,7 @@ MAX_VERDICT_BYTES = 64 << 20  # what a forked compile sends back (its message, t
 PREFIX_CODE, PYTHON_CALL_CODE = "sandbox.gpu_compile", "sandbox.python_call"
 PYTHON_ATTRIBUTE_CODE = "sandbox.python_attribute"  # `.handle`, a dunder: the interpreter's internals, not Triton
 INTERPRETER_ONLY_CODE = "sandbox.interpreter_only"  # the interpreter ran code the GPU compile did not compile
-# The compiler crashed (LLVM's UNREACHABLE, a failed C++ assertion, a segfault) instead of raising: still a compile error.
+# The compiler crashed (LLVM's UNREACHABLE, a failed C++ assertion, a segfault) instead of raising: a compile error.
 COMPILER_CRASH_CODE, COMPILER_CRASH_ASM_CODE = "sandbox.compiler_crashed", "sandbox.compiler_crashed.inline_asm"
 NO_LAUNCH_CODE = "sandbox.no_kernel_launch"  # written by the harness (harness.py, LaunchCounter)
 MARK_OPEN, MARK_SEP, MARK_CLOSE = "«kg:", "|", "»"
@@ -585,7 +585,8 @@ class CompileGate:
             self.compiler_stderr.empty()
             return verdict["message"], {}
         self.compiler_stderr.empty()  # a compile that succeeded: its warnings are nobody's business here
-        return None, {int(code_id): (tuple(meta), {tuple(k) for k in keys}) for code_id, meta, keys in verdict["record"]}
+        return None, {int(code_id): (tuple(meta), {tuple(k) for k in keys})
+                      for code_id, meta, keys in verdict["record"]}
 
     def reach(self, code, key: tuple, line: int) -> None:
         """The interpreter is about to run the node `key` of the kernel whose code object is `code`:

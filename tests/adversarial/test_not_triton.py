@@ -223,3 +223,50 @@ tl.store(z_ptr + rows, acc, mask=row_mask)
     assert all(i.points == i.max_points for i in items), [(i.id, i.points, i.feedback) for i in items]
     assert all(c.passed for c in report.cases), [(c.id, c.error) for c in report.cases if not c.passed]
     host.assert_untouched()
+
+
+# inline asm whose constraints do not match its arguments ("=r,r,r": one output, two inputs, for one argument).
+# Triton passes it to LLVM, which aborts the process (`number of input constraints does not match number of
+# parameters`, `UNREACHABLE executed at ...Error.h`) instead of raising: on a GPU the compile kills the sandbox's
+# process the same way. It is the student's compile error (every case fails with the compiler's words and a hint
+# about the constraints), not a crash of the sandbox: no "process ended abnormally", no restarts, no skipped case.
+ASM_CRASH_BODY = '''
+pid = tl.program_id(0)
+rows = pid * B0 + tl.arange(0, B0)
+row_mask = rows < N0
+acc = tl.zeros((B0,), dtype=tl.float32)
+for start in range(0, T, B1):
+    cols = start + tl.arange(0, B1)
+    mask = row_mask[:, None] & (cols[None, :] < T)
+    x = tl.load(x_ptr + rows[:, None] * T + cols[None, :], mask=mask, other=0.0)
+    acc += tl.sum(x, axis=1)
+acc = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r,r", [acc], dtype=tl.float32, is_pure=True, pack=1)
+tl.store(z_ptr + rows, acc, mask=row_mask)
+'''
+CRASH_WORDS = ("编译器在为 GPU 编译你的 kernel 时崩溃", "Triton's compiler crashed compiling your kernel")
+ASM_HINT = "inline_asm_elementwise's constraints: one output plus one input per argument"
+LLVM_SAYS = "number of input constraints does not match number of parameters"
+
+
+def test_a_kernel_that_crashes_the_compiler_is_a_compile_error(grader, host):
+    report = grader.grade(Submission(exercise=PUZZLE, code=body_submission(ASM_CRASH_BODY)), secret_seed=SECRET_SEED)
+    assert report.status == "graded" and report.program.ran, report.to_json()[:2000]
+    assert not report.score.passed
+    code_items = [i for i in report.items if i.id.startswith("code.") and i.id != "code.explanation"]
+    assert code_items and all(i.points == 0 for i in code_items), [(i.id, i.points) for i in code_items]
+    given = report.given_check
+    assert given.status == "failed", given  # a compile error, not "crashed"
+    assert LLVM_SAYS in given.output and "进程异常退出" not in given.output, given.output
+    for c in report.cases:
+        if c.kind == "given":
+            continue
+        assert not c.passed and c.error, c
+        assert LLVM_SAYS in c.error and all(w in c.error for w in CRASH_WORDS) and ASM_HINT in c.error, (c.id, c.error)
+        assert "进程异常退出" not in c.error and "沙箱多次崩溃" not in c.error, (c.id, c.error)
+    assert report.timing["attempts"] == 1  # one sandbox ran every case
+    english = report.translations["en"].cases
+    assert all(LLVM_SAYS in english[c.id].error and ASM_HINT in english[c.id].error
+               for c in report.cases if c.kind != "given"), english
+    assert "/" not in c.error.rsplit("UNREACHABLE executed at", 1)[1].splitlines()[0]  # the file's name, no path
+    host.assert_untouched()
+    assert_graded_normally()
