@@ -422,6 +422,9 @@ class CompileGate:
         # What the compiler visited, per launch specialization: {id(code object): (meta, node keys)} (_RECORD).
         self.reached: dict[tuple, dict] = {}
         self.active: dict | None = None  # the launch being interpreted now: its `reached`
+        # Kernels (id of the interpreted function; `binders` keeps it alive) one of whose compiles
+        # succeeded in a forked child: their further compiles run here (_compile_apart).
+        self.compiled_before: set[int] = set()
         self.pristine = _language_snapshot()  # before any interpreter run patched triton.language
         self.compiles = 0
         self.compile_s = 0.0
@@ -533,17 +536,32 @@ class CompileGate:
             record, _RECORD = _RECORD, None
         return None, record
 
+    def _compile_here(self, jit, kwargs, bound_args, specialization, options) -> tuple[str | None, dict]:
+        """`_compile_once` in this process, the capture emptied after."""
+        try:
+            return self._compile_once(jit, kwargs, bound_args, specialization, options)
+        finally:
+            self.compiler_stderr.empty()
+
     def _compile_apart(self, interpreted, jit, kwargs, bound_args, specialization, options) -> tuple[str | None, dict]:
         """`_compile_once` in a forked child, so that a compiler that crashes (LLVM's `UNREACHABLE`
         or a failed C++ assertion abort the process; a segfault) ends the child, not the sandbox:
         the crash is then the launch's compile error, with what the compiler wrote to fd 2 (the
         capture's file is shared with the child), as a compile that raised is. On a GPU the same
         compile runs inside the harness's process and ends it (the runner reads it from the log:
-        sandbox/runner.py, compiler_crash). Without a fork (no process left), it compiles here."""
+        sandbox/runner.py, compiler_crash). Without a fork (no process left), it compiles here.
+
+        A fork costs about 70 ms in a process that has imported torch (lesson 6 on the interpreter:
+        15 compiles, 1.1 s more a grading), so only a kernel's compiles until one has succeeded
+        are forked: a compiler crash on the kernel's code (inline asm's constraints, an assertion
+        on a construct) crashes its first compile. A later specialization that alone crashes the
+        compiler ends the sandbox as it did before the fork (a crash, told as such)."""
+        if id(interpreted) in self.compiled_before:
+            return self._compile_here(jit, kwargs, bound_args, specialization, options)
         try:
             read_fd, write_fd = os.pipe()
         except OSError:
-            return self._compile_once(jit, kwargs, bound_args, specialization, options)
+            return self._compile_here(jit, kwargs, bound_args, specialization, options)
         _flush(sys.stdout)
         _flush(sys.stderr)
         try:
@@ -551,7 +569,7 @@ class CompileGate:
         except OSError:
             os.close(read_fd)
             os.close(write_fd)
-            return self._compile_once(jit, kwargs, bound_args, specialization, options)
+            return self._compile_here(jit, kwargs, bound_args, specialization, options)
         if pid == 0:  # the child: compile, send the verdict, and end without Python's exit handlers
             code = 1
             try:
@@ -580,11 +598,11 @@ class CompileGate:
             # Killed (the OOM killer: SIGKILL), out of memory or processes, or ended otherwise: not the
             # compiler's crash. Compile here, as without a fork: the sandbox meets the same limit itself
             # and the runner tells it as such (out of memory, a timeout, the process's end).
-            return self._compile_once(jit, kwargs, bound_args, specialization, options)
+            return self._compile_here(jit, kwargs, bound_args, specialization, options)
+        self.compiler_stderr.empty()  # a failed compile's words are in its message; a good one's warnings are nobody's
         if verdict["message"] is not None:
-            self.compiler_stderr.empty()
             return verdict["message"], {}
-        self.compiler_stderr.empty()  # a compile that succeeded: its warnings are nobody's business here
+        self.compiled_before.add(id(interpreted))
         return None, {int(code_id): (tuple(meta), {tuple(k) for k in keys})
                       for code_id, meta, keys in verdict["record"]}
 
