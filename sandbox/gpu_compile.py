@@ -66,6 +66,11 @@ INTERPRETER_ONLY_CODE = "sandbox.interpreter_only"  # the interpreter ran code t
 # The compiler crashed (LLVM's UNREACHABLE, a failed C++ assertion, a segfault) instead of raising: a compile error.
 COMPILER_CRASH_CODE, COMPILER_CRASH_ASM_CODE = "sandbox.compiler_crashed", "sandbox.compiler_crashed.inline_asm"
 NO_LAUNCH_CODE = "sandbox.no_kernel_launch"  # written by the harness (harness.py, LaunchCounter)
+# The kernel compiled for the GPU with inline PTX (tt.elementwise_inline_asm), which the interpreter cannot run (3.9
+# raises `inline_asm not supported in interpreter mode`): the launch is refused with exactly this mark, and the
+# trusted side makes the grading not_gradable (service/grading/pipeline.py, gpu_only_shown): only a GPU grades it.
+GPU_ONLY_ASM_CODE = "sandbox.gpu_only.inline_asm"
+INLINE_ASM_OP = "tt.elementwise_inline_asm"  # the op Triton's front end makes of tl.inline_asm_elementwise
 MARK_OPEN, MARK_SEP, MARK_CLOSE = "«kg:", "|", "»"
 
 
@@ -289,6 +294,26 @@ def status_name(status: int) -> str:
         except ValueError:
             return f"signal {number}"
     return f"exit code {os.WEXITSTATUS(status)}"
+
+
+def gpu_only_asm_message() -> str:
+    """A launch refused because its kernel compiled with inline asm: the mark alone (nothing else in the
+    message, so that text a kernel writes into another error cannot pass for it: gpu_only_shown)."""
+    return mark(GPU_ONLY_ASM_CODE, target=_target_name())
+
+
+def _holds_inline_asm(module) -> bool:
+    """The front end's module (ttir) holds an inline asm op: what the kernel's code, or a triton.language function
+    it calls, made of tl.inline_asm_elementwise. Read from the ops' names (never from the printed IR, where a
+    tl.device_print prefix or the asm's own text could hold the op's name)."""
+    found = []
+
+    def visit(op) -> None:
+        if not found and op.get_name() == INLINE_ASM_OP:
+            found.append(True)
+
+    module.walk(visit)
+    return bool(found)
 
 
 def _uses_inline_asm(interpreted) -> bool:
@@ -527,13 +552,15 @@ class CompileGate:
         try:
             options, signature, constexprs, attrs = jit._pack_args(self.backend, kwargs, bound_args,
                                                                    specialization, options)
-            self._compile(jit, signature, constexprs, attrs, options)
+            inline_asm = self._compile(jit, signature, constexprs, attrs, options)
         except Exception as exc:  # noqa: BLE001 - whatever the compiler raised is the verdict
             # MLIR's diagnostic (`error: 'tt.reduce' op ...`) is on fd 2; the exception says only
             # `PassManager::run failed` or the like.
             return compile_error_message(exc, self.compiler_stderr.peek()), {}
         finally:
             record, _RECORD = _RECORD, None
+        if inline_asm:  # it compiles for the GPU (its asm passed ptxas too), and only a GPU runs it
+            return gpu_only_asm_message(), {}
         return None, record
 
     def _compile_here(self, jit, kwargs, bound_args, specialization, options) -> tuple[str | None, dict]:
@@ -614,15 +641,16 @@ class CompileGate:
         if visited is None or visited[0] != _code_meta(code) or key not in visited[1]:
             raise GPUCompileError(mark(INTERPRETER_ONLY_CODE, line=line))
 
-    def _compile(self, jit, signature, constexprs, attrs, options) -> None:
-        """triton.compile's stages up to LAST_STAGE (no cache)."""
+    def _compile(self, jit, signature, constexprs, attrs, options) -> bool:
+        """triton.compile's stages up to LAST_STAGE (no cache); whether the kernel as its front end
+        made it (before any pass could drop an unused result) holds inline asm (_holds_inline_asm)."""
         from triton.compiler import ASTSource
 
         # Triton prints a failed assembly's whole PTX to stdout: the student's output, not ours.
         with _pristine(self.pristine), contextlib.redirect_stdout(_DISCARD):
-            self._stages(ASTSource(jit, signature, constexprs, attrs), options)
+            return self._stages(ASTSource(jit, signature, constexprs, attrs), options)
 
-    def _stages(self, src, options) -> None:
+    def _stages(self, src, options) -> bool:
         from triton._C.libtriton import ir
 
         backend = self.backend
@@ -634,11 +662,13 @@ class CompileGate:
         backend.load_dialects(context)
         module = src.make_ir(self.target, options, backend.get_codegen_implementation(options),
                              backend.get_module_map(), context)
+        inline_asm = _holds_inline_asm(module)
         metadata = {"hash": "kernelgrade-gpu-compile-check", "target": self.target, **options.__dict__}
         for ext, stage in stages.items():
             module = stage(module, metadata)
             if ext == LAST_STAGE:
                 break
+        return inline_asm
 
     def install(self) -> None:
         """Check every interpreter launch (`kernel[grid](...)`) before it runs."""

@@ -42,7 +42,7 @@ from service.grading.memo import MemoEntry, VerdictMemo, memo_key, memoisable, s
 from service.grading.model_assist import ModelAssist
 from service.grading.not_gradable import not_gradable_report
 from service.grading.run import run_program, run_timing
-from service.grading.sandbox_text import render_speed, shows_no_kernel_launch
+from service.grading.sandbox_text import gpu_only_shown, render_speed, shows_no_kernel_launch
 from service.grading.speed import performance as speed_performance
 from service.grading.speed import restated, unmeasured
 from service.grading.speed_card import SPEED_IN_FLIGHT, OnSpeed, follow, follow_memo, kernel_passed
@@ -357,6 +357,12 @@ class Grader:
                 if (shown := _gap_shown(gaps, run)) is not None:  # the interpreter's limit, not the kernel's
                     return self._not_gradable(exercise, submission_id, run, started, language,
                                               message=self._gap_message(shown))
+                if self.mode is DeviceMode.interpreter and gpu_only_shown(run):
+                    # The kernel compiled for the GPU with inline asm (the gate's refusal, sandbox/gpu_compile.py):
+                    # a GPU runs it, the interpreter cannot. Ours to say, at no cost, and not the program's verdict.
+                    return self._not_gradable(exercise, submission_id, run, started, language,
+                                              message=lambda lang: render("grading.gpu_only_inline_asm", lang,
+                                                                          triton=triton_version()))
                 with self._environment_lock:  # (learn_environment's guess never overwrites a hello)
                     self._environment_seen = dict(run.environment)
                 if self.compile_cache is not None:

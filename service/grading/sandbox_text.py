@@ -11,6 +11,7 @@ from sandbox.contract import RunResult, Said, SpeedRun
 from sandbox.gpu_compile import (
     COMPILER_CRASH_ASM_CODE,
     COMPILER_CRASH_CODE,
+    GPU_ONLY_ASM_CODE,
     INTERPRETER_ONLY_CODE,
     MARK_CLOSE,
     MARK_OPEN,
@@ -25,7 +26,7 @@ from service.messages.catalogue import LANGUAGES
 
 # The only codes text written inside the sandbox may name: a mark naming another is left as written.
 INLINE_CODES = frozenset({PREFIX_CODE, PYTHON_CALL_CODE, PYTHON_ATTRIBUTE_CODE, INTERPRETER_ONLY_CODE, NO_LAUNCH_CODE,
-                          COMPILER_CRASH_CODE, COMPILER_CRASH_ASM_CODE})
+                          COMPILER_CRASH_CODE, COMPILER_CRASH_ASM_CODE, GPU_ONLY_ASM_CODE})
 _MARK = re.compile(re.escape(MARK_OPEN) + r"([a-z_.]{1,40})"
                    + r"((?:" + re.escape(MARK_SEP) + r"[a-z_]{1,20}=[^«»|\n]{0,200}){0,4})" + re.escape(MARK_CLOSE))
 
@@ -47,6 +48,27 @@ def shows_no_kernel_launch(text: str) -> bool:
     for lang in LANGUAGES:
         parts = [p for p in re.split(r"\{[a-z_]+\}", service_catalogue().template(NO_LAUNCH_CODE, lang)) if p.strip()]
         if parts and all(part in text for part in parts):
+            return True
+    return False
+
+
+# A launch the gate refused because its kernel compiled with inline asm (gpu_compile.gpu_only_asm_message): the
+# exception's line is the mark alone. A mark inside other text (a static_assert's message in a compile error, an
+# exception a host fill raises) is not one: it cannot make a grading not_gradable.
+_GPU_ONLY_ASM_LINE = re.compile(r"(?:[A-Za-z_][\w.]*\.)?GPUCompileError: " + re.escape(MARK_OPEN + GPU_ONLY_ASM_CODE)
+                                + re.escape(MARK_SEP) + r"target=[^«»|\n]{1,40}" + re.escape(MARK_CLOSE))
+
+
+def gpu_only_shown(result: RunResult) -> bool:
+    """A case or the given check of `result` (rendered or not) ended on a launch the gate refused because the
+    kernel compiled with inline asm, which only a GPU runs: its last line, as the sandbox wrote it, is that refusal."""
+    texts = [case.raw_error if case.raw_error is not None else case.error for case in result.cases if case.said is None]
+    given = result.given
+    if given is not None and given.said is None:
+        texts.append(given.raw_output if given.raw_output is not None else given.output)
+    for text in texts:
+        lines = (text or "").strip().splitlines()
+        if lines and _GPU_ONLY_ASM_LINE.fullmatch(lines[-1].strip()):
             return True
     return False
 
