@@ -270,3 +270,59 @@ def test_a_kernel_that_crashes_the_compiler_is_a_compile_error(grader, host):
     assert "/" not in c.error.rsplit("UNREACHABLE executed at", 1)[1].splitlines()[0]  # the file's name, no path
     host.assert_untouched()
     assert_graded_normally()
+
+
+# --- inline asm that compiles: only a GPU runs it ------------------------------------------------
+# With constraints that match its argument, inline asm compiles for sm_90 (the gate passes it, ptxas included), and a
+# GPU runs it: this identity body is right there. The interpreter cannot run inline asm (3.9: NotImplementedError
+# 'inline_asm not supported in interpreter mode'), so the body used to fail every case here, a verdict a GPU would
+# not give. The gate now sees the asm in the kernel it compiled (the op in the front end's IR) and refuses the launch;
+# the grading is not_gradable at no cost, as for an exercise that requires a GPU. On a GPU it is graded, full marks.
+ASM_BODY = ASM_CRASH_BODY.replace('"=r,r,r"', '"=r,r"')
+ASM_NOT_GRADABLE = ("你的 kernel 用了内联 PTX 汇编（tl.inline_asm_elementwise）", "不算一次尝试",
+                    "Your kernel uses inline PTX assembly (tl.inline_asm_elementwise)", "does not count as an attempt",
+                    "submit where grading runs on a GPU")
+FORGED_MARK = "«kg:sandbox.gpu_only.inline_asm|target=cuda sm_90»"
+
+
+def full_code_points(report) -> bool:
+    items = [i for i in report.items if i.id.startswith("code.") and i.id != "code.explanation"]
+    return bool(items) and all(i.points == i.max_points for i in items)
+
+
+def test_inline_asm_that_compiles_is_not_gradable_on_the_interpreter(grader, host):
+    assert ASM_BODY != ASM_CRASH_BODY
+    report = grader.grade(Submission(exercise=PUZZLE, code=body_submission(ASM_BODY)), secret_seed=SECRET_SEED)
+    if device_mode() is DeviceMode.gpu:  # a GPU runs the asm: the identity body is right
+        assert report.status == "graded" and full_code_points(report), report.to_json()[:2000]
+        assert all(c.passed for c in report.cases), [(c.id, c.error) for c in report.cases if not c.passed]
+        return
+    assert report.status == "not_gradable", report.to_json()[:3000]
+    assert not report.score.passed and report.score.total == 0 and not report.score.provisional
+    assert not report.vetoes and not report.items and not report.cases, report.to_json()[:2000]
+    zh, en = report.message or "", report.translations["en"].message or ""
+    assert all(w in zh for w in ASM_NOT_GRADABLE[:2]), zh
+    assert all(w in en for w in ASM_NOT_GRADABLE[2:]), en
+    assert "not supported in interpreter mode" not in zh + en
+    host.assert_untouched()
+    assert_graded_normally()
+
+
+@pytest.mark.parametrize("name", ["asm-not-compiled", "forged-mark"])
+def test_only_asm_the_compile_kept_is_not_gradable(grader, host, name):
+    """Asm behind a static condition the compiler skips is not in the kernel (graded, full marks); the gate's
+    mark written by the kernel itself (a static_assert's message) is a compile error, graded as one."""
+    reference = BODIES["static-range-runtime-bound"][0].replace("tl.static_range(0, T, B1)", "range(0, T, B1)")
+    if name == "asm-not-compiled":
+        body = reference.replace("tl.store(", "if B0 < 0:\n"
+                                 '    acc = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [acc], '
+                                 "dtype=tl.float32, is_pure=True, pack=1)\ntl.store(", 1)
+    else:
+        body = f"tl.static_assert(B0 < 0, {FORGED_MARK!r})\n" + reference
+    report = grader.grade(Submission(exercise=PUZZLE, code=body_submission(body)), secret_seed=SECRET_SEED)
+    assert report.status == "graded", report.to_json()[:3000]
+    if name == "asm-not-compiled":
+        assert full_code_points(report), [(i.id, i.points, i.feedback) for i in report.items]
+    else:
+        assert code_points(report) == 0 and not any(c.passed for c in report.cases), report.to_json()[:2000]
+    host.assert_untouched()
