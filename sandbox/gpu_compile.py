@@ -306,7 +306,7 @@ def _holds_inline_asm(module) -> bool:
     """The front end's module (ttir) holds an inline asm op: what the kernel's code, or a triton.language function
     it calls, made of tl.inline_asm_elementwise. Read from the ops' names (never from the printed IR, where a
     tl.device_print prefix or the asm's own text could hold the op's name)."""
-    found = []
+    found: list[bool] = []
 
     def visit(op) -> None:
         if not found and op.get_name() == INLINE_ASM_OP:
