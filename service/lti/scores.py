@@ -100,9 +100,10 @@ def _lock_students(session: Session, pairs: list[tuple[int, str]]) -> None:
 
 
 def _queue(session: Session, link_id: int, sub: str, found: tuple[Submission, Counted] | None,
-           policy: CoursePolicy, at: datetime) -> LtiScorePost | None:
+           policy: CoursePolicy, at: datetime, *, again: bool = False) -> LtiScorePost | None:
     """Queue the grade of the attempt that counts (`found`, service.grades.gradebook.counting) for
-    `sub` on the placement, unless the LMS has it."""
+    `sub` on the placement, unless the LMS has it. `again`: even when the last score posted was this
+    grade (it went to a gradebook column that was deleted since: requeue_placement)."""
     chosen = found[0] if found is not None else None
     current = (session.get(ReportRow, chosen.current_report_id)
                if chosen is not None and chosen.current_report_id else None)
@@ -121,7 +122,7 @@ def _queue(session: Session, link_id: int, sub: str, found: tuple[Submission, Co
     last = session.scalar(select(LtiScorePost).where(LtiScorePost.link_id == link_id, LtiScorePost.sub == sub,
                                                      LtiScorePost.state.in_(("pending", "posted", "failed")))
                           .order_by(LtiScorePost.id.desc()).limit(1))
-    if (last is not None and last.state != "failed" and last.submission_id == chosen.id
+    if (not again and last is not None and last.state != "failed" and last.submission_id == chosen.id
             and _same(last.score, score)):
         return None  # the LMS has (or gets) this grade already
     # An older score still waiting would only be overwritten: drop it.
@@ -165,6 +166,39 @@ def requeue_course(session: Session, course_id: str, policy: CoursePolicy) -> in
     return queued
 
 
+def requeue_placement(session: Session, link: LtiLink, *, besides: str | None = None) -> int:
+    """After the placement's line item was created again (its gradebook column deleted in the LMS,
+    _line_item): queue once more the grade that counts for every learner with a graded attempt on
+    the placement, `besides` the one whose post is going there now, since the new column starts
+    empty (the caller commits, in the transaction that records the new line item). A learner with
+    a score still waiting keeps it: it goes to the new column (the line item is read when posting)
+    and is their newest grade. Each is queued as a grade change queues it: under the learner's lock,
+    read once it is ours, with a timestamp after their earlier posts. Returns how many were queued."""
+    query = (select(LtiSubmission.sub, func.max(Submission.id))
+             .join(Submission, LtiSubmission.submission_id == Submission.id)
+             .where(LtiSubmission.link_id == link.id).group_by(LtiSubmission.sub))
+    if besides is not None:
+        query = query.where(LtiSubmission.sub != besides)
+    pairs = sorted((sub, submission_id) for sub, submission_id in session.execute(query).all())
+    _lock_students(session, [(link.id, sub) for sub, _ in pairs])
+    # Read once the locks are ours: a score another process queued meanwhile is visible now.
+    waiting = set(session.scalars(select(LtiScorePost.sub).where(LtiScorePost.link_id == link.id,
+                                                                  LtiScorePost.state == "pending")))
+    from service.db.store import course_policy  # store queues scores through this module
+    policies: dict[str, CoursePolicy] = {}  # one course: the platform's
+    at, queued = utcnow(), 0
+    for sub, submission_id in pairs:
+        if sub in waiting:
+            continue
+        submission = session.get_one(Submission, submission_id)
+        if submission.course_id not in policies:
+            policies[submission.course_id] = course_policy(session, submission.course_id)
+        policy = policies[submission.course_id]
+        if _queue(session, link.id, sub, counting(session, submission, policy), policy, at, again=True) is not None:
+            queued += 1
+    return queued
+
+
 def _same(before: dict, after: dict) -> bool:
     return {k: v for k, v in before.items() if k != "timestamp"} == {k: v for k, v in after.items() if k != "timestamp"}
 
@@ -198,7 +232,7 @@ def _claim(sessions: sessionmaker[Session], post_id: int) -> bool:
 
 
 def _line_item(session: Session, ags: AssignmentsGradesService, link: LtiLink, maximum: float, *,
-               gone: str | None = None) -> LineItem:
+               gone: str | None = None, posting_for: str | None = None) -> LineItem:
     """The placement's line item: the one the platform named, else found or created by its resource
     link. Finding or creating happens under the link's row lock (PostgreSQL), read again once it is
     ours: two processes posting a placement's first scores at once (API replicas, each with its LTI
@@ -208,10 +242,18 @@ def _line_item(session: Session, ags: AssignmentsGradesService, link: LtiLink, m
     `gone`: the line item a score POST just answered 404 for (an instructor deleted the gradebook
     column). Unless another process replaced it meanwhile, it is forgotten and found or created again:
     always for one of the tool's own, and for one the platform named only where the platform lets the
-    tool create line items; otherwise the post fails for good, saying the column was deleted."""
+    tool create line items; otherwise the post fails for good, saying the column was deleted. The
+    process that replaces it (the one holding the lock) queues every other learner's grade again in
+    the same transaction (requeue_placement; `posting_for`: the learner whose score is being posted):
+    the new column starts empty.
+
+    The lock is FOR NO KEY UPDATE: queueing a score (an INSERT naming the link, store.notify) takes
+    a KEY SHARE lock on the link's row while holding its student's lock (_lock_students). Under FOR
+    UPDATE it would wait for this transaction, which waits for that student's lock to requeue them:
+    a deadlock."""
     if link.lineitem_url and gone is None:
         return LineItem({"id": link.lineitem_url})
-    session.execute(select(LtiLink.id).where(LtiLink.id == link.id).with_for_update())
+    session.execute(select(LtiLink.id).where(LtiLink.id == link.id).with_for_update(key_share=True))
     session.refresh(link)  # another process's line item, if it made one while we waited
     if link.lineitem_url and link.lineitem_url != gone:
         session.commit()
@@ -234,6 +276,10 @@ def _line_item(session: Session, ags: AssignmentsGradesService, link: LtiLink, m
         raise LtiException("the platform created a line item without an id" if not found.get_id()
                            else "the platform still lists the line item it answered 404 for")
     link.lineitem_url, link.lineitem_by_tool = found.get_id(), True
+    if gone is not None:
+        queued = requeue_placement(session, link, besides=posting_for)
+        log.info("placement %s has a new line item %s: %s other learners' grades queued again",
+                 link.id, found.get_id(), queued)
     session.commit()
     return found
 
@@ -266,7 +312,8 @@ def _post(session: Session, post: LtiScorePost, http: BoundedSession) -> int | N
         # The line item is gone (its column deleted in the LMS): find or create it again, post once more.
         log.warning("line item %s of placement %s answered 404; finding or creating it again",
                     line_item.get_id(), link.id)
-        line_item = _line_item(session, ags, link, score["scoreMaximum"], gone=line_item.get_id())
+        line_item = _line_item(session, ags, link, score["scoreMaximum"], gone=line_item.get_id(),
+                               posting_for=post.sub)
         response = ags.put_grade(grade, line_item)
     return 200 if response is not None else None
 

@@ -562,3 +562,102 @@ def test_a_deleted_column_the_platform_named_fails_clearly_where_the_tool_may_no
     assert [p.state for p in posts] == ["posted", "failed"]
     assert posts[-1].attempt == 1 and "was deleted" in (posts[-1].last_error or ""), posts[-1].last_error
     assert platform.line_items_of(link) == []
+
+
+@pytest.fixture
+def learners(platform) -> Iterator[list[str]]:
+    """Three learners of the platform's own, for one test."""
+    subs = [f"s-{uuid.uuid4().hex[:8]}" for _ in range(3)]
+    for sub in subs:
+        platform.state.users[sub] = User(sub, f"Student {sub}", f"{sub}@example.edu", [LEARNER])
+    yield subs
+    for sub in subs:
+        del platform.state.users[sub]
+
+
+def graded_learners(lti, platform, course, link, subs: list[str], points: list[float]) -> list[Submission]:
+    """Each learner submits on `link`; a TA gives each `points` on q1 (0: left as graded); every
+    score is at the LMS."""
+    staff = course.client("submit", "read", "review")
+    attempts = [lti_submit(lti, platform, link, sub, cheap_body()) for sub in subs]
+    for attempt, given in zip(attempts, points, strict=True):
+        wait_final(staff, attempt.id)
+        if given:
+            decide(staff, attempt.id, given)
+    for sub, given in zip(subs, points, strict=True):
+        assert lms_grade(lti, platform, link, sub) == given
+    return attempts
+
+
+def column_once_settled(lti, platform, link, subs: list[str], old: str) -> dict[str, list[float]]:
+    """Once no learner has a score waiting, and the placement has a column other than `old`: each
+    learner's scores in that column, oldest first."""
+    def settled() -> dict[str, list[float]] | None:
+        if not all(settled_posts(lti, sub) for sub in subs):
+            return None
+        items = platform.line_items_of(link)
+        if len(items) != 1 or column_id(items[0]) == old:
+            return None
+        link.line_item = column_id(items[0])
+        return {sub: [s["scoreGiven"] for s in scores_of(platform, link, sub)] for sub in subs}
+    return wait_for(settled, timeout=60, what="every score post settled, in a new column")
+
+
+def test_a_recreated_column_gets_every_learners_current_grade_not_only_the_next_one(
+        lti, platform, course, link, learners):
+    """Three learners graded (1, 2 and 0 points) on a placement; the instructor deletes its column;
+    a TA then raises the first learner to 1.5. That post finds the column gone and creates it again:
+    the new column must hold all three learners' current grades (1.5, 2, 0), each sent once, with a
+    timestamp after the learner's earlier scores: not only the first learner's, the others missing
+    until their grade next changes."""
+    staff = course.client("submit", "read", "review")
+    attempts = graded_learners(lti, platform, course, link, learners, [1, 2, 0])
+    old = link.line_item
+    with lti.sessions() as session:
+        before = {sub: len(list(session.scalars(select(LtiScorePost).where(LtiScorePost.sub == sub))))
+                  for sub in learners}
+
+    platform.delete_line_item(old)
+    decide(staff, attempts[0].id, 1.5)
+    column = column_once_settled(lti, platform, link, learners, old)
+    assert column == {learners[0]: [1.5], learners[1]: [2], learners[2]: [0]}, column
+    with lti.sessions() as session:
+        for sub in learners:
+            posts = list(session.scalars(select(LtiScorePost).where(LtiScorePost.sub == sub)
+                                         .order_by(LtiScorePost.id)))
+            assert len(posts) == before[sub] + 1 and posts[-1].state == "posted", \
+                [(p.state, p.score["scoreGiven"]) for p in posts]
+            stamps = [p.score["timestamp"] for p in posts]
+            assert stamps == sorted(stamps) and len(set(stamps)) == len(stamps), stamps
+    (row,) = [r for r in staff.get("/v1/grades", params={"assignment": f"lti:{link.id}"}).json()["rows"]
+              if r["student_id"] == learners[1]]
+    assert row["points"] == 2
+
+
+def test_a_learner_whose_score_is_waiting_when_the_column_is_recreated_keeps_that_one(
+        lti, platform, course, link, learners):
+    """The column is deleted; the first learner's new grade finds it gone and creates it again, and
+    while it does (the platform's look-up answers late) a TA's decision queues the second learner's
+    new grade. That learner keeps the post queued for them (their newest grade, sent once to the new
+    column), nothing more; the third learner's grade is queued again. On PostgreSQL the decision is
+    queued while the replacing transaction holds the placement's lock and then takes the second
+    learner's: neither may deadlock the other."""
+    staff = course.client("submit", "read", "review")
+    attempts = graded_learners(lti, platform, course, link, learners, [0, 0, 0])
+    old = link.line_item
+    platform.delete_line_item(old)
+    platform.state.lookup_delays, held = [lti.settings.lti_http_timeout_s - 1], platform.state.lookups_held
+    try:
+        decide(staff, attempts[0].id, 2)
+        wait_for(lambda: platform.state.lookups_held > held, timeout=30, what="the look-up of the gone column")
+        decide(staff, attempts[1].id, 1)
+        column = column_once_settled(lti, platform, link, learners, old)
+    finally:
+        platform.state.lookup_delays = []
+    assert column == {learners[0]: [2], learners[1]: [1], learners[2]: [0]}, column
+    with lti.sessions() as session:
+        states = {sub: [(p.state, p.score["scoreGiven"]) for p in session.scalars(
+            select(LtiScorePost).where(LtiScorePost.sub == sub).order_by(LtiScorePost.id))] for sub in learners}
+    assert states == {learners[0]: [("posted", 0), ("posted", 2)],
+                      learners[1]: [("posted", 0), ("posted", 1)],
+                      learners[2]: [("posted", 0), ("posted", 0)]}, states
