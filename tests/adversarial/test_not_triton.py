@@ -263,7 +263,10 @@ def test_a_kernel_that_crashes_the_compiler_is_a_compile_error(grader, host):
         assert not c.passed and c.error, c
         assert LLVM_SAYS in c.error and all(w in c.error for w in CRASH_WORDS) and ASM_HINT in c.error, (c.id, c.error)
         assert "进程异常退出" not in c.error and "沙箱多次崩溃" not in c.error, (c.id, c.error)
-    assert report.timing["attempts"] == 1  # one sandbox ran every case
+    if device_mode() is DeviceMode.interpreter:
+        assert report.timing["attempts"] == 1  # the gate's forked compile crashed, not the sandbox: one ran every case
+    else:  # on a GPU the compile crashes the harness's process: a sandbox a phase, no restart spent (H200: 10)
+        assert report.timing["attempts"] <= 1 + len(report.cases), report.timing
     english = report.translations["en"].cases
     assert all(LLVM_SAYS in english[c.id].error and ASM_HINT in english[c.id].error
                for c in report.cases if c.kind != "given"), english
