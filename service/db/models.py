@@ -23,6 +23,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from service.db.base import Base, utcnow
+from service.grades.policy import CoursePolicy
 from service.status import SubmissionStatus
 
 TZDateTime = DateTime(timezone=True)
@@ -42,6 +43,10 @@ class Course(Base):
     # Points each hint level costs (service/hints.py); NULL: hints cost nothing (the default).
     hint_cost: Mapped[float | None] = mapped_column(Float, nullable=True)
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+
+    def policy(self) -> CoursePolicy:
+        return CoursePolicy(grade_policy=self.grade_policy, veto_policy=self.veto_policy,
+                            hint_cost=self.hint_cost or 0.0)
 
 
 class ApiKey(Base):

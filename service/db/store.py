@@ -54,9 +54,7 @@ def existing_course(session: Session, course_id: str) -> Course:
 
 
 def course_policy(session: Session, course_id: str) -> CoursePolicy:
-    course = existing_course(session, course_id)
-    return CoursePolicy(grade_policy=course.grade_policy, veto_policy=course.veto_policy,
-                        hint_cost=course.hint_cost or 0.0)
+    return existing_course(session, course_id).policy()
 
 
 def set_course_policy(session: Session, course_id: str, update: PolicyUpdate) -> CoursePolicy:

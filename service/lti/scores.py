@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from service.db.base import as_utc, utcnow
 from service.db.lti_models import LtiDeployment, LtiLink, LtiPlatform, LtiScoreAttempt, LtiScorePost, LtiSubmission
-from service.db.models import ReportRow, Submission
+from service.db.models import Course, ReportRow, Submission
 from service.grades.gradebook import counted_with_hints, counting
 from service.grades.platforms import summary
 from service.grades.policy import Counted, CoursePolicy
@@ -184,7 +184,6 @@ def requeue_placement(session: Session, link: LtiLink, *, besides: str | None = 
     # Read once the locks are ours: a score another process queued meanwhile is visible now.
     waiting = set(session.scalars(select(LtiScorePost.sub).where(LtiScorePost.link_id == link.id,
                                                                   LtiScorePost.state == "pending")))
-    from service.db.store import course_policy  # store queues scores through this module
     policies: dict[str, CoursePolicy] = {}  # one course: the platform's
     at, queued = utcnow(), 0
     for sub, submission_id in pairs:
@@ -192,7 +191,7 @@ def requeue_placement(session: Session, link: LtiLink, *, besides: str | None = 
             continue
         submission = session.get_one(Submission, submission_id)
         if submission.course_id not in policies:
-            policies[submission.course_id] = course_policy(session, submission.course_id)
+            policies[submission.course_id] = session.get_one(Course, submission.course_id).policy()
         policy = policies[submission.course_id]
         if _queue(session, link.id, sub, counting(session, submission, policy), policy, at, again=True) is not None:
             queued += 1
