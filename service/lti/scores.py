@@ -13,7 +13,7 @@ it costs the student nothing."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -24,7 +24,7 @@ from pylti1p3.exception import LtiException, LtiServiceException
 from pylti1p3.grade import Grade
 from pylti1p3.lineitem import LineItem
 from pylti1p3.service_connector import ServiceConnector
-from sqlalchemy import CursorResult, and_, func, or_, select, update
+from sqlalchemy import CursorResult, Row, and_, func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.db.base import as_utc, utcnow
@@ -153,17 +153,11 @@ def requeue_course(session: Session, course_id: str, policy: CoursePolicy) -> in
     """After the course's policy changed (which attempt counts, what a veto exports): queue again
     every LTI student's grade on every placement of the course, where it changed (the caller
     commits). Returns how many were queued."""
-    pairs = session.execute(select(LtiSubmission.link_id, LtiSubmission.sub, func.max(Submission.id))
-                            .join(Submission, LtiSubmission.submission_id == Submission.id)
-                            .where(Submission.course_id == course_id)
-                            .group_by(LtiSubmission.link_id, LtiSubmission.sub)).all()
-    _lock_students(session, sorted((link_id, sub) for link_id, sub, _ in pairs))
-    at, queued = utcnow(), 0
-    for link_id, sub, submission_id in sorted(pairs):
-        found = counting(session, session.get_one(Submission, submission_id), policy)
-        if _queue(session, link_id, sub, found, policy, at) is not None:
-            queued += 1
-    return queued
+    rows = session.execute(select(LtiSubmission.link_id, LtiSubmission.sub, func.max(Submission.id))
+                           .join(Submission, LtiSubmission.submission_id == Submission.id)
+                           .where(Submission.course_id == course_id)
+                           .group_by(LtiSubmission.link_id, LtiSubmission.sub)).all()
+    return _requeue(session, rows, lambda submission: policy)
 
 
 def requeue_placement(session: Session, link: LtiLink, *, besides: str | None = None) -> int:
@@ -172,28 +166,35 @@ def requeue_placement(session: Session, link: LtiLink, *, besides: str | None = 
     the placement, `besides` the one whose post is going there now, since the new column starts
     empty (the caller commits, in the transaction that records the new line item). A learner with
     a score still waiting keeps it: it goes to the new column (the line item is read when posting)
-    and is their newest grade. Each is queued as a grade change queues it: under the learner's lock,
-    read once it is ours, with a timestamp after their earlier posts. Returns how many were queued."""
-    query = (select(LtiSubmission.sub, func.max(Submission.id))
+    and is their newest grade. Returns how many were queued."""
+    query = (select(LtiSubmission.link_id, LtiSubmission.sub, func.max(Submission.id))
              .join(Submission, LtiSubmission.submission_id == Submission.id)
-             .where(LtiSubmission.link_id == link.id).group_by(LtiSubmission.sub))
+             .where(LtiSubmission.link_id == link.id).group_by(LtiSubmission.link_id, LtiSubmission.sub))
     if besides is not None:
         query = query.where(LtiSubmission.sub != besides)
-    pairs = sorted((sub, submission_id) for sub, submission_id in session.execute(query).all())
-    _lock_students(session, [(link.id, sub) for sub, _ in pairs])
+    return _requeue(session, session.execute(query).all(),
+                    lambda submission: session.get_one(Course, submission.course_id).policy(), again=True)
+
+
+def _requeue(session: Session, rows: Sequence[Row[int, str, str]],
+             policy_of: Callable[[Submission], CoursePolicy], *, again: bool = False) -> int:
+    """Queue again, for each (placement, learner, their newest attempt) of `rows`, the grade that
+    counts, as a grade change queues it: under the learners' locks, read once they are ours, with a
+    timestamp after their earlier posts; where it changed, or with `again` whether or not (the column
+    is new), then keeping a score still waiting (it goes there and is their newest)."""
+    rows = sorted(rows)
+    _lock_students(session, [(link_id, sub) for link_id, sub, _ in rows])
     # Read once the locks are ours: a score another process queued meanwhile is visible now.
-    waiting = set(session.scalars(select(LtiScorePost.sub).where(LtiScorePost.link_id == link.id,
-                                                                  LtiScorePost.state == "pending")))
-    policies: dict[str, CoursePolicy] = {}  # one course: the platform's
+    waiting = set() if not again else {(link_id, sub) for link_id, sub in session.execute(
+        select(LtiScorePost.link_id, LtiScorePost.sub).where(LtiScorePost.state == "pending",
+                                                             LtiScorePost.link_id.in_({r[0] for r in rows})))}
     at, queued = utcnow(), 0
-    for sub, submission_id in pairs:
-        if sub in waiting:
+    for link_id, sub, submission_id in rows:
+        if (link_id, sub) in waiting:
             continue
         submission = session.get_one(Submission, submission_id)
-        if submission.course_id not in policies:
-            policies[submission.course_id] = session.get_one(Course, submission.course_id).policy()
-        policy = policies[submission.course_id]
-        if _queue(session, link.id, sub, counting(session, submission, policy), policy, at, again=True) is not None:
+        policy = policy_of(submission)
+        if _queue(session, link_id, sub, counting(session, submission, policy), policy, at, again=again) is not None:
             queued += 1
     return queued
 
