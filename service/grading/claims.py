@@ -24,27 +24,63 @@ from service.report import Veto
 
 ClaimKind = Literal["missing", "static_review", "pass", "fail", "results", "unclear"]
 
+# Said outright: the check was not run (the lesson's "仅静态审查"), whatever else the text says.
 _STATIC = re.compile(
-    r"仅?静态(审查|检查|审阅|分析)|(没有|没|未|无法|不能|没法)\s*(运行|跑)(?!\s*(错|出错|报错|时|过程))|没跑|"
-    r"没有\s*(gpu|cuda|显卡|运行环境|环境)|无\s*(gpu|cuda|显卡|运行环境)|"
-    r"static (review|check|analysis)|not (been )?run\b|didn'?t run\b|did not run\b|haven'?t run|have not run|"
-    r"without running|couldn'?t run|could not run|unable to run|no (gpu|cuda)\b")
-# Failure words once their negated forms ("没有报错", "no errors") are taken out.
+    r"仅?静态(审查|检查|审阅|分析)|(没有|没|未|无法|不能|没法|没条件)\s*+(运行|跑|执行)(?!\s*+(错|出错|报错|时|过程))|没跑|"
+    r"static (review|check|analysis)|not (been )?(run|executed)\b|didn'?t run\b|did not run\b|haven'?t run|"
+    r"have not run|without running|couldn'?t run|could not run|unable to run|never ran\b")
+# No device to run on: a static review unless the text shows a run somewhere else (_RAN).
+_NO_DEVICE = re.compile(
+    r"(没有|没|无)\s*+(可用的?)?\s*+(gpu|cuda|显卡|n\s*+卡|英伟达|运行环境|环境)|"
+    r"\bno (access to )?(an? )?(gpu|cuda|nvidia)\b|"
+    r"(don'?t|do not|didn'?t|did not) have (access to )?(an? |any )?(gpu|cuda|nvidia)\b")
+# Signs of a run: the interpreter, a hosted notebook, "I ran it", an output quoted.
+_RAN = re.compile(r"triton_interpret|解释器|colab|kaggle|跑了|运行了|执行了|跑的|输出[:：]|output[:：]|"
+                  r"\b(?:interpret(?:er|ed)?|i ran|ran (?:it|the|on|with)|executed)\b")
+# Said to have failed no step: the negation (zh, en) of a failure word, a counted zero, an error
+# metric with its number. Taken out before the failure words are looked for; the first part
+# (no error, no assertion fired, nothing wrong) is itself a claim of success.
+_NO_FAILURE = (
+    r"(没有|没|无|未|不)\s*+(任何)?\s*+(运行|执行)?\s*+(触发|抛出|抛|出现|发生|引发|产生|遇到|报)?\s*+(任何)?\s*+"
+    r"(报错|错误|失败|异常|问题|[a-z]*error|assertion|assert|mismatch)|"
+    r"(断言|assert(ion)?s?|assert_close)\s*+(都|全都|全)?\s*+(没有|没|未)\s*+(触发|报错?|失败|抛)|"
+    r"(不|没有?)\s*+(抛|报)|"
+    r"no ([a-z]*error|failures?|exceptions?|assertion ?errors?|assertions? (fired|failed|triggered|tripped)|"
+    r"mismatch(es)?|problems?|issues?)\b|"
+    r"without (any |an? )?([a-z]*errors?|failures?|exceptions?|problems?)|"
+    r"(didn'?t|did not|does not|doesn'?t|never) (raise|throw|fail|trigger|error)|nothing (is |was )?wrong|"
+    r"(none|nothing) (of them )?failed")
 _NEGATED_FAIL = re.compile(
-    r"(没有|没|无|未|不)\s*(任何)?\s*(运行|执行)?\s*(报错|错误|失败|异常|error|assertion)|"
-    r"no (errors?|failures?|exceptions?|assertion ?errors?|mismatch(es)?)\b|without (any )?(errors?|failures?)|"
-    r"0 (failed|failures|errors)\b|(不|没有?)\s*(抛|报)|mismatched elements:?\s*0\s*/|"
+    _NO_FAILURE + r"|0 (failed|failures|errors)\b|mismatched elements:?\s*0\s*/|"
     r"(?<!\w)(err(or)?s?|误差)\s*(?:[:=：]\s*)?(tensor\()?[-+]?\d|"
     r"(max(imum)?|abs(olute)?|rel(ative)?|mean|最大)[\s_]*(?:(?:abs(olute)?|rel(ative)?)[\s_]*)?"
     r"(err(or)?s?|误差)\s*(?:[:=：]\s*)?[-+]?\d")
 # (Each run of spaces or underscores above is matched by one repetition only: two adjacent ones
-# ('[\s_]*(…)?[\s_]*', '\s*[:=]?\s*') backtracked quadratically, 5.7 s for 'max' and 16 000 '_'.)
+# ('[\s_]*(…)?[\s_]*', '\s*+[:=]?\s*+') backtracked quadratically, 5.7 s for 'max' and 16 000 '_'.)
 _FAIL = re.compile(r"assertionerror|traceback|mismatch|not close|"
-                   r"不通过|未通过|没通过|没有通过|失败|报错|出错|错误|异常|不一致|"
-                   r"\b\w*error\b|\bfail(ed|s|ure)?\b|exception")
-_PASS = re.compile(r"通过|成功|正常|(没有|没|无)\s*(任何)?\s*(运行|执行)?\s*(报错|错误|异常)|no errors?\b|"
-                   r"无输出|没有输出|没输出|什么都没(有)?(打印|输出)|没有打印|\bpass(ed|es)?\b|success|"
-                   r"\bok\b|no output|nothing (was )?printed|printed nothing|✓|✔")
+                   r"不通过|未通过|没通过|没有通过|没过|失败|报错|出错|错误|异常|不一致|不一样|不相同|不正确|不对|"
+                   r"不匹配|不相符|不符|不吻合|有问题|有误|错了|结果错|"
+                   r"\b(?:\w*error|fail(?:ed|s|ure)?|wrong)\b|exception|incorrect|"
+                   r"(doesn'?t|does not|didn'?t|did not|don'?t|do not) (match|agree|pass|work)|"
+                   r"\bnot (match|correct|the same)|"
+                   r"[❌✗✘]")
+_PASS = re.compile(_NO_FAILURE + r"|通过|成功|正常|过了|全过|都过|跑通|正确|一致|一样|相同|吻合|相符|匹配|"
+                   r"符合预期|无误|"
+                   r"对了|是对的|都对|全对|结果对|"
+                   r"无输出|(没有|没)\s*+(任何)?\s*+输出|什么都没(有)?(打印|输出)|没有打印|success|no output|"
+                   r"nothing (was )?printed|printed nothing|all good|looks (good|right|fine|correct)|as expected|"
+                   r"\b(?:pass(?:ed|es)?|ok(?:ay)?|works?|working|correct(?:ly)?|match(?:es|ed)?|agree[sd]?|fine|"
+                   r"identical|same as)\b|[✓✔✅☑]")
+# What would happen, not what did: a condition or a prediction ("如果不加 mask 会报错", "otherwise
+# it would fail") and a question ("对不对", "是否一致") are taken out before the claim is read. Bounded: linear.
+_CONDITIONAL = re.compile(r"(如果|要是|假如|假设|若是|倘若|否则|不然|万一)[^，,。.;；！!？?\n]{0,40}|"
+                          r"会[^，,。.;；！!？?\n]{0,12}|\b(?:would|will|could)\b[^,.;!?\n]{0,40}|"
+                          r"\b(if|otherwise|unless|else)\b[^,.;!?\n]{0,60}|"
+                          r"对不对|对不上?吗|正不正确|是否(正确|一致|通过|对)|一不一致|能不能通过|过没过")
+# A prediction, not a report ("应该能通过", "should pass"): no claim of success to hold the run to.
+_HEDGE = re.compile(r"应该|应当|大概|可能|估计|也许|不确定|不知道|猜|预计|预期|理论上|"
+                    r"\b(?:should|probably|might|maybe|i think|i guess|not sure|expect(?:ed)? to|presumably|"
+                    r"hopefully|in theory)\b")
 _SHAPE = re.compile(r"torch\.size\(\[\s*\d+(\s*,\s*\d+)*\s*\]\)|\(\s*\d+\s*,\s*\d+\s*\)|\[\s*\d+\s*,\s*\d+\s*\]|"
                     r"\b\d+\s*[x×]\s*\d+\b")
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(\d+\.\d+(e[-+]?\d+)?|\d+e[-+]?\d+)(?![\w.])")
@@ -53,6 +89,10 @@ _EXCEPTION = re.compile(r"\b([a-z]+(error|exception))\b")
 # A labelled one ("allclose: True", "mean ok -> True") too.
 _BOOLEAN_LINE = re.compile(r"^[ \t]*(?:[^\n]{0,60}?(?:->|=|:|：)[ \t]*)?(?:tensor\()?(true|false)"
                            r"(?:,[ \t]*device=[^)\n]{0,40})?\)?[ \t]*$", re.MULTILINE)
+# A boolean said in a sentence: "allclose 返回 True", "both checks returned True".
+_BOOLEAN_SAID = re.compile(r"(返回|返回值|结果[为是]|都是|得到|打印出?|输出|"
+                           r"returns?|returned|gives?|gave|printed|prints)"
+                           r"\s*+(了)?\s*+[:：]?\s*+(tensor\()?(true|false)\b")
 # Python's warnings ("UserWarning: ... will raise an error in a future release") and the line that
 # raised them: neither the check's verdict nor its results.
 _WARNING_LINE = re.compile(r"^[^\n]*warning[^\n]*$", re.MULTILINE)  # linear: one literal, no nested repeats
@@ -98,11 +138,14 @@ def _parse_claim(claimed_output: str) -> Claim:
     def claim(kind: ClaimKind) -> Claim:
         return Claim(kind, numbers=numbers, shapes=shapes, exceptions=exceptions, traceback=traceback)
 
-    if _STATIC.search(text):
+    text = _CONDITIONAL.sub(" ", text)
+    if _STATIC.search(text) or (_NO_DEVICE.search(text) and not _RAN.search(text)):
         return claim("static_review")
-    booleans = {m.group(1) for m in _BOOLEAN_LINE.finditer(text)}
+    booleans = {m.group(1) for m in _BOOLEAN_LINE.finditer(text)} | {m.group(4) for m in _BOOLEAN_SAID.finditer(text)}
     if traceback or "false" in booleans or _FAIL.search(_NEGATED_FAIL.sub(" ", text)):
         return claim("fail")
+    if _HEDGE.search(text) and not (numbers or shapes or booleans):
+        return claim("unclear")  # what it would do, not what it did
     if _PASS.search(text):
         return claim("pass")
     if numbers or shapes or booleans:

@@ -199,6 +199,12 @@ HOSTILE_CLAIMS = {
     "mean-spaces": "mean" + " " * (MAX_TEXT_CHARS - 5) + "x",
     "error-spaces": "error" + "\t" * (MAX_TEXT_CHARS - 6) + "x",
     "max-abs-underscores": "max" + "_" * 8_000 + "abs" + "_" * (MAX_TEXT_CHARS - 8_007) + "x",
+    # a negation, an assertion word, a verb that says a boolean, each then a run of spaces: the
+    # patterns for success said without "pass" have several optional words between white space
+    "negation-spaces": "没" + " " * (MAX_TEXT_CHARS - 2) + "x",
+    "assertion-spaces": "断言" + " " * (MAX_TEXT_CHARS - 3) + "x",
+    "returned-spaces": "returned" + " " * (MAX_TEXT_CHARS - 9) + "x",
+    "negations": "没 " * (MAX_TEXT_CHARS // 2),
 }
 
 

@@ -94,6 +94,21 @@ def test_a_false_all_asserts_passed_claim_is_a_confirmed_unverified_claim_with_b
     assert report.score.passed is False and requirements(report)["no_blocking_veto"].met is False
 
 
+@pytest.mark.parametrize("claim", ["测试都过了，结果和参考一致", "It works: mean and var match torch.",
+                                   "没有 GPU，用 TRITON_INTERPRET=1 跑的，两个断言都没触发"])
+def test_success_said_in_other_words_over_the_failed_check_is_confirmed(grader, exercise, claim):
+    report = submit(grader, exercise, "True", claimed_output=claim)
+    veto = next(v for v in report.vetoes if v.rule == "unverified_claim")
+    assert veto.status == "confirmed" and veto.evidence["claim"] == "pass"
+    assert veto.evidence["given_check"] == "failed" and report.score.passed is False
+
+
+def test_a_prediction_over_the_failed_check_is_no_veto_and_no_pass(grader, exercise):
+    report = submit(grader, exercise, "True", claimed_output="应该能通过")
+    assert "unverified_claim" not in {v.rule for v in report.vetoes}
+    assert requirements(report)["given_check"].met is False and report.score.passed is False
+
+
 def test_a_missing_claim_on_a_right_kernel_is_an_unmet_requirement_not_a_veto(grader, exercise):
     report = submit(grader, exercise, "mask", claimed_output="")
     assert report.vetoes == [] and report.given_check.status == "passed"

@@ -80,3 +80,51 @@ def test_a_claim_read_again_is_a_fresh_one():
     again = parse_claim(said)
     assert again.kind == "fail" and again.numbers == ["1.5e-07"] and again.shapes == ["(4, 8)"]
     assert again.exceptions == ["assertionerror"]
+
+
+# How students report a run in their own words (issue 15, item 2): success said without the words
+# "pass" or "通过", a failure said as a mismatch, a run on the interpreter by someone with no GPU, and
+# predictions and conditions that report no run at all.
+@pytest.mark.parametrize(("claim", "kind"), [
+    ("测试都过了", "pass"), ("跑通了，没问题", "pass"), ("结果正确", "pass"), ("输出和参考一致", "pass"),
+    ("两个断言都没触发", "pass"), ("没有触发 AssertionError", "pass"), ("assert_close 没有报错", "pass"),
+    ("跑了一下，没有任何输出", "pass"), ("结果对了", "pass"), ("✅ both asserts", "pass"),
+    ("It works.", "pass"), ("Correct output!", "pass"), ("all good", "pass"), ("mean matches\nvar matches", "pass"),
+    ("everything matched the reference", "pass"), ("no assertion fired", "pass"),
+    ("no AssertionError was raised", "pass"), ("nothing was wrong", "pass"), ("allclose 返回 True", "results"),
+    ("both checks returned True", "results"),
+    ("结果不一致", "fail"), ("结果不对，var 偏大", "fail"), ("var doesn't match torch", "fail"),
+    ("有问题：第二个 assert 失败", "fail"), ("allclose returned False", "fail"), ("❌ var", "fail"),
+    ("incorrect variance", "fail"),
+    ("I don't have a GPU.", "static_review"), ("没有显卡", "static_review"), ("no access to a GPU", "static_review"),
+    ("代码未执行", "static_review"),
+    ("没有 GPU，用 TRITON_INTERPRET=1 跑的，通过", "pass"),
+    ("No GPU, so I ran it with TRITON_INTERPRET=1: AssertionError: Tensor-likes are not close!", "fail"),
+    ("应该能通过", "unclear"), ("It should pass.", "unclear"), ("不确定对不对", "unclear"),
+    ("如果不加 mask 会报错；加了以后通过", "pass"), ("Without the mask it would fail; otherwise it fails too. Mine passed.", "pass"),
+    ("若干测试通过", "pass"), ("I ran it on my laptop", "unclear"),
+])
+def test_claims_in_the_students_own_words(claim, kind):
+    assert parse_claim(claim).kind == kind
+
+
+@pytest.mark.parametrize("claim", ["结果正确", "测试都过了", "It works, mean and var match torch.", "两个断言都没触发",
+                                   "没有 GPU，用 TRITON_INTERPRET=1 跑的，通过"])
+def test_success_in_other_words_over_a_failed_check_is_confirmed(claim):
+    veto = unverified_claim(claimed_output=claim, program_ran=True, given_status="failed", real_output=FAILED,
+                            not_run_reason=None)
+    assert veto is not None and veto.status == "confirmed"
+
+
+@pytest.mark.parametrize("claim", ["应该能通过", "I think it should pass", "I don't have a GPU", "结果不一致"])
+def test_predictions_no_device_and_reported_failures_are_no_veto_over_a_failed_check(claim):
+    assert unverified_claim(claimed_output=claim, program_ran=True, given_status="failed", real_output=FAILED,
+                            not_run_reason=None) is None
+
+
+@pytest.mark.parametrize(("claim", "kind"), [
+    ("不加 mask 会报错，加了就通过", "pass"), ("去掉第二个 mask 会失败", "unclear"), ("It will pass on a GPU", "unclear"),
+    ("Without the mask it would fail with an AssertionError; with it, it passed.", "pass"),
+])
+def test_a_predicted_outcome_is_not_a_reported_one(claim, kind):
+    assert parse_claim(claim).kind == kind
