@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
@@ -148,10 +149,12 @@ def _grade(session: Session, row: Submission, policy: CoursePolicy, language: La
     if grade is None:
         return {"score": "", "raw": "", "why": []}
     shown = f"{grade.points:g} / {grade.max:g}" + (" *" if grade.provisional else "")
+    numbers = {"points": grade.points, "max": grade.max}
     if grade.points == grade.total:
-        return {"score": shown, "raw": "", "why": []}
+        return {"score": shown, "raw": "", "why": [], **numbers}
     raw = texts(language)["lti_raw_total"].format(total=f"{grade.total:g}", max=f"{grade.max:g}")
-    return {"score": shown, "raw": raw, "why": reasons(Report.model_validate(current.report), grade, language=language)}
+    return {"score": shown, "raw": raw, "why": reasons(Report.model_validate(current.report), grade, language=language),
+            **numbers}
 
 
 def _submission_rows(session: Session, link: LtiLink, sub: str | None, *, policy: CoursePolicy,
@@ -276,18 +279,34 @@ def submit(request: Request, session: SessionDep, settings: SettingsDep, params:
     return cookies.apply(RedirectResponse(f"/lti/feedback/{row.feedback_token}", status_code=303))
 
 
+def _counted_view(session: Session, row: Submission, course_id: str) -> Callable[[Language], dict[str, Any]]:
+    """The grade the LMS gets for the attempt, in the page's language, as the activity page shows
+    it (_grade: the score that counts, the rubric total beside it and why), and whether it is the
+    attempt the course's grade policy counts."""
+    def view(language: Language) -> dict[str, Any]:
+        policy = store.course_policy(session, course_id)
+        t = texts(language)
+        chosen = counting_attempt(session, row, policy)
+        return {**_grade(session, row, policy, language), "counts": chosen is not None and chosen.id == row.id,
+                "counts_line": t["lti_counts_best" if policy.grade_policy == "best" else "lti_counts_last"]}
+    return view
+
+
 @router.get("/lti/feedback/{token}")
 def feedback(request: Request, token: str, session: SessionDep) -> Response:
-    """The student's feedback page, which their own LMS (and only it) may show in a frame."""
+    """The student's feedback page, which their own LMS (and only it) may show in a frame, with the
+    score the LMS gets for the attempt (the course's grade policy), not only the rubric total."""
     row = find_by_token(session, token)
     origins: list[str] = []
+    counted = None
     if row is not None:
         platform = session.scalar(select(LtiPlatform).join(LtiDeployment, LtiDeployment.platform_id == LtiPlatform.id)
                                   .join(LtiLink, LtiLink.deployment_id == LtiDeployment.id)
                                   .join(LtiSubmission, LtiSubmission.link_id == LtiLink.id)
                                   .where(LtiSubmission.submission_id == row.id))
         origins = list(platform.frame_origins) if platform is not None else []
-    return feedback_response(request, session, row, headers=framed_by(origins) if origins else None)
+        counted = _counted_view(session, row, platform.course_id) if platform is not None else None
+    return feedback_response(request, session, row, headers=framed_by(origins) if origins else None, counted=counted)
 
 
 # --- deep linking -------------------------------------------------------------------------------

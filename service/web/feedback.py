@@ -3,6 +3,7 @@ returns as JSON), in the lesson's language, readable on a phone. The token is th
 it names one submission, and the page shows nothing of any other."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -294,9 +295,11 @@ def take_hint(request: Request, token: str, session: SessionDep, diagnosis: Form
 
 
 def feedback_response(request: Request, session, row: Submission | None, *,
-                      headers: dict[str, str] | None = None) -> Response:
+                      headers: dict[str, str] | None = None,
+                      counted: Callable[[str], dict[str, Any]] | None = None) -> Response:
     """The page of one submission (`headers` override the security headers: the LTI route lets
-    the submission's own LMS frame it)."""
+    the submission's own LMS frame it; `counted`: the grade the LMS gets for it, in the page's
+    language, shown as the score with the rubric total beside it and why: service.lti.routes)."""
     if row is None:
         t = texts("zh")
         return render(request, "not_found.html", {"t": t, "title": t["not_found_title"], "message": t["not_found"]},
@@ -320,9 +323,13 @@ def feedback_response(request: Request, session, row: Submission | None, *,
                                           for code in LANGUAGES if code != language]}
     if report is not None:
         score = report.score
+        lms = counted(language) if counted is not None and report.status == "graded" else None
+        lms = lms if lms and lms.get("score") else None
+        shown = lms["points"] if lms is not None else score.total
         context.update(
-            score_svg=score_bar(total=score.total, maximum=score.max, pass_threshold=score.pass_threshold,
-                                label=f"{t['score']} {score.total:g} / {score.max:g}",
+            lms=lms,
+            score_svg=score_bar(total=shown, maximum=score.max, pass_threshold=score.pass_threshold,
+                                label=f"{t['score']} {shown:g} / {score.max:g}",
                                 pass_label=f"{t['pass_line']} {score.pass_threshold:g}", passed=score.passed),
             pending=pending(report), performance=performance_view(report, t), reasons=reasons(report, t, language),
             language=language,

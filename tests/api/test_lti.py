@@ -389,6 +389,18 @@ def test_a_hint_that_costs_points_reposts_the_score_less_its_cost(lti, platform,
             assert '<strong class="counted">9 / 10</strong>' in shown[1] and 'class="counts"' in shown[1], shown[1]
             assert words["lti_raw_total"].format(total=10, max=10) in shown[1], shown[1]
             assert ("提示扣分：1 分" if words["lang"] == "zh-CN" else "Hints: 1 points off") in shown[1], shown[1]
+        # So does the feedback page she lands on from the LMS, in either language: the score the LMS
+        # has, not the rubric total, with the total beside it and why.
+        for language, hints_line in (("zh", "提示扣分：1 分"), ("en", "Hints: 1 points off")):
+            words = texts(language)
+            page = student.get(f"/lti/feedback/{row.feedback_token}", params={"lang": language}).text
+            counted = re.search(r'id="lms-grade">(.*?)<p class="muted small">', page, re.S)
+            assert counted, page[:3000]
+            assert '<strong class="counted">9 / 10</strong>' in counted[1] and 'class="counts"' in counted[1]
+            assert words["lti_raw_total"].format(total=10, max=10) in counted[1] and hints_line in counted[1]
+            assert re.search(r'<span class="big">9</span>', page), "the big number is the score that counts"
+            assert 'id="lms-grade"' not in student.get(f"/feedback/{row.feedback_token}").text, \
+                "the plain feedback page (no LMS) keeps the rubric's words"
     finally:
         admin.put("/v1/course/policy", json={"hint_cost": 0}).raise_for_status()
         del platform.state.users["dora"]
@@ -420,6 +432,12 @@ def test_a_policy_change_reposts_the_grade_it_changes(lti, platform, registered,
         admin.put("/v1/course/policy", json={"grade_policy": "last"}).raise_for_status()
         wait_for(erins(4, 0), timeout=60, what="the last attempt's score again")
         assert lti.row(second.id).status == "graded"
+        # The feedback page of each attempt says whether it is the one the LMS has (`last` now).
+        student = lti.client()
+        for attempt, counts in ((first, False), (second, True)):
+            page = student.get(f"/lti/feedback/{attempt.feedback_token}", params={"lang": "en"}).text
+            assert ('class="counts"' in page, 'class="not-counts"' in page) == (counts, not counts), page[:3000]
+            assert texts("en")["lti_counts_last"] in page
     finally:
         admin.put("/v1/course/policy", json={"grade_policy": "last"}).raise_for_status()
         del platform.state.users["erin"]
