@@ -279,11 +279,12 @@ def submit(request: Request, session: SessionDep, settings: SettingsDep, params:
     return cookies.apply(RedirectResponse(f"/lti/feedback/{row.feedback_token}", status_code=303))
 
 
-def _counted_view(session: Session, row: Submission, course_id: str) -> Callable[[Language], dict[str, Any]]:
+def _counted_view(session: Session, row: Submission, course_id: str) -> Callable[[str], dict[str, Any]]:
     """The grade the LMS gets for the attempt, in the page's language, as the activity page shows
     it (_grade: the score that counts, the rubric total beside it and why), and whether it is the
     attempt the course's grade policy counts."""
-    def view(language: Language) -> dict[str, Any]:
+    def view(page_language: str) -> dict[str, Any]:
+        language: Language = "en" if page_language == "en" else "zh"
         policy = store.course_policy(session, course_id)
         t = texts(language)
         chosen = counting_attempt(session, row, policy)
