@@ -138,6 +138,9 @@ class LtiScorePost(Base):
     link_id: Mapped[int] = mapped_column(ForeignKey("lti_links.id"), index=True)
     sub: Mapped[str] = mapped_column(String(255))
     score: Mapped[dict[str, Any]] = mapped_column(JSON)  # the AGS score body
+    # The line item (gradebook column) it was sent to, set just before each POST (service.lti.scores);
+    # none: not sent yet (or sent before this was recorded).
+    lineitem_url: Mapped[str | None] = mapped_column(String(2000), nullable=True)
     state: Mapped[str] = mapped_column(String(16), default="pending")  # pending | posted | failed | superseded
     attempt: Mapped[int] = mapped_column(Integer, default=0)
     last_status_code: Mapped[int | None] = mapped_column(Integer, nullable=True)

@@ -160,41 +160,75 @@ def requeue_course(session: Session, course_id: str, policy: CoursePolicy) -> in
     return _requeue(session, rows, lambda submission: policy)
 
 
-def requeue_placement(session: Session, link: LtiLink, *, besides: str | None = None) -> int:
-    """After the placement's line item was created again (its gradebook column deleted in the LMS,
-    _line_item): queue once more the grade that counts for every learner with a graded attempt on
-    the placement, `besides` the one whose post is going there now, since the new column starts
-    empty (the caller commits, in the transaction that records the new line item). A learner with
-    a score still waiting keeps it: it goes to the new column (the line item is read when posting)
-    and is their newest grade. Returns how many were queued."""
+def requeue_placement(session: Session, link: LtiLink, *, column: str, besides: str | None = None) -> int:
+    """After the placement's line item became `column` (its gradebook column deleted in the LMS and
+    found or created again, _line_item, or a new one named in a launch, line_item_named): queue once
+    more the grade that counts for every learner with a graded attempt on the placement whose last
+    score did not go to `column`, `besides` the one whose post is going there now: the new column
+    starts empty (the caller commits, in the transaction that records the new line item, holding
+    the placement's row lock). By the line item each post went to (LtiScorePost.lineitem_url, set
+    under a share lock of that row just before sending, _sending): a learner whose score went to the
+    old column is queued again, the one whose POST was still in flight there included (the LMS may
+    have taken it just before the column went, or answered 2xx after); a learner whose newest score
+    waits unsent keeps it (it goes to the new column and is their newest grade). Returns how many
+    were queued."""
     query = (select(LtiSubmission.link_id, LtiSubmission.sub, func.max(Submission.id))
              .join(Submission, LtiSubmission.submission_id == Submission.id)
              .where(LtiSubmission.link_id == link.id).group_by(LtiSubmission.link_id, LtiSubmission.sub))
     if besides is not None:
         query = query.where(LtiSubmission.sub != besides)
     return _requeue(session, session.execute(query).all(),
-                    lambda submission: session.get_one(Course, submission.course_id).policy(), again=True)
+                    lambda submission: session.get_one(Course, submission.course_id).policy(), column=column)
+
+
+def line_item_named(session: Session, link: LtiLink, named: str) -> int:
+    """A launch names `named` as the placement's line item, and it is not the one on record (the
+    LMS's column was deleted and made again, or the LMS now names one for a placement kernelgrade
+    made a column for): record it, and queue every learner's grade that counts for it, in one
+    transaction under the placement's row lock (as _line_item replaces one: requeue_placement).
+    Without this, the column would get each learner's grade only when it next changed. Commits;
+    returns how many were queued."""
+    session.execute(select(LtiLink.id).where(LtiLink.id == link.id).with_for_update(key_share=True))
+    session.refresh(link)  # read once the lock is ours: another launch may have recorded it meanwhile
+    if link.lineitem_url == named:
+        session.commit()
+        return 0
+    link.lineitem_url, link.lineitem_by_tool = named, False
+    queued = requeue_placement(session, link, column=named)
+    session.commit()
+    log.info("placement %s: the platform names line item %s: %s learners' grades queued for it",
+             link.id, named, queued)
+    return queued
 
 
 def _requeue(session: Session, rows: Sequence[Row[int, str, str]],
-             policy_of: Callable[[Submission], CoursePolicy], *, again: bool = False) -> int:
+             policy_of: Callable[[Submission], CoursePolicy], *, column: str | None = None) -> int:
     """Queue again, for each (placement, learner, their newest attempt) of `rows`, the grade that
     counts, as a grade change queues it: under the learners' locks, read once they are ours, with a
-    timestamp after their earlier posts; where it changed, or with `again` whether or not (the column
-    is new), then keeping a score still waiting (it goes there and is their newest)."""
+    timestamp after their earlier posts; where it changed, or, with `column` (the placement's new
+    line item), whether or not, for every learner whose newest score did not go there and does not
+    wait unsent (requeue_placement)."""
     rows = sorted(rows)
     _lock_students(session, [(link_id, sub) for link_id, sub, _ in rows])
     # Read once the locks are ours: a score another process queued meanwhile is visible now.
-    waiting = set() if not again else {(link_id, sub) for link_id, sub in session.execute(
-        select(LtiScorePost.link_id, LtiScorePost.sub).where(LtiScorePost.state == "pending",
-                                                             LtiScorePost.link_id.in_({r[0] for r in rows})))}
+    there: set[tuple[int, str]] = set()
+    if column is not None:
+        newest: dict[tuple[int, str], tuple[str, str | None]] = {}
+        for link_id, sub, state, lineitem_url in session.execute(
+                select(LtiScorePost.link_id, LtiScorePost.sub, LtiScorePost.state, LtiScorePost.lineitem_url)
+                .where(LtiScorePost.state.in_(("pending", "posted", "failed")),
+                       LtiScorePost.link_id.in_({r[0] for r in rows})).order_by(LtiScorePost.id)):
+            newest[(link_id, sub)] = (state, lineitem_url)
+        there = {key for key, (state, sent_to) in newest.items()
+                 if sent_to == column or (state == "pending" and sent_to is None)}
     at, queued = utcnow(), 0
     for link_id, sub, submission_id in rows:
-        if (link_id, sub) in waiting:
+        if (link_id, sub) in there:
             continue
         submission = session.get_one(Submission, submission_id)
         policy = policy_of(submission)
-        if _queue(session, link_id, sub, counting(session, submission, policy), policy, at, again=again) is not None:
+        if _queue(session, link_id, sub, counting(session, submission, policy), policy, at,
+                  again=column is not None) is not None:
             queued += 1
     return queued
 
@@ -271,15 +305,16 @@ def _line_item(session: Session, ags: AssignmentsGradesService, link: LtiLink, m
               .set_resource_id(link.exercise_id or "").set_tag(LINE_ITEM_TAG)
               .set_resource_link_id(link.resource_link_id))
     found = ags.find_or_create_lineitem(wanted, find_by="resource_link_id")
-    if not found.get_id() or found.get_id() == gone:
+    found_id = found.get_id()
+    if not found_id or found_id == gone:
         session.rollback()
-        raise LtiException("the platform created a line item without an id" if not found.get_id()
+        raise LtiException("the platform created a line item without an id" if not found_id
                            else "the platform still lists the line item it answered 404 for")
-    link.lineitem_url, link.lineitem_by_tool = found.get_id(), True
+    link.lineitem_url, link.lineitem_by_tool = found_id, True
     if gone is not None:
-        queued = requeue_placement(session, link, besides=posting_for)
+        queued = requeue_placement(session, link, column=found_id, besides=posting_for)
         log.info("placement %s has a new line item %s: %s other learners' grades queued again",
-                 link.id, found.get_id(), queued)
+                 link.id, found_id, queued)
     session.commit()
     return found
 
@@ -299,7 +334,7 @@ def _post(session: Session, post: LtiScorePost, http: BoundedSession) -> int | N
                                                "lineitems": link.lineitems_url or "",
                                                "lineitem": link.lineitem_url or ""})
     score = dict(post.score)
-    line_item = _line_item(session, ags, link, score["scoreMaximum"])
+    line_item = _sent_to(session, ags, link, post, score["scoreMaximum"])
     grade = (Grade().set_user_id(score["userId"]).set_score_given(score["scoreGiven"])
              .set_score_maximum(score["scoreMaximum"]).set_activity_progress(score["activityProgress"])
              .set_grading_progress(score["gradingProgress"]).set_timestamp(score["timestamp"])
@@ -312,10 +347,46 @@ def _post(session: Session, post: LtiScorePost, http: BoundedSession) -> int | N
         # The line item is gone (its column deleted in the LMS): find or create it again, post once more.
         log.warning("line item %s of placement %s answered 404; finding or creating it again",
                     line_item.get_id(), link.id)
-        line_item = _line_item(session, ags, link, score["scoreMaximum"], gone=line_item.get_id(),
-                               posting_for=post.sub)
+        line_item = _sent_to(session, ags, link, post, score["scoreMaximum"], gone=line_item.get_id())
         response = ags.put_grade(grade, line_item)
     return 200 if response is not None else None
+
+
+class Superseded(Exception):
+    """A newer score replaced the post before it was sent (a placement's column replaced: requeue_placement)."""
+
+
+def _sent_to(session: Session, ags: AssignmentsGradesService, link: LtiLink, post: LtiScorePost, maximum: float,
+             *, gone: str | None = None) -> LineItem:
+    """The line item to send `post` to, recorded on the post (_sending) before it is sent; read again
+    when the placement's line item changed in between (another process replaced it, or a launch
+    named a new one: the learners whose scores went to the old one are queued again then)."""
+    for _ in range(3):
+        line_item = _line_item(session, ags, link, maximum, gone=gone, posting_for=post.sub)
+        if _sending(session, post.id, link.id, line_item.get_id() or ""):
+            return line_item
+        session.refresh(post)
+        if post.state != "pending":
+            raise Superseded()
+        session.refresh(link)
+        gone = None  # the placement has another line item now: that one
+    raise LtiException("the placement's line item kept changing while its score was being sent")
+
+
+def _sending(session: Session, post_id: int, link_id: int, url: str) -> bool:
+    """Record that the post goes to line item `url`, if it still waits and `url` is still the
+    placement's line item, reading the placement's row under a share lock (PostgreSQL; on SQLite the
+    UPDATE holds the database's write lock): a process that replaces the line item holds that row's
+    lock while it queues the learners whose scores went to the old one (requeue_placement), so
+    either it sees this post as sent there, and queues the learner again, or this reads the new
+    line item. Commits."""
+    current = (select(LtiLink.lineitem_url).where(LtiLink.id == link_id).with_for_update(read=True)
+               .scalar_subquery())
+    result = cast(CursorResult[Any], session.execute(
+        update(LtiScorePost).where(LtiScorePost.id == post_id, LtiScorePost.state == "pending", current == url)
+        .values(lineitem_url=url)))
+    session.commit()
+    return result.rowcount == 1
 
 
 def attempt(sessions: sessionmaker[Session], post_id: int, *, http: BoundedSession, backoff_s: list[float],
@@ -332,6 +403,8 @@ def attempt(sessions: sessionmaker[Session], post_id: int, *, http: BoundedSessi
             permanent = status_code in (400, 403, 404, 409, 422)  # the platform refuses this score as such
         except PermanentFailure as exc:
             error, permanent = str(exc), True
+        except Superseded:
+            error = "superseded by a newer score before it was sent"
         except (requests.RequestException, LtiException, ValueError, KeyError) as exc:
             error = f"{type(exc).__name__}: {exc}"[:500]
     ok = error is None
@@ -340,7 +413,9 @@ def attempt(sessions: sessionmaker[Session], post_id: int, *, http: BoundedSessi
         post.attempt += 1
         post.last_status_code, post.last_error = status_code, error
         session.add(LtiScoreAttempt(post_id=post_id, ok=ok, status_code=status_code, error=error))
-        if ok:
+        if post.state == "superseded":  # a newer score replaced it meanwhile (requeue_placement): that one goes
+            post.next_attempt_at = None
+        elif ok:
             post.state, post.next_attempt_at = "posted", None
         elif permanent or post.attempt > len(backoff_s):
             post.state, post.next_attempt_at = "failed", None  # given up: visible on the submission
