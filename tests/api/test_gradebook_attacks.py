@@ -661,3 +661,41 @@ def test_a_learner_whose_score_is_waiting_when_the_column_is_recreated_keeps_tha
     assert states == {learners[0]: [("posted", 0), ("posted", 2)],
                       learners[1]: [("posted", 0), ("posted", 1)],
                       learners[2]: [("posted", 0), ("posted", 0)]}, states
+
+
+def test_a_score_in_flight_to_the_column_as_it_is_deleted_goes_to_the_new_one_too(
+        lti, platform, course, link, learners):
+    """Three learners graded 0 in the placement's column. A TA gives the second learner 1 point: the
+    LMS stores that score but answers late. Meanwhile the instructor deletes the column (the stored
+    score goes with it), and a TA gives the first learner 2 points: that post, sent by a second
+    replica, finds the column gone and creates it again. The second learner's score was in flight
+    to the old column (and is then answered 2xx): it is not in the new column, so it must be queued
+    again like the third learner's, by the line item each post went to."""
+    staff = course.client("submit", "read", "review")
+    attempts = graded_learners(lti, platform, course, link, learners, [0, 0, 0])
+    old, old_url = link.line_item, platform.state.line_items[link.line_item]["id"]
+    platform.state.slow_s, platform.state.slow_scores = lti.settings.lti_http_timeout_s - 1, 1
+    try:
+        decide(staff, attempts[1].id, 1)
+        wait_for(lambda: [s["scoreGiven"] for s in scores_of(platform, link, learners[1])] == [0, 1], timeout=30,
+                 what="the second learner's 1 point stored by the LMS, its answer held")
+        platform.delete_line_item(old)
+        decide(staff, attempts[0].id, 2)
+        with lti.sessions() as session:
+            post_id = session.scalar(select(LtiScorePost.id).where(LtiScorePost.sub == learners[0],
+                                                                   LtiScorePost.state == "pending"))
+            in_flight = session.scalar(select(LtiScorePost).where(LtiScorePost.sub == learners[1],
+                                                                  LtiScorePost.state == "pending"))
+        assert in_flight is not None and in_flight.lineitem_url == old_url, "the post in flight says where it went"
+        with BoundedSession(timeout_s=30, allowed_hosts=["127.0.0.1"]) as http:
+            scores.attempt(lti.sessions, post_id, http=http, backoff_s=[0.5])
+        column = column_once_settled(lti, platform, link, learners, old)
+    finally:
+        platform.state.slow_scores = 0
+    assert column == {learners[0]: [2], learners[1]: [1], learners[2]: [0]}, column
+    new_url = platform.line_items_of(link)[0]["id"]
+    with lti.sessions() as session:
+        sent = [(p.state, p.score["scoreGiven"], p.lineitem_url) for p in session.scalars(
+            select(LtiScorePost).where(LtiScorePost.sub == learners[1]).order_by(LtiScorePost.id))]
+    assert sent == [("posted", 0, old_url), ("superseded", 1, old_url), ("posted", 1, new_url)], sent
+
