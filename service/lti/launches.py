@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from service.db.base import as_utc, utcnow
 from service.db.lti_models import LtiContext, LtiDeployment, LtiLink, LtiMember, LtiPlatform
+from service.lti import scores as lti_scores
 from service.submission import MAX_ID_CHARS
 
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
@@ -91,12 +92,16 @@ def record_link(session: Session, deployment: LtiDeployment, context: LtiContext
     ags = claims.get(AGS) or {}
     scopes = [text(s, 200) for s in ags.get("scope", [])[:10]] if isinstance(ags.get("scope"), list) else None
     named = text(ags.get("lineitem"), 2000) or None  # the platform's own line item; none: the tool's is kept
-    return _get_or_add(session, LtiLink,
-                       {"deployment_id": deployment.id, "resource_link_id": text(link.get("id"), 255)},
-                       context_id=context.id, title=text(link.get("title"), 500) or None,
-                       exercise_id=text(custom.get("exercise"), 100) or None if isinstance(custom, dict) else None,
-                       ags_scopes=scopes, lineitems_url=text(ags.get("lineitems"), 2000) or None,
-                       lineitem_url=named, lineitem_by_tool=False if named else None)
+    row = _get_or_add(session, LtiLink,
+                      {"deployment_id": deployment.id, "resource_link_id": text(link.get("id"), 255)},
+                      context_id=context.id, title=text(link.get("title"), 500) or None,
+                      exercise_id=text(custom.get("exercise"), 100) or None if isinstance(custom, dict) else None,
+                      ags_scopes=scopes, lineitems_url=text(ags.get("lineitems"), 2000) or None)
+    if named is not None and row.lineitem_url != named:
+        # A line item new to kernelgrade (the placement's first, or a column made again in the LMS):
+        # every learner's grade that counts is queued for it, not left for their next change.
+        lti_scores.line_item_named(session, row, named)
+    return row
 
 
 ASSIGNMENT_PREFIXES = ("lti:", "lti@")  # an LTI placement's assignment ids; refused from API clients

@@ -699,3 +699,29 @@ def test_a_score_in_flight_to_the_column_as_it_is_deleted_goes_to_the_new_one_to
             select(LtiScorePost).where(LtiScorePost.sub == learners[1]).order_by(LtiScorePost.id))]
     assert sent == [("posted", 0, old_url), ("superseded", 1, old_url), ("posted", 1, new_url)], sent
 
+
+def test_a_column_the_lms_names_in_a_later_launch_gets_every_learners_grade_at_once(
+        lti, platform, course, link, learners):
+    """An LMS that grants the tool no right to create line items. Three learners graded (1, 2, 0);
+    the instructor deletes the placement's column and makes a new one in the LMS. kernelgrade learns
+    of it only from a launch that names it (here the instructor's, with no grade change): every
+    learner's grade that counts must be queued for it then, each once, not left for their next change."""
+    platform.state.allow_creating_lineitems = False
+    try:
+        graded_learners(lti, platform, course, link, learners, [1, 2, 0])
+        old = link.line_item
+        platform.delete_line_item(old)
+        platform.new_column(link)
+        browser = Browser()
+        try:
+            page = browser.launch(platform, user="teacher", hint=f"link:{link.id}")
+        finally:
+            browser.close()
+        assert page.status_code == 200, page.text[:1000]
+        column = column_once_settled(lti, platform, link, learners, old)
+        page = Browser().launch(platform, user="teacher", hint=f"link:{link.id}")  # naming it again queues nothing
+        assert page.status_code == 200
+        assert column_once_settled(lti, platform, link, learners, old) == column
+    finally:
+        platform.state.allow_creating_lineitems = True
+    assert column == {learners[0]: [1], learners[1]: [2], learners[2]: [0]}, column

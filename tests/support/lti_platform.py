@@ -272,6 +272,16 @@ class Platform:
                 if link.line_item == item_id:
                     link.line_item = None
 
+    def new_column(self, link: Link) -> str:
+        """What an instructor making the placement's gradebook column again in the LMS does: a new
+        line item for the link, which launches name from then on. Returns its id."""
+        item_id = uuid.uuid4().hex[:8]
+        with self.state.lock:
+            self.state.line_items[item_id] = {"scoreMaximum": 10, "label": link.title, "resourceLinkId": link.id,
+                                              "id": f"{self.url}/ags/{CONTEXT}/lineitems/{item_id}"}
+            link.line_item = item_id
+        return item_id
+
     def line_items_of(self, link: Link) -> list[dict[str, Any]]:
         """The gradebook columns of a placement (its line items by resource link)."""
         with self.state.lock:
