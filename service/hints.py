@@ -136,7 +136,10 @@ def _regrade_on_platform(session: Session, row: Submission) -> None:
     session.flush()
     current = store.current_report(session, row)
     if current is not None:
-        lti_scores.enqueue(session, row, current, policy=store.course_policy(session, row.course_id), at=utcnow())
+        # The policy is read once the student's lock is ours (enqueue): a policy change that held it
+        # (and queued its own score) is visible then; read now, this score would undo it at the LMS.
+        lti_scores.enqueue(session, row, current, policy=lambda: store.course_policy(session, row.course_id),
+                           at=utcnow())
 
 
 @dataclass

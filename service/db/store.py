@@ -54,21 +54,32 @@ def existing_course(session: Session, course_id: str) -> Course:
 
 
 def course_policy(session: Session, course_id: str) -> CoursePolicy:
-    return existing_course(session, course_id).policy()
+    """The course's policy as the database has it now, not as the session first loaded the row: the
+    LMS score is computed under the policy read once the student's lock is held (lti.scores.enqueue),
+    and a policy change committed while it waited must be what it reads."""
+    course = session.get(Course, course_id, populate_existing=True)
+    if course is None:
+        raise LookupError(f"no course {course_id!r}")
+    return course.policy()
 
 
 def set_course_policy(session: Session, course_id: str, update: PolicyUpdate) -> CoursePolicy:
     """Change the course's policy; the LMS scores it changes are queued in the same transaction (the
     gradebook and the exports read the policy when asked, but the LMS keeps what it was sent).
-    `hint_cost` changes no grade: it prices levels taken from now on."""
+    `hint_cost` changes no grade: it prices levels taken from now on. The policy the scores follow
+    is read back once this change is written (the row's lock, PostgreSQL, or the database's write
+    lock, SQLite, is ours then): two admins changing it at once (one the grade policy, the other the
+    veto policy) would otherwise each requeue under a policy that keeps the other's field as it was,
+    and the later one's scores, under a policy the course never had, would be what the LMS keeps."""
     course = existing_course(session, course_id)
-    before = course_policy(session, course_id)
-    for field, value in update.model_dump(exclude_none=True).items():
+    changes = update.model_dump(exclude_none=True)
+    for field, value in changes.items():
         setattr(course, field, value)
-    after = course_policy(session, course_id)
-    if (after.grade_policy, after.veto_policy) != (before.grade_policy, before.veto_policy):
-        session.flush()
-        lti_scores.requeue_course(session, course_id, after)
+    session.flush()
+    session.refresh(course)  # another admin's change, committed while this one waited, is visible now
+    after = course.policy()
+    if changes.keys() & {"grade_policy", "veto_policy"}:
+        lti_scores.requeue_course(session, course_id, after)  # queues only the grades that changed
     session.commit()
     return after
 

@@ -22,6 +22,7 @@ from sqlalchemy import select, text
 from service.db import decisions, store
 from service.db.lti_models import LtiLink, LtiScorePost, LtiSubmission
 from service.db.models import Submission
+from service.grades.policy import PolicyUpdate
 from service.lti import scores
 from service.lti.http import BoundedSession
 from service.report import Report
@@ -725,3 +726,44 @@ def test_a_column_the_lms_names_in_a_later_launch_gets_every_learners_grade_at_o
     finally:
         platform.state.allow_creating_lineitems = True
     assert column == {learners[0]: [1], learners[1]: [2], learners[2]: [0]}, column
+
+
+# --- a hint taken while the admin changes the policy ----------------------------------------------
+
+def test_a_hint_taken_as_the_policy_changes_is_scored_under_the_new_policy(lti, platform, course, link, student):
+    """Each hint level costs 0.5; the course counts the last attempt. Attempt 1 has 2 points (a TA's),
+    attempt 2 has 0: the LMS has 0. The student takes a hint on attempt 2 while an admin switches the
+    course to `best` (`kernelgrade courses policy`, another process: store.set_course_policy), which
+    holds the student's lock as it queues 2 for the LMS. The hint's score, queued once that lock is
+    free, must follow the policy then in force (best: 2 − 0.5), as `GET /v1/grades` does, not the one
+    its transaction read before it waited (last: 0 − 0.5, i.e. 0)."""
+    if lti.kind != "postgresql":
+        pytest.skip("a SQLite writer holds the database's write lock from its first statement: no interleaving")
+    admin = course.client("admin", "read", "review", "submit")
+    admin.put("/v1/course/policy", json={"hint_cost": 0.5}).raise_for_status()
+    try:
+        first = lti_submit(lti, platform, link, student, cheap_body())
+        wait_final(admin, first.id)
+        decide(admin, first.id, 2)
+        second = lti_submit(lti, platform, link, student, cheap_body())
+        wait_final(admin, second.id)
+        assert lms_grade(lti, platform, link, student) == 0
+
+        with lti.sessions() as holder:
+            # The student's lock, which queueing their score takes (scores._lock_students).
+            holder.execute(select(LtiSubmission.submission_id).where(LtiSubmission.sub == student).with_for_update())
+            taken: list[int] = []
+            slow = threading.Thread(target=lambda: taken.append(lti.client().post(
+                f"/v1/feedback/{second.feedback_token}/hints", json={}).status_code))
+            slow.start()
+            wait_for(lambda: waiting_for_lock(lti, "SELECT lti_submissions.submission_id"), timeout=30,
+                     what="the hint's score waiting for the student's lock")
+            store.set_course_policy(holder, course.id, PolicyUpdate(grade_policy="best"))  # commits
+        slow.join(timeout=60)
+        assert taken == [201]
+        (row,) = admin.get("/v1/grades", params={"assignment": f"lti:{link.id}"}).json()["rows"]
+        assert (row["submission_id"], row["points"]) == (first.id, 1.5)
+        assert lms_grade(lti, platform, link, student) == 1.5, "the LMS got the grade under the policy it replaced"
+    finally:
+        admin.put("/v1/course/policy", json={"grade_policy": "last", "hint_cost": 0}).raise_for_status()
+
