@@ -767,3 +767,45 @@ def test_a_hint_taken_as_the_policy_changes_is_scored_under_the_new_policy(lti, 
     finally:
         admin.put("/v1/course/policy", json={"grade_policy": "last", "hint_cost": 0}).raise_for_status()
 
+
+# --- two admins changing the policy at once ------------------------------------------------------
+
+def test_two_policy_changes_at_once_leave_the_lms_on_the_policy_the_course_ends_with(
+        lti, platform, course, link, student):
+    """Attempt 1 has 2 points (a TA's) and a confirmed veto, attempt 2 has 0; the course counts the
+    last attempt and caps a veto: the LMS has 0. One admin switches the grade policy to `best` (`PUT
+    /v1/course/policy`) while another, through `kernelgrade courses policy` (another process:
+    store.set_course_policy), switches the veto policy to `zero` and holds the course's row until it
+    commits. The course ends with (best, zero): attempt 1 is worth 0 and attempt 2 counts, so the
+    LMS must hold 0, as `GET /v1/grades` does, not the 2 that the first admin's requeue computes
+    under the veto policy it read before it waited (best, capped: a policy the course never had)."""
+    if lti.kind != "postgresql":
+        pytest.skip("a SQLite writer holds the database's write lock from its first statement: no interleaving")
+    admin = course.client("admin", "read", "review", "submit")
+    try:
+        first = lti_submit(lti, platform, link, student, cheap_body())
+        wait_final(admin, first.id)
+        decide(admin, first.id, 2)
+        assert (lti.row(first.id).blocking or "").endswith(":confirmed"), lti.row(first.id).blocking
+        second = lti_submit(lti, platform, link, student, cheap_body())
+        wait_final(admin, second.id)
+        assert lms_grade(lti, platform, link, student) == 0
+
+        with lti.sessions() as holder:
+            holder.execute(text("SELECT id FROM courses WHERE id = :id FOR NO KEY UPDATE"), {"id": course.id})
+            answers: list[int] = []
+            other = threading.Thread(target=lambda: answers.append(admin.put(
+                "/v1/course/policy", json={"grade_policy": "best"}).status_code))
+            other.start()
+            wait_for(lambda: waiting_for_lock(lti, "UPDATE courses"), timeout=30,
+                     what="the other admin's change waiting for the course's row")
+            store.set_course_policy(holder, course.id, PolicyUpdate(veto_policy="zero"))  # commits
+        other.join(timeout=60)
+        assert answers == [200]
+        book = admin.get("/v1/grades", params={"assignment": f"lti:{link.id}"}).json()
+        assert (book["policy"]["grade_policy"], book["policy"]["veto_policy"]) == ("best", "zero")
+        (row,) = book["rows"]
+        assert (row["submission_id"], row["points"]) == (second.id, 0)
+        assert lms_grade(lti, platform, link, student) == 0, "the LMS got a grade under a policy the course never had"
+    finally:
+        admin.put("/v1/course/policy", json={"grade_policy": "last", "veto_policy": "capped"}).raise_for_status()
