@@ -323,3 +323,43 @@ def test_a_long_block_fill_is_checked_against_the_explanation_in_bounded_time():
                           fills=["tl.sum(values * values, axis=0)", "sumsqs / N - mean * mean",
                                  "sums.zero_()\nsumsqs.zero_()"])
     assert "explanation_not_fill" not in honest.flags
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("kind", list(WHITE_RUNS))
+def test_the_review_pages_highlight_of_a_run_of_white_space_is_bounded(kind):
+    """The TA review page marks what the rubric found in each written answer by running the rubric's
+    patterns again (service/web/highlight.py). It ran them on text whose runs of white space were
+    kept, so "mask" then 16 000 spaces, with the phrase the concept needs at its end, held the API
+    process for about 4 s per question each time a TA opened the page (the scorer had been fixed,
+    the page had not). Every concept and misconception of every question is asked for."""
+    from service.web.highlight import find_spans
+
+    run = WHITE_RUNS[kind]
+    phrase = " 有效元素个数要用 mask 中 true 的个数，而不是 BLOCK。"
+    answer = ("mask" + run * MAX_TEXT_CHARS)[:MAX_TEXT_CHARS - len(phrase)] + phrase
+    for question in WELFORD.spec.questions:
+        started = time.perf_counter()
+        find_spans(question, answer, concepts={c.id for c in question.concepts},
+                   misconceptions={m.id for m in question.misconceptions})
+        assert time.perf_counter() - started < 1.0, question.id
+
+
+def test_the_highlight_still_marks_words_apart_by_a_run_of_white_space():
+    """The same answer with single spaces and with runs of spaces and blank lines gets the same marks,
+    on the student's own characters."""
+    import re
+
+    from service.web.highlight import find_spans
+
+    plain = "有效元素个数要用 mask 中 true 的个数，而不是 BLOCK。最后一块 只有 3 个有效元素。"
+    spread = "有效元素个数要用   mask   中\n\n\n\n true 的个数，而不是      BLOCK。最后一块   只有 3 个有效元素。"
+    marked = 0
+    for question in WELFORD.spec.questions:
+        every = dict(concepts={c.id for c in question.concepts}, misconceptions={m.id for m in question.misconceptions})
+        a, b = find_spans(question, plain, **every), find_spans(question, spread, **every)
+        assert [(s.kind, s.label) for s in a] == [(s.kind, s.label) for s in b], question.id
+        for x, y in zip(a, b):
+            assert re.sub(r"\s+", " ", spread[y.start:y.end]) == plain[x.start:x.end], question.id
+        marked += len(a)
+    assert marked >= 2
