@@ -7,7 +7,10 @@ URLs must be https and reach only globally routable addresses, unless their host
 `webhook_allowed_hosts`: the service can't be aimed at the internal network. The host is resolved
 once, every address it resolves to is checked, and the request goes to a checked address (TLS
 still verified for the host's name): no second lookup that DNS rebinding or another IDNA mapping
-could answer differently.
+could answer differently. Each attempt ends at `webhook_timeout_s` whatever the receiver does
+(`_Deadline`): only the status is read, never the body, so a receiver that streams an endless body
+or trickles its answer a byte at a time cannot hold the one thread that delivers every course's
+webhooks, nor its memory.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import hmac
 import ipaddress
 import logging
 import socket
+import threading
 import time
 from dataclasses import dataclass
 from datetime import timedelta
@@ -133,16 +137,90 @@ def pin_callback(url: str, *, allowed_hosts: list[str], field: str = "callback_u
     return Pinned(str(parsed.copy_with(host=str(addresses[0]))), host=host)
 
 
+class _Deadline:
+    """Ends one HTTP exchange at a fixed time, whatever the peer sends. httpx's timeouts bound each
+    read, not the exchange: a receiver answering a byte every few seconds, or streaming an endless
+    body, kept the webhook thread (one for every course) forever. httpcore's `trace` extension
+    hands over the connection's socket as soon as it is connected; a duplicate of it (the same
+    connection, and a descriptor no other socket can get while we hold it) is shut down when the
+    time is up, which wakes a blocked read or write at once, TLS or not."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds, self.fired = seconds, False
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+
+    def trace(self, event: str, info: dict) -> None:
+        if event != "connection.connect_tcp.complete":
+            return
+        stream = info.get("return_value")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if not isinstance(sock, socket.socket):
+            return
+        held = sock.dup()
+        with self._lock:
+            self._sockets.append(held)
+            fired = self.fired
+        if fired:
+            self._shut(held)
+
+    @staticmethod
+    def _shut(sock: socket.socket) -> None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.fired = True
+            held = list(self._sockets)
+        for sock in held:
+            self._shut(sock)
+
+    def __enter__(self) -> _Deadline:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+        with self._lock:
+            held, self._sockets = self._sockets, []
+        for sock in held:
+            sock.close()
+
+
 def post_callback(client: httpx.Client, url: str, *, body: bytes, headers: dict[str, str],
-                  allowed_hosts: list[str]) -> httpx.Response:
-    """POST to the pinned address; the Host header and TLS's server name stay the URL's host."""
+                  allowed_hosts: list[str], deadline_s: float | None = None) -> httpx.Response:
+    """POST to the pinned address; the Host header and TLS's server name stay the URL's host.
+    Returns the answer's status and headers; its body is never read (the response is closed).
+    The whole exchange ends after `deadline_s` (default: the client's read timeout), raising
+    httpx.TimeoutException; the connection is never kept for another delivery."""
     pinned = pin_callback(url, allowed_hosts=allowed_hosts)
-    if pinned.host is None:
-        return client.post(url, content=body, headers=headers)
-    port = httpx.URL(url).port
-    return client.post(pinned.url, content=body,
-                       headers={**headers, "Host": pinned.host + (f":{port}" if port else "")},
-                       extensions={"sni_hostname": pinned.host})
+    headers = {**headers, "Connection": "close"}
+    extensions: dict = {}
+    target = url
+    if pinned.host is not None:
+        port = httpx.URL(url).port
+        target = pinned.url
+        headers["Host"] = pinned.host + (f":{port}" if port else "")
+        extensions["sni_hostname"] = pinned.host
+    seconds = deadline_s if deadline_s is not None else (client.timeout.read or DEFAULT_DEADLINE_S)
+    with _Deadline(seconds) as deadline:
+        try:
+            with client.stream("POST", target, content=body, headers=headers,
+                               extensions={**extensions, "trace": deadline.trace}) as response:
+                pass  # the status and headers are all a delivery needs
+        except httpx.HTTPError:
+            if deadline.fired:
+                raise httpx.TimeoutException(f"no complete answer within {seconds:g} s") from None
+            raise
+    return response
+
+
+DEFAULT_DEADLINE_S = 10.0
 
 
 def deliver_due(sessions: sessionmaker[Session], *, allowed_hosts: list[str], timeout_s: float,
@@ -154,11 +232,12 @@ def deliver_due(sessions: sessionmaker[Session], *, allowed_hosts: list[str], ti
             WebhookDelivery.delivered.is_(False), WebhookDelivery.next_attempt_at.is_not(None),
             WebhookDelivery.next_attempt_at <= utcnow()).order_by(WebhookDelivery.next_attempt_at).limit(50)))
     own_client = client is None
-    client = client or httpx.Client(timeout=timeout_s, follow_redirects=False)
+    client = client or httpx.Client(timeout=timeout_s, follow_redirects=False,
+                                    limits=httpx.Limits(max_keepalive_connections=0))
     try:
         for delivery_id in due:
             _attempt(sessions, delivery_id, client=client, allowed_hosts=allowed_hosts, backoff_s=backoff_s,
-                     on_attempt=on_attempt, legacy_signature=legacy_signature)
+                     on_attempt=on_attempt, legacy_signature=legacy_signature, deadline_s=timeout_s)
     finally:
         if own_client:
             client.close()
@@ -205,7 +284,8 @@ def _payload_parts(session: Session, delivery: WebhookDelivery) -> dict:
 
 
 def _attempt(sessions: sessionmaker[Session], delivery_id: int, *, client: httpx.Client, allowed_hosts: list[str],
-             backoff_s: list[float], on_attempt, legacy_signature: bool = True) -> None:
+             backoff_s: list[float], on_attempt, legacy_signature: bool = True,
+             deadline_s: float | None = None) -> None:
     with sessions() as session:
         delivery = session.get(WebhookDelivery, delivery_id)
         if delivery is None or delivery.delivered:
@@ -215,7 +295,8 @@ def _attempt(sessions: sessionmaker[Session], delivery_id: int, *, client: httpx
     status_code, error = None, None
     try:
         signed = message(**parts, legacy=legacy_signature)
-        response = post_callback(client, url, body=signed.body, headers=signed.headers, allowed_hosts=allowed_hosts)
+        response = post_callback(client, url, body=signed.body, headers=signed.headers, allowed_hosts=allowed_hosts,
+                                 deadline_s=deadline_s)
         status_code = response.status_code
         ok = 200 <= status_code < 300
         if not ok:

@@ -4,13 +4,16 @@ receiver would; and the legacy header), the events, the body, and the attempts r
 from __future__ import annotations
 
 import json
+import socket
+import threading
 
+import httpx
 import pytest
 from standardwebhooks import Webhook, WebhookVerificationError
 
 from service.report import SCHEMA
 from service.worker.webhook_payload import signing_secret
-from service.worker.webhooks import SIGNATURE_HEADER, verify
+from service.worker.webhooks import SIGNATURE_HEADER, post_callback, verify
 from tests.api.support import Receiver, cheap_body, wait_final, wait_for, webhook_secret
 
 
@@ -146,3 +149,97 @@ def test_the_grade_says_whether_the_attempt_counts_for_the_student(service, cour
     assert (by_submission[worse]["points"], by_submission[worse]["counts"]) == (0, False)
     (row,) = client.get("/v1/grades", params={"assignment": "hw-best"}).json()["rows"]
     assert (row["submission_id"], row["points"]) == (better, 2)
+
+
+class Stalling:
+    """A receiver that never finishes answering, on a real socket: `endless` sends a 200 and then
+    a body without end (slowly: 6 MB/s); `trickle` sends its status line a byte every 0.3 s (each read of the
+    delivery's client gets a byte well within its timeout). Counts the connections it took."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode, self.connections = mode, 0
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/hooks/stall"
+        self._stop = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        try:
+            conn.recv(1 << 20)
+            if self.mode == "endless":
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000000000\r\n\r\n")
+                while not self._stop.wait(0.01):  # 6 MB/s: without end, yet gentle on the test machine
+                    conn.sendall(b"x" * 65536)
+            else:
+                for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 100_000:
+                    if self._stop.wait(0.3):
+                        break
+                    conn.sendall(bytes([byte]))
+        except OSError:
+            pass  # the delivery hung up: what it should do
+        finally:
+            conn.close()
+
+    def __enter__(self) -> "Stalling":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self.sock.close()
+
+
+@pytest.mark.timeout(60)
+def test_a_receiver_streaming_an_endless_body_gets_its_status_read_and_nothing_more():
+    """The delivery read the whole answer into memory: a 200 followed by a body without end held
+    the webhook thread (and grew its memory) until the process died. Only the status counts."""
+    with Stalling("endless") as stalling, httpx.Client(timeout=2.0) as client:
+        response = post_callback(client, stalling.url, body=b"{}", headers={}, allowed_hosts=["127.0.0.1"])
+    assert response.status_code == 200
+
+
+@pytest.mark.timeout(60)
+def test_a_receiver_trickling_its_answer_is_cut_at_the_deadline():
+    """httpx's timeout bounds each read, not the exchange: a status line sent a byte every 0.3 s
+    never timed out (100 000 bytes: 8 hours). The attempt now ends at its deadline."""
+    with Stalling("trickle") as stalling, httpx.Client(timeout=2.0) as client:
+        with pytest.raises(httpx.TimeoutException, match="within 1 s"):
+            post_callback(client, stalling.url, body=b"{}", headers={}, allowed_hosts=["127.0.0.1"], deadline_s=1.0)
+    assert stalling.connections == 1
+
+
+@pytest.mark.parametrize("mode", ["endless", "trickle"])
+def test_a_stalling_receiver_of_one_course_does_not_hold_another_courses_webhooks(start_service, mode):
+    """One thread delivers every course's webhooks, one delivery after another: a course whose
+    receiver never finished answering held every other course's deliveries for good. Course A's
+    receiver stalls (its delivery is under way before course B submits); B's webhook still arrives,
+    and A's attempt is recorded as failed (trickle) or delivered (endless: the status was 200)."""
+    service = start_service(webhook_timeout_s=2.0, webhook_backoff_s=[600.0])
+    a, b = service.new_course(), service.new_course()
+    with Stalling(mode) as stalling, Receiver(fail_first=0) as receiver:
+        client_a = a.client("submit", "read")
+        first = client_a.post("/v1/submissions", json={**cheap_body("a"), "callback_url": stalling.url})
+        assert first.status_code == 202, first.text
+        wait_for(lambda: stalling.connections >= 1, timeout=120, what="course A's delivery to its stalling receiver")
+        client_b = b.client("submit", "read")
+        second = client_b.post("/v1/submissions", json={**cheap_body("b"), "callback_url": receiver.url})
+        assert second.status_code == 202, second.text
+        view = delivered(client_b, second.json()["id"])
+        assert view["webhooks"][0]["delivered"] is True and [r.answered for r in receiver.snapshot()] == [200]
+        def attempted():
+            hooks = client_a.get(f"/v1/submissions/{first.json()['id']}").json()["webhooks"]
+            return hooks[0] if hooks and hooks[0]["attempts"] >= 1 else None
+
+        hook = wait_for(attempted, timeout=30, what="course A's attempt recorded")
+    if mode == "trickle":
+        assert hook["attempts"] >= 1 and hook["delivered"] is False and "TimeoutException" in hook["last_error"], hook
+    else:
+        assert hook["delivered"] is True and hook["last_status_code"] == 200, hook
