@@ -38,6 +38,10 @@ MESSAGES = {
     "invalid": {"zh": "没能从你提交的文件里组出一次作答：{error}。请检查文件后重新提交；这次不计分。",
                 "en": "Your files did not make a submission: {error}. Check them and submit again; this attempt "
                       "earns no score."},
+    "other_exercise": {"zh": "你的 submission.json 写的是练习 {named}，而这次作业评的是练习 {exercise}。"
+                             "请提交这道练习的作答后重新提交；这次不计分。",
+                       "en": "Your submission.json is for exercise {named}, but this assignment grades exercise "
+                             "{exercise}. Submit your answer to this exercise; this attempt earns no score."},
     "kept": {"zh": "暂时保留你上一次有效提交的分数 {score:g}。",
              "en": "Your previous valid score {score:g} is kept meanwhile."},
     "title": {"zh": "kernelgrade：未评分", "en": "kernelgrade: not graded"},
@@ -121,10 +125,17 @@ def _notebook(text: str) -> tuple[str, dict[str, str]]:
     return code, answers
 
 
+# What a submission.json may say: the student's own work. Everything else of the contract (`student`,
+# `assignment`, `attempt`, `external_ref`, `callback_url`) comes from the platform or the kit's configuration,
+# never from the files a student uploads.
+STUDENT_FIELDS = ("code", "answers", "explanation", "claimed_output", "language")
+
+
 def submission_from_files(files: dict[str, str], *, exercise: str) -> dict[str, Any]:
     """A kernelgrade submission from a platform's files: `submission.json` (the contract itself), a
     notebook, or a `.py` cell plus answers (`answers.md` with Q1-Q3 headings, or q1.md ... and
-    `output.txt` for the claimed output)."""
+    `output.txt` for the claimed output). The exercise is always `exercise` (the assignment's): a
+    submission.json naming another one is refused, and only STUDENT_FIELDS are taken from it."""
     names = {name.lower(): name for name in files}
     if "submission.json" in names:
         try:
@@ -133,7 +144,12 @@ def submission_from_files(files: dict[str, str], *, exercise: str) -> dict[str, 
             raise KitError("invalid", error=f"submission.json is not JSON ({exc})") from None
         if not isinstance(body, dict):
             raise KitError("invalid", error="submission.json is not a JSON object")
-        return {**body, "exercise": body.get("exercise") or exercise}
+        named = body.get("exercise")
+        if named not in (None, "", exercise):  # another exercise's answer (an easier one, the lesson's example)
+            raise KitError("other_exercise", named=json.dumps(named, ensure_ascii=False)[:100], exercise=exercise)
+        # Only the student's work: the exercise is the assignment's, and who submitted, for which
+        # assignment and attempt, and where the report goes are the platform's and the course's to say.
+        return {"exercise": exercise, **{k: body[k] for k in STUDENT_FIELDS if k in body}}
     code, answers = "", {}  # type: tuple[str, dict[str, str]]
     notebooks = [n for n in files if n.lower().endswith(".ipynb")]
     if notebooks:

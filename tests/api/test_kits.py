@@ -165,6 +165,66 @@ def test_gradescope_kit_with_files_that_make_no_submission_says_so(service, cour
     assert course.submission_count() == 0
 
 
+ROW_SUM = json.loads((REPO_ROOT / "exercises" / "lesson05_row_sum" / "example_submission.json").read_text(encoding="utf-8"))
+
+
+def uploaded_submission_json(folder: Path, body: dict) -> None:
+    """The student uploads submission.json only (the contract's format, which the kits accept)."""
+    for path in folder.iterdir():
+        path.unlink()
+    (folder / "submission.json").write_text(json.dumps(body, ensure_ascii=False), encoding="utf-8")
+
+
+def test_gradescope_kit_refuses_another_exercises_submission_json(service, course, key_file, tmp_path):
+    """The kit took the exercise from the student's submission.json (`body.get("exercise") or
+    exercise`): lesson 5's published example answer, uploaded to the lesson 6 assignment, was graded
+    as lesson 5 and its full marks went to Gradescope. Now the assignment's exercise is the only one."""
+    archive = build_gradescope(tmp_path, "--server", service.url, "--key-file", str(key_file), "--language", "en")
+    root = gradescope_layout(tmp_path, archive, METADATA)
+    uploaded_submission_json(root / "submission", ROW_SUM)
+    results = run_gradescope(root)
+    assert check_gradescope(results) is None, f"no score: {results.get('score')}"
+    assert "lesson05_row_sum" in results["output"] and "lesson06_mean_var" in results["output"], results["output"]
+    assert course.submission_count() == 0, "nothing was graded"
+
+
+def test_the_kits_take_only_the_students_work_from_submission_json(service, course, key_file, tmp_path):
+    """Identity and routing in a student's submission.json went to the server as they were: on
+    PrairieLearn (whose kit names no student) a student filed the submission under another student's
+    id, another assignment and reference, with a callback URL of their own; on Gradescope the
+    callback URL and, where the metadata names no assignment, the assignment too."""
+    forged = {**EXAMPLE, "student": {"id": "victim-7", "name": "Someone Else"}, "assignment": "pl-other",
+              "attempt": 99, "external_ref": "forged", "callback_url": "https://hooks.example.org/steal"}
+    kit = build_prairielearn(tmp_path, service.url)
+    info = json.loads((kit / "question" / "info.json").read_text())
+    (kit / "image" / "grade").symlink_to("grade.py")
+    root = prairielearn_layout(tmp_path, kit, course.key("submit", "read", name="pl"))
+    uploaded_submission_json(root / "student", forged)
+    for name in ("_files",):  # what PrairieLearn hands the grader: the uploaded file
+        data = json.loads((root / "data" / "data.json").read_text())
+        data["submitted_answers"][name] = [{"name": "submission.json", "contents": base64.b64encode(
+            (root / "student" / "submission.json").read_bytes()).decode()}]
+        (root / "data" / "data.json").write_text(json.dumps(data))
+    check_prairielearn(run_prairielearn(root, kit, info))
+
+    archive = build_gradescope(tmp_path, "--server", service.url, "--key-file", str(key_file))
+    no_assignment = {k: v for k, v in METADATA.items() if k != "assignment"}
+    root = gradescope_layout(tmp_path, archive, no_assignment)
+    uploaded_submission_json(root / "submission", forged)
+    check_gradescope(run_gradescope(root))
+
+    client = course.client()
+    items = client.get("/v1/submissions").json()["items"]
+    assert len(items) == 2, items
+    by_ref = {i["external_ref"].split(":")[0]: i for i in items}
+    assert set(by_ref) == {"prairielearn", "gradescope"}, items
+    assert by_ref["prairielearn"]["student"] is None and by_ref["prairielearn"]["assignment"] == "pl-lesson6"
+    assert by_ref["gradescope"]["student"]["id"] == "4321" and by_ref["gradescope"]["assignment"] is None
+    for item in items:
+        assert item["exercise"] == "lesson06_mean_var" and item["attempt"] != 99, item
+        assert client.get(f"/v1/submissions/{item['id']}").json()["webhooks"] == [], "no callback from the files"
+
+
 def test_gradescope_kit_refuses_a_server_build_without_a_key(tmp_path):
     done = subprocess.run([KERNELGRADE, "kits", "gradescope", "--exercise", "lesson06_mean_var", "--server",
                            "https://grader.example.org", "-o", str(tmp_path / "a.zip")], capture_output=True, text=True)
