@@ -165,7 +165,8 @@ def test_gradescope_kit_with_files_that_make_no_submission_says_so(service, cour
     assert course.submission_count() == 0
 
 
-ROW_SUM = json.loads((REPO_ROOT / "exercises" / "lesson05_row_sum" / "example_submission.json").read_text(encoding="utf-8"))
+ROW_SUM = json.loads((REPO_ROOT / "exercises" / "lesson05_row_sum" / "example_submission.json")
+                     .read_text(encoding="utf-8"))
 
 
 def uploaded_submission_json(folder: Path, body: dict) -> None:
