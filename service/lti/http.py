@@ -1,10 +1,53 @@
-"""The HTTP session pylti1p3 calls platforms with: a timeout, no redirects, capped bodies, and
-only URLs that pass the same checks as webhook callbacks (https, public, unless allowed)."""
+"""The HTTP session pylti1p3 calls platforms with: a deadline for the whole call, no redirects,
+capped bodies, and only URLs that pass the same checks as webhook callbacks (https, public, unless
+allowed)."""
 from __future__ import annotations
 
-import requests
+import threading
 
-from service.worker.webhooks import CallbackRefused, pin_callback
+import requests
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+from service.worker.webhooks import CallbackRefused, Deadline, pin_callback
+
+# The deadline of the call this thread is making (BoundedSession.request sets it): each connection
+# urllib3 makes for it hands its socket over as soon as it is connected.
+_calling = threading.local()
+
+
+def _held(sock):  # noqa: ANN001, ANN202 - urllib3's socket
+    deadline = getattr(_calling, "deadline", None)
+    if deadline is not None:
+        deadline.hold(sock)
+    return sock
+
+
+class _HeldHTTPConnection(HTTPConnection):
+    def _new_conn(self):  # noqa: ANN202 - urllib3's own signature
+        return _held(super()._new_conn())
+
+
+class _HeldHTTPSConnection(HTTPSConnection):
+    def _new_conn(self):  # noqa: ANN202 - urllib3's own signature
+        return _held(super()._new_conn())
+
+
+class _HeldHTTPPool(HTTPConnectionPool):
+    ConnectionCls = _HeldHTTPConnection
+
+
+class _HeldHTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _HeldHTTPSConnection
+
+
+class _HeldAdapter(HTTPAdapter):
+    """requests' adapter whose connections hand their sockets to the current call's Deadline."""
+
+    def init_poolmanager(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN201 - requests' own signature
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = {"http": _HeldHTTPPool, "https": _HeldHTTPSPool}
 
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024  # a roster page or a key set; anything larger is refused
 
@@ -21,6 +64,9 @@ class BoundedSession(requests.Session):
         super().__init__()
         self.timeout_s, self.allowed_hosts = timeout_s, allowed_hosts
         self.headers["User-Agent"] = "kernelgrade-lti"
+        self.headers["Connection"] = "close"  # every call connects anew, so its Deadline holds the socket
+        for prefix in ("http://", "https://"):
+            self.mount(prefix, _HeldAdapter())
 
     def request(self, method, url, **kwargs):  # noqa: ANN001, ANN201 - requests' own signature
         try:
@@ -33,11 +79,22 @@ class BoundedSession(requests.Session):
         kwargs["timeout"] = kwargs.get("timeout") or self.timeout_s
         kwargs["allow_redirects"] = False
         kwargs["stream"] = True
-        response = super().request(method, url, **kwargs)
-        try:
-            body = response.raw.read(MAX_RESPONSE_BYTES + 1, decode_content=True)
-        finally:
-            response.close()
+        # requests' timeout bounds each read: a platform answering a byte every few seconds held the
+        # LTI thread (every course's scores and rosters). The whole call, body included, ends in time.
+        with Deadline(self.timeout_s) as deadline:
+            _calling.deadline = deadline
+            try:
+                response = super().request(method, url, **kwargs)
+                try:
+                    body = response.raw.read(MAX_RESPONSE_BYTES + 1, decode_content=True)
+                finally:
+                    response.close()
+            except Exception:
+                if deadline.fired:
+                    raise PlatformCallRefused(f"{url} gave no complete answer within {self.timeout_s:g} s") from None
+                raise
+            finally:
+                _calling.deadline = None
         if len(body) > MAX_RESPONSE_BYTES:
             raise PlatformCallRefused(f"{url} answered more than {MAX_RESPONSE_BYTES} bytes")
         # requests keeps a read body here; pylti1p3 then calls .json() / .text as usual.

@@ -8,7 +8,7 @@ URLs must be https and reach only globally routable addresses, unless their host
 once, every address it resolves to is checked, and the request goes to a checked address (TLS
 still verified for the host's name): no second lookup that DNS rebinding or another IDNA mapping
 could answer differently. Each attempt ends at `webhook_timeout_s` whatever the receiver does
-(`_Deadline`): only the status is read, never the body, so a receiver that streams an endless body
+(`Deadline`): only the status is read, never the body, so a receiver that streams an endless body
 or trickles its answer a byte at a time cannot hold the one thread that delivers every course's
 webhooks, nor its memory.
 """
@@ -137,13 +137,14 @@ def pin_callback(url: str, *, allowed_hosts: list[str], field: str = "callback_u
     return Pinned(str(parsed.copy_with(host=str(addresses[0]))), host=host)
 
 
-class _Deadline:
-    """Ends one HTTP exchange at a fixed time, whatever the peer sends. httpx's timeouts bound each
-    read, not the exchange: a receiver answering a byte every few seconds, or streaming an endless
-    body, kept the webhook thread (one for every course) forever. httpcore's `trace` extension
-    hands over the connection's socket as soon as it is connected; a duplicate of it (the same
-    connection, and a descriptor no other socket can get while we hold it) is shut down when the
-    time is up, which wakes a blocked read or write at once, TLS or not."""
+class Deadline:
+    """Ends one HTTP exchange at a fixed time, whatever the peer sends. httpx's (and requests')
+    timeouts bound each read, not the exchange: a receiver answering a byte every few seconds, or
+    streaming an endless body, kept the webhook thread (one for every course) forever. Each socket
+    the exchange connects is handed to `hold` as soon as it is connected (httpcore's `trace`
+    extension here; service/lti/http.py's connection class for requests); a duplicate of it (the
+    same connection, and a descriptor no other socket can get while we hold it) is shut down when
+    the time is up, which wakes a blocked read or write at once, TLS or not."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds, self.fired = seconds, False
@@ -152,19 +153,22 @@ class _Deadline:
         self._timer = threading.Timer(seconds, self._fire)
         self._timer.daemon = True
 
-    def trace(self, event: str, info: dict) -> None:
-        if event != "connection.connect_tcp.complete":
-            return
-        stream = info.get("return_value")
-        sock = stream.get_extra_info("socket") if stream is not None else None
-        if not isinstance(sock, socket.socket):
-            return
+    def hold(self, sock: socket.socket) -> None:
         held = sock.dup()
         with self._lock:
             self._sockets.append(held)
             fired = self.fired
         if fired:
             self._shut(held)
+
+    def trace(self, event: str, info: dict) -> None:
+        """httpx's `trace` extension: holds the socket of each connection made."""
+        if event != "connection.connect_tcp.complete":
+            return
+        stream = info.get("return_value")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if isinstance(sock, socket.socket):
+            self.hold(sock)
 
     @staticmethod
     def _shut(sock: socket.socket) -> None:
@@ -180,7 +184,7 @@ class _Deadline:
         for sock in held:
             self._shut(sock)
 
-    def __enter__(self) -> _Deadline:
+    def __enter__(self) -> Deadline:
         self._timer.start()
         return self
 
@@ -208,7 +212,7 @@ def post_callback(client: httpx.Client, url: str, *, body: bytes, headers: dict[
         headers["Host"] = pinned.host + (f":{port}" if port else "")
         extensions["sni_hostname"] = pinned.host
     seconds = deadline_s if deadline_s is not None else (client.timeout.read or DEFAULT_DEADLINE_S)
-    with _Deadline(seconds) as deadline:
+    with Deadline(seconds) as deadline:
         try:
             with client.stream("POST", target, content=body, headers=headers,
                                extensions={**extensions, "trace": deadline.trace}) as response:

@@ -3,6 +3,7 @@ polling, 422 locations, and a real webhook receiver. The fixtures are in conftes
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 import uuid
@@ -256,3 +257,47 @@ class Receiver:
             return list(self.received)
 
 
+class Stalling:
+    """A receiver that never finishes answering, on a real socket: `endless` sends a 200 and then
+    a body without end (slowly: 6 MB/s); `trickle` sends its status line a byte every 0.3 s (each read of the
+    delivery's client gets a byte well within its timeout). Counts the connections it took."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode, self.connections = mode, 0
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/hooks/stall"
+        self._stop = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        try:
+            conn.recv(1 << 20)
+            if self.mode == "endless":
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000000000\r\n\r\n")
+                while not self._stop.wait(0.01):  # 6 MB/s: without end, yet gentle on the test machine
+                    conn.sendall(b"x" * 65536)
+            else:
+                for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 100_000:
+                    if self._stop.wait(0.3):
+                        break
+                    conn.sendall(bytes([byte]))
+        except OSError:
+            pass  # the delivery hung up: what it should do
+        finally:
+            conn.close()
+
+    def __enter__(self) -> "Stalling":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self.sock.close()

@@ -441,3 +441,20 @@ def test_a_policy_change_reposts_the_grade_it_changes(lti, platform, registered,
     finally:
         admin.put("/v1/course/policy", json={"grade_policy": "last"}).raise_for_status()
         del platform.state.users["erin"]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("mode", ["trickle", "endless"])
+def test_a_platform_that_never_finishes_answering_is_cut_at_the_deadline(mode):
+    """Every call to a platform (its key set, token, scores and roster endpoints) goes through
+    BoundedSession, from the one LTI thread that posts every course's scores. requests' timeout
+    bounds each read, so a status line sent a byte every 0.3 s never timed out and held that thread;
+    now the whole call ends at `lti_http_timeout_s`. An endless body stops at the size cap."""
+    from service.lti.http import MAX_RESPONSE_BYTES, BoundedSession, PlatformCallRefused
+    from tests.api.support import Stalling
+
+    with Stalling(mode) as stalling, BoundedSession(timeout_s=1.0, allowed_hosts=["127.0.0.1"]) as session:
+        expected = "within 1 s" if mode == "trickle" else f"more than {MAX_RESPONSE_BYTES} bytes"
+        with pytest.raises(PlatformCallRefused, match=expected):
+            session.get(stalling.url)
+    assert stalling.connections == 1
