@@ -51,10 +51,19 @@ _ALLOWED = (
 TL_ALLOWED = frozenset({
     "where", "full", "zeros", "zeros_like", "full_like", "arange", "broadcast_to", "reshape", "expand_dims",
     "sum", "max", "min", "argmax", "argmin", "maximum", "minimum", "clamp", "abs", "exp", "exp2", "log", "log2",
-    "sqrt", "rsqrt", "sin", "cos", "fma", "cdiv", "sigmoid", "softmax", "fdiv", "div_rn", "umulhi",
+    "sqrt", "sqrt_rn", "rsqrt", "sin", "cos", "fma", "cdiv", "sigmoid", "softmax", "fdiv", "div_rn", "umulhi",
     "xor_sum", "cumsum", "cumprod", "floor", "ceil", "erf", "program_id", "num_programs",
     "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64",
+    # tl.cast(x, dtype) is x.to(dtype) spelled as a function (third-party kernels write it: tl.cast(stride, tl.int64))
+    "cast",
+})
+# The element-wise functions of triton.language.math, as third-party kernels spell them (tl.math.rsqrt,
+# tl.math.exp2, tl.math.fma: the same functions as tl.rsqrt, ...): `tl.math.<one of these>` only, never
+# `tl.math` itself or anything deeper (tl.math.core re-exports the rest of the language).
+TL_MATH_ALLOWED = frozenset({
+    "abs", "ceil", "cos", "div_rn", "erf", "exp", "exp2", "fdiv", "floor", "fma", "log", "log2", "rsqrt", "sin",
+    "sqrt", "sqrt_rn", "umulhi",
 })
 
 # Methods of a Triton tensor that a fill may call (`cols.to(tl.float32) < N`): the same element-wise
@@ -126,10 +135,11 @@ def _refusal(fill: ast.expr, source: str, allowed_names: AbstractSet[str]) -> tu
     if costly is not None:
         return costly
     literal = {id(n) for call in nodes if _is_float_literal(call) for n in ast.walk(call)}
+    math = {id(part) for node in nodes if _is_tl_math(node) for part in (node, node.value)}
     methods = {id(call.func) for call in nodes if _is_tensor_method_call(call, allowed_names)}
     for node in nodes:
         if id(node) not in literal and isinstance(node, ast.Call):
-            refused = _method_refusal(node, methods)
+            refused = None if id(node.func) in math else _method_refusal(node, methods)
             if refused is not None:
                 return refused
     for node in nodes:
@@ -146,7 +156,7 @@ def _refusal(fill: ast.expr, source: str, allowed_names: AbstractSet[str]) -> tu
                 return "fills.private_attribute", {"attr": node.attr[:40]}
             # One level, from a fixed list: tl's submodules re-export the standard library
             # (tl.core.builtins, tl.core.inspect.os, ...), so no deeper chain may be followed.
-            if id(node) in methods:
+            if id(node) in methods or id(node) in math:
                 continue
             if not (isinstance(node.value, ast.Name) and node.value.id == "tl" and node.attr in TL_ALLOWED):
                 return "fills.attribute", {"expr": ast.unparse(node)[:60]}
@@ -159,6 +169,13 @@ def _refusal(fill: ast.expr, source: str, allowed_names: AbstractSet[str]) -> tu
             if private is not None:  # Triton's own plumbing (`_semantic=`, `_builder=`), never an argument of a fill
                 return "fills.private_keyword", {"keyword": private[:40]}
     return None
+
+
+def _is_tl_math(node: ast.AST) -> TypeGuard[ast.Attribute]:
+    """`tl.math.<f>` with f in TL_MATH_ALLOWED."""
+    return (isinstance(node, ast.Attribute) and node.attr in TL_MATH_ALLOWED
+            and isinstance(node.value, ast.Attribute) and node.value.attr == "math"
+            and isinstance(node.value.value, ast.Name) and node.value.value.id == "tl")
 
 
 def _is_tensor_method_call(node: ast.AST, allowed_names: AbstractSet[str]) -> TypeGuard[ast.Call]:

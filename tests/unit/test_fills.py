@@ -87,6 +87,35 @@ def test_methods_on_results_refused_with_a_reason(source, words):
     assert message is not None and words in message, message
 
 
+# Third-party spellings of allowed functions (docs/benchmarks.md, sixteenth day): tl.cast is .to as a
+# function, tl.math.<f> the same element-wise functions as tl.<f>. Only one level under tl.math, from a list.
+@pytest.mark.parametrize("source", [
+    "tl.cast(cols, tl.int64) < N",
+    "tl.cast(cols, tl.float32, bitcast=False) < N",
+    "tl.math.rsqrt(values * values + 1.0) > 0",
+    "tl.math.fma(values, values, 0.0) >= 0",
+    "tl.math.exp2(values - mean) > 0",
+    "tl.math.sqrt_rn(values * values) >= 0",
+    "tl.math.rsqrt(values + 2.0).to(tl.float32) > 0",
+])
+def test_third_party_spellings_are_allowed(source):
+    assert verdict(source) is None
+
+
+@pytest.mark.parametrize(("source", "words"), [
+    ("tl.math(1) == 0", "`tl.math`"),
+    ("tl.math.core.builtins.exec(1) == None", ".exec"),
+    ("tl.math.wraps(cols) == 0", ".wraps"),
+    ("tl.math.exp.__globals__", "下划线"),
+    ("tl.math.rsqrt.to(tl.float32) < N", "不是张量"),
+    ("tl.extra.math.rsqrt(values) > 0", "tl.*"),
+    ("math.rsqrt(values) > 0", "math"),
+])
+def test_only_the_listed_math_functions(source, words):
+    message = verdict(source)
+    assert message is not None and words in message, message
+
+
 def test_method_refusals_are_said_in_english_too():
     def english(source: str) -> str | None:
         return check_fill(ast.parse(source, mode="eval").body, source, allowed_names=SCOPE, language="en")
