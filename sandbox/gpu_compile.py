@@ -798,6 +798,32 @@ class _ReachChecks(ast.NodeTransformer):
         return node
 
 
+class _TensorInductionVariables(ast.NodeTransformer):
+    """Makes the induction variable of a `range(...)` / `tl.range(...)` loop a Triton tensor under the
+    interpreter, as the compiler makes it (an scf.for's int32 or int64 value): the interpreter iterates a
+    Python range, so `for rb in tl.range(pid, n, step): rb.to(tl.int64)` (the persistent loops of the
+    tutorials and Liger) raised "'int' object has no attribute 'to'" here and ran on a GPU. Inserted
+    after the reach checks (it is not student code the compiler must have visited) as the loop body's
+    first statement, `rb = interpreter_semantic.to_tensor(rb, False)`, Triton's own conversion of an
+    assigned value. `tl.static_range` (the compiler unrolls it: the variable is a constexpr, an int
+    here too), other iterators and tuple targets are left as they are."""
+
+    def visit_For(self, node: ast.For) -> ast.AST:
+        self.generic_visit(node)
+        func = node.iter.func if isinstance(node.iter, ast.Call) else None
+        ranged = isinstance(func, ast.Name) and func.id == "range" \
+            or isinstance(func, ast.Attribute) and func.attr == "range"
+        if ranged and isinstance(node.target, ast.Name):
+            name = node.target.id
+            convert = ast.Call(
+                func=ast.Attribute(value=ast.Name(id="interpreter_semantic", ctx=ast.Load()), attr="to_tensor",
+                                   ctx=ast.Load()),
+                args=[ast.Name(id=name, ctx=ast.Load()), ast.Constant(False)], keywords=[])
+            assign = ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=convert)
+            node.body.insert(0, ast.copy_location(assign, node))
+        return node
+
+
 def _check_interpreted_source(gate: CompileGate) -> None:
     """Make Triton's interpreter run the cell's kernels from the source its compiler parses, with
     the reach checks (_ReachChecks) in it. Triton's own functions (tl.sum, ...) are left as they are."""
@@ -826,6 +852,7 @@ def _check_interpreted_source(gate: CompileGate) -> None:
         tree = ast.parse(src[found.start():])
         codes.append(fn.__code__)
         tree = _ReachChecks(len(codes) - 1, self.def_file_lineno).visit(tree)
+        tree = _TensorInductionVariables().visit(tree)
         tree = self.ast_transformer.visit(tree)
         ast.fix_missing_locations(tree)
         ast.increment_lineno(tree, self.def_file_lineno - 1)

@@ -1,0 +1,92 @@
+"""Kernels as third-party code writes them (the Triton tutorials, Liger, FlagGems), graded through the
+real bwrap sandbox on the Triton interpreter: the verdict and the diagnosis must be those of a GPU.
+
+- A persistent loop over row blocks, `for rb in tl.range(pid, n, tl.num_programs(0), num_stages=2)`,
+  with `rb.to(tl.int64)` (the tutorials' and Liger's int64 offsets): on a GPU the induction variable of
+  a `range`/`tl.range` loop is a tensor; the interpreter iterated a Python range and every case failed
+  with "'int' object has no attribute 'to'" (0 of 5 code points for a right kernel).
+- An fp16 accumulator (Long Sum): its rounding (about 0.1 on a row sum of 400) lay within the slack
+  of the "padding filled with v" signature, so the report said the padding lanes were added as
+  -0.00135 each, of a kernel that loads with other=0.0.
+"""
+from __future__ import annotations
+
+import pytest
+
+from service.grading.validate import code_points
+from service.report import Report
+from service.submission import Submission
+from tests.support.backends import warm_grader
+
+pytestmark = [pytest.mark.sandbox]
+
+SEED = 99
+LONG_SUM = "puzzle_long_sum"
+
+
+@pytest.fixture(scope="module")
+def grader():
+    with warm_grader("bwrap") as grader:
+        yield grader
+
+
+def _body(grader, exercise_id: str, body: str) -> str:
+    template = grader.catalog.get(exercise_id).template
+    indented = "\n".join("    " + line if line else line for line in body.strip("\n").splitlines())
+    assert template.count("    ______\n") == 1
+    return template.replace("    ______\n", indented + "\n")
+
+
+def _grade(grader, exercise_id: str, code: str) -> Report:
+    report = grader.grade(Submission(exercise=exercise_id, code=code, language="en"), secret_seed=SEED)
+    assert report.status == "graded", report.message
+    assert report.program.ran, report.program.not_run_reason
+    return report
+
+
+PERSISTENT = """
+pid = tl.program_id(0)
+for rb in tl.range(pid, tl.cdiv(N0, B0), tl.num_programs(0), num_stages=2):
+    rows = rb.to(tl.int64) * B0 + tl.arange(0, B0)
+    row_mask = rows < N0
+    acc = tl.zeros((B0,), dtype=tl.float32)
+    for start in range(0, T, B1):
+        cols = start.to(tl.int64) + tl.arange(0, B1)
+        mask = row_mask[:, None] & (cols[None, :] < T)
+        acc += tl.sum(tl.load(x_ptr + rows[:, None] * T + cols[None, :], mask=mask, other=0.0), axis=-1)
+    for r in tl.static_range(B0):  # unrolled: r stays a constexpr, as on a GPU
+        tl.static_assert(r < B0)
+    tl.store(z_ptr + rows, acc, mask=row_mask)
+"""
+
+
+def test_a_range_loops_induction_variable_is_a_tensor(grader):
+    exercise = grader.catalog.get(LONG_SUM)
+    report = _grade(grader, LONG_SUM, _body(grader, LONG_SUM, PERSISTENT))
+    failed = [(c.id, c.error) for c in report.cases if not c.passed]
+    assert not failed, failed
+    assert report.given_check.status == "passed", report.given_check.output
+    assert code_points(report, exercise) == 5
+    assert not report.diagnoses
+
+
+FP16_ACCUMULATOR = """
+pid = tl.program_id(0)
+rows = pid * B0 + tl.arange(0, B0)
+row_mask = rows < N0
+acc = tl.zeros((B0,), dtype=tl.float16)
+for start in range(0, T, B1):
+    cols = start + tl.arange(0, B1)
+    mask = row_mask[:, None] & (cols[None, :] < T)
+    x = tl.load(x_ptr + rows[:, None] * T + cols[None, :], mask=mask, other=0.0)
+    acc += tl.sum(x, axis=1).to(tl.float16)
+tl.store(z_ptr + rows, acc, mask=row_mask)
+"""
+
+
+def test_fp16_rounding_is_not_a_padding_value(grader):
+    report = _grade(grader, LONG_SUM, _body(grader, LONG_SUM, FP16_ACCUMULATOR))
+    assert code_points(report, grader.catalog.get(LONG_SUM)) == 0
+    ids = [d.id for d in report.diagnoses]
+    assert "padding_not_zero" not in ids, [d.message for d in report.diagnoses]
+    assert ids, "a failed kernel gets a diagnosis"
