@@ -50,6 +50,45 @@ def _candidates(x: np.ndarray, b1: int) -> dict[str, tuple[np.ndarray, bool]]:
     }
 
 
+def _to_bfloat16(a: np.ndarray) -> np.ndarray:
+    """float32 values rounded to bfloat16 (to nearest, ties to even), as float32 (numpy has no bfloat16)."""
+    bits = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return bits.astype(np.uint32).view(np.float32)
+
+
+HALF = {"float16": lambda a: np.asarray(a, dtype=np.float32).astype(np.float16).astype(np.float32),
+        "bfloat16": _to_bfloat16}
+
+
+def _half_accumulator(x: np.ndarray, b1: int, dtype: str) -> np.ndarray:
+    """Row sums kept in a 16-bit accumulator: each block's float32 sum rounded to `dtype`, then added
+    to the accumulator and the result rounded again (acc += tl.sum(x, axis=1).to(tl.float16))."""
+    rnd = HALF[dtype]
+    acc = np.zeros(x.shape[0], dtype=np.float32)
+    for start in range(0, x.shape[1], b1):
+        block = x[:, start:start + b1].astype(np.float32).sum(axis=1, dtype=np.float32)
+        acc = rnd(acc + rnd(block))
+    return acc.astype(np.float64)
+
+
+def _spacing(value: float, dtype: str) -> float:
+    """The distance between neighbouring `dtype` numbers near `value` (11 significant bits for float16, 8 for bfloat16)."""
+    bits = 11 if dtype == "float16" else 8
+    return float(2.0 ** (np.floor(np.log2(max(abs(value), 2.0 ** -14))) - (bits - 1)))
+
+
+def _rounded_like(z: np.ndarray, pred: np.ndarray, ref: np.ndarray, dtype: str) -> bool:
+    """z is the 16-bit accumulator's output: _close's slack (1e-3 of a row sum) is wider than the rounding
+    itself, so the match is held to the rounding's own scale: every row within one `dtype` step of the
+    simulation (a float32 block sum in another order can round the other way at a tie), most of them
+    exactly, and some row that is exact there and wrong by more than float32's rounding."""
+    steps = np.array([_spacing(float(p), dtype) for p in pred])
+    exact = np.abs(z - pred) <= 1e-6 * (np.abs(pred) + 1.0)
+    off = np.abs(z - ref) > 1e-5 * (np.abs(ref) + 1.0)
+    return bool(z.size and np.all(np.abs(z - pred) <= 1.01 * steps) and exact.mean() >= 0.75 and np.any(exact & off))
+
+
 def _matches(x: np.ndarray, z: np.ndarray, ref: np.ndarray, where: kit.Numbers) -> list[tuple[str, str, kit.Numbers]]:
     """Every known mistake this case's output matches, most specific first: (label, id, numbers).
     The label tells mistakes apart across cases (a loop that stops one block early is the same
@@ -75,6 +114,13 @@ def _matches(x: np.ndarray, z: np.ndarray, ref: np.ndarray, where: kit.Numbers) 
         rows = np.isfinite(pred) if key == "next_row_leak" else every  # past the end of x: garbage there
         if applies and _fits(pred, rows):
             found.append((key, key, numbers(pred, rows)))
+    for dtype in HALF:  # a 16-bit accumulator: right on every lane, rounded at every block's addition
+        pred = _half_accumulator(x, b1, dtype)
+        if _rounded_like(z, pred, ref, dtype):
+            worst = int(np.argmax(np.abs(z - ref)))
+            found.append((f"half_precision_accumulator:{dtype}", "half_precision_accumulator",
+                          numbers(pred, every, dtype=dtype, spacing=_spacing(float(ref[worst]), dtype))))
+            break
     flat = x.ravel()
     for k in range(1, pad):  # a column mask k lanes too wide (cols <= T: k = 1) reads k of the next row
         pred = np.array([flat[r * t: r * t + t + k].sum() if (r + 1) * t + k <= flat.size else np.nan for r in range(n0)])
@@ -146,6 +192,6 @@ def _words(key: str, cases: list[kit.Numbers]) -> kit.Say:
 # The mistakes _matches names: one that _across gives every failed case with outputs leads the
 # report, before a case's own finding (a write past z, a row of NaN).
 CAUSES = ("dropped_tail", "first_block_only", "last_block_only", "next_row_leak", "col_mask_too_wide",
-          "padding_not_zero", "loop_stops_early")
+          "padding_not_zero", "loop_stops_early", "half_precision_accumulator")
 
 diagnose = kit.make_diagnose(_classify, _words, with_outputs=False, across=_across, causes=CAUSES)

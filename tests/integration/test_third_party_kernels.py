@@ -7,7 +7,8 @@ real bwrap sandbox on the Triton interpreter: the verdict and the diagnosis must
   with "'int' object has no attribute 'to'" (0 of 5 code points for a right kernel).
 - An fp16 accumulator (Long Sum): its rounding (about 0.1 on a row sum of 400) lay within the slack
   of the "padding filled with v" signature, so the report said the padding lanes were added as
-  -0.00135 each, of a kernel that loads with other=0.0.
+  -0.00135 each, of a kernel that loads with other=0.0. It is now named for what it is: the row sums
+  match a simulation of a float16 (or bfloat16) accumulator, rounded at every block's addition.
 """
 from __future__ import annotations
 
@@ -89,4 +90,6 @@ def test_fp16_rounding_is_not_a_padding_value(grader):
     assert code_points(report, grader.catalog.get(LONG_SUM)) == 0
     ids = [d.id for d in report.diagnoses]
     assert "padding_not_zero" not in ids, [d.message for d in report.diagnoses]
-    assert ids, "a failed kernel gets a diagnosis"
+    assert ids == ["half_precision_accumulator"], [d.message for d in report.diagnoses]
+    message = report.diagnoses[0].message
+    assert "float16" in message and "float32" in message, message
