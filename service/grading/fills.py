@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import importlib.metadata
 import inspect
+import threading
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, TypeGuard
@@ -358,13 +359,22 @@ def builds_block_pointer(fills: Sequence[ast.expr | list[ast.stmt] | None]) -> b
     return False
 
 
+# The trusted side imports triton only here, lazily, from grading threads that start together (a warm pool of
+# graders, the CLI's --jobs): two first imports at once met Triton's own import cycle half done ("cannot import
+# name 'autotune' from partially initialized module 'triton.runtime'", a _DeadlockError), and the failure was
+# cached for the process: block_pointers_removed() False, so a block-pointer kernel scored 0 on the interpreter
+# where it is not gradable, and _interpreter_source() raised into the grading. One import at a time.
+_TRITON_IMPORT = threading.Lock()
+
+
 @functools.cache
 def block_pointers_removed() -> bool:
     """This Triton has removed block pointers (3.9: make_block_ptr raises NotImplementedError; the
     GPU hosts' 3.6 has them). The interpreter's sandbox runs this same Triton, so a kernel built on
     them cannot run here whatever its merit. Read from the function's source: no kernel to launch."""
     try:
-        import triton.language as tl
+        with _TRITON_IMPORT:
+            import triton.language as tl
 
         return "NotImplementedError" in inspect.getsource(tl.core.make_block_ptr)
     except (ImportError, AttributeError, OSError, TypeError):
@@ -431,7 +441,8 @@ def interpreter_gaps() -> tuple[InterpreterGap, ...]:
 @functools.cache
 def _interpreter_source() -> str:
     try:
-        import triton.runtime.interpreter as interpreter
+        with _TRITON_IMPORT:
+            import triton.runtime.interpreter as interpreter
 
         return inspect.getsource(interpreter)
     except (ImportError, OSError, TypeError):

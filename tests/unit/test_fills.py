@@ -198,3 +198,43 @@ def test_the_interpreters_gaps_are_read_once_per_process():
     """Every grading on the interpreter asks for them; the interpreter's source is searched once."""
     assert interpreter_gaps() is interpreter_gaps()
     assert {gap.code for gap in interpreter_gaps()} >= {"atomic_xchg_float", "cpu_device"}
+
+
+# Two grading threads that ask at once, each the process's first import of triton (a fresh process).
+_AT_ONCE = """
+import sys, threading
+sys.setswitchinterval(1e-6)  # switch threads often: without the import lock this failed 10 runs of 10
+from service.grading import fills
+barrier, got = threading.Barrier(2), {}
+def removed():
+    barrier.wait()
+    got["removed"] = fills.block_pointers_removed()
+def source():
+    barrier.wait()
+    got["source"] = len(fills._interpreter_source()) > 0
+threads = [threading.Thread(target=removed), threading.Thread(target=source)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print(got.get("removed"), got.get("source"))
+"""
+_ALONE = """
+from service.grading import fills
+print(fills.block_pointers_removed(), len(fills._interpreter_source()) > 0)
+"""
+
+
+def test_the_installed_triton_is_read_right_from_threads_at_once():
+    """A failed first import was cached for the process: a block-pointer kernel then scored 0 on the
+    interpreter instead of being not gradable there (docs/benchmarks.md, sixteenth day)."""
+    import subprocess
+    import sys
+
+    def run(code: str) -> str:
+        done = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+                              env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"})
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout.strip()
+
+    alone = run(_ALONE)
+    for _ in range(3):
+        assert run(_AT_ONCE) == alone
