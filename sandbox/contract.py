@@ -82,14 +82,27 @@ class Limits(BaseModel):
         return self.processes + RUNTIME_TASKS[mode]
 
 
+class StridedView(BaseModel):
+    """The entry point's argument as a view of the stored (1-D) tensor: shape, strides and offset
+    in elements (`torch.as_strided`), which the harness checks lie inside it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    shape: list[int] = Field(max_length=8)
+    strides: list[int] = Field(max_length=8)
+    offset: int = Field(0, ge=0)
+
+
 class TensorArg(BaseModel):
-    """An input tensor stored under `key`; `columns` makes it a view of the first columns;
-    `requires_grad` makes it a leaf whose gradient the case returns (see `CaseJob.grads`)."""
+    """An input tensor stored under `key`; `columns` makes it a view of the first columns, `view`
+    a strided view of it (a case's `layout`); `requires_grad` makes it a leaf whose gradient the
+    case returns (see `CaseJob.grads`)."""
 
     model_config = ConfigDict(extra="forbid")
 
     key: str
     columns: int | None = None
+    view: StridedView | None = None
     requires_grad: bool = False
 
 

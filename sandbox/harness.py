@@ -709,11 +709,24 @@ def _case_args(guards, case: dict, inputs: dict, device) -> tuple[list, dict, di
         placed[arg["key"]] = tensor  # the whole stored input (a strided one's wider buffer too)
         if arg.get("columns") is not None:
             tensor = tensor[:, : arg["columns"]]
+        if arg.get("view") is not None:  # a case's layout: a strided view of the 1-D storage
+            tensor = _strided_view(tensor, arg["view"])
         if arg.get("requires_grad"):
             tensor = tensor.detach().requires_grad_(True)
             leaves[arg["key"]] = tensor
         args.append(tensor)
     return args, leaves, placed
+
+
+def _strided_view(storage, view: dict):
+    """`storage` (1-D) seen through the case's layout: `view`'s shape, strides and offset in
+    elements, which must lie inside it (a stride the kernel ignores then reads the storage's NaN)."""
+    shape, strides, offset = list(view["shape"]), list(view["strides"]), int(view["offset"])
+    last = offset + sum((n - 1) * s for n, s in zip(shape, strides)) if all(shape) else offset - 1
+    if (storage.ndim != 1 or len(shape) != len(strides) or offset < 0 or any(s < 0 for s in strides)
+            or any(n < 0 for n in shape) or last >= storage.numel()):
+        raise ValueError(f"layout view {view} does not fit its storage of {storage.numel()} elements")
+    return storage.as_strided(shape, strides, storage.storage_offset() + offset)
 
 
 _ABANDONED_COMPILES = False  # a compile-ahead thread outlived its wait (see __main__)

@@ -89,6 +89,8 @@ class CaseReport(_Model):
     description: str
     shape: list[int]
     stride: int | None = None
+    layout: dict[str, dict[str, Any]] = Field({}, description="inputs given as strided views: their shape, strides "
+                                                              "and offset in elements (the case's layout)")
     seed: int
     passed: bool
     max_abs_err: float | None = None

@@ -95,29 +95,44 @@ def _close(observed: np.ndarray, predicted: np.ndarray, mask: np.ndarray | None 
 # tiles differ (regular.rect, probe.boundary_removed). first_tile_only: x jumped past D after its
 # first tile (an advance by a row's length or a stride), so every later tile is zero padding.
 ADVANCE_ROWS = "advance_rows"  # the diagnosis id both spellings report
+# advance_scaled_by_stride: x advanced by D_TILE_SIZE * x_stride_dim columns, right only where x's
+# column stride is 1; on a contiguous case it is the right answer, so it names only failed cases that
+# all have another column stride (a case's `layout`, e.g. x = wide[:, ::2]).
 FORWARD_MISTAKES = ("no_advance", f"{ADVANCE_ROWS}:D_TILE_SIZE", f"{ADVANCE_ROWS}:ROWS_TILE_SIZE", "advance_one_column",
-                    "first_tile_only")
+                    "advance_scaled_by_stride", "first_tile_only")
 
 
-def _forward_step(label: str, rt: int, dt: int, d: int) -> tuple[int, int]:
+def col_stride(case: kit.CaseSpec, shape: tuple[int, int]) -> int:
+    """x.stride(1) on this case: 1 unless the case lays x out otherwise."""
+    layout = case.layout.get("x")
+    return layout.strides(shape)[1] if layout is not None else 1
+
+
+def _forward_step(label: str, rt: int, dt: int, d: int, cs: int = 1) -> tuple[int, int]:
     return {"no_advance": (0, 0), f"{ADVANCE_ROWS}:D_TILE_SIZE": (dt, 0), f"{ADVANCE_ROWS}:ROWS_TILE_SIZE": (rt, 0),
-            "advance_one_column": (0, 1), "first_tile_only": (0, d)}[label]
+            "advance_one_column": (0, 1), "advance_scaled_by_stride": (0, dt * cs), "first_tile_only": (0, d)}[label]
 
 
 def _forward(where: kit.Numbers, x: np.ndarray, w: np.ndarray, y: np.ndarray, ref: np.ndarray,
              case: kit.CaseSpec) -> kit.Found:
     rt, dt = where["ROWS_TILE_SIZE"], where["D_TILE_SIZE"]
     d = where["D"]
+    cs = col_stride(case, x.shape)
+    laid_out = "x" in case.layout and not case.layout["x"].contiguous
     if not np.all(np.isfinite(y)):
-        key = "d_boundary_check_missing" if case.stride and d % dt else "nonfinite_forward"
-        return key, {**where, "stride": case.stride, "nan_rows": int((~np.isfinite(y)).sum()), "pad_cols": -d % dt}
+        key = "d_boundary_check_missing" if (case.stride or laid_out) and d % dt else "nonfinite_forward"
+        row_stride = case.stride or (case.layout["x"].strides(x.shape)[0] if laid_out else d)
+        return key, {**where, "stride": row_stride, "nan_rows": int((~np.isfinite(y)).sum()), "pad_cols": -d % dt}
     r = int(np.argmax(np.abs(y - ref)))
     matches: dict[str, kit.Numbers] = {}
     for label in FORWARD_MISTAKES:
-        pred = _forward_advance(x, w, rt, dt, _forward_step(label, rt, dt, d))
+        if label == "advance_scaled_by_stride" and cs == 1:
+            continue  # the right step there: no evidence either way
+        pred = _forward_advance(x, w, rt, dt, _forward_step(label, rt, dt, d, cs))
         if _close(y, pred):
             matches[label] = {**where, "row": r, "observed": float(y[r]), "expected": float(ref[r]),
-                              "predicted": float(pred[r]), "written": label.partition(":")[2]}
+                              "predicted": float(pred[r]), "written": label.partition(":")[2], "col_stride": cs,
+                              "step": dt * cs}
     # Named across the cases (_across): a simulation that fits this case alone is no evidence when
     # another failed case refutes it (one row, or one row tile, cannot tell most of them apart).
     return kit.ACROSS, {**where, "part": "forward", "matches": matches, "row": r, "observed": float(y[r]),

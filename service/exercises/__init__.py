@@ -17,6 +17,7 @@ from service.exercises.spec import (
     FillClaim,
     GivenCheck,
     GradSpec,
+    Layout,
     Misconception,
     Mutant,
     MutantExpectation,
@@ -41,7 +42,8 @@ from service.exercises.spec import (
 
 __all__ = [
     "MIN_DRAW_CANDIDATES", "BaselineSpec", "CaseKind", "CaseSpec", "Concept", "CoursePassage", "DataSpec", "Exercise",
-    "ExerciseCatalog", "ExerciseNotFound", "ExerciseSpec", "FillClaim", "GivenCheck", "GradSpec", "Misconception",
+    "ExerciseCatalog", "ExerciseNotFound", "ExerciseSpec", "FillClaim", "GivenCheck", "GradSpec", "Layout",
+    "Misconception",
     "Mutant", "MutantExpectation", "NamedIdea", "PassRuleSpec", "Question", "Replacement", "ReportCaseKind",
     "RubricItem", "Scalar", "ShapeDraw", "ShapeFamily", "SpeedSpec", "Text", "Tolerance", "bytes_moved", "kit",
     "resolve_case", "shape_candidates", "shape_seed", "with_shape",

@@ -171,12 +171,60 @@ def _candidates(family: str, lo: int, hi: int, fixed: frozenset[int]) -> tuple[i
     return tuple(n for n in range(lo, hi + 1) if keep(n) and n not in fixed)
 
 
+class Layout(_Strict):
+    """How one input of a case lies in memory: a strided view into a larger storage whose other
+    elements hold NaN (integers: the dtype's minimum), so a kernel that ignores a stride it was
+    given reads them or the wrong elements. 2-D (rows, cols): strides (row_stride, col_stride),
+    by default those of a contiguous tensor, or with `transposed` of the transpose of a
+    contiguous (cols, rows) tensor (row_stride 1, col_stride rows); 1-D: `col_stride` is its one
+    stride. `offset`: elements of storage before the view's first element (a slice of a larger
+    tensor). The view's elements never overlap (checked on the shapes the case draws)."""
+
+    row_stride: int | None = Field(None, ge=1, le=1 << 20, description="x.stride(0) of a 2-D input")
+    col_stride: int | None = Field(None, ge=1, le=1 << 20,
+                                   description="x.stride(1) of a 2-D input; a 1-D input's stride")
+    transposed: bool = Field(False, description="defaults of a transposed view: x = s.t() for a contiguous s")
+    offset: int = Field(0, ge=0, le=1 << 16, description="storage elements before the view's first element")
+
+    def strides(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        """The view's strides (elements) for an input of `shape` (1-D or 2-D)."""
+        if len(shape) == 1:
+            if self.row_stride is not None or self.transposed:
+                raise ValueError("a 1-D input takes only col_stride and offset")
+            return (self.col_stride or 1,)
+        if len(shape) != 2:
+            raise ValueError(f"a layout applies to 1-D and 2-D inputs, not shape {list(shape)}")
+        rows, cols = shape
+        if self.transposed:
+            rs = self.row_stride or 1
+            return rs, self.col_stride or rows * rs
+        cs = self.col_stride or 1
+        return self.row_stride or cols * cs, cs
+
+    def check(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        """The strides for `shape`, refused where two of the view's elements would share memory."""
+        strides = self.strides(shape)
+        span = 0  # the last element the smaller strides reach
+        for n, s in sorted(zip(shape, strides), key=lambda p: p[1]):
+            if n > 1:
+                if s <= span:
+                    raise ValueError(f"layout strides {list(strides)} overlap for shape {list(shape)}")
+                span += (n - 1) * s
+        return strides
+
+    @property
+    def contiguous(self) -> bool:
+        return not self.transposed and self.offset == 0 and self.row_stride is None and (self.col_stride or 1) == 1
+
+
 class CaseSpec(_Strict):
     id: str = Field(pattern=_ID)
     kind: CaseKind
     rows: int = Field(1, ge=1, le=1 << 16)
     cols: int = Field(ge=1, le=1 << 20)
     stride: int | None = Field(None, description="row stride > cols: the first argument is a view of a wider tensor")
+    layout: dict[str, Layout] = Field({}, description="inputs given as strided views (transposed, column stride, "
+                                                      "padded rows, offset); see Layout")
     seed: int = Field(ge=0)
     secret: bool = Field(True, description="mix the per-submission secret seed into this case's data")
     data: DataSpec = DataSpec()
@@ -193,6 +241,8 @@ class CaseSpec(_Strict):
     def _check(self) -> CaseSpec:
         if self.stride is not None and self.stride <= self.cols:
             raise ValueError(f"case {self.id}: stride {self.stride} must exceed cols {self.cols}")
+        if self.stride is not None and self.layout:
+            raise ValueError(f"case {self.id}: give the row stride in `layout`, not beside it in `stride`")
         if self.kind == "probe" and not self.targets:
             raise ValueError(f"probe {self.id} must name the misconception it targets")
         return self
@@ -564,6 +614,19 @@ class ExerciseSpec(_Strict):
                 raise ValueError(f"backward.grads outputs {unknown} need a tolerance under outputs")
         fixed = self.fixed_widths
         for case in self.cases:
+            if unknown := [a for a in case.layout if a not in self.args]:
+                raise ValueError(f"case {case.id}: layout names {unknown}, which are not in args {self.args}")
+            for name, layout in case.layout.items():  # the first argument's 2-D shape, at every drawable size
+                if name == self.args[0]:
+                    widths = range(case.draw.cols[0], case.draw.cols[1] + 1) if case.draw else (case.cols,)
+                    heights = range(case.draw.rows[0], case.draw.rows[1] + 1) if case.draw and case.draw.rows \
+                        else (case.rows,)
+                    for cols in (min(widths), max(widths)):
+                        for rows in (min(heights), max(heights)):
+                            try:
+                                layout.check((rows, cols))
+                            except ValueError as exc:
+                                raise ValueError(f"case {case.id}, input {name}: {exc}") from None
             if case.draw is None:
                 continue
             if case.draw.family == "wide" and case.draw.cols[0] <= max(fixed, default=0):

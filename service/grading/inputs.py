@@ -5,7 +5,7 @@ import hashlib
 
 import numpy as np
 
-from service.exercises import CaseSpec
+from service.exercises import CaseSpec, Layout
 
 
 def case_seed(case: CaseSpec, secret_seed: int) -> int:
@@ -26,3 +26,35 @@ def storage(case: CaseSpec, rows: np.ndarray) -> np.ndarray:
     wide = np.full((case.rows, case.stride), np.nan, dtype=np.float32)
     wide[:, : case.cols] = rows
     return wide
+
+
+def fill_value(dtype: np.dtype) -> float | int | bool:
+    """What a layout's storage holds outside the view: NaN, or the integer dtype's minimum."""
+    if dtype.kind == "f":
+        return np.nan
+    if dtype.kind in "iu":
+        return int(np.iinfo(dtype).min)
+    return True
+
+
+def laid_out(layout: Layout, array: np.ndarray) -> tuple[np.ndarray, dict]:
+    """(the 1-D storage that goes to the sandbox, the view the entry point gets of it: shape,
+    strides and offset in elements). The storage's other elements hold `fill_value`."""
+    shape = tuple(int(n) for n in array.shape)
+    strides = layout.check(shape)
+    size = layout.offset + 1 + sum((n - 1) * s for n, s in zip(shape, strides)) if array.size else layout.offset
+    flat = np.full(size, fill_value(array.dtype), dtype=array.dtype)
+    if array.size:
+        view_of(flat, shape, strides, layout.offset)[...] = array
+    return flat, {"shape": list(shape), "strides": list(strides), "offset": layout.offset}
+
+
+def view_of(flat: np.ndarray, shape, strides, offset: int) -> np.ndarray:
+    """The strided view (elements) of a 1-D contiguous `flat`, checked to lie inside it."""
+    if flat.ndim != 1 or not flat.flags.c_contiguous:
+        raise ValueError("a layout's storage is one contiguous dimension")
+    last = offset + sum((int(n) - 1) * int(s) for n, s in zip(shape, strides)) if all(shape) else offset - 1
+    if offset < 0 or any(s < 0 for s in strides) or last >= flat.size:
+        raise ValueError("the view does not lie inside its storage")
+    item = flat.dtype.itemsize
+    return np.lib.stride_tricks.as_strided(flat[offset:], shape=tuple(shape), strides=tuple(item * s for s in strides))

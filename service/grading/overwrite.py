@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from service.grading.inputs import view_of
 from service.messages import render
 from service.report import Diagnosis
 
@@ -16,11 +17,15 @@ DIAGNOSIS_ID = "input_overwritten"
 
 
 def changed_input(case_id: str, name: str, sent: np.ndarray, after: object, *,
-                  columns: int | None = None) -> dict | None:
+                  columns: int | None = None, view: dict | None = None) -> dict | None:
     """The evidence that input `name` of case `case_id` changed, or None when it is bit-identical
-    (or when the sandbox sent nothing for it: no evidence, no diagnosis)."""
+    (or when the sandbox sent nothing for it: no evidence, no diagnosis). `view` (a case's layout:
+    shape, strides, offset of the view in the 1-D storage sent): only the view's elements count."""
     if not isinstance(after, np.ndarray):
         return None
+    if view is not None and after.dtype == sent.dtype and after.shape == sent.shape:
+        sent, after = (np.ascontiguousarray(view_of(np.ascontiguousarray(a), view["shape"], view["strides"],
+                                                    view["offset"])) for a in (sent, after))
     base = {"case": case_id, "input": name, "shape": list(sent.shape)}
     if after.dtype != sent.dtype or after.shape != sent.shape:
         return {**base, "changed": int(sent.size), "total": int(sent.size),

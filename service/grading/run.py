@@ -8,11 +8,11 @@ import time
 
 import numpy as np
 
-from sandbox.contract import CaseJob, DeviceMode, GradJob, RunResult, TensorArg
+from sandbox.contract import CaseJob, DeviceMode, GradJob, RunResult, StridedView, TensorArg
 from sandbox.runner import SandboxRunner
 from service.exercises import CaseSpec, Exercise, ExerciseSpec
 from service.grading.assemble import Program
-from service.grading.inputs import storage
+from service.grading.inputs import laid_out, storage
 from service.grading.memo import memoisable
 from service.grading.sandbox_text import render_run
 from service.grading.speed import speed_inputs, speed_job
@@ -37,16 +37,17 @@ def run_program(runner: SandboxRunner, exercise: Exercise, program: Program,
         speed.cpu_timer = cpu_timer
     given_check = program.given_check if with_given else None
     run = runner.run(program=program.module, given_check=given_check, given_seed=spec.given_check.seed,
-                     entry_point=spec.entry_point, cases=[_case_job(spec, c) for c in cases],
+                     entry_point=spec.entry_point, cases=[_case_job(spec, c, arrays.get(c.id)) for c in cases],
                      inputs={**sandbox_inputs(cases, spec, arrays), **speed_in}, mode=mode, device_index=device_index,
                      speed=speed, deterministic=memoisable(exercise), detach_speed=detach_speed and speed is not None)
     return render_run(run, language or spec.language)  # the runner's codes in words (grading/sandbox_text.py)
 
 
-def _case_job(spec: ExerciseSpec, case: CaseSpec) -> CaseJob:
+def _case_job(spec: ExerciseSpec, case: CaseSpec, arrays: dict[str, np.ndarray] | None = None) -> CaseJob:
     grads = spec.backward.grads if spec.backward else {}
     args = [TensorArg(key=f"{case.id}.{name}", columns=case.cols if case.stride and index == 0 else None,
-                      requires_grad=name in grads) for index, name in enumerate(spec.args)]
+                      view=_view(case, name, arrays), requires_grad=name in grads)
+            for index, name in enumerate(spec.args)]
     backward = None
     if spec.backward is not None:
         backward = GradJob(grad_outputs={out: f"{case.id}.{name}" for out, name in spec.backward.grad_outputs.items()},
@@ -55,14 +56,27 @@ def _case_job(spec: ExerciseSpec, case: CaseSpec) -> CaseJob:
                    backward=backward)
 
 
+def _view(case: CaseSpec, name: str, arrays: dict[str, np.ndarray] | None) -> StridedView | None:
+    """The strided view the entry point gets of input `name` (a case's `layout`), else None."""
+    layout = case.layout.get(name)
+    if layout is None or arrays is None or name not in arrays:
+        return None
+    return StridedView.model_validate(laid_out(layout, arrays[name])[1])
+
+
 def sandbox_inputs(graded: list[CaseSpec], spec: ExerciseSpec,
                    arrays: dict[str, dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """Every case's inputs under `case.name`; a strided case's first argument inside its wider buffer."""
+    """Every case's inputs under `case.name`; a strided case's first argument inside its wider buffer,
+    an input with a `layout` as the 1-D storage its view lies in."""
     cases = {c.id: c for c in graded}
     stored = {}
     for case_id, named in arrays.items():
+        case = cases[case_id]
         for name, array in named.items():
-            stored[f"{case_id}.{name}"] = storage(cases[case_id], array) if name == spec.args[0] else array
+            if name in case.layout:
+                stored[f"{case_id}.{name}"] = laid_out(case.layout[name], array)[0]
+            else:
+                stored[f"{case_id}.{name}"] = storage(case, array) if name == spec.args[0] else array
     return stored
 
 

@@ -79,7 +79,9 @@ def _evidence(exercise, advance: Advance | None = None,
         x, w, dy = (arrays[k].astype(np.float64) for k in ("x", "w", "dy"))
         rt, dt = int(case.kwargs["rows_tile"]), int(case.kwargs["d_tile"])
         expected = exercise.checks.reference(x, w, dy)
-        numbers = {"stride": case.stride or x.shape[1], "rt": rt, "dt": dt}
+        row_stride = case.layout["x"].strides(x.shape)[0] if "x" in case.layout else x.shape[1]
+        numbers = {"stride": case.stride or row_stride, "rt": rt, "dt": dt,
+                   "cs": exercise.checks.col_stride(case, x.shape)}
         y = _forward(x, w, rt, dt, advance, numbers) if advance else expected["y"]
         dw = _grad_w(x, dy, rt, dt, shape_rows) if shape_rows else expected["dw"]
         observed = {"y": y, "dx": expected["dx"], "dw": dw}
@@ -140,3 +142,21 @@ def test_partial_rows_the_tile_size_shows_on_many_row_tiles(exercise):
     evidence = _evidence(exercise, shape_rows=lambda tiles, rows, rt: rt)
     assert [ev.case.id for ev in evidence if not ev.passed] == ["probe.many_row_tiles"]
     assert set(_diagnoses(exercise, evidence)) == {"partial_rows_too_few"}
+
+
+def test_advance_times_the_column_stride_is_named_on_the_column_strided_case_only(exercise):
+    """advance((0, D_TILE_SIZE * x_stride_dim)) is right wherever x.stride(1) == 1: only the case whose
+    layout gives x a column stride of 2 fails, and the diagnosis says the kernel did not honour x's stride."""
+    evidence = _evidence(exercise, advance=lambda i, n: (0, n["dt"] * n["cs"]))
+    assert [ev.case.id for ev in evidence if not ev.passed] == ["probe.x_col_strided"]
+    found = _diagnoses(exercise, evidence)
+    assert set(found) == {"advance_scaled_by_stride"}
+    assert "column stride x.stride(1) = 2" in found["advance_scaled_by_stride"]
+    assert "did not honour the stride" in found["advance_scaled_by_stride"]
+    zh = exercise.diagnose(evidence, language="zh")[0].message
+    assert "没有按传给它的 stride" in zh
+
+
+def test_a_column_strided_x_keeps_the_other_forward_names(exercise):
+    # the row stride there is 2 * D: advancing by it still leaves x after the first tile
+    assert set(_diagnoses(exercise, _evidence(exercise, advance=lambda i, n: (0, n["stride"])))) == {"first_tile_only"}
