@@ -9,6 +9,7 @@ that disables the harness's guarding sends no evidence for its inputs, and its c
 from __future__ import annotations
 
 import re
+import zlib
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,10 @@ _INTS: dict[str, type[np.signedinteger[Any]]] = {"int8": np.int8, "int16": np.in
                                                  "int64": np.int64}
 ITEMSIZE = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int8": 1, "int16": 2, "int32": 4, "int64": 8,
             "uint8": 1, "bool": 1}  # of the dtypes with a pattern of their own (others: the record's itemsize)
-GUARD_KEY = re.compile(r"__guard__\.(\d{1,3})\.(before|after)")
+GUARD_KEY = re.compile(r"__guardz?__\.(\d{1,3})\.(before|after)")
+GUARD_PREFIXES = ("__guard__.", "__guardz__.")  # raw bytes; zlib-compressed (what the harness sends)
+MAX_SIDE_BYTES = 16 << 20  # the most one guard side inflates to (the harness widens one to 8 MiB + alignment)
+MAX_CASE_BYTES = 96 << 20  # the most a case's guards inflate to together (the harness's budget: 64 MiB + least guards)
 # The harness's POISON_BITS of the float dtypes the outputs come back in: the fill of every tensor the
 # entry point allocated uninitialised (torch.empty & co.). Distinct from the guards' payloads and from
 # the NaN a CPU or a GPU makes itself; the same value in every float width (it converts exactly).
@@ -74,12 +78,30 @@ def _value(dtype: str, raw: bytes) -> str:
     return raw.hex()[:40]
 
 
+def _inflate(array: object, budget: int) -> np.ndarray | None:
+    """A `__guardz__` side's bytes, inflated here within MAX_SIDE_BYTES and `budget`; None when it
+    is no zlib stream of at most that many bytes (then the guard counts as missing)."""
+    if not isinstance(array, np.ndarray) or array.dtype != np.uint8 or array.ndim != 1:
+        return None
+    inflater = zlib.decompressobj()
+    limit = max(0, min(MAX_SIDE_BYTES, budget))
+    try:
+        data = inflater.decompress(array.tobytes(), limit + 1)
+    except zlib.error:
+        return None
+    if len(data) > limit or inflater.unconsumed_tail or not inflater.eof:
+        return None
+    return np.frombuffer(data, dtype=np.uint8)
+
+
 def check(records: object, raw: dict[str, np.ndarray], *, required: set[str]) -> tuple[list[dict], str | None]:
     """(out-of-bounds evidence, what is missing) for one case: `records` as the harness sent them,
-    `raw` the `__guard__.*` arrays of its blob, `required` the inputs that must have guards."""
+    `raw` the `__guard__.*` (raw) or `__guardz__.*` (zlib) arrays of its blob, `required` the inputs
+    that must have guards."""
     if not isinstance(records, list) or len(records) > MAX_BUFFERS:
         return [], "the guard records are missing or malformed"
     found, inputs = [], set()
+    budget = MAX_CASE_BYTES
     for position, record in enumerate(records):
         if not isinstance(record, dict):
             return [], "a guard record is malformed"
@@ -97,6 +119,12 @@ def check(records: object, raw: dict[str, np.ndarray], *, required: set[str]) ->
         sides = {}
         for side in ("before", "after"):
             array = raw.get(f"__guard__.{position}.{side}")
+            if array is None and f"__guardz__.{position}.{side}" in raw:
+                array = _inflate(raw[f"__guardz__.{position}.{side}"], budget)
+                if array is None:
+                    return [], f"the {side} guard of buffer {position} does not inflate within its bounds"
+            if isinstance(array, np.ndarray):
+                budget -= array.size
             if array is None or array.dtype != np.uint8 or array.ndim != 1 or array.size % size:
                 return [], f"the {side} guard of buffer {position} is missing"
             if array.size // size < GUARD_ELEMENTS:

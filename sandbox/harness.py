@@ -298,7 +298,7 @@ def main() -> int:
                     if type(grad) is not torch.Tensor:
                         raise TypeError(f"no gradient reached input '{key}' (its .grad is None after backward)")
                     tensors[name] = grad.detach().to("cpu").contiguous().clone()
-            records, guard_bytes = guards.evidence(named)
+            records, guard_bytes = guards.packed(named)
             # Every input as it is after the call, for the trusted side to compare bit for bit with
             # what it sent (an entry point that overwrites its input is diagnosed there).
             after = {}
@@ -480,17 +480,22 @@ def _cuda_as_cpu():
 # arithmetic does not produce (a stray read brings NaN into the result). After the call, the
 # guards' bytes go back with the outputs, and the trusted side compares them with the pattern
 # (sandbox/guards.py): nothing in this process decides whether a guard changed.
-# Each side is wider while the case's budget lasts: as long as the data itself (at least
-# GUARD_REACH_BYTES, at most WIDE_GUARD_MAX_BYTES), so that a wrong stride or block offset, which
-# writes up to about the data's own length past it, still writes into the guard. A write past the
+# Each side is wider while the case's budget lasts: GUARD_REACH_FACTOR times the largest buffer of
+# the case (its inputs, and this buffer itself; at least GUARD_REACH_BYTES, at most
+# WIDE_GUARD_MAX_BYTES), so that a wrong stride, row index or block offset computed from the case's
+# shapes, which writes up to a few of the largest tensor's lengths past a buffer (an output's index
+# scaled by an input's row length, `y + 4 * numel`), still writes into the guard. A write past the
 # guard lands in whatever memory follows: on the interpreter the heap, where it corrupts the
 # allocator's records or another object, so that the process aborts (SIGABRT: "corrupted
 # double-linked list") during the case or a later one, and the case's evidence never comes back.
+# The guards go back zlib-compressed (`__guardz__.<i>.<side>`: a repeating pattern, a few KiB for
+# MiBs of guard); the trusted side inflates them within its own bounds and compares every byte.
 GUARD_ELEMENTS = 64
 GUARD_BYTES = 256
+GUARD_REACH_FACTOR = 4  # each side covers this many lengths of the case's largest buffer
 GUARD_REACH_BYTES = 16 << 10  # the least width of a wide guard (a BLOCK of 4096 float32 past a tiny buffer)
-WIDE_GUARD_MAX_BYTES = 256 << 10  # the most one side widens to
-MAX_WIDE_GUARD_BYTES = 2 << 20  # per case, both sides of every buffer (they go back with the case's outputs)
+WIDE_GUARD_MAX_BYTES = 8 << 20  # the most one side widens to (sandbox/guards.py inflates at most MAX_SIDE_BYTES)
+MAX_WIDE_GUARD_BYTES = 64 << 20  # per case, both sides of every buffer: the memory guards may take
 GUARD_ALIGN = 128  # the data starts on this boundary (Triton specializes pointers on 16)
 MAX_GUARDED_ALLOCATIONS = 64  # per case; later allocations are left as torch made them, and so
 MAX_GUARDED_BYTES = 1 << 30  # are those past this many bytes (the guarded ones live until the call returns)
@@ -516,13 +521,15 @@ class _Guards:
         self.allocated = 0
         self.allocated_bytes = 0
         self.wide_bytes = 0  # guard bytes past the least guard, both sides of every buffer
+        self.reach_bytes = 0  # the case's largest buffer so far (its inputs: set before they are placed)
 
     def _guard_elements(self, size: int, span: int) -> int:
         """Elements of guard on each side of a buffer of `span` elements of `size` bytes: the least
-        guard, widened to the data's length (GUARD_REACH_BYTES to WIDE_GUARD_MAX_BYTES) while the
-        case's MAX_WIDE_GUARD_BYTES last, a multiple of GUARD_ALIGN bytes."""
+        guard, widened to GUARD_REACH_FACTOR times the case's largest buffer (GUARD_REACH_BYTES to
+        WIDE_GUARD_MAX_BYTES) while the case's MAX_WIDE_GUARD_BYTES last, a multiple of GUARD_ALIGN bytes."""
         least = -(-max(GUARD_ELEMENTS * size, GUARD_BYTES) // GUARD_ALIGN) * GUARD_ALIGN
-        wanted = min(max(span * size, GUARD_REACH_BYTES), WIDE_GUARD_MAX_BYTES)
+        self.reach_bytes = max(self.reach_bytes, span * size)
+        wanted = min(max(GUARD_REACH_FACTOR * self.reach_bytes, GUARD_REACH_BYTES), WIDE_GUARD_MAX_BYTES)
         left = (MAX_WIDE_GUARD_BYTES - self.wide_bytes) // 2
         width = max(least, min(wanted, least + left) // GUARD_ALIGN * GUARD_ALIGN)
         self.wide_bytes += 2 * (width - least)
@@ -672,6 +679,19 @@ class _Guards:
             raw[f"__guard__.{index}.after"] = buffer[start + span:].view(torch.uint8).cpu().clone()
         return records, raw
 
+    def packed(self, outputs: dict) -> tuple[list, dict]:
+        """evidence(), each guard's bytes zlib-compressed under `__guardz__.<i>.<side>` (what goes on
+        the wire: MiBs of a repeating pattern are a few KiB)."""
+        import zlib
+
+        torch = self.torch
+        records, raw = self.evidence(outputs)
+        packed = {}
+        for key, data in raw.items():
+            squeezed = zlib.compress(data.numpy().tobytes(), 1)
+            packed["__guardz__." + key[len("__guard__."):]] = torch.frombuffer(bytearray(squeezed), dtype=torch.uint8)
+        return records, packed
+
 
 MAX_ERROR_EVIDENCE_BYTES = 256 << 10  # allocated buffers' data sent with a failed case, at most
 MAX_INPUTS_BACK_BYTES = 4 << 20  # inputs sent back after a case, at most (larger: no overwrite evidence)
@@ -685,7 +705,7 @@ def _error_evidence(guards, save) -> tuple[list | None, bytes]:
     if guards is None:
         return None, b""
     try:
-        records, raw = guards.evidence({})
+        records, raw = guards.packed({})
         budget = MAX_ERROR_EVIDENCE_BYTES
         for index, entry in enumerate(guards.buffers):
             if entry["kind"] != "allocated":
@@ -704,6 +724,8 @@ def _case_args(guards, case: dict, inputs: dict, device) -> tuple[list, dict, di
     """A case's arguments in guarded buffers on `device`: (the arguments, the leaves that need a
     gradient by input key, every placed input by key)."""
     args, leaves, placed = [], {}, {}
+    sizes = [inputs[arg["key"]].numel() * inputs[arg["key"]].element_size() for arg in case["args"]]
+    guards.reach_bytes = max([guards.reach_bytes, *sizes])  # every input's guards reach past the largest one
     for arg in case["args"]:
         tensor = guards.input(_arg_name(case["id"], arg["key"]), inputs[arg["key"]], device)
         placed[arg["key"]] = tensor  # the whole stored input (a strided one's wider buffer too)

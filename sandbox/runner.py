@@ -51,6 +51,7 @@ from sandbox.cpu_time import busy, sandbox_cpu_seconds
 from sandbox.exits import HarnessExit
 from sandbox.forkserver import START_ENV, ForkServer, UidTemplates, fork_server, send_job, start_mode
 from sandbox.gpu_compile import COMPILER_CRASH_SIGNALS, compiler_crash_message, crash_diagnostics
+from sandbox.guards import GUARD_PREFIXES
 from sandbox.guards import check as check_guards
 from sandbox.limit_watch import LimitWatch, timeout_said
 from sandbox.pool import JOB_PREFIX, Sandbox, WarmPool, copy_harness, new_job_dir, start_sandbox
@@ -590,7 +591,7 @@ class SandboxRunner:
             result.cases.append(CaseRun(id=case_id, status="error", elapsed_s=elapsed,
                                         said=Said("sandbox.output_unparsable", {"detail": clean_text(str(exc), 500)})))
             return case_id
-        raw = {name: tensors.pop(name) for name in list(tensors) if name.startswith("__guard__.")}
+        raw = {name: tensors.pop(name) for name in list(tensors) if name.startswith(GUARD_PREFIXES)}
         after = {name[len("__input__."):]: tensors.pop(name) for name in list(tensors) if name.startswith("__input__.")}
         breaches, missing = check_guards(message.get("guards"), raw, required=_guarded_inputs(known[case_id], inputs))
         if missing is not None:  # the harness's guarding was switched off or its evidence forged away
@@ -641,7 +642,7 @@ def _error_evidence(records: object, blob: bytes, case: CaseJob,
         tensors = load_tensors(blob)
     except Exception:  # noqa: BLE001 - malformed evidence is no evidence
         return [], []
-    raw = {name: tensors[name] for name in tensors if name.startswith("__guard__.")}
+    raw = {name: tensors[name] for name in tensors if name.startswith(GUARD_PREFIXES)}
     breaches, missing = check_guards(records, raw, required=_guarded_inputs(case, inputs))
     if missing is not None:
         return [], []

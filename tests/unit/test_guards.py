@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -251,3 +252,44 @@ def test_the_student_reads_what_was_written_where_and_the_misconception():
     before = describe([one_past.model_copy(update={"side": "before", "kind": "input", "buffer": "x", "output": None,
                                                    "value": "0.0", "changed": 2})], language="zh", entry_point="double")
     assert "输入 x" in before and "开头之前" in before and "下界" in before
+
+
+def test_a_write_three_lengths_past_the_largest_buffer_lands_in_the_guard():
+    """Each side reaches GUARD_REACH_FACTOR (4) times the case's largest buffer, not only its own
+    length: an output of M elements written at an index scaled by the input's row length (M * D)
+    still writes into y's guard, and so does a write 3N past an output of N (64 KiB here, where a
+    guard as long as the data was N elements and the write landed past it)."""
+    guards = _Guards(torch, "f")
+    case = {"id": "c", "args": [{"key": "c.x"}]}
+    (x,), _, _ = harness._case_args(guards, case, {"c.x": torch.randn(64, 256)}, "cpu")
+    n = x.numel()
+    with guards.allocations():
+        y = torch.empty(64)  # one value per row
+        z = torch.empty_like(x)
+    wider(y, 0, n + 1)[-1] = 1.5  # at y[64 + 16384]: the input's length past y's end
+    wider(z, 0, 3 * n + 1)[-1] = 2.5  # at z[N + 3N]
+    past_y, past_z = breach_of(guards, {"y": y, "z": z})
+    assert (past_y["output"], past_y["distance"], past_y["value"]) == ("y", n, "1.5")
+    assert (past_z["output"], past_z["distance"], past_z["index"], past_z["value"]) == ("z", 3 * n, 4 * n, "2.5")
+    assert past_z["guard"] >= harness.GUARD_REACH_FACTOR * n
+
+
+def test_the_guards_travel_compressed_and_are_inflated_within_bounds():
+    """The harness sends each guard zlib-compressed (`__guardz__`): MiBs of a repeating pattern in a few
+    KiB. The trusted side inflates each within MAX_SIDE_BYTES and the case's MAX_CASE_BYTES, and an
+    oversized or malformed stream is missing evidence, never a clean bill."""
+    import zlib
+
+    from sandbox import guards as trusted
+
+    guards = _Guards(torch, "f")
+    guards.input("x", torch.randn(256, 256), "cpu")  # 256 KiB: guards of 1 MiB a side
+    records, packed = guards.packed({})
+    assert set(packed) == {"__guardz__.0.before", "__guardz__.0.after"}
+    assert sum(t.numel() for t in packed.values()) < 64 << 10
+    raw = {k: v.numpy() for k, v in packed.items()}
+    assert check_guards(records, raw, required={"x"}) == ([], None)
+    bomb = np.frombuffer(zlib.compress(b"\0" * (trusted.MAX_SIDE_BYTES + 1)), dtype=np.uint8)
+    for bad in (bomb, np.frombuffer(b"not zlib", dtype=np.uint8), raw["__guardz__.0.after"][:-5]):
+        found, missing = check_guards(records, {**raw, "__guardz__.0.after": bad}, required={"x"})
+        assert found == [] and missing is not None and "inflate" in missing
