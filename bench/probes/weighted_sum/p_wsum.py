@@ -192,9 +192,9 @@ PROBES = [
      "description": "advance scaled by the column stride: advance((0, D_TILE_SIZE * x_stride_dim))",
      "edits": [b2("(0, D_TILE_SIZE * x_stride_dim)")],
      "expect": {"code_points": 2, "vetoes": ["coincidental_pass"]},
-     "judged": "wrong in principle (block pointers apply strides themselves; wrong for a column-strided x), but "
-               "x_stride_dim is 1 in every case: the grader must give 3 and cannot tell. A case with x.t() "
-               "(column stride != 1) would catch it. Judged right: lose code.boundary"},
+     "judged": "wrong in principle (block pointers apply strides themselves; wrong for a column-strided x). "
+               "probe.x_col_strided (layout: x col_stride 2) catches it: advance_scaled_by_stride. "
+               "Judged right: lose code.boundary"},
     {"id": "hidden.partial_rows_tile_size", "group": "hidden",
      "description": "partial shape rows = the tile size: (ROWS_TILE_SIZE, D)",
      "edits": [b4("(ROWS_TILE_SIZE, D)")],
