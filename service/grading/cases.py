@@ -11,7 +11,7 @@ from service.exercises import CaseSpec, Exercise, ExerciseSpec
 from service.exercises.kit import CaseEvidence
 from service.grading import bounds
 from service.grading.compare import compare_outputs
-from service.grading.inputs import laid_out
+from service.grading.inputs import layout_view
 from service.grading.overwrite import changed_input
 from service.grading.overwrite import diagnosis as overwrite_diagnosis
 from service.grading.run import sandbox_inputs
@@ -48,8 +48,8 @@ def compare_cases(exercise: Exercise, run: RunResult | None, arrays: dict[str, d
         primary = inputs64[spec.args[0]]
         base = dict(id=case.id, kind=case.kind, description=case.description.in_(lang), shape=list(primary.shape),
                     stride=case.stride, seed=seeds[case.id], tolerance=tolerance,
-                    layout={name: laid_out(layout, arrays[case.id][name])[1] for name, layout in case.layout.items()
-                            if name in arrays[case.id]},
+                    layout={name: layout_view(layout, arrays[case.id][name].shape)
+                            for name, layout in case.layout.items() if name in arrays[case.id]},
                     targets=case.targets.in_(lang) if case.targets is not None else None,
                     drawn=case.draw.family if case.draw is not None and case.secret else None)
         outcome = runs.get(case.id)
@@ -131,7 +131,7 @@ def overwritten_inputs(spec: ExerciseSpec, graded: list[CaseSpec], arrays: dict[
                 continue
             columns = case.cols if index == 0 and case.stride else None
             layout = case.layout.get(name)
-            view = laid_out(layout, arrays[case.id][name])[1] if layout is not None else None
+            view = layout_view(layout, arrays[case.id][name].shape) if layout is not None else None
             change = changed_input(case.id, name, sent[key], outcome.inputs_after.get(key), columns=columns,
                                    view=view)
             if change is not None:

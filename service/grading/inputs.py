@@ -40,13 +40,19 @@ def fill_value(dtype: np.dtype) -> float | int | bool:
 def laid_out(layout: Layout, array: np.ndarray) -> tuple[np.ndarray, dict]:
     """(the 1-D storage that goes to the sandbox, the view the entry point gets of it: shape,
     strides and offset in elements). The storage's other elements hold `fill_value`."""
-    shape = tuple(int(n) for n in array.shape)
-    strides = layout.check(shape)
+    view = layout_view(layout, array.shape)
+    shape, strides = view["shape"], view["strides"]
     size = layout.offset + 1 + sum((n - 1) * s for n, s in zip(shape, strides)) if array.size else layout.offset
     flat = np.full(size, fill_value(array.dtype), dtype=array.dtype)
     if array.size:
         view_of(flat, shape, strides, layout.offset)[...] = array
-    return flat, {"shape": list(shape), "strides": list(strides), "offset": layout.offset}
+    return flat, view
+
+
+def layout_view(layout: Layout, shape: tuple[int, ...]) -> dict:
+    """The view an input of `shape` is given as under `layout`: shape, strides and offset in elements."""
+    dims = tuple(int(n) for n in shape)
+    return {"shape": list(dims), "strides": list(layout.check(dims)), "offset": layout.offset}
 
 
 def view_of(flat: np.ndarray, shape, strides, offset: int) -> np.ndarray:

@@ -12,7 +12,7 @@ from sandbox.contract import CaseJob, DeviceMode, GradJob, RunResult, StridedVie
 from sandbox.runner import SandboxRunner
 from service.exercises import CaseSpec, Exercise, ExerciseSpec
 from service.grading.assemble import Program
-from service.grading.inputs import laid_out, storage
+from service.grading.inputs import laid_out, layout_view, storage
 from service.grading.memo import memoisable
 from service.grading.sandbox_text import render_run
 from service.grading.speed import speed_inputs, speed_job
@@ -37,13 +37,13 @@ def run_program(runner: SandboxRunner, exercise: Exercise, program: Program,
         speed.cpu_timer = cpu_timer
     given_check = program.given_check if with_given else None
     run = runner.run(program=program.module, given_check=given_check, given_seed=spec.given_check.seed,
-                     entry_point=spec.entry_point, cases=[_case_job(spec, c, arrays.get(c.id)) for c in cases],
+                     entry_point=spec.entry_point, cases=[_case_job(spec, c, arrays[c.id]) for c in cases],
                      inputs={**sandbox_inputs(cases, spec, arrays), **speed_in}, mode=mode, device_index=device_index,
                      speed=speed, deterministic=memoisable(exercise), detach_speed=detach_speed and speed is not None)
     return render_run(run, language or spec.language)  # the runner's codes in words (grading/sandbox_text.py)
 
 
-def _case_job(spec: ExerciseSpec, case: CaseSpec, arrays: dict[str, np.ndarray] | None = None) -> CaseJob:
+def _case_job(spec: ExerciseSpec, case: CaseSpec, arrays: dict[str, np.ndarray]) -> CaseJob:
     grads = spec.backward.grads if spec.backward else {}
     args = [TensorArg(key=f"{case.id}.{name}", columns=case.cols if case.stride and index == 0 else None,
                       view=_view(case, name, arrays), requires_grad=name in grads)
@@ -56,12 +56,10 @@ def _case_job(spec: ExerciseSpec, case: CaseSpec, arrays: dict[str, np.ndarray] 
                    backward=backward)
 
 
-def _view(case: CaseSpec, name: str, arrays: dict[str, np.ndarray] | None) -> StridedView | None:
+def _view(case: CaseSpec, name: str, arrays: dict[str, np.ndarray]) -> StridedView | None:
     """The strided view the entry point gets of input `name` (a case's `layout`), else None."""
     layout = case.layout.get(name)
-    if layout is None or arrays is None or name not in arrays:
-        return None
-    return StridedView.model_validate(laid_out(layout, arrays[name])[1])
+    return None if layout is None else StridedView.model_validate(layout_view(layout, arrays[name].shape))
 
 
 def sandbox_inputs(graded: list[CaseSpec], spec: ExerciseSpec,
