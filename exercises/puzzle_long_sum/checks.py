@@ -53,8 +53,8 @@ def _candidates(x: np.ndarray, b1: int) -> dict[str, tuple[np.ndarray, bool]]:
 def _to_bfloat16(a: np.ndarray) -> np.ndarray:
     """float32 values rounded to bfloat16 (to nearest, ties to even), as float32 (numpy has no bfloat16)."""
     bits = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-    return bits.astype(np.uint32).view(np.float32)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return np.asarray(rounded, dtype=np.uint64).astype(np.uint32).view(np.float32)
 
 
 HALF = {"float16": lambda a: np.asarray(a, dtype=np.float32).astype(np.float16).astype(np.float32),
