@@ -83,6 +83,10 @@ class ForkServer:
         self._live = 0  # children started whose exit the template has not reported yet
         self.claimed = False  # UidTemplates: taken for a spawn
         self._lock = threading.Lock()  # one spawn at a time on the control socket
+        # close() against a template's launch (never held while waiting): close() may come from
+        # another thread at any point of a start under `_lock`, and a template launched after it
+        # would be owned by nobody (docs/forkserver.md, "Closing")
+        self._state = threading.Lock()
         self._exits: dict[int, int] = {}
         self._started: dict[int, int] = {}
         self._cond = threading.Condition()
@@ -133,7 +137,8 @@ class ForkServer:
     def _ensure_template(self) -> None:
         """Called with the lock held: a running template, started anew if it died (never after
         close(): a spawn that waited for the lock while the server closed would start a template
-        nobody closes — the H200 found one alive after its runner had closed)."""
+        nobody closes — the H200 found one alive after its runner had closed; a close() that
+        comes while the template starts is checked again by `_launch_template`)."""
         if self._shut:
             raise SandboxUnavailable("the fork server is closed")
         if self._proc is None or self._proc.poll() is not None:
@@ -149,6 +154,10 @@ class ForkServer:
         (the template, and every child with it, would die under a running job)."""
         outcome: list[BaseException | None] = []
         done = threading.Event()
+        with self._state:  # this template's keeper ends when it is stopped (set by _stop_template)
+            closed = self._closed = threading.Event()
+            if self._shut:
+                closed.set()
 
         def keep() -> None:
             try:
@@ -158,7 +167,7 @@ class ForkServer:
                 outcome.append(exc)
             done.set()
             if outcome[0] is None:
-                self._closed.wait()
+                closed.wait()
 
         threading.Thread(target=keep, name=f"forkserver-keeper-{self.mode.value}", daemon=True).start()
         done.wait()
@@ -166,7 +175,6 @@ class ForkServer:
             raise outcome[0]
 
     def _launch_template(self) -> None:
-        self._closed = threading.Event()
         with self._cond:  # a new template: its namespace numbers its children afresh
             self._generation += 1
             self._exits.clear()
@@ -182,47 +190,57 @@ class ForkServer:
         for path in folder.iterdir():
             os.chmod(path, 0o644)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        lease: UidLease | None = None
         try:
-            self._lease = lease_host_uid() if self.own_uid else None
+            lease = lease_host_uid() if self.own_uid else None
             spec = self.backend.template_spec(template_dir=folder, control_fd=theirs.fileno(), mode=self.mode,
                                               device_index=self.device_index, limits=self.limits,
-                                              **({"host_uid": self._lease.uid} if self._lease else {}))
-            self._proc = subprocess.Popen(spec.argv, env=spec.env, stdin=subprocess.DEVNULL,
-                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                          pass_fds=(theirs.fileno(),), start_new_session=True, umask=0o022)
+                                              **({"host_uid": lease.uid} if lease else {}))
+            with self._state:  # close() came while this template was being prepared: it is not started
+                if self._shut:
+                    raise SandboxUnavailable("the fork server is closed")
+                self._lease, lease = lease, None
+                self._proc = subprocess.Popen(spec.argv, env=spec.env, stdin=subprocess.DEVNULL,
+                                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                              pass_fds=(theirs.fileno(),), start_new_session=True, umask=0o022)
+                self._control, self._folder = ours, folder
         except BaseException:
             ours.close()
             shutil.rmtree(folder, ignore_errors=True)
-            if self._lease is not None:
-                self._lease.release()
-                self._lease = None
+            if lease is not None:
+                lease.release()
+            self._stop_template()
             raise
         finally:
             theirs.close()
         self._template_log = _LogSink(self._proc.stdout, 64 << 10)
-        self._control, self._folder = ours, folder
         ready = self._receive(self.limits.startup_timeout_s)
-        if ready is None or ready.get("type") != "ready":
+        with self._state:
+            shut = self._shut  # closed while it started: close() killed it, or kills it now
+        if shut or ready is None or ready.get("type") != "ready":
             self._stop_template()
+            if shut:
+                raise SandboxUnavailable("the fork server is closed")
             raise SandboxUnavailable(f"the fork-server template did not start: {self._template_log.text()[-2000:]}")
-        threading.Thread(target=self._read_loop, args=(self._generation,), name=f"forkserver-{self.mode.value}",
+        threading.Thread(target=self._read_loop, args=(self._generation, ours), name=f"forkserver-{self.mode.value}",
                          daemon=True).start()
         log.info("fork-server template for %s/%d ready (its imports took %.2f s)", self.mode.value,
                  self.device_index, float(ready.get("startup_s", 0.0)))
 
     def _receive(self, timeout_s: float) -> dict | None:
-        assert self._control is not None
-        readable, _, _ = select.select([self._control], [], [], timeout_s)
-        if not readable:
+        control = self._control
+        if control is None:  # stopped meanwhile (close())
             return None
-        data = self._control.recv(1 << 16)
+        try:
+            readable, _, _ = select.select([control], [], [], timeout_s)
+            data = control.recv(1 << 16) if readable else b""
+        except (OSError, ValueError):  # closed by close() from another thread
+            return None
         return json.loads(data) if data else None
 
-    def _read_loop(self, generation: int) -> None:
+    def _read_loop(self, generation: int, control: socket.socket) -> None:
         """The template's reports; its end marks its children dead, unless a newer template has
         replaced it meanwhile (this loop may see its socket closed only after the restart)."""
-        control = self._control
-        assert control is not None
         while True:
             try:
                 data = control.recv(1 << 16)
@@ -270,27 +288,40 @@ class ForkServer:
             self._cond.wait(timeout_s)
 
     def close(self) -> None:
-        """The template and its children end, for good."""
-        self._shut = True
+        """The template and its children end, for good: when close() returns none of them is
+        left (a template per host uid: no process of its uid), and a template whose start was
+        under way is killed by that start as soon as it is launched (docs/forkserver.md)."""
+        with self._state:
+            self._shut = True
         self._stop_template()
 
     def _stop_template(self) -> None:
-        self._closed.set()
-        if self._control is not None:
-            self._control.close()
-            self._control = None
-        if self._proc is not None and self._proc.poll() is None:
+        with self._state:  # taken once: close() and a failed start may stop the same template at once
+            self._closed.set()
+            control, self._control = self._control, None
+            proc, folder, self._folder = self._proc, self._folder, None
+            lease, self._lease = self._lease, None
+        if control is not None:
+            control.close()
+        if proc is not None and proc.poll() is None:
             try:
-                os.killpg(self._proc.pid, 9)
+                os.killpg(proc.pid, 9)
             except ProcessLookupError:
                 pass
-            self._proc.wait()
-        if self._folder is not None:
-            shutil.rmtree(self._folder, ignore_errors=True)
-            self._folder = None
-        if self._lease is not None:  # the template is dead, and every child with it (its pid namespace)
-            self._lease.release()
-            self._lease = None
+        if proc is not None:
+            try:
+                proc.wait()
+            except ChildProcessError:
+                pass
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+        if lease is not None:
+            # bwrap's own init and the template die of bwrap's --die-with-parent, and every child
+            # with them (their pid namespaces), after the bwrap waited for above: the uid is only
+            # given back once nothing of it is left (no later template shares its RLIMIT_NPROC),
+            # and nothing outlives close() (the adversarial kit looks right after it)
+            _kill_uid(lease.uid, timeout_s=max(5.0, self.limits.kill_grace_s))
+            lease.release()
 
     # --- one child ---------------------------------------------------------------------------
 
@@ -336,7 +367,8 @@ class ForkServer:
                       "hidden": [str(path) for path in self.backend.covered_paths()],
                       "warm": warm, "mode": self.mode.value}
             try:
-                assert self._control is not None
+                if self._control is None:  # closed since _ensure_template (close() from another thread)
+                    raise SandboxUnavailable("the fork server is closed")
                 self._control.sendmsg([json.dumps(header).encode()],
                                       [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack(f"{len(theirs)}i",
                                                                                           *theirs.values()))])
@@ -500,6 +532,43 @@ def fork_server(*, backend, limits: Limits, mode: DeviceMode, device_index: int)
 
 
 _CREDENTIALS = struct.Struct("3i")  # struct ucred: pid, uid, gid
+
+
+def _uid_processes(uid: int) -> list[int]:
+    """Live processes whose real uid is `uid` (zombies are gone already)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status", "rb") as status:
+                fields = dict(line.split(b":", 1) for line in status.read().splitlines() if b":" in line)
+        except (OSError, ValueError):
+            continue
+        if int(fields.get(b"Uid", b"-1 ").split()[0]) == uid and not fields.get(b"State", b"").strip().startswith(b"Z"):
+            found.append(int(entry))
+    return found
+
+
+def _kill_uid(uid: int, *, timeout_s: float) -> None:
+    """SIGKILL every process of a leased host uid and wait until none is left. The uid is this
+    template's alone while it holds the lease (host_uids.py), so each one is the template's or a
+    child's: bwrap's, the template's own, and whatever a job left that outlived its pid namespace
+    (none should)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = _uid_processes(uid)
+        if not left:
+            return
+        for pid in left:
+            try:
+                os.kill(pid, 9)
+            except (ProcessLookupError, PermissionError):
+                pass
+        if time.monotonic() >= deadline:
+            log.error("processes of host uid %d outlived their template's close: %s", uid, left)
+            return
+        time.sleep(0.02)
 
 
 def _credentials_pair() -> tuple[int, int]:

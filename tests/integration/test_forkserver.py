@@ -435,3 +435,98 @@ def test_a_template_of_a_host_uid_forks_no_second_child_while_one_lives(monkeypa
     finally:
         server.close()
         forks.runner.close()
+
+
+def test_a_template_of_a_host_uid_whose_server_closes_while_it_starts_is_not_left_running(monkeypatch, tmp_path):
+    """close() from another thread while a template is being prepared (a grader closing while
+    its warm pool's refill, or a cold attempt, starts a template: the H200's forked adversarial
+    run): the start must not go on to launch a template that nobody owns any more. The spawn
+    fails, and no process of the uid leased for it is left."""
+    import threading
+
+    from sandbox.backends.bwrap import BwrapBackend
+
+    forks = make_uid_fork_runner(monkeypatch, warm=False)
+    server = ForkServer(backend=forks.runner.backend, limits=forks.runner.limits, mode=DeviceMode.interpreter,
+                        device_index=0, own_uid=True)
+    uids: list[int] = []
+    prepare = BwrapBackend.template_spec
+
+    def close_meanwhile(self, **kwargs):
+        uids.append(kwargs["host_uid"])
+        spec = prepare(self, **kwargs)
+        closing = threading.Thread(target=server.close)  # the grader's close, from its own thread
+        closing.start()
+        closing.join(60)
+        assert not closing.is_alive(), "close() waited for the template's start"
+        return spec
+
+    monkeypatch.setattr(BwrapBackend, "template_spec", close_meanwhile)
+    forked = []
+    try:
+        with pytest.raises(SandboxUnavailable, match="closed"):
+            forked.append(server.spawn_warm(job_dir=tmp_path))
+        assert server._proc is None, "a template was launched after its server closed"
+    finally:
+        for child in forked:
+            child.kill(5)
+        server.close()  # (without the fix: the template started after close, killed here)
+        forks.runner.close()
+    assert len(uids) == 1
+    assert not forked, "a child was forked by a template started after its server closed"
+    assert not _tasks_of(uids[0]), f"processes of the template's host uid {uids[0]} outlived close()"
+
+
+def test_the_templates_of_a_host_uid_end_when_close_returns(monkeypatch):
+    """A runner's close() returns only once nothing of its templates is left: no process of any
+    uid they leased (bwrap, its init, the template, a warm child), not merely their first bwrap."""
+    forks = make_uid_fork_runner(monkeypatch, warm=True)
+    try:
+        assert forks.pool is not None and forks.pool.wait_ready(1, 120), "the warm child never said hello"
+        uids = [t._lease.uid for t in _templates(forks.runner) if t._lease is not None]
+        assert uids and all(_tasks_of(uid) for uid in uids[:1])
+    finally:
+        forks.runner.close()
+    left = {uid: _tasks_of(uid) for uid in uids}
+    assert not any(left.values()), f"processes of the templates' host uids outlived close(): {left}"
+
+
+EXITING = '''
+import json, os, sys
+import sandbox.cgroups as cgroups
+cgroups._detected["pids"] = (None, "no pids cgroup (test)")
+os.environ["KERNELGRADE_SANDBOX_START"] = "fork"
+from sandbox.backends.bwrap import BwrapBackend
+from sandbox.contract import DeviceMode, Limits
+from sandbox.runner import SandboxRunner
+runner = SandboxRunner(backend=BwrapBackend(python=sys.executable, hidden_paths=[]), limits=Limits())
+pool = runner.start_pool(mode=DeviceMode.interpreter, device_index=0, size=1)
+assert pool.wait_ready(1, 120), "no warm child"
+templates = runner.forks[(DeviceMode.interpreter, 0)].templates
+print(json.dumps([t._lease.uid for t in templates if t._lease is not None]), flush=True)
+if sys.argv[1] == "killed":
+    os.kill(os.getpid(), 9)
+'''
+
+
+@pytest.mark.parametrize("how", ["exits", "killed"])
+def test_the_templates_of_a_host_uid_end_with_their_process(monkeypatch, how):
+    """A process that ends without closing its runner (returns from its main, or is SIGKILLed)
+    leaves no template, no warm child, no process of a uid they leased."""
+    import json
+    import subprocess
+    import sys
+
+    from service.config import REPO_ROOT
+
+    make_uid_fork_runner(monkeypatch, warm=False).runner.close()  # skips where no template of a host uid can run
+    done = subprocess.run([sys.executable, "-c", EXITING, how], capture_output=True, text=True, timeout=300,
+                          cwd=REPO_ROOT, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    assert done.stdout.strip(), done.stderr[-3000:]
+    uids = json.loads(done.stdout.strip().splitlines()[-1])
+    assert uids, done.stderr[-3000:]
+    deadline = time.monotonic() + 30
+    while any(_tasks_of(uid) for uid in uids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = {uid: _tasks_of(uid) for uid in uids}
+    assert not any(left.values()), f"processes of the templates' host uids outlived their process: {left}"
