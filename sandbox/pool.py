@@ -337,6 +337,11 @@ class WarmPool:
         with self._lock:
             return [s.proc.pid for s in self._waiting]
 
+    def waiting(self) -> list[tuple[int, Path]]:
+        """(pid, job folder) of each waiting sandbox (tests: what the pool keeps alive by design)."""
+        with self._lock:
+            return [(s.proc.pid, s.job_dir) for s in self._waiting]
+
     def wait_ready(self, count: int, timeout_s: float) -> bool:
         """Block until `count` sandboxes are ready (benchmarks and tests)."""
         deadline = time.monotonic() + timeout_s

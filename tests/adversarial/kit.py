@@ -17,6 +17,7 @@ import re
 import tempfile
 import textwrap
 import time
+import weakref
 from pathlib import Path
 
 import pytest
@@ -155,6 +156,9 @@ def guarded(attack: str, **values) -> str:
 WARM_POOL_ENV = "KERNELGRADE_TEST_WARM_POOL"
 WARM_COUNTS = {"graders": 0, "warm": 0, "forked": 0, "cold": 0}  # attempts of the suite (the summary line)
 _per_test: list[Grader] = []
+# Every grader started with a warm pool and not closed yet, a module's fixture's among them: its
+# waiting sandboxes are alive by design while it is open (assert_no_survivors spares them).
+_open: dict[int, weakref.ref[Grader]] = {}
 
 
 def warm_pool_size() -> int:
@@ -176,6 +180,7 @@ def started(grader: Grader) -> Grader:
         grader.warm_pool = size
         grader.start()
         WARM_COUNTS["graders"] += 1
+        _open[id(grader)] = weakref.ref(grader)
     return grader
 
 
@@ -185,6 +190,7 @@ def close_started(grader: Grader) -> None:
         WARM_COUNTS["warm"] += pool.handed_total
         WARM_COUNTS["forked"] += pool.forked_total
     WARM_COUNTS["cold"] += grader.runner.cold_starts
+    _open.pop(id(grader), None)
     grader.close()
 
 
@@ -299,21 +305,53 @@ def job_needle() -> str:
     return f"kg-job-{os.getpid()}-"
 
 
+def _waiting_sandboxes() -> tuple[set[int], set[Path]]:
+    """The processes (each waiting sandbox's and every descendant of it) and job folders of the
+    warm sandboxes that graders still open keep waiting: a module's grader (a fixture) stays open
+    across its tests. None of them has run a job: an attempt takes its sandbox out of the pool."""
+    roots: set[int] = set()
+    folders: set[Path] = set()
+    for ref in list(_open.values()):
+        grader = ref()
+        if grader is None:
+            continue
+        for pool in list(grader.runner.pools.values()):
+            for pid, job_dir in pool.waiting():
+                roots.add(pid)
+                folders.add(job_dir)
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        try:
+            parents[int(entry)] = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (ValueError, OSError, IndexError):
+            continue
+    spared = set(roots)
+    grown = True
+    while grown:
+        more = {pid for pid, parent in parents.items() if parent in spared} - spared
+        spared |= more
+        grown = bool(more)
+    return spared, folders
+
+
 def assert_no_survivors(token: str, *, wait_s: float = 8.0) -> None:
-    """No process left: none carrying the attack's token, none of this process's sandboxes."""
-    # With KERNELGRADE_TEST_WARM_POOL the test's warm sandboxes live while their grader is open, and
-    # so do fork mode's templates where no pids cgroup is writable (each started as a sandbox, its job
-    # folder in bwrap's command line): close them first, so that everything of the job must be gone.
+    """No process left: none carrying the attack's token, none of this process's sandboxes (but
+    the warm ones that a grader still open keeps waiting, which ran no job)."""
+    # With KERNELGRADE_TEST_WARM_POOL the test's warm sandboxes live while their grader is open
+    # (a fresh one carries its job folder in bwrap's command line): close the test's own graders
+    # first, so that everything of the job must be gone; a module's grader stays open, and only
+    # its waiting sandboxes are spared.
     close_test_graders()
     deadline = time.monotonic() + wait_s
     while True:
-        left = host_processes_with(token, job_needle())
+        spared, folders = _waiting_sandboxes()
+        left = [(pid, line) for pid, line in host_processes_with(token, job_needle()) if pid not in spared]
         if not left:
             break
         if time.monotonic() > deadline:
             pytest.fail(f"processes outlived the grading: {left}")
         time.sleep(0.1)
-    stale = list(Path(tempfile.gettempdir()).glob(f"{job_needle()}*"))
+    stale = [p for p in Path(tempfile.gettempdir()).glob(f"{job_needle()}*") if p not in folders]
     assert not stale, f"job folders left behind: {stale}"
 
 
