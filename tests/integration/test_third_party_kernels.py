@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import pytest
 
+from service.config import REPO_ROOT
+
 from service.grading.validate import code_points
 from service.report import Report
 from service.submission import Submission
@@ -93,3 +95,30 @@ def test_fp16_rounding_is_not_a_padding_value(grader):
     assert ids == ["half_precision_accumulator"], [d.message for d in report.diagnoses]
     message = report.diagnoses[0].message
     assert "float16" in message and "float32" in message, message
+
+
+# Integer tl.clamp (clamped offsets, a FlagGems-like guard): Triton 3.6 compiles only floating-point
+# clamp ("Only floating point clamp is supported"), 3.9 takes integers. The one-verdict check compiles
+# with the sandbox Python's Triton, so a service whose interpreter sandbox has the GPU hosts' Triton
+# (KERNELGRADE_SANDBOX_PYTHON; scripts/setup --test makes .venv-triton36, the H200's 3.6) gives the
+# GPU's verdict: the compile error, on every case, in the compiler's words.
+TRITON36 = REPO_ROOT / ".venv-triton36" / "bin" / "python"
+CLAMPED = """
+i = tl.program_id(0) * B0 + tl.arange(0, B0)
+j = tl.program_id(1) * B1 + tl.arange(0, B1)
+xi = tl.load(x_ptr + tl.clamp(i, 0, N0 - 1))
+yj = tl.load(y_ptr + tl.clamp(j, 0, N1 - 1))
+tl.store(z_ptr + j[:, None] * N0 + i[None, :], xi[None, :] + yj[:, None], mask=(j[:, None] < N1) & (i[None, :] < N0))
+"""
+
+
+def test_integer_clamp_fails_as_on_the_gpu_hosts_triton_when_the_sandbox_has_it():
+    if not TRITON36.exists():
+        pytest.fail(f"{TRITON36} is missing: scripts/setup --test makes it")
+    with warm_grader("bwrap", ahead=0, sandbox_python=str(TRITON36)) as grader:
+        report = _grade(grader, "puzzle_outer_add", _body(grader, "puzzle_outer_add", CLAMPED))
+        exercise = grader.catalog.get("puzzle_outer_add")
+    assert report.environment.triton.startswith("3.6"), report.environment
+    assert code_points(report, exercise) == 0 and report.given_check.status == "failed"
+    assert "floating point clamp" in report.given_check.output
+    assert all("floating point clamp" in (case.error or "") for case in report.cases), report.cases
