@@ -453,6 +453,10 @@ class CompileGate:
         self.pristine = _language_snapshot()  # before any interpreter run patched triton.language
         self.compiles = 0
         self.compile_s = 0.0
+        # Told before and after each compile (the harness sends it to the runner as a `compile` frame), so
+        # that a compile that runs into the case's time or memory limit is said as such (a large
+        # `tl.static_range` unrolled, a huge block): ("start", the kernel's name) then ("end", None).
+        self.on_compile = None
 
     # -- the JITFunction twin of an interpreter kernel -------------------------------------------
     def _scope(self, module_globals: dict) -> dict:
@@ -531,12 +535,17 @@ class CompileGate:
             self.active = self.reached[key]
             return
         started = time.perf_counter()
+        told = self.on_compile
+        if told is not None:
+            told("start", getattr(interpreted.fn, "__name__", "?"))
         try:
             with self.compiler_stderr.captured():
                 message, record = self._compile_apart(interpreted, jit, kwargs, bound_args, specialization, options)
         finally:
             self.compiles += 1
             self.compile_s += time.perf_counter() - started
+            if told is not None:
+                told("end", None)
         if message is not None:
             self.verdicts[key] = message
             raise GPUCompileError(message) from None

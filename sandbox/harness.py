@@ -172,6 +172,8 @@ def main() -> int:
         except Exception:  # noqa: BLE001 - any failure here means the context is gone
             return True
 
+    _announce_compiles(send, gate)
+
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("submission", os.path.join(job_dir, "submission.py"))
@@ -749,6 +751,38 @@ def _strided_view(storage, view: dict):
             or any(n < 0 for n in shape) or last >= storage.numel()):
         raise ValueError(f"layout view {view} does not fit its storage of {storage.numel()} elements")
     return storage.as_strided(shape, strides, storage.storage_offset() + offset)
+
+
+def _announce_compiles(send, gate) -> None:
+    """Tell the runner when a kernel's compile starts and ends (`compile` frames), so that a phase
+    stopped at its time or memory limit while a compile ran is said as the compile's (a
+    `tl.static_range` of 10**5 unrolled takes minutes to compile: it was told as the kernel running
+    too long). Interpreter: the gate's compile for the GPU target; GPU: Triton's own JIT compile.
+    From the main thread only (compile-ahead threads, or a student's, would interleave frames).
+    Student code can send such frames too: they change only the words of its own timeout."""
+    import threading
+
+    main = threading.main_thread()
+
+    def told(state: str, kernel: str | None) -> None:
+        if threading.current_thread() is main:
+            send({"type": "compile", "state": state, **({"kernel": kernel} if kernel else {})})
+
+    if gate is not None:
+        gate.on_compile = told
+        return
+    from triton.runtime.jit import JITFunction
+
+    compile_one = JITFunction._do_compile
+
+    def announced(self, *args, **kwargs):
+        told("start", getattr(getattr(self, "fn", None), "__name__", "?"))
+        try:
+            return compile_one(self, *args, **kwargs)
+        finally:
+            told("end", None)
+
+    JITFunction._do_compile = announced
 
 
 _ABANDONED_COMPILES = False  # a compile-ahead thread outlived its wait (see __main__)

@@ -72,10 +72,16 @@ class LimitWatch:
         return last.at_limit > first.at_limit or (last.refaults > first.refaults and last.full)
 
 
-def timeout_said(*, held_at_limit: bool, memory_limit: str, elapsed: float, time_limit: float) -> Said:
+def timeout_said(*, held_at_limit: bool, memory_limit: str, elapsed: float, time_limit: float,
+                 compiling: str | None = None) -> Said:
     """What a phase stopped at its deadline tells the student: out of memory when it was held at the
-    limit (above), else a timeout."""
+    limit (above), else a timeout; either as the compile's when the sandbox said it was compiling
+    the kernel `compiling` then (sandbox/harness.py, `compile` frames)."""
     if held_at_limit:
+        if compiling is not None:
+            return Said("sandbox.out_of_memory.compile", {"limit": memory_limit, "kernel": compiling})
         return Said("sandbox.out_of_memory.at_timeout",
                     {"limit": memory_limit, "elapsed": elapsed, "time_limit": time_limit})
+    if compiling is not None:
+        return Said("sandbox.timeout.compile", {"elapsed": elapsed, "limit": time_limit, "kernel": compiling})
     return Said("sandbox.timeout", {"elapsed": elapsed, "limit": time_limit})

@@ -378,6 +378,9 @@ class SandboxRunner:
         broken_channel: str | None = None
         watch, watched_phase = LimitWatch(sandbox.memory_events), None  # a timeout at the memory limit
         held_at_limit = False
+        # The kernel whose compile runs now, as the harness tells it (`compile` frames): a limit met
+        # then is said as the compile's ({"kernel": name}; empty between compiles).
+        compiling: dict[str, str] = {}
         # The sandbox's CPU time at the current phase's start, to tell a timeout the program ran
         # into from one the machine made (sandbox/cpu_time.py). Its process tree only where the
         # process we hold is the sandbox's own (bwrap, a forked child), not a launcher (docker).
@@ -387,7 +390,8 @@ class SandboxRunner:
             for message, blob in sandbox.early_frames:  # a warm sandbox's hello, read by the pool
                 current, ready, phase_started = self._handle(
                     message, blob, job=job, result=result, settled=settled, current=current,
-                    ready=ready, phase_started=phase_started, attempt_started=attempt_started, inputs=inputs)
+                    ready=ready, phase_started=phase_started, attempt_started=attempt_started, inputs=inputs,
+                    compiling=compiling)
             while True:
                 if phase_started != watched_phase:
                     watch.restart()
@@ -416,7 +420,8 @@ class SandboxRunner:
                     for message, blob in reader.feed(chunk):
                         current, ready, phase_started = self._handle(
                             message, blob, job=job, result=result, settled=settled, current=current,
-                            ready=ready, phase_started=phase_started, attempt_started=attempt_started, inputs=inputs)
+                            ready=ready, phase_started=phase_started, attempt_started=attempt_started, inputs=inputs,
+                    compiling=compiling)
                 except FrameError as exc:
                     broken_channel = str(exc)
                     stop_reason = "channel"
@@ -445,9 +450,13 @@ class SandboxRunner:
             said = Said("sandbox.broken_channel", {"detail": broken_channel})
         elif stop_reason == "timeout":  # out of memory where it was held at the limit (sandbox/limit_watch.py)
             said = timeout_said(held_at_limit=held_at_limit, memory_limit=sandbox.memory_limit,
-                                elapsed=time.monotonic() - phase_started, time_limit=limits.case_timeout_s)
+                                elapsed=time.monotonic() - phase_started, time_limit=limits.case_timeout_s,
+                                compiling=compiling.get("kernel"))
         elif sandbox.oom_killed:
-            said = Said("sandbox.out_of_memory", {"limit": sandbox.memory_limit})
+            said = (Said("sandbox.out_of_memory.compile",
+                         {"limit": sandbox.memory_limit, "kernel": compiling["kernel"]})
+                    if "kernel" in compiling
+                    else Said("sandbox.out_of_memory", {"limit": sandbox.memory_limit}))
         elif proc.returncode == HarnessExit.gpu_poisoned:
             said = Said("sandbox.gpu_poisoned")
         else:
@@ -507,7 +516,8 @@ class SandboxRunner:
                              f"{type(exc).__name__}") from None
 
     def _apply(self, message: dict, blob: bytes, *, job: Job, result: RunResult, settled: set[str],
-               current: str | None, ready: bool, phase_started: float, attempt_started: float, inputs: dict[str, int]):
+               current: str | None, ready: bool, phase_started: float, attempt_started: float, inputs: dict[str, int],
+               compiling: dict[str, str]):
         kind = message["type"]
         if kind == "hello":
             # Only the harness's first frame, before any student code ran: a later one would let a
@@ -570,8 +580,13 @@ class SandboxRunner:
                                                                  + compiles)
                 if type(seconds) is float and 0.0 <= seconds < 86_400.0:
                     result.gpu_compile_s += seconds
+        elif kind == "compile":  # told by the sandbox (harness._announce_compiles): only the words of a limit met
+            compiling.clear()
+            if message.get("state") == "start":
+                compiling["kernel"] = clean_text(message.get("kernel") or "?", 100)
         if kind in ("hello", "given_start", "case_start", "given", "case", "speed_start", "speed"):
             phase_started = time.monotonic()
+            compiling.clear()  # a compile that raised told no end; the phase it was in is over
         return current, ready, phase_started
 
     def _record_case(self, result: RunResult, job: Job, message: dict, blob: bytes, inputs: dict[str, int]) -> str:

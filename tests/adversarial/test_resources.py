@@ -406,7 +406,34 @@ tl.store(y + row * N + cols, values * 2, mask=mask)
 '''), **{**TIMEOUT_LIMITS, "case_timeout_s": KERNEL_LOOP_TIMEOUT_S})
     # Only regular.n32 (N = 32) loops; the given check and regular.n17 are right.
     assert_timed_out(report, given=False, cases=("regular.n32",), started=started, case_timeout_s=KERNEL_LOOP_TIMEOUT_S)
+    assert "编译" not in case(report, "regular.n32").error  # the kernel ran (it compiled): not said as the compile's
     assert report.given_check.status == "passed" and case(report, "regular.n17").passed
+    host.assert_untouched()
+    assert_graded_normally()
+
+
+def test_a_compile_past_the_time_limit_is_said_as_the_compile(host):
+    """A `tl.static_range` of 200 000 unrolls into 200 000 copies of its body: Triton's compiler
+    (the GPU compile before each interpreter launch, or the JIT on a GPU) runs for minutes on it.
+    It ends at the case's time limit like any hang, and the student is told it was the compile of
+    `double_kernel` that ran out of time, not the kernel's run (both said only "still running
+    after 5 s" before: an endless loop and an unrolled one read the same)."""
+    started = time.monotonic()
+    report = grade(submission(kernel='''
+row = tl.program_id(0)
+cols = tl.arange(0, BLOCK)
+mask = cols < N
+values = tl.load(x + row * N + cols, mask=mask, other=0.0)
+for i in tl.static_range(1 + (N == 32) * 199999):
+    values = values + 0.0
+tl.store(y + row * N + cols, values * 2, mask=mask)
+'''), **{**TIMEOUT_LIMITS, "case_timeout_s": KERNEL_LOOP_TIMEOUT_S})
+    # Only regular.n32 (N = 32) unrolls 200 000 times; the given check and regular.n17 compile at once.
+    assert_timed_out(report, given=False, cases=("regular.n32",), started=started, case_timeout_s=KERNEL_LOOP_TIMEOUT_S)
+    assert report.given_check.status == "passed" and case(report, "regular.n17").passed
+    error = case(report, "regular.n32").error
+    for said in ("为 GPU 编译 kernel double_kernel", "tl.static_range", "while compiling kernel double_kernel"):
+        assert said in error, error
     host.assert_untouched()
     assert_graded_normally()
 
