@@ -583,7 +583,7 @@ class SandboxRunner:
         elif kind == "compile":  # told by the sandbox (harness._announce_compiles): only the words of a limit met
             compiling.clear()
             if message.get("state") == "start":
-                compiling["kernel"] = clean_text(message.get("kernel") or "?", 100)
+                compiling["kernel"] = clean_text(message.get("kernel"), 100).replace("\n", " ") or "?"
         if kind in ("hello", "given_start", "case_start", "given", "case", "speed_start", "speed"):
             phase_started = time.monotonic()
             compiling.clear()  # a compile that raised told no end; the phase it was in is over

@@ -151,3 +151,29 @@ def test_fd2_is_put_back_however_a_capture_ends():
         assert (after.st_dev, after.st_ino) == (before.st_dev, before.st_ino)
         assert "error: inside" in capture.text()
         assert capture.text() == ""  # emptied once read
+
+
+def test_a_limit_met_while_compiling_is_said_as_the_compiles_in_both_languages():
+    from sandbox.limit_watch import timeout_said
+
+    def run() -> RunResult:
+        result = RunResult(backend="test", mode=DeviceMode.interpreter)
+        result.cases = [
+            CaseRun(id="t", status="timeout", said=timeout_said(held_at_limit=False, memory_limit="memory cgroup 1 GiB",
+                                                                elapsed=5.04, time_limit=5.0, compiling="my_kernel")),
+            CaseRun(id="m", status="timeout", said=timeout_said(held_at_limit=True, memory_limit="memory cgroup 1 GiB",
+                                                                elapsed=5.04, time_limit=5.0, compiling="my_kernel")),
+            CaseRun(id="r", status="timeout", said=timeout_said(held_at_limit=False, memory_limit="memory cgroup 1 GiB",
+                                                                elapsed=5.04, time_limit=5.0)),
+        ]
+        return result
+
+    zh, en = render_run(run(), "zh"), render_run(run(), "en")
+    assert zh.cases[0].error.startswith("超时：为 GPU 编译 kernel my_kernel（Triton 编译器）5.0 秒仍未结束")
+    assert en.cases[0].error.startswith("Timed out while compiling kernel my_kernel for the GPU (Triton's compiler): "
+                                        "still compiling after 5.0 s")
+    assert "tl.static_range" in en.cases[0].error and "the limit is 5 s per case" in en.cases[0].error
+    assert zh.cases[1].error.startswith("超出内存上限：为 GPU 编译 kernel my_kernel")
+    assert en.cases[1].error.startswith("Out of memory while compiling kernel my_kernel for the GPU")
+    assert "memory cgroup 1 GiB" in en.cases[1].error
+    assert en.cases[2].error == "Timed out: still running after 5.0 s, so it was stopped (the limit is 5 s per case)"
