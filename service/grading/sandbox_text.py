@@ -31,13 +31,26 @@ _MARK = re.compile(re.escape(MARK_OPEN) + r"([a-z_.]{1,40})"
                    + r"((?:" + re.escape(MARK_SEP) + r"[a-z_]{1,20}=[^«»|\n]{0,200}){0,4})" + re.escape(MARK_CLOSE))
 
 
+# Marks said in words per text. The sandbox writes one or two (a compile error's, and a refused call's inside
+# it); any text from the sandbox can hold more (student code writes them too), and each reads up to 17 times
+# its length, so without a cap an error cut at 20 000 characters became 336 000 (test_tampering.py).
+MAX_EXPANDED_MARKS = 8
+
+
 def expand_marks(text: str, language: str) -> str:
-    """`text` with every mark of a known inline code (and exactly its parameters) said in `language`."""
+    """`text` with the first MAX_EXPANDED_MARKS marks of a known inline code (and exactly its parameters)
+    said in `language`; any further mark stays as it was written (a text grows by a few KB at most)."""
+    expanded = 0
+
     def said(match: re.Match[str]) -> str:
+        nonlocal expanded
         code = match.group(1)
         params = dict(part.split("=", 1) for part in match.group(2).split(MARK_SEP)[1:])
         if code not in INLINE_CODES or set(params) != service_catalogue().parameters(code):
             return match.group(0)
+        if expanded >= MAX_EXPANDED_MARKS:
+            return match.group(0)
+        expanded += 1
         return render(code, language, **params)
     return _MARK.sub(said, text) if MARK_OPEN in text else text
 

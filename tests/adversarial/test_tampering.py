@@ -271,3 +271,26 @@ def test_hostile_frame_content_is_the_submissions_failure(host, body):
         assert not any(ord(ch) < 32 and ch not in "\n\t" or 0xD800 <= ord(ch) <= 0xDFFF for ch in error), repr(error)
     host.assert_untouched()
     assert_graded_normally()
+
+
+# A mark of an inline code (sandbox/gpu_compile.py, `mark`): the trusted side says it in words
+# (service/grading/sandbox_text.py, expand_marks). This one is 35 characters and reads 589 in Chinese.
+FORGED_MARK = "«kg:sandbox.interpreter_only|line=1»"
+
+
+def test_forged_marks_do_not_inflate_the_report(host):
+    """An error made of inline marks: every string from the sandbox is cut at its limit (8 000
+    characters of a traceback), but each mark became its whole message on the trusted side, so one
+    case's error grew to 134 000 characters (17 times; a forged frame's 20 000 to 336 000), in every
+    case of the report. Only the first few marks of a text are said in words now; the rest stay as
+    they were written."""
+    report = grade(submission(wrapper=f"raise RuntimeError({FORGED_MARK!r} * 1000)\n"))
+    assert_failed(report)
+    errors = [c.error or "" for c in report.cases if c.id in REGULAR_CASES]
+    assert len(errors) == len(REGULAR_CASES)
+    for error in errors:
+        assert "GPU 编译从未编译这段代码" in error, error[:500]  # the first marks are still said in words
+        assert len(error) <= 20_000, f"a case's error of {len(error)} characters from an 8 000-character traceback"
+    assert len(report.to_json()) < 200_000, len(report.to_json())
+    host.assert_untouched()
+    assert_graded_normally()
