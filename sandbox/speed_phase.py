@@ -89,6 +89,8 @@ class SpeedPhase:
                 for message, _blob in sandbox.reader.feed(chunk):
                     if message.get("type") == "speed":
                         return self._parse(message)  # the harness's last frame (`done` came before the phase)
+                    if message.get("type") == "compile":  # the timed shape's own compile (harness._announce_compiles)
+                        continue
                     raise FrameError(f"a {str(message.get('type'))[:40]!r} frame during the speed phase")
             except FrameError as exc:
                 return SpeedRun(status="crashed", said=Said("sandbox.broken_channel", {"detail": str(exc)}))
