@@ -44,6 +44,8 @@ _NO_FAILURE = (
     r"(没有|没|无|未|不)\s*+(任何)?\s*+(运行|执行)?\s*+(触发|抛出|抛|出现|发生|引发|产生|遇到|报)?\s*+(任何)?\s*+"
     r"(报错|错误|失败|异常|问题|[a-z]*error|assertion|assert|mismatch)|"
     r"(断言|assert(ion)?s?|assert_close)\s*+(都|全都|全)?\s*+(没有|没|未)\s*+(触发|报错?|失败|抛)|"
+    r"(报错|错误|异常|失败|问题|输出|打印)\s*+[:：]?\s*+(没有|无)(?!\s*+(通过|成功|正确|一致))|"
+    r"\b(errors?|failures?|exceptions?|output)\s*+[:=]\s*+(none|0)(?![\w.])|"
     r"(不|没有?)\s*+(抛|报)|"
     r"no ([a-z]*error|failures?|exceptions?|assertion ?errors?|assertions? (fired|failed|triggered|tripped)|"
     r"mismatch(es)?|problems?|issues?)\b|"
@@ -64,6 +66,19 @@ _FAIL = re.compile(r"assertionerror|traceback|mismatch|not close|"
                    r"(doesn'?t|does not|didn'?t|did not|don'?t|do not) (match|agree|pass|work)|"
                    r"\bnot (match|correct|the same)|"
                    r"[❌✗✘]")
+# A failure said through the words of success: negated or partial ("不太一致", "不完全正确", "isn't
+# correct", "doesn't quite match", "部分通过", "only the mean matched"), a clause that ends on its
+# negation ("第一个通过了，第二个没有", "(4,128) didn't"), and crash slang ("跑崩了", "挂了").
+_FAIL_SAID = re.compile(
+    r"(不|没|未|并非|并不)[太很完全是够大都全有\s]{0,3}(通过|成功|正常|正确|一致|一样|相同|吻合|相符|匹配|对)|"
+    r"部分(通过|正确|一致|成功)|一半|只有[^，,。.;；\n]{0,12}(通过|正确|一致|对)|"
+    r"(没有?|不行|挂了|崩了|炸了|跪了|崩溃)(?=\s*+(?:[，,。.;；!！]|$))|挂了|崩了|炸了|崩溃|有\s*+bug|"
+    r"偏大|偏小|差很多|差了很多|对不上|"
+    r"(?:\bnot|n't|\bnever)\s++(?:(?:quite|exactly|all|fully|entirely|really|the)\s++)?"
+    r"(?:right|correct|match\w*|pass\w*|equal|ok|working|work|same|close)\b|"
+    r"\b(?:partial(?:ly)?|partly)\b|\bonly (?:the |one |some |half )?\w+ (?:passed|matched|matches|worked)\b|"
+    r"\bhalf (?:of )?(?:the )?\w+ passed\b|\bsome (?:of the )?\w+ failed\b|"
+    r"(?:n't|\bnot)(?=\s*+(?:[,.;!]|$))|\boff by\b|\btoo (?:large|big|small|high|low)\b|\bcrash(?:ed|es)?\b")
 _PASS = re.compile(_NO_FAILURE + r"|通过|成功|正常|过了|全过|都过|跑通|正确|一致|一样|相同|吻合|相符|匹配|"
                    r"符合预期|无误|"
                    r"对了|是对的|都对|全对|结果对|"
@@ -142,7 +157,8 @@ def _parse_claim(claimed_output: str) -> Claim:
     if _STATIC.search(text) or (_NO_DEVICE.search(text) and not _RAN.search(text)):
         return claim("static_review")
     booleans = {m.group(1) for m in _BOOLEAN_LINE.finditer(text)} | {m.group(4) for m in _BOOLEAN_SAID.finditer(text)}
-    if traceback or "false" in booleans or _FAIL.search(_NEGATED_FAIL.sub(" ", text)):
+    unnegated = _NEGATED_FAIL.sub(" ", text)
+    if traceback or "false" in booleans or _FAIL.search(unnegated) or _FAIL_SAID.search(unnegated):
         return claim("fail")
     if _HEDGE.search(text) and not (numbers or shapes or booleans):
         return claim("unclear")  # what it would do, not what it did

@@ -204,7 +204,7 @@ HOSTILE_CLAIMS = {
     "negation-spaces": "没" + " " * (MAX_TEXT_CHARS - 2) + "x",
     "assertion-spaces": "断言" + " " * (MAX_TEXT_CHARS - 3) + "x",
     "returned-spaces": "returned" + " " * (MAX_TEXT_CHARS - 9) + "x",
-    "negations": "没 " * (MAX_TEXT_CHARS // 2),
+    "negations": "不 " * (MAX_TEXT_CHARS // 2),
 }
 
 

@@ -128,3 +128,26 @@ def test_predictions_no_device_and_reported_failures_are_no_veto_over_a_failed_c
 ])
 def test_a_predicted_outcome_is_not_a_reported_one(claim, kind):
     assert parse_claim(claim).kind == kind
+
+
+# An honest report of a failure, said through the words of success: read as success, it was a
+# confirmed `unverified_claim` (a veto) over a check that did fail, as the student said.
+HONEST_FAILURES = ["结果和参考不太一致", "不完全正确", "不太对", "部分通过", "一半通过", "第一个形状通过了，第二个没有",
+                   "跑崩了", "挂了", "var 有 bug", "var 偏大", "not quite right", "isn't correct",
+                   "doesn't quite match", "partially passed", "(3,17) passed, (4,128) didn't",
+                   "mean passed; var not equal", "var is off by a lot", "only the mean matched"]
+
+
+@pytest.mark.parametrize("claim", HONEST_FAILURES)
+def test_a_failure_said_in_the_words_of_success_is_a_failure_and_no_veto(claim):
+    assert parse_claim(claim).kind == "fail"
+    assert unverified_claim(claimed_output=claim, program_ran=True, given_status="failed", real_output=FAILED,
+                            not_run_reason=None) is None
+
+
+@pytest.mark.parametrize(("claim", "kind"), [
+    ("输出：没有", "pass"), ("报错：无", "pass"), ("errors: none", "pass"), ("不仅正确而且快", "pass"),
+    ("输出：没有通过", "fail"), ("RuntimeError: 0 bytes", "fail"), ("error = 0.0", "results"),
+])
+def test_none_said_after_a_label_is_an_empty_list_not_a_failure(claim, kind):
+    assert parse_claim(claim).kind == kind
