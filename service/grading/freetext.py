@@ -235,11 +235,16 @@ def _substitute(pattern: re.Pattern[str], replace: Callable[[re.Match[str]], str
     return "".join(out), where + index[last:]
 
 
+def fold_white_space(text: str, index: list[int]) -> tuple[str, list[int]]:
+    """Runs of white space as one space (or one blank line), `index` carried along (_substitute): how the
+    rubric reads them, and what keeps a pattern's two `\\s*` from trying every split of a long run."""
+    text, index = _substitute(_LINE_RUN, lambda m: "\n\n", text, index)
+    return _substitute(_SPACE_RUN, lambda m: " ", text, index)
+
+
 def _fold_markup(text: str) -> tuple[str, list[int]]:
     """`text` without its markup, and where each character of it is in `text`."""
-    index = list(range(len(text)))
-    text, index = _substitute(_LINE_RUN, lambda m: "\n\n", text, index)
-    text, index = _substitute(_SPACE_RUN, lambda m: " ", text, index)
+    text, index = fold_white_space(text, list(range(len(text))))
     if not MARKUP_FOLD:
         return text, index
     text, index = _substitute(_LIST_MARKER, lambda m: m.group()[:-1] + " ", text, index)

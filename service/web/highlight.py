@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from markupsafe import Markup, escape
 
 from service.exercises import Question
-from service.grading.freetext import fold_char, reads_homoglyphs
+from service.grading.freetext import fold_char, fold_white_space, reads_homoglyphs
 
 
 @dataclass(frozen=True)
@@ -19,27 +19,6 @@ class Span:
     end: int
     kind: str  # concept | misconception
     label: str
-
-
-# Runs of white space are one space (or one blank line), as the scorer reads them
-# (freetext._fold_markup): a rubric pattern with two `\s*` around an optional word
-# (welford_merge's `mask\s*(里|中)?\s*(为\s*)?true…`) tries every split of a run between them, and
-# "mask" then 16 000 spaces held the API for 4 s per question each time a TA opened the review page.
-_SPACE_RUN = re.compile(r"[^\S\n]{2,}")
-_LINE_RUN = re.compile(r"\n(?:[^\S\n]*\n)+")
-
-
-def _collapse(pattern: re.Pattern[str], said: str, text: str, origin: list[int]) -> tuple[str, list[int]]:
-    """Each match of `pattern` in `text` replaced by `said`, whose characters come from where the match started."""
-    out, where, last = [], [], 0
-    for m in pattern.finditer(text):
-        out += [text[last:m.start()], said]
-        where += origin[last:m.start()] + [origin[m.start()]] * len(said)
-        last = m.end()
-    if not out:
-        return text, origin
-    out.append(text[last:])
-    return "".join(out), where + origin[last:]
 
 
 def _normalised_with_origin(text: str) -> tuple[str, list[int]]:
@@ -52,8 +31,8 @@ def _normalised_with_origin(text: str) -> tuple[str, list[int]]:
         folded = fold_char(char, homoglyphs)  # one character as the rubric reads it (invisible ones: none)
         chars.append(folded)
         origin.extend([index] * len(folded))
-    folded_text, origin = _collapse(_LINE_RUN, "\n\n", "".join(chars), origin)
-    return _collapse(_SPACE_RUN, " ", folded_text, origin)
+    # runs of white space as the scorer reads them: "mask" then 16 000 spaces held the review page 4 s a question
+    return fold_white_space("".join(chars), origin)
 
 
 def find_spans(question: Question, answer: str, *, concepts: set[str], misconceptions: set[str],
