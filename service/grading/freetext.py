@@ -46,6 +46,23 @@ SHARE_FULL = 0.6
 # (three full answers capped): it fits the tuning part's partial answers, not the readers' rule.
 CONCEPT_FULL = 0.0
 CONCEPT_CAP = 0.5
+# The share rule's slack (full points from SHARE_FULL, not from a share of 1) is for a chain told with
+# a step implicit, or in words the patterns do not read. The concepts outside every chain are the
+# question's other parts (the other remedies, the other blanks, the limit): they are asked for, not
+# implicit, and unrecognised words need room. An answer shorter than SHORT_OF_REFERENCE of its reference
+# answer that leaves SHORT_CONCEPTS or more of the concepts' weight outside the chains unrecognised has
+# no room for them: it earns at most the points less the smallest unit (half a point). Length is counted
+# in letters and digits, a CJK character as CJK_LETTERS (an English account of the same reasoning runs
+# about twice the letters of a Chinese one). "E[x²]−E[x]² 大数相减会抵消，所以用两遍法" tells lesson 6
+# Q3's chain and none of its other parts (fp64, Welford/Chan, the fp32 limit) and earned 2 of 2; readers
+# give such answers 1 to 1.5. Terse chains with a step implicit keep full points
+# (tests/unit/test_freetext_probes.py, tests/calibration). None: off. Measured on the calibration set's
+# tuning part (2026-12-05, branch `partial`): 206 -> 209/228 (three partial answers into band, no
+# answer in band moved), flat for SHORT_OF_REFERENCE 0.3-0.5 and SHORT_CONCEPTS 0.05-0.15 (one fewer
+# at 0.2-0.3).
+SHORT_OF_REFERENCE: float | None = 1 / 3
+SHORT_CONCEPTS = 0.15
+CJK_LETTERS = 2.0
 # A stated misconception costs its penalty (a share of the points) times this.
 PENALTY_SCALE = 2.0
 # ... but keeps at least this share of what the sentences stating no misconception earn
@@ -1060,6 +1077,21 @@ def _swapped(text: str) -> str | None:
     return out if out != text else None
 
 
+_NOT_A_LETTER = re.compile(r"[\W_]+")
+
+
+def _letters_of(text: str) -> float:
+    """The length of `text` for SHORT_OF_REFERENCE: its letters and digits, a CJK character as CJK_LETTERS."""
+    letters = _NOT_A_LETTER.sub("", text)
+    cjk = len(_CJK.findall(letters))
+    return len(letters) - cjk + CJK_LETTERS * cjk
+
+
+@functools.lru_cache(maxsize=256)
+def _reference_letters(reference: str) -> float:
+    return _letters_of(normalise(reference))
+
+
 def _score_answer(question: Question, text: _Text, max_points: float,
                   course_text: Sequence[CoursePassage] = ()) -> TextScore:
     """`text`: the answer as _Text.of reads it (once per answer: score_answer reads it again for the fills)."""
@@ -1131,6 +1163,12 @@ def _score_answer(question: Question, text: _Text, max_points: float,
         raw = max_points * min(1.0, max(0.0, (share - SHARE_FLOOR) / (SHARE_FULL - SHARE_FLOOR)))
         if concept_share < CONCEPT_FULL:
             raw = min(raw, max_points * CONCEPT_CAP)
+        if SHORT_OF_REFERENCE is not None and _letters_of(text) < SHORT_OF_REFERENCE * _reference_letters(
+                question.reference_answer):
+            on_chain = {cid for chain in chains for cid in chain}
+            unsaid = sum(c.weight for c in question.concepts if c.id not in matches and c.id not in on_chain)
+            if unsaid >= SHORT_CONCEPTS * total_weight:
+                raw = min(raw, max_points - 0.5)
     share_before = raw / max_points if max_points else 0.0
     if misconceptions:  # the worst one counts: a TA sees them all
         worst = max(w.penalty for w in question.misconceptions if w.id in {m["misconception"] for m in misconceptions})
@@ -1823,7 +1861,10 @@ _NOT_NEGATING = re.compile(r"差不多|不同|不断|不少|不仅|不只|不止
                            # 舍入误差" (each), "区别在于" (the difference), "别的办法" (another), "非常" (very)
                            r"淹没|湮没|埋没|吞没|没错|分别|区别|差别|别的|别人|别处|特别|类别|级别|个别|识别|辨别|非常|"
                            # the step named as what is prevented ("为了避免溢出", "it avoids overflow")
-                           r"避免|\bavoid\w*|n't forget|\bnot forget|\bnever forget|\bnot (only|just)\b")
+                           r"避免|\bavoid\w*|n't forget|\bnot forget|\bnever forget|\bnot (only|just)\b|"
+                           # an A-not-A question asks and denies nothing (能不能, 是不是, 需不需要, 有没有,
+                           # 可不可以; "or not"): "这些输入能不能连续加载？" asked about contiguity and read as denied
+                           r"(?P<asked>[\u4e00-\u9fff])[不没](?P=asked)|\bor not\b")
 _NOT_NEEDED = re.compile(r"不用|不需要|无需|不必|没必要|避免|别|"
                          r"\bno need\b|n't need|\bnot need|\bwithout\b|\binstead of\b|\bavoid")
 

@@ -35,9 +35,13 @@ def graded(entry: Entry) -> TextScore:
 # (phrasings for all nine exercises, a known wrong mechanism of puzzle_outer_add): 83/104 and 183/200;
 # the ninth pass (round 3, 2026-12-05) measured the same. Recall10 (2026-12-05): 38 answers added
 # (fused_mean_var_atomic, puzzle_long_softmax; 28 tuning, 10 held out by the hash): on the original 304
-# the figures stay 83/104 and 183/200; the grown set measures 89/114 held out and 204/228 tuning.
+# the figures stay 83/104 and 183/200; the grown set measures 89/114 held out and 204/228 tuning
+# (205/228 on main before branch `partial`). Branch `partial` (2026-12-05: a short answer that leaves
+# the question's other parts unsaid is not full; an A-not-A question denies nothing): 209/228 tuning;
+# the held-out floor stays 89/114 (an earlier form of the rule measured 90/114; this form's exact
+# held-out figure was not measured, docs/grading.md).
 HELD_OUT_IN_BAND = 89 / 114
-TUNING_IN_BAND = 204 / 228
+TUNING_IN_BAND = 209 / 228
 HELD_OUT_MISCONCEPTION_FLAGGED = 31  # of the held-out part's 33 misconception and keyword-stuffed answers (19, 25, then 28 before)
 # Held-out answers no reader flagged that the scorer flags (of 46; 1 on 2026-12-01): a TA looks at them.
 HELD_OUT_FALSE_FLAGS = 3

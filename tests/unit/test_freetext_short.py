@@ -1,0 +1,81 @@
+"""Probes of the written-answer scorer, branch `partial` (issue 15 item 6, 2026-12-05): answers written
+from the prompts and reference answers (not from the calibration set). Two readings: a short answer
+that leaves the question's other parts (concepts outside every chain) unrecognised has no room for them
+and cannot earn full points, while a terse chain with a step implicit keeps them (SHORT_OF_REFERENCE);
+an A-not-A question (能不能, 是不是, 有没有) asks and denies nothing."""
+from __future__ import annotations
+
+import pytest
+
+from service.config import REPO_ROOT
+from service.exercises import ExerciseCatalog
+from service.grading import freetext
+from service.grading.freetext import score_answer
+
+CATALOG = ExerciseCatalog(REPO_ROOT / "exercises")
+
+
+def _scored(exercise: str, question: str, answer: str) -> freetext.TextScore:
+    ex = CATALOG.get(exercise)
+    points = next(i.points for i in ex.spec.rubric if i.source == "text" and i.question == question)
+    return score_answer(ex.question(question), answer, points, course_text=ex.spec.course_text)
+
+
+# Lesson 6 Q3 asks for the problem, the remedies (two-pass, fp64, Welford/Chan) and the fp32 limit: these
+# name the problem and one remedy only, in a fifth of the reference answer's length.
+SHORT_PARTIAL = [
+    "E[x²]−E[x]² 是两个大数相减，会灾难性抵消，所以改用两遍法：先减均值再平方。",
+    "大 mean 小方差 → E[x²] ≈ E[x]² → 相减灾难性抵消 → 改用两遍法（先减均值）",
+]
+
+
+@pytest.mark.parametrize("answer", SHORT_PARTIAL)
+def test_a_short_answer_leaving_the_other_parts_unsaid_is_not_full(answer, monkeypatch):
+    result = _scored("lesson06_mean_var", "q3", answer)
+    assert result.points == 1.5 and result.flags == [], (result.points, result.flags)
+    monkeypatch.setattr(freetext, "SHORT_OF_REFERENCE", None)  # the share rule alone paid it in full
+    assert _scored("lesson06_mean_var", "q3", answer).points == 2.0
+
+
+def test_a_short_answer_is_measured_against_the_reference_not_capped_as_such():
+    # The same two concepts told at the reference's length: room for what the patterns do not read.
+    answer = ("单遍公式 E[x²]−E[x]² 在均值很大、方差很小的时候，两项都接近 mean²，是两个几乎相等的大数；fp32 只有 24 位尾数，"
+              "相减之后有效数字几乎全部抵消，剩下的主要是舍入误差，甚至会算出负的方差，这就是灾难性抵消。"
+              "所以本课用两遍法：先求出均值，再让每个元素减去均值之后平方求和，参与求和的都是小数，不再有两个大数相减。")
+    assert _scored("lesson06_mean_var", "q3", answer).points == 2.0
+
+
+def test_a_short_answer_with_every_part_keeps_full_points():
+    # Terse, every part of the question named: nothing unrecognised to make room for.
+    answer = "单遍 E[x²]−E[x]² 大均值时灾难性抵消 → 两遍（先减均值）；再稳：fp64 累加或 Welford + Chan 合并；fp32 本身精度有极限。"
+    result = _scored("lesson06_mean_var", "q3", answer)
+    assert result.points == 2.0, (result.points, [f["concept"] for f in result.found])
+
+
+def test_a_terse_chain_with_a_step_implicit_keeps_full_points():
+    # Lesson 6 Q2: every concept is a step of its chain; "other=0.0 is the first sum's identity" is implicit.
+    result = _scored("lesson06_mean_var", "q2", "pad 0 → 减均值后 −μ → 平方 μ² → 第二次求和多出 (BLOCK−N)μ² → tl.where 重新 mask")
+    assert result.points == 2.0 and result.flags == [], (result.points, result.flags)
+
+
+@pytest.mark.parametrize(("text", "word"), [
+    ("这些输入能不能连续加载", "连续加载"),
+    ("x 的行是不是连续存放的", "连续存放"),
+    ("第二次求和前需不需要重新 mask", "重新 mask"),
+    ("有没有重复使用 w", "重复使用"),
+])
+def test_an_a_not_a_question_denies_nothing(text, word):
+    start = text.index(word)
+    spans = freetext._sentences(text)
+    assert freetext._denied(text, start, start + len(word), spans) is None
+
+
+@pytest.mark.parametrize(("text", "word"), [
+    ("这些输入不能连续加载", "连续加载"),
+    ("第二次求和前不需要重新 mask", "重新 mask"),
+    ("没有重复使用 w", "重复使用"),
+])
+def test_a_plain_negation_still_denies(text, word):
+    start = text.index(word)
+    spans = freetext._sentences(text)
+    assert freetext._denied(text, start, start + len(word), spans) is not None
