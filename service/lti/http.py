@@ -10,7 +10,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-from service.worker.webhooks import CallbackRefused, Deadline, pin_callback
+from service.outbound import CallbackRefused, Deadline, pin_callback
 
 # The deadline of the call this thread is making (BoundedSession.request sets it): each connection
 # urllib3 makes for it hands its socket over as soon as it is connected.

@@ -20,7 +20,7 @@ from service.db.base import as_utc, utcnow
 from service.db.lti_models import LtiDeployment, LtiPlatform
 from service.db.models import Course
 from service.lti.http import BoundedSession
-from service.worker.webhooks import CallbackRefused, check_callback_url
+from service.outbound import CallbackRefused, check_callback_url
 
 KEY_REFETCH_MIN_S = 10  # an unknown kid fetches the key set again at most this often (a launch could name any kid)
 DeploymentId = Annotated[StorableText, Field(min_length=1, max_length=255)]

@@ -15,7 +15,8 @@ import threading
 import httpx
 import pytest
 
-from service.worker.webhooks import CallbackRefused, check_callback_url, pin_callback, post_callback
+from service.outbound import CallbackRefused, check_callback_url, pin_callback
+from service.worker.webhooks import post_callback
 
 pytestmark = [pytest.mark.adversarial]
 

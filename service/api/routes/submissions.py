@@ -42,11 +42,11 @@ from service.grades.gradebook import hint_charge
 from service.grades.platforms import gradescope, prairielearn
 from service.lti import scores as lti_scores
 from service.lti.launches import ASSIGNMENT_PREFIXES
+from service.outbound import CallbackRefused, check_callback_url
 from service.report import Report
 from service.status import FINAL_STATUSES, SubmissionStatus
 from service.submission import Student
 from service.submission import Submission as SubmissionBody
-from service.worker.webhooks import CallbackRefused, check_callback_url
 
 router = APIRouter(prefix="/v1/submissions", tags=["submissions"], responses=KEYED_ERRORS)
 NOT_GRADABLE_MESSAGE = ("kernelgrade failed to grade this submission (our failure, not the student's); "
