@@ -127,3 +127,18 @@ def make_engine(url: str) -> Engine:
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(engine, expire_on_commit=False)
+
+
+def one_snapshot(session: Session) -> None:
+    """Make every read of the session's transaction, from its first statement to its end, see the
+    database as it was at one moment (call it before that statement; for reading, not writing).
+    Without it each statement sees what was committed when it ran (PostgreSQL's READ COMMITTED;
+    SQLite outside a transaction, where the driver opens none for a SELECT), so what several
+    statements read together may be a state the database never had: a policy read before an
+    admin's change beside the hint levels read after a student's later one. PostgreSQL: REPEATABLE
+    READ. SQLite: BEGIN, which reads one WAL snapshot until the transaction ends."""
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
+    elif dialect == "sqlite":
+        session.connection().exec_driver_sql("BEGIN")

@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from service.db.base import utcnow
 from service.db.models import Course, Decision, ReportRow, Submission, WebhookDelivery
+from service.db.session import one_snapshot
 from service.grades.gradebook import counted_with_hints, counting_attempt
 from service.grades.policy import CoursePolicy
 from service.outbound import CallbackRefused, Deadline, pin_callback
@@ -142,6 +143,10 @@ def _attempt(sessions: sessionmaker[Session], delivery_id: int, *, client: httpx
              backoff_s: list[float], on_attempt, legacy_signature: bool = True,
              deadline_s: float | None = None) -> None:
     with sessions() as session:
+        # The message's grade is the gradebook's at one moment: the policy, the hint levels and the
+        # attempts are separate reads, and an admin's policy change and a student's hint level that
+        # commit between them would otherwise mix into a grade the gradebook never had.
+        one_snapshot(session)
         delivery = session.get(WebhookDelivery, delivery_id)
         if delivery is None or delivery.delivered:
             return
