@@ -59,17 +59,18 @@ _NEGATED_FAIL = re.compile(
     r"(err(or)?s?|误差)\s*(?:[:=：]\s*)?[-+]?\d")
 # (Each run of spaces or underscores above is matched by one repetition only: two adjacent ones
 # ('[\s_]*(…)?[\s_]*', '\s*+[:=]?\s*+') backtracked quadratically, 5.7 s for 'max' and 16 000 '_'.)
-_FAIL = re.compile(r"assertionerror|traceback|mismatch|not close|"
-                   r"不通过|未通过|没通过|没有通过|没过|失败|报错|出错|错误|异常|不一致|不一样|不相同|不正确|不对|"
-                   r"不匹配|不相符|不符|不吻合|有问题|有误|错了|结果错|"
-                   r"\b(?:\w*error|fail(?:ed|s|ure)?|wrong)\b|exception|incorrect|"
-                   r"(doesn'?t|does not|didn'?t|did not|don'?t|do not) (match|agree|pass|work)|"
-                   r"\bnot (match|correct|the same)|"
-                   r"[❌✗✘]")
-# A failure said through the words of success: negated or partial ("不太一致", "不完全正确", "isn't
-# correct", "doesn't quite match", "部分通过", "only the mean matched"), a clause that ends on its
-# negation ("第一个通过了，第二个没有", "(4,128) didn't"), and crash slang ("跑崩了", "挂了").
-_FAIL_SAID = re.compile(
+# A failure said outright, or through the words of success (one pattern, one search).
+_FAIL = re.compile(
+    r"assertionerror|traceback|mismatch|not close|"
+    r"不通过|未通过|没通过|没有通过|没过|失败|报错|出错|错误|异常|不一致|不一样|不相同|不正确|不对|"
+    r"不匹配|不相符|不符|不吻合|有问题|有误|错了|结果错|"
+    r"\b(?:\w*error|fail(?:ed|s|ure)?|wrong)\b|exception|incorrect|"
+    r"(doesn'?t|does not|didn'?t|did not|don'?t|do not) (match|agree|pass|work)|"
+    r"\bnot (match|correct|the same)|"
+    r"[❌✗✘]|"
+    # Through the words of success: negated or partial ("不太一致", "不完全正确", "isn't correct",
+    # "doesn't quite match", "部分通过", "only the mean matched"), a clause that ends on its negation
+    # ("第一个通过了，第二个没有", "(4,128) didn't"), and crash slang ("跑崩了", "挂了").
     r"(不|没|未|并非|并不)[太很完全是够大都全有\s]{0,3}(通过|成功|正常|正确|一致|一样|相同|吻合|相符|匹配|对)|"
     r"部分(通过|正确|一致|成功)|一半|只有[^，,。.;；\n]{0,12}(通过|正确|一致|对)|"
     r"(没有?|不行|挂了|崩了|炸了|跪了|崩溃)(?=\s*+(?:[，,。.;；!！]|$))|挂了|崩了|炸了|崩溃|有\s*+bug|"
@@ -158,7 +159,7 @@ def _parse_claim(claimed_output: str) -> Claim:
         return claim("static_review")
     booleans = {m.group(1) for m in _BOOLEAN_LINE.finditer(text)} | {m.group(4) for m in _BOOLEAN_SAID.finditer(text)}
     unnegated = _NEGATED_FAIL.sub(" ", text)
-    if traceback or "false" in booleans or _FAIL.search(unnegated) or _FAIL_SAID.search(unnegated):
+    if traceback or "false" in booleans or _FAIL.search(unnegated):
         return claim("fail")
     if _HEDGE.search(text) and not (numbers or shapes or booleans):
         return claim("unclear")  # what it would do, not what it did
