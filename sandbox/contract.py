@@ -173,6 +173,10 @@ class Job(BaseModel):
     cases: list[CaseJob]
     speed: SpeedJob | None = None
     compile_ahead: CompileAhead | None = None
+    # The program's text says `inline_asm`: a compile that crashes the compiler names inline asm's
+    # constraints as the likely cause, whether the interpreter's gate tells it (its forked compile
+    # died, sandbox/gpu_compile.py) or the runner (the harness's process died compiling on a GPU).
+    inline_asm: bool = False
 
 
 @dataclass(frozen=True)

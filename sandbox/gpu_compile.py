@@ -316,22 +316,6 @@ def _holds_inline_asm(module) -> bool:
     return bool(found)
 
 
-def _uses_inline_asm(interpreted) -> bool:
-    """The launched kernel, or a kernel or helper beside it in its module, calls inline_asm_elementwise."""
-    import inspect
-
-    fn = getattr(interpreted, "fn", interpreted)
-    for value in [fn, *getattr(fn, "__globals__", {}).values()]:
-        inner = getattr(value, "fn", value)
-        if isinstance(inner, types.FunctionType) and _outside_triton(inner.__code__.co_filename):
-            try:
-                if "inline_asm" in inspect.getsource(inner):
-                    return True
-            except (OSError, TypeError):
-                continue
-    return False
-
-
 _FD2_LOCK = threading.RLock()  # one capture of fd 2 at a time (a kernel launched from two threads)
 
 
@@ -457,6 +441,9 @@ class CompileGate:
         # that a compile that runs into the case's time or memory limit is said as such (a large
         # `tl.static_range` unrolled, a huge block): ("start", the kernel's name) then ("end", None).
         self.on_compile = None
+        # Whether the program says `inline_asm` (the job's, Job.inline_asm; the harness sets it once
+        # the job is read): a compile that crashes the compiler then names the asm's constraints.
+        self.inline_asm = False
 
     # -- the JITFunction twin of an interpreter kernel -------------------------------------------
     def _scope(self, module_globals: dict) -> dict:
@@ -630,7 +617,7 @@ class CompileGate:
             written = self.compiler_stderr.text()
             if status_name(status) in COMPILER_CRASH_SIGNALS and not any(
                     _EXHAUSTED.search(line) for line in written.splitlines()[-2 * _CRASH_CONTEXT - 2:]):
-                return compiler_crash_message(written, status_name(status), _uses_inline_asm(interpreted)), {}
+                return compiler_crash_message(written, status_name(status), self.inline_asm), {}
             # Killed (the OOM killer: SIGKILL), out of memory or processes, or ended otherwise: not the
             # compiler's crash. Compile here, as without a fork: the sandbox meets the same limit itself
             # and the runner tells it as such (out of memory, a timeout, the process's end).

@@ -162,6 +162,8 @@ def main() -> int:
         job = read_job()
         if job["mode"] != mode:
             return HarnessExit.bad_job  # a trusted-side bug; 'fatal' is not accepted after hello
+    if gate is not None:
+        gate.inline_asm = bool(job.get("inline_asm"))  # the runner's (Job.inline_asm), before any student code
 
     def gpu_poisoned() -> bool:
         if mode != "gpu":

@@ -223,6 +223,7 @@ class SandboxRunner:
         try:
             copy_harness(job_root)
             files = self._write_static(job_root, program=program, given_check=given_check or "", inputs=inputs)
+            inline_asm = "inline_asm" in program  # the crash hint of the gate and of compiler_crash alike (Job)
             while (pending or run_given) and result.infra_error is None:
                 result.ended_by_timeout = deterministic and _timed_out(result)
                 # A compile that crashed the compiler settled its phase (a compile error, as on the
@@ -247,10 +248,10 @@ class SandboxRunner:
                                                               cpus=cpus))
                          if mode is DeviceMode.gpu and result.attempts == 0 else None)
                 job = Job(mode=mode, entry_point=entry_point, run_given_check=run_given, given_seed=given_seed,
-                          cases=pending, speed=speed if result.speed is None else None, compile_ahead=ahead)
+                          cases=pending, speed=speed if result.speed is None else None, compile_ahead=ahead,
+                          inline_asm=inline_asm)
                 done_ids = self._attempt(job_root, files, job, result, device_index=device_index,
-                                         run_deadline=run_deadline, inputs=sizes, detach_speed=detach_speed,
-                                         inline_asm="inline_asm" in program)
+                                         run_deadline=run_deadline, inputs=sizes, detach_speed=detach_speed)
                 # An attempt that ended before the given check came back (a hang or a crash while
                 # the program loaded or compiled ahead) leaves it to the next one, as it leaves its cases.
                 run_given = run_given and result.given is None
@@ -355,8 +356,7 @@ class SandboxRunner:
             return self.forks.get(key)
 
     def _attempt(self, job_root: Path, files: list[str], job: Job, result: RunResult, *, device_index: int,
-                 run_deadline: float, inputs: dict[str, int], detach_speed: bool = False,
-                 inline_asm: bool = False) -> set[str]:
+                 run_deadline: float, inputs: dict[str, int], detach_speed: bool = False) -> set[str]:
         """One sandbox process. Returns the ids of cases that are settled (passed, failed, crashed)."""
         limits = self.limits
         result.attempts += 1
@@ -462,7 +462,7 @@ class SandboxRunner:
         else:
             said = Said("sandbox.exited", {"signal": _signal_name(proc.returncode)})
 
-        crash = (compiler_crash(proc.returncode, result.log_tail, inline_asm=inline_asm)
+        crash = (compiler_crash(proc.returncode, result.log_tail, inline_asm=job.inline_asm)
                  if stop_reason is None and ready and not sandbox.oom_killed else None)
 
         if not ready and result.infra_error is None:
