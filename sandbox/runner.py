@@ -144,6 +144,7 @@ class _InFlight:
 
 
 RUNS_IN_FLIGHT = _InFlight()
+STOPPED = "stopped: the runner was stopped (SandboxRunner.stop) while the run was in progress"
 
 
 class SandboxRunner:
@@ -160,6 +161,7 @@ class SandboxRunner:
         self._no_forks: set[tuple[DeviceMode, int]] = set()  # fork mode, but none here for these (logged once)
         self._forks_lock = threading.Lock()
         self.cold_starts = 0  # attempts that found no warm sandbox and started one (benchmarks)
+        self._stopped = threading.Event()  # stop(): no attempt starts, the one in progress ends
         weakref.finalize(self, _close_forks, self.forks)  # a runner dropped without close(): no template left
         remove_stale_jobs(work_root)
         remove_stale_cgroups()  # pids cgroups of runners that died, and anything left in them
@@ -178,6 +180,12 @@ class SandboxRunner:
                         work_root=self.work_root, max_starting=self.pool_starts, forks=forks)
         self.pools[key] = pool.start()
         return pool
+
+    def stop(self) -> None:
+        """End this runner's runs from another thread, for good: an attempt in progress kills its
+        sandbox within about a second (it looks between reads of the channel), none starts after
+        it, and each run returns with `infra_error` STOPPED (CompileWarmer.close)."""
+        self._stopped.set()
 
     def close(self) -> None:
         """Kill every waiting sandbox (the service's shutdown)."""
@@ -225,6 +233,9 @@ class SandboxRunner:
             files = self._write_static(job_root, program=program, given_check=given_check or "", inputs=inputs)
             inline_asm = "inline_asm" in program  # the crash hint of the gate and of compiler_crash alike (Job)
             while (pending or run_given) and result.infra_error is None:
+                if self._stopped.is_set():
+                    result.infra_error = STOPPED
+                    break
                 result.ended_by_timeout = deterministic and _timed_out(result)
                 # A compile that crashed the compiler settled its phase (a compile error, as on the
                 # interpreter), so it costs no restart: each such attempt settles one phase.
@@ -393,6 +404,9 @@ class SandboxRunner:
                     ready=ready, phase_started=phase_started, attempt_started=attempt_started, inputs=inputs,
                     compiling=compiling)
             while True:
+                if self._stopped.is_set():
+                    stop_reason = "stopped"
+                    break
                 if phase_started != watched_phase:
                     watch.restart()
                     watched_phase = phase_started
@@ -445,6 +459,9 @@ class SandboxRunner:
         if stop_reason == "detached":
             return settled  # (no log tail: reading it waits for the sandbox's exit)
         result.log_tail = log.text()
+        if stop_reason == "stopped":
+            result.infra_error = STOPPED
+            return settled
 
         if stop_reason == "channel":
             said = Said("sandbox.broken_channel", {"detail": broken_channel})

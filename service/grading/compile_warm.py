@@ -112,6 +112,7 @@ class CompileWarmer:
     parallel: int = 0  # warm compile sandboxes for compile_first (0: off)
     parallel_wait_s: float = 5.0  # the most a grading waits for its program's compile runs
     defer_busy_s: float = 30.0  # the most a graded program's compile run waits for gradings to pause
+    close_wait_s: float = 15.0  # the most close() waits for the compile runs it stopped to end
     stats: WarmStats = field(default_factory=WarmStats)
     _queue: queue.Queue[tuple[Exercise, Program, int | None, bool] | None] = field(init=False, repr=False)
     _seen: set[str] = field(default_factory=set, repr=False)
@@ -119,6 +120,8 @@ class CompileWarmer:
     _threads: list[threading.Thread] = field(default_factory=list, repr=False)
     _pending: int = field(default=0, repr=False)
     _running: int = field(default=0, repr=False)  # this warmer's compile runs in flight
+    _runners: set[SandboxRunner] = field(default_factory=set, repr=False)  # those runs' runners (close stops them)
+    _closed: bool = field(default=False, repr=False)
     _idle: threading.Event = field(default_factory=threading.Event, repr=False)
     _parallel: ParallelCompiler | None = field(default=None, repr=False)
     last_parallel: ParallelCompile | None = field(default=None, repr=False)  # the latest compile_first (tests, bench)
@@ -218,23 +221,36 @@ class CompileWarmer:
         return self._idle.wait(timeout_s)
 
     def close(self) -> None:
-        """Stop taking work; a run in progress finishes in its daemon thread (not waited for)."""
+        """Stop taking work and end the compile runs in progress: their sandboxes are killed
+        (SandboxRunner.stop) and close() returns once their threads are done, or after
+        `close_wait_s` (logged); what stays queued is dropped. A run left going used to finish in
+        its daemon thread after close(), its sandbox outliving the grader."""
+        with self._lock:
+            self._closed = True
+            runners = list(self._runners)
+        for runner in runners:
+            runner.stop()
         parallel, self._parallel = self._parallel, None
         if parallel is not None:
             parallel.close()
         threads, self._threads = self._threads, []
-        for _ in threads:
+        for _ in threads:  # wakes a thread waiting for work (one that is not ends at its next look)
             try:
                 self._queue.put_nowait(None)
             except queue.Full:
                 break
+        deadline = time.monotonic() + self.close_wait_s
         for thread in threads:
-            thread.join(timeout=1)
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
+        left = [thread.name for thread in threads if thread.is_alive()]
+        if left:
+            log.error("compile runs still going %.0f s after close(): %s", self.close_wait_s, ", ".join(left))
+        self._idle.set()
 
     def _loop(self) -> None:
         while True:
             item = self._queue.get()
-            if item is None:
+            if item is None or self._closed:
                 return
             exercise, program, secret_seed, defer = item
             if defer:
@@ -260,7 +276,7 @@ class CompileWarmer:
 
     def _wait_for_a_pause(self) -> None:
         deadline = time.monotonic() + self.defer_busy_s
-        while self.gradings_running() > 0 and time.monotonic() < deadline:
+        while self.gradings_running() > 0 and time.monotonic() < deadline and not self._closed:
             time.sleep(0.1)
 
     def _compile(self, exercise: Exercise, program: Program, secret_seed: int | None = None) -> None:
@@ -276,12 +292,20 @@ class CompileWarmer:
         # compile, and those of every other shape a drawn case may take.
         cases = covering_cases(exercise.spec, COMPILE_SEED if secret_seed is None else secret_seed)
         arrays = {c.id: exercise.make_inputs(c, COMPILE_SEED) for c in cases}
+        with self._lock:
+            if self._closed:  # closed while this one waited: no run starts
+                self.cache.discard(staging)
+                return
+            self._runners.add(runner)
         try:
             run = run_program(runner, exercise, program, arrays, mode=self.mode, device_index=self.device_index,
                               cases=cases)
         except BaseException:
             self.cache.discard(staging)
             raise
+        finally:
+            with self._lock:
+                self._runners.discard(runner)
         if run.infra_error is not None:
             self.cache.discard(staging)
             self.stats.failed += 1
