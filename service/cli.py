@@ -434,12 +434,11 @@ def grades_export(course: Annotated[str, typer.Option(help="course id")],
                                     typer.Option("--output", "-o", help="file (default: stdout)")] = None) -> None:
     """One row per student and assignment: the grade that counts, final or provisional, what blocks it, the TA's
     decisions."""
-    from service.db import store
-    from service.grades.gradebook import gradebook, to_csv
+    from service.grades.gradebook import current_gradebook, to_csv
 
     with _sessions(Settings())() as session:
         try:
-            book = gradebook(session, course, store.course_policy(session, course), assignment=assignment)
+            book = current_gradebook(session, course, assignment=assignment)
         except LookupError as exc:
             raise _fail(str(exc)) from None
     text = to_csv(book) if format == "csv" else book.model_dump_json(indent=2) + "\n"

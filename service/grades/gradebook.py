@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from service.api.schemas import UTCDateTime
 from service.db.models import Decision, HintTaken, Submission
+from service.db.session import one_snapshot
 from service.grades.policy import Counted, CoursePolicy, counted, counted_report
 from service.status import IN_PROGRESS_STATUSES, SubmissionStatus
 
@@ -112,6 +113,18 @@ def gradebook(session: Session, course_id: str, policy: CoursePolicy, *, assignm
             state="provisional" if grade.provisional else "final", rule=grade.rule, blocking=grade.blocking,
             ta_decisions=decided.get(row.id, []), graded_at=row.graded_at)))
     return Gradebook(course=course_id, assignment=assignment, policy=policy, rows=out, unattributed=unattributed)
+
+
+def current_gradebook(session: Session, course_id: str, *, assignment: str | None = None) -> Gradebook:
+    """`gradebook` under the course's policy, every row as the database had it at one moment: the
+    policy, the attempts, the decisions and the hints read from one snapshot (session.one_snapshot;
+    call it before the session's transaction begins). Read statement by statement, an admin's
+    policy change and a student's hint level landing between them made a row no moment had (the
+    capped points less the new hint's cost, where the new policy gave zero). LookupError: no such course."""
+    from service.db import store  # store imports the LTI scores, which import this module
+
+    one_snapshot(session)
+    return gradebook(session, course_id, store.course_policy(session, course_id), assignment=assignment)
 
 
 def has_grade(row: Submission) -> bool:

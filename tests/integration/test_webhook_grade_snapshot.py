@@ -1,9 +1,11 @@
-"""A webhook's grade is the gradebook's at one moment, on a real database (SQLite and PostgreSQL):
-the delivery reads the course's policy, the hint levels taken and the student's attempts in
-separate statements, and an admin's policy change and a student's hint level can both commit
-between them. Delivered to a real HTTP receiver on 127.0.0.1 by the webhook thread's own step
-(deliver_due); the two changes go through the service's own functions (store.set_course_policy,
-hints.take_next), committed in other sessions at the moment the delivery first reads the hints."""
+"""A webhook's grade, and a row of the gradebook export, is the gradebook at one moment, on a real
+database (SQLite and PostgreSQL): each reads the course's policy, the hint levels taken and the
+student's attempts in separate statements, and an admin's policy change and a student's hint level
+can both commit between them. Delivered to a real HTTP receiver on 127.0.0.1 by the webhook
+thread's own step (deliver_due); the export as `GET /v1/grades` and `kernelgrade grades export`
+read it (current_gradebook). The two changes go through the service's own functions
+(store.set_course_policy, hints.take_next), committed in other sessions at the moment the reader
+first reads the hints."""
 from __future__ import annotations
 
 import json
@@ -14,7 +16,7 @@ from sqlalchemy import event
 from service.db import store
 from service.db.base import utcnow
 from service.db.models import Submission
-from service.grades.gradebook import gradebook
+from service.grades.gradebook import current_gradebook, gradebook
 from service.grades.policy import PolicyUpdate
 from service.hints import HintFile, Level, take_next
 from service.report import Environment, ExerciseRef, Report, Score, Veto
@@ -62,6 +64,23 @@ def book_row(sessions) -> tuple[float | None, float, list[str]]:
     return row.points, row.hint_cost, row.hints
 
 
+def land_both_at_the_first_hints_read(sessions, submission_id: str):
+    """A listener that commits the policy change, then the hint level, just before the first
+    statement that reads `hints_taken` (in other sessions); `landed` says whether it ran."""
+    landed: list[str] = []
+
+    def changes_land(_conn, _cursor, statement, *_args) -> None:  # noqa: ANN001
+        if landed or "hints_taken" not in statement:
+            return
+        landed.append(statement)  # first, so that the changes' own statements pass through
+        with sessions() as admin:
+            store.set_course_policy(admin, "c1", PolicyUpdate(veto_policy="zero"))
+        with sessions() as student:
+            take_next(student, student.get_one(Submission, submission_id), HINTS, ["general"], None, "en")
+
+    return changes_land, landed
+
+
 def test_a_policy_change_and_a_hint_during_a_delivery_do_not_mix_in_its_grade(sessions):
     """The admin sets `zero` (7.5 -> 0), then alice takes a hint level costing 1 point (0 stays 0):
     the gradebook went 7.5, 0, 0. A delivery that read the policy before both and the hints after
@@ -71,18 +90,7 @@ def test_a_policy_change_and_a_hint_during_a_delivery_do_not_mix_in_its_grade(se
         before = book_row(sessions)
         assert before == (7.5, 0.0, [])
         engine = sessions.kw["bind"]
-        landed: list[str] = []
-
-        def changes_land(_conn, _cursor, statement, *_args) -> None:  # noqa: ANN001
-            if landed or "hints_taken" not in statement:
-                return
-            landed.append(statement)  # first, so that the changes' own statements pass through
-            with sessions() as admin:
-                store.set_course_policy(admin, "c1", PolicyUpdate(veto_policy="zero"))
-            with sessions() as student:
-                row = student.get_one(Submission, submission_id)
-                take_next(student, row, HINTS, ["general"], None, "en")
-
+        changes_land, landed = land_both_at_the_first_hints_read(sessions, submission_id)
         event.listen(engine, "before_cursor_execute", changes_land)
         try:
             assert deliver_due(sessions, allowed_hosts=["127.0.0.1"], timeout_s=10, backoff_s=[]) == 1
@@ -111,3 +119,26 @@ def test_a_delivery_sends_the_gradebook_as_it_is_when_nothing_lands_meanwhile(se
         (received,) = receiver.snapshot()
     grade = json.loads(received.body)["data"]["grade"]
     assert (grade["points"], grade["hint_cost"], grade["hints"]) == book_row(sessions) == (0.0, 1.0, ["general:1"])
+
+
+def test_a_policy_change_and_a_hint_during_the_export_do_not_mix_in_its_row(sessions):
+    """The same two changes while the gradebook export reads: its row is 7.5 (before both) or 0
+    (after both), never 6.5."""
+    with Receiver(fail_first=0) as receiver:  # (the graded attempt's webhook is never delivered here)
+        submission_id = graded_with_confirmed_veto(sessions, receiver.url)
+    before = book_row(sessions)
+    engine = sessions.kw["bind"]
+    changes_land, landed = land_both_at_the_first_hints_read(sessions, submission_id)
+    event.listen(engine, "before_cursor_execute", changes_land)
+    try:
+        with sessions() as session:
+            (row,) = current_gradebook(session, "c1", assignment="hw6").rows
+    finally:
+        event.remove(engine, "before_cursor_execute", changes_land)
+    assert landed, "the export read the hints taken, and both changes landed then"
+    after = book_row(sessions)
+    assert (before, after) == ((7.5, 0.0, []), (0.0, 1.0, ["general:1"]))
+    read = (row.points, row.hint_cost, row.hints)
+    assert read in (before, after), (
+        f"the export's row said {read[0]:g} points (hint cost {read[1]:g}): the gradebook had {before[0]:g} "
+        f"before the policy change and the hint, {after[0]:g} after, never {read[0]:g}")

@@ -13,7 +13,7 @@ from service.db import regrades, store
 from service.db.decisions import actor_of
 from service.db.models import Course, RegradeJob
 from service.downloads import csv_attachment
-from service.grades.gradebook import Gradebook, gradebook, to_csv
+from service.grades.gradebook import Gradebook, current_gradebook, to_csv
 from service.grades.policy import CoursePolicy, PolicyUpdate
 
 router = APIRouter(tags=["grades"], responses=KEYED_ERRORS)
@@ -32,7 +32,9 @@ def grades(session: SessionDep, key: ReadKey, assignment: Annotated[str | None, 
            format: Literal["json", "csv"] = "json") -> Response:
     """One row per student and assignment: the grade that counts under the course's policy (last or
     best attempt; a veto capped or zero), final or provisional, what blocks it, and the TA's decisions."""
-    book = gradebook(session, key.course_id, store.course_policy(session, key.course_id), assignment=assignment)
+    course_id = key.course_id
+    session.rollback()  # the key's lookup began a transaction: the gradebook reads from a snapshot of its own
+    book = current_gradebook(session, course_id, assignment=assignment)
     if format == "csv":
         return Response(to_csv(book), media_type="text/csv; charset=utf-8",
                         headers=csv_attachment("grades", key.course_id, assignment or "all"))
