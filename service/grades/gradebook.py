@@ -13,7 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.api.schemas import UTCDateTime
-from service.db.models import Decision, HintTaken, Submission
+from service.db.models import Course, Decision, HintTaken, Submission
 from service.db.session import one_snapshot
 from service.grades.policy import Counted, CoursePolicy, counted, counted_report
 from service.status import IN_PROGRESS_STATUSES, SubmissionStatus
@@ -121,10 +121,11 @@ def current_gradebook(session: Session, course_id: str, *, assignment: str | Non
     call it before the session's transaction begins). Read statement by statement, an admin's
     policy change and a student's hint level landing between them made a row no moment had (the
     capped points less the new hint's cost, where the new policy gave zero). LookupError: no such course."""
-    from service.db import store  # store imports the LTI scores, which import this module
-
     one_snapshot(session)
-    return gradebook(session, course_id, store.course_policy(session, course_id), assignment=assignment)
+    course = session.get(Course, course_id, populate_existing=True)  # as store.course_policy reads it
+    if course is None:
+        raise LookupError(f"no course {course_id!r}")
+    return gradebook(session, course_id, course.policy(), assignment=assignment)
 
 
 def has_grade(row: Submission) -> bool:
