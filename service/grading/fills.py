@@ -3,7 +3,8 @@ scope, of call results and of operators (`cols.to(tl.float32)`, `(cols < N).to(t
 operators and constants.
 
 Checked on the syntax tree, before anything runs. `float("-inf")` and its kin count as numbers.
-Everything else (imports, attribute walks,
+A tuple or a list only as a call's argument (a shape: `tl.full([BLOCK], 1.0, tl.float32)`, as the
+tutorials and TorchInductor write it). Everything else (imports, attribute walks,
 lambdas, walrus, comprehensions, strings, subscripts) is refused with a message that says what
 was found and what is allowed.
 """
@@ -33,14 +34,15 @@ MAX_FILL_DEPTH = 24
 # Python integers, in the sandbox, on every run): integer constants of at most 64 bits; `**` and
 # `<<` only with a constant exponent or shift of at most 64, on a base that has no `**` or `<<`
 # of its own, at most MAX_FILL_POWERS of them; tuples only as a call's argument, never an operand
-# (`(0,) * (1 << 40)` is a 8 TiB tuple). A one-line fill then costs microseconds of arithmetic.
+# (`(0,) * (1 << 40)` is a 8 TiB tuple); lists the same (`tl.zeros([BLOCK], ...)`, the spelling of the
+# Triton tutorials and of TorchInductor's generated kernels). A one-line fill then costs microseconds of arithmetic.
 MAX_FILL_INT_BITS = 64
 MAX_FILL_EXPONENT = 64
 MAX_FILL_POWERS = 2
 
 _ALLOWED = (
     ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Compare, ast.IfExp, ast.Call, ast.keyword, ast.Name,
-    ast.Attribute, ast.Constant, ast.Tuple, ast.Load,
+    ast.Attribute, ast.Constant, ast.Tuple, ast.List, ast.Load,
     ast.And, ast.Or, ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow,
     ast.LShift, ast.RShift, ast.BitOr, ast.BitXor, ast.BitAnd,
     ast.Invert, ast.Not, ast.UAdd, ast.USub,
@@ -84,7 +86,7 @@ _NAMES: dict[type, str] = {
     ast.Lambda: "lambda", ast.NamedExpr: "fills.node.walrus", ast.ListComp: "fills.node.listcomp",
     ast.SetComp: "fills.node.setcomp", ast.DictComp: "fills.node.dictcomp", ast.GeneratorExp: "fills.node.generator",
     ast.Subscript: "fills.node.subscript", ast.Starred: "fills.node.starred", ast.JoinedStr: "f-string",
-    ast.Await: "await", ast.Yield: "yield", ast.YieldFrom: "yield from", ast.List: "fills.node.list",
+    ast.Await: "await", ast.Yield: "yield", ast.YieldFrom: "yield from",
     ast.Dict: "fills.node.dict", ast.Set: "fills.node.set", ast.Slice: "fills.node.slice",
     ast.MatMult: "fills.node.matmul",
 }
@@ -252,7 +254,7 @@ def _costly(fill: ast.expr, nodes: list[ast.AST]) -> tuple[str, dict[str, object
             operands = ([getattr(node, name) for name in ("left", "right", "operand", "test", "body", "orelse")
                          if hasattr(node, name)]
                         + list(getattr(node, "comparators", [])) + list(getattr(node, "values", [])))
-            if any(isinstance(o, ast.Tuple) for o in operands):
+            if any(isinstance(o, (ast.Tuple, ast.List)) for o in operands):
                 return "fills.tuple_operand", {}
     return None
 

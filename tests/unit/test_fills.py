@@ -102,6 +102,33 @@ def test_third_party_spellings_are_allowed(source):
     assert verdict(source) is None
 
 
+# A shape written as a list, as the Triton tutorials (`tl.zeros([BLOCK_M, BLOCK_N], ...)`) and TorchInductor's
+# generated kernels (`tl.full([XBLOCK, RBLOCK], 0, tl.float32)`, `tl.broadcast_to(tmp0, [XBLOCK, RBLOCK])`)
+# write it (docs/benchmarks.md, third-party kernels, round 3): a list is a tuple with brackets, so it is
+# allowed where a tuple is (a call's argument) and refused where a tuple is (an operand).
+@pytest.mark.parametrize("source", [
+    "tl.broadcast_to(mask, [BLOCK])",
+    "tl.where(mask, tl.full([BLOCK], 1.0, tl.float32), 0.0) > 0",
+    "cols < tl.full([], N, tl.int64)",
+    "tl.zeros([BLOCK], dtype=tl.float32) == 0",
+    "cols.reshape([BLOCK]) < N",
+])
+def test_a_shape_may_be_a_list(source):
+    assert verdict(source) is None
+
+
+@pytest.mark.parametrize(("source", "words"), [
+    ("cols < N if [0] * (1 << 33) else cols < N", "元组或列表"),
+    ("mask if [mask] == [mask] else mask", "元组或列表"),
+    ("[BLOCK].reshape(1)", "不是张量"),
+    ("tl.full([BLOCK], 1, tl.int1) if [c for c in cols] else mask", "推导式"),
+    ("tl.full([secret], 1, tl.int1)", "secret"),
+])
+def test_a_list_is_held_to_the_tuple_rules(source, words):
+    message = verdict(source)
+    assert message is not None and words in message, message
+
+
 @pytest.mark.parametrize(("source", "words"), [
     ("tl.math(1) == 0", "`tl.math`"),
     ("tl.math.core.builtins.exec(1) == None", ".exec"),
