@@ -820,6 +820,56 @@ class _TensorInductionVariables(ast.NodeTransformer):
         return node
 
 
+# The names under which a kernel's `min`/`max` reach _builtin_extremum under the interpreter (in the
+# kernel module's globals, as _REACH_NAME is).
+_BUILTIN_NAMES = {"min": "_kernelgrade_builtin_min_", "max": "_kernelgrade_builtin_max_"}
+
+
+def _builtin_extremum(name: str):
+    """`min`/`max` as Triton's compiler reads them in a kernel (its builtin_namespace maps them to
+    tl.core.builtin_min/builtin_max): of numbers, Python's; with a tensor among the arguments, element-wise
+    (tl.minimum/tl.maximum, NaN not propagated, left to right). The interpreter ran Python's own, which
+    compares a whole block with `<` and returns one of the arguments as it is: `min(cols, T - 1)` (a CUDA
+    port's clamp) gave T - 1 in every lane, where a GPU gives each lane its own minimum."""
+    import builtins
+
+    python = getattr(builtins, name)
+
+    def extremum(*args, **kwargs):
+        import triton.language as tl
+
+        values = [tl.core._unwrap_if_constexpr(a) for a in args]
+        if kwargs or len(values) < 2 or not any(isinstance(v, tl.core.base_value) for v in values):
+            return python(*values, **kwargs)
+        combine = tl.minimum if name == "min" else tl.maximum
+        result = values[0]
+        for value in values[1:]:
+            result = combine(result, value)
+        return result
+
+    extremum.__name__ = extremum.__qualname__ = f"builtin_{name}"
+    return extremum
+
+
+class _CompilerBuiltins(ast.NodeTransformer):
+    """Makes a kernel's `min`/`max` under the interpreter the compiler's (_builtin_extremum): each load
+    of the name becomes _BUILTIN_NAMES' name, unless the kernel binds it (an argument, an assignment, a
+    loop target) or its module defines it (the compiler's lookup takes the module's name first)."""
+
+    def __init__(self, module_globals: dict, tree: ast.AST) -> None:
+        nodes = list(ast.walk(tree))
+        bound = {node.id for node in nodes if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)}
+        bound |= {node.arg for node in nodes if isinstance(node, ast.arg)}
+        self.names = {name: alias for name, alias in _BUILTIN_NAMES.items()
+                      if name not in bound and name not in module_globals}
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        alias = self.names.get(node.id)
+        if alias is None or not isinstance(node.ctx, ast.Load):
+            return node
+        return ast.copy_location(ast.Name(id=alias, ctx=ast.Load()), node)
+
+
 def _check_interpreted_source(gate: CompileGate) -> None:
     """Make Triton's interpreter run the cell's kernels from the source its compiler parses, with
     the reach checks (_ReachChecks) in it. Triton's own functions (tl.sum, ...) are left as they are."""
@@ -849,10 +899,13 @@ def _check_interpreted_source(gate: CompileGate) -> None:
         codes.append(fn.__code__)
         tree = _ReachChecks(len(codes) - 1, self.def_file_lineno).visit(tree)
         tree = _TensorInductionVariables().visit(tree)
+        tree = _CompilerBuiltins(fn.__globals__, tree).visit(tree)
         tree = self.ast_transformer.visit(tree)
         ast.fix_missing_locations(tree)
         ast.increment_lineno(tree, self.def_file_lineno - 1)
         fn.__globals__[_REACH_NAME] = reached
+        for name, alias in _BUILTIN_NAMES.items():
+            fn.__globals__.setdefault(alias, _builtin_extremum(name))
         return self._compile_and_exec(tree)
 
     FunctionRewriter.rewrite_ast = rewrite_ast

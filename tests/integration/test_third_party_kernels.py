@@ -9,6 +9,8 @@ real bwrap sandbox on the Triton interpreter: the verdict and the diagnosis must
   of the "padding filled with v" signature, so the report said the padding lanes were added as
   -0.00135 each, of a kernel that loads with other=0.0. It is now named for what it is: the row sums
   match a simulation of a float16 (or bfloat16) accumulator, rounded at every block's addition.
+- Python's `min`/`max` of a block (a CUDA port's clamp): element-wise on a GPU (the compiler's builtin_min),
+  one of the arguments as it was on the interpreter (Python's own): a right kernel failed every case.
 """
 from __future__ import annotations
 
@@ -95,6 +97,31 @@ def test_fp16_rounding_is_not_a_padding_value(grader):
     assert ids == ["half_precision_accumulator"], [d.message for d in report.diagnoses]
     message = report.diagnoses[0].message
     assert "float16" in message and "float32" in message, message
+
+
+# Python's min/max in a kernel (a CUDA port's `min(i, n - 1)` clamp): Triton's compiler maps them to
+# tl.core.builtin_min/builtin_max, element-wise on tensors; the interpreter ran Python's own, which compares a
+# whole block with `<` (a block's truth is always True there) and returned one argument as it was: every lane
+# of `min(cols, T - 1)` was T - 1, and a kernel right on a GPU failed every case (docs/benchmarks.md, round 3).
+BUILTIN_MIN_MAX = """
+pid = tl.program_id(0)
+rows = pid * B0 + tl.arange(0, B0)
+rows_c = min(rows, N0 - 1)
+acc = tl.zeros((B0,), dtype=tl.float32)
+for b in range(tl.cdiv(max(T, 1), B1)):
+    cols = b * B1 + tl.arange(0, B1)
+    x = tl.load(x_ptr + rows_c[:, None] * T + min(cols, T - 1)[None, :])
+    acc += tl.sum(tl.where(cols[None, :] < T, max(x, -3.0e38), 0.0), axis=1)
+tl.store(z_ptr + rows, acc, mask=rows < N0)
+"""
+
+
+def test_min_and_max_of_tensors_are_element_wise_as_on_a_gpu(grader):
+    report = _grade(grader, LONG_SUM, _body(grader, LONG_SUM, BUILTIN_MIN_MAX))
+    failed = [(c.id, c.error, c.first_mismatch) for c in report.cases if not c.passed]
+    assert not failed, failed
+    assert report.given_check.status == "passed", report.given_check.output
+    assert code_points(report, grader.catalog.get(LONG_SUM)) == 5 and not report.diagnoses
 
 
 # Integer tl.clamp (clamped offsets, a FlagGems-like guard): Triton 3.6 compiles only floating-point
