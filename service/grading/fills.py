@@ -61,6 +61,10 @@ TL_ALLOWED = frozenset({
     # tl.cast(x, dtype) is x.to(dtype) spelled as a function (third-party kernels write it: tl.cast(stride, tl.int64))
     "cast",
 })
+# Python's min and max as Triton reads them in a kernel (the compiler's builtin namespace maps them to
+# tl.core.builtin_min/builtin_max: of numbers, Python's; with a tensor, tl.minimum/tl.maximum element-wise):
+# a CUDA port's `min(N - start, BLOCK)`. Called by name, with two or more positional arguments only.
+BUILTIN_CALLS = frozenset({"min", "max"})
 # The element-wise functions of triton.language.math, as third-party kernels spell them (tl.math.rsqrt,
 # tl.math.exp2, tl.math.fma: the same functions as tl.rsqrt, ...): `tl.math.<one of these>` only, never
 # `tl.math` itself or anything deeper (tl.math.core re-exports the rest of the language).
@@ -140,6 +144,7 @@ def _refusal(fill: ast.expr, source: str, allowed_names: AbstractSet[str]) -> tu
     literal = {id(n) for call in nodes if _is_float_literal(call) for n in ast.walk(call)}
     math = {id(part) for node in nodes if _is_tl_math(node) for part in (node, node.value)}
     methods = {id(call.func) for call in nodes if _is_tensor_method_call(call, allowed_names)}
+    builtin = {id(call.func) for call in nodes if _is_builtin_call(call)}
     for node in nodes:
         if id(node) not in literal and isinstance(node, ast.Call):
             refused = None if id(node.func) in math else _method_refusal(node, methods)
@@ -152,7 +157,7 @@ def _refusal(fill: ast.expr, source: str, allowed_names: AbstractSet[str]) -> tu
             return "fills.not_allowed", {"what": _NAMES.get(type(node), type(node).__name__)}
         if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float, bool, type(None))):
             return "fills.constant", {"type": type(node.value).__name__, "value": f"{node.value!r:.40}"}
-        if isinstance(node, ast.Name) and node.id not in allowed_names:
+        if isinstance(node, ast.Name) and node.id not in allowed_names and id(node) not in builtin:
             return "fills.unknown_name", {"name": node.id[:40], "names": ", ".join(sorted(allowed_names))}
         if isinstance(node, ast.Attribute):
             if node.attr.startswith("_"):
@@ -164,7 +169,7 @@ def _refusal(fill: ast.expr, source: str, allowed_names: AbstractSet[str]) -> tu
             if not (isinstance(node.value, ast.Name) and node.value.id == "tl" and node.attr in TL_ALLOWED):
                 return "fills.attribute", {"expr": ast.unparse(node)[:60]}
         if isinstance(node, ast.Call):
-            if not isinstance(node.func, ast.Attribute):
+            if not isinstance(node.func, ast.Attribute) and id(node.func) not in builtin:
                 return "fills.call", {"expr": ast.unparse(node.func)[:60]}
             if any(k.arg is None for k in node.keywords):
                 return "fills.double_star", {}
@@ -172,6 +177,12 @@ def _refusal(fill: ast.expr, source: str, allowed_names: AbstractSet[str]) -> tu
             if private is not None:  # Triton's own plumbing (`_semantic=`, `_builder=`), never an argument of a fill
                 return "fills.private_keyword", {"keyword": private[:40]}
     return None
+
+
+def _is_builtin_call(node: ast.AST) -> TypeGuard[ast.Call]:
+    """`min(a, b, ...)` / `max(a, b, ...)`: BUILTIN_CALLS by name, two or more positional arguments, no keywords."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in BUILTIN_CALLS
+            and len(node.args) >= 2 and not node.keywords and not any(isinstance(a, ast.Starred) for a in node.args))
 
 
 def _is_tl_math(node: ast.AST) -> TypeGuard[ast.Attribute]:

@@ -129,6 +129,34 @@ def test_a_list_is_held_to_the_tuple_rules(source, words):
     assert message is not None and words in message, message
 
 
+# Python's min/max, which Triton's compiler reads as builtin_min/builtin_max (element-wise on tensors): a CUDA
+# port's `min(N - start, BLOCK)` (docs/benchmarks.md, third-party kernels, round 3). By name, two or more
+# positional arguments, each held to every rule; nothing else of Python's builtins.
+@pytest.mark.parametrize("source", [
+    "cols < min(N, BLOCK)",
+    "min(cols, N - 1) < N",
+    "max(cols, 0) < min(N, BLOCK, N + 1)",
+    "min(cols, N).to(tl.float32) < N",
+])
+def test_min_and_max_by_name(source):
+    assert verdict(source) is None
+
+
+@pytest.mark.parametrize(("source", "words"), [
+    ("min(cols) < N", "min"),
+    ("min(cols, N, key=abs) < N", "min"),
+    ("min(*cols) < N", "min"),
+    ("sorted(cols, N) < N", "sorted"),
+    ("min(cols, secret) < N", "secret"),
+    ("min.__self__", "下划线"),
+    ("min < N", "min"),
+    ("min(cols, eval('1')) < N", "eval"),
+])
+def test_other_builtin_calls_stay_refused(source, words):
+    message = verdict(source)
+    assert message is not None and words in message, message
+
+
 @pytest.mark.parametrize(("source", "words"), [
     ("tl.math(1) == 0", "`tl.math`"),
     ("tl.math.core.builtins.exec(1) == None", ".exec"),
