@@ -870,6 +870,67 @@ class _CompilerBuiltins(ast.NodeTransformer):
         return ast.copy_location(ast.Name(id=alias, ctx=ast.Load()), node)
 
 
+_BOOLOP_NAME = "_kernelgrade_boolop_"
+_NOT_NAME = "_kernelgrade_not_"
+
+
+def _compiler_boolop(is_and: bool, *operands):
+    """`a and b and ...` / `a or b or ...` as Triton's compiler reads them in a kernel (CodeGenerator.visit_BoolOp):
+    each operand evaluated in order (`operands` are thunks); a non-tensor (a constexpr, a number) short-circuits
+    as in Python when it decides the result and is otherwise left out; the tensors are combined element-wise
+    with logical_and/logical_or. The interpreter ran Python's, which asks a whole block for its truth (always
+    True there) and returned an operand as it was: `(rows < N0) and (cols < T)` was the column mask alone."""
+    import triton.language as tl
+
+    tensors: list = []
+    value = None
+    for operand in operands:
+        value = operand()
+        if isinstance(value, tl.tensor):
+            tensors.append(value)
+        elif bool(value) is not is_and:
+            return value
+    if not tensors:
+        return value
+    while len(tensors) >= 2:
+        rhs, lhs = tensors.pop(), tensors.pop()
+        tensors.append(lhs.logical_and(rhs) if is_and else lhs.logical_or(rhs))
+    return tensors[0]
+
+
+def _compiler_not(value):
+    """`not x` as the compiler reads it (CodeGenerator.visit_UnaryOp): a tensor's logical not, element-wise;
+    anything else Python's `not`. The interpreter's `not` of a block was always False."""
+    import triton.language as tl
+
+    return value.__not__() if isinstance(value, tl.tensor) else not value
+
+
+class _CompilerBooleans(ast.NodeTransformer):
+    """Makes a kernel's `and`/`or`/`not` under the interpreter the compiler's (_compiler_boolop,
+    _compiler_not). Each operand after the first stays lazy (a thunk), as the reach checks expect: the
+    compiler evaluates it unless a constexpr before it decided the result."""
+
+    @staticmethod
+    def _thunk(node: ast.expr) -> ast.expr:
+        arguments = ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
+                                  defaults=[])
+        return ast.copy_location(ast.Lambda(args=arguments, body=node), node)
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
+        self.generic_visit(node)
+        call = ast.Call(func=ast.Name(id=_BOOLOP_NAME, ctx=ast.Load()),
+                        args=[ast.Constant(isinstance(node.op, ast.And)), *map(self._thunk, node.values)], keywords=[])
+        return ast.copy_location(call, node)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+        self.generic_visit(node)
+        if not isinstance(node.op, ast.Not):
+            return node
+        return ast.copy_location(ast.Call(func=ast.Name(id=_NOT_NAME, ctx=ast.Load()), args=[node.operand],
+                                          keywords=[]), node)
+
+
 def _check_interpreted_source(gate: CompileGate) -> None:
     """Make Triton's interpreter run the cell's kernels from the source its compiler parses, with
     the reach checks (_ReachChecks) in it. Triton's own functions (tl.sum, ...) are left as they are."""
@@ -900,12 +961,15 @@ def _check_interpreted_source(gate: CompileGate) -> None:
         tree = _ReachChecks(len(codes) - 1, self.def_file_lineno).visit(tree)
         tree = _TensorInductionVariables().visit(tree)
         tree = _CompilerBuiltins(fn.__globals__, tree).visit(tree)
+        tree = _CompilerBooleans().visit(tree)
         tree = self.ast_transformer.visit(tree)
         ast.fix_missing_locations(tree)
         ast.increment_lineno(tree, self.def_file_lineno - 1)
         fn.__globals__[_REACH_NAME] = reached
         for name, alias in _BUILTIN_NAMES.items():
             fn.__globals__.setdefault(alias, _builtin_extremum(name))
+        fn.__globals__.setdefault(_BOOLOP_NAME, _compiler_boolop)
+        fn.__globals__.setdefault(_NOT_NAME, _compiler_not)
         return self._compile_and_exec(tree)
 
     FunctionRewriter.rewrite_ast = rewrite_ast

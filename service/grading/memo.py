@@ -18,7 +18,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from service.exercises import Exercise
 from service.report import CaseReport, CaseTexts, Diagnosis, Environment, Performance, Seeds
 
-MEMO_FORMAT = 9  # bump when MemoEntry or the key changes meaning: old entries then simply miss
+MEMO_FORMAT = 10  # bump when MemoEntry or the key changes meaning: old entries then simply miss
+# 10: on the interpreter a kernel's and/or/not of tensors are element-wise, as on a GPU (format 9 ran Python's:
+#    one operand for the whole block, or False: sandbox/gpu_compile.py, _CompilerBooleans)
 # 9: on the interpreter a kernel's min/max of tensors are element-wise, as on a GPU (the compiler's
 #    builtin_min/builtin_max; format 8 ran Python's, one argument for the whole block: sandbox/gpu_compile.py)
 # 8: on the interpreter a range/tl.range loop's induction variable is a tensor, as on a GPU (a kernel

@@ -11,6 +11,8 @@ real bwrap sandbox on the Triton interpreter: the verdict and the diagnosis must
   match a simulation of a float16 (or bfloat16) accumulator, rounded at every block's addition.
 - Python's `min`/`max` of a block (a CUDA port's clamp): element-wise on a GPU (the compiler's builtin_min),
   one of the arguments as it was on the interpreter (Python's own): a right kernel failed every case.
+- Python's `and`/`or`/`not` of blocks (masks as Python conditions): element-wise on a GPU, one operand as it
+  was (or False) on the interpreter.
 """
 from __future__ import annotations
 
@@ -118,6 +120,31 @@ tl.store(z_ptr + rows, acc, mask=rows < N0)
 
 def test_min_and_max_of_tensors_are_element_wise_as_on_a_gpu(grader):
     report = _grade(grader, LONG_SUM, _body(grader, LONG_SUM, BUILTIN_MIN_MAX))
+    failed = [(c.id, c.error, c.first_mismatch) for c in report.cases if not c.passed]
+    assert not failed, failed
+    assert report.given_check.status == "passed", report.given_check.output
+    assert code_points(report, grader.catalog.get(LONG_SUM)) == 5 and not report.diagnoses
+
+
+# Python's and/or/not in a kernel (masks written as Python conditions): the compiler combines tensors element-wise
+# (logical_and, logical_or, __not__); the interpreter asked a whole block for its truth (always True there) and
+# returned an operand as it was, so `(rows < N0) and not (cols >= T)` was `not (cols >= T)`, which was False: the
+# loads read nothing, and a kernel right on a GPU failed every case (docs/benchmarks.md, round 3).
+PYTHON_BOOLEANS = """
+pid = tl.program_id(0)
+rows = pid * B0 + tl.arange(0, B0)
+acc = tl.zeros((B0,), dtype=tl.float32)
+for start in range(0, T, B1):
+    cols = start + tl.arange(0, B1)
+    inside = (rows[:, None] < N0) and not (cols[None, :] >= T)
+    acc += tl.sum(tl.load(x_ptr + rows[:, None] * T + cols[None, :], mask=inside, other=0.0), axis=1)
+if pid >= 0 and (B0 > 0 or N0 < 0):  # a scalar tensor and a constexpr that short-circuits (True: left out)
+    tl.store(z_ptr + rows, acc, mask=(rows < 0) or (rows < N0))
+"""
+
+
+def test_and_or_not_of_tensors_are_element_wise_as_on_a_gpu(grader):
+    report = _grade(grader, LONG_SUM, _body(grader, LONG_SUM, PYTHON_BOOLEANS))
     failed = [(c.id, c.error, c.first_mismatch) for c in report.cases if not c.passed]
     assert not failed, failed
     assert report.given_check.status == "passed", report.given_check.output
