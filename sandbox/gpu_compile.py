@@ -63,6 +63,9 @@ MAX_VERDICT_BYTES = 64 << 20  # what a forked compile sends back (its message, t
 PREFIX_CODE, PYTHON_CALL_CODE = "sandbox.gpu_compile", "sandbox.python_call"
 PYTHON_ATTRIBUTE_CODE = "sandbox.python_attribute"  # `.handle`, a dunder: the interpreter's internals, not Triton
 INTERPRETER_ONLY_CODE = "sandbox.interpreter_only"  # the interpreter ran code the GPU compile did not compile
+# A compile error that wanted a constexpr where the kernel passed a name it had assigned (`XBLOCK = B0`, then
+# tl.arange(0, XBLOCK)): the code generator makes a tensor of every assigned value, on every device.
+CONSTEXPR_ASSIGNED_CODE = "sandbox.constexpr_assigned"
 # The compiler crashed (LLVM's UNREACHABLE, a failed C++ assertion, a segfault) instead of raising: a compile error.
 COMPILER_CRASH_CODE, COMPILER_CRASH_ASM_CODE = "sandbox.compiler_crashed", "sandbox.compiler_crashed.inline_asm"
 NO_LAUNCH_CODE = "sandbox.no_kernel_launch"  # written by the harness (harness.py, LaunchCounter)
@@ -218,6 +221,45 @@ def compiler_diagnostics(written: str, known: str = "") -> str:
     return "\n".join(part for part in (first, last) if part)
 
 
+def _constexpr_assignment_hint(exc: BaseException) -> str:
+    """Where a compile error asks for a constexpr (`arange's arguments must be of type tl.constexpr`, a
+    tl.static_range bound that `is not a constexpr`) and an argument of the failing call is a name the kernel
+    bound by a plain assignment of a compile-time value (`XBLOCK = B0`, `BLOCK = 64`, `R = 2 * B1`: Triton's code
+    generator turns an assigned value into a tensor, 3.6 and 3.9 alike), the mark that says so and how to keep
+    it a constexpr; else "". A name assigned a run-time value (`n = tl.load(...)`) gets no such advice."""
+    node, src = getattr(exc, "node", None), getattr(exc, "src", None)
+    said = str(getattr(exc, "error_message", None) or "") + _cause(exc)  # the words, not the source excerpt
+    if not isinstance(node, ast.AST) or not isinstance(src, str) or "constexpr" not in said:
+        return ""
+    try:
+        tree = ast.parse(src)
+    except SyntaxError:
+        return ""
+    function = next((n for n in tree.body if isinstance(n, ast.FunctionDef)), None)
+    if function is None:
+        return ""
+
+    def is_constexpr(annotation: ast.expr | None) -> bool:
+        return annotation is not None and "constexpr" in ast.unparse(annotation)
+
+    static = {a.arg for a in function.args.args if is_constexpr(a.annotation)}
+    assigned: dict[str, int] = {}
+    simple = (ast.Constant, ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop, ast.Load)
+    for stmt in ast.walk(function):
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and is_constexpr(stmt.annotation):
+            static.add(stmt.target.id)
+        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                and all(isinstance(n, simple) or isinstance(n, ast.Name) and (n.id in static or n.id in assigned)
+                        for n in ast.walk(stmt.value)):
+            assigned.setdefault(stmt.targets[0].id, stmt.lineno)
+    for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
+        for argument in [*call.args, *(k.value for k in call.keywords)]:
+            for name in (n for n in ast.walk(argument) if isinstance(n, ast.Name)):
+                if name.id in assigned:
+                    return "\n" + mark(CONSTEXPR_ASSIGNED_CODE, name=name.id[:80], line=assigned[name.id])
+    return ""
+
+
 def compile_error_message(exc: BaseException, stderr: str = "") -> str:
     """The student's message for a compile that failed with `exc`, with the compiler's own
     diagnostics from `stderr` (what the compile wrote to fd 2) where the exception lacks them."""
@@ -227,6 +269,7 @@ def compile_error_message(exc: BaseException, stderr: str = "") -> str:
     cause = _cause(exc)[:MAX_MESSAGE // 4]
     said = compiler_diagnostics(stderr, text + cause) if stderr else ""
     cause += "\n" + said if said else ""
+    cause += _constexpr_assignment_hint(exc)
     if len(text) + len(cause) > MAX_MESSAGE:  # the source excerpt gives way, never the cause
         text = text[:MAX_MESSAGE - len(cause)] + " …"
     return mark(PREFIX_CODE, target=_target_name()) + f"{type(exc).__name__}: {text}{cause}"

@@ -11,6 +11,7 @@ from sandbox.contract import RunResult, Said, SpeedRun
 from sandbox.gpu_compile import (
     COMPILER_CRASH_ASM_CODE,
     COMPILER_CRASH_CODE,
+    CONSTEXPR_ASSIGNED_CODE,
     GPU_ONLY_ASM_CODE,
     INTERPRETER_ONLY_CODE,
     MARK_CLOSE,
@@ -26,7 +27,7 @@ from service.messages.catalogue import LANGUAGES
 
 # The only codes text written inside the sandbox may name: a mark naming another is left as written.
 INLINE_CODES = frozenset({PREFIX_CODE, PYTHON_CALL_CODE, PYTHON_ATTRIBUTE_CODE, INTERPRETER_ONLY_CODE, NO_LAUNCH_CODE,
-                          COMPILER_CRASH_CODE, COMPILER_CRASH_ASM_CODE, GPU_ONLY_ASM_CODE})
+                          COMPILER_CRASH_CODE, COMPILER_CRASH_ASM_CODE, GPU_ONLY_ASM_CODE, CONSTEXPR_ASSIGNED_CODE})
 _MARK = re.compile(re.escape(MARK_OPEN) + r"([a-z_.]{1,40})"
                    + r"((?:" + re.escape(MARK_SEP) + r"[a-z_]{1,20}=[^«»|\n]{0,200}){0,4})" + re.escape(MARK_CLOSE))
 

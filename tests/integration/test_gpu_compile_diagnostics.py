@@ -149,3 +149,53 @@ def test_a_failed_pass_says_which_pass_and_which_assertion_under_triton_3_6(tmp_
     assert message.rstrip().endswith(
         "Assertion `info.length() == op.getOffsets().size()' failed (Triton's RewriteTensorPointer.cpp:262)")
     assert "tt.func" not in message and "reproducer" not in message  # no IR dump, no request to report it
+
+
+# A block size bound by a plain assignment (`XBLOCK = B`, as a port of TorchInductor's kernels writes it, or
+# `BLOCK = 16`): Triton's code generator turns every assigned value into a tensor (3.6 and 3.9 alike), so
+# tl.arange(0, XBLOCK) fails with "arange's arguments must be of type tl.constexpr". The message now says which
+# name was assigned, where, and how to keep it a constexpr (docs/benchmarks.md, third-party kernels, round 3);
+# a constexpr error about a parameter, or a plain error, gets no such line.
+KERNELS_ASSIGNED = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def inductor_alias(x_ptr, out_ptr, B: tl.constexpr):
+    XBLOCK = B
+    xindex = tl.arange(0, XBLOCK)
+    tl.store(out_ptr + xindex, tl.load(x_ptr + xindex))
+
+
+@triton.jit
+def annotated_alias(x_ptr, out_ptr, B: tl.constexpr):
+    XBLOCK: tl.constexpr = B
+    xindex = tl.arange(0, XBLOCK)
+    tl.store(out_ptr + xindex, tl.load(x_ptr + xindex))
+
+
+@triton.jit
+def runtime_bound(x_ptr, out_ptr, B: tl.constexpr):
+    n = tl.load(x_ptr).to(tl.int32)
+    for i in tl.static_range(0, n):
+        tl.store(out_ptr + i, 1.0)
+
+
+def launch(name):
+    x, out = torch.randn(256), torch.zeros(256)
+    globals()[name][(1,)](x, out, B=16)
+'''
+
+
+def test_an_assigned_block_size_is_named_in_the_message(tmp_path):
+    names = ["inductor_alias", "annotated_alias", "runtime_bound"]
+    said, _ = _run_gate(sys.executable, tmp_path, KERNELS_ASSIGNED, names)
+    message = said["inductor_alias"]
+    assert "arange's arguments must be of type tl.constexpr" in message, message
+    # line 2 of the kernel, in the numbering of the excerpt's "at 3:13" (def = 1)
+    assert message.rstrip().endswith("«kg:sandbox.constexpr_assigned|name=XBLOCK|line=2»"), message
+    assert said["annotated_alias"] is None  # `XBLOCK: tl.constexpr = B` compiles
+    # a run-time value (n = tl.load(...)) cannot be a constexpr: no advice to annotate it
+    assert "is not a constexpr" in said["runtime_bound"] and "constexpr_assigned" not in said["runtime_bound"], said

@@ -37,6 +37,21 @@ def test_a_gpu_compile_rejection_is_worded_on_the_trusted_side():
     assert "无法" not in en and "«kg:" not in en
 
 
+def test_an_assigned_constexpr_is_said_in_both_languages():
+    """The mark a compile error gets when a name it needed as a constexpr was assigned (sandbox/gpu_compile.py,
+    _constexpr_assignment_hint): in words on the trusted side, with the name, the line and the fix."""
+    hint = mark("sandbox.constexpr_assigned", name="XBLOCK", line=2)
+    text = "arange's arguments must be of type tl.constexpr\n" + hint
+    en, zh = expand_marks(text, "en"), expand_marks(text, "zh")
+    assert en.endswith(
+        "`XBLOCK` is assigned on line 2 of the kernel (`XBLOCK = ...`): Triton's compiler turns every value "
+        "assigned in a kernel into a tensor, so it is no longer a constexpr where one is needed (tl.arange's "
+        "arguments, a shape, a tl.static_range bound). Write `XBLOCK: tl.constexpr = ...`, or use the "
+        "constexpr parameter itself."), en
+    assert "`XBLOCK` 在 kernel 第 2 行是普通赋值" in zh and "`XBLOCK: tl.constexpr = ...`" in zh
+    assert "«kg:" not in zh + en
+
+
 def test_a_mark_naming_an_unknown_code_or_wrong_parameters_is_left_as_written():
     forged = [mark("not_gradable"), mark("sandbox.python_call", other="x"), "«kg:sandbox.python_call|name=f"]
     for text in forged:
