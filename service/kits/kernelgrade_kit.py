@@ -51,7 +51,10 @@ SECTION_ALIASES = {
     "output": "claimed_output", "claimed output": "claimed_output", "输出": "claimed_output",
     "运行输出": "claimed_output",
 }
-HEADING = re.compile(r"^\s{0,3}(?:#{1,6}\s*|\*\*)?\s*"
+# A heading: up to 3 blanks, an optional `#`-run or `**`, blanks, the name. One run of blanks before
+# the name (`#{1,6}\s*` followed by `\s*` split the same blanks every way: a line of "#" and 512 KiB
+# of spaces, the most one uploaded file brings, held the grader for hours before anything was sent).
+HEADING = re.compile(r"^(?:\s{0,3}(?:#{1,6}|\*\*))?\s*"
                      r"(q[1-3]|explanation|claimed output|output|解释|实现说明|运行输出|输出)"
                      r"\b\s*(?:\*\*)?\s*[:：.、)）-]?\s*(.*)$", re.IGNORECASE)
 
@@ -140,6 +143,8 @@ def submission_from_files(files: dict[str, str], *, exercise: str) -> dict[str, 
     if "submission.json" in names:
         try:
             body = json.loads(files[names["submission.json"]])
+        except RecursionError:  # JSON nested past Python's recursion limit ([[[[...: a crash, not a result file)
+            raise KitError("invalid", error="submission.json is nested too deeply") from None
         except ValueError as exc:
             raise KitError("invalid", error=f"submission.json is not JSON ({exc})") from None
         if not isinstance(body, dict):
@@ -155,6 +160,8 @@ def submission_from_files(files: dict[str, str], *, exercise: str) -> dict[str, 
     if notebooks:
         try:
             code, answers = _notebook(files[notebooks[0]])
+        except RecursionError:
+            raise KitError("invalid", error=f"{notebooks[0]} is nested too deeply to be a notebook") from None
         except (ValueError, AttributeError, TypeError) as exc:
             raise KitError("invalid", error=f"{notebooks[0]} is not a notebook ({exc})") from None
     python = [n for n in files if n.lower().endswith(".py")]
