@@ -6,14 +6,9 @@ import csv
 import io
 
 from service.dashboard.queries import Dashboard
+from service.downloads import spreadsheet_safe
 
 CSV_COLUMNS = ["section", "item", "key", "label", "measure", "value"]
-
-
-def _cell(value: object) -> str:
-    """A spreadsheet must not read a label (a diagnosis message, an assignment id) as a formula."""
-    text = "" if value is None else str(value)
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
 def rows(board: Dashboard) -> list[list[object]]:
@@ -62,5 +57,5 @@ def to_csv(board: Dashboard) -> str:
     writer = csv.writer(buffer)
     writer.writerow(CSV_COLUMNS)
     for row in rows(board):
-        writer.writerow([_cell(v) for v in row])
+        writer.writerow([spreadsheet_safe(v) for v in row])
     return buffer.getvalue()

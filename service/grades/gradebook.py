@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from service.api.schemas import UTCDateTime
 from service.db.models import Course, Decision, HintTaken, Submission
 from service.db.session import one_snapshot
+from service.downloads import spreadsheet_safe
 from service.grades.policy import Counted, CoursePolicy, counted, counted_report
 from service.status import IN_PROGRESS_STATUSES, SubmissionStatus
 
@@ -214,12 +215,6 @@ def _counted(row: Submission, policy: CoursePolicy) -> Counted:
     return counted(total=row.score_total, max_points=row.score_max, pass_threshold=row.pass_threshold,
                    passed=bool(row.passed), provisional=bool(row.provisional), blocking=row.blocking,
                    veto_policy=policy.veto_policy)
-
-
-def spreadsheet_safe(value: object) -> str:
-    """A spreadsheet must not read a student's name or a TA's reason as a formula."""
-    text = "" if value is None else str(value)
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
 def to_csv(book: Gradebook) -> str:

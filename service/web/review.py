@@ -18,7 +18,7 @@ from service.api.deps import SessionDep
 from service.db import decisions, store
 from service.db.base import utcnow
 from service.db.models import ApiKey, Submission
-from service.downloads import csv_attachment
+from service.downloads import csv_attachment, spreadsheet_safe
 from service.grades import copies
 from service.lti.roster import names as student_names
 from service.report import Report
@@ -283,12 +283,6 @@ def copies_page(request: Request, session: SessionDep, course: Text = "",
 CSV_COLUMNS = ["submission_id", "exercise", "target", "action", "before", "after", "reason", "who", "when"]
 
 
-def _cell(value: Any) -> str:
-    """A spreadsheet must not read a TA's reason as a formula."""
-    text = "" if value is None else str(value)
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
-
-
 def _state(target: str, value: dict) -> str:
     if target.startswith("item:") and "points" in value:
         return f"{value.get('points', ''):g}"
@@ -321,7 +315,7 @@ def export_csv(request: Request, session: SessionDep, course: Annotated[str, Que
     for decision, row in decisions.course_decisions(session, course):
         action = "override" if decision.target.startswith("item:") else (
             "confirm" if decision.after.get("status") == "confirmed" else "dismiss")
-        writer.writerow([_cell(v) for v in (
+        writer.writerow([spreadsheet_safe(v) for v in (
             row.id, row.exercise_id, decision.target, action, _state(decision.target, decision.before),
             _state(decision.target, decision.after), decision.reason, decision.actor,
             _naive_utc(decision.created_at).isoformat(timespec="seconds") + "Z")])

