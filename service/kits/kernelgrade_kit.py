@@ -200,7 +200,9 @@ class Server:
     def _call(self, method: str, path: str, *, body: dict | None = None, headers: dict[str, str] | None = None,
               timeout_s: float = 60) -> tuple[int, Any]:
         request = urllib.request.Request(self.url + path, method=method,
-                                         data=None if body is None else json.dumps(body).encode(),
+                                         # UTF-8, not json.dumps' ASCII escapes (six bytes a CJK character, which
+                                         # took honest Chinese answers over the service's body cap)
+                                         data=None if body is None else json.dumps(body, ensure_ascii=False).encode(),
                                          headers={"Authorization": f"Bearer {self.key}", "User-Agent": USER_AGENT,
                                                   "Content-Type": "application/json", **(headers or {})})
         try:
@@ -248,6 +250,10 @@ class Server:
             fields = ", ".join(".".join(str(p) for p in e.get("loc", [])[1:]) + f": {e.get('msg', '')}"
                                for e in (view or {}).get("detail", []) if isinstance(e, dict))
             raise KitError("invalid", error=fields or "the service refused it")
+        if status == 413:  # the student's files, over the service's cap: not the service's failure
+            raise KitError("invalid", error="the files are larger than the grading service accepts "
+                                            f"({len(json.dumps(body, ensure_ascii=False).encode()) // 1024} KiB; "
+                                            f"{str((view or {}).get('detail', 'HTTP 413'))[:200]})")
         if status == 409:
             raise KitError("config", error="this submission was already sent with different content")
         if status not in (200, 202):

@@ -369,3 +369,32 @@ def test_prairielearn_grader_image_runs_in_docker(service, course, tmp_path):
     assert ran.returncode == 0, ran.stdout + ran.stderr
     results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
     assert check_prairielearn(results) is not None and results["gradable"] is True
+
+
+def test_gradescope_kit_sends_chinese_answers_as_utf8_and_says_an_oversized_upload_is_the_students(
+        service, course, key_file, tmp_path):
+    """The kit sent the body with json.dumps' default ASCII escapes: each CJK character became six
+    bytes (`\\u4e2d`), so honest answers of about 45 000 Chinese characters (within every field's
+    cap) made a body over the service's 256 KiB, whose 413 the kit read as "the grading service
+    could not be reached ... not a zero; the course staff will run the grader again" (and kept the
+    previous score). Now the body is UTF-8 (3 bytes a character) and grades; an upload over the
+    service's cap even so is the student's own invalid upload, said so, with no score kept."""
+    archive = build_gradescope(tmp_path, "--server", service.url, "--key-file", str(key_file), "--language", "en")
+    root = gradescope_layout(tmp_path, archive, METADATA)
+    essay = "第二次求和前要重新施加掩码，否则方差偏大。" * 750  # 15 000 characters, under the 16 384 cap
+    for name in ("q1.md", "q2.md", "q3.md"):
+        (root / "submission" / name).write_text(essay, encoding="utf-8")
+    results = run_gradescope(root)
+    assert check_gradescope(results) is not None, results["output"]
+    assert "could not be reached" not in results["output"]
+
+    earlier = {**METADATA, "id": 123457, "previous_submissions": [
+        {"submission_time": "2026-11-30T10:00:00-08:00", "score": 6.5, "autograder_error": False, "results": {}}]}
+    root = gradescope_layout(tmp_path, archive, earlier)
+    (root / "submission" / "solution.py").write_text(
+        EXAMPLE["code"] + "\n".join(f"# {essay[:60]}" for _ in range(1000)), encoding="utf-8")
+    for name in ("q1.md", "q2.md", "q3.md", "output.txt"):
+        (root / "submission" / name).write_text(essay, encoding="utf-8")
+    results = run_gradescope(root)
+    assert check_gradescope(results) is None and "kept_previous_score" not in results["extra_data"]["kernelgrade"]
+    assert "could not be reached" not in results["output"] and "larger than" in results["output"], results["output"]
