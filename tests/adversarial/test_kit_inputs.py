@@ -52,7 +52,7 @@ def gradescope(tmp_path: Path, files: dict[str, str], *, language: str = "en") -
     return json.loads((root / "results" / "results.json").read_text(encoding="utf-8")), elapsed
 
 
-def prairielearn(tmp_path: Path, files: dict[str, str]) -> dict:
+def prairielearn(tmp_path: Path, files: dict[str, str], *, submitted: dict | None = None) -> dict:
     root = tmp_path / "grade"
     (root / "student").mkdir(parents=True)
     (root / "data").mkdir()
@@ -64,7 +64,8 @@ def prairielearn(tmp_path: Path, files: dict[str, str]) -> dict:
     (root / "serverFilesCourse" / "kernelgrade" / "config.json").write_text(json.dumps(
         {"server_url": f"http://127.0.0.1:{free_port()}", "api_key": "k", "exercise": "lesson06_mean_var",
          "timeout_s": 30, "language": "en"}), encoding="utf-8")
-    (root / "data" / "data.json").write_text(json.dumps({"variant_seed": 7, "submitted_answers": {}}), encoding="utf-8")
+    (root / "data" / "data.json").write_text(json.dumps({"variant_seed": 7, "submitted_answers": submitted or {}}),
+                                             encoding="utf-8")
     for name, text in files.items():
         (root / "student" / name).write_text(text, encoding="utf-8")
     done = subprocess.run([sys.executable, str(kit / "grade.py")], capture_output=True, text=True, timeout=120,
@@ -108,3 +109,20 @@ def test_json_nested_past_the_recursion_limit_is_the_students_invalid_upload(tmp
         assert results["extra_data"]["kernelgrade"]["status"] == "invalid"
     results = prairielearn(tmp_path, {name: NESTED})
     assert results["gradable"] is False and "nested too deeply" in results["message"], results
+
+
+@pytest.mark.parametrize("answers", [None, "q1", ["q1"]], ids=["left-out", "a-string", "a-list"])
+def test_a_submission_json_without_an_answers_object_beside_text_inputs(tmp_path, answers):
+    """A PrairieLearn question that takes the written answers in text inputs (pl-string-input) and the
+    code as a file: a submission.json without `answers` (or with a string there) made grade.py index
+    it (KeyError, TypeError) and die with no results file. Now the inputs' answers go in (left out), or
+    the upload is the student's invalid one (a string, a list); never a crash."""
+    body = {"code": json.loads(CODE.read_text(encoding="utf-8"))["code"],
+            **({"answers": answers} if answers is not None else {})}
+    results = prairielearn(tmp_path, {"submission.json": json.dumps(body)},
+                           submitted={"q1": "第二次求和前重新施加掩码", "q2": "padding lane"})
+    assert results["gradable"] is False, results
+    if answers is None:
+        assert "could not be reached" in results["message"], results  # a whole submission, sent
+    else:
+        assert "answers" in results["message"] and "not an object" in results["message"], results

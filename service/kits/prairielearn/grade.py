@@ -36,6 +36,9 @@ def submission(config: dict, data: dict) -> tuple[dict, str]:
         raise KitError("config", error="no exercise configured")
     body = submission_from_files(read_files(ROOT / "student"), exercise=exercise)
     answers = data.get("submitted_answers") or {}
+    if not isinstance(body.get("answers", {}), dict):  # a submission.json's own `answers`, of any type
+        raise KitError("invalid", error="`answers` in submission.json is not an object of texts")
+    body["answers"] = dict(body.get("answers", {}))  # a submission.json may leave it out
     for name in TEXT_ANSWERS:  # answers given through pl-string-input & co. rather than files
         if isinstance(answers.get(name), str) and answers[name].strip():
             if name in ("q1", "q2", "q3"):
