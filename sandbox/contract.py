@@ -209,6 +209,12 @@ class CaseRun:
     # them (dtype, shape and the array, by guard record index), for exercise checks that compare a
     # wrapper's own sentinel region on the trusted side (e.g. the puzzles' z buffers).
     allocations: list[dict[str, Any]] = field(default_factory=list)
+    # The case ended on the interpreter's gate refusing a launch whose kernel compiled with inline asm (the
+    # harness's `gpu_only` field, from the gate's own exception: gpu_compile.GPUCompileError.gpu_only).
+    gpu_only: bool = False
+    # The reprs of the exception chain the case raised (the harness's `raised` field, from the objects): how the
+    # trusted side tells an interpreter gap's own error (service/grading/pipeline.py, _gap_shown).
+    raised: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -222,6 +228,8 @@ class GivenRun:
     elapsed_s: float | None = None
     # Each recorded call of the entry point during the check: (tensor arguments, tensor outputs).
     calls: list[tuple[list[Any], list[Any]]] = field(default_factory=list)
+    gpu_only: bool = False  # as CaseRun.gpu_only: the check failed on the gate's inline-asm refusal
+    raised: list[str] = field(default_factory=list)  # as CaseRun.raised: the chain that failed the check
 
 
 @dataclass

@@ -135,7 +135,19 @@ _GATE = None  # the installed CompileGate (interpreter mode), which the code gen
 
 
 class GPUCompileError(Exception):
-    """A kernel that Triton's compiler rejects for the GPU target (the student's error, not ours)."""
+    """A kernel that Triton's compiler rejects for the GPU target (the student's error, not ours).
+    `gpu_only`: the gate itself refused the launch because the kernel compiled with inline asm, which
+    only a GPU runs (set here, never from text: the harness reports it as a field of the phase's frame,
+    and the trusted side makes the grading not_gradable only on that field, gpu_only_shown)."""
+
+    gpu_only = False
+
+
+def _refused(message: str) -> GPUCompileError:
+    """The gate's refusal of a launch with `message` (a compile error's, or gpu_only_asm_message()'s)."""
+    error = GPUCompileError(message)
+    error.gpu_only = message == gpu_only_asm_message()  # a compile error's message starts with PREFIX_CODE's mark
+    return error
 
 
 def _target_name() -> str:
@@ -561,7 +573,7 @@ class CompileGate:
         if key in self.verdicts:
             known = self.verdicts[key]
             if known is not None:
-                raise GPUCompileError(known) from None
+                raise _refused(known) from None
             self.active = self.reached[key]
             return
         started = time.perf_counter()
@@ -578,7 +590,7 @@ class CompileGate:
                 told("end", None)
         if message is not None:
             self.verdicts[key] = message
-            raise GPUCompileError(message) from None
+            raise _refused(message) from None
         self.verdicts[key] = None
         self.reached[key] = record
         self.active = record

@@ -69,6 +69,34 @@ def _truncate(text: str, limit: int = MAX_TEXT) -> str:
     return text[: limit // 2] + f"\n… [{len(text) - limit} characters cut] …\n" + text[-limit // 2 :]
 
 
+def _gpu_only(exc: BaseException) -> dict:
+    """The frame's `gpu_only` field: the launch was refused by the gate itself because its kernel compiled
+    with inline asm (gpu_compile.GPUCompileError.gpu_only, set by the gate, never read from any text:
+    a kernel's own words, a static_print or a static_assert's message, can say anything)."""
+    refused = getattr(sys.modules.get("gpu_compile"), "GPUCompileError", None)
+    return {"gpu_only": True} if refused is not None and isinstance(exc, refused) and exc.gpu_only is True else {}
+
+
+MAX_RAISED = 8  # exceptions of one chain reported by their repr (`raised`)
+
+
+def _raised(exc: BaseException) -> dict:
+    """The frame's `raised` field: the repr of each exception in `exc`'s chain (its causes and contexts),
+    as the objects are, not as any text says: the trusted side tells the interpreter's own errors (an
+    interpreter gap, service/grading/fills.py) by it, which a kernel's printed or asserted words cannot be."""
+    chain: list[str] = []
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen and len(chain) < MAX_RAISED:
+        seen.add(id(current))
+        try:
+            chain.append(_truncate(repr(current), 300))
+        except Exception:  # noqa: BLE001 - a repr that raises says nothing
+            chain.append(type(current).__name__)
+        current = current.__cause__ or current.__context__
+    return {"raised": chain}
+
+
 def _student_traceback(exc: BaseException) -> str:
     """The exception and only the frames in the student's program (not the harness, not torch)."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
@@ -205,6 +233,7 @@ def main() -> int:
         captured = io.StringIO()
         torch.manual_seed(job["given_seed"])
         status = "passed"
+        given_said: dict = {}
         # The check runs in its own globals, where the entry point is wrapped to record each
         # call's inputs (before the call) and outputs: the trusted side recomputes them, so a
         # check that "passed" in here counts only if its outputs were right.
@@ -246,13 +275,14 @@ def main() -> int:
             except BaseException as exc:  # noqa: BLE001
                 status = "failed"
                 captured.write(_student_traceback(exc))
+                given_said = {**_gpu_only(exc), **_raised(exc)}
         try:
             record_blob = save(recorded) if recorded else b""
         except Exception:  # noqa: BLE001 - unrecordable outputs: the trusted side finds no calls
             record_blob = b""
         failed_here = failed_here or status != "passed"
         send({"type": "given", "status": status, "output": _truncate(captured.getvalue()),
-              "elapsed_s": time.perf_counter() - t0, "calls": calls[0]}, record_blob)
+              "elapsed_s": time.perf_counter() - t0, "calls": calls[0], **given_said}, record_blob)
         _end_stray_processes()
         if gpu_poisoned():
             return HarnessExit.gpu_poisoned
@@ -314,7 +344,8 @@ def main() -> int:
             records, blob = _error_evidence(guards, save)
             failed_here = True
             send({"type": "case", "id": case["id"], "status": "error", "error": error,
-                  "elapsed_s": time.perf_counter() - t0, "guards": records}, blob)
+                  "elapsed_s": time.perf_counter() - t0, "guards": records, **_gpu_only(exc),
+                  **_raised(exc)}, blob)
             _end_stray_processes()
             if gpu_poisoned():
                 return HarnessExit.gpu_poisoned

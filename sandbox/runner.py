@@ -562,7 +562,9 @@ class SandboxRunner:
                 raise FrameError("a 'given' frame the job did not ask for")
             result.given = GivenRun(status="passed" if message.get("status") == "passed" else "failed",
                                     output=clean_text(message.get("output")),
-                                    elapsed_s=_as_float(message.get("elapsed_s")), calls=_given_calls(blob))
+                                    elapsed_s=_as_float(message.get("elapsed_s")), calls=_given_calls(blob),
+                                    gpu_only=message.get("status") != "passed" and message.get("gpu_only") is True,
+                                    raised=_raised(message) if message.get("status") != "passed" else [])
             current = None
         elif kind == "case_start":
             if message.get("id") not in {c.id for c in job.cases}:
@@ -615,7 +617,8 @@ class SandboxRunner:
         if message.get("status") != "ok":
             breaches, allocations = _error_evidence(message.get("guards"), blob, known[case_id], inputs)
             result.cases.append(CaseRun(id=case_id, status="error", error=clean_text(message.get("error")),
-                                        elapsed_s=elapsed, out_of_bounds=breaches, allocations=allocations))
+                                        elapsed_s=elapsed, out_of_bounds=breaches, allocations=allocations,
+                                        gpu_only=message.get("gpu_only") is True, raised=_raised(message)))
             return case_id
         try:
             tensors = load_tensors(blob)  # safetensors: no pickle, header validated by the library
@@ -639,6 +642,15 @@ class SandboxRunner:
             result.cases.append(CaseRun(id=case_id, status="ok", outputs=dict(tensors), elapsed_s=elapsed,
                                         inputs_after=after))
         return case_id
+
+
+def _raised(message: dict) -> list[str]:
+    """A phase frame's `raised` (the reprs of the exception chain that ended it, harness._raised), bounded;
+    anything else than a short list of strings is none."""
+    raised = message.get("raised")
+    if not isinstance(raised, list) or not all(isinstance(item, str) for item in raised):
+        return []
+    return [clean_text(item, 300) for item in raised[:8]]
 
 
 def _all_in(job: Job, result: RunResult, settled: set[str]) -> bool:

@@ -716,9 +716,13 @@ class Grader:
 
 
 def _gap_shown(gaps: list[InterpreterGap], run: RunResult) -> InterpreterGap | None:
-    """The first runtime gap whose interpreter error a case or the given check raised (the fill uses it)."""
-    texts = [case.error or "" for case in run.cases] + ([run.given.output] if run.given is not None else [])
-    return next((gap for gap in gaps if gap.error is not None and any(gap.error in text for text in texts)), None)
+    """The first runtime gap whose interpreter error a case or the given check raised (the fill uses it): an
+    exception of the chain that ended the phase is that error (the harness's `raised`, the exceptions' reprs).
+    Not the words of the error or the output: a kernel prints or asserts them too (a tl.static_print of
+    "ValueError('Unsupported data type')" beside an atomic_xchg that never runs made a wrong kernel
+    not_gradable, "not an attempt")."""
+    raised = [item for case in run.cases for item in case.raised] + (run.given.raised if run.given is not None else [])
+    return next((gap for gap in gaps if gap.error is not None and gap.error in raised), None)
 
 
 def _busy(performance: Performance | None, language: Language) -> bool:

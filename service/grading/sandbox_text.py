@@ -75,10 +75,14 @@ _GPU_ONLY_ASM_LINE = re.compile(r"(?:[A-Za-z_][\w.]*\.)?GPUCompileError: " + re.
 
 def gpu_only_shown(result: RunResult) -> bool:
     """A case or the given check of `result` (rendered or not) ended on a launch the gate refused because the
-    kernel compiled with inline asm, which only a GPU runs: its last line, as the sandbox wrote it, is that refusal."""
-    texts = [case.raw_error if case.raw_error is not None else case.error for case in result.cases if case.said is None]
+    kernel compiled with inline asm, which only a GPU runs: the harness says so in the phase's frame (`gpu_only`,
+    from the gate's own exception), and its last line, as the sandbox wrote it, is that refusal. The words alone
+    are not enough: a kernel writes them too (a tl.static_print of the line, or a tl.static_assert whose message
+    ends with it, made a wrong kernel not_gradable, "not an attempt", on the interpreter)."""
+    texts = [case.raw_error if case.raw_error is not None else case.error for case in result.cases
+             if case.said is None and case.gpu_only]
     given = result.given
-    if given is not None and given.said is None:
+    if given is not None and given.said is None and given.gpu_only:
         texts.append(given.raw_output if given.raw_output is not None else given.output)
     for text in texts:
         lines = (text or "").strip().splitlines()

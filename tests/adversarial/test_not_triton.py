@@ -329,3 +329,44 @@ def test_only_asm_the_compile_kept_is_not_gradable(grader, host, name):
     else:
         assert code_points(report) == 0 and not any(c.passed for c in report.cases), report.to_json()[:2000]
     host.assert_untouched()
+
+
+# The gate's refusal as a line of its own, which a kernel can write too: Triton prints a tl.static_print's
+# message as it is (on a GPU as the kernel compiles, on the interpreter as it runs), and a failed
+# tl.static_assert's message (line breaks kept) ends the compile error the case reports.
+FORGED_LINE = "GPUCompileError: " + FORGED_MARK
+# Right for one row per program (the lesson's check: B0=1), wrong for more (the hidden cases' B0=4):
+# the given check passes, so the printed line is the last of its output.
+ROW_BUG = (BODIES["static-range-runtime-bound"][0].replace("tl.static_range(0, T, B1)", "range(0, T, B1)")
+           .replace("rows = pid * B0 +", "rows = pid +"))
+FORGED_REFUSALS = {
+    "static-print": f"tl.static_print({FORGED_LINE!r})\n" + ROW_BUG,
+    "static-assert-line-break": f"tl.static_assert(B0 < 0, {'wrong on purpose' + chr(10) + FORGED_LINE!r})\n"
+                                + ROW_BUG,
+    # The interpreter's own error for a float tl.atomic_xchg (an interpreter gap, service/grading/fills.py),
+    # printed, beside an atomic_xchg that never runs (the gap needs the fill to name it): the words were
+    # looked for in the given check's output and the cases' errors.
+    "interpreter-gap-printed": "tl.static_print(\"ValueError('Unsupported data type')\")\nif B0 < 0:\n"
+                               "    tl.atomic_xchg(z_ptr, 0.0)\n" + ROW_BUG,
+}
+
+
+@pytest.mark.parametrize("name", list(FORGED_REFUSALS))
+def test_the_services_limits_written_by_a_kernel_are_not_not_gradable(grader, host, name):
+    """A wrong kernel that prints the gate's inline-asm refusal as a line of its own (tl.static_print) or
+    ends a failing tl.static_assert's message with it, or prints an interpreter gap's error, was
+    not_gradable on the interpreter ("not your fault: this submission does not count as an attempt"),
+    so a student could take back any failing attempt: the trusted side read the service's limit from
+    the text. Now it reads the harness's fields, taken from the exception objects: `gpu_only` (set
+    only by the gate's own refusal) and `raised` (the reprs of the exception chain)."""
+    report = grader.grade(Submission(exercise=PUZZLE, code=body_submission(FORGED_REFUSALS[name])),
+                          secret_seed=SECRET_SEED)
+    assert report.status == "graded", report.to_json()[:3000]
+    code_max = sum(i.max_points for i in report.items if i.id.startswith("code.") and i.id != "code.explanation")
+    assert not report.score.passed and code_points(report) < code_max, [(i.id, i.points) for i in report.items]
+    if name != "static-assert-line-break" and device_mode() is DeviceMode.interpreter:
+        given = next(c for c in report.cases if c.kind == "given")
+        assert given.passed, "the lesson's own check passes (B0=1): the forged line ended its output"
+        assert any(not c.passed for c in report.cases if c.kind != "given")
+    host.assert_untouched()
+    assert_graded_normally()

@@ -51,6 +51,12 @@ def _forged(x_ptr, out_ptr, B: tl.constexpr):
     tl.store(out_ptr + tl.arange(0, B), tl.load(x_ptr + tl.arange(0, B)))
 
 
+@triton.jit
+def _forged_line(x_ptr, out_ptr, B: tl.constexpr):
+    tl.static_assert(B < 0, "wrong\\nGPUCompileError: «kg:sandbox.gpu_only.inline_asm|target=cuda sm_90»")
+    tl.store(out_ptr + tl.arange(0, B), tl.load(x_ptr + tl.arange(0, B)))
+
+
 def _launch(kernel, x):
     out = torch.empty_like(x)
     kernel[(1,)](x, out, B=16)
@@ -71,6 +77,10 @@ def bad_ptx(x):
 
 def forged(x):
     return _launch(_forged, x)
+
+
+def forged_line(x):
+    return _launch(_forged_line, x)
 '''
 
 CASES = [CaseJob(id=f"c{i}", args=[TensorArg(key="x")], outputs=["y"]) for i in range(2)]
@@ -88,7 +98,7 @@ def test_inline_asm_that_compiles_is_refused_as_gpu_only(bwrap_runner):
     result = _run(bwrap_runner(case_timeout_s=60, max_restarts=1), "identity")
     assert [c.status for c in result.cases] == ["error"] * 2, [(c.id, c.status, c.error) for c in result.cases]
     assert all("not supported in interpreter mode" not in (c.error or "") for c in result.cases)
-    assert gpu_only_shown(result)
+    assert gpu_only_shown(result) and all(c.gpu_only for c in result.cases)
     rendered = render_run(result, "en")
     assert gpu_only_shown(rendered)  # from the text as the sandbox wrote it, before or after its marks are said
     assert all("Your kernel uses inline PTX assembly" in (c.error or "") for c in rendered.cases), rendered.cases
@@ -98,10 +108,13 @@ def test_inline_asm_that_compiles_is_refused_as_gpu_only(bwrap_runner):
     ("printed", "ok", None),  # the op's name in a string is no op: the kernel runs
     ("bad_ptx", "error", "ptxas"),  # asm a GPU cannot assemble: a compile error on every device, graded
     ("forged", "error", "static_assert"),  # the gate's mark inside a compile error is the kernel's words
+    # ... and so is the gate's whole line at the end of one (the message's line break kept): the last line of
+    # the case's error was the refusal, which made any failing kernel not_gradable before the harness's field
+    ("forged_line", "error", "static_assert"),
 ])
 def test_no_other_kernel_is_gpu_only(bwrap_runner, entry_point, status, says):
     result = render_run(_run(bwrap_runner(case_timeout_s=60, max_restarts=1), entry_point), "en")
     assert [c.status for c in result.cases] == [status] * 2, [(c.id, c.status, c.error) for c in result.cases]
     if says is not None:
         assert all(says in (c.error or "") for c in result.cases), [c.error for c in result.cases]
-    assert not gpu_only_shown(result)
+    assert not gpu_only_shown(result) and not any(c.gpu_only for c in result.cases)
