@@ -81,7 +81,7 @@ MAX_RAISED = 8  # exceptions of one chain reported by their repr (`raised`)
 
 
 def _raised(exc: BaseException) -> dict:
-    """The frame's `raised` field: the repr of each exception in `exc`'s chain (its causes and contexts),
+    """The frame's `raised` field: the repr of each exception in `exc`'s chain (its causes and shown contexts),
     as the objects are, not as any text says: the trusted side tells the interpreter's own errors (an
     interpreter gap, service/grading/fills.py) by it, which a kernel's printed or asserted words cannot be."""
     chain: list[str] = []
@@ -93,7 +93,8 @@ def _raised(exc: BaseException) -> dict:
             chain.append(_truncate(repr(current), 300))
         except Exception:  # noqa: BLE001 - a repr that raises says nothing
             chain.append(type(current).__name__)
-        current = current.__cause__ or current.__context__
+        # As Python's own traceback shows the chain: a `raise ... from None` (the gate's refusals) hides its context
+        current = current.__cause__ or (None if current.__suppress_context__ else current.__context__)
     return {"raised": chain}
 
 
