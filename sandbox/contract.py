@@ -230,6 +230,9 @@ class GivenRun:
     calls: list[tuple[list[Any], list[Any]]] = field(default_factory=list)
     gpu_only: bool = False  # as CaseRun.gpu_only: the check failed on the gate's inline-asm refusal
     raised: list[str] = field(default_factory=list)  # as CaseRun.raised: the chain that failed the check
+    # The check failed because a call of the entry point returned without launching the cell's kernel
+    # (harness.LaunchCounter's own error, told by the harness's `no_launch` field, never read from the output)
+    no_launch: bool = False
 
 
 @dataclass

@@ -69,12 +69,17 @@ def _truncate(text: str, limit: int = MAX_TEXT) -> str:
     return text[: limit // 2] + f"\n… [{len(text) - limit} characters cut] …\n" + text[-limit // 2 :]
 
 
-def _gpu_only(exc: BaseException) -> dict:
+def _told(exc: BaseException) -> dict:
     """The frame's `gpu_only` field: the launch was refused by the gate itself because its kernel compiled
-    with inline asm (gpu_compile.GPUCompileError.gpu_only, set by the gate, never read from any text:
-    a kernel's own words, a static_print or a static_assert's message, can say anything)."""
+    with inline asm (gpu_compile.GPUCompileError.gpu_only, set by the gate), and its `no_launch` field: a
+    call returned without launching the cell's kernel (LaunchCounter.require's error). From the exception
+    objects, never from any text: a kernel's own words (a static_print, a static_assert's message) can say
+    anything."""
     refused = getattr(sys.modules.get("gpu_compile"), "GPUCompileError", None)
-    return {"gpu_only": True} if refused is not None and isinstance(exc, refused) and exc.gpu_only is True else {}
+    told = {"gpu_only": True} if refused is not None and isinstance(exc, refused) and exc.gpu_only is True else {}
+    if type(exc) is RuntimeError and getattr(exc, "no_kernel_launch", None) is True:  # LaunchCounter.require's own
+        told["no_launch"] = True
+    return told
 
 
 MAX_RAISED = 8  # exceptions of one chain reported by their repr (`raised`)
@@ -276,7 +281,7 @@ def main() -> int:
             except BaseException as exc:  # noqa: BLE001
                 status = "failed"
                 captured.write(_student_traceback(exc))
-                given_said = {**_gpu_only(exc), **_raised(exc)}
+                given_said = {**_told(exc), **_raised(exc)}
         try:
             record_blob = save(recorded) if recorded else b""
         except Exception:  # noqa: BLE001 - unrecordable outputs: the trusted side finds no calls
@@ -345,7 +350,7 @@ def main() -> int:
             records, blob = _error_evidence(guards, save)
             failed_here = True
             send({"type": "case", "id": case["id"], "status": "error", "error": error,
-                  "elapsed_s": time.perf_counter() - t0, "guards": records, **_gpu_only(exc),
+                  "elapsed_s": time.perf_counter() - t0, "guards": records, **_told(exc),
                   **_raised(exc)}, blob)
             _end_stray_processes()
             if gpu_poisoned():
@@ -399,7 +404,9 @@ class LaunchCounter:
             import gpu_compile  # from the job folder
 
             names = ", ".join(sorted(set(self.kernels.values())))
-            raise RuntimeError(gpu_compile.mark(gpu_compile.NO_LAUNCH_CODE, entry=entry_point, kernels=names))
+            error = RuntimeError(gpu_compile.mark(gpu_compile.NO_LAUNCH_CODE, entry=entry_point, kernels=names))
+            error.no_kernel_launch = True  # type: ignore[attr-defined]  # the frame's `no_launch` (_told)
+            raise error
 
 
 def _empty_grid(grid) -> bool:

@@ -564,7 +564,8 @@ class SandboxRunner:
                                     output=clean_text(message.get("output")),
                                     elapsed_s=_as_float(message.get("elapsed_s")), calls=_given_calls(blob),
                                     gpu_only=message.get("status") != "passed" and message.get("gpu_only") is True,
-                                    raised=_raised(message) if message.get("status") != "passed" else [])
+                                    raised=_raised(message) if message.get("status") != "passed" else [],
+                                    no_launch=message.get("status") != "passed" and message.get("no_launch") is True)
             current = None
         elif kind == "case_start":
             if message.get("id") not in {c.id for c in job.cases}:

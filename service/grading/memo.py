@@ -46,6 +46,7 @@ class MemoEntry(BaseModel):
     diagnoses: list[Diagnosis]
     given_status: str
     given_output: str
+    given_no_launch: bool = False  # GivenRun.no_launch of that run (the claim check's kernel_bypassed)
     seeds: Seeds
     environment: Environment
     performance: Performance | None = None  # the speed figures of that run (exercises with `speed:`)

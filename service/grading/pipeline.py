@@ -42,7 +42,7 @@ from service.grading.memo import MemoEntry, VerdictMemo, memo_key, memoisable, s
 from service.grading.model_assist import ModelAssist
 from service.grading.not_gradable import not_gradable_report
 from service.grading.run import run_program, run_timing
-from service.grading.sandbox_text import gpu_only_shown, render_speed, shows_no_kernel_launch
+from service.grading.sandbox_text import gpu_only_shown, render_speed
 from service.grading.speed import performance as speed_performance
 from service.grading.speed import restated, unmeasured
 from service.grading.speed_card import SPEED_IN_FLIGHT, OnSpeed, follow, follow_memo, kernel_passed
@@ -304,6 +304,7 @@ class Grader:
         cases: list[CaseReport] = []
         diagnoses: list[Diagnosis] = []
         given_status, given_output = "not_run", ""
+        given_no_launch = False  # the harness said a call returned without launching the kernel (GivenRun.no_launch)
         # the cases' texts and the given check's output in the other language (Report.translations)
         other_cases: dict[str, dict[str, CaseTexts]] = {}
         other_given: dict[str, str] = {}
@@ -333,6 +334,7 @@ class Grader:
                                                      say=self._restate(exercise), language=language,
                                                      others=other_languages(language)))
                 given_status, given_output, environment = reused.given_status, reused.given_output, reused.environment
+                given_no_launch = reused.given_no_launch
                 other_cases, other_given = reused.case_texts, reused.given_outputs
             else:
                 graded, seeds = drawn()
@@ -422,6 +424,7 @@ class Grader:
                     diagnoses.append(unwritten)  # on every exercise: the poison of torch.empty in the outputs
                 if run.given is not None:
                     given_status, given_output = run.given.status, run.given.output
+                    given_no_launch = run.given.no_launch
                 environment = self._environment(run)
                 performance = self._performance(exercise, run, cases, language)
                 phase, run.speed_pending = run.speed_pending, None  # the sandbox is timing the kernel meanwhile
@@ -463,7 +466,8 @@ class Grader:
                                  given_status=None if given_status == "not_run" else given_status,
                                  real_output=given_output,
                                  not_run_reason=not_run_reason, language=language,
-                                 kernel_bypassed=given_status == "failed" and shows_no_kernel_launch(given_output))
+                                 # the harness's field, not the output's words (a kernel prints those too)
+                                 kernel_bypassed=given_status == "failed" and given_no_launch)
         vetoes += [v for v in (coincidental, claim) if v is not None]
         score = rubric.total_score(exercise, items, vetoes)
         requirements = passrule.requirements(
@@ -680,7 +684,8 @@ class Grader:
             return None
         entry = MemoEntry(submission_id=submission_id, program_digest=program.digest, cases=cases, diagnoses=diagnoses,
                           given_status=run.given.status if run.given else "not_run",
-                          given_output=run.given.output if run.given else "", seeds=seeds, environment=environment,
+                          given_output=run.given.output if run.given else "",
+                          given_no_launch=bool(run.given and run.given.no_launch), seeds=seeds, environment=environment,
                           performance=performance, case_texts=case_texts or {}, given_outputs=given_outputs or {},
                           language=language)
         try:

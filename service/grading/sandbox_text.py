@@ -23,7 +23,6 @@ from sandbox.gpu_compile import (
     PYTHON_CALL_CODE,
 )
 from service.messages import render, service_catalogue
-from service.messages.catalogue import LANGUAGES
 
 # The only codes text written inside the sandbox may name: a mark naming another is left as written.
 INLINE_CODES = frozenset({PREFIX_CODE, PYTHON_CALL_CODE, PYTHON_ATTRIBUTE_CODE, INTERPRETER_ONLY_CODE, NO_LAUNCH_CODE,
@@ -55,15 +54,6 @@ def expand_marks(text: str, language: str) -> str:
         return render(code, language, **params)
     return _MARK.sub(said, text) if MARK_OPEN in text else text
 
-
-def shows_no_kernel_launch(text: str) -> bool:
-    """`text` (a rendered given-check output, in any language) says a call returned without
-    launching the cell's kernel (harness.py, LaunchCounter): every fixed part of the message is in it."""
-    for lang in LANGUAGES:
-        parts = [p for p in re.split(r"\{[a-z_]+\}", service_catalogue().template(NO_LAUNCH_CODE, lang)) if p.strip()]
-        if parts and all(part in text for part in parts):
-            return True
-    return False
 
 
 # A launch the gate refused because its kernel compiled with inline asm (gpu_compile.gpu_only_asm_message): the

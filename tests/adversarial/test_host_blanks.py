@@ -240,3 +240,15 @@ def test_a_tensor_method_of_a_result_in_host_code_cannot_do_the_kernels_work(hos
     for c in report.cases:
         assert not c.passed and "只在你自己的 host 端代码下通过" in (c.error or ""), (c.id, c.error)
     host.assert_untouched()
+
+
+def test_a_claimed_pass_of_a_call_that_launched_nothing_is_for_a_ta(runs_grader, host):
+    """The harness's own no-launch error (its `no_launch` field, not the words of the output) still makes
+    a claimed pass of the lesson's check a suspected veto: its asserts may well have passed, as said."""
+    report = runs_grader.grade(Submission(exercise=EXERCISE, code=program(*ATTACKS["return-torch-answer"]),
+                                          claimed_output="两个 assert_close 都通过了，没有报错。"),
+                               secret_seed=SECRET_SEED)
+    assert report.status == "graded" and report.given_check.status == "failed", report.to_json()[:2000]
+    (veto,) = [v for v in report.vetoes if v.rule == "unverified_claim"]
+    assert veto.status == "suspected" and veto.needs_review, veto
+    host.assert_untouched()

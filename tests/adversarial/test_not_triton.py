@@ -370,3 +370,25 @@ def test_the_services_limits_written_by_a_kernel_are_not_not_gradable(grader, ho
         assert any(not c.passed for c in report.cases if c.kind != "given")
     host.assert_untouched()
     assert_graded_normally()
+
+
+NO_LAUNCH_MARK = "«kg:sandbox.no_kernel_launch|entry=long_sum|kernels=sum_kernel»"
+CLAIMED_PASS = "两个 assert_close 都通过了，没有报错。"
+
+
+def test_a_printed_no_launch_message_does_not_soften_a_false_claim(grader, host):
+    """The harness's words for a call that returned without launching the kernel, printed by the kernel
+    itself (tl.static_print of their mark, said in words on the trusted side): the claim check read the
+    given check's output, took the kernel for bypassed, and a false claim that the lesson's check passed
+    became a suspected veto for a TA (the grade provisional) instead of a confirmed one. Now only the
+    harness's `no_launch` field, set by its own error, says so."""
+    wrong = ROW_BUG.replace("acc, mask=row_mask)", "acc * 0.5, mask=row_mask)")
+    body = f"tl.static_print({NO_LAUNCH_MARK!r})\n" + wrong
+    report = grader.grade(Submission(exercise=PUZZLE, code=body_submission(body), claimed_output=CLAIMED_PASS),
+                          secret_seed=SECRET_SEED)
+    assert report.status == "graded" and not report.score.passed, report.to_json()[:2000]
+    given = next(c for c in report.cases if c.kind == "given")
+    assert not given.passed
+    (veto,) = [v for v in report.vetoes if v.rule == "unverified_claim"]
+    assert veto.status == "confirmed" and not veto.needs_review, veto
+    host.assert_untouched()
