@@ -144,8 +144,18 @@ def print_report(report: Report, console: Console) -> None:
         return
     verdict = "[green]PASS[/]" if score.passed else "[red]NOT PASSED[/]"
     provisional = render("cli.provisional", report.language) if score.provisional else ""
+    said = render("page.passed" if score.passed else "page.not_passed", report.language)
     console.print(f"[bold]{report.exercise.id}[/] v{report.exercise.version}: {score.total:g}/{score.max:g} "
-                  f"(pass ≥ {score.pass_threshold:g}) {verdict}{provisional}")
+                  f"(pass ≥ {score.pass_threshold:g}) {verdict} {escape(said)}{provisional}")
+    # Why it did not pass, first: every requirement of the pass rule that is not met, with its words
+    # (a 10/10 that is "NOT PASSED" says here that the run output was missing, or which veto stands).
+    unmet = [r for r in score.requirements if not r.met]
+    if not score.passed and unmet:
+        console.print(render("page.held_by_requirements", report.language), markup=False, highlight=False)
+        for requirement in unmet:
+            colon = "：" if report.language == "zh" else ": "
+            console.print(f"- {requirement.title or requirement.id}{colon}{requirement.message or ''}", markup=False,
+                          highlight=False)
     env = report.environment
     limits = ", ".join(x for x in (env.process_limit, env.memory_limit) if x)
     limit = f" ({limits})" if limits else ""
@@ -167,6 +177,12 @@ def print_report(report: Report, console: Console) -> None:
                 console.print(f"  {edit['hint']}", markup=False, highlight=False)
         if note := veto.evidence.get("note"):
             console.print(f"  {note}", markup=False, highlight=False)
+        if veto.rule == "unverified_claim" and veto.evidence.get("side_by_side"):  # the note says "below"
+            for caption, key in (("page.claim_yours", "claimed_output"), ("page.claim_ours", "real_output")):
+                text = str(veto.evidence.get(key) or "").strip() or "—"
+                console.print(f"  {render(caption, report.language)}:", markup=False, highlight=False)
+                console.print("\n".join(f"    | {line}" for line in text.splitlines()), markup=False,
+                              highlight=False)
     if (perf := report.performance) is not None:  # informational: never points
         if perf.status == "measured" and perf.kernel is not None and perf.achieved_gbps is not None:
             ceiling = f", {perf.percent_of_peak:.0f}% of the HBM ceiling" if perf.percent_of_peak is not None else ""
