@@ -365,6 +365,7 @@ def in_language(report: Report, language: str) -> Report:
         evidence = dict(v.evidence)
         if (note := texts.vetoes.get(v.rule)) is not None:
             evidence["note"] = note
+            evidence[f"note_{language}"] = note  # the page reads note_<lang> first: the translation's words
         if isinstance(probes := evidence.get("failed_probes"), list):  # what each failed probe targets
             evidence["failed_probes"] = [{**p, "targets": texts.cases[p["case"]].targets}
                                          if isinstance(p, dict) and p.get("case") in texts.cases else p for p in probes]

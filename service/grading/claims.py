@@ -204,8 +204,16 @@ def unverified_claim(*, claimed_output: str, program_ran: bool, given_status: st
         return Veto(rule="unverified_claim", status="confirmed", needs_review=False, evidence={
             **evidence, "note": note, "note_en": note_en})
     if claim.kind == "fail" and given_status == "passed":
-        what = ", ".join(claim.exceptions) or ("traceback" if claim.traceback else claimed_output.strip()[:80])
+        what = ", ".join(_as_written(e, claimed_output) for e in claim.exceptions) or (
+            "Traceback" if claim.traceback else claimed_output.strip()[:80])
         return Veto(rule="unverified_claim", status="suspected", needs_review=True, evidence={
             **evidence, "note": render("claims.note.failure_not_reproduced", language, what=what),
             "note_en": render("claims.note.failure_not_reproduced", "en", what=what)})
     return None
+
+
+def _as_written(found: str, claimed_output: str) -> str:
+    """`found` (read from the normalised, lower-cased claim: `assertionerror`) as the student wrote it
+    (`AssertionError`), for the note they read; as found where the claim does not hold it verbatim."""
+    m = re.search(rf"\b{re.escape(found)}\b", claimed_output, re.IGNORECASE)
+    return m.group(0) if m else found

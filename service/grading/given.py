@@ -22,29 +22,54 @@ from service.messages import render
 
 
 def verify_given(exercise: Exercise, given: GivenRun | None, *, language: str | None = None) -> GivenRun | None:
-    """`given`, or a failed copy of it that says why its pass does not count (in `language`, else the exercise's)."""
+    """`given`, or a failed copy of it that says why its pass does not count (in `language`, else the exercise's).
+    A check that failed in the sandbox gets a last line that says which of its calls was wrong, on which
+    shape, by how much (its assert's own words name neither the shape nor, often, the output)."""
     spec = exercise.spec
     lang = language or spec.language
-    if given is None or given.status != "passed" or spec.backward is not None:
+    if given is None or spec.backward is not None:
         return given  # a check with gradients is not recomputed (its upstream gradient is drawn inside)
+    if given.status == "failed":
+        wrong = _first_wrong_call(exercise, given, lang)
+        if wrong is None or isinstance(wrong, str):  # nothing recorded wrong, or calls we cannot recompute
+            return given
+        index, shape, where = wrong
+        return _failed(given, render("given.failed_where", lang, index=index, entry_point=spec.entry_point,
+                                     shape=shape, where=where))
+    if given.status != "passed":
+        return given
     expected_calls = spec.given_check.calls
     if not given.calls or (expected_calls is not None and len(given.calls) != expected_calls):
         return _failed(given, render("given.call_count_expected", lang, entry_point=spec.entry_point,
                                      calls=len(given.calls), expected=expected_calls) if expected_calls
                        else render("given.call_count", lang, entry_point=spec.entry_point, calls=len(given.calls)))
+    wrong = _first_wrong_call(exercise, given, lang)
+    if isinstance(wrong, str):
+        return _failed(given, wrong)
+    if wrong is not None:
+        index, shape, where = wrong
+        return _failed(given, render("given.recomputed_wrong", lang, index=index, entry_point=spec.entry_point,
+                                     shape=shape, where=where))
+    return given
+
+
+def _first_wrong_call(exercise: Exercise, given: GivenRun, lang: str) -> tuple[int, str, str] | str | None:
+    """The first recorded call whose outputs are not the float64 reference's for its inputs: (its
+    number, its first input's shape, what was wrong); a sentence when a call cannot be recomputed;
+    None when every recorded call is right."""
+    spec = exercise.spec
     outputs = spec.forward_outputs
     for index, (args, outs) in enumerate(given.calls, start=1):
         if len(args) != len(spec.args) or len(outs) != len(outputs):
-            return _failed(given, render("given.call_shape", lang, index=index, entry_point=spec.entry_point,
-                                         args=len(args), outs=len(outs), want_args=len(spec.args),
-                                         want_outs=len(outputs)))
+            return render("given.call_shape", lang, index=index, entry_point=spec.entry_point,
+                          args=len(args), outs=len(outs), want_args=len(spec.args), want_outs=len(outputs))
         inputs = {name: np.asarray(a, dtype=np.float64) if np.asarray(a).dtype.kind == "f" else np.asarray(a)
                   for name, a in zip(spec.args, args)}
         try:
             expected = exercise.checks.reference(**inputs)
         except Exception as exc:  # noqa: BLE001 - the exercise's reference cannot take this call
-            return _failed(given, render("given.reference_failed", lang, index=index, entry_point=spec.entry_point,
-                                         exception=type(exc).__name__))
+            return render("given.reference_failed", lang, index=index, entry_point=spec.entry_point,
+                          exception=type(exc).__name__)
         result = compare_outputs(dict(zip(outputs, outs)), {name: expected[name] for name in outputs}, spec.outputs,
                                  language=lang)
         if not result.passed:
@@ -56,9 +81,8 @@ def verify_given(exercise: Exercise, given: GivenRun | None, *, language: str | 
             elif result.error:
                 where = render("given.where_error", lang, error=result.error)
             shape = "×".join(map(str, np.asarray(args[0]).shape)) if args else "?"
-            return _failed(given, render("given.recomputed_wrong", lang, index=index, entry_point=spec.entry_point,
-                                         shape=shape, where=where))
-    return given
+            return index, shape, where
+    return None
 
 
 def given_output_in(exercise: Exercise, given: GivenRun | None, language: str) -> str:

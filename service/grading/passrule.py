@@ -50,8 +50,10 @@ def given_check_requirement(*, status: str, output: str, not_run_reason: str | N
         lines = [line.strip() for line in tail.splitlines() if line.strip()]
         raised = [line for line in lines if re.match(r"^[A-Za-z_.]*(Error|Exception)\b", line)]
         what = raised[-1] if raised else (lines[-1] if lines else status)
+        if raised and lines[-1] != what:  # what the error said last: which call, shape and output was wrong
+            what = f"{_clip(what, 200)}{render('passrule.separator', language)}{_clip(lines[-1], 300)}"
         said = render(f"passrule.status.{status}", language) if status in _STATUS else status
-        message = _say("given_check.failed", language, status=said, output=_clip(what, 200))
+        message = _say("given_check.failed", language, status=said, output=_clip(what, 520))
     return Requirement(id="given_check", met=status == "passed", title=_title("given_check", language),
                        message=message, evidence=evidence)
 

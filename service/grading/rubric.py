@@ -179,9 +179,26 @@ def coincidental_pass_veto(cases: list[CaseReport], diagnoses: list[Diagnosis], 
         "given_check": "passed",
         "failed_probes": [{"case": c.id, "targets": c.targets, "error_ratio": c.error_ratio} for c in failed_probes],
         "diagnoses": [d.id for d in diagnoses],
-        "note": render("rubric.note.probe_failed", language),
-        "note_en": render("rubric.note.probe_failed", "en"),
+        # which probe, the misconception it targets and how far off it was (a case's `targets` is in the
+        # report's language: in another language's note the probe is named by its id and its error alone)
+        "note": render("rubric.note.probe_failed", language, probes=_probes_said(failed_probes, language)),
+        "note_en": render("rubric.note.probe_failed", "en",
+                          probes=_probes_said(failed_probes, "en", targets=language == "en")),
     })
+
+
+NOTE_PROBES_SAID = 4  # a note names at most this many failed probes (the cases list has them all)
+
+
+def _probes_said(probes: list[CaseReport], language: str, *, targets: bool = True) -> str:
+    said = []
+    for c in probes[:NOTE_PROBES_SAID]:
+        code = "rubric.note.probe_error" if c.error and c.error_ratio is None else "rubric.note.probe"
+        what = (c.targets or c.description or "").strip()
+        said.append(render(code if targets and what else code + "_bare", language, case=c.id, targets=what,
+                           ratio=c.error_ratio if c.error_ratio is not None else math.inf))
+    more = [f"… (+{len(probes) - NOTE_PROBES_SAID})"] if len(probes) > NOTE_PROBES_SAID else []
+    return render("passrule.separator", language).join(said + more)
 
 
 def wrong_chain_veto(cases: list[CaseReport], items: list[Item], language: str = "zh") -> Veto | None:
@@ -192,10 +209,18 @@ def wrong_chain_veto(cases: list[CaseReport], items: list[Item], language: str =
     stated = [{"item": i.id, **m} for i in items for m in i.evidence.get("misconceptions", [])]
     if not stated:
         return None
+    titles = {i.id: i.id.upper() if i.id.startswith("q") else i.id for i in items}
+
+    def said(lang: str) -> str:  # which answer states which misconception
+        return render("passrule.separator", lang).join(
+            render("rubric.note.stated", lang, item=titles.get(m["item"], m["item"]),
+                   label=(m.get("label_en") if lang == "en" else None) or m.get("label") or m.get("misconception"))
+            for m in stated)
+
     return Veto(rule="coincidental_pass", status="suspected", needs_review=True, evidence={
         "misconceptions": stated,
-        "note": render("rubric.note.wrong_chain", language),
-        "note_en": render("rubric.note.wrong_chain", "en"),
+        "note": render("rubric.note.wrong_chain", language, stated=said(language)),
+        "note_en": render("rubric.note.wrong_chain", "en", stated=said("en")),
     })
 
 
