@@ -60,10 +60,12 @@ def given_check_requirement(*, status: str, output: str, not_run_reason: str | N
 
 def run_output_requirement(*, claim_kind: str, claimed_output: str, language: Language) -> Requirement:
     """`claim_kind` from service/grading/claims.py: missing, static_review, or what it claims."""
-    code = {"missing": "run_output.missing", "static_review": "run_output.static_review"}.get(claim_kind,
-                                                                                            "run_output.stated")
+    code = {"missing": "run_output.missing", "static_review": "run_output.static_review",
+            # words about a run ("好像没问题", "should pass") that show no output and no verdict: met, as
+            # before, but not said to be a run output
+            "unclear": "run_output.unclear"}.get(claim_kind, "run_output.stated")
     return Requirement(id="run_output", met=claim_kind != "missing", title=_title("run_output", language),
-                       message=_say(code, language),
+                       message=_say(code, language, quote=_clip(claimed_output, 80)),
                        evidence={"claim": claim_kind, "claimed_output": _clip(claimed_output, 2000)})
 
 

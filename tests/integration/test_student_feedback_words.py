@@ -121,3 +121,29 @@ def test_a_claimed_failure_is_quoted_as_the_student_wrote_it(grader, exercise):
     veto = next(v for v in report.vetoes if v.rule == "unverified_claim")
     assert veto.status == "suspected"
     assert "失败（AssertionError）" in veto.evidence["note"] and "failed (AssertionError)" in veto.evidence["note_en"]
+
+
+def test_words_about_a_run_are_not_called_a_run_output(grader, exercise):
+    """Before: "给出了运行输出。" for "跑了一下，好像没什么问题吧", which shows no output and no verdict.
+    The requirement stays met (no points off), its words say what is missing."""
+    report = submit(grader, exercise, "mask", claimed_output="跑了一下，好像没什么问题吧")
+    run_output = next(r for r in report.score.requirements if r.id == "run_output")
+    assert run_output.met and run_output.evidence["claim"] == "unclear" and report.score.passed
+    assert run_output.message.startswith("你写的是“跑了一下，好像没什么问题吧”：这不是给定检查打印的内容"), run_output.message
+    en = report.translations["en"].requirements["run_output"].message
+    assert en.startswith('You wrote "跑了一下，好像没什么问题吧": that is not what the given check printed'), en
+
+
+def test_the_student_view_names_no_folder_of_the_grader(grader):
+    """Before: the given check's output, quoted in given_check, the requirement's evidence and the
+    claim's side by side, began "/work/main/.venv/lib/python3.11/site-packages/triton/knobs.py:504:
+    UserWarning" (the interpreter's Triton warns): the grader's own folders."""
+    report = grader.grade(Submission.model_validate({**EXAMPLE, "claimed_output": "Traceback: AssertionError"}),
+                          secret_seed=SEED)
+    stored = report.model_dump(mode="json", by_alias=True)
+    view = json.dumps(student_report(stored), ensure_ascii=False)
+    warned = re.findall(r'(/[^\s"]*/site-packages/[^\s":]+\.py):\d+: \w*Warning', json.dumps(stored))
+    for path in set(warned):
+        assert path not in view
+        assert path.split("site-packages/", 1)[1] in view
+    assert not re.search(r'/[^\s"]*/(site|dist)-packages/', view)
