@@ -27,10 +27,25 @@ _OWN_MODULE = re.compile(r'^(?:sandbox\.)?(?:gpu_compile|harness|guards|speed_ph
                          re.MULTILINE)
 
 
+# A warning as Python prints it: `/abs/path/file.py:504: UserWarning: …` (a file of the grader's
+# environment, or the job's): the student reads the file's name under site-packages, or its own name.
+_WARNING_AT = re.compile(r'^(?P<path>/[^\n:]*/(?P<name>[^/\n:]+\.py)):(?P<line>\d+): (?=\w*Warning\b)', re.MULTILINE)
+_SITE = re.compile(r"^.*/(?:site|dist)-packages/")
+
+
+def _warning_at(m: re.Match[str]) -> str:
+    path = m["path"]
+    shown = _SITE.sub("", path) if _SITE.match(path) else m["name"]
+    return f"{shown}:{m['line']}: "
+
+
 def strip_internals(text: str | None) -> str | None:
     """The traceback in `text` without the frames of files that are not the student's (the
     harness, the sandbox's modules, torch, triton), and the student's files named without the
-    sandbox's job folder. Text that is not a traceback is returned unchanged."""
+    sandbox's job folder; a warning's file named without the grader's folders. Other text is
+    returned unchanged."""
+    if text and ".py:" in text:
+        text = _WARNING_AT.sub(_warning_at, text)
     if not text or 'File "' not in text:
         return text
 

@@ -182,3 +182,12 @@ def test_a_pass_rule_pattern_is_quoted_as_written_in_whole_words():
     for word in quote.strip("…").split():
         assert word in written.split(), (word, quote)
     assert quote in found.message
+
+
+def test_a_warnings_file_is_named_without_the_graders_folders():
+    said = ("/srv/kg/.venv/lib/python3.11/site-packages/triton/knobs.py:504: UserWarning: TRITON_DEFAULT_FP_FUSION\n"
+            "  warn_once(FP_FUSION_DEFAULT_WARNING)\n/job/submission.py:12: DeprecationWarning: old\n"
+            "/job/given_check.py:3: not a warning")
+    assert strip_internals(said) == ("triton/knobs.py:504: UserWarning: TRITON_DEFAULT_FP_FUSION\n"
+                                     "  warn_once(FP_FUSION_DEFAULT_WARNING)\nsubmission.py:12: DeprecationWarning: old\n"
+                                     "/job/given_check.py:3: not a warning")
