@@ -14,6 +14,7 @@ fingerprint in the observed sums `s`:
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 import numpy as np
@@ -136,7 +137,16 @@ def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
         yield kit.ACROSS, {"case": case.id, "N": n, "BLOCK": block, "lanes_counted": k, "row": worst,
                            "missing": float(-diff[worst])}
         return
-    yield "unexplained_sum", {**where, "row": worst, "max_abs_err": float(abs(diff[worst]))}
+    unexplained: kit.Numbers = {**where, "row": worst, "max_abs_err": float(abs(diff[worst]))}
+    if block > n:
+        # Each row's offset per padding lane, and the float32 rounding it carries (~√N·ε·Σ|x|): a wide
+        # row's few padding lanes are inside the comparison's slack above, yet may show the padding
+        # value another case proved (diagnose, below).
+        per_lane = diff / (block - n)
+        rounding = (np.sqrt(n) * 2.0 ** -23 * (np.abs(x).sum(axis=1) + np.abs(s_obs)) + 1e-6) / (block - n)
+        unexplained[_PER_LANE] = (float(per_lane.min()), float(per_lane.max()), float(rounding.max()),
+                                  float(diff[worst]), block - n)
+    yield "unexplained_sum", unexplained
 
 
 def _lane_counts(cases: list[kit.Numbers]) -> Iterator[kit.Found]:
@@ -169,11 +179,41 @@ _NAN_ONLY = "nan_only"
 _READINGS = ("row_stride_is_n", "row_stride_is_block", "mask_too_wide")
 
 
+# An unexplained case's offsets per padding lane: (lowest, highest, rounding, worst row's offset, padding).
+_PER_LANE = "per_padding_lane"
+
+
+def _same_padding_value(findings: dict[str, list[kit.Numbers]]) -> None:
+    """A case left unexplained whose every row is off by (BLOCK − N) times the padding value the other
+    cases showed, within float32 rounding, is that padding value too (a wide row's 8 padding lanes
+    filled with 1.0, beside a diagnosis that said other=1 on the others, was "matches none of the
+    lesson's known misconceptions"); the per-lane figures leave the evidence either way."""
+    unexplained = findings.get("unexplained_sum", [])
+    shown = [w["other"] for w in findings.get("padding_not_identity", [])]
+    kept = []
+    for where in unexplained:
+        low, high, rounding, offset, padding = where.pop(_PER_LANE, (0.0, 0.0, math.inf, 0.0, 0))
+        other = float(np.median(shown)) if shown else math.nan
+        if (shown and abs(other) > 3 * rounding and max(abs(low - other), abs(high - other)) <= 1e-3 * abs(other) + rounding):
+            moved = {k: where[k] for k in ("case", "N", "BLOCK", "rows", "stride") if k in where}
+            findings.setdefault("padding_not_identity", []).append(
+                {**moved, "padding": padding, "other": (low + high) / 2, "row": where["row"], "offset": offset,
+                 "predicted_offset": padding * other})
+        else:
+            kept.append(where)
+    if unexplained:
+        if kept:
+            findings["unexplained_sum"] = kept
+        else:
+            del findings["unexplained_sum"]
+
+
 def diagnose(evidence: list[kit.CaseEvidence]) -> list[kit.Finding]:
     """kit.make_diagnose's, with one rule across cases: when a contiguous case's sums are not finite
     too, the padding is the cause, and a strided case matched on NaN rows alone says nothing about the
     row address or the mask (it is reported as non-finite, as the other cases are)."""
     findings = kit.collect(evidence, _classify, across=_lane_counts)
+    _same_padding_value(findings)
     padding_nonfinite = any("stride" not in where for key in ("nonfinite_output", "padding_infinite")
                             for where in findings.get(key, []))
     named: dict[str, list[kit.Numbers]] = {}

@@ -147,3 +147,21 @@ def test_the_student_view_names_no_folder_of_the_grader(grader):
         assert path not in view
         assert path.split("site-packages/", 1)[1] in view
     assert not re.search(r'/[^\s"]*/(site|dist)-packages/', view)
+
+
+def test_a_wide_rows_padding_value_is_named_with_the_others(grader):
+    """lesson 5, other=1.0: on probe.wide (this seed draws N = 4088, BLOCK = 4096: 8 padding lanes) each
+    sum is 8 too large, inside the comparison's slack per lane. Before, beside padding_not_identity on
+    the other cases, it was unexplained_sum: "matches none of the lesson's known misconceptions"."""
+    exercise = grader.catalog.get("lesson05_row_sum")
+    example = json.loads((REPO_ROOT / "exercises/lesson05_row_sum/example_submission.json").read_text(encoding="utf-8"))
+    code = exercise.solution.replace("other=0.0", "other=1.0")
+    assert code != exercise.solution
+    report = grader.grade(Submission.model_validate({**example, "code": code}), secret_seed=SEED)
+    wide = next(c for c in report.cases if c.id == "probe.wide")
+    assert not wide.passed and wide.shape[1] == 4088, wide.shape
+    assert [d.id for d in report.diagnoses] == ["padding_not_identity"], [d.message for d in report.diagnoses]
+    found = next(d for d in report.diagnoses if d.id == "padding_not_identity")
+    wide_found = next(w for w in found.evidence["cases"] if w["case"] == "probe.wide")
+    assert wide_found["padding"] == 8 and abs(wide_found["offset"] - 8) < 0.01 and abs(wide_found["other"] - 1) < 1e-3
+    assert "probe.wide" in found.message and "probe.wide" in report.translations["en"].diagnoses["padding_not_identity"]
