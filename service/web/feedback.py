@@ -4,7 +4,7 @@ it names one submission, and the page shows nothing of any other."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, Request
@@ -168,6 +168,7 @@ class Reason:
     status: str  # a veto's status; "unmet" for a requirement
     note: str
     lines: list[tuple[str, str]]  # (line label, the code on that line)
+    words: list[str] = field(default_factory=list)  # what each edit of those lines is and the misconception it shows
 
 
 def _lines_of(evidence: dict[str, Any], t: dict[str, str]) -> list[tuple[str, str]]:
@@ -191,6 +192,24 @@ def _lines_of(evidence: dict[str, Any], t: dict[str, str]) -> list[tuple[str, st
     return found[:5]
 
 
+def _edit_words(report: Report, evidence: dict[str, Any]) -> list[str]:
+    """What each edit a veto names is, and the misconception it shows where one is known ("the divisor
+    was changed from N to BLOCK: … shrinks by a factor N/BLOCK"), in the page's language: the
+    report's `program.edits` (said in the language the page shows: in_language) for the veto's edits."""
+    known = report.program.edits if report.program is not None else []
+    said: list[str] = []
+    for edit in evidence.get("edits") or []:
+        if not isinstance(edit, dict):
+            continue
+        same = next((e for e in known if e.template_line == edit.get("template_line")
+                     and e.submission_line == edit.get("submission_line") and e.kind == edit.get("kind")), None)
+        reason, hint = (same.reason, same.hint) if same is not None else (edit.get("reason"), edit.get("hint"))
+        for text in (reason, hint):
+            if isinstance(text, str) and text.strip() and text.strip() not in said:
+                said.append(text.strip())
+    return said[:6]
+
+
 def note_in(evidence: dict[str, Any], language: str) -> str:
     """A veto's note in the student's language: `note_<lang>` where the grader wrote one, else `note`."""
     return str(evidence.get(f"note_{language}") or evidence.get("note") or "")
@@ -204,7 +223,7 @@ def reasons(report: Report, t: dict[str, str], language: str = "zh") -> list[Rea
             continue
         ev = veto.evidence if isinstance(veto.evidence, dict) else {}
         found.append(Reason(kind="veto", id=veto.rule, title=t.get(f"veto_{veto.rule}", veto.rule), status=veto.status,
-                            note=note_in(ev, language), lines=_lines_of(ev, t)))
+                            note=note_in(ev, language), lines=_lines_of(ev, t), words=_edit_words(report, ev)))
     for requirement in getattr(report.score, "requirements", None) or []:
         if getattr(requirement, "met", True):
             continue
