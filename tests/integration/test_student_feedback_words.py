@@ -165,3 +165,16 @@ def test_a_wide_rows_padding_value_is_named_with_the_others(grader):
     wide_found = next(w for w in found.evidence["cases"] if w["case"] == "probe.wide")
     assert wide_found["padding"] == 8 and abs(wide_found["offset"] - 8) < 0.01 and abs(wide_found["other"] - 1) < 1e-3
     assert "probe.wide" in found.message and "probe.wide" in report.translations["en"].diagnoses["padding_not_identity"]
+
+
+def test_the_off_by_one_diagnosis_names_the_row_its_figure_is_from(grader, exercise):
+    """Before: "…（多出 mean²/N，probe.large_mean 上 ≈ 9559）" beside the case's own line "输出 var[0] 得到
+    7356"; the 9559 is row 4's, which the message did not say, so the two figures read as contradictory."""
+    report = submit(grader, exercise, "cols <= N")
+    found = next(d for d in report.diagnoses if d.id == "off_by_one_le")
+    example = max(found.evidence["cases"], key=lambda d: abs(d["excess"]))
+    said = (f"以 {example['case']} 第 {example['row']} 行为例（N={example['N']}，均值 ≈ {example['mean']:.4g}）："
+            f"方差多出 {example['excess']:.4g}，与 mean²/N ≈ {example['predicted_excess']:.4g} 吻合")
+    assert said in found.message, found.message
+    en = report.translations["en"].diagnoses["off_by_one_le"]
+    assert f"On {example['case']}, row {example['row']} (N={example['N']}, mean ≈ {example['mean']:.4g})" in en, en
