@@ -105,16 +105,17 @@ def take_next(session: Session, row: Submission, hints: HintFile | None, offered
               diagnosis: str | None, language: str) -> HintTaken:
     """Record and return the next level of `diagnosis` (default: the first ladder offered)."""
     if hints is None or not offered:
-        raise HintError(409, "no hint ladder for this submission (not graded yet, or the exercise has none)")
+        raise HintError(409, render("hints.error.none", language))
     diagnosis = diagnosis or offered[0]
     if diagnosis not in offered:
-        raise HintError(422, f"no hint ladder {diagnosis!r} for this submission (offered: {', '.join(offered)})")
+        raise HintError(422, render("hints.error.no_such", language, diagnosis=diagnosis, offered=", ".join(offered)))
     # Lock the submission row so that two clicks cannot take the same level twice.
     session.scalar(select(Submission).where(Submission.id == row.id).with_for_update())
     levels = [h.level for h in taken(session, row.id) if h.diagnosis == diagnosis]
     level = max(levels, default=0) + 1
     if level > LEVELS:
-        raise HintError(409, f"every level of {diagnosis!r} has been given already")
+        raise HintError(409, render("hints.error.all_given", language, diagnosis=diagnosis,
+                                    levels=" → ".join(LEVEL_NAMES.get(language, LEVEL_NAMES["zh"]))))
     course = session.get(Course, row.course_id)
     cost = float(course.hint_cost or 0.0) if course is not None else 0.0
     hint = HintTaken(submission_id=row.id, course_id=row.course_id, diagnosis=diagnosis, level=level, cost=cost,
