@@ -195,7 +195,7 @@ def _same_padding_value(findings: dict[str, list[kit.Numbers]]) -> None:
         low, high, rounding, offset, padding = where.pop(_PER_LANE, (0.0, 0.0, math.inf, 0.0, 0))
         other = float(np.median(shown)) if shown else math.nan
         if (shown and abs(other) > 3 * rounding and max(abs(low - other), abs(high - other)) <= 1e-3 * abs(other) + rounding):
-            moved = {k: where[k] for k in ("case", "N", "BLOCK", "rows", "stride") if k in where}
+            moved: kit.Numbers = {k: where[k] for k in ("case", "N", "BLOCK", "rows", "stride") if k in where}
             findings.setdefault("padding_not_identity", []).append(
                 {**moved, "padding": padding, "other": (low + high) / 2, "row": where["row"], "offset": offset,
                  "predicted_offset": padding * other})
