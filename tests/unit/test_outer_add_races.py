@@ -1,0 +1,56 @@
+"""Outer add's simulated tilings (issue 15.5, true diagnoses on every device): where a wrong row
+stride makes rows overlap, which program's store lands last is a race on a GPU and grid order on the
+interpreter. A signature must match whichever store landed, so the H100's outcome of
+`offs_y * N1` (ragged cases matched "none of the known misconceptions" there) is named as the
+interpreter's is, and a value no store wrote still matches nothing."""
+from __future__ import annotations
+
+import numpy as np
+
+from service.config import REPO_ROOT
+from service.exercises import ExerciseCatalog
+
+OUTER = ExerciseCatalog(REPO_ROOT / "exercises").get("puzzle_outer_add")
+checks = OUTER.checks
+
+
+def _z(n0: int, n1: int, stores: tuple[np.ndarray, np.ndarray], *, last_wins: bool) -> np.ndarray:
+    """z as the wrapper leaves it (NaN first) after the stores land in grid order (last_wins) or with
+    the earliest program's store landing last where two overlap (another order a GPU may run in)."""
+    addresses, values = stores
+    flat = np.full(n1 * n0, np.nan)
+    order = range(addresses.size) if last_wins else reversed(range(addresses.size))
+    for i in order:
+        flat[addresses[i]] = values[i]
+    return flat.reshape(n1, n0).astype(np.float32).astype(np.float64)
+
+
+def _case(n0: int, n1: int, seed: int = 7) -> tuple[np.ndarray, np.ndarray]:
+    case = next(c for c in OUTER.spec.cases if c.id == "boundary.small_ragged")
+    arrays = checks.make_inputs(case.model_copy(update={"params": {"N0": n0, "N1": n1}}), seed)
+    return arrays["x"].astype(np.float64), arrays["y"].astype(np.float64)
+
+
+def test_row_stride_n1_is_named_whichever_overlapping_store_lands_last():
+    for n0, n1, b0, b1 in ((5, 3, 16, 16), (50, 32, 32, 16), (64, 20, 32, 16)):
+        x, y = _case(n0, n1)
+        stores = checks._simulate(x, y, b0, b1, y_step=b1, row_stride=n1)
+        for last_wins in (True, False):
+            z = _z(n0, n1, stores, last_wins=last_wins)
+            assert "row_stride_n1" in checks._matches(x, y, z, n0, n1, b0, b1), (n0, n1, last_wins)
+
+
+def test_the_orders_differ_so_the_test_can_fail():
+    x, y = _case(50, 32)
+    stores = checks._simulate(x, y, 32, 16, y_step=16, row_stride=32)
+    assert not np.array_equal(_z(50, 32, stores, last_wins=True), _z(50, 32, stores, last_wins=False),
+                              equal_nan=True)
+
+
+def test_a_value_no_store_wrote_matches_no_tiling():
+    x, y = _case(50, 32)
+    z = _z(50, 32, checks._simulate(x, y, 32, 16, y_step=16, row_stride=32), last_wins=False)
+    z[1, 3] += 0.5
+    assert checks._matches(x, y, z, 50, 32, 32, 16) == []
+    right = x[None, :] + y[:, None]
+    assert checks._matches(x, y, right, 50, 32, 32, 16) == []
