@@ -23,6 +23,7 @@ from service.db.base import utcnow
 from service.db.carry import carry_decisions
 from service.db.lti_models import LtiSubmission
 from service.db.models import ApiKey, Course, ReportFact, ReportRow, ReviewFlag, Submission, WebhookDelivery
+from service.grades.gradebook import course_policy  # the callers' store.course_policy
 from service.grades.policy import CoursePolicy, PolicyUpdate, grade_columns
 from service.lti import scores as lti_scores
 from service.report import Report
@@ -51,16 +52,6 @@ def existing_course(session: Session, course_id: str) -> Course:
     if course is None:
         raise LookupError(f"no course {course_id!r}")
     return course
-
-
-def course_policy(session: Session, course_id: str) -> CoursePolicy:
-    """The course's policy as the database has it now, not as the session first loaded the row: the
-    LMS score is computed under the policy read once the student's lock is held (lti.scores.enqueue),
-    and a policy change committed while it waited must be what it reads."""
-    course = session.get(Course, course_id, populate_existing=True)
-    if course is None:
-        raise LookupError(f"no course {course_id!r}")
-    return course.policy()
 
 
 def set_course_policy(session: Session, course_id: str, update: PolicyUpdate) -> CoursePolicy:

@@ -123,10 +123,17 @@ def current_gradebook(session: Session, course_id: str, *, assignment: str | Non
     policy change and a student's hint level landing between them made a row no moment had (the
     capped points less the new hint's cost, where the new policy gave zero). LookupError: no such course."""
     one_snapshot(session)
-    course = session.get(Course, course_id, populate_existing=True)  # as store.course_policy reads it
+    return gradebook(session, course_id, course_policy(session, course_id), assignment=assignment)
+
+
+def course_policy(session: Session, course_id: str) -> CoursePolicy:
+    """The course's policy as the database has it now, not as the session first loaded the row: the
+    LMS score is computed under the policy read once the student's lock is held (lti.scores.enqueue),
+    and a policy change committed while it waited must be what it reads. LookupError: no such course."""
+    course = session.get(Course, course_id, populate_existing=True)
     if course is None:
         raise LookupError(f"no course {course_id!r}")
-    return gradebook(session, course_id, course.policy(), assignment=assignment)
+    return course.policy()
 
 
 def has_grade(row: Submission) -> bool:
