@@ -1,0 +1,90 @@
+"""Where a new lesson-6 fill's grading time goes (issue #20's "new fill ≤ 0.3 s"), one at a time.
+
+    python bench/new_fill_split.py --device gpu [--out FILE.json]
+
+One grader as the service builds it (warm pool of 2, no memo, the shared compile cache prewarmed
+with lesson 6's reference and mutants, as at the service's start). Each grading waits for the pool's
+refill first, then prints its wall time beside the report's `timing` (sandbox, cases, given check,
+start-up, kernels compiled here / found in the shared cache / compiled ahead):
+- prewarmed programs under the prewarm's own seed (compile_parallel.COMPILE_SEED): nothing left to
+  compile, so this is the floor of everything but the compiler;
+- the same programs under fresh secret seeds (what a student's grading is today: the drawn widths
+  compile, since lesson 6 passes `N` as a constexpr);
+- programs never seen (`cols < N + k - k`): every specialization compiles.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from service.bootstrap import build_grader  # noqa: E402
+from service.config import Settings  # noqa: E402
+from service.grading.compile_parallel import COMPILE_SEED  # noqa: E402
+from service.submission import Submission  # noqa: E402
+
+EXERCISE = "lesson06_mean_var"
+KEYS = ("sandbox_s", "startup_s", "cases_s", "given_check_s", "kernels_compiled", "kernels_shared_hits",
+        "kernels_compiled_ahead", "gpu_compile_check_s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", choices=["auto", "gpu", "interpreter"], default="auto")
+    parser.add_argument("--repeat", type=int, default=3, help="gradings of each kind")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = Settings(device=args.device, warm_pool=2, data_dir=Path(tmp), compile_cache=True,
+                            compile_cache_prewarm=False)
+        grader = build_grader(settings)
+        grader.memo = None  # every grading runs
+        pool = grader.runner.pools.get((grader.mode, grader.device_index))
+        grader.start()
+        if pool is not None:
+            pool.wait_ready(2, 180)
+        if grader.compile_cache is not None:
+            t0 = time.perf_counter()
+            grader.compile_cache.start()
+            queued = grader.compile_cache.submit_catalog(grader.catalog, only=[EXERCISE])
+            grader.compile_cache.wait_idle(600)
+            print(f"prewarmed {queued} programs in {time.perf_counter() - t0:.1f} s", flush=True)
+        exercise = grader.catalog.get(EXERCISE)
+        example = json.loads((exercise.root / "example_submission.json").read_text(encoding="utf-8"))
+
+        def body(fill: str) -> Submission:
+            return Submission(exercise=EXERCISE, code=exercise.template.replace("______", fill, 1),
+                              answers=example["answers"], explanation=example["explanation"],
+                              claimed_output=example.get("claimed_output", ""))
+
+        runs = [("prewarmed, prewarm seed", fill, COMPILE_SEED) for fill in ("mask", "cols < N")] * args.repeat
+        runs += [("prewarmed, fresh seed", "mask", 1000 + i) for i in range(args.repeat)]
+        runs += [("never seen", f"cols < N + {k} - {k}", 2000 + k) for k in range(1, args.repeat + 1)]
+        rows = []
+        for kind, fill, seed in runs:
+            if pool is not None:
+                pool.wait_ready(2, 180)
+            if grader.compile_cache is not None:
+                grader.compile_cache.wait_idle(120)  # the previous grading's background compile
+            t0 = time.perf_counter()
+            report = grader.grade(body(fill), secret_seed=seed)
+            wall = time.perf_counter() - t0
+            row = {"kind": kind, "fill": fill, "seed": seed, "wall_s": round(wall, 3), "total": report.score.total,
+                   **{k: report.timing[k] for k in KEYS if k in report.timing}}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+        for kind in dict.fromkeys(r["kind"] for r in rows):
+            walls = sorted(r["wall_s"] for r in rows if r["kind"] == kind)
+            print(f"{kind}: wall p50 {walls[len(walls) // 2]:.3f} s over {len(walls)}", flush=True)
+        grader.close()
+        if args.out:
+            args.out.write_text(json.dumps(rows, indent=1), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
