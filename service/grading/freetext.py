@@ -2361,10 +2361,233 @@ def _reason_said(text: str) -> bool:
     return False
 
 
+# Terse chains and keyword lists (issue 15 item 6, 2026-12-05, branch `terse`). The readings above count
+# linking words ("so", "所以", "is", "会"); a terse honest answer drops them ("分块：行独立，一个 program 一个行块。
+# 连续：x 沿 D 连续，advance 前进；w 广播到每行，复用。", "atomic_add 累加，不清零 → 上次的和还在 → 第二次 Σx 翻倍",
+# "Mean 1e4, spread 1e-2: E[x²] ≈ 1e8, fp32 ulp 8, variance 1e-4 lost in cancellation") and was flagged
+# keyword_stuffing, failing the pass rule's causal chain. Such an answer is read step by step instead
+# (_read_steps): it is cut at sentence ends, commas, 、, colons, " / " and arrows (not inside brackets); a
+# heading before a colon, a numbering ("1)", "一、", "空2") and a question restated count for nothing. A step
+# states a relation (_step_points) when it holds, besides its terms, a comparison or an equation with a
+# number, a call or arithmetic on a side ("x−μ = −μ", "μ² ≠ 0", "exp(1000) = inf", "1e-4 ≪ 8"), a linking
+# or causal word, a negation, a verb or a relating preposition (读成, 广播到, 沿, overflows, reads, along,
+# per), a predicate after its subject ("行独立", "mean doubled", "sum too big") or a number with a word
+# ("ulp 8"): a whole point when something stands on both sides of it, half a point with one side only (and
+# for a setting or a condition between names: "ulp = 8", "cols < N", "other=0.0", named, not computed).
+# A step that is one term or one name ("re-mask", "Welford", "catastrophic cancellation", "tl.where") is
+# bare, however the steps are joined: names strung with arrows ("one-pass formula → catastrophic
+# cancellation → two-pass → Welford") stay a list.
+# - Steps that earn TERSE_CHAIN of a point each on average (TERSE_MIN_STEPS steps at least) make a terse
+#   chain: only the sentence-frame reading can then flag it (a frame's linking words stand between bare
+#   terms; it reads them apart). One flat sentence of TERSE_FLAT_STEPS comma steps or more, with no other
+#   cut ("accumulates, leftover sums, mean doubled, first call passes, both buffers, zero before every
+#   launch"), needs TERSE_FLAT: a line of comma pieces is the shape of a list.
+# - LIST_STEPS steps or more, LIST_BARE of them bare, are a keyword list whatever cuts them (periods,
+#   slashes, arrows, lines: "Natural tiling. Inputs needed. Contiguous loads. Reuse. Broadcast."), as
+#   _term_list reads commas; and an answer of REPEATED_TOKENS words or more whose distinct words are at most
+#   REPEATED_SHARE of them ("行块 行块 广播 广播 复用 复用 …") is stuffing: both even with fewer than three
+#   concepts named, and only where the answer does not read as a terse chain.
+# Off (TERSE_CHAIN None): the linking-word readings alone decide, as before.
+TERSE_CHAIN: float | None = 0.4
+TERSE_FLAT = 0.75
+TERSE_FLAT_STEPS = 5
+TERSE_MIN_STEPS = 2
+TERSE_FULL = 0.2
+LIST_STEPS = 5
+LIST_POINTS = 0.25
+REPEATED_TOKENS = 6
+REPEATED_SHARE = 0.4
+HEADING_CHARS = 24  # a piece before a colon this short, with something after it, is a heading
+STEPS_MAX = 400  # steps read at most (an answer is capped at 16 384 characters: the reading stays linear)
+_SIGNS_READ = 8  # signs and words read per step
+
+_STEP_CUT = re.compile(r"[。！？!?;\n,、:]|\.(?=\s|$)|→|->|=>|⇒|(?<=\s)/(?=\s)")
+_STEP_NUMBER = re.compile(
+    r"\s*(?:[-*•·]\s+|\(?\d{1,2}[).、]\s*|[一二三四五六七八九十]\s*[、.]\s*|"
+    r"第\s*[一二三四五六七八九十\d]\s*(?:个?\s*填?空|问|题|步|点|[、:.,])\s*|(?:问题|问|题|步骤?)\s*[一二三四五六七八九十\d]\s*|"
+    r"填?空\s*\d\s*|(?:q|step|blank|todo|part)\s*#?\d\b\s*)")
+_STEP_ASKS = re.compile(r"吗\s*$|什么|哪些|哪个|哪里|为什么|为何|怎么|怎样|如何|多少")
+_REL_SIGN = re.compile(r"≠|≈|≤|≥|≪|≫|∝|<=|>=|!=|==|=|<|>")
+_FIRM_SIGN = re.compile(r"≠|≈|≤|≥|≪|≫|∝")
+_COMPUTED = re.compile(r"\d|\(|[-−+*/×·^]\s*[\w(μσ]")
+_NAME_BEFORE = re.compile(r"([-−+*/×·^(]\s*)?[a-z_μσ][\w.\[\]]*\s*$")  # group 1: an operator before the name
+_NAME_AFTER = re.compile(r"\s*[a-z_μσ][\w.\[\]]*(?=\s|$|[\u3400-\u9fff])")
+_LITERAL = re.compile(r"\s*(?:[-−]?(?:\d[\d.e+\-−]*|inf)|true|false|none|'[^']*'|\"[^\"]*\"|\([^)]*\))"
+                      r"(?=\s|$|[\u3400-\u9fff])")
+_NUMBER = re.compile(r"(?<![\w.])[-−]?\d+(?:\.\d+)?(?:e[-−+]?\d+)?%?(?!\w)")
+_EN_VERB = re.compile(
+    r"\b(becomes?|became|gives?|gave|gets?|got|reads?|writes?|wrote|written|adds?|added|subtracts?|subtracted|"
+    r"multipl(?:y|ies|ied)|divides?|divided|overflows?|overflowed|underflows?|underflowed|cancels?|cancell?ed|"
+    r"loses?|lost|drifts?|drifted|doubles|doubled|breaks?|broke|broken|fails?|failed|remains?|remained|stays?|"
+    r"stayed|keeps?|kept|holds?|held|runs?|ran|covers?|covered|handles?|handled|computes?|computed|produces?|"
+    r"produced|equals?|needs?|needed|checks?|checked|advances?|advanced|moves?|moved|steps|stepped|broadcasts?|"
+    r"reuses?|reused|owns?|takes?|took|taken|goes|went|gone|hides?|hid|hidden|shows?|showed|shown|sees?|saw|"
+    r"seen|returns?|returned|contains?|includes?|ignores?|ignored|skips?|skipped|drops?|dropped|rounds?|rounded|"
+    r"swamps?|swamped|dominates?|exceeds?|exceeded|fits?|matters?|stores?|stored|loads|loaded|sums|summed|"
+    r"masks|masked|pads|padded|passes|passed|lands?|landed|leaks?|pollutes?|polluted|corrupts?|corrupted|wraps?|"
+    r"wrapped|shifts?|shifted|scales?|scaled|rescales?|rescaled|grows?|grew|shrinks?|stops?|stopped|avoids?|"
+    r"prevents?|ensures?|guards?|protects?|zeroe?s|zeroed|clears?|cleared|resets?|accumulates?|accumulated|used|"
+    r"uses|cuts?|splits?|merges?|merged|combines?|combined|fills?|filled|replaces?|replaced|works?|worked|"
+    r"happens?|happened|occurs?|occurred|crash(?:es|ed)?|faults?|faulted|survives?|vanish(?:es|ed)|explodes?|"
+    r"exploded|blows? up|blew up|counts?|counted|spans?|starts?|started|ends?|ended|limits?|limited|decides?|"
+    r"decided|depends?|determines?|costs?|saves?|saved|wastes?|wasted|misses|missed|hits?|touches|touched|"
+    r"broadcast|reads?|read)\b")
+_EN_IMPERATIVE = re.compile(
+    r"\s*(pad|mask|re-?mask|zero|subtract|skip|use|add|divide|multiply|rescale|store|load|sum|loop|check|compute|"
+    r"keep|drop|replace|clamp|shift|scale|merge|combine|split|fill|set|clear|reset|accumulate|broadcast|advance|"
+    r"move|step|read|write|take|count|switch|swap|cast|upcast)\b")
+_EN_PREDICATE = re.compile(
+    r"\b(too (?:big|large|small|high|low|much|many|few)|independent|wrong|off|fine|safe|unchanged|equal|correct|"
+    r"incorrect|invalid|valid|contiguous|harmless|exact|inexact|garbage|positive|negative|larger|smaller|bigger|"
+    r"higher|lower|same|different|ok|okay|gone|enough|alike|unaffected|untouched|intact|stale)\b")
+_EN_RELATING = re.compile(r"\b(along|per|past|into|onto|across|through|via|than|instead of|without|times|near|"
+                          r"beyond|before|until|from|by|over|within|between|against|around)\b")
+# Chinese: verbs, predicates and relating prepositions; the few nouns that hold one of the single-character
+# verbs are read as nouns first (算子, 显存, 除法, 无穷 …).
+_ZH_NOUNS = re.compile(r"算子|算法|显存|内存|寄存器|存储|除法|加法|减法|乘法|比例|多个|多少|成员|用户|作用|有效|"
+                       r"无穷|成本|给定|读写|结果|变量|常量|向量|张量|多遍|多次")
+_ZH_VERB = re.compile(
+    r"读取|读到|读成|读进|读出|写入|写到|写回|写成|写出|加载|载入|存入|存到|计算|算出|算成|求和|相加|相减|相乘|相除|累加|累计|"
+    r"加到|加进|加上|减去|减掉|乘以|除以|归约|广播|复用|重用|前进|移动|跳过|覆盖|屏蔽|过滤|保留|丢弃|丢失|丢掉|清零|置零|补零|"
+    r"补成|填充|填成|填入|变成|变为|得到|得出|给出|用到|需要|负责|处理|独立|连续|溢出|下溢|上溢|越界|出界|抵消|偏大|偏小|"
+    r"变大|变小|放大|缩小|出错|报错|崩溃|大于|小于|等于|超过|不足|不变|翻倍|加倍|漂移|累积|残留|留下|还在|看不出|发现|"
+    r"通过|失败|影响|污染|吞掉|淹没|截断|合并|拆分|切分|分配|依赖|决定|限制|装不下|放不下|足够|舍入|消失|参与|进入|混入|"
+    r"加入|落在|对应|取决|换成|改成|改用|换用|用来|沿着|没事|正确|错误|线性|无关|有关|相关|一样|相同|不同|太大|太小|过大|过小|"
+    r"很大|很小|更大|更小|不对|安全|稳定|精确|准确|"
+    r"[管算读写填补乘除加减用给到沿按从向往比把被让使变成得多少偏错丢留超溢查走跳存取放装]")
+_ZH_CONTENT = re.compile(r"[a-z0-9_μσδΣλ\u3400-\u4dbf\u4e00-\u9fff]")
+_STEP_FUNCTION = re.compile(_FUNCTION_WORDS.pattern + r"|[的了也都就在和与及还再又这那些个]")
+_STEP_WORDS = (_LINKS, _NEGATIONS, _ZH_VERB, _EN_VERB, _EN_RELATING)
+
+
+@dataclass(frozen=True)
+class _Steps:
+    """An answer read step by step: `points`, what its steps earn (each 0, 0.5 or 1); `steps`, how many
+    count; `full`, those that earn a whole point; `flat`, all cut by commas (one sentence of comma pieces)."""
+    points: float
+    steps: int
+    full: int
+    flat: bool
+
+    @property
+    def chain(self) -> bool:
+        if TERSE_CHAIN is None or self.steps < TERSE_MIN_STEPS:
+            return False
+        share = TERSE_FLAT if self.flat and self.steps >= TERSE_FLAT_STEPS else TERSE_CHAIN
+        return self.points >= share * self.steps and self.full >= TERSE_FULL * self.steps
+
+    @property
+    def listed(self) -> bool:
+        return TERSE_CHAIN is not None and self.steps >= LIST_STEPS and self.points <= LIST_POINTS * self.steps
+
+
+def _step_pieces(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, the cut after it) for each piece of the answer; commas, 、, colons and semicolons inside
+    brackets cut nothing ("[T,T,T,F]", "cdiv(10, 4)", "a[:, None]")."""
+    pieces: list[tuple[int, int, str]] = []
+    start, scanned, depth = 0, 0, 0
+    for m in itertools.islice(_STEP_CUT.finditer(text), 4 * STEPS_MAX):
+        depth += text.count("(", scanned, m.start()) + text.count("[", scanned, m.start()) \
+            - text.count(")", scanned, m.start()) - text.count("]", scanned, m.start())
+        scanned = m.end()
+        if depth > 0 and m.group() in ",、:;":
+            continue
+        pieces.append((start, m.start(), m.group()))
+        start, depth = m.end(), 0
+        if len(pieces) >= STEPS_MAX:
+            return pieces
+    pieces.append((start, len(text), ""))
+    return pieces
+
+
+def _read_steps(text: str) -> _Steps:
+    pieces = _step_pieces(text)
+    points, steps, full, cuts = 0.0, 0, 0, set()
+    for i, (a, b, cut) in enumerate(pieces):
+        if not _LETTER.search(text, a, b):
+            continue  # a numbering, a lone number or punctuation
+        later = any(_LETTER.search(text, c, d) for c, d, _ in pieces[i + 1:i + 2])
+        if later:
+            cuts.add(cut)
+        if cut == ":" and b - a <= HEADING_CHARS and later:
+            continue  # a heading ("分块：", "Tiling:"; "T=10, B1=4:" is read by its parts)
+        if cut in ("?", "？") or _STEP_ASKS.search(text, a, b):
+            continue  # the question restated
+        number = _STEP_NUMBER.match(text, a, b)
+        a = number.end() if number else a
+        if not _LETTER.search(text, a, b):
+            continue
+        earned = _step_points(text[a:b])
+        points += earned
+        steps += 1
+        full += earned == 1
+    return _Steps(points, steps, full, flat=cuts <= {",", "、"})
+
+
+def _has_content(part: str) -> bool:
+    return bool(_ZH_CONTENT.search(_STEP_FUNCTION.sub(" ", part)))
+
+
+def _step_points(step: str) -> float:
+    """What one step earns: 1 for a relation with something on both sides, 0.5 for one side only (or a
+    setting, a condition between two names), 0 for a bare term or name."""
+    best = 0.0
+    signs = list(itertools.islice(_REL_SIGN.finditer(step), _SIGNS_READ))
+    for i, m in enumerate(signs):
+        if not (_has_content(step[:m.start()]) and _has_content(step[m.end():])):
+            continue
+        if _FIRM_SIGN.match(m.group()):
+            return 1.0
+        left = step[signs[i - 1].end() if i else 0:m.start()]
+        right = step[m.end():signs[i + 1].start() if i + 1 < len(signs) else len(step)]
+        name = _NAME_BEFORE.search(left)
+        if name and not name.group(1) and (_NAME_AFTER.match(right) or m.group() == "=" and _LITERAL.match(right)):
+            best = 0.5  # a setting or a condition named ("other=0.0", "T=10", "cols < N")
+        elif _COMPUTED.search(left) or _COMPUTED.search(right):
+            return 1.0
+        else:
+            best = 0.5
+    plain = _ZH_NOUNS.sub(lambda n: "名" * len(n.group()), step)
+    for regex in _STEP_WORDS:
+        for m in itertools.islice(regex.finditer(plain), _SIGNS_READ):
+            if m.group().strip() == "=":
+                continue  # " = " links prose; a sign is read above
+            before, after = _has_content(plain[:m.start()]), _has_content(plain[m.end():])
+            if before and after:
+                return 1.0
+            if before or (after and regex is not _EN_VERB):
+                best = max(best, 0.5)
+    imperative = _EN_IMPERATIVE.match(step)
+    if imperative and _has_content(step[imperative.end():]):
+        best = max(best, 0.5)
+    if any(_has_content(step[:m.start()]) for m in itertools.islice(_EN_PREDICATE.finditer(step), _SIGNS_READ)):
+        best = max(best, 0.5)
+    if best == 0 and _NUMBER.search(step) and _has_content(_NUMBER.sub(" ", step)):
+        best = 0.5  # a number with a word ("ulp 8", "spread 1e-2", "24 位尾数")
+    return best
+
+
+_TOKEN = re.compile(r"[a-z_][\w.\-]*|\d+(?:\.\d+)?|[\u3400-\u4dbf\u4e00-\u9fff]+")
+
+
+def _repeated(text: str) -> bool:
+    """The answer's words (Latin words, numbers, runs of ideographs; function words aside) are the same few
+    over and over: at most REPEATED_SHARE of them distinct, or REPEATED_SHARE of them the word just before."""
+    tokens = [t.group() for t in itertools.islice(_TOKEN.finditer(text), 200 * REPEATED_TOKENS)]
+    tokens = [t for t in tokens if len(t) > 1 and not _FUNCTION_WORDS.fullmatch(t)]
+    again = sum(1 for a, b in itertools.pairwise(tokens) if a == b)
+    return len(tokens) >= REPEATED_TOKENS and (len(set(tokens)) <= REPEATED_SHARE * len(tokens)
+                                               or again >= REPEATED_SHARE * len(tokens))
+
+
 def _looks_stuffed(text: str, matches: dict[str, list[_Match]], links: list[dict], chain_links: int) -> bool:
     """Many concepts, few links, and little text besides the terms themselves; or a bare term list."""
     account = BLANK_ACCOUNT and _blank_account(text)
-    if matches and not account and _term_list(text):
+    reading = _read_steps(text) if matches and TERSE_CHAIN is not None else None
+    chain = reading is not None and reading.chain
+    if reading is not None and not chain and (_repeated(text) or not account and reading.listed):
+        return True
+    if matches and not account and not chain and _term_list(text):
         return True
     if len(matches) < 3:
         return False
@@ -2379,7 +2602,7 @@ def _looks_stuffed(text: str, matches: dict[str, list[_Match]], links: list[dict
     term_share = merged / max(1, len(words))
     if FRAME_STUFFING and term_share >= FRAME_TERMS and _bare_frame(text, covered):
         return True
-    if account or (REASON_CLAUSE and _reason_said(text)):
+    if account or chain or (REASON_CLAUSE and _reason_said(text)):
         return False
     if WORDED_LINK_WORDS is not None and links and \
             _worded_links(text, matches, links) >= max(1, math.ceil(chain_links / 2)):

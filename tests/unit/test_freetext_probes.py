@@ -425,6 +425,7 @@ def test_the_switches_of_round_two_restore_the_old_readings(monkeypatch):
     monkeypatch.setattr(freetext, "REFUTED_BEFORE", False)
     monkeypatch.setattr(freetext, "SWAPPED_COMPARISONS", False)
     monkeypatch.setattr(freetext, "WORDED_LINK_WORDS", None)
+    monkeypatch.setattr(freetext, "TERSE_CHAIN", None)  # the step reading (branch `terse`) would read it as a chain
     wrong_before = _scored("lesson06_mean_var", "q1", "State: the mean divides by the real N, it would be wrong to "
                                                       "divide by BLOCK. Pads become -mean, squared mean^2, so re-mask.")
     assert "divide_by_block" in _misconception_ids(wrong_before)
