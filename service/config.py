@@ -93,6 +93,9 @@ class Settings(BaseSettings):
     max_queue: int = Field(2000, ge=1, description="queued + running submissions before POST answers 503")
     max_body_bytes: int = Field(256 * 1024, gt=0, description="request body cap")
     max_wait_s: float = Field(30.0, ge=0, description="upper bound of POST ?wait=")
+    max_waiting: int = Field(16, ge=0, description="POST ?wait= requests waiting at once in one API process (each "
+                                                   "holds one of the process's 40 route threads), a quarter of "
+                                                   "them (at least 1) per course; past that a POST answers at once")
     max_batch: int = Field(100, ge=1, description="submissions in one batch request")
     rate_limit_per_minute: int = Field(600, ge=1, description="requests per API key per minute")
     rate_limit_storage_url: str | None = Field(None, description="where the per-key request counts live, as a `limits` "

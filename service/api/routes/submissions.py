@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import json
+import threading
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from fastapi import APIRouter, Header, HTTPException, Query, Request
 from fastapi.responses import JSONResponse
@@ -107,6 +110,46 @@ def owned(session: Session, submission_id: str, course_id: str) -> Submission:
     return row
 
 
+class Waiting:
+    """The places for POST ?wait= (Settings.max_waiting): a waiting request sleeps in one of the
+    process's route threads (anyio's pool, 40 threads shared by every plain `def` route of every
+    course), so fifty waits of one course key held them all and every other request, /healthz
+    included, waited behind them (tests/api/test_wait_bound.py). A request that finds no place
+    (all taken, or its course's quarter) answers at once, as with wait=0: the wait is optional."""
+
+    def __init__(self, places: int) -> None:
+        self.places, self.per_course = places, max(1, places // 4)
+        self._lock = threading.Lock()
+        self._taken: dict[str, int] = {}
+
+    @contextlib.contextmanager
+    def place(self, course_id: str) -> Iterator[bool]:
+        with self._lock:
+            granted = (sum(self._taken.values()) < self.places
+                       and self._taken.get(course_id, 0) < self.per_course)
+            if granted:
+                self._taken[course_id] = self._taken.get(course_id, 0) + 1
+        try:
+            yield granted
+        finally:
+            if granted:
+                with self._lock:
+                    self._taken[course_id] -= 1
+                    if not self._taken[course_id]:
+                        del self._taken[course_id]
+
+
+_WAITING_LOCK = threading.Lock()
+
+
+def _waiting(request: Request, settings: Settings) -> Waiting:
+    with _WAITING_LOCK:
+        waiting = getattr(request.app.state, "waiting", None)
+        if waiting is None:
+            waiting = request.app.state.waiting = Waiting(settings.max_waiting)
+        return cast(Waiting, waiting)
+
+
 def _check(request: Request, settings: Settings, item: SubmissionCreate, field_prefix: str = "") -> SubmissionBody:
     """Everything that can refuse an item (422) short of storing it; returns the stored body."""
     try:
@@ -171,11 +214,13 @@ def create_submission(
                            idempotency_key=idempotency_key)
     if created:
         request.app.state.dispatcher.submitted(row.id)
-    deadline = time.monotonic() + wait
-    while row.status not in FINAL_STATUSES and time.monotonic() < deadline:
-        session.close()  # no pooled connection held while we sleep: waiting requests must not starve the workers
-        time.sleep(0.1)
-        row = session.get_one(Submission, row.id)
+    if wait > 0 and row.status not in FINAL_STATUSES:
+        with _waiting(request, settings).place(key.course_id) as granted:
+            deadline = time.monotonic() + (wait if granted else 0)
+            while row.status not in FINAL_STATUSES and time.monotonic() < deadline:
+                session.close()  # no pooled connection held while we sleep: waiting requests must not starve the workers
+                time.sleep(0.1)
+                row = session.get_one(Submission, row.id)
     result = view(request, session, row, settings)
     return JSONResponse(result.model_dump(mode="json", by_alias=True),
                         status_code=200 if row.status in FINAL_STATUSES else 202,
