@@ -92,6 +92,8 @@ class Settings(BaseSettings):
                               description="leases a submission may lose (dead workers) before it is not_gradable")
     max_queue: int = Field(2000, ge=1, description="queued + running submissions before POST answers 503")
     max_body_bytes: int = Field(256 * 1024, gt=0, description="request body cap")
+    max_body_seconds: float = Field(60.0, gt=0, description="time to send a request's whole body before the "
+                                                            "answer is 408 and the connection is closed")
     max_wait_s: float = Field(30.0, ge=0, description="upper bound of POST ?wait=")
     max_waiting: int = Field(16, ge=0, description="POST ?wait= requests waiting at once in one API process (each "
                                                    "holds one of the process's 40 route threads), a quarter of "

@@ -1,9 +1,11 @@
 """create_app(): the FastAPI application, its lifespan (migrations, workers) and error mapping."""
 from __future__ import annotations
 
+import json
 import logging
 from contextlib import asynccontextmanager
 
+import anyio
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -27,10 +29,15 @@ log = logging.getLogger("kernelgrade.api")
 
 
 class BodySizeLimit:
-    """Refuse request bodies over the cap before they are read into memory (413)."""
+    """Refuse request bodies over the cap before they are read into memory (413), and bodies not
+    sent in full within `max_seconds` (408). Before the deadline, a client that sent its headers and
+    then a byte now and then (no key needed: the body is read before anything checks one) held its
+    connection and what it had sent forever; a few thousand of them held the process's descriptors
+    and memory (tests/api/test_slow_body.py). The body reaches the app as one message: kept as the
+    messages it came in, 256 KiB sent a byte at a time were a quarter of a million dicts (~70 MB)."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app, self.max_bytes = app, max_bytes
+    def __init__(self, app: ASGIApp, max_bytes: int, max_seconds: float = 60.0) -> None:
+        self.app, self.max_bytes, self.max_seconds = app, max_bytes, max_seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -41,28 +48,35 @@ class BodySizeLimit:
         # Read the body here, up to the cap, then hand it on: without a Content-Length (chunked) the
         # cap can only be seen while streaming, and an error raised from receive() inside the app
         # would not reach us (FastAPI turns any failure while reading the body into a 400).
+        body = bytearray()
         buffered: list[Message] = []
-        seen = 0
-        while True:
-            message = await receive()
-            buffered.append(message)
-            if message["type"] != "http.request":
-                break
-            seen += len(message.get("body", b""))
-            if seen > self.max_bytes:
-                return await self._refuse(send)
-            if not message.get("more_body", False):
-                break
+        with anyio.move_on_after(self.max_seconds) as scope_:
+            while True:
+                message = await receive()
+                if message["type"] != "http.request":
+                    buffered.append(message)
+                    break
+                body += message.get("body", b"")
+                if len(body) > self.max_bytes:
+                    return await self._refuse(send)
+                if not message.get("more_body", False):
+                    break
+        if scope_.cancelled_caught:
+            return await self._refuse(send, status=408,
+                                      detail=f"request body not received within {self.max_seconds:g} s")
+        buffered.insert(0, {"type": "http.request", "body": bytes(body), "more_body": False})
 
         async def replay() -> Message:
             return buffered.pop(0) if buffered else await receive()
 
         await self.app(scope, replay, send)
 
-    async def _refuse(self, send: Send) -> None:
-        body = f'{{"detail":"request body exceeds {self.max_bytes} bytes"}}'.encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    async def _refuse(self, send: Send, *, status: int = 413, detail: str = "") -> None:
+        detail = detail or f"request body exceeds {self.max_bytes} bytes"
+        body = json.dumps({"detail": detail}).encode()
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                                (b"connection", b"close")]})
         await send({"type": "http.response.body", "body": body})
 
 
@@ -158,5 +172,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(router)
     mount_pages(app, settings)
     app.include_router(lti_pages.router)
-    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes, max_seconds=settings.max_body_seconds)
     return app

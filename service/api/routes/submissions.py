@@ -218,7 +218,7 @@ def create_submission(
         with _waiting(request, settings).place(key.course_id) as granted:
             deadline = time.monotonic() + (wait if granted else 0)
             while row.status not in FINAL_STATUSES and time.monotonic() < deadline:
-                session.close()  # no pooled connection held while we sleep: waiting requests must not starve the workers
+                session.close()  # no pooled connection held while we sleep (the workers need them)
                 time.sleep(0.1)
                 row = session.get_one(Submission, row.id)
     result = view(request, session, row, settings)
