@@ -91,6 +91,9 @@ class Settings(BaseSettings):
     max_attempts: int = Field(3, ge=1,
                               description="leases a submission may lose (dead workers) before it is not_gradable")
     max_queue: int = Field(2000, ge=1, description="queued + running submissions before POST answers 503")
+    max_queue_per_course: int = Field(1000, ge=1, description="queued + running submissions of one course before its "
+                                                              "POST answers 503: one course cannot fill max_queue "
+                                                              "and turn every other course away")
     max_body_bytes: int = Field(256 * 1024, gt=0, description="request body cap")
     max_body_seconds: float = Field(60.0, gt=0, description="time to send a request's whole body before the "
                                                             "answer is 408 and the connection is closed")

@@ -231,8 +231,10 @@ KEYED_ERRORS: dict[int | str, dict[str, Any]] = {
     503: DATABASE_UNAVAILABLE,
 }
 # What any route with a JSON body may answer besides 422: FastAPI refuses a body that is not text
-# (invalid UTF-8) with 400, and BodySizeLimit (service/main.py) one over the cap with 413.
+# (invalid UTF-8) with 400, and BodySizeLimit (service/main.py) one over the cap with 413 and one
+# not sent in full in time with 408.
 BODY_ERRORS: dict[int | str, dict[str, Any]] = {
     400: error("the body could not be read (not UTF-8 text)"),
+    408: error("the body did not arrive in full within max_body_seconds"),
     413: error("request body over max_body_bytes"),
 }

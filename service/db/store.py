@@ -178,6 +178,13 @@ def queue_depth(session: Session) -> int:
     return session.scalar(select(func.count()).select_from(Submission).where(in_progress)) or 0
 
 
+def course_queue_depth(session: Session, course_id: str) -> int:
+    """queue_depth of one course (the rows in progress: at most max_queue of them are read)."""
+    in_progress = Submission.status.in_(IN_PROGRESS_STATUSES)
+    return session.scalar(select(func.count()).select_from(Submission)
+                          .where(in_progress, Submission.course_id == course_id)) or 0
+
+
 def counts_by_status(session: Session) -> dict[str, int]:
     return dict(session.execute(select(Submission.status, func.count()).group_by(Submission.status)).all())
 

@@ -258,7 +258,8 @@ def submit(request: Request, session: SessionDep, settings: SettingsDep, params:
         if request.app.state.rate_limiter.take(f"lti:{platform.id}:{person.sub}") > 0:
             return _activity(request, session, message, platform, link, person, values=values, status_code=429,
                              errors=[t["lti_slow_down"]])
-        if store.queue_depth(session) >= settings.max_queue:
+        if (store.queue_depth(session) >= settings.max_queue
+                or store.course_queue_depth(session, platform.course_id) >= settings.max_queue_per_course):
             return _activity(request, session, message, platform, link, person, values=values, status_code=503,
                              errors=[t["lti_queue_full"]])
         submission = SubmissionBody.model_validate(item.model_dump(include=set(SubmissionBody.model_fields)))

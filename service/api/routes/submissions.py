@@ -181,10 +181,13 @@ def _accept(request: Request, session: Session, settings: Settings, *, course_id
                             f"Idempotency-Key {idempotency_key!r} was already used with a different body") from None
 
 
-def _check_capacity(session: Session, settings: Settings, incoming: int) -> None:
+def _check_capacity(session: Session, settings: Settings, incoming: int, course_id: str) -> None:
     if store.queue_depth(session) + incoming > settings.max_queue:
         raise HTTPException(503, f"the grading queue is full ({settings.max_queue}); retry later",
                             headers={"Retry-After": "30"})
+    if store.course_queue_depth(session, course_id) + incoming > settings.max_queue_per_course:
+        raise HTTPException(503, f"this course has {settings.max_queue_per_course} submissions queued or running "
+                                 "(max_queue_per_course); retry later", headers={"Retry-After": "30"})
 
 
 @router.post("", status_code=202, response_model=SubmissionView,
@@ -209,7 +212,7 @@ def create_submission(
         existing = session.query(Submission).filter_by(course_id=key.course_id,
                                                        idempotency_key=idempotency_key).one_or_none()
     if existing is None:
-        _check_capacity(session, settings, 1)
+        _check_capacity(session, settings, 1, key.course_id)
     row, created = _accept(request, session, settings, course_id=key.course_id, item=item,
                            idempotency_key=idempotency_key)
     if created:
@@ -239,7 +242,7 @@ def create_batch(request: Request, batch: BatchCreate, session: SessionDep, sett
     if len(batch.submissions) > settings.max_batch:
         raise field_error("submissions",
                           f"at most {settings.max_batch} submissions per batch (got {len(batch.submissions)})")
-    _check_capacity(session, settings, len(batch.submissions))
+    _check_capacity(session, settings, len(batch.submissions), key.course_id)
     # Check every item before storing any: a refused batch (422, 409) stores nothing.
     digests: dict[str, str] = {}
     for index, item in enumerate(batch.submissions):
