@@ -50,6 +50,7 @@ class BodySizeLimit:
         # would not reach us (FastAPI turns any failure while reading the body into a 400).
         body = bytearray()
         buffered: list[Message] = []
+        complete = False  # False after a disconnect: the app then reads the disconnect, never a cut body as whole
         with anyio.move_on_after(self.max_seconds) as scope_:
             while True:
                 message = await receive()
@@ -60,11 +61,12 @@ class BodySizeLimit:
                 if len(body) > self.max_bytes:
                     return await self._refuse(send)
                 if not message.get("more_body", False):
+                    complete = True
                     break
         if scope_.cancelled_caught:
             return await self._refuse(send, status=408,
                                       detail=f"request body not received within {self.max_seconds:g} s")
-        buffered.insert(0, {"type": "http.request", "body": bytes(body), "more_body": False})
+        buffered.insert(0, {"type": "http.request", "body": bytes(body), "more_body": not complete})
 
         async def replay() -> Message:
             return buffered.pop(0) if buffered else await receive()
