@@ -732,7 +732,34 @@ class CompileGate:
                               classes=[InterpretedFunction])
         _record_visits()
         _check_interpreted_source(self)
+        _boolean_splats()
 
+
+
+def _boolean_splats() -> None:
+    """A scalar condition broadcast into a block stays boolean under the interpreter, as it is on a GPU
+    (an i1 splat). The interpreter's comparison of scalars keeps its operands' type on the handle (int32,
+    holding a numpy bool), and its splat converts to that type, so `(cols < T) & (row < N0)` with a scalar
+    `row` (a row loop's guard, Liger's `if row < N0`-free form) was an int32 block: Triton 3.9's masked
+    load and store refuse such a mask ("mask has unsupported dtype") and a right kernel failed every case.
+    A splat whose result type is int1 now holds booleans; every other splat is left as it was."""
+    import numpy as np
+    import triton.language as tl
+    from triton.runtime.interpreter import InterpreterBuilder, TensorHandle
+
+    if getattr(InterpreterBuilder, "_kernelgrade_boolean_splat", False):
+        return
+    original = InterpreterBuilder.create_splat
+
+    def create_splat(self, ret_ty, arg):
+        handle = original(self, ret_ty, arg)
+        scalar = getattr(ret_ty, "scalar", ret_ty)
+        if scalar == tl.int1 and handle.data.dtype != np.bool_:
+            return TensorHandle(handle.data.astype(np.bool_), tl.int1)
+        return handle
+
+    InterpreterBuilder.create_splat = create_splat
+    InterpreterBuilder._kernelgrade_boolean_splat = True
 
 # While the gate compiles a launch: {id(code object): (_code_meta(code), keys of the nodes visited)}. By id, since
 # the compile runs in a forked child and sends it back (the parent's code objects are the child's, at the same ids);

@@ -151,6 +151,37 @@ def test_and_or_not_of_tensors_are_element_wise_as_on_a_gpu(grader):
     assert code_points(report, grader.catalog.get(LONG_SUM)) == 5 and not report.diagnoses
 
 
+
+# A scalar condition in a block mask (one row at a time in tl.static_range: `(cols < T) & (row < N0)`, the
+# store's `mask=row < N0`): on a GPU the scalar i1 is splat into an i1 block. Triton 3.9's interpreter
+# splat it as int32 (its comparison of scalars keeps the operands' type on the handle) and its masked load
+# refused the mask, "mask has unsupported dtype", on every case: 0 of 5 code points for a right kernel
+# (probe lsum4.right.tiled_row_subloop). A wrong kernel of the same form still fails where it is wrong.
+SCALAR_ROW_GUARD = """
+pid = tl.program_id(0)
+for r in tl.static_range(0, B0, 1):
+    row = pid * B0 + r
+    acc = tl.zeros((B1,), dtype=tl.float32)
+    for off in range(0, T, B1):
+        cols = off + tl.arange(0, B1)
+        acc += tl.load(x_ptr + row * T + cols, mask=(cols < T) & (row < N0), other=0.0)
+    keep = tl.where(row < N0, acc, 0.0)  # a scalar condition broadcast by tl.where too
+    tl.store(z_ptr + row, tl.sum(keep, axis=0), mask=row < N0)
+"""
+
+
+def test_a_scalar_condition_in_a_block_mask_is_boolean_as_on_a_gpu(grader):
+    report = _grade(grader, LONG_SUM, _body(grader, LONG_SUM, SCALAR_ROW_GUARD))
+    failed = [(c.id, c.error, c.first_mismatch) for c in report.cases if not c.passed]
+    assert not failed, failed
+    assert report.given_check.status == "passed", report.given_check.output
+    assert code_points(report, grader.catalog.get(LONG_SUM)) == 5 and not report.diagnoses
+    # the same form with the row guard inverted (rows past N0 kept, rows inside dropped) fails as wrong
+    wrong = _grade(grader, LONG_SUM, _body(grader, LONG_SUM, SCALAR_ROW_GUARD.replace(
+        "mask=(cols < T) & (row < N0)", "mask=(cols < T) & (row >= N0)")))
+    assert code_points(wrong, grader.catalog.get(LONG_SUM)) == 0
+    assert not any("unsupported dtype" in (c.error or "") for c in wrong.cases), [c.error for c in wrong.cases]
+
 # Integer tl.clamp (clamped offsets, a FlagGems-like guard): Triton 3.6 compiles only floating-point
 # clamp ("Only floating point clamp is supported"), 3.9 takes integers. The one-verdict check compiles
 # with the sandbox Python's Triton, so a service whose interpreter sandbox has the GPU hosts' Triton
