@@ -73,6 +73,11 @@ NO_LAUNCH_CODE = "sandbox.no_kernel_launch"  # written by the harness (harness.p
 # raises `inline_asm not supported in interpreter mode`): the launch is refused with exactly this mark, and the
 # trusted side makes the grading not_gradable (service/grading/pipeline.py, gpu_only_shown): only a GPU grades it.
 GPU_ONLY_ASM_CODE = "sandbox.gpu_only.inline_asm"
+# The kernel compiled for the GPU needs global scratch memory at launch (tl.make_tensor_descriptor in a kernel: its
+# TMA descriptor, 128 bytes a program on sm_90), which Triton's GPU launcher takes from the allocator set with
+# triton.set_allocator and, with none set, fails: "Kernel requires a runtime memory allocation, but no allocator was
+# set". The interpreter needs no such memory and ran it: the launch is refused with this mark, as a GPU's fails.
+NEEDS_ALLOCATOR_CODE = "sandbox.needs_allocator"
 INLINE_ASM_OP = "tt.elementwise_inline_asm"  # the op Triton's front end makes of tl.inline_asm_elementwise
 MARK_OPEN, MARK_SEP, MARK_CLOSE = "«kg:", "|", "»"
 
@@ -149,6 +154,16 @@ def _refused(message: str) -> GPUCompileError:
     error.gpu_only = message == gpu_only_asm_message()  # a compile error's message starts with PREFIX_CODE's mark
     return error
 
+
+
+def allocator_set() -> bool:
+    """Whether the program has set an allocator (triton.set_allocator) that a GPU launch would take a kernel's
+    global scratch memory from (triton/runtime/_allocation.py; the GPU launcher calls it, NullAllocator raises)."""
+    try:
+        from triton.runtime import _allocation
+    except ImportError:
+        return False
+    return not isinstance(_allocation._allocator.get(), _allocation.NullAllocator)
 
 def _target_name() -> str:
     return f"{TARGET[0]} sm_{TARGET[1]}"
@@ -566,7 +581,7 @@ class CompileGate:
         try:
             jit, binder = self._binder(interpreted)
             bound_args, specialization, options = binder(*args, **kwargs)
-            key = (id(interpreted), str(specialization), str(options))
+            key = (id(interpreted), str(specialization), str(options), allocator_set())
         except Exception as exc:  # noqa: BLE001 - the launch's arguments do not fit the kernel
             raise GPUCompileError(compile_error_message(exc)) from None
         self.active = None
@@ -603,7 +618,7 @@ class CompileGate:
         try:
             options, signature, constexprs, attrs = jit._pack_args(self.backend, kwargs, bound_args,
                                                                    specialization, options)
-            inline_asm = self._compile(jit, signature, constexprs, attrs, options)
+            inline_asm, scratch = self._compile(jit, signature, constexprs, attrs, options)
         except Exception as exc:  # noqa: BLE001 - whatever the compiler raised is the verdict
             # MLIR's diagnostic (`error: 'tt.reduce' op ...`) is on fd 2; the exception says only
             # `PassManager::run failed` or the like.
@@ -612,6 +627,8 @@ class CompileGate:
             record, _RECORD = _RECORD, None
         if inline_asm:  # it compiles for the GPU (its asm passed ptxas too), and only a GPU runs it
             return gpu_only_asm_message(), {}
+        if scratch and not allocator_set():  # a GPU's launch fails before the kernel runs
+            return mark(NEEDS_ALLOCATOR_CODE, target=_target_name(), size=scratch), {}
         return None, record
 
     def _compile_here(self, jit, kwargs, bound_args, specialization, options) -> tuple[str | None, dict]:
@@ -692,16 +709,17 @@ class CompileGate:
         if visited is None or visited[0] != _code_meta(code) or key not in visited[1]:
             raise GPUCompileError(mark(INTERPRETER_ONLY_CODE, line=line))
 
-    def _compile(self, jit, signature, constexprs, attrs, options) -> bool:
+    def _compile(self, jit, signature, constexprs, attrs, options) -> tuple[bool, int]:
         """triton.compile's stages up to LAST_STAGE (no cache); whether the kernel as its front end
-        made it (before any pass could drop an unused result) holds inline asm (_holds_inline_asm)."""
+        made it (before any pass could drop an unused result) holds inline asm (_holds_inline_asm),
+        and the global scratch memory (bytes a program) its launch needs (the compiled metadata's)."""
         from triton.compiler import ASTSource
 
         # Triton prints a failed assembly's whole PTX to stdout: the student's output, not ours.
         with _pristine(self.pristine), contextlib.redirect_stdout(_DISCARD):
             return self._stages(ASTSource(jit, signature, constexprs, attrs), options)
 
-    def _stages(self, src, options) -> bool:
+    def _stages(self, src, options) -> tuple[bool, int]:
         from triton._C.libtriton import ir
 
         backend = self.backend
@@ -719,7 +737,7 @@ class CompileGate:
             module = stage(module, metadata)
             if ext == LAST_STAGE:
                 break
-        return inline_asm
+        return inline_asm, int(metadata.get("global_scratch_size") or 0)
 
     def install(self) -> None:
         """Check every interpreter launch (`kernel[grid](...)`) before it runs."""

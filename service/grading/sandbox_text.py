@@ -17,6 +17,7 @@ from sandbox.gpu_compile import (
     MARK_CLOSE,
     MARK_OPEN,
     MARK_SEP,
+    NEEDS_ALLOCATOR_CODE,
     NO_LAUNCH_CODE,
     PREFIX_CODE,
     PYTHON_ATTRIBUTE_CODE,
@@ -26,7 +27,8 @@ from service.messages import render, service_catalogue
 
 # The only codes text written inside the sandbox may name: a mark naming another is left as written.
 INLINE_CODES = frozenset({PREFIX_CODE, PYTHON_CALL_CODE, PYTHON_ATTRIBUTE_CODE, INTERPRETER_ONLY_CODE, NO_LAUNCH_CODE,
-                          COMPILER_CRASH_CODE, COMPILER_CRASH_ASM_CODE, GPU_ONLY_ASM_CODE, CONSTEXPR_ASSIGNED_CODE})
+                          COMPILER_CRASH_CODE, COMPILER_CRASH_ASM_CODE, GPU_ONLY_ASM_CODE, CONSTEXPR_ASSIGNED_CODE,
+                          NEEDS_ALLOCATOR_CODE})
 _MARK = re.compile(re.escape(MARK_OPEN) + r"([a-z_.]{1,40})"
                    + r"((?:" + re.escape(MARK_SEP) + r"[a-z_]{1,20}=[^«»|\n]{0,200}){0,4})" + re.escape(MARK_CLOSE))
 

@@ -13,6 +13,10 @@ real bwrap sandbox on the Triton interpreter: the verdict and the diagnosis must
   one of the arguments as it was on the interpreter (Python's own): a right kernel failed every case.
 - Python's `and`/`or`/`not` of blocks (masks as Python conditions): element-wise on a GPU, one operand as it
   was (or False) on the interpreter.
+- A scalar condition splat into a block mask (`(cols < T) & (row < N0)`): boolean on a GPU, int32 on Triton 3.9's
+  interpreter, whose masked load refused it.
+- tl.make_tensor_descriptor in a kernel: a GPU launch needs an allocator (triton.set_allocator) for its global
+  scratch memory and fails without one; the interpreter needs none.
 """
 from __future__ import annotations
 
@@ -181,6 +185,42 @@ def test_a_scalar_condition_in_a_block_mask_is_boolean_as_on_a_gpu(grader):
         "mask=(cols < T) & (row < N0)", "mask=(cols < T) & (row >= N0)")))
     assert code_points(wrong, grader.catalog.get(LONG_SUM)) == 0
     assert not any("unsupported dtype" in (c.error or "") for c in wrong.cases), [c.error for c in wrong.cases]
+
+
+# A device-side tensor descriptor (tl.make_tensor_descriptor in the kernel, Triton >= 3.4's successor of block
+# pointers): compiled for sm_90 it needs 128 bytes of global scratch a program, which Triton's GPU launcher takes
+# from the allocator set with triton.set_allocator and, with none set (the lesson's host code sets none), fails
+# with "no allocator was set": 0 on a GPU. The interpreter needs no such memory and passed every case it could
+# (probe lsum4.gpu_check.tensor_descriptor). The gate reads the need from the compile and refuses the launch.
+TENSOR_DESCRIPTOR = """
+pid = tl.program_id(0)
+desc = tl.make_tensor_descriptor(x_ptr, shape=[N0, T], strides=[T, 1], block_shape=[B0, B1])
+acc = tl.zeros((B0,), dtype=tl.float32)
+for start in range(0, T, B1):
+    acc += tl.sum(desc.load([pid * B0, start]), axis=1)
+rows = pid * B0 + tl.arange(0, B0)
+tl.store(z_ptr + rows, acc, mask=rows < N0)
+"""
+
+
+def test_a_kernel_that_needs_a_launch_allocator_fails_as_on_a_gpu(grader):
+    report = _grade(grader, LONG_SUM, _body(grader, LONG_SUM, TENSOR_DESCRIPTOR))
+    assert code_points(report, grader.catalog.get(LONG_SUM)) == 0
+    assert report.given_check.status == "failed"
+    assert "triton.set_allocator" in report.given_check.output, report.given_check.output
+    for case in report.cases:
+        assert not case.passed, case.id
+        # T = 1 (a 4-byte row stride) fails to compile first, as on a GPU: descriptor strides are 16-byte aligned
+        said = "16-byte aligned" if case.shape and case.shape[-1] == 1 else "triton.set_allocator"
+        assert said in (case.error or "") and "«kg:" not in case.error, (case.id, case.error)
+    # the same loads through pointers and masks need no scratch memory: right, every case passes
+    pointers = TENSOR_DESCRIPTOR.replace(
+        "desc = tl.make_tensor_descriptor(x_ptr, shape=[N0, T], strides=[T, 1], block_shape=[B0, B1])\n", "").replace(
+        "desc.load([pid * B0, start])",
+        "tl.load(x_ptr + (pid * B0 + tl.arange(0, B0))[:, None] * T + (start + tl.arange(0, B1))[None, :], "
+        "mask=((pid * B0 + tl.arange(0, B0))[:, None] < N0) & ((start + tl.arange(0, B1))[None, :] < T), other=0.0)")
+    right = _grade(grader, LONG_SUM, _body(grader, LONG_SUM, pointers))
+    assert code_points(right, grader.catalog.get(LONG_SUM)) == 5, [(c.id, c.error) for c in right.cases]
 
 # Integer tl.clamp (clamped offsets, a FlagGems-like guard): Triton 3.6 compiles only floating-point
 # clamp ("Only floating point clamp is supported"), 3.9 takes integers. The one-verdict check compiles

@@ -52,6 +52,17 @@ def test_an_assigned_constexpr_is_said_in_both_languages():
     assert "«kg:" not in zh + en
 
 
+
+def test_a_launch_that_needs_an_allocator_is_said_in_both_languages():
+    """The gate's refusal of a launch whose GPU compile needs global scratch memory and no allocator is set
+    (sandbox/gpu_compile.py, NEEDS_ALLOCATOR_CODE): the size, the target, the GPU launcher's own error and the fix."""
+    text = mark("sandbox.needs_allocator", target="cuda sm_90", size=128)
+    en, zh = expand_marks(text, "en"), expand_marks(text, "zh")
+    assert en.startswith("Compiled for a GPU (target cuda sm_90), this kernel needs 128 bytes of global scratch"), en
+    assert "no allocator was set" in en and "triton.set_allocator" in en and "tl.make_tensor_descriptor" in en
+    assert "128 字节的全局 scratch 内存" in zh and "triton.set_allocator" in zh
+    assert "«kg:" not in zh + en
+
 def test_a_mark_naming_an_unknown_code_or_wrong_parameters_is_left_as_written():
     forged = [mark("not_gradable"), mark("sandbox.python_call", other="x"), "«kg:sandbox.python_call|name=f"]
     for text in forged:
