@@ -418,15 +418,38 @@ class _Matcher:
         return "".join([lines[first].encode()[node.col_offset:].decode(errors="replace"), *lines[first + 1:last],
                         lines[last].encode()[:end_col].decode(errors="replace")])
 
+    def _header(self, which: str, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> tuple[int, str]:
+        """A def's (or class's) decorators and signature, without its body: where a changed def differs
+        (its body's edits are reported statement by statement), with the line it starts on."""
+        self._segment(which, node)  # splits the source into self._lines
+        lines = self._lines[which]
+        first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        last = max(node.lineno, node.body[0].lineno - 1 if node.body else node.lineno)
+        header = lines[first - 1:last]
+        while len(header) > 1 and (not header[-1].strip() or header[-1].lstrip().startswith("#")):
+            header.pop()  # comments and blank lines between the signature and the body
+        return first, "".join(header).rstrip("\n")
+
     def _edit(self, kind: str, t: ast.stmt | None, s: ast.stmt | None) -> None:
         rule, reason = classify(t, s, self.language)
+        t_line, s_line = getattr(t, "lineno", None), getattr(s, "lineno", None)
+        t_text = self._segment("t", t) if t is not None else ""
+        s_text = self._segment("s", s) if s is not None else ""
+        if kind == "changed" and isinstance(t, _DEFS) and isinstance(s, _DEFS):
+            # A def differs in its own parts only in its header (a decorator added, as @triton.autotune or
+            # @triton.jit(do_not_specialize=...), a parameter): show that, not its first lines, which for a
+            # block blank are the student's fill (unchanged as far as this edit goes).
+            (t_line, t_text), (s_line, s_text) = self._header("t", t), self._header("s", s)
         self.edits.append(EditReport(
             kind=kind, rule=rule, reason=reason,
-            template_line=getattr(t, "lineno", None), submission_line=getattr(s, "lineno", None),
-            template_text=_first_lines(self._segment("t", t)) if t is not None else "",
-            submission_text=_first_lines(self._segment("s", s)) if s is not None else "",
+            template_line=t_line, submission_line=s_line,
+            template_text=_first_lines(t_text) if t is not None else "",
+            submission_text=_first_lines(s_text) if s is not None else "",
             hint=_static_hint(t, s, self.language),
         ))
+
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def _spill_kind(part: ast.AST, *, first_part: bool, keyword_blank: bool, passed: set[str]) -> str:

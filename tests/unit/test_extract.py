@@ -122,6 +122,27 @@ def test_block_blank_with_an_edit_around_it():
     assert [(e.kind, e.rule) for e in result.edits] == [("changed", MODIFIED_OUTSIDE_BLANK)]
 
 
+
+@pytest.mark.parametrize("header", [
+    '@triton.autotune(configs=[triton.Config({}, num_warps=4)], key=["N"])\n@triton.jit\ndef kernel(x, N):',
+    '@triton.jit(do_not_specialize=["N"])\ndef kernel(x, N):',
+    '@triton.jit\ndef kernel(x, N,\n           EVEN: tl.constexpr = False):  # a parameter added',
+])
+def test_a_changed_def_is_shown_by_its_header_not_by_the_fill_in_its_body(header):
+    """A decorator or a parameter added to a kernel with a block blank: the edit shows the decorators and the
+    signature on each side, not the def's first lines (its body: the student's fill, which this edit is not)."""
+    template = "import triton\n\n@triton.jit\ndef kernel(x, N):\n    # TODO\n    ______\n\nprint(1)\n"
+    body = "    total = x + N\n    other = total * 2\n"
+    code = template.replace("@triton.jit\ndef kernel(x, N):", header).replace("    ______\n", body)
+    result = extract(template, code, language="en")
+    assert result.fill_sources == ["total = x + N\nother = total * 2"]
+    [edit] = result.edits
+    assert (edit.kind, edit.rule) == ("changed", MODIFIED_OUTSIDE_BLANK)
+    assert edit.template_text == "@triton.jit\ndef kernel(x, N):" and edit.template_line == 3
+    assert edit.submission_text == header
+    assert edit.submission_line == 3
+    assert "total" not in edit.submission_text + edit.template_text and "TODO" not in edit.template_text
+
 def test_block_blank_assembles_with_the_blank_indentation():
     from service.grading.assemble import assemble
 
