@@ -10,7 +10,7 @@ from service.exercises import Exercise, Question, RubricItem
 from service.grading import host_blanks
 from service.grading.cases import GIVEN_CASE_ID
 from service.grading.extract import extract
-from service.grading.freetext import NOT_THE_FILL, TextScore, score_answer, score_text
+from service.grading.freetext import NOT_THE_FILL, TextScore, fill_scope, score_answer, score_text
 from service.grading.model_assist import ModelAssist
 from service.messages import render
 from service.report import CaseReport, Diagnosis, EditReport, Item, Score, Veto, points_total
@@ -103,8 +103,10 @@ def score_items(exercise: Exercise, submission: Submission, cases: list[CaseRepo
         question, answer = exercise.question(item.question), submission.answer(item.question)
         result = text_scores.get(item.id) if text_scores is not None else None
         if result is None:
+            # the code's explanation is also read for the fill it says it wrote (freetext._stated_not_the_fill)
+            scope = fill_scope(exercise.template) if item.question == EXPLANATION_QUESTION else None
             result = score_answer(question, answer, item.points, fills=fills, reference_fills=reference,
-                                  course_text=exercise.spec.course_text)
+                                  course_text=exercise.spec.course_text, scope=scope)
             if text_scores is not None:
                 text_scores[item.id] = result
         if fill_refusal is not None and item.question == EXPLANATION_QUESTION:
