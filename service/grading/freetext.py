@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import ast
 import bisect
-import copy
 import functools
 import importlib
 import itertools
@@ -983,7 +982,9 @@ _STATED_CODE_MAX = 240  # characters of one stated expression parsed
 _STATED_CANDIDATES_MAX = 12  # stated expressions parsed per explanation
 _STATED_FORMS_MAX = 400  # sub-expressions of one fill or template read (a part is no statement)
 _DEFINITION_DEPTH = 4  # a defined name read through at most this many definitions
-_DEFINITION_MAX = 4000  # characters: an expression no longer read through definitions beyond this
+# A fill longer than this (characters) is compared whole, its parts not spelt one by one (each part
+# is spelt through the definitions and _Ordered; the reference's expression fills are under 100).
+_STATED_PARTS_MAX = 200
 _STRONG_PHRASE = (
     r"我(在|的)?(这里|此处|空里|空中|空格里|填空处|填空里|这个空里?)?\s*(填|写|补)(的是|了|入|上|成|为|的)?(一个)?"
     r"|(填空|空格|空白|空位|这个空|空)(处|里|中|位置)?\s*(我)?\s*(填|写|补)?(的是|是|为|填了|写了|填入|填)"
@@ -994,10 +995,11 @@ _STRONG_PHRASE = (
 _WEAK_PHRASE = r"(这里|此处)?(填的是|填了|填入|填上|填成|写的是|写成|补的是|补了|填)"
 _STATED_PHRASE = re.compile(rf"(?P<strong>{_STRONG_PHRASE})|(?P<weak>{_WEAK_PHRASE})", re.IGNORECASE)
 _STATED_LEAD = re.compile(r"[\s:：=＝“”\"'‘’「」『』]*")
-_BARE_CODE = re.compile(r"[\x20-\x5f\x61-\x7e]{1,%d}" % _STATED_CODE_MAX)  # printable ASCII, no backtick
+_BARE_CODE = re.compile(rf"[\x20-\x5f\x61-\x7e]{{1,{_STATED_CODE_MAX}}}")  # printable ASCII, no backtick
 _BARE_CUT = re.compile(r"[;]|[.,:](?=\s|$)|\s-\s|\s—")
 # An earlier attempt told before the phrase, or a change told after the code (in its sentence or the next).
-_EARLIER = re.compile(r"一开始|开始时|刚开始|起初|最初|原先|原来|本来|之前|以前|先前|第一次|第一版|初版|旧版|上一版|曾经|"
+_EARLIER = re.compile(r"一开始|开始时|刚开始|起初|最初|原先|原来|本来|之前|以前|先前|第一次|第一版|初版|旧版|上一版|"
+                      r"曾经|"
                       r"\b(at first|initially|originally|earlier|previously|before|used to|first)\b|"
                       r"\bmy (first|original|earlier|old|previous|initial)\b", re.IGNORECASE)
 _CHANGED = re.compile(r"后来|然后改|改成|改为|改用|改了|换成|换为|换了|改掉|改回|发现不对|发现错|报错|没通过|"
@@ -1098,7 +1100,8 @@ class _Valued(_Ordered):
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         self.generic_visit(node)
-        if node.attr in _INFINITE_NAMES and isinstance(node.value, ast.Name) and node.value.id in ("math", "torch", "np"):
+        if node.attr in _INFINITE_NAMES and isinstance(node.value, ast.Name) \
+                and node.value.id in ("math", "torch", "np"):
             return ast.Constant(_INFINITE_NAMES[node.attr])
         return node
 
@@ -1121,34 +1124,49 @@ class _Valued(_Ordered):
 
 
 class _Defined(ast.NodeTransformer):
-    """The names the template defines once read as their definitions (FillScope.definitions)."""
+    """The names the template defines once read as their definitions (FillScope.definitions), each
+    already read through the others' (_definition_sources), parsed afresh where it stands."""
 
-    def __init__(self, definitions: dict[str, ast.expr], depth: int) -> None:
-        self.definitions, self.depth = definitions, depth
+    def __init__(self, sources: dict[str, str]) -> None:
+        self.sources = sources
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
-        value = self.definitions.get(node.id)
-        if value is None or self.depth <= 0 or not isinstance(node.ctx, ast.Load):
+        source = self.sources.get(node.id)
+        if source is None or not isinstance(node.ctx, ast.Load):
             return node
-        return _Defined(self.definitions, self.depth - 1).visit(copy.deepcopy(value))
+        return ast.parse(source, mode="eval").body
 
 
 @functools.lru_cache(maxsize=32)
-def _definition_trees(definitions: tuple[tuple[str, str], ...]) -> dict[str, ast.expr]:
-    return {name: ast.parse(source, mode="eval").body for name, source in definitions}
+def _definition_sources(definitions: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    """Each defined name's definition, read through the others' to _DEFINITION_DEPTH (the template's own)."""
+    sources = dict(definitions)
+    for _ in range(_DEFINITION_DEPTH - 1):
+        sources = {name: ast.unparse(_Defined(sources).visit(ast.parse(source, mode="eval").body))
+                   for name, source in dict(definitions).items()}
+    return sources
 
 
 def _stated_form(node: ast.expr, scope: FillScope) -> str:
     """One spelling of an expression for comparing a stated fill with a submitted one (FillScope: the
-    template's definitions read through, then _Valued)."""
+    template's definitions read through, then _Valued); "" for one too deep to spell."""
     try:
-        source = ast.unparse(node)
-        if len(source) > _DEFINITION_MAX:
+        return _spelt(ast.unparse(node), scope.definitions)
+    except (RecursionError, ValueError, MemoryError):
+        return ""
+
+
+@functools.lru_cache(maxsize=2048)  # a fill's parts and the reference's are mostly the same
+def _spelt(source: str, definitions: tuple[tuple[str, str], ...]) -> str:
+    try:
+        if len(source) > _ORDERED_MAX:  # _Ordered's cost grows with the square of a chain's length
             return source
-        tree = _Defined(_definition_trees(scope.definitions), _DEFINITION_DEPTH).visit(copy.deepcopy(node))
+        tree = _Defined(_definition_sources(definitions)).visit(ast.parse(source, mode="eval").body)
+        if len(ast.unparse(tree)) > _ORDERED_MAX:
+            tree = ast.parse(source, mode="eval").body
         return ast.unparse(ast.fix_missing_locations(_Valued().visit(tree)))
-    except (RecursionError, ValueError):
-        return ast.dump(node)[:_DEFINITION_MAX]
+    except (RecursionError, ValueError, MemoryError, SyntaxError):
+        return ""
 
 
 def _parse_expression(code: str) -> ast.expr | None:
@@ -1170,10 +1188,13 @@ def _parse_statement(code: str) -> ast.stmt | None:
     return body[0] if len(body) == 1 else None
 
 
-def _subforms(node: ast.expr, scope: FillScope) -> set[str]:
-    """The spellings of `node` and of its sub-expressions (at most _STATED_FORMS_MAX)."""
+def _subforms(node: ast.expr, scope: FillScope, constants: bool = True) -> set[str]:
+    """The spellings of `node` and of its sub-expressions (at most _STATED_FORMS_MAX); without
+    `constants`, a number inside it is none (`axis=0` of `tl.max(logits, axis=0)` is no fill)."""
     forms = set()
     for sub in itertools.islice(ast.walk(node), _STATED_FORMS_MAX):
+        if not constants and sub is not node and isinstance(sub, ast.Constant):
+            continue
         if isinstance(sub, ast.expr) and not isinstance(getattr(sub, "ctx", None), (ast.Store, ast.Del)):
             forms.add(_stated_form(sub, scope))
     return forms
@@ -1185,7 +1206,8 @@ class _Stated:
     end: int
     code: str  # as written
     strong: bool  # a phrase with a subject ("我填的是", "the fill is"), or code given whole
-    quoted: bool  # in backticks, or the first line alone
+    quoted: bool  # in backticks
+    said: int  # where the phrase that gives it starts (the code's start when none)
 
 
 def _stated_candidates(text: str) -> list[_Stated]:
@@ -1197,7 +1219,7 @@ def _stated_candidates(text: str) -> list[_Stated]:
         code = _code_at(text, at)
         if code is None:
             continue
-        found.append(_Stated(at, code[1], code[0], m.group("strong") is not None, code[2]))
+        found.append(_Stated(at, code[1], code[0], m.group("strong") is not None, code[2], m.start()))
     first = text.lstrip().split("\n", 1)[0].strip()
     if first and len(found) < _STATED_CANDIDATES_MAX:
         bare = first.strip("`").strip().rstrip("。；;.，,")
@@ -1208,7 +1230,8 @@ def _stated_candidates(text: str) -> list[_Stated]:
             # constant, a comparison, a mask's logic) or is in backticks; a formula is told (`x - mean`)
             shaped = isinstance(node, (ast.Name, ast.Constant, ast.Compare, ast.BoolOp)) or \
                 isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Not, ast.Invert))
-            found.append(_Stated(lead, lead + len(first), bare, shaped or first.startswith("`"), first.startswith("`")))
+            found.append(_Stated(lead, lead + len(first), bare, shaped or first.startswith("`"), first.startswith("`"),
+                                 lead))
     return found
 
 
@@ -1244,12 +1267,14 @@ def _code_at(text: str, at: int) -> tuple[str, int, bool] | None:
 _MODIFIES = re.compile(r"\s*(的|之|'s\b)")
 
 
-def _said_before(text: str, start: int, spans: list[tuple[int, int]]) -> bool:
-    """Whether the code at `start` is not given as the fill: negated, conditional, hypothetical, or an
-    earlier attempt (told before it in its sentence, or a change told after it)."""
+def _said_before(text: str, said: int, start: int, spans: list[tuple[int, int]]) -> bool:
+    """Whether the code at `start`, given by the phrase at `said`, is not given as the fill: negated,
+    conditional, hypothetical, or an earlier attempt (told before it in its sentence, or a change told
+    after it)."""
     sentence = spans[_sentence_of(spans, start)] if spans else (0, len(text))
-    before = text[max(sentence[0], start - 30):start]
-    if _negated(text, start, spans) or _conditional(text, start, spans) or _NEGATIONS.search(before[-8:]):
+    before = text[max(sentence[0], min(said, start - 30)):start]
+    if any(_negated(text, at, spans) or _conditional(text, at, spans) for at in {said, start}) \
+            or _NEGATIONS.search(text, max(sentence[0], start - 8), start):
         return True
     if _EARLIER.search(before) or _HYPOTHETICAL.search(before):
         return True
@@ -1283,14 +1308,17 @@ def _stated_not_the_fill(answer: str, fills: Sequence[str | None], reference: Se
                 return []
         trees[i] = tree
     alike: dict[int, set[str]] = {i: {_stated_form(t, scope)} for i, t in trees.items()}
+    if any("" in forms for forms in alike.values()):
+        return []  # a fill too deep to read: nothing is compared with it
     parts: set[str] = set()
     for i, t in trees.items():
-        parts |= _subforms(t, scope)
+        if len(fills[i - 1] or "") <= _STATED_PARTS_MAX:  # a longer one is compared whole
+            parts |= _subforms(t, scope, constants=False)
         if reference is not None and i <= len(reference) and reference[i - 1] is not None:
             ref = _parse_expression(reference[i - 1] or "")
             if ref is not None:
                 alike[i].add(_stated_form(ref, scope))
-                parts |= _subforms(ref, scope)
+                parts |= _subforms(ref, scope, constants=False)
     block_parts = set()
     block_calls = set()
     for block in blocks:
@@ -1300,11 +1328,13 @@ def _stated_not_the_fill(answer: str, fills: Sequence[str | None], reference: Se
             if isinstance(node, ast.Call):
                 block_calls.add(ast.unparse(node.func))
     for said in _stated_candidates(text):
-        if _said_before(text, said.start, spans):
+        if _said_before(text, said.said, said.start, spans):
             continue
         given = _given_fills(said, scope, trees)
         for blank, node in given:
             form = _stated_form(node, scope)
+            if not form:
+                continue
             if (any(form in forms for forms in alike.values()) if blank is None else form in alike.get(blank, set())):
                 continue
             if form in parts or form in block_parts or (isinstance(node, ast.Call)
@@ -1312,7 +1342,7 @@ def _stated_not_the_fill(answer: str, fills: Sequence[str | None], reference: Se
                 continue  # a part of the submitted fill
             if blank is None and (form in scope.callees or not said.strong and form in scope.parts):
                 continue  # the template's own code, told
-            if blank is None and any(f in _subforms(node, scope) for forms in alike.values() for f in forms):
+            if blank is None and any(forms & _subforms(node, scope) for forms in alike.values()):
                 continue  # the code around the submitted fill, told
             where = blank if blank is not None else (next(iter(trees)) if len(trees) == 1 and not blocks else None)
             fill = fills[where - 1] if where is not None else "\n".join(f or "" for f in fills)

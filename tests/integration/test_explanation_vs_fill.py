@@ -84,6 +84,43 @@ def test_explaining_the_mask_over_a_near_miss_fill_is_still_a_mismatch(grader, e
     assert item.points == 0 and item.evidence["not_the_fill"][0]["fill"] == "cols <= N"
 
 
+# The fill the explanation says it wrote (freetext._stated_not_the_fill): another fill than the one
+# submitted earns nothing, flagged, the explanation's words and the fill side by side.
+CHAIN = "padding lane 减去 mean 后变成 −mean，平方后是 mean²，所以第二次求和前要用 tl.where 重新清零，否则方差偏大。"
+
+
+def test_an_explanation_giving_another_fill_than_the_submitted_one_earns_nothing(grader, exercise):
+    report, items = _submit(grader, exercise, "mask", explanation="我填的是 `cols < BLOCK`。" + CHAIN)
+    assert all(c.passed for c in report.cases)  # the code is right; its explanation is of other code
+    item = items["code.explanation"]
+    assert item.points == 0 and item.status == "needs_review" and "explanation_not_fill" in item.evidence["flags"]
+    (mismatch,) = item.evidence["not_the_fill"]
+    assert mismatch["claim"] == "stated_fill" and mismatch["fill"] == "mask" and mismatch["stated"] == "cols < BLOCK"
+    assert "cols < BLOCK" in mismatch["quote"]
+    assert "你的解释与你提交的代码不符" in item.feedback and mismatch["quote"] in item.feedback and "`mask`" in item.feedback
+    assert report.score.provisional
+
+
+def test_an_english_explanation_giving_another_fill_is_told_in_english(grader, exercise):
+    answers = {k: "See the lesson." for k in GOOD_ANSWERS}
+    report, items = _submit(grader, exercise, "cols < N", answers=answers,
+                            explanation="The fill is `offs < N`: after centring the padding lanes hold -mean, squared "
+                                        "mean^2, so they are zeroed again before the second sum.")
+    assert report.language == "en"
+    item = items["code.explanation"]
+    assert item.points == 0 and "explanation_not_fill" in item.evidence["flags"]
+    assert "Your explanation does not describe your code" in item.feedback
+    assert "offs < N" in item.feedback and "`cols < N`" in item.feedback
+
+
+@pytest.mark.parametrize("explanation", ["我填的是 `cols < N`。" + CHAIN,  # the template's `mask = cols < N`
+                                         "一开始填的是 `cols < BLOCK`，后来改成 mask。" + CHAIN])
+def test_an_honest_explanation_of_the_submitted_fill_stays_unflagged(grader, exercise, explanation):
+    _, items = _submit(grader, exercise, "mask", explanation=explanation)
+    item = items["code.explanation"]
+    assert item.points == 1 and item.evidence["not_the_fill"] == [] and item.evidence["flags"] == [], item.feedback
+
+
 def test_an_honest_explanation_of_a_true_fill_is_not_a_mismatch(grader, exercise):
     _, items = _submit(grader, exercise, "True", explanation="填 True：load 时 other=0.0 就够了，padding 已经是 0，不需要第二次 mask。")
     item = items["code.explanation"]
