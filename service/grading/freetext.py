@@ -988,11 +988,14 @@ _STATED_PARTS_MAX = 200
 _STRONG_PHRASE = (
     r"我(在|的)?(这里|此处|空里|空中|空格里|填空处|填空里|这个空里?)?\s*(填|写|补)(的是|了|入|上|成|为|的)?(一个)?"
     r"|(填空|空格|空白|空位|这个空|空)(处|里|中|位置)?\s*(我)?\s*(填|写|补)?(的是|是|为|填了|写了|填入|填)"
-    r"|我的(填空|答案|填法)(是|为)?"
-    r"|\b(the|my) (fill|blank|answer) (is|was|reads|holds|contains)\b"
-    r"|\bi (filled|fill|wrote|write|put|typed|entered)( it| the blank)?( in| with| as)?\b"
+    r"|我的(填空|填法)(是|为)?"
+    r"|\b(the|my) (fill|blank) (is|was|reads|holds|contains)\b"
+    r"|\bi (filled|fill)( it| the blank)?( in| with| as)?\b"
     r"|\bfilled (it |the blank )?(in )?with\b|\b(blank|fill)\s*[=:]")
-_WEAK_PHRASE = r"(这里|此处)?(填的是|填了|填入|填上|填成|写的是|写成|补的是|补了|填)"
+# Without a subject, or a verb that may name any code ("I put 0 in the padding lanes"): a part of
+# the template's own code after one is told, not given as the fill.
+_WEAK_PHRASE = (r"(这里|此处)?(填的是|填了|填入|填上|填成|写的是|写成|补的是|补了|填)"
+                r"|\bi (wrote|write|put|typed|entered)( it| the blank)?( in| with| as)?\b")
 _STATED_PHRASE = re.compile(rf"(?P<strong>{_STRONG_PHRASE})|(?P<weak>{_WEAK_PHRASE})", re.IGNORECASE)
 _STATED_LEAD = re.compile(r"[\s:：=＝“”\"'‘’「」『』]*")
 _BARE_CODE = re.compile(rf"[\x20-\x5f\x61-\x7e]{{1,{_STATED_CODE_MAX}}}")  # printable ASCII, no backtick
