@@ -16,7 +16,8 @@ import yaml
 
 from service.config import REPO_ROOT
 from service.exercises import Exercise, ExerciseCatalog
-from service.grading.freetext import TextScore, score_answer
+from service.grading.freetext import TextScore, fill_scope, score_answer
+from service.grading.rubric import EXPLANATION_QUESTION
 
 ANSWERS_DIR = Path(__file__).parent / "answers"
 CATALOG = ExerciseCatalog(REPO_ROOT / "exercises")
@@ -75,8 +76,10 @@ def grade(entry: Entry) -> TextScore:
     exercise = CATALOG.get(entry.exercise)
     question = entry.data["question"]
     fills = [canonical(f) for f in entry.data["fill"]] if entry.data.get("fill") else None
+    # as rubric.score_items does: the explanation is read against the template's scope (the stated fill)
+    scope = fill_scope(exercise.template) if question == EXPLANATION_QUESTION else None
     return score_answer(exercise.question(question), entry.data.get("answer") or "", _points(exercise, question),
-                        fills=fills, course_text=exercise.spec.course_text)
+                        fills=fills, course_text=exercise.spec.course_text, scope=scope)
 
 
 def in_band(entry: Entry, result: TextScore) -> bool:
