@@ -22,6 +22,7 @@ from service.config import Settings
 from service.db import store
 from service.db.lti_models import LtiDeployment, LtiLink, LtiPlatform, LtiScorePost, LtiSubmission
 from service.db.models import Submission
+from service.db.session import one_snapshot
 from service.exercises import Exercise, ExerciseNotFound
 from service.grades.gradebook import counted_with_hints, counting_attempt
 from service.grades.platforms import reasons
@@ -297,7 +298,9 @@ def _counted_view(session: Session, row: Submission, course_id: str) -> Callable
 @router.get("/lti/feedback/{token}")
 def feedback(request: Request, token: str, session: SessionDep) -> Response:
     """The student's feedback page, which their own LMS (and only it) may show in a frame, with the
-    score the LMS gets for the attempt (the course's grade policy), not only the rubric total."""
+    score the LMS gets for the attempt (the course's grade policy), not only the rubric total; read
+    from one snapshot, as the plain page is (feedback_response)."""
+    one_snapshot(session)
     row = find_by_token(session, token)
     origins: list[str] = []
     counted = None

@@ -15,6 +15,7 @@ from service import hints as hint_ladder
 from service.api.deps import SessionDep
 from service.db import store
 from service.db.models import Submission
+from service.db.session import one_snapshot
 from service.exercises import Exercise, ExerciseNotFound
 from service.report import BenchTiming, CaseReport, Performance, Report, in_language
 from service.status import FINAL_STATUSES
@@ -260,6 +261,7 @@ def pending(report: Report) -> list[str]:
 
 @router.get("/feedback/{token}")
 def feedback_page(request: Request, token: str, session: SessionDep) -> Response:
+    one_snapshot(session)  # the submission, its report, the policy's hint cost and the levels taken: one moment
     return feedback_response(request, session, find_by_token(session, token))
 
 
@@ -318,7 +320,10 @@ def feedback_response(request: Request, session, row: Submission | None, *,
                       counted: Callable[[str], dict[str, Any]] | None = None) -> Response:
     """The page of one submission (`headers` override the security headers: the LTI route lets
     the submission's own LMS frame it; `counted`: the grade the LMS gets for it, in the page's
-    language, shown as the score with the rubric total beside it and why: service.lti.routes)."""
+    language, shown as the score with the rubric total beside it and why: service.lti.routes).
+    The caller reads the row from one snapshot (session.one_snapshot, before its first read): the
+    page reads the report, the course's policy and the hint levels in separate statements, and a
+    policy change and a hint level landing between them made a page no moment had."""
     if row is None:
         t = texts("zh")
         return render(request, "not_found.html", {"t": t, "title": t["not_found_title"], "message": t["not_found"]},

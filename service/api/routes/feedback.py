@@ -12,6 +12,7 @@ from service.api.deps import SessionDep
 from service.api.schemas import BODY_ERRORS, DATABASE_UNAVAILABLE, UTCDateTime, ValidationErrorBody, error
 from service.db import store
 from service.db.models import Submission
+from service.db.session import one_snapshot
 from service.exercises import ExerciseNotFound
 from service.status import FINAL_STATUSES, SubmissionStatus
 from service.student_view import StudentReport, student_language, student_report
@@ -44,6 +45,7 @@ def _row(session, token: str) -> Submission:
             responses={404: error("no such feedback link"), 503: DATABASE_UNAVAILABLE})
 def feedback(token: str, session: SessionDep,
              lang: Literal["zh", "en"] | None = Query(None, description="the language to read it in")) -> FeedbackView:
+    one_snapshot(session)  # the row and its report as they were at one moment (service.web.feedback's page too)
     row = _row(session, token)
     current = store.current_report(session, row)
     final = current is not None and row.status in FINAL_STATUSES
@@ -118,7 +120,8 @@ def _hints_view(session, request: Request, row: Submission, lang: str | None) ->
 def hints(token: str, request: Request, session: SessionDep,
           lang: Literal["zh", "en"] | None = Query(None, description="the language to read them in")) -> HintsView:
     """The hint ladders this submission offers and the levels already given (none is shown before
-    it is asked for)."""
+    it is asked for). The policy's cost per level and the levels taken are read from one snapshot."""
+    one_snapshot(session)
     return _hints_view(session, request, _row(session, token), lang)
 
 

@@ -40,6 +40,7 @@ from service.api.schemas import (
 from service.config import Settings
 from service.db import store
 from service.db.models import Submission
+from service.db.session import one_snapshot
 from service.exercises import ExerciseNotFound
 from service.grades.gradebook import hint_charge
 from service.grades.platforms import gradescope, prairielearn
@@ -351,8 +352,14 @@ def get_submission(request: Request, submission_id: str, session: SessionDep, se
 def get_report(request: Request, submission_id: str, session: SessionDep, settings: SettingsDep, key: ReadKey,
                format: Literal["json", "gradescope", "prairielearn"] = "json") -> JSONResponse:
     """The current report, as kernelgrade.report/v1 or as the Gradescope / PrairieLearn result a
-    platform imports (the course's veto policy applied; docs/integrations.md has the mapping)."""
-    row = owned(session, submission_id, key.course_id)
+    platform imports (the course's veto policy applied; docs/integrations.md has the mapping). The
+    submission, its report, the policy and the hint levels are read from one snapshot
+    (session.one_snapshot): a policy change and a hint level landing between separate reads made a
+    grade the gradebook never had."""
+    course_id = key.course_id
+    session.rollback()  # the key's lookup began a transaction: the result reads from a snapshot of its own
+    one_snapshot(session)
+    row = owned(session, submission_id, course_id)
     current = store.current_report(session, row)
     if current is None or row.status not in FINAL_STATUSES:
         raise HTTPException(409, f"submission {row.id} is not graded yet (status: {row.status})")
@@ -360,7 +367,7 @@ def get_report(request: Request, submission_id: str, session: SessionDep, settin
     if format == "json":
         return JSONResponse(report.model_dump(mode="json", by_alias=True))
     export = {"gradescope": gradescope, "prairielearn": prairielearn}[format]
-    return JSONResponse(export(report, policy=store.course_policy(session, key.course_id),
+    return JSONResponse(export(report, policy=store.course_policy(session, course_id),
                                feedback_url=links(base_url(request, settings), row).feedback_page,
                                hints=hint_charge(session, row)))
 
