@@ -29,28 +29,24 @@ def verify_given(exercise: Exercise, given: GivenRun | None, *, language: str | 
     lang = language or spec.language
     if given is None or spec.backward is not None:
         return given  # a check with gradients is not recomputed (its upstream gradient is drawn inside)
-    if given.status == "failed":
-        wrong = _first_wrong_call(exercise, given, lang)
-        if wrong is None or isinstance(wrong, str):  # nothing recorded wrong, or calls we cannot recompute
-            return given
-        index, shape, where = wrong
-        return _failed(given, render("given.failed_where", lang, index=index, entry_point=spec.entry_point,
-                                     shape=shape, where=where))
-    if given.status != "passed":
+    if given.status not in ("passed", "failed"):
         return given
-    expected_calls = spec.given_check.calls
-    if not given.calls or (expected_calls is not None and len(given.calls) != expected_calls):
-        return _failed(given, render("given.call_count_expected", lang, entry_point=spec.entry_point,
-                                     calls=len(given.calls), expected=expected_calls) if expected_calls
-                       else render("given.call_count", lang, entry_point=spec.entry_point, calls=len(given.calls)))
+    if given.status == "passed":
+        expected_calls = spec.given_check.calls
+        if not given.calls or (expected_calls is not None and len(given.calls) != expected_calls):
+            return _failed(given, render("given.call_count_expected", lang, entry_point=spec.entry_point,
+                                         calls=len(given.calls), expected=expected_calls) if expected_calls
+                           else render("given.call_count", lang, entry_point=spec.entry_point,
+                                       calls=len(given.calls)))
     wrong = _first_wrong_call(exercise, given, lang)
-    if isinstance(wrong, str):
-        return _failed(given, wrong)
-    if wrong is not None:
-        index, shape, where = wrong
-        return _failed(given, render("given.recomputed_wrong", lang, index=index, entry_point=spec.entry_point,
-                                     shape=shape, where=where))
-    return given
+    if wrong is None:
+        return given
+    if isinstance(wrong, str):  # calls we cannot recompute: a failed check keeps its own words
+        return given if given.status == "failed" else _failed(given, wrong)
+    # Which call, which shape, by how much: under the check's own failure, or against its pass.
+    index, shape, where = wrong
+    key = "given.failed_where" if given.status == "failed" else "given.recomputed_wrong"
+    return _failed(given, render(key, lang, index=index, entry_point=spec.entry_point, shape=shape, where=where))
 
 
 def _first_wrong_call(exercise: Exercise, given: GivenRun, lang: str) -> tuple[int, str, str] | str | None:
