@@ -1609,6 +1609,19 @@ def _score_answer(question: Question, text: _Text, max_points: float,
 
     flags = []
     stuffed = _looks_stuffed(text, matches, links, chain_links)
+    if ORDERED_STEPS is not None and not stuffed and missing_links:
+        statements = _statements(text)
+        for pair in list(missing_links):
+            told = _ordered_link(text, statements, matches[pair["from"]], matches[pair["to"]])
+            if told is None:
+                continue
+            if ORDERED_STEPS == "links":
+                missing_links.remove(pair)
+                links.append({**pair, "quote": told})
+                loose = [k for k in loose if (k["from"], k["to"]) != (pair["from"], pair["to"])]
+            elif all((k["from"], k["to"]) != (pair["from"], pair["to"]) for k in loose):
+                loose.append({**pair, "quote": told})
+        link_share = len(links) / max(1, chain_links)
     if stuffed:
         flags.append("keyword_stuffing")
         raw = max_points * 0.25 * concept_share
@@ -1852,7 +1865,7 @@ def _suspected(question: Question, text: str, spans: list[tuple[int, int]],
             for label in said:
                 hit = similarity.best_window(parts, _label_phrasings(label), MISCONCEPTION_LIKE)
                 if hit is not None and _same_polarity(text, hit, normalise(label)) \
-                        and not _fails_after(text, hit[1], spans, hit[0]) \
+                        and not _fails_after(text, hit[1], spans, hit[0], choice_from=hit[0]) \
                         and not _supposed(text, hit) \
                         and not _refuted(text, hit[1], spans, hit[0]) \
                         and not _turned_around(text, hit, label, spans) \
@@ -2120,23 +2133,49 @@ _REFUTED_BEFORE = re.compile(
 # A failure word negated ("不会偏小", "doesn't drop") does not count. Off, such a match states it.
 FAILS_AFTER = True
 FAILS_AFTER_REACH = 30
+FAILS_CONSEQUENCE = True
 _FAILS = re.compile(r"偏小|偏大|出错|会错|就错|错了|漏掉|漏了|少算|多算|没(有)?(通|跑)?过|不通过|"
                     r"\b((drops?|miss(es)?|loses?|omits?|leaves? out) (the |a )?[\w-]+ "
                     r"(term|part|contribution|component)|"
                     r"underestimat\w*|overestimat\w*|fail(s|ed)\b|"
                     r"(is|are|comes? out|ends? up) (too|much too) (small|large|big|low|high))\b")
+# A wrong choice's consequence told after an arrow or a consequence word, in the clause that states the choice
+# (FAILS_CONSEQUENCE, branch `ordered`): a result changed to a value, or something added or polluted ("最大值填 0 →
+# 全负行最大值成 0", "求和填 1 → 每个 padding 多加 1", "max pads with 0 → an all-negative row's max becomes 0") is the
+# failure explained. Only where the misconception's words state a choice (_CHOICE: 填, 用, pad with, other=, …): a
+# wrong mechanism's own consequence ("读到没初始化的显存 … 所以和会变成 NaN") is part of the misconception. A
+# negation before the change ("→ 不会污染", "→ not wrong") and "→ 结果不变" name no failure.
+_CHOICE_FAILS = re.compile(
+    r"(→|->|=>|⇒|所以|因此|导致|结果|于是|就会|\bso\b|\bthen\b|\bwhich\b)"
+    r"(?:(?!不|没|别|\bnot\b|n't|\bnever\b|\bno\b)[^;；。\n]){0,24}?"
+    r"((最大值|最小值|最大|行和|和|结果|均值|方差|输出|max|sum|result|mean|variance|output)\s*(就|会|也|都)?\s*"
+    r"(变成|变为|成了|成|变|算成|错成)\s*(了)?\s*[-−]?\s*(\d|inf|nan|∞|负|零)|多加|多出|多算|少加|少算|"
+    r"污染|\b(max|sum|result|mean|variance|output)\w*\s+(becomes?|turns? into|ends? up( as| at)?|is)\s+"
+    r"[-−]?\s*(\d|inf\b|nan\b|zero\b|negative)|"
+    r"\b(adds?|adding|gains?) (an? )?(extra|spurious)\b|\bpollut\w*|\bcorrupt\w*)")
+_CHOICE = re.compile(r"填|用|取|补|设为|设成|换成|改成|other\s*=|\b(pads?|padd(ed|ing)|fill(s|ed|ing)?|uses?|using|"
+                     r"sets?|setting|choos\w*|picks?)\b")
 _FAILS_NEGATED = re.compile(r"(不会|不|没有?|\bnot|n't|\bnever)\s*(\w+\s+)?$")
 
 
-def _fails_after(text: str, end: int, spans: list[tuple[int, int]], start: int | None = None) -> bool:
+def _fails_after(text: str, end: int, spans: list[tuple[int, int]], start: int | None = None,
+                choice_from: int | None = None) -> bool:
     """A failure word after `end` in its clause (or from `start`: a clause found by similarity holds
-    its own consequence, "adding per-program variances therefore underestimates the variance")."""
+    its own consequence, "adding per-program variances therefore underestimates the variance"); with
+    `choice_from`, where a match stating a choice begins, its consequence too (FAILS_CONSEQUENCE)."""
     if not FAILS_AFTER:
         return False
     start = end if start is None else start
     limit = min(end + FAILS_AFTER_REACH, spans[_sentence_of(spans, max(0, end - 1))][1])
     stop = _CLAUSE_STOP.search(text, end, limit)
     failure = _FAILS.search(text, start, stop.start() if stop else max(limit, end))
+    if failure is None and FAILS_CONSEQUENCE and choice_from is not None and _CHOICE.search(text, choice_from, end):
+        # the wrong choice's consequence: starts within reach, and may run past it
+        far = min(end + FAILS_AFTER_REACH + 40, spans[_sentence_of(spans, max(0, end - 1))][1])
+        stop = _CLAUSE_STOP.search(text, end, far)
+        failure = _CHOICE_FAILS.search(text, start, stop.start() if stop else max(far, end))
+        if failure is not None and failure.start() > end + FAILS_AFTER_REACH:
+            failure = None
     return failure is not None and not _FAILS_NEGATED.search(text[max(start, failure.start() - 8):failure.start()])
 
 
@@ -2274,7 +2313,7 @@ def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]],
                       and not _conditional(text, m.start(), spans, m.end())
                       and not _refuted(text, m.end(), spans, m.start())
                       and not (wrong.negatable and _forbidden(text, m.start(), m.end(), wrong.label.lesson))
-                      and not _fails_after(text, m.end(), spans)
+                      and not _fails_after(text, m.end(), spans, choice_from=m.start())
                       and not _reported(text, m.start(), m.end(), spans)),
                      None)
             if m is not None:
@@ -2488,6 +2527,56 @@ def _link(text: str, index: _LinkIndex, befores: list[_Match], afters: list[_Mat
 # 174 -> 175 (two answers change), held-out 74 -> 73 (measured 2026-12-02).
 REVERSED_LINKS = False
 _BECAUSE = re.compile(r"因为|由于|是因为|\bbecause\b|\bsince\b|\bdue to\b")
+
+
+# A chain told as consecutive statements in the chain's order, the linking words dropped (issue 15 item 6,
+# 2026-12-05, branch `ordered`): "y 按行独立，一个 program 一个行块；x 的这些行 + 整个 w；x 沿 D 连续加载；w 广播到每行
+# 复用" found no link (no linking word, arrow or computation) and failed the pass rule's causal chain with the
+# content right. Two concepts of a link count as linked when the `before` one is stated in one statement and
+# the `after` one in the next (statements are cut at sentence ends, semicolons, lines and arrows, not at
+# commas: a line of comma pieces is the shape of a list), in that order, and each statement relates its terms
+# (_step_points: a verb, a comparison, a number, a predicate in one of its pieces; or terms joined by + /
+# plus / ×), where a keyword list's statements are bare terms. Read only for an answer not flagged as keyword
+# stuffing (the stuffing reading never sees these links). ORDERED_STEPS "links": they count for the points
+# and the pass rule; "loose": for the pass rule only, as _loose_link's; None: off.
+ORDERED_STEPS: str | None = "loose"
+_STATEMENT_CUT = re.compile(r"[。！？!?;；\n]|\.(?=\s|$)|→|->|=>|⇒")
+_JOINED = re.compile(r"\s(\+|plus|×|\*)\s")
+
+
+def _statements(text: str) -> list[tuple[int, int, bool]]:
+    """(start, end, relates its terms) for each statement of the answer that holds a letter or a digit."""
+    out, start = [], 0
+    for m in itertools.chain(itertools.islice(_STATEMENT_CUT.finditer(text), STEPS_MAX), [None]):
+        end = m.start() if m is not None else len(text)
+        if _LETTER.search(text, start, end):
+            part = text[start:end]
+            pieces = [part[a:b] for a, b, _ in _step_pieces(part)]
+            joined = any(_has_content(part[:j.start()]) and _has_content(part[j.end():])
+                         for j in itertools.islice(_JOINED.finditer(part), _SIGNS_READ))
+            out.append((start, end, joined or any(_step_points(p) > 0 for p in pieces)))
+        if m is None:
+            break
+        start = m.end()
+    return out
+
+
+def _ordered_link(text: str, statements: list[tuple[int, int, bool]], befores: list[_Match],
+                  afters: list[_Match]) -> str | None:
+    """A quote of `before` stated in one statement and `after` in the next, each relating its terms (ORDERED_STEPS)."""
+    starts = [s for s, _, _ in statements]
+
+    def at(position: int) -> int:
+        return bisect.bisect_right(starts, position) - 1
+
+    for a in befores:
+        i = at(max(a.start, a.end - 1))
+        if i < 0 or i + 1 >= len(statements) or not statements[i][2] or not statements[i + 1][2]:
+            continue
+        for b in afters:
+            if b.start >= a.end and at(b.start) == i + 1:
+                return _quote(text, a.start, b.end)
+    return None
 
 
 # A suspected wrong mechanism (no known misconception matched) costs this share of the points.
