@@ -2153,8 +2153,9 @@ _CHOICE_FAILS = re.compile(
     r"污染|\b(max|sum|result|mean|variance|output)\w*\s+(becomes?|turns? into|ends? up( as| at)?|is)\s+"
     r"[-−]?\s*(\d|inf\b|nan\b|zero\b|negative)|"
     r"\b(adds?|adding|gains?) (an? )?(extra|spurious)\b|\bpollut\w*|\bcorrupt\w*)")
-_CHOICE = re.compile(r"填|用|取|补|设为|设成|换成|改成|other\s*=|\b(pads?|padd(ed|ing)|fill(s|ed|ing)?|uses?|using|"
-                     r"sets?|setting|choos\w*|picks?)\b")
+_CHOICE = re.compile(r"填|(?<![作有费信])用|(?<![读获提选])取|(?<!弥)补|设为|设成|换成|改成|other\s*=|"
+                     r"\b(pads?|padded|padding|fill(s|ed|ing)?) (it |them |the \w+ )?with\b|"
+                     r"\b(uses?|used|using|sets?|setting|choos\w*|picks?)\b")  # "padding" alone is a noun
 _FAILS_NEGATED = re.compile(r"(不会|不|没有?|\bnot|n't|\bnever)\s*(\w+\s+)?$")
 
 
