@@ -72,8 +72,13 @@ class NamedIdea(_Strict):
     label: Text = Field(description="what counts, shown in the pass rule's requirement")
     concepts: list[str] = Field([], description="question:concept ids whose finding counts")
     patterns: list[str] = []
+    # What else the sentence must say (service/grading/named.py): a boundary's effect (what breaks or
+    # must be handled), a trade-off's gain and cost; each adds to the generic words there.
+    effect: list[str] = Field([], description="a boundary: more words for what goes wrong or must be handled")
+    gain: list[str] = Field([], description="a trade-off: more words for what it buys")
+    cost: list[str] = Field([], description="a trade-off: more words for what it costs")
 
-    @field_validator("patterns")
+    @field_validator("patterns", "effect", "gain", "cost")
     @classmethod
     def _valid(cls, patterns: list[str]) -> list[str]:
         for pattern in patterns:

@@ -117,32 +117,50 @@ def chain_requirement(item: Item | None, *, question_id: str, share: float, lang
                                     missing=sep.join(missing_labels) or "—"))
 
 
+# Why a candidate sentence fell short, the nearest miss first: it names one side or the condition only.
+_WHY_ORDER = ("no_cost", "no_gain", "no_effect", "one_sided", "misconception", "negated")
+
+
 def named_requirement(kind: str, idea: NamedIdea, *, items: list[Item], written: str,
                       language: Language) -> Requirement:
-    """Met when one of the idea's concepts was found in an answer, or one of its patterns matches
-    the written text (answers and explanation)."""
-    from service.grading.freetext import quote_of_match
+    """Met when a sentence of the written text (answers and explanation) names the idea: one of its
+    patterns matches it, or it holds the quote of one of its concepts found in an answer; the scorer
+    read no misconception or doubt in it; and it says a boundary's effect, or both sides of a
+    trade-off (service/grading/named.py). Otherwise unmet, saying why the nearest candidate fell short."""
+    from service.grading.named import DOUBTS, judge
 
     by_id = {i.id: i for i in items}
+    concept_quotes = []
     for ref in idea.concepts:
         question, concept = ref.split(":")
-        item = by_id.get(question)
-        found = next((f for f in (item.evidence.get("found") or []) if f.get("concept") == concept),
-                     None) if item else None
-        if found is not None:
-            return Requirement(id=kind, met=True, title=_title(kind, language),
-                               message=_say("named.found", language, quote=found.get("quote", "")),
-                               evidence={"via": ref, "quote": found.get("quote", "")})
-    for pattern in idea.patterns:
-        # Quoted as written, whole words (issue 21: a raw slice of the lower-cased text cut words apart).
-        quote = quote_of_match(written, pattern)
-        if quote is not None:
-            return Requirement(id=kind, met=True, title=_title(kind, language),
-                               message=_say("named.found", language, quote=quote),
-                               evidence={"via": "pattern", "quote": quote})
-    return Requirement(id=kind, met=False, title=_title(kind, language),
-                       message=_say("named.missing", language, label=idea.label.in_(language)),
-                       evidence={"looked_for": idea.label.in_(language)})
+        # a text item's id is its question's ("q2"), or names it last ("code.explanation")
+        item = by_id.get(question) or next((i for i in items if i.id.endswith("." + question)), None)
+        concept_quotes += [(ref, str(f.get("quote", ""))) for f in (item.evidence.get("found") or [] if item else [])
+                           if f.get("concept") == concept and f.get("quote")]
+    excluded = [str(w.get("quote", "")) for i in items for w in i.evidence.get("misconceptions") or []]
+    excluded += [str(d.get("quote", "")) for i in items for d in i.evidence.get("suspected") or []
+                 if d.get("kind") in DOUBTS]
+    verdicts = judge(kind, written=written, patterns=idea.patterns, concept_quotes=concept_quotes,
+                     excluded_quotes=[q for q in excluded if q], effect=idea.effect, gain=idea.gain, cost=idea.cost)
+    met = next((v for v in verdicts if not v.why), None)
+    label = idea.label.in_(language)
+    if met is not None:
+        quote = _clip(met.quote)
+        sides = {side: _clip(said, 80) for side, said in met.sides.items()}
+        if kind == "performance_tradeoff":
+            message = _say("named.found_tradeoff", language, quote=quote, gain=sides["gain"], cost=sides["cost"])
+        else:
+            message = _say("named.found_boundary", language, quote=quote, effect=sides["effect"])
+        return Requirement(id=kind, met=True, title=_title(kind, language), message=message,
+                           evidence={"via": met.via, "quote": quote, "sides": sides})
+    rejected = [{"quote": _clip(v.quote, 200), "via": v.via, "why": v.why} for v in verdicts][:5]
+    if not verdicts:
+        message = _say("named.missing", language, label=label)
+    else:
+        first = min(verdicts, key=lambda v: _WHY_ORDER.index(v.why))  # the nearest miss first
+        message = _say(f"named.{first.why}", language, quote=_clip(first.quote, 200), label=label)
+    return Requirement(id=kind, met=False, title=_title(kind, language), message=message,
+                       evidence={"looked_for": label, "rejected": rejected} if rejected else {"looked_for": label})
 
 
 def total_requirement(total: float, threshold: float, language: Language) -> Requirement:

@@ -173,7 +173,7 @@ def test_a_pass_rule_pattern_is_quoted_as_written_in_whole_words():
     from service.grading.passrule import named_requirement
 
     written = ("The Kernel reads the Matrix from HBM only once and keeps both Passes in Registers, "
-               "which halves the Traffic.")
+               "which halves the Traffic, at the Cost of a whole Row having to fit in Registers.")
     found = named_requirement("performance_tradeoff", LESSON.spec.pass_rule.performance_tradeoff, items=[],
                               written=written, language="en")
     quote = found.evidence["quote"]
