@@ -48,7 +48,7 @@ GAIN = (
     r"只(需要?)?(读|加载|写|扫描?|访问|launch|启动)(了)?(一|1)\s*(次|遍|趟)|(读|加载|扫描?)(一|1)\s*(次|遍|趟)|"
     r"一次(读|加载|扫描|launch)|更快|加速|提速|快了|快\s*\d|\d\s*倍|提升|提高|复用|重用|"
     r"(不|无)(需要?|必|用)[^，。,.;；]{0,12}?(写回|写出|读回|来回|往返|同步|launch|启动|第二|额外|物化|中间|原子|atomic)|"
-    r"避免.{0,10}(读|写|同步|launch|启动|往返|原子|atomic|物化|中间|显存|hbm|内核|kernel)|"
+    r"避免.{0,16}(读|写|同步|launch|启动|往返|原子|atomic|物化|中间|显存|hbm|内核|kernel)|"
     r"(留|放|待)在(寄存器|片上)|不(落|写回)?(显存|hbm)|合并成|融合|吞吐|并行|"
     r"\bfewer\b|\bless (traffic|memory|work|data|bandwidth|time)|\bsav(e|es|ed|ing)\b|\breduc\w*|\bhalv\w*|"
     r"\bhalf (the|of)\b|\bonly once\b|\b(read|load|loaded|scan|scanned|touch(ed)?|written|write)s? (\w+ ){0,2}once\b|"
@@ -92,6 +92,9 @@ def _clause_end(text: str, start: int, limit: int) -> int:
         depth += text[i] in "([（" and 1 or text[i] in ")]）" and -1 or 0
         if depth <= 0 and _CLAUSE_END.match(text, i):
             return i
+    if limit < len(text) and re.match(r"\w", text[limit]) and text[limit - 1].isascii():
+        space = text.rfind(" ", start, limit)  # never inside a word
+        return space if space > start else limit
     return limit
 # The scorer's doubts that, like a misconception, keep a sentence from naming anything. Not a dismissal
 # ("不需要写回 HBM" is a trade-off's gain; a dismissed boundary states no effect: "不需要再 mask").
@@ -226,7 +229,7 @@ def judge(kind: str, *, written: str, patterns: Sequence[str], concept_quotes: S
         if both is not None:
             (g0, g1), (c0, c1) = both
             if _MARKER.match(text, c0):
-                c1 = _clause_end(text, c1, min(end, c1 + 40))
+                c1 = _clause_end(text, c1, min(end, c1 + 60))
             verdicts.append(Verdict(r.quote(a, end), via[i], sides={"gain": r.quote(g0, g1), "cost": r.quote(c0, c1)}))
         else:
             verdicts.append(Verdict(r.quote(a, b), via[i], "no_cost" if gains else "no_gain" if costs else
