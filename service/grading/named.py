@@ -7,7 +7,8 @@ link such as 但, 代价, 否则, but, otherwise) names one when
 - it is a candidate: one of the idea's `patterns` matches it and is not negated ("不会越界",
   "no out-of-bounds access"), or it holds the quote of one of the idea's `concepts` that the
   written-answer scorer found;
-- the scorer did not read it as a misconception (or close to one), a denied step or a retraction: a sentence stating a misconception never meets a requirement;
+- the scorer did not read it as a misconception (or close to one), a denied step or a retraction:
+  a sentence stating a misconception never meets a requirement;
 - a **boundary** also says what happens at it: something goes wrong or must be handled (错, 偏大,
   越界, 溢出, 必须, 否则, wrong, overflow, must, …: `EFFECT` and the idea's `effect`), not negated
   ("不会出错", "it does not matter" state no boundary);
@@ -75,8 +76,9 @@ COST = (
 )
 # A second sentence that carries on the first one's idea: its other side (但, 代价是, but, the cost),
 # or its effect (否则, 所以, otherwise, so).
-_CARRIES_ON = re.compile(r"\W{0,3}(但|但是|不过|然而|可是|只是|代价|缺点|坏处|好处|换来|换取|所以|因此|因而|于是|否则|不然|"
-                         r"这样|结果|从而|\bbut\b|\bhowever\b|\byet\b|\bthe (cost|price|downside|catch)\b|"
+_CARRIES_ON = re.compile(r"\W{0,3}(但|但是|不过|然而|可是|只是|代价|缺点|坏处|好处|换来|换取|"
+                         r"所以|因此|因而|于是|否则|不然|这样|结果|从而|"
+                         r"\bbut\b|\bhowever\b|\byet\b|\bthe (cost|price|downside|catch)\b|"
                          r"\bin (exchange|return)\b|\bon the other hand\b|\bthis costs\b|\bso\b|\bthus\b|\btherefore\b|"
                          r"\botherwise\b|\bas a result\b)", re.IGNORECASE)
 # A word that says "here is the cost" and names nothing more: quoted with what follows it in its clause.

@@ -49,12 +49,14 @@ GOOD = {
     "lesson05_row_sum": [
         ("N < BLOCK 时 padding lane 必须填单位元 0，否则行和会多出 (BLOCK - N) * other。",
          "一行一个 program，整行只读一次；代价是 BLOCK 取 2 的幂，多出来的 padding lane 白白占着寄存器。"),
-        ("When N < BLOCK the padding lanes must hold the identity 0, otherwise the row sum is off by (BLOCK - N) * other.",
+        ("When N < BLOCK the padding lanes must hold the identity 0, otherwise the row sum is off by "
+         "(BLOCK - N) * other.",
          "One program per row reads the row once, at the cost of a power-of-two BLOCK whose padding lanes are wasted."),
     ],
     "lesson06_mean_var": [
         ("N < BLOCK 且均值不为 0 时，不重施 mask 方差会偏大 (BLOCK - N) * mean^2 / N。",
-         "两遍都在片上做，只读一次矩阵，比 x.mean() 加 x.var() 少一半显存流量；代价是整行要放进一个 program 的寄存器。"),
+         "两遍都在片上做，只读一次矩阵，比 x.mean() 加 x.var() 少一半显存流量；"
+         "代价是整行要放进一个 program 的寄存器。"),
         ("When N < BLOCK and the mean is not zero, the variance comes out too large by (BLOCK - N) * mean^2 / N "
          "without the second mask.",
          "Both passes run on chip and read the matrix once, half the memory traffic of x.mean() plus x.var(), at the "
@@ -135,8 +137,8 @@ def test_each_example_submission_names_both(exercise_id):
 # Sentences that are the only candidates and name no trade-off: (exercise, question, text, why).
 NOT_A_TRADEOFF = [
     # the audit: outer add's trade-off met by a plain sentence about the 2-D grid
-    ("puzzle_outer_add", "q1", "这里启动的是二维 grid，pid_0 沿 x 方向，pid_1 沿 y 方向，x[None, :] + y[:, None] 广播成一个小块。",
-     "one_sided"),
+    ("puzzle_outer_add", "q1",
+     "这里启动的是二维 grid，pid_0 沿 x 方向，pid_1 沿 y 方向，x[None, :] + y[:, None] 广播成一个小块。", "one_sided"),
     ("puzzle_outer_add", "q1", "It launches a 2-D grid with two program ids, and x and y are broadcast into a tile.",
      "one_sided"),
     # the audit: welford's trade-off met by a sentence about numerical stability
