@@ -28,7 +28,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from service.grading.freetext import _negated, _sentences, _Text
+from service.grading.freetext import _negated, _sentence_of, _sentences, _Text
 
 # A boundary's effect: where correctness breaks, or what must be done about it.
 EFFECT = (
@@ -61,13 +61,13 @@ GAIN = (
 )
 # What a trade-off costs.
 COST = (
-    r"代价|开销|成本|付出|牺牲|缺点|坏处|额外|多(一|了|出|做|花)?\s*(一|1|2|两|几)?\s*(次|遍|趟|轮|个|份)?\s*"
+    r"(代价|开销|成本)(?!\s*(为|是|也)?\s*(零|0|没有|很小))|付出|牺牲|缺点|坏处|额外|多(一|了|出|做|花)?\s*(一|1|2|两|几)?\s*(次|遍|趟|轮|个|份)?\s*"
     r"(读|写|缩放|乘|同步|launch|启动|寄存器|program|内核|kernel|计算|atomic|原子|流量|循环|内存|显存|缓冲|buffer|"
     r"指令|开销)|增加|占用|浪费|白算|空转|溢出到|spill|放不下|放不进|装不下|容不下|(要|必须|得|需要)[^，。,.]{0,8}"
     r"(放进|放在|放得下|装进|装得下|容纳)|受限|限制|上限|更慢|变慢|慢了|争用|串行|两次\s*launch|两个(内核|kernel)|"
     r"第二个(内核|kernel)|再(launch|启动)|(两|2)\s*(次|遍|趟)(全局)?(读|扫描|访存|显存|launch|启动)?|翻倍|两倍|"
     r"寄存器(压力|不够|有限|数量)|复杂|"
-    r"\bcost\w*|\boverhead\b|\bprice\b|\bexpense\b|\bpenalt\w*|\bdownside\b|\bsacrific\w*|"
+    r"\bcost\w*(?! (nothing|no\b|zero|little))|\boverhead\b(?! is (zero|negligible))|\bprice\b|\bexpense\b|\bpenalt\w*|\bdownside\b|\bsacrific\w*|"
     r"\bmore (\w+ ){0,2}(registers?|programs?|launch\w*|work|traffic|memory|reads?|writes?|atomics?|passes|scans?|"
     r"compute|instructions?|loop trips|iterations|lanes?)|\bextra\b|\badditional\b|\bwast\w*|\bpressure\b|"
     r"\bspill\w*|\blimit\w*|\bslower\b|\bcontention\b|\bserializ\w*|\bmust fit\b|\b(has|have|needs?) to fit\b|"
@@ -152,12 +152,23 @@ def _regex(patterns: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE)
 
 
+# An English negation up to two words before (the scorer's window is 12 characters: "nothing goes
+# wrong" held "othing goes " and read as stated).
+_NEGATED_BEFORE = re.compile(r"\b(nothing|never|no|not|none|cannot|without)\b(\W+[a-z_]+){0,2}\W*$|n't(\W+[a-z_]+){0,2}\W*$")
+
+
+def _negated_here(r: Reading, start: int) -> bool:
+    sentence_start = r.spans[_sentence_of(r.spans, start)][0]
+    return _negated(r.text, start, r.spans) or bool(
+        _NEGATED_BEFORE.search(r.text, max(sentence_start, start - 30), start))
+
+
 def stated(r: Reading, patterns: Sequence[str], lo: int, hi: int) -> list[tuple[int, int]]:
     """Where one of `patterns` matches text[lo:hi], not negated."""
     if not patterns:
         return []
     return [m.span() for m in _regex(tuple(patterns)).finditer(r.text, lo, hi)
-            if m.end() > m.start() and not _negated(r.text, m.start(), r.spans)]
+            if m.end() > m.start() and not _negated_here(r, m.start())]
 
 
 @dataclass
@@ -194,7 +205,7 @@ def judge(kind: str, *, written: str, patterns: Sequence[str], concept_quotes: S
             found = [m for m in regex.finditer(text, a, b) if m.end() > m.start()]
             # A trade-off's gain is often a negation ("不写回显存", "no atomics"): its sides are read for
             # negation instead (below); a boundary's condition is not ("这里不会越界" names none).
-            if found and kind == "performance_tradeoff" or any(not _negated(text, m.start(), spans) for m in found):
+            if found and kind == "performance_tradeoff" or any(not _negated_here(r, m.start()) for m in found):
                 via[i] = "pattern"
             elif found:
                 negated.add(i)

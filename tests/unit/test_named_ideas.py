@@ -162,6 +162,8 @@ NOT_A_TRADEOFF = [
     ("fused_mean_var_atomic", "q3", "融合并不会减少显存流量，也没有额外开销。", None),
     ("lesson05_row_sum", "q1", "一行一个 program 并不能少读显存，也没有什么代价。", None),
     ("lesson05_row_sum", "q1", "One program per row does not save any memory traffic and has no cost either.", None),
+    ("lesson07_softmax", "q3", "The fused kernel reads x once, without any extra cost.", "no_cost"),
+    ("lesson07_softmax", "q3", "融合后只读一次 x，代价为零。", "no_cost"),
 ]
 
 
@@ -187,6 +189,8 @@ NOT_A_BOUNDARY = [
     # negated: "it does not happen here"
     ("puzzle_outer_add", "q1", "这里不会越界。", "negated"),
     ("puzzle_long_sum", "q1", "There is no out-of-bounds access here.", "negated"),
+    ("lesson06_mean_var", "q1", "When N < BLOCK nothing goes wrong.", "no_effect"),
+    ("lesson06_mean_var", "q1", "N < BLOCK 时不会出错。", "no_effect"),
     # the condition named, nothing said about what breaks at it
     ("lesson05_row_sum", "q3", "stride 是 x.stride(0)。", "no_effect"),
     ("lesson06_mean_var", "q1", "padding lane 的个数是 BLOCK - N。", "no_effect"),
