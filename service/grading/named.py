@@ -67,7 +67,8 @@ COST = (
     r"(放进|放在|放得下|装进|装得下|容纳)|受限|限制|上限|更慢|变慢|慢了|争用|串行|两次\s*launch|两个(内核|kernel)|"
     r"第二个(内核|kernel)|再(launch|启动)|(两|2)\s*(次|遍|趟)(全局)?(读|扫描|访存|显存|launch|启动)?|翻倍|两倍|"
     r"寄存器(压力|不够|有限|数量)|复杂|"
-    r"\bcost\w*(?! (nothing|no\b|zero|little))|\boverhead\b(?! is (zero|negligible))|\bprice\b|\bexpense\b|\bpenalt\w*|\bdownside\b|\bsacrific\w*|"
+    r"\bcost\w*(?! (nothing|no\b|zero|little))|\boverhead\b(?! is (zero|negligible))|"
+    r"\bprice\b|\bexpense\b|\bpenalt\w*|\bdownside\b|\bsacrific\w*|"
     r"\bmore (\w+ ){0,2}(registers?|programs?|launch\w*|work|traffic|memory|reads?|writes?|atomics?|passes|scans?|"
     r"compute|instructions?|loop trips|iterations|lanes?)|\bextra\b|\badditional\b|\bwast\w*|\bpressure\b|"
     r"\bspill\w*|\blimit\w*|\bslower\b|\bcontention\b|\bserializ\w*|\bmust fit\b|\b(has|have|needs?) to fit\b|"
@@ -154,7 +155,7 @@ def _regex(patterns: tuple[str, ...]) -> re.Pattern[str]:
 
 # An English negation up to two words before (the scorer's window is 12 characters: "nothing goes
 # wrong" held "othing goes " and read as stated).
-_NEGATED_BEFORE = re.compile(r"\b(nothing|never|no|not|none|cannot|without)\b(\W+[a-z_]+){0,2}\W*$|n't(\W+[a-z_]+){0,2}\W*$")
+_NEGATED_BEFORE = re.compile(r"(\b(nothing|never|no|not|none|cannot|without)\b|n't)(\W+[a-z_]+){0,2}\W*$")
 
 
 def _negated_here(r: Reading, start: int) -> bool:
