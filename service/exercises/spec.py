@@ -674,6 +674,9 @@ class ExerciseSpec(_Strict):
 
 class MutantExpectation(_Strict):
     code_points: float = Field(description="points of the cases items together")
+    code_points_min: float | None = Field(None, description="where a case drawn from the secret seed fails "
+                                                            "for some draws only: the fewest points expected "
+                                                            "(code_points is then the most)")
     vetoes: list[str] = []
     diagnoses: list[str] = []
     not_diagnosed: list[str] = Field([], description="diagnoses that must not be reported (their evidence "

@@ -71,8 +71,11 @@ def check_mutant(exercise: Exercise, mutant: Mutant, report: Report) -> list[str
     if report.status != "graded":
         return [f"not graded: {report.message}"]
     problems = []
-    if (got := code_points(report, exercise)) != expect.code_points:
+    got = code_points(report, exercise)
+    if expect.code_points_min is None and got != expect.code_points:
         problems.append(f"code points {got}, expected {expect.code_points}")
+    elif expect.code_points_min is not None and not expect.code_points_min <= got <= expect.code_points:
+        problems.append(f"code points {got}, expected {expect.code_points_min} to {expect.code_points}")
     rules = sorted(v.rule for v in report.vetoes)
     if rules != sorted(expect.vetoes):
         problems.append(f"vetoes {rules}, expected {sorted(expect.vetoes)}")
