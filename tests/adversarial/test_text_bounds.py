@@ -152,21 +152,22 @@ HOSTILE = {
 @pytest.mark.parametrize("kind", sorted(HOSTILE))
 def test_the_longest_hostile_answer_is_scored_in_bounded_time(kind):
     """About 30-60 ms each on a loaded two-core machine (docs/grading.md); a second is a regression
-    to work per match that grows with the answer."""
+    to work per match that grows with the answer. The bounds in this file are the test thread's CPU
+    time (time.thread_time), not the wall clock: other processes on a loaded machine do not count."""
     answer = _filled(HOSTILE[kind])
     for question in LESSON.spec.questions:
-        started = time.perf_counter()
+        started = time.thread_time()
         score_answer(question, answer, 2.0)
-        assert time.perf_counter() - started < 1.0, question.id
+        assert time.thread_time() - started < 1.0, question.id
 
 
 def extract_within(code: str, seconds: float):
     from service.grading.extract import extract
 
     assert len(code) <= 65_536  # the contract's cap on code
-    started = time.perf_counter()
+    started = time.thread_time()
     extraction = extract(LESSON.template, code)
-    elapsed = time.perf_counter() - started
+    elapsed = time.thread_time() - started
     assert elapsed < seconds, f"extraction took {elapsed:.1f} s"
     return extraction
 
@@ -217,11 +218,11 @@ def test_the_longest_hostile_claimed_output_is_read_in_bounded_time(kind):
     claimed = HOSTILE_CLAIMS[kind]
     assert len(claimed) <= MAX_TEXT_CHARS
     Submission(exercise="lesson06_mean_var", code="x", claimed_output=claimed)  # within the contract
-    started = time.perf_counter()
+    started = time.thread_time()
     veto = unverified_claim(claimed_output=claimed, program_ran=True, given_status="failed", real_output="",
                             not_run_reason=None)
     kind_read = parse_claim(claimed).kind
-    assert time.perf_counter() - started < 1.0
+    assert time.thread_time() - started < 1.0
     assert kind_read == ("fail" if kind.startswith("error") else "unclear")
     assert veto is None  # unclear, or a failure our run (failed) agrees with
 
@@ -248,9 +249,9 @@ def test_a_run_of_white_space_in_an_answer_is_read_in_bounded_time(kind):
     run = WHITE_RUNS[kind]
     answer = ("mask" + run * MAX_TEXT_CHARS)[:MAX_TEXT_CHARS - 1] + "x"
     for question in WELFORD.spec.questions:
-        started = time.perf_counter()
+        started = time.thread_time()
         score_answer(question, answer, 2.0)
-        assert time.perf_counter() - started < 1.0, question.id
+        assert time.thread_time() - started < 1.0, question.id
 
 
 def test_words_apart_by_a_run_of_white_space_still_count():
@@ -314,10 +315,10 @@ def test_a_long_block_fill_is_checked_against_the_explanation_in_bounded_time():
     for 60 KB. Now a block fill is searched in at most freetext._SHOWN_SEARCH_MAX characters."""
     block = "\n".join(["sums", "sumsqs"] * 2_600)  # 31 KB
     question = FUSED.question("explanation")
-    started = time.perf_counter()
+    started = time.thread_time()
     result = score_answer(question, FUSED_EXPLANATION, 2.0,
                           fills=["tl.sum(values * values, axis=0)", "sumsqs / N - mean * mean", block])
-    assert time.perf_counter() - started < 1.0
+    assert time.thread_time() - started < 1.0
     assert "explanation_not_fill" in result.flags  # the claim is still checked, and the fill does not show it
     honest = score_answer(question, FUSED_EXPLANATION, 2.0,
                           fills=["tl.sum(values * values, axis=0)", "sumsqs / N - mean * mean",
@@ -339,10 +340,10 @@ def test_the_review_pages_highlight_of_a_run_of_white_space_is_bounded(kind):
     phrase = " 有效元素个数要用 mask 中 true 的个数，而不是 BLOCK。"
     answer = ("mask" + run * MAX_TEXT_CHARS)[:MAX_TEXT_CHARS - len(phrase)] + phrase
     for question in WELFORD.spec.questions:
-        started = time.perf_counter()
+        started = time.thread_time()
         find_spans(question, answer, concepts={c.id for c in question.concepts},
                    misconceptions={m.id for m in question.misconceptions})
-        assert time.perf_counter() - started < 1.0, question.id
+        assert time.thread_time() - started < 1.0, question.id
 
 
 def test_the_highlight_still_marks_words_apart_by_a_run_of_white_space():
