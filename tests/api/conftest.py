@@ -50,7 +50,9 @@ def start_service(db_kind, tmp_path_factory) -> Iterator[Callable[..., Service]]
 @pytest.fixture(scope="module")
 def service(start_service) -> Service:
     """The module's main server: default limits, except a small batch cap and wait bound."""
-    return start_service(max_batch=3, max_wait_s=25)
+    # max_waiting: room for test_concurrency's 45 long-polling clients of one course (a quarter each);
+    # the bound itself is tests/api/test_wait_bound.py's, on its own service
+    return start_service(max_batch=3, max_wait_s=25, max_waiting=200)
 
 
 @pytest.fixture
