@@ -28,7 +28,9 @@ LESSON06_ENGLISH = {
         "q3": "The one-pass formula E[x^2] - E[x]^2 suffers catastrophic cancellation when the mean is large and the "
               "variance small; the lesson's two-pass algorithm subtracts the mean before squaring and is already "
               "stable. One can also accumulate in float64, or use Welford's online algorithm and merge blocks "
-              "(n, mean, M2) with Chan's formula.",
+              "(n, mean, M2) with Chan's formula. For performance, both passes run on chip in registers and read "
+              "the matrix only once, one memory scan fewer than x.mean() plus x.var(); the cost is that the whole row "
+              "must fit in one program's registers, and when it does not, a one-pass Welford over blocks is needed.",
     },
     "claimed_output": "(no output: both assert_close calls pass)",
 }
