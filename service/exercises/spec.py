@@ -674,10 +674,13 @@ class ExerciseSpec(_Strict):
 
 class MutantExpectation(_Strict):
     code_points: float = Field(description="points of the cases items together")
-    code_points_min: float | None = Field(None, description="where a case drawn from the secret seed fails "
-                                                            "for some draws only: the fewest points expected "
+    code_points_min: float | None = Field(None, description="where a case fails for some runs only (a width "
+                                                            "drawn from the secret seed; memory a wrong kernel "
+                                                            "reads out of bounds): the fewest points expected "
                                                             "(code_points is then the most)")
     vetoes: list[str] = []
+    vetoes_may: list[str] = Field([], description="vetoes raised in some runs only (with code_points_min): "
+                                                  "coincidental_pass where the given check itself may fail")
     diagnoses: list[str] = []
     not_diagnosed: list[str] = Field([], description="diagnoses that must not be reported (their evidence "
                                                      "does not hold for this answer)")

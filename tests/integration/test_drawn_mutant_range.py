@@ -34,3 +34,7 @@ def test_a_drawn_case_that_fails_for_some_draws_is_within_the_declared_range(gra
     # the range is a range: the most is the author's code_points, a grade outside it is reported
     narrowed = mutant.model_copy(update={"expect": mutant.expect.model_copy(update={"code_points_min": None})})
     assert (check_mutant(exercise, narrowed, report) == []) is not one_program_fails
+    # a veto that may be raised is not required; one that must be is
+    may = mutant.model_copy(update={"expect": mutant.expect.model_copy(update={"vetoes_may": ["coincidental_pass"]})})
+    must = mutant.model_copy(update={"expect": mutant.expect.model_copy(update={"vetoes": ["coincidental_pass"]})})
+    assert check_mutant(exercise, may, report) == [] and check_mutant(exercise, must, report) != []
