@@ -454,26 +454,6 @@ def _quote(text: str, start: int, end: int) -> str:
     return quoted
 
 
-def quote_of_match(written: str, pattern: str) -> str | None:
-    """The first match of `pattern` in the normalised `written` (NFKC, lower-case), quoted in the
-    student's own words as `_quote` does (the pass rule's named ideas found by a pattern); None if
-    nothing matches."""
-    text = _read(written) if len(written) <= READ_KEPT_CHARS else _Text.of(written)
-    m = next((regex.search(text) for regex in _screened((pattern,), text)), None)
-    return _quote(text, m.start(), m.end()) if m else None
-
-
-# quote_of_match keeps the last few written texts it read (a pass rule asks with each of its patterns,
-# in each of the report's languages, about the same text: all of a submission's answers), those of at
-# most this many characters (a kept text costs about 40 bytes a character with its offsets).
-READ_KEPT_CHARS = 8192
-
-
-@functools.lru_cache(maxsize=8)
-def _read(written: str) -> _Text:
-    return _Text.of(written)
-
-
 # A negation's scope ends at a consequence word after the negated verb: in "不加 mask 会读到未初始化的
 #内存" (without a mask it reads uninitialised memory) or "doesn't need a mask, so it reads …" the
 # negation is the condition and what follows is stated; in "不会读到" it is negated. Off, any negation
@@ -1303,13 +1283,10 @@ def _stated_not_the_fill(answer: str, fills: Sequence[str | None], reference: Se
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 return []
             continue
-        tree = _parse_expression(fill) if len(fill) <= _STATED_CODE_MAX * 8 else None
-        if tree is None:
-            try:
-                tree = ast.parse(fill, mode="eval").body
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                return []
-        trees[i] = tree
+        try:  # not _parse_expression: a submitted fill is read whatever its length
+            trees[i] = ast.parse(fill, mode="eval").body
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return []
     alike: dict[int, set[str]] = {i: {_stated_form(t, scope)} for i, t in trees.items()}
     if any("" in forms for forms in alike.values()):
         return []  # a fill too deep to read: nothing is compared with it

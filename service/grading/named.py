@@ -142,10 +142,23 @@ class Reading:
         return {i for i, (a, b) in enumerate(self.spans) if a <= hi and lo <= b}
 
 
-@functools.lru_cache(maxsize=8)
 def reading(written: str) -> Reading:
+    """`written` read once for all of a pass rule's named ideas (each asks about the same text in each of
+    the report's languages): the last few kept, those of at most READ_KEPT_CHARS characters."""
+    return _kept_reading(written) if len(written) <= READ_KEPT_CHARS else _reading(written)
+
+
+# A kept reading costs about 40 bytes a character (the text's offsets); the written texts of one
+# submission are up to 20 answers of 16 384 characters.
+READ_KEPT_CHARS = 8192
+
+
+def _reading(written: str) -> Reading:
     text = _Text.of(written)
     return Reading(text, _sentences(text))
+
+
+_kept_reading = functools.lru_cache(maxsize=8)(_reading)
 
 
 @functools.lru_cache(maxsize=256)
