@@ -81,8 +81,11 @@ def pytest_configure(config):
 
 # Files whose tests share no module state and each take minutes (the catalogue's interpreter
 # validations, one subprocess each): spread test by test over the xdist workers instead of file by
-# file, so that one worker does not finish the run alone on them.
+# file, and first (they are the longest units), so that one worker does not finish the run alone
+# on them.
 PER_TEST_FILES = ("tests/integration/test_catalog.py",)
+# Many quick files (no sandbox, server or browser): run last.
+QUICK_DIRS = ("tests/unit/",)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -94,6 +97,19 @@ def pytest_xdist_make_scheduler(config, log):
     class SplitHeavyFiles(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return nodeid if nodeid.startswith(PER_TEST_FILES) else super()._split_scope(nodeid)
+
+        def _assign_work_unit(self, node) -> None:
+            # xdist orders the work by tests per unit (--loadscope-reorder), which put these
+            # one-test units, the longest of the run, last, and the unit tests' many quick files
+            # first: the run ended on minutes-long units on one worker. Longest first instead, and
+            # the quick files last, where they fill the gaps while the other worker finishes.
+            if not getattr(self, "_ordered", False):
+                self._ordered = True
+                units = sorted(self.workqueue.items(), key=lambda unit: (
+                    0 if unit[0].startswith(PER_TEST_FILES) else 2 if unit[0].startswith(QUICK_DIRS) else 1))
+                self.workqueue.clear()
+                self.workqueue.update(units)  # sorted() is stable: xdist's order within each rank
+            super()._assign_work_unit(node)
 
     return SplitHeavyFiles(config, log)
 
