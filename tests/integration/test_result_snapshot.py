@@ -1,12 +1,12 @@
 """The Gradescope and PrairieLearn results (`GET /v1/submissions/{id}/report?format=…`, what the
-platform kits in service/kits/ fetch) and the student's feedback (the page `/feedback/{token}` and
-`GET /v1/feedback/{token}/hints`) are each the database at one moment, on a real database (SQLite
-and PostgreSQL) behind a real uvicorn server: each reads the submission, its report, the course's
-policy and the hint levels taken in separate statements, and an admin's policy change and a
-student's hint level can both commit between them. The changes go through the service's own
-functions (store.set_course_policy, hints.take_next), committed in other sessions at the moment
-the request first reads the hints (as tests/integration/test_webhook_grade_snapshot.py does for
-the webhook and the gradebook export)."""
+platform kits in service/kits/ fetch) and the student's feedback (the pages `/feedback/{token}` and
+`/lti/feedback/{token}`, and `GET /v1/feedback/{token}/hints`) are each the database at one moment,
+on a real database (SQLite and PostgreSQL) behind a real uvicorn server: each reads the submission,
+its report, the course's policy and the hint levels taken in separate statements, and an admin's
+policy change and a student's hint level can both commit between them. The changes go through the
+service's own functions (store.set_course_policy, hints.take_next), committed in other sessions at
+the moment the request first reads the hints (as tests/integration/test_webhook_grade_snapshot.py
+does for the webhook and the gradebook export)."""
 from __future__ import annotations
 
 import re
@@ -103,16 +103,17 @@ def page_state(html: str) -> tuple[bool, int]:
     return texts("en")["hint_cost"].format(cost="1") in html, len(re.findall(r'<li class="hint"', html))
 
 
-def test_a_policy_change_and_a_hint_during_the_feedback_page_do_not_mix_on_it(served):
+@pytest.mark.parametrize("page_path", ["/feedback/", "/lti/feedback/"], ids=["plain", "lti"])
+def test_a_policy_change_and_a_hint_during_the_feedback_page_do_not_mix_on_it(served, page_path):
     """The admin makes hints free (1 point -> 0), then alice takes a level (costing 0): the page
     said "1 point a level, none taken", then "free, one taken", never "1 point a level" beside the
-    level that cost nothing."""
+    level that cost nothing. The same for the page an LMS frames (its own route, its own snapshot)."""
     sessions, server, submission_id = served
     with sessions() as session:
         token = session.get_one(Submission, submission_id).feedback_token
     with httpx.Client(base_url=server.url, timeout=60) as student:
         def page() -> httpx.Response:
-            return student.get(f"/feedback/{token}", params={"lang": "en"})
+            return student.get(f"{page_path}{token}", params={"lang": "en"})
 
         before = page_state(page().text)
         during = page_state(while_both_land(server, sessions, submission_id, PolicyUpdate(hint_cost=0), page).text)
