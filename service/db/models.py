@@ -68,6 +68,11 @@ class Submission(Base):
     __table_args__ = (
         UniqueConstraint("course_id", "idempotency_key"),
         Index("ix_submissions_status_created_at", "status", "created_at"),
+        # store.claim's fair pick: each course's oldest queued submission and its running count
+        # (and course_queue_depth's count) are ranges of this index, whatever else the course has;
+        # the course's latest claim is the last entry of the next one.
+        Index("ix_submissions_course_id_status_created_at", "course_id", "status", "created_at"),
+        Index("ix_submissions_course_id_claimed_at", "course_id", "claimed_at"),
         Index("ix_submissions_course_id_needs_review", "course_id", "needs_review"),
         Index("ix_submissions_course_id_created_at_id", "course_id", "created_at", "id"),
         Index("ix_submissions_course_id_assignment_student_id", "course_id", "assignment", "student_id"),
@@ -93,6 +98,7 @@ class Submission(Base):
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     lease_token: Mapped[str | None] = mapped_column(String(32), nullable=True)
     lease_expires_at: Mapped[datetime | None] = mapped_column(TZDateTime, nullable=True)
+    claimed_at: Mapped[datetime | None] = mapped_column(TZDateTime, nullable=True)  # its latest claim (store.claim)
     current_report_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
     # Kept in sync with the current report on every write (store.finish, decisions.decide), so the
     # review queue filters in SQL: does it wait for a TA, and since when was it graded.

@@ -206,10 +206,38 @@ _NOW = bindparam("now", type_=_S.updated_at.type)
 _CLAIMABLE = or_(_S.status == SubmissionStatus.queued,
                  (_S.status == SubmissionStatus.running) & (_S.lease_expires_at < _NOW))
 _TAKE = dict(status=SubmissionStatus.running, lease_token=bindparam("token"), lease_expires_at=bindparam("expires"),
-             attempts=_S.attempts + 1, updated_at=_NOW)
+             attempts=_S.attempts + 1, updated_at=_NOW, claimed_at=_NOW)
 _OLDEST = select(_S.id).where(_CLAIMABLE).order_by(_S.created_at).limit(1).with_for_update(skip_locked=True)
 _CLAIM_OLDEST = (update(_SUBMISSIONS).where(_S.id == _OLDEST.scalar_subquery(), _CLAIMABLE)
                  .values(**_TAKE).returning(_S.id, _S.attempts))
+# Fair claiming (issue: one course's burst made every other course wait behind it). First a
+# submission whose worker died (its lease expired: it was admitted before anything queued now);
+# else the oldest queued submission of the course least served now: fewest submissions running,
+# then the course claimed from longest ago (never first: one worker alone takes turns between
+# courses), then the oldest queued submission, then the course id. Each course's figures are
+# probes of two indexes (ix_submissions_course_id_status_created_at, ..._claimed_at), so the pick
+# costs the same whatever the queue holds.
+_COURSES = cast(Table, Course.__table__)
+_HEAD, _HELD, _LAST = _SUBMISSIONS.alias("head"), _SUBMISSIONS.alias("held"), _SUBMISSIONS.alias("last")
+_COURSE_HEAD = (select(_HEAD.c.created_at).where(_HEAD.c.course_id == _COURSES.c.id,
+                                                 _HEAD.c.status == SubmissionStatus.queued)
+                .order_by(_HEAD.c.created_at).limit(1).scalar_subquery())
+_COURSE_RUNNING = (select(func.count()).select_from(_HELD)
+                   .where(_HELD.c.course_id == _COURSES.c.id, _HELD.c.status == SubmissionStatus.running)
+                   .scalar_subquery())
+_COURSE_LAST_CLAIM = select(func.max(_LAST.c.claimed_at)).where(_LAST.c.course_id == _COURSES.c.id).scalar_subquery()
+_RANKED = select(_COURSES.c.id, _COURSE_HEAD.label("head"), _COURSE_RUNNING.label("running"),
+                 _COURSE_LAST_CLAIM.label("last_claim")).subquery("ranked")
+_LEAST_SERVED = (select(_RANKED.c.id).where(_RANKED.c.head.is_not(None))
+                 .order_by(_RANKED.c.running, _RANKED.c.last_claim.asc().nulls_first(), _RANKED.c.head,
+                           _RANKED.c.id)
+                 .limit(1).scalar_subquery())
+_EXPIRED = (select(_S.id).where(_S.status == SubmissionStatus.running, _S.lease_expires_at < _NOW)
+            .order_by(_S.created_at).limit(1).with_for_update(skip_locked=True).scalar_subquery())
+_FAIREST = (select(_S.id).where(_S.course_id == _LEAST_SERVED, _S.status == SubmissionStatus.queued)
+            .order_by(_S.created_at).limit(1).with_for_update(skip_locked=True).scalar_subquery())
+_CLAIM_FAIR = (update(_SUBMISSIONS).where(_S.id == func.coalesce(_EXPIRED, _FAIREST), _CLAIMABLE)
+               .values(**_TAKE).returning(_S.id, _S.attempts))
 _CLAIM_ONE = (update(_SUBMISSIONS).where(_S.id == bindparam("sid"), _CLAIMABLE)
               .values(**_TAKE).returning(_S.id, _S.attempts))
 _ANY_CLAIMABLE = select(_S.id).where(_CLAIMABLE).limit(1)
@@ -217,22 +245,31 @@ _ONE_CLAIMABLE = select(_S.id).where(_S.id == bindparam("sid"), _CLAIMABLE)
 
 
 def claim(session: Session, *, lease_s: float, submission_id: str | None = None) -> Claim | None:
-    """Take one submission (a given one, or the oldest claimable) under a fresh lease.
+    """Take one submission (a given one, or the next in fair order) under a fresh lease.
+
+    The fair order (docs/api.md, "The grading queue"): a submission whose lease expired first
+    (oldest first); else the oldest queued submission of the course with the fewest submissions
+    running (ties: the course claimed from longest ago, never claimed first; then the course
+    whose oldest queued submission is oldest). So a course's burst makes another course wait for
+    one free worker, not for the burst; within a course, and for a course alone, the order is
+    oldest first as before.
 
     One conditional UPDATE picks, takes and counts it (its RETURNING: the id and the attempts it now
     counts); of two workers racing for the same row exactly one gets it back. On SQLite the
-    statement runs under the database's write lock, so the oldest claimable row is taken whole;
-    on PostgreSQL the subquery locks the row it picks and skips rows another claim has locked
+    statement runs under the database's write lock, so the pick is made and taken whole; on
+    PostgreSQL the subquery locks the row it picks and skips rows another claim has locked
     (SKIP LOCKED), so racing workers take different submissions instead of queueing on one and
-    losing. A picked row that stopped being claimable (PostgreSQL re-reads it under the lock) gives
-    no row: then claimable rows still there are tried again, at most 5 times. Works the same on
-    SQLite (3.35 or later) and PostgreSQL.
+    losing. A miss (PostgreSQL: the fair pick's course had only rows another claim holds locked,
+    or a picked row stopped being claimable under the lock) is followed by the oldest claimable
+    row of any course (the order before fair claiming), at most 4 more times while claimable rows
+    are still there. Works the same on SQLite (3.35 or later) and PostgreSQL.
     """
+    statement = _CLAIM_ONE if submission_id is not None else _CLAIM_FAIR
     for _ in range(5):
         now = utcnow()
         token = secrets.token_hex(16)
         params = {"now": now, "token": token, "expires": now + timedelta(seconds=lease_s), "sid": submission_id}
-        taken = session.execute(_CLAIM_ONE if submission_id is not None else _CLAIM_OLDEST, params).one_or_none()
+        taken = session.execute(statement, params).one_or_none()
         if taken is not None:
             _refresh_held(session, taken.id)
         session.commit()
@@ -242,6 +279,8 @@ def claim(session: Session, *, lease_s: float, submission_id: str | None = None)
         if session.scalar(_ONE_CLAIMABLE if submission_id is not None else _ANY_CLAIMABLE, params) is None:
             session.rollback()
             return None
+        if submission_id is None:
+            statement = _CLAIM_OLDEST
     return None
 
 
