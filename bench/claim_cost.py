@@ -12,8 +12,9 @@ claim's wall and thread-CPU time (p50, p90, mean) and how many of the first clai
 course. `--no-fsync` turns off the commit's flush to disk (SQLite `synchronous=OFF`, PostgreSQL
 `synchronous_commit=off`), which is most of a claim's wall time on a slow disk, so that the wall time
 is the statements' own (PostgreSQL's work is in its server process: the thread CPU does not see it).
-`--explain` prints the plan of the claim's statement on the filled database (PostgreSQL: EXPLAIN
-ANALYZE, rolled back). The database is removed afterwards.
+`--explain` prints the plan of the claim's statement on the filled database; on PostgreSQL the
+statement is also run 30 times under EXPLAIN ANALYZE (each rolled back) before the claims, and the
+median server-side execution time is printed (`server_ms_p50`). The database is removed afterwards.
 """
 from __future__ import annotations
 
@@ -97,29 +98,36 @@ def measure(sessions, *, claims: int, workers: int, burst_course: str) -> dict:
             "courses_in_first_40": len(set(first))}
 
 
-def explain(engine, db: str) -> None:
-    """The plan of the claim's statement (the fair one where the tree has it), printed; nothing kept."""
+def explain(engine, db: str, *, show: bool, repeat: int = 30) -> float | None:
+    """The plan of the claim's statement (the fair one where the tree has it), printed when `show`.
+    PostgreSQL: EXPLAIN ANALYZE `repeat` times, each rolled back; returns the median server-side
+    execution time (ms), which the client's wall time (scheduling on a loaded host) blurs."""
     from datetime import datetime, timezone
 
     from service.db import store
 
     statement = getattr(store, "_CLAIM_FAIR", store._CLAIM_OLDEST)  # noqa: SLF001 - what claim runs
-    now = datetime.now(timezone.utc)
-    params = {"now": now, "token": "t" * 32, "expires": now + timedelta(seconds=60), "sid": None}
     compiled = statement.compile(dialect=engine.dialect)
+    prefix = "EXPLAIN (ANALYZE, BUFFERS) " if db == "postgresql" else "EXPLAIN QUERY PLAN "
+    times = []
     with engine.connect() as conn:
-        prefix = "EXPLAIN (ANALYZE, BUFFERS) " if db == "postgresql" else "EXPLAIN QUERY PLAN "
-        flat = {**compiled.params, **params}
-        if db == "postgresql":
-            rows = conn.exec_driver_sql(prefix + str(compiled), flat).all()
-        else:
-            positional = tuple(flat[name] if not isinstance(flat[name], datetime) else
-                               flat[name].isoformat(" ").replace("+00:00", "")
-                               for name in compiled.positiontup)
-            rows = conn.exec_driver_sql(prefix + str(compiled), positional).all()
-        for row in rows:
-            print(" | ".join(str(v) for v in row), file=sys.stderr)
-        conn.rollback()
+        for i in range(repeat if db == "postgresql" else 1):
+            now = datetime.now(timezone.utc)
+            flat = {**compiled.params, "now": now, "token": "t" * 32, "expires": now + timedelta(seconds=60),
+                    "sid": None}
+            if db == "postgresql":
+                rows = conn.exec_driver_sql(prefix + str(compiled), flat).all()
+            else:
+                positional = tuple(flat[name] if not isinstance(flat[name], datetime) else
+                                   flat[name].isoformat(" ").replace("+00:00", "")
+                                   for name in compiled.positiontup)
+                rows = conn.exec_driver_sql(prefix + str(compiled), positional).all()
+            conn.rollback()
+            lines = [" | ".join(str(v) for v in row) for row in rows]
+            if show and i == 0:
+                print("\n".join(lines), file=sys.stderr)
+            times += [float(line.split(":")[1].split()[0]) for line in lines if line.startswith("Execution Time")]
+    return statistics.median(times) if times else None
 
 
 def main() -> None:
@@ -171,9 +179,10 @@ def main() -> None:
             if args.db == "postgresql":
                 with engine.connect() as conn:
                     conn.exec_driver_sql("ANALYZE submissions")
-            if args.explain:
-                explain(engine, args.db)
+                    conn.commit()
+            server_ms = explain(engine, args.db, show=args.explain)
             result = measure(sessions, claims=args.claims, workers=args.workers, burst_course=names[0])
+            result["server_ms_p50"] = server_ms
             engine.dispose()
         finally:
             if name is not None:

@@ -8,7 +8,8 @@ block. Here:
   `0,1`; `0,0` simulates two lanes on one device), each with its own sandbox runner and warm pool
   on its device and as many threads as sandboxes in that pool. Lane threads only run programs;
   the result goes back to a fast thread. The verdict memo, the compile cache and the exercise
-  catalogue are the one grader's, shared by every lane.
+  catalogue are the one grader's, shared by every lane. Waiting runs are taken fairly between
+  courses (`FairRuns`), as store.claim takes submissions.
 - A `ParkStep` (an identical program is in flight elsewhere) **parks** the grading: it holds no
   thread, only its place in `Parking`, which resumes it when the claim it waits on is gone
   (released by a grading of this process: at once; by another process, or expired: within
@@ -25,6 +26,7 @@ import logging
 import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Generator
 from dataclasses import dataclass, field
 
@@ -191,6 +193,62 @@ class Parking:
                 log.exception("parking check failed")
 
 
+class FairRuns:
+    """The gradings waiting for a lane, handed out fairly between courses, as store.claim hands out
+    submissions: a free lane thread takes the earliest waiting run of the course with the fewest
+    runs in a lane now, ties going to the course whose latest run started longest ago (never first),
+    then to the one whose run has waited longest. Within a course, first come first run. Fast
+    threads claim up to `max_waiting_runs` ahead of the lanes; without this, another course's run,
+    claimed at once, would still wait behind all of them."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._waiting: dict[str, deque[tuple[int, Grading]]] = {}  # course -> (arrival, grading), oldest first
+        self._running: dict[str, int] = {}
+        self._last_start: dict[str, int] = {}
+        self._seq = 0
+        self._stops = 0
+
+    def put(self, course_id: str, grading: Grading) -> None:
+        with self._cond:
+            self._seq += 1
+            self._waiting.setdefault(course_id, deque()).append((self._seq, grading))
+            self._cond.notify()
+
+    def stop_one(self) -> None:
+        """One waiting (or the next) `get` returns None."""
+        with self._cond:
+            self._stops += 1
+            self._cond.notify()
+
+    def get(self) -> Grading | None:
+        with self._cond:
+            while not self._waiting and not self._stops:
+                self._cond.wait()
+            if self._stops:
+                self._stops -= 1
+                return None
+            course = min(self._waiting, key=lambda c: (self._running.get(c, 0), self._last_start.get(c, 0),
+                                                        self._waiting[c][0][0]))
+            runs = self._waiting[course]
+            _, grading = runs.popleft()
+            if not runs:
+                del self._waiting[course]
+            self._seq += 1
+            self._running[course] = self._running.get(course, 0) + 1
+            self._last_start[course] = self._seq
+            return grading
+
+    def done(self, course_id: str) -> None:
+        """A run of `course_id` left its lane."""
+        with self._cond:
+            left = self._running.get(course_id, 0) - 1
+            if left > 0:
+                self._running[course_id] = left
+            else:
+                self._running.pop(course_id, None)
+
+
 @dataclass
 class Lane:
     """One GPU's sandboxes: its own runner (so its own warm pool) on `device_index`."""
@@ -226,7 +284,7 @@ class Lanes:
         self.leases = LeaseKeeper(sessions, lease_s)
         self.parking = Parking(grader.memo, self._resume)
         self._ready: queue.Queue = queue.Queue()  # (grading, value to send) for a fast thread; None: poll the db
-        self._runs: queue.Queue = queue.Queue()  # gradings waiting for a lane
+        self._runs = FairRuns()  # gradings waiting for a lane
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._count_lock = threading.Lock()
@@ -262,7 +320,7 @@ class Lanes:
         for _ in range(self.fast_threads):
             self._ready.put(None)
         for _ in range(self.sandbox_slots):
-            self._runs.put(None)
+            self._runs.stop_one()
         self.parking.stop()
         self.leases.stop()
         for thread in self._threads:
@@ -379,7 +437,7 @@ class Lanes:
             runs_ahead = self.max_waiting_runs / self.sandbox_slots + 1
             self.leases.hold(grading.claim, runs_ahead * self._phase_s(run=True))
             self._busy("waiting_runs", 1)
-            self._runs.put(grading)
+            self._runs.put(grading.row.course_id, grading)
         else:
             # Parked: renewed while the claim it waits on may live, and a margin to finish after.
             self.leases.hold(grading.claim, step.timeout_s + self._phase_s(run=True) + CLAIM_MARGIN_S)
@@ -436,4 +494,5 @@ class Lanes:
                 value = exc
             finally:
                 self._busy("busy_lanes", -1)
+                self._runs.done(grading.row.course_id)
             self._ready.put((grading, value))
