@@ -13,7 +13,8 @@ course. `--no-fsync` turns off the commit's flush to disk (SQLite `synchronous=O
 `synchronous_commit=off`), which is most of a claim's wall time on a slow disk, so that the wall time
 is the statements' own (PostgreSQL's work is in its server process: the thread CPU does not see it).
 `--explain` prints the plan of the claim's statement on the filled database; on PostgreSQL the
-statement is also run 30 times under EXPLAIN ANALYZE (each rolled back) before the claims, and the
+statement is also run 30 times under EXPLAIN ANALYZE with TIMING OFF (per-node clock reads cost
+more than the probes on this VM), each rolled back, before the claims, and the
 median server-side execution time is printed (`server_ms_p50`). The database is removed afterwards.
 """
 from __future__ import annotations
@@ -108,7 +109,7 @@ def explain(engine, db: str, *, show: bool, repeat: int = 30) -> float | None:
 
     statement = getattr(store, "_CLAIM_FAIR", store._CLAIM_OLDEST)  # noqa: SLF001 - what claim runs
     compiled = statement.compile(dialect=engine.dialect)
-    prefix = "EXPLAIN (ANALYZE, BUFFERS) " if db == "postgresql" else "EXPLAIN QUERY PLAN "
+    prefix = "EXPLAIN (ANALYZE, TIMING OFF, BUFFERS) " if db == "postgresql" else "EXPLAIN QUERY PLAN "
     times = []
     with engine.connect() as conn:
         for i in range(repeat if db == "postgresql" else 1):
