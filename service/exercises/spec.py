@@ -344,6 +344,10 @@ class Misconception(_Labelled):
                               description="regexes on the answer (NFKC, lower-case) that say the condition under which "
                                           "the statement is right: where one matches, it is not this misconception "
                                           "(Long Softmax: no rescale is needed where the max has a pass of its own)")
+    mechanism: bool = Field(False, description="a wrong mechanism (stale registers, an out-of-bounds read, NaN "
+                                               "dropped by the store): the failure said after it (\"所以方差偏大\") is "
+                                               "the symptom it wrongly explains, so it is stated all the same; "
+                                               "false: a wrong choice, which a failure said after it refutes")
 
     @field_validator("patterns", "unless")
     @classmethod

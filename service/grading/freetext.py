@@ -1562,7 +1562,7 @@ def _score_answer(question: Question, text: _Text, max_points: float,
     if ASKED_NOT_STATED:
         _drop_asked(text, spans, matches)
     stated_at: list[int] = []
-    misconceptions = _misconceptions(question, text, spans, stated_at)
+    misconceptions = _misconceptions(question, text, spans, stated_at, matches)
     if not matches and not misconceptions:
         # No concept named, but a step waved away ("0.0 works just as well", "不需要 mask"): a stated
         # wrong mechanism in words the rubric lacks, not an answer about something else.
@@ -2284,9 +2284,34 @@ def _in_excused(question: Question, text: str, start: int, end: int) -> bool:
                for wrong in question.misconceptions if wrong.unless)
 
 
+# A step left out followed, in its clause, by a consequence word and a concept of the rubric is a supposition
+# telling what goes wrong ("store 不加 mask 会写进下一行": if the store has no mask, it writes into the next
+# row), not the practice stated: it was read as load_mask_enough ("store 不加 mask") and a right answer lost
+# its points. Only for a match that leaves a step out (_OMITTED) and a misconception that is a choice (a wrong
+# mechanism's consequence is part of it: `mechanism`). Off, such a match states the misconception.
+SUPPOSED_OMISSION = True
+_OMITTED = re.compile(r"(不|没|没有)\s*(再)?\s*(加|用|做|写|带|减|乘|填|清零|屏蔽|mask)|\bwithout\b")
+_THEN = re.compile(r"\s*[,，]?\s*(的话|就会|也会|会|就|则|→|->|=>|⇒|\b(it |that |this |they )?(would|will)\b)")
+
+
+def _supposed_omission(text: str, start: int, end: int, spans: list[tuple[int, int]],
+                       matches: dict[str, list[_Match]] | None) -> bool:
+    if not SUPPOSED_OMISSION or not matches or not _OMITTED.search(text, start, end):
+        return False
+    then = _THEN.match(text, end)
+    if then is None:
+        return False
+    limit = min(then.end() + FAILS_AFTER_REACH, spans[_sentence_of(spans, max(0, end - 1))][1])
+    stop = _CLAUSE_STOP.search(text, then.end(), limit)
+    limit = stop.start() if stop else limit
+    return any(then.end() <= m.start < limit and not _NEGATIONS.search(text, then.end(), m.start)
+               for ms in matches.values() for m in ms)
+
+
 def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]],
-                    where: list[int] | None = None) -> list[dict]:
-    """The misconceptions stated; `where` (when given) receives where each statement starts."""
+                    where: list[int] | None = None, matches: dict[str, list[_Match]] | None = None) -> list[dict]:
+    """The misconceptions stated; `where` (when given) receives where each statement starts; `matches`: the
+    concepts found (_supposed_omission)."""
     found = []
     swapped, screen_text = _screen_text(text)
     screened = _screened_groups([wrong.patterns for wrong in question.misconceptions], screen_text)
@@ -2304,7 +2329,9 @@ def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]],
                       and not _conditional(text, m.start(), spans, m.end())
                       and not _refuted(text, m.end(), spans, m.start())
                       and not (wrong.negatable and _forbidden(text, m.start(), m.end(), wrong.label.lesson))
-                      and not _fails_after(text, m.end(), spans, choice_from=m.start())
+                      and not (not wrong.mechanism and (_fails_after(text, m.end(), spans, choice_from=m.start())
+                                                         or _supposed_omission(text, m.start(), m.end(), spans,
+                                                                               matches)))
                       and not _reported(text, m.start(), m.end(), spans)),
                      None)
             if m is not None:

@@ -99,6 +99,11 @@ def _clause_end(text: str, start: int, limit: int) -> int:
         space = text.rfind(" ", start, limit)  # never inside a word
         return space if space > start else limit
     return limit
+# A trade-off's two sides told in two sentences with no link word between them ("融合后只读一次 x、写一次 y。整行要放进
+# 寄存器，寄存器压力变大。"): the sentence naming one side is read with the next when that one names the other side
+# (probe of 2026-12-05: the pair was read only when the second sentence opened with 但, 代价, but, …). Off: only
+# with a link word.
+SPLIT_TRADEOFF = True
 # The scorer's doubts that, like a misconception, keep a sentence from naming anything. Not a dismissal
 # ("不需要写回 HBM" is a trade-off's gain; a dismissed boundary states no effect: "不需要再 mask").
 DOUBTS = ("misconception_like", "denied_step", "retracted")
@@ -197,11 +202,12 @@ class Verdict:
 
 def judge(kind: str, *, written: str, patterns: Sequence[str], concept_quotes: Sequence[tuple[str, str]],
           excluded_quotes: Sequence[str], effect: Sequence[str] = (), gain: Sequence[str] = (),
-          cost: Sequence[str] = ()) -> list[Verdict]:
+          cost: Sequence[str] = (), stuffed_quotes: Sequence[str] = ()) -> list[Verdict]:
     """Every candidate sentence of `written` for the idea, in the text's order, each with its verdict;
     the first that names it is the first with an empty `why`. `concept_quotes`: (question:concept, quote)
     of the idea's concepts the scorer found; `excluded_quotes`: the quotes of the misconceptions and
-    doubts it read."""
+    doubts it read; `stuffed_quotes`: the concept quotes of the answers it read as keyword lists (a list of
+    terms names no idea, whatever its terms: their sentences are `stuffing`)."""
     r = reading(written)
     spans, text = r.spans, r.text
     via: dict[int, str] = {}
@@ -228,11 +234,17 @@ def judge(kind: str, *, written: str, patterns: Sequence[str], concept_quotes: S
         where = r.locate(quote)
         if where is not None:
             wrong |= r.sentences_at(*where)
+    listed: set[int] = set()
+    for quote in stuffed_quotes:
+        where = r.locate(quote)
+        if where is not None:
+            listed |= r.sentences_at(*where)
     verdicts = []
     for i in sorted({*via, *negated}):
         a, b = spans[i]
-        if i in wrong:
-            verdicts.append(Verdict(r.quote(a, b), via.get(i, "pattern"), "misconception"))
+        if i in wrong or i in listed:
+            why = "misconception" if i in wrong else "stuffing"
+            verdicts.append(Verdict(r.quote(a, b), via.get(i, "pattern"), why))
             continue
         if i not in via:
             verdicts.append(Verdict(r.quote(a, b), "pattern", "negated"))
@@ -250,6 +262,15 @@ def judge(kind: str, *, written: str, patterns: Sequence[str], concept_quotes: S
             continue
         gains = stated(r, (GAIN, *gain), a, end)
         costs = stated(r, (COST, *cost), a, end)
+        if SPLIT_TRADEOFF and not pair and (bool(gains) != bool(costs)) and i + 1 < len(spans) \
+                and i + 1 not in wrong | listed:
+            # one side here, the other in the next sentence with no link word: "融合后只读一次 x。整行要放进寄存器，
+            # 寄存器压力变大。" (a next sentence naming the same side, or neither, carries nothing on)
+            c, d = spans[i + 1]
+            other = stated(r, (COST, *cost), c, d) if gains else stated(r, (GAIN, *gain), c, d)
+            if other:
+                end = d
+                gains, costs = (gains, other) if gains else (other, costs)
         # an explicit cost ("代价是…", "at the cost of …") first, quoted to the end of its clause
         costs.sort(key=lambda c: not _MARKER.match(text, c[0]))
         both = next(((g, c) for c in costs for g in gains if g[1] <= c[0] or c[1] <= g[0]), None)

@@ -118,7 +118,7 @@ def chain_requirement(item: Item | None, *, question_id: str, share: float, lang
 
 
 # Why a candidate sentence fell short, the nearest miss first: it names one side or the condition only.
-_WHY_ORDER = ("no_cost", "no_gain", "no_effect", "one_sided", "misconception", "negated")
+_WHY_ORDER = ("no_cost", "no_gain", "no_effect", "one_sided", "misconception", "stuffing", "negated")
 
 
 def named_requirement(kind: str, idea: NamedIdea, *, items: list[Item], written: str,
@@ -140,8 +140,12 @@ def named_requirement(kind: str, idea: NamedIdea, *, items: list[Item], written:
     excluded = [str(w.get("quote", "")) for i in items for w in i.evidence.get("misconceptions") or []]
     excluded += [str(d.get("quote", "")) for i in items for d in i.evidence.get("suspected") or []
                  if d.get("kind") in DOUBTS]
+    # an answer read as a keyword list names no idea (its concepts' quotes place its sentences)
+    stuffed = [str(f.get("quote", "")) for i in items if "keyword_stuffing" in (i.evidence.get("flags") or [])
+               for f in i.evidence.get("found") or []]
     verdicts = judge(kind, written=written, patterns=idea.patterns, concept_quotes=concept_quotes,
-                     excluded_quotes=[q for q in excluded if q], effect=idea.effect, gain=idea.gain, cost=idea.cost)
+                     excluded_quotes=[q for q in excluded if q], effect=idea.effect, gain=idea.gain, cost=idea.cost,
+                     stuffed_quotes=[q for q in stuffed if q])
     met = next((v for v in verdicts if not v.why), None)
     label = idea.label.in_(language)
     if met is not None:

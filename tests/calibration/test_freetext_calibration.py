@@ -269,7 +269,7 @@ def test_generic_signals_alone_flag_the_tuning_parts_misconceptions(monkeypatch)
     """What the signals tied to no exercise catch by themselves: the measure the fourth pass tuned
     (the exercises' own misconception patterns already flag all 46 of the tuning part)."""
     from service.grading import freetext
-    monkeypatch.setattr(freetext, "_misconceptions", lambda question, text, spans, where=None: [])
+    monkeypatch.setattr(freetext, "_misconceptions", lambda question, text, spans, where=None, matches=None: [])
     flagged = [e.id for e in _misconception_or_stuffed(TUNING) if grade(e).flags]
     assert len(flagged) >= TUNING_GENERIC_FLAGGED
     false = [e.id for e in TUNING if e.data.get("flag") is False and grade(e).flags]
@@ -286,7 +286,7 @@ def test_waving_a_step_away_is_flagged_for_a_ta(answer, monkeypatch):
     matter, a choice called fine because…), not from any calibration answer. The generic signal by
     itself: the exercise's own patterns (which now name some of these) are switched off."""
     from service.grading import freetext
-    monkeypatch.setattr(freetext, "_misconceptions", lambda question, text, spans, where=None: [])
+    monkeypatch.setattr(freetext, "_misconceptions", lambda question, text, spans, where=None, matches=None: [])
     result = grade(Entry("lesson06_mean_var", {"id": "waved", "question": "q2", "answer": answer, "band": [0, 2]}))
     assert "dismissal" in result.flags and result.confidence < 0.7
 

@@ -225,3 +225,29 @@ def test_the_other_side_may_open_the_next_sentence():
     assert found.met and found.evidence["sides"]["cost"].startswith("代价是整行要放进寄存器")
     alone = graded("lesson07_softmax", {"q3": "融合后只读一次 x、写一次 y。整行放在寄存器里。"})[TRADEOFF]
     assert not alone.met
+
+
+@pytest.mark.parametrize("exercise_id,question,text,language", [
+    ("lesson07_softmax", "q3", "融合后只读一次 x、写一次 y。整行要放进寄存器，寄存器压力变大。", "zh"),
+    ("lesson07_softmax", "q3", "The fused kernel reads x once and writes y once. A whole row must fit in registers.", "en"),
+    ("puzzle_long_softmax", "q1", "online softmax 把求 max 和求 sum 合成一遍，少读一遍 x。每块要多一次缩放。", "zh"),
+])
+def test_the_other_side_may_be_the_next_sentence_without_a_link_word(exercise_id, question, text, language):
+    found = graded(exercise_id, {question: text}, language=language)[TRADEOFF]
+    assert found.met, found.message
+    assert found.evidence["sides"]["gain"] and found.evidence["sides"]["cost"]
+
+
+@pytest.mark.parametrize("exercise_id,question,text,kind", [
+    ("puzzle_long_softmax", "q1", "online softmax、少读一遍 x、额外缩放、−inf padding、exp2、越界", TRADEOFF),
+    ("puzzle_long_softmax", "q1", "online softmax、少读一遍 x、额外缩放、−inf padding、exp2、越界", BOUNDARY),
+    ("lesson07_softmax", "q3", "fused kernel, read once, extra registers, spill, bandwidth bound, overflow, -inf padding",
+     TRADEOFF),
+    ("lesson06_mean_var", "q2", "mask, other=0, −μ, μ², tl.where, 偏大, 越界, 单位元", BOUNDARY),
+])
+def test_a_keyword_list_names_no_idea(exercise_id, question, text, kind):
+    language = "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in text) else "en"
+    found = graded(exercise_id, {question: text}, language=language)[kind]
+    assert not found.met, found.message
+    assert [r["why"] for r in found.evidence["rejected"]] == ["stuffing"], found.evidence
+    assert ("罗列" if language == "zh" else "list of terms") in found.message
