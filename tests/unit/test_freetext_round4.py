@@ -86,3 +86,37 @@ def test_a_wrong_choice_called_harmless_is_max_zero(answer):
 ])
 def test_a_wrong_choice_with_its_failure_is_no_max_zero(answer):
     assert "max_zero" not in _wrong(_scored("lesson05_row_sum", "q2", answer))
+
+
+# 其实 ("actually") in the middle of an explanation explains; only where it opens a clause or comes before a
+# denial or a shortcut does it wave a step away.
+def test_actually_inside_a_verbose_correct_answer_is_no_dismissal():
+    answer = ("在 online softmax 里，我们一边遍历一边维护当前最大值 m 和累加和 s。s 里的每一项其实都是 exp(x − m_old)，"
+              "是以旧的最大值为基准算出来的。当新块的最大值 m_new 比 m_old 大的时候，这些项应该改成 exp(x − m_new)，而 "
+              "exp(x − m_new) = exp(x − m_old) × exp(m_old − m_new)，所以只要把整个 s 乘上 exp(m_old − m_new) 就完成了换算。"
+              "如果忘了乘，前面块的贡献就被放大了，分母偏大，最后每行的 softmax 加起来小于 1。padding 应该读成 −inf，因为它永远"
+              "不会成为最大值，而且 exp(−inf − m) = 0。如果读成 0，当一行全是负数的时候 0 就成了最大值，每个 padding lane 还会"
+              "多加 exp(0 − m)。")
+    result = _scored("puzzle_long_softmax", "q1", answer)
+    assert not result.flags and result.points == 3.0, (result.flags, result.suspected, result.points)
+
+
+@pytest.mark.parametrize("exercise,question,answer", [
+    ("lesson06_mean_var", "q2", "其实不会污染，0 的平方还是 0。"),
+    ("lesson06_mean_var", "q2", "这里其实也可以不写 tl.where。"),
+])
+def test_actually_before_a_denial_still_waves_a_step_away(exercise, question, answer):
+    assert _scored(exercise, question, answer).flags
+
+
+# Phrasings of a concept the patterns lacked (each a family, zh and en).
+@pytest.mark.parametrize("exercise,question,answer,concept", [
+    ("puzzle_long_softmax", "q1", "The old sum uses the old max, so you need exp(m_old − m_new).", "relative_to_old"),
+    ("puzzle_long_softmax", "q1", "The running sum was built against m_old, so it is rescaled.", "relative_to_old"),
+    ("puzzle_long_softmax", "q1", "旧的和是拿旧的 max 算的，所以要乘 exp(m_old − m_new)。", "relative_to_old"),
+    ("puzzle_long_softmax", "q1", "padding 填 0 的话，只有整行全是负数的时候才会出问题。", "zero_effect"),
+    ("puzzle_long_softmax", "q1", "Padding with 0 breaks for an all-negative row.", "zero_effect"),
+    ("lesson05_row_sum", "q2", "The padding lanes still carry other into tl.sum; nothing skips them.", "padding_joins"),
+])
+def test_phrasings_of_a_concept_are_recognised(exercise, question, answer, concept):
+    assert concept in _found(_scored(exercise, question, answer))
