@@ -117,6 +117,12 @@ def test_actually_before_a_denial_still_waves_a_step_away(exercise, question, an
     ("puzzle_long_softmax", "q1", "padding 填 0 的话，只有整行全是负数的时候才会出问题。", "zero_effect"),
     ("puzzle_long_softmax", "q1", "Padding with 0 breaks for an all-negative row.", "zero_effect"),
     ("lesson05_row_sum", "q2", "The padding lanes still carry other into tl.sum; nothing skips them.", "padding_joins"),
+    ("lesson07_softmax", "q2", "If it is 0, an all-negative row will have 0 as its max.", "zero_is_max"),
+    ("puzzle_long_softmax", "q1", "With 0, an all-negative row would have 0 as its max.", "zero_effect"),
+    # the blog's three loops (max, sum, output) tell the passes too
+    ("puzzle_long_softmax", "explanation", "I wrote three loops: the first finds the row max, the second sums "
+                                           "exp(x − max), the third writes exp(x − max)/sum.", "two_passes"),
+    ("puzzle_long_softmax", "explanation", "三个 for 循环：先求最大值，再求和，最后写结果。", "two_passes"),
 ])
 def test_phrasings_of_a_concept_are_recognised(exercise, question, answer, concept):
     assert concept in _found(_scored(exercise, question, answer))
