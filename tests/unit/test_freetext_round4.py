@@ -126,3 +126,25 @@ def test_actually_before_a_denial_still_waves_a_step_away(exercise, question, an
 ])
 def test_phrasings_of_a_concept_are_recognised(exercise, question, answer, concept):
     assert concept in _found(_scored(exercise, question, answer))
+
+
+# What a remedy buys, said as a need denied ("同样不需要大数相减"), is the remedy, not a step waved away.
+@pytest.mark.parametrize("answer", [
+    "E[x²]−E[x]² 是两个 1e8 左右的大数相减，结果全是舍入噪声。两遍法先减均值，平方的是小数。分块时用 Welford 维护 (n, mean, M2)，"
+    "块之间用 Chan 的公式合并，同样不需要大数相减。",
+    "E[x^2] - E[x]^2 subtracts two huge nearly equal numbers and cancels. The two-pass method subtracts the mean "
+    "first, so it never subtracts two large numbers.",
+])
+def test_a_remedy_said_as_no_large_subtraction_is_no_dismissal(answer):
+    result = _scored("lesson06_mean_var", "q3", answer)
+    assert "dismissal" not in result.flags and "remedy" in _found(result), (result.flags, result.suspected)
+
+
+@pytest.mark.parametrize("exercise,question", [("lesson07_softmax", "q2"), ("puzzle_long_softmax", "q1")])
+@pytest.mark.parametrize("answer", [
+    "−inf turns the padding lanes into NaN after exp, and the store mask throws those NaNs away, so they never reach y.",
+    "−inf makes the padding lanes NaN, and the store mask drops the NaNs.",
+])
+def test_nan_dropped_by_the_store_is_neg_inf_nan(exercise, question, answer):
+    result = _scored(exercise, question, answer)
+    assert "neg_inf_nan" in _wrong(result) and "misconception" in result.flags, result.misconceptions
