@@ -136,6 +136,8 @@ class _pristine:
 
 
 _ABSENT = object()
+# The wrapper triton.language.core._tensor_member_fn puts on tl.tensor for a function that is not a JITFunction.
+MEMBER_WRAPPER = "_tensor_member_fn.<locals>.wrapper"
 _GATE = None  # the installed CompileGate (interpreter mode), which the code generator asks for twins
 
 
@@ -1157,9 +1159,28 @@ def restrict_compile_time_calls() -> bool:
         if isinstance(attr, str) and _forbidden_attribute(attr) and _student_function(getattr(self, "jit_fn", None)):
             raise unsupported(self.jit_fn.src, self.cur_node, mark(PYTHON_ATTRIBUTE_CODE, name=attr[:80]))
 
+    def member_twin(lhs, value):
+        """A tensor method that triton.language adds from a @jit function (`x.max(0)`, `x.sum(axis=1)`,
+        `x.cumsum(1)`: tl.core._tensor_member_fn): on a GPU the class holds the JITFunction itself and the
+        code generator binds it (BoundJITMethod). Under TRITON_INTERPRET=1 the @jit function was an
+        InterpretedFunction when the class got it, so the class holds a plain wrapper calling the
+        interpreter's version, which the compile would run on IR values ("'value' object has no
+        attribute 'data'"). Bound here to the function's JITFunction twin, as on a GPU."""
+        func = getattr(value, "__func__", None)
+        if (getattr(value, "__self__", None) is not lhs or getattr(func, "__qualname__", "") != MEMBER_WRAPPER
+                or getattr(func, "__module__", "") != "triton.language.core"):
+            return value
+        for cell in func.__closure__ or ():
+            inner = twin(cell.cell_contents)
+            if isinstance(inner, jit_module.JITFunction):
+                return bound_method(lhs, inner)
+        return value
+
     def get_Attribute(self, lhs, attr):
         refuse_attribute(self, attr)
         value = twin(original_attribute(self, lhs, attr))
+        if is_triton_value(lhs):
+            value = member_twin(lhs, value)
         if is_triton_value(lhs) and isinstance(value, jit_module.JITFunction) and not isinstance(value, bound_method):
             return bound_method(lhs, value)
         return value
