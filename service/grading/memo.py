@@ -18,7 +18,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from service.exercises import Exercise
 from service.report import CaseReport, CaseTexts, Diagnosis, Environment, Performance, Seeds
 
-MEMO_FORMAT = 10  # bump when MemoEntry or the key changes meaning: old entries then simply miss
+MEMO_FORMAT = 11  # bump when MemoEntry or the key changes meaning: old entries then simply miss
+# 11: on the interpreter a tensor method from a @jit function (`logits.max(0)`, `x.sum(axis=1)`) compiles in the
+#    gate, as on a GPU (format 10 refused it as "does not compile for a GPU": sandbox/gpu_compile.py, member_twin)
 # 10: on the interpreter a kernel's and/or/not of tensors are element-wise, as on a GPU (format 9 ran Python's:
 #    one operand for the whole block, or False: sandbox/gpu_compile.py, _CompilerBooleans)
 # 9: on the interpreter a kernel's min/max of tensors are element-wise, as on a GPU (the compiler's
