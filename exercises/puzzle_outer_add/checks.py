@@ -30,11 +30,12 @@ def reference(x: np.ndarray, y: np.ndarray) -> kit.Arrays:
 
 def _simulate(x: np.ndarray, y: np.ndarray, b0: int, b1: int, y_step: int, row_stride: int | None = None,
               transposed: bool = False, x_step: int | None = None, rows_to: int | None = None,
-              cols_to: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+              cols_to: int | None = None, column_major: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Every store a kernel makes, as (flat addresses, values), whose y-tile offset is pid_1 * y_step
     (x's pid_0 * x_step, B0 unless given), row stride row_stride, and (transposed) that adds
     x[:, None] + y[None, :] (needs B0 == B1); loads are masked (other=0), the store's mask bounds
-    rows by rows_to and columns by cols_to (N1, N0 unless given). Where rows overlap, which
+    rows by rows_to and columns by cols_to (N1, N0 unless given); column_major stores element (j, i)
+    at i * N1 + j (z laid out [N0, N1], a column-major habit). Where rows overlap, which
     program's store lands last is a race on a GPU (grid order on the interpreter), so the stores are
     kept, not their last writer: _same accepts any of them (one diagnosis on every device)."""
     n0, n1 = x.size, y.size
@@ -50,7 +51,7 @@ def _simulate(x: np.ndarray, y: np.ndarray, b0: int, b1: int, y_step: int, row_s
             tile = (xv[:, None] + yv[None, :]) if transposed else (xv[None, :] + yv[:, None])
             keep = ((oy[:, None] < (n1 if rows_to is None else rows_to))
                     & (ox[None, :] < (n0 if cols_to is None else cols_to)))
-            addr = oy[:, None] * row_stride + ox[None, :]
+            addr = (ox[None, :] * n1 + oy[:, None]) if column_major else (oy[:, None] * row_stride + ox[None, :])
             keep &= addr < n1 * n0
             addresses.append(addr[keep])
             values.append(tile[keep])
@@ -74,7 +75,7 @@ def _same(observed: np.ndarray, stores: tuple[np.ndarray, np.ndarray]) -> bool:
 # offset at all when B0 >= N1; a row stride B0 and N1 when B0 == N1), so each failed case lists
 # every one it matches and _across keeps those that explain every failed case with outputs.
 _MISTAKES = ("y_offset_uses_b0", "block_offset_missing.y", "block_offset_missing.x", "row_stride_b0",
-             "row_stride_n1", "transposed", "mask_bound_swapped.y", "mask_bound_swapped.x")
+             "row_stride_n1", "transposed", "column_major", "mask_bound_swapped.y", "mask_bound_swapped.x")
 
 
 def _matches(x: np.ndarray, y: np.ndarray, z: np.ndarray, n0: int, n1: int, b0: int, b1: int) -> list[str]:
@@ -85,6 +86,7 @@ def _matches(x: np.ndarray, y: np.ndarray, z: np.ndarray, n0: int, n1: int, b0: 
         "row_stride_b0": lambda: b0 != n0 and _same(z, _simulate(x, y, b0, b1, y_step=b1, row_stride=b0)),
         "row_stride_n1": lambda: n1 != n0 and _same(z, _simulate(x, y, b0, b1, y_step=b1, row_stride=n1)),
         "transposed": lambda: b0 == b1 and _same(z, _simulate(x, y, b0, b1, y_step=b1, transposed=True)),
+        "column_major": lambda: min(n0, n1) > 1 and _same(z, _simulate(x, y, b0, b1, y_step=b1, column_major=True)),
         "mask_bound_swapped.y": lambda: n0 < n1 and _same(z, _simulate(x, y, b0, b1, y_step=b1, rows_to=n0)),
         "mask_bound_swapped.x": lambda: n1 < n0 and _same(z, _simulate(x, y, b0, b1, y_step=b1, cols_to=n1)),
     }
@@ -139,7 +141,7 @@ def _across(pending: list[kit.Numbers]) -> Iterator[kit.Found]:
 
 # The ids _across gives a simulated mistake under: one that explains every failed case with outputs
 # leads the report, before a case's own finding (a write past z is what the wrong stride did there).
-CAUSES = ("y_offset_uses_b0", "block_offset_missing", "row_stride_b0", "row_stride_n1", "transposed",
+CAUSES = ("y_offset_uses_b0", "block_offset_missing", "row_stride_b0", "row_stride_n1", "transposed", "column_major",
           "mask_bound_swapped")
 
 diagnose = kit.make_diagnose(_classify, with_outputs=False, across=_across, causes=CAUSES)

@@ -54,3 +54,20 @@ def test_a_value_no_store_wrote_matches_no_tiling():
     assert checks._matches(x, y, z, 50, 32, 32, 16) == []
     right = x[None, :] + y[:, None]
     assert checks._matches(x, y, right, 50, 32, 32, 16) == []
+
+
+def test_a_column_major_z_is_named_and_nothing_else_is():
+    """z written column-major (element (j, i) at i * N1 + j: offs_x[None, :] * N1 + offs_y[:, None]) was
+    "matches none of the known misconceptions" (third-party kernels, fifth batch); the right z, the
+    transposed broadcast and a row stride N1 are not called column-major."""
+    for n0, n1, b0, b1 in ((100, 90, 32, 32), (5, 3, 16, 16), (50, 32, 32, 16), (32, 64, 16, 16)):
+        x, y = _case(n0, n1)
+        z = _z(n0, n1, checks._simulate(x, y, b0, b1, y_step=b1, column_major=True), last_wins=True)
+        assert checks._matches(x, y, z, n0, n1, b0, b1) == ["column_major"], (n0, n1)
+        right = x[None, :] + y[:, None]
+        assert "column_major" not in checks._matches(x, y, right, n0, n1, b0, b1)
+        n1_stride = _z(n0, n1, checks._simulate(x, y, b0, b1, y_step=b1, row_stride=n1), last_wins=True)
+        assert "column_major" not in checks._matches(x, y, n1_stride, n0, n1, b0, b1)
+        if b0 == b1:
+            transposed = _z(n0, n1, checks._simulate(x, y, b0, b1, y_step=b1, transposed=True), last_wins=True)
+            assert "column_major" not in checks._matches(x, y, transposed, n0, n1, b0, b1)
