@@ -12,6 +12,7 @@ import numpy as np
 from service.exercises import kit
 
 SENTINEL = -1234.5  # what the template's long_sum keeps after z (buf[N0:])
+N1_PASSED = 1  # the template's long_sum passes N1 = 1 (x is [N0, T]; a [N0, N1] habit reads N1 as the row length)
 
 
 def make_inputs(case: kit.CaseSpec, seed: int) -> kit.Arrays:
@@ -127,6 +128,16 @@ def _matches(x: np.ndarray, z: np.ndarray, ref: np.ndarray, where: kit.Numbers) 
         rows = np.isfinite(pred)
         if n0 > 1 and _fits(pred, rows):
             found.append((f"col_mask_too_wide:{k}", "col_mask_too_wide", numbers(pred, rows, extra=k)))
+    for name, stride in (("N1", N1_PASSED), ("B1", b1), ("B0", where["B0"])):  # rows addressed r * stride, not r * T
+        if stride == t or n0 < 2:
+            continue
+        pred = np.array([flat[r * stride: r * stride + t].sum() if r * stride + t <= flat.size else np.nan
+                         for r in range(n0)])
+        rows = np.isfinite(pred)  # a read past the end of x: garbage there
+        if rows.sum() >= 2 and _fits(pred, rows):
+            found.append((f"row_stride_wrong:{name}", "row_stride_wrong",
+                          numbers(pred, rows, stride=stride, stride_name=name)))
+            break
     if pad and n0:  # every padding lane added as the same value v: other=v, not 0
         v = (z - ref) / pad
         if np.all(np.isfinite(v)) and abs(float(np.median(v))) > 1e-3:
@@ -192,6 +203,6 @@ def _words(key: str, cases: list[kit.Numbers]) -> kit.Say:
 # The mistakes _matches names: one that _across gives every failed case with outputs leads the
 # report, before a case's own finding (a write past z, a row of NaN).
 CAUSES = ("dropped_tail", "first_block_only", "last_block_only", "next_row_leak", "col_mask_too_wide",
-          "padding_not_zero", "loop_stops_early", "half_precision_accumulator")
+          "padding_not_zero", "loop_stops_early", "half_precision_accumulator", "row_stride_wrong")
 
 diagnose = kit.make_diagnose(_classify, _words, with_outputs=False, across=_across, causes=CAUSES)
