@@ -115,6 +115,19 @@ def _padding(where: kit.Numbers, x: np.ndarray, y_obs: np.ndarray, c: float, key
                  "observed_row_sum": float(np.sum(y_obs[r])), "padding_is_max": bool(c > m[r])}
 
 
+# A case whose output cannot tell a padding of 0 from another finite value: every row's probabilities
+# sum to 0 or 1 (rows far below 0, where every valid lane underflows once a padding lane is the max).
+_UNTOLD = "padding_value_untold"
+
+
+def _zero_padding(where: kit.Numbers, x: np.ndarray, y_obs: np.ndarray) -> kit.Found:
+    key, numbers = _padding(where, x, y_obs, 0.0, "padding_zero")
+    sums = y_obs.sum(axis=1)
+    if not np.any((sums > 0) & (sums < 1 - 1e-4)):
+        numbers[_UNTOLD] = True
+    return key, numbers
+
+
 def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
     assert ev.observed is not None
     case = ev.case
@@ -126,13 +139,13 @@ def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
     where = {"case": case.id, "N": n, "BLOCK": block, "rows": case.rows}
 
     if block > n and _same(y_obs, _replay(x, block, 0.0, "max")):
-        yield _padding(where, x, y_obs, 0.0, "padding_zero")
+        yield _zero_padding(where, x, y_obs)
         return
     if _same(y_obs, _replay(x, block, -np.inf, "zero")):
         yield from _no_max(where, x)
         return
     if block > n and _same(y_obs, _replay(x, block, 0.0, "zero")):
-        yield _padding(where, x, y_obs, 0.0, "padding_zero")
+        yield _zero_padding(where, x, y_obs)
         yield from _no_max(where, x)
         return
     if _same(y_obs, _replay(x, block, -np.inf, "mean")):
@@ -168,4 +181,33 @@ def _words(key: str, cases: list[kit.Numbers]) -> kit.Say:
     return kit.say_about(key, cases, **limits)
 
 
-diagnose = kit.make_diagnose(_classify, _words)
+def _told_padding(findings: dict[str, list[kit.Numbers]], evidence: list[kit.CaseEvidence]) -> None:
+    """A case matched "padding 0" whose output cannot tell 0 from another value (_UNTOLD) goes under the
+    finite padding value the other cases showed, when a replay with that value gives its output too
+    (other=-1.0 read as "filled with 0.0" on probe.very_negative, beside "about -1" on four cases)."""
+    shown = [w["other"] for w in findings.get("padding_not_neg_inf", [])]
+    kept = []
+    for where in findings.get("padding_zero", []):
+        untold = where.pop(_UNTOLD, False)
+        ev = next((e for e in evidence if e.case.id == where["case"]), None)
+        if untold and shown and ev is not None and ev.observed is not None:
+            c = float(np.median(shown))
+            y_obs = ev.observed["y"].astype(np.float64)
+            if _same(y_obs, _replay(ev.inputs, where["BLOCK"], c, "max")):
+                base = {k: where[k] for k in ("case", "N", "BLOCK", "rows")}
+                findings["padding_not_neg_inf"].append(_padding(base, ev.inputs, y_obs, c, "padding_not_neg_inf")[1])
+                continue
+        kept.append(where)
+    if "padding_zero" in findings:
+        if kept:
+            findings["padding_zero"] = kept
+        else:
+            del findings["padding_zero"]
+
+
+def diagnose(evidence: list[kit.CaseEvidence]) -> list[kit.Finding]:
+    """kit.make_diagnose's, with one rule across cases (_told_padding)."""
+    evidence = list(evidence)
+    findings = kit.collect(evidence, _classify)
+    _told_padding(findings, evidence)
+    return kit.report(findings, _words)
