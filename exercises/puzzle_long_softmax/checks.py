@@ -72,6 +72,26 @@ def _base2(x: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=1, keepdims=True)
 
 
+def _exponent_scale(x: np.ndarray, z: np.ndarray) -> float | None:
+    """The k for which z is softmax(k·x) row by row, if one k explains every row: log z against x is a
+    line of slope k in each row (read from the rows' positive outputs)."""
+    slopes = []
+    for xr, zr in zip(x, z):
+        keep = zr > 1e-30
+        if keep.sum() < 3 or np.ptp(xr[keep]) < 1e-3:
+            continue
+        slopes.append(float(np.polyfit(xr[keep].astype(np.float64), np.log(zr[keep]), 1)[0]))
+    if not slopes:
+        return None
+    k = float(np.median(slopes))
+    return k if np.all(np.abs(np.array(slopes) - k) <= 1e-3 * abs(k) + 1e-6) else None
+
+
+def _scaled(x: np.ndarray, k: float) -> np.ndarray:
+    e = np.exp(k * (x - x.max(axis=1, keepdims=True)))
+    return e / e.sum(axis=1, keepdims=True)
+
+
 def _close(observed: np.ndarray, predicted: np.ndarray) -> bool:
     ok = np.isfinite(predicted)
     if not ok.any() or not np.all(np.isfinite(observed[ok])):
@@ -141,6 +161,15 @@ def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
             yield key, {**where, "row": int(r), "col": int(c), "observed": float(z[r, c]), "expected": float(ref[r, c]),
                         "predicted": float(pred[r, c]), "row_sum": float(row_sums[r]), "pad": -t % b1,
                         "row_max": float(x[r].max())}
+            return
+    k = _exponent_scale(x, z)
+    if k is not None and abs(k - 1.0) > 1e-5:
+        pred = _scaled(x, k)
+        if _close(z, pred) and not _close(ref, pred):  # the scale told apart from 1 by the outputs themselves
+            r, c = np.unravel_index(int(np.argmax(np.abs(z - ref))), z.shape)
+            yield "exponent_scaled", {**where, "row": int(r), "col": int(c), "observed": float(z[r, c]),
+                                      "expected": float(ref[r, c]), "predicted": float(pred[r, c]), "scale": k,
+                                      "log2e_used": k * LOG2E}
             return
     r, c = np.unravel_index(int(np.argmax(np.abs(z - ref))), z.shape)
     yield "unexplained_softmax", {**where, "row": int(r), "col": int(c), "observed": float(z[r, c]),
