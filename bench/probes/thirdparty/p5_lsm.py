@@ -97,9 +97,12 @@ for r in tl.static_range(B0):
      "expect": {"code_points": 5}, "judged": "right"},
     {"id": "lsm5.wrong.exp2_truncated_log2e", "group": "wrong",
      "description": "exp2 with log2(e) truncated to 1.44 (tl.exp2(1.44 * (x - m)))",
-     "fill": WHOLE.replace("tl.exp(", "tl.exp2(1.44 * "),
-     "expect": {"code_points": 0},
-     "judged": "wrong everywhere: 2^(1.44 t) = e^(0.998 t), off by up to 0.3% per term; no catalogue mistake names it"},
+     "fill": WHOLE.replace("tl.exp(m - m_new)", "tl.exp2(1.44 * (m - m_new))")
+                  .replace("tl.exp(x - m_new[:, None])", "tl.exp2(1.44 * (x - m_new[:, None]))")
+                  .replace("tl.exp(x - m[:, None])", "tl.exp2(1.44 * (x - m[:, None]))"),
+     "expect": {"code_points": 0, "diagnoses": ["exponent_scaled"], "not_diagnosed": ["unexplained_softmax"]},
+     "judged": "wrong everywhere: 2^(1.44 t) = e^(0.998 t), off by up to 0.3% per term ('matches none' at main; now "
+               "exponent_scaled, the scale read from the outputs)"},
     {"id": "lsm5.wrong.first_pass_other_zero", "group": "wrong",
      "description": "other=0.0 in the first pass (max and sum), -inf in the second: padding lanes add exp(0 - m) "
                     "each to the denominator",
