@@ -11,6 +11,11 @@ start-up, kernels compiled here / found in the shared cache / compiled ahead):
 - the same programs under fresh secret seeds (what a student's grading is today: the drawn widths
   compile, since lesson 6 passes `N` as a constexpr);
 - programs never seen (`cols < N + k - k`): every specialization compiles.
+
+Each row also carries the run's time split (`timing.phase_*_s`: the trusted side's clock from one frame to
+the next, sandbox/runner.py; `timing.harness_*_s`: the harness's own split of its work, told in its `done`
+frame), and the end prints their p50 by kind of grading, in ms (`--skip-first N` leaves out the first N
+gradings). On the interpreter (`--device interpreter`) "prewarmed" means nothing: no shared compile cache.
 """
 from __future__ import annotations
 
@@ -33,11 +38,34 @@ KEYS = ("sandbox_s", "startup_s", "cases_s", "given_check_s", "kernels_compiled"
         "kernels_compiled_ahead", "gpu_compile_check_s")
 
 
+SPLIT_PREFIXES = ("phase_", "harness_")
+
+
+def split_table(rows: list[dict], *, skip_first: int = 0) -> str:
+    """Markdown: the p50 of each phase (`timing.phase_*_s`, the trusted side's clock) and of the harness's
+    own split (`timing.harness_*_s`) by kind of grading, in ms, the first `skip_first` gradings left out."""
+    kept = rows[skip_first:]
+    kinds = list(dict.fromkeys(r["kind"] for r in kept))
+    keys = ["sandbox_s", "cases_s", "given_check_s",
+            *sorted({k for r in kept for k in r if k.startswith("phase_")}),
+            *sorted({k for r in kept for k in r if k.startswith("harness_")})]
+
+    def p50(kind: str, key: str) -> str:
+        values = sorted(r[key] for r in kept if r["kind"] == kind and key in r)
+        return f"{1000 * values[len(values) // 2]:.0f}" if values else "–"
+
+    lines = ["| ms, p50 | " + " | ".join(kinds) + " |", "| --- |" + " --- |" * len(kinds)]
+    lines += [f"| {key} | " + " | ".join(p50(kind, key) for kind in kinds) + " |" for key in keys]
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", choices=["auto", "gpu", "interpreter"], default="auto")
     parser.add_argument("--repeat", type=int, default=3, help="gradings of each kind")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--skip-first", type=int, default=1,
+                        help="leave the first N gradings out of the split table (the first run's cold caches)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(device=args.device, warm_pool=2, data_dir=Path(tmp), compile_cache=True,
@@ -75,12 +103,14 @@ def main() -> None:
             report = grader.grade(body(fill), secret_seed=seed)
             wall = time.perf_counter() - t0
             row = {"kind": kind, "fill": fill, "seed": seed, "wall_s": round(wall, 3), "total": report.score.total,
-                   **{k: report.timing[k] for k in KEYS if k in report.timing}}
+                   **{k: report.timing[k] for k in KEYS if k in report.timing},
+                   **{k: round(v, 4) for k, v in report.timing.items() if k.startswith(SPLIT_PREFIXES)}}
             rows.append(row)
             print(json.dumps(row), flush=True)
         for kind in dict.fromkeys(r["kind"] for r in rows):
             walls = sorted(r["wall_s"] for r in rows if r["kind"] == kind)
             print(f"{kind}: wall p50 {walls[len(walls) // 2]:.3f} s over {len(walls)}", flush=True)
+        print(split_table(rows, skip_first=args.skip_first), flush=True)
         grader.close()
         if args.out:
             args.out.write_text(json.dumps(rows, indent=1), encoding="utf-8")

@@ -288,6 +288,17 @@ class RunResult:
     # them (sandbox/gpu_compile.py; their number is triton_cache["gpu_compile_checks"]). Told by the
     # sandbox: shown in timing, never graded.
     gpu_compile_s: float = 0.0
+    # Where the run's time went, measured on the trusted side (seconds by phase, summed over attempts):
+    # prepare (the job folder), handover (taking a sandbox, handing it the job), startup (a cold start's
+    # wait for hello), load (the job handed -> the first phase frame: the harness reads the job, imports
+    # the program, loads the inputs), given, cases, speed (a phase's start frame -> its result frame),
+    # between (between phases), frames (this side's reading of the frames: safetensors, guards), exit
+    # (`done` -> the channel closed), kill (the sandbox killed and its confinement undone), cleanup.
+    phases: dict[str, float] = field(default_factory=dict)
+    # The harness's own split of its work (the `done` frame's `split`: job, program, inputs, sweep,
+    # send, given_calls, given_record, case_setup, case_calls, case_evidence). Told by the sandbox:
+    # shown in timing, never graded.
+    split: dict[str, float] = field(default_factory=dict)
     # `run(detach_speed=True)`: the sandbox still timing the kernel after it sent every case result
     # (a sandbox.speed_phase.SpeedPhase, which the caller must collect or cancel); `speed` is then None.
     speed_pending: Any = None

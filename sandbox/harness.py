@@ -29,9 +29,28 @@ _JOB_DIR = "/job/"
 # The job folder's files that are the student's program: the harness and its helpers lie there too,
 # and their frames ("harness.py, line 260, in main") mean nothing to the student.
 _STUDENT_FILES = ("submission.py", "given_check.py")
+# Where the run's own time goes (seconds by part, perf_counter): sent in the `done` frame as `split`,
+# shown in the report's timing (`harness_<part>_s`), never graded. The parts are the harness's own
+# work around the student's code: reading the job, importing the program, loading the inputs, the
+# stray-process sweeps, the entry point's calls, the evidence (outputs, guards, inputs) packed after them.
+_SPLIT: dict[str, float] = {}
+
+
+@contextlib.contextmanager
+def _timed(part: str):
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        _SPLIT[part] = _SPLIT.get(part, 0.0) + time.perf_counter() - t0
 
 
 def _end_stray_processes() -> int:
+    with _timed("sweep"):
+        return _sweep_stray_processes()
+
+
+def _sweep_stray_processes() -> int:
     """Kill every process of the sandbox but this one and its ancestors, and reap our children:
     what the submission started ends with the case that started it, so a later case (and Triton's
     own `ptxas`) has the whole process budget again. The pid namespace is the sandbox's alone.
@@ -122,7 +141,8 @@ def main() -> int:
     from exits import HarnessExit  # the exit statuses the runner reads (sandbox/exits.py)
 
     def send(message: dict, blob: bytes = b"") -> None:
-        wire.write_frame(verdict_fd, message, blob)
+        with _timed("send"):
+            wire.write_frame(verdict_fd, message, blob)
 
     def read_job() -> dict:
         with open(os.path.join(job_dir, "job.json"), encoding="utf-8") as fh:
@@ -193,7 +213,8 @@ def main() -> int:
         os.close(control_fd)
         if go != b"g":
             return HarnessExit.ok
-        job = read_job()
+        with _timed("job"):
+            job = read_job()
         if job["mode"] != mode:
             return HarnessExit.bad_job  # a trusted-side bug; 'fatal' is not accepted after hello
     if gate is not None:
@@ -217,7 +238,8 @@ def main() -> int:
     module = importlib.util.module_from_spec(spec)
     sys.modules["submission"] = module
     try:
-        spec.loader.exec_module(module)
+        with _timed("program"):
+            spec.loader.exec_module(module)
         entry = getattr(module, job["entry_point"])
     except BaseException as exc:  # noqa: BLE001 - the student's program failed to load
         send({"type": "load_error", "error": _student_traceback(exc)})
@@ -225,7 +247,8 @@ def main() -> int:
     _end_stray_processes()
     launches = LaunchCounter(module)  # before the compile-ahead phase, which restores JITFunction.run after
 
-    inputs = load_file(os.path.join(job_dir, "inputs.safetensors"))
+    with _timed("inputs"):
+        inputs = load_file(os.path.join(job_dir, "inputs.safetensors"))
     ahead = None  # kernels compiled ahead (GPU), when the phase ran
     if mode == "gpu" and job.get("compile_ahead"):
         ahead = _compile_ahead(job, inputs, module, entry, torch, device, **job["compile_ahead"])
@@ -252,21 +275,23 @@ def main() -> int:
             calls[0] += 1
             recorded_bytes = sum(t.numel() * t.element_size() for t in recorded.values())
             keep = index < MAX_RECORDED_CALLS and recorded_bytes < MAX_RECORDED_BYTES
-            before = ([a.detach().to("cpu").contiguous().clone() for a in args if type(a) is torch.Tensor]
-                      if keep else [])
+            with _timed("given_record"):
+                before = ([a.detach().to("cpu").contiguous().clone() for a in args if type(a) is torch.Tensor]
+                          if keep else [])
             launched_before = launches.count
             # Its allocations are placed and poisoned as a case's (nobody compares these guards): a stray
             # write lands in their guards, not in the heap the cases then run on (the interpreter).
-            with _Guards(torch, job["entry_point"]).allocations():
+            with _timed("given_calls"), _Guards(torch, job["entry_point"]).allocations():
                 result = real_entry(*args, **kwargs)
             launches.require(launched_before, job["entry_point"])
             if keep:
-                outs = result if isinstance(result, (tuple, list)) else (result,)
-                for j, arg in enumerate(before):
-                    recorded[f"call{index}.arg{j}"] = arg
-                for k, out in enumerate(outs):
-                    if type(out) is torch.Tensor:
-                        recorded[f"call{index}.out{k}"] = out.detach().to("cpu").contiguous().clone()
+                with _timed("given_record"):
+                    outs = result if isinstance(result, (tuple, list)) else (result,)
+                    for j, arg in enumerate(before):
+                        recorded[f"call{index}.arg{j}"] = arg
+                    for k, out in enumerate(outs):
+                        if type(out) is torch.Tensor:
+                            recorded[f"call{index}.out{k}"] = out.detach().to("cpu").contiguous().clone()
             return result
 
         check_globals = dict(module.__dict__)
@@ -283,7 +308,8 @@ def main() -> int:
                 captured.write(_student_traceback(exc))
                 given_said = {**_told(exc), **_raised(exc)}
         try:
-            record_blob = save(recorded) if recorded else b""
+            with _timed("given_record"):
+                record_blob = save(recorded) if recorded else b""
         except Exception:  # noqa: BLE001 - unrecordable outputs: the trusted side finds no calls
             record_blob = b""
         failed_here = failed_here or status != "passed"
@@ -299,19 +325,22 @@ def main() -> int:
         guards = None
         records: list | None  # the guards' records: None when a case failed before any guard existed
         try:
-            guards = _Guards(torch, job["entry_point"])
-            args, leaves, placed = _case_args(guards, case, inputs, device)
+            with _timed("case_setup"):
+                guards = _Guards(torch, job["entry_point"])
+                args, leaves, placed = _case_args(guards, case, inputs, device)
             # The same tensors on every call: a kernel that leaves state in a buffer it was given
             # (an unzeroed accumulator) shows it on the second call.
-            for _ in range(case.get("calls", 1)):
-                for leaf in leaves.values():
-                    leaf.grad = None
-                launched_before = launches.count
-                with guards.allocations():
-                    result = entry(*args, **case.get("kwargs", {}))
-                launches.require(launched_before, job["entry_point"])
-            if mode == "gpu":
-                torch.cuda.synchronize()
+            with _timed("case_calls"):
+                for _ in range(case.get("calls", 1)):
+                    for leaf in leaves.values():
+                        leaf.grad = None
+                    launched_before = launches.count
+                    with guards.allocations():
+                        result = entry(*args, **case.get("kwargs", {}))
+                    launches.require(launched_before, job["entry_point"])
+                if mode == "gpu":
+                    torch.cuda.synchronize()
+            evidence_started = time.perf_counter()
             results = result if isinstance(result, (tuple, list)) else (result,)
             names = case["outputs"]
             if len(results) != len(names):
@@ -345,6 +374,7 @@ def main() -> int:
             if sum(t.numel() * t.element_size() for t in placed.values()) <= MAX_INPUTS_BACK_BYTES:
                 after = {f"__input__.{key}": t.detach().to("cpu").contiguous().clone() for key, t in placed.items()}
             blob = save({**tensors, **guard_bytes, **after})
+            _SPLIT["case_evidence"] = _SPLIT.get("case_evidence", 0.0) + time.perf_counter() - evidence_started
         except BaseException as exc:  # noqa: BLE001 - a failing case is a result, not a crash
             error = _student_traceback(exc)
             records, blob = _error_evidence(guards, save)
@@ -363,7 +393,7 @@ def main() -> int:
     # reading at `speed_start` (sandbox/speed_phase.py), and the grade's timing still has them.
     cache = sys.modules.get("shared_triton_cache")  # loaded by Triton only when the shared cache is mounted
     counts = {**(cache.counts if cache is not None else {}), **({"compiled_ahead": ahead} if ahead is not None else {})}
-    send({"type": "done", **({"triton_cache": counts} if counts else {}),
+    send({"type": "done", "split": dict(_SPLIT), **({"triton_cache": counts} if counts else {}),
           **({"gpu_compile": {"compiles": gate.compiles, "seconds": gate.compile_s}} if gate else {})})
     speed_job = job.get("speed")
     if speed_job and not failed_here and (mode == "gpu" or speed_job.get("cpu_timer")):

@@ -232,6 +232,7 @@ class SandboxRunner:
             copy_harness(job_root)
             files = self._write_static(job_root, program=program, given_check=given_check or "", inputs=inputs)
             inline_asm = "inline_asm" in program  # the crash hint of the gate and of compiler_crash alike (Job)
+            _lap(result.phases, "prepare", started)
             while (pending or run_given) and result.infra_error is None:
                 if self._stopped.is_set():
                     result.infra_error = STOPPED
@@ -269,7 +270,9 @@ class SandboxRunner:
                 pending = [c for c in pending if c.id not in done_ids]
         finally:
             if result.speed_pending is None:  # else the speed phase removes it with its sandbox
+                cleanup_started = time.monotonic()
                 shutil.rmtree(job_root, ignore_errors=True)
+                _lap(result.phases, "cleanup", cleanup_started)
         result.elapsed_s = time.monotonic() - started
         return result
 
@@ -377,6 +380,8 @@ class SandboxRunner:
         except (OSError, SandboxUnavailable) as exc:
             result.infra_error = f"could not start the sandbox ({self.backend.name}): {exc}"
             return set()
+        mark = _lap(result.phases, "handover", attempt_started)  # the time split (RunResult.phases)
+        began = finished = False  # a phase frame came / the `done` frame came (for the split only)
         proc, read_fd, reader, log = sandbox.proc, sandbox.read_fd, sandbox.reader, sandbox.log
         result.process_limit = sandbox.process_limit
         result.memory_limit = sandbox.memory_limit
@@ -428,6 +433,7 @@ class SandboxRunner:
                 if not readable:
                     continue
                 chunk = os.read(read_fd, 1 << 20)
+                mark = _lap(result.phases, _waiting_for(ready, began, finished, current), mark)
                 if not chunk:
                     break  # the sandbox closed the channel (exited)
                 try:
@@ -436,10 +442,14 @@ class SandboxRunner:
                             message, blob, job=job, result=result, settled=settled, current=current,
                             ready=ready, phase_started=phase_started, attempt_started=attempt_started, inputs=inputs,
                     compiling=compiling)
+                        began = began or message.get("type") in _PHASE_FRAMES
+                        finished = finished or message.get("type") == "done"
                 except FrameError as exc:
                     broken_channel = str(exc)
                     stop_reason = "channel"
                     break
+                finally:
+                    mark = _lap(result.phases, "frames", mark)
                 if detach_speed and current == "<speed>" and _all_in(job, result, settled):
                     stop_reason = "detached"  # every phase the grade needs is in: the caller goes on now
                     break
@@ -454,11 +464,13 @@ class SandboxRunner:
                     proc.wait(timeout=limits.kill_grace_s)
                 except subprocess.TimeoutExpired:
                     pass
+            mark = _lap(result.phases, _waiting_for(ready, began, finished, current), mark)
             if stop_reason != "detached":
                 sandbox.kill(limits.kill_grace_s)  # also closes the channel and removes a warm sandbox's folder
         if stop_reason == "detached":
             return settled  # (no log tail: reading it waits for the sandbox's exit)
         result.log_tail = log.text()
+        _lap(result.phases, "kill", mark)
         if stop_reason == "stopped":
             result.infra_error = STOPPED
             return settled
@@ -592,6 +604,12 @@ class SandboxRunner:
                     value = counts.get(key)
                     if type(value) is int and 0 <= value < 1 << 20:
                         result.triton_cache[key] = result.triton_cache.get(key, 0) + value
+            split = message.get("split")  # the harness's own time split: shown in timing, never graded
+            if isinstance(split, dict):
+                for key in SPLIT_PARTS:
+                    value = split.get(key)
+                    if type(value) is float and 0.0 <= value < 86_400.0:
+                        result.split[key] = result.split.get(key, 0.0) + value
             check = message.get("gpu_compile")  # interpreter: the GPU-target compiles before launches
             if isinstance(check, dict):
                 compiles, seconds = check.get("compiles"), check.get("seconds")
@@ -643,6 +661,28 @@ class SandboxRunner:
             result.cases.append(CaseRun(id=case_id, status="ok", outputs=dict(tensors), elapsed_s=elapsed,
                                         inputs_after=after))
         return case_id
+
+
+# The harness's time split (its `done` frame's `split`): the only parts read from it
+SPLIT_PARTS = ("job", "program", "inputs", "sweep", "send", "given_calls", "given_record", "case_setup",
+               "case_calls", "case_evidence")
+_PHASE_FRAMES = frozenset({"given_start", "case_start", "load_error", "given", "case", "speed_start", "speed"})
+
+
+def _lap(phases: dict[str, float], name: str, since: float) -> float:
+    """Add the time since `since` to `phases[name]`; returns now (the next lap's start)."""
+    now = time.monotonic()
+    phases[name] = phases.get(name, 0.0) + now - since
+    return now
+
+
+def _waiting_for(ready: bool, began: bool, finished: bool, current: str | None) -> str:
+    """The phase the trusted side was waiting in (RunResult.phases), from what the frames said so far."""
+    if not ready:
+        return "startup"
+    if current is not None:
+        return {"<given>": "given", "<speed>": "speed"}.get(current, "cases")
+    return "exit" if finished else "between" if began else "load"
 
 
 def _raised(message: dict) -> list[str]:

@@ -98,4 +98,9 @@ def run_timing(run: RunResult | None, started: float) -> dict[str, float]:
             timing[f"kernels_{name}"] = float(count)
         if run.gpu_compile_s:
             timing["gpu_compile_check_s"] = run.gpu_compile_s
+        # where the run's time went: the trusted side's phases, and the harness's own split (told, never graded)
+        for name, seconds in run.phases.items():
+            timing[f"phase_{name}_s"] = seconds
+        for name, seconds in run.split.items():
+            timing[f"harness_{name}_s"] = seconds
     return timing
