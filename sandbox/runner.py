@@ -381,7 +381,10 @@ class SandboxRunner:
             result.infra_error = f"could not start the sandbox ({self.backend.name}): {exc}"
             return set()
         mark = _lap(result.phases, "handover", attempt_started)  # the time split (RunResult.phases)
-        began = finished = False  # a phase frame came / the `done` frame came (for the split only)
+        began = finished = False  # a phase frame came / the `done` frame came
+        # A compile run (a writable cache mount: compile_warm.py) lets its harness end by itself.
+        mount = getattr(self.backend, "triton_cache", None)
+        early_end = not (mount is not None and mount.writable)
         proc, read_fd, reader, log = sandbox.proc, sandbox.read_fd, sandbox.reader, sandbox.log
         result.process_limit = sandbox.process_limit
         result.memory_limit = sandbox.memory_limit
@@ -453,6 +456,12 @@ class SandboxRunner:
                 if detach_speed and current == "<speed>" and _all_in(job, result, settled):
                     stop_reason = "detached"  # every phase the grade needs is in: the caller goes on now
                     break
+                if (finished and early_end and current is None and _all_in(job, result, settled)
+                        and (job.speed is None or result.speed is not None)):
+                    # Every phase is in and the harness said `done`: what is left is its interpreter's exit
+                    # (torch's teardown, seconds on a loaded CPU), which decides nothing. Kill it now.
+                    stop_reason = "finished"
+                    break
         finally:
             if stop_reason == "detached":
                 result.speed_pending = SpeedPhase(sandbox, limits=limits, job_root=job_root, parse=_speed_run,
@@ -473,6 +482,8 @@ class SandboxRunner:
         _lap(result.phases, "kill", mark)
         if stop_reason == "stopped":
             result.infra_error = STOPPED
+            return settled
+        if stop_reason == "finished":
             return settled
 
         if stop_reason == "channel":
