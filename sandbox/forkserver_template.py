@@ -347,6 +347,9 @@ def main() -> int:
 
         canary = torch.zeros(16, dtype=torch.int32)
         _canary[(1,)](canary, 13, BLOCK=16)
+        # every given check calls it; its first call imports (torch 2.13: DTensor and sympy, seconds on the CPU),
+        # which each child would otherwise pay in its warm-up or its check (harness._warm_up)
+        torch.testing.assert_close(canary, canary)
     program = b""
     if os.path.exists("/forkserver/seccomp.bpf"):
         with open("/forkserver/seccomp.bpf", "rb") as fh:
