@@ -8,6 +8,7 @@ that disables the harness's guarding sends no evidence for its inputs, and its c
 """
 from __future__ import annotations
 
+import functools
 import re
 import zlib
 from typing import Any
@@ -50,10 +51,25 @@ def poisoned(array: np.ndarray) -> np.ndarray | None:
     return bits == np.array(known[1], dtype=kind)
 
 
+PERIOD = 61  # the pattern repeats every PERIOD elements (k = 1..61)
+
+
 def pattern(dtype: str, salt: int, count: int, itemsize: int = 1) -> bytes:
     """The guard bytes of `count` elements of `dtype` (the harness's `_Guards._fill`); any other
-    dtype (bool, complex, float8, wider unsigned) has all bits set."""
-    k = (np.arange(count, dtype=np.int64) + salt) % 61 + 1
+    dtype (bool, complex, float8, wider unsigned) has all bits set. Made by repeating one period
+    (`_period`), which is what the element-wise formula gives, at a copy's speed."""
+    period = _period(dtype, salt % PERIOD, itemsize)
+    return (period * -(-count // PERIOD))[: count * (len(period) // PERIOD)]
+
+
+@functools.lru_cache(maxsize=1024)
+def _period(dtype: str, salt: int, itemsize: int) -> bytes:
+    """PERIOD elements of the pattern from element 0 with `salt`, by the element-wise formula."""
+    return _pattern_elementwise(dtype, salt, PERIOD, itemsize)
+
+
+def _pattern_elementwise(dtype: str, salt: int, count: int, itemsize: int = 1) -> bytes:
+    k = (np.arange(count, dtype=np.int64) + salt) % PERIOD + 1
     if dtype in _NAN_BITS:
         int_dtype, base = _NAN_BITS[dtype]
         return (k | base).astype(int_dtype).tobytes()
@@ -134,7 +150,10 @@ def check(records: object, raw: dict[str, np.ndarray], *, required: set[str]) ->
             inputs.add(name)
         for side, array in sides.items():
             count = array.size // size
-            expected = np.frombuffer(pattern(dtype, 23 * position, count, size), dtype=np.uint8)
+            expected_bytes = pattern(dtype, 23 * position, count, size)
+            if array.tobytes() == expected_bytes:  # unchanged (the usual case): one comparison of the bytes
+                continue
+            expected = np.frombuffer(expected_bytes, dtype=np.uint8)
             changed = (array != expected).reshape(count, size).any(axis=1)
             changes = int(changed.sum())
             if not changes:

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from sandbox import guards as guards_module
 from sandbox import harness
 from sandbox.guards import check as check_guards
 from sandbox.harness import GUARD_ALIGN, _Guards
@@ -293,3 +294,30 @@ def test_the_guards_travel_compressed_and_are_inflated_within_bounds():
     for bad in (bomb, np.frombuffer(b"not zlib", dtype=np.uint8), raw["__guardz__.0.after"][:-5]):
         found, missing = check_guards(records, {**raw, "__guardz__.0.after": bad}, required={"x"})
         assert found == [] and missing is not None and "inflate" in missing
+
+
+@pytest.mark.parametrize("dtype,itemsize", [("float32", 4), ("float64", 8), ("float16", 2), ("bfloat16", 2),
+                                            ("int8", 1), ("int16", 2), ("int32", 4), ("int64", 8), ("uint8", 1),
+                                            ("bool", 1), ("complex64", 8)])
+def test_the_pattern_by_its_period_is_the_element_wise_formula(dtype, itemsize):
+    """The trusted side builds each guard's pattern by repeating one period (61 elements): byte for byte what
+    the element-wise formula gives, for every salt a guard gets and lengths that are no multiple of 61."""
+    for salt in (0, 23, 61, 23 * 7, 23 * 79):
+        for count in (1, 60, 61, 62, 64, 1000, 4099):
+            assert guards_module.pattern(dtype, salt, count, itemsize) == guards_module._pattern_elementwise(
+                dtype, salt, count, itemsize), (salt, count)
+
+
+def test_a_single_changed_byte_anywhere_in_a_long_guard_is_found():
+    """The unchanged guard is passed on one comparison of its bytes; one byte changed at the start, in the
+    middle or at the end of a guard of several periods still reads as a breach at its place."""
+    x = torch.arange(4096, dtype=torch.float32)
+    for index in (0, 2000, -1):
+        guards = _Guards(torch, "f")
+        placed = guards.input("x", x, "cpu")
+        entry = guards.buffers[0]
+        after = entry["buffer"][entry["start"] + entry["span"]:]
+        after.view(torch.uint8)[index * 4 if index >= 0 else index] ^= 1
+        [found] = checked(guards, {"x": placed})
+        assert found["side"] == "after" and found["changed"] == 1
+        assert found["distance"] == (index if index >= 0 else after.numel() - 1)
