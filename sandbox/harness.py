@@ -197,9 +197,6 @@ def main() -> int:
         send({"type": "fatal", "error": f"canary kernel returned {canary.cpu().tolist()}, expected {expected}"})
         return HarnessExit.bad_job
 
-    if warm:  # before hello, no student code yet: the first-call costs every job meets, paid while it waits
-        _warm_up(torch, device, save)
-
     send({
         "type": "hello",
         "mode": mode,
@@ -212,6 +209,10 @@ def main() -> int:
     })
 
     if warm:
+        # After hello (the pool counts it ready), before the job is even read: the first-call costs every
+        # job meets, paid while it waits. A job that comes sooner waits for the rest of it (a cold start's
+        # given check would pay the same).
+        _warm_up(torch, device, save)
         go = os.read(control_fd, 1)  # blocks until the job is written (or the pool closes the pipe)
         os.close(control_fd)
         if go != b"g":
@@ -959,12 +960,13 @@ def _compile_ahead(job: dict, inputs: dict, module, entry, torch, device, *, thr
 
 
 def _warm_up(torch, device: str, save) -> None:
-    """A warm sandbox's first calls of what every job calls, before its hello (the harness's own code on
-    its own data: no student code has run): `torch.testing.assert_close`, which every lesson's given check
-    calls and whose first call imports (torch 2.13: DTensor and sympy, seconds on the CPU), the given
-    checks' tensor ops, and a case's guarded buffers, poisoned allocation, evidence and safetensors frame
-    (on a GPU, each torch kernel's first launch loads it). Its own generator: the default ones are untouched.
-    Only a speed-up: anything that fails here is left to the job, which meets it as a cold start does."""
+    """A warm sandbox's first calls of what every job calls, after its hello and before it reads its job
+    (the harness's own code on its own data: no student code has run): `torch.testing.assert_close`,
+    which every lesson's given check calls and whose first call imports (torch 2.13: DTensor and sympy,
+    seconds on the CPU), the given checks' tensor ops, and a case's guarded buffers, poisoned allocation,
+    evidence and safetensors frame (on a GPU, each torch kernel's first launch loads it). Its own
+    generator: the default ones are untouched. Only a speed-up: anything that fails here is left to the
+    job, which meets it as a cold start does."""
     with _timed("warm_up"):
         try:
             generator = torch.Generator(device=device)

@@ -473,7 +473,8 @@ class SandboxRunner:
                     proc.wait(timeout=limits.kill_grace_s)
                 except subprocess.TimeoutExpired:
                     pass
-            mark = _lap(result.phases, _waiting_for(ready, began, finished, current), mark)
+            if stop_reason != "finished":  # (finished: nothing waited for since the last frame)
+                mark = _lap(result.phases, _waiting_for(ready, began, finished, current), mark)
             if stop_reason != "detached":
                 sandbox.kill(limits.kill_grace_s)  # also closes the channel and removes a warm sandbox's folder
         if stop_reason == "detached":

@@ -76,7 +76,11 @@ def warm_runner(request, sandbox_backend, monkeypatch):
 
 
 TMP_BODY = '''
+import atexit
 import os
+import time
+
+atexit.register(time.sleep, 600)  # an exit that never ends: the run must not wait for it
 
 
 def probe_tmp_marker():
@@ -102,6 +106,12 @@ def test_each_warm_sandbox_runs_one_submission_and_is_killed(warm_runner):
         assert cases["job_files"].outputs["out"][0] == 1.0, "the job was not in /job when the harness ran it"
         assert not _alive(pid), "a warm sandbox survived its submission"
         assert pid not in pool.pids()
+        # The run's time split (timing.phase_*_s, timing.harness_*_s): the run ended at the harness's `done`
+        # (killed, no `exit` phase: its atexit sleep never ran), and the warm-up was paid before the job.
+        assert {"handover", "load", "cases", "kill", "cleanup"} <= set(result.phases), result.phases
+        assert "exit" not in result.phases and "startup" not in result.phases, result.phases
+        assert {"warm_up", "inputs", "program", "case_calls", "case_evidence"} <= set(result.split), result.split
+        assert all(v >= 0 for v in [*result.phases.values(), *result.split.values()])
     assert pool.started_total >= 3
 
 
