@@ -295,9 +295,9 @@ class RunResult:
     # between (between phases), frames (this side's reading of the frames: safetensors, guards), exit
     # (`done` -> the channel closed), kill (the sandbox killed and its confinement undone), cleanup.
     phases: dict[str, float] = field(default_factory=dict)
-    # The harness's own split of its work (the `done` frame's `split`: job, program, inputs, sweep,
-    # send, given_calls, given_record, case_setup, case_calls, case_evidence). Told by the sandbox:
-    # shown in timing, never graded.
+    # The harness's own split of its work (the `done` frame's `split`: warm_up, job, program, inputs,
+    # compile_ahead (GPU), sweep, send, given_calls, given_record, case_setup, case_calls, case_evidence).
+    # Told by the sandbox: shown in timing, never graded.
     split: dict[str, float] = field(default_factory=dict)
     # `run(detach_speed=True)`: the sandbox still timing the kernel after it sent every case result
     # (a sandbox.speed_phase.SpeedPhase, which the caller must collect or cancel); `speed` is then None.

@@ -255,7 +255,8 @@ def main() -> int:
         inputs = load_file(os.path.join(job_dir, "inputs.safetensors"))
     ahead = None  # kernels compiled ahead (GPU), when the phase ran
     if mode == "gpu" and job.get("compile_ahead"):
-        ahead = _compile_ahead(job, inputs, module, entry, torch, device, **job["compile_ahead"])
+        with _timed("compile_ahead"):
+            ahead = _compile_ahead(job, inputs, module, entry, torch, device, **job["compile_ahead"])
         _end_stray_processes()
 
     failed_here = False  # a case raised or the given check failed: no speed phase (the trusted side decides the rest)

@@ -676,8 +676,8 @@ class SandboxRunner:
 
 
 # The harness's time split (its `done` frame's `split`): the only parts read from it
-SPLIT_PARTS = ("warm_up", "job", "program", "inputs", "sweep", "send", "given_calls", "given_record", "case_setup",
-               "case_calls", "case_evidence")
+SPLIT_PARTS = ("warm_up", "job", "program", "inputs", "compile_ahead", "sweep", "send", "given_calls",
+               "given_record", "case_setup", "case_calls", "case_evidence")
 _PHASE_FRAMES = frozenset({"given_start", "case_start", "load_error", "given", "case", "speed_start", "speed"})
 
 
