@@ -108,7 +108,9 @@ def test_each_warm_sandbox_runs_one_submission_and_is_killed(warm_runner):
         assert pid not in pool.pids()
         # The run's time split (timing.phase_*_s, timing.harness_*_s): the run ended at the harness's `done`
         # (killed, no `exit` phase: its atexit sleep never ran), and the warm-up was paid before the job.
-        assert {"handover", "load", "cases", "kill", "cleanup"} <= set(result.phases), result.phases
+        # A phase is timed only where this side waited in it: quick cases may come in the read that brought
+        # their start (no `cases` then), the first read always ends the wait for the job's `load`.
+        assert {"handover", "load", "kill", "cleanup"} <= set(result.phases), result.phases
         assert "exit" not in result.phases and "startup" not in result.phases, result.phases
         assert {"warm_up", "inputs", "program", "case_calls", "case_evidence"} <= set(result.split), result.split
         assert all(v >= 0 for v in [*result.phases.values(), *result.split.values()])
