@@ -239,7 +239,8 @@ def judge(kind: str, *, written: str, patterns: Sequence[str], concept_quotes: S
         where = r.locate(quote)
         if where is not None:
             listed |= r.sentences_at(*where)
-    verdicts = []
+    verdicts: list[Verdict] = []
+    split_read: dict[int, Verdict] = {}  # a verdict read over two sentences: what its first said alone
     for i in sorted({*via, *negated}):
         a, b = spans[i]
         if i in wrong or i in listed:
@@ -262,6 +263,7 @@ def judge(kind: str, *, written: str, patterns: Sequence[str], concept_quotes: S
             continue
         gains = stated(r, (GAIN, *gain), a, end)
         costs = stated(r, (COST, *cost), a, end)
+        one_sided = Verdict(r.quote(a, b), via[i], "no_cost" if gains else "no_gain" if costs else "one_sided")
         if SPLIT_TRADEOFF and not pair and (bool(gains) != bool(costs)) and i + 1 < len(spans) \
                 and i + 1 not in wrong | listed:
             # one side here, the other in the next sentence with no link word: "融合后只读一次 x。整行要放进寄存器，
@@ -271,6 +273,7 @@ def judge(kind: str, *, written: str, patterns: Sequence[str], concept_quotes: S
             if other:
                 end = d
                 gains, costs = (gains, other) if gains else (other, costs)
+                split_read[len(verdicts)] = one_sided
         # an explicit cost ("代价是…", "at the cost of …") first, quoted to the end of its clause
         costs.sort(key=lambda c: not _MARKER.match(text, c[0]))
         both = next(((g, c) for c in costs for g in gains if g[1] <= c[0] or c[1] <= g[0]), None)
@@ -280,6 +283,10 @@ def judge(kind: str, *, written: str, patterns: Sequence[str], concept_quotes: S
                 c1 = _clause_end(text, c1, min(end, c1 + 60))
             verdicts.append(Verdict(r.quote(a, end), via[i], sides={"gain": r.quote(g0, g1), "cost": r.quote(c0, c1)}))
         else:
-            verdicts.append(Verdict(r.quote(a, b), via[i], "no_cost" if gains else "no_gain" if costs else
-                                    "one_sided"))
+            verdicts.append(one_sided)
+    # Two sentences read as one are weaker evidence than one sentence: where a sentence (or a linked pair)
+    # names both sides, the split readings are only what each sentence says alone ("还可以把累加提升到
+    # float64。…两遍…" read as gain and cost before the example's own "只读一次…代价是…").
+    if any(not v.why and k not in split_read for k, v in enumerate(verdicts) if kind == "performance_tradeoff"):
+        verdicts = [split_read.get(k, v) for k, v in enumerate(verdicts)]
     return verdicts
