@@ -384,9 +384,9 @@ class SandboxRunner:
         began = finished = False  # a phase frame came / the `done` frame came
         # A compile run (a writable cache mount: compile_warm.py) lets its harness end by itself.
         mount = getattr(self.backend, "triton_cache", None)
-        # Only where the sandbox's output comes straight through our pipe (bwrap): a container's output is
-        # relayed by `docker run`, and killing it at `done` lost the last of a flood's stdout (CI rehearsal).
-        early_end = not (mount is not None and mount.writable) and self.backend.name == "bwrap"
+        # Only where the sandbox's output comes straight through our pipe: a container's output is relayed
+        # by `docker run`, and killing it at `done` lost the last of a flood's stdout (CI rehearsal).
+        early_end = not (mount is not None and mount.writable) and getattr(self.backend, "direct_output", False)
         proc, read_fd, reader, log = sandbox.proc, sandbox.read_fd, sandbox.reader, sandbox.log
         result.process_limit = sandbox.process_limit
         result.memory_limit = sandbox.memory_limit

@@ -111,6 +111,8 @@ class SandboxUnavailable(RuntimeError):
 class SandboxBackend(Protocol):
     name: str
     supports_warm: bool  # can start before the job is written (a control fd reaches the harness)
+    # the sandbox's output reaches our pipe with no process between (killing the sandbox loses none of it)
+    direct_output: bool
 
     def check(self) -> None:
         """Raise SandboxUnavailable with a readable reason if this backend cannot run here."""

@@ -98,6 +98,7 @@ def bwrap_version() -> tuple[int, ...]:
 
 class BwrapBackend:
     name = "bwrap"
+    direct_output = True
     supports_warm = True
 
     def __init__(self, *, python: str, hidden_paths: list[Path], triton_cache: TritonCacheMount | None = None) -> None:

@@ -9,6 +9,7 @@ from sandbox.contract import DeviceMode, Limits
 
 class UnsafeLocalBackend:
     name = "local"
+    direct_output = True
     supports_warm = True
 
     def __init__(self, *, python: str) -> None:

@@ -26,6 +26,7 @@ _last_sweep: dict[str, float] = {}  # per engine address
 
 class DockerBackend:
     name = "docker"
+    direct_output = False  # `docker run` relays the container's output
     # Warm: the pool's own job folder is bound when the container is created; the job is written
     # into it later, and `g` reaches the harness on the container's stdin (launcher.py).
     supports_warm = True
