@@ -146,6 +146,15 @@ class Reading:
         lo, hi = start + min(20, (end - start) // 3), end - min(20, (end - start) // 3)
         return {i for i, (a, b) in enumerate(self.spans) if a <= hi and lo <= b}
 
+    def sentences_quoting(self, quotes: Sequence[str]) -> set[int]:
+        """The sentences that any of `quotes` lies in (those found in the text)."""
+        found: set[int] = set()
+        for quote in quotes:
+            where = self.locate(quote)
+            if where is not None:
+                found |= self.sentences_at(*where)
+        return found
+
 
 def reading(written: str) -> Reading:
     """`written` read once for all of a pass rule's named ideas (each asks about the same text in each of
@@ -229,16 +238,7 @@ def judge(kind: str, *, written: str, patterns: Sequence[str], concept_quotes: S
                 via[i] = "pattern"
             elif found:
                 negated.add(i)
-    wrong: set[int] = set()
-    for quote in excluded_quotes:
-        where = r.locate(quote)
-        if where is not None:
-            wrong |= r.sentences_at(*where)
-    listed: set[int] = set()
-    for quote in stuffed_quotes:
-        where = r.locate(quote)
-        if where is not None:
-            listed |= r.sentences_at(*where)
+    wrong, listed = r.sentences_quoting(excluded_quotes), r.sentences_quoting(stuffed_quotes)
     verdicts: list[Verdict] = []
     split_read: dict[int, Verdict] = {}  # a verdict read over two sentences: what its first said alone
     for i in sorted({*via, *negated}):
@@ -287,6 +287,6 @@ def judge(kind: str, *, written: str, patterns: Sequence[str], concept_quotes: S
     # Two sentences read as one are weaker evidence than one sentence: where a sentence (or a linked pair)
     # names both sides, the split readings are only what each sentence says alone ("还可以把累加提升到
     # float64。…两遍…" read as gain and cost before the example's own "只读一次…代价是…").
-    if any(not v.why and k not in split_read for k, v in enumerate(verdicts) if kind == "performance_tradeoff"):
+    if any(not v.why and k not in split_read for k, v in enumerate(verdicts)):
         verdicts = [split_read.get(k, v) for k, v in enumerate(verdicts)]
     return verdicts
