@@ -2911,8 +2911,10 @@ def _worded_gap(text: str, covered: list[tuple[int, int]], a: _Match, b: _Match)
 # purpose word: 防止, 不影响, prevents). Terse honest explanations so written were flagged keyword_stuffing
 # and scored 0. Only the sentence-frame reading can then flag it. Off: the list and density readings run.
 BLANK_ACCOUNT = True
-_BLANK_MARK = re.compile(r"空\s*[1-9]|第\s*[一二三四五1-5]\s*个?\s*(填)?空|填空\s*[1-9]|\bblank\s*#?\s*[1-9]|"
-                         r"\btodo\s*[1-9]|(?:^|\n)[ \t]*[1-9]\s*[).、:]|[①②③④⑤]")
+# A blank named as one ("空1", "第二个空", "blank 2", "①"); _BLANK_MARK also takes a numbered line ("1. …")
+_BLANK_WORDS = (r"空\s*[1-9]|第\s*[一二三四五1-5]\s*个?\s*(填)?空|填空\s*[1-9]|\bblank\s*#?\s*[1-9]|"
+                r"\btodo\s*[1-9]|[①②③④⑤]")
+_BLANK_MARK = re.compile(_BLANK_WORDS + r"|(?:^|\n)[ \t]*[1-9]\s*[).、:]")
 _PREDICATE = re.compile(r"防止|避免|以免|免得|保证|确保|不会|不影响|不改变|不读|不进|不越界|不溢出|"
                         r"\b(prevents?|avoids?|keeps?|stops?|ensures?|so that|won't|doesn't|does not|never|"
                         r"no longer)\b")
@@ -2947,8 +2949,7 @@ BLANK_FILL_CHARS = 40
 
 
 # _BLANK_MARK less a bare numbering ("1. welford"), a list's shape
-_BLANK_WORD = re.compile(r"空\s*[1-9]|第\s*[一二三四五1-5]\s*个?\s*(填)?空|填空\s*[1-9]|\bblank\s*#?\s*[1-9]|"
-                         r"\btodo\s*[1-9]|[①②③④⑤]")
+_BLANK_WORD = re.compile(_BLANK_WORDS)
 
 
 def _blank_fills(text: str) -> bool:
