@@ -36,13 +36,17 @@ _STUDENT_FILES = ("submission.py", "given_check.py")
 _SPLIT: dict[str, float] = {}
 
 
+def _lap(part: str, since: float) -> None:
+    _SPLIT[part] = _SPLIT.get(part, 0.0) + time.perf_counter() - since
+
+
 @contextlib.contextmanager
 def _timed(part: str):
     t0 = time.perf_counter()
     try:
         yield
     finally:
-        _SPLIT[part] = _SPLIT.get(part, 0.0) + time.perf_counter() - t0
+        _lap(part, t0)
 
 
 def _end_stray_processes() -> int:
@@ -379,7 +383,7 @@ def main() -> int:
             if sum(t.numel() * t.element_size() for t in placed.values()) <= MAX_INPUTS_BACK_BYTES:
                 after = {f"__input__.{key}": t.detach().to("cpu").contiguous().clone() for key, t in placed.items()}
             blob = save({**tensors, **guard_bytes, **after})
-            _SPLIT["case_evidence"] = _SPLIT.get("case_evidence", 0.0) + time.perf_counter() - evidence_started
+            _lap("case_evidence", evidence_started)
         except BaseException as exc:  # noqa: BLE001 - a failing case is a result, not a crash
             error = _student_traceback(exc)
             records, blob = _error_evidence(guards, save)
