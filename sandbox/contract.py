@@ -48,6 +48,9 @@ class Limits(BaseModel):
         "is killed and the speed card says so"))
     run_timeout_s: float = Field(600.0, gt=0, description="all attempts of one submission together")
     kill_grace_s: float = Field(5.0, gt=0, description="watchdog: how long after the kill we wait for the exit")
+    exit_grace_s: float = Field(5.0, gt=0, description=(
+        "after the harness's `done`, how long a sandbox whose output is relayed (docker) may take to exit "
+        "before it is killed: its output's last bytes come through, an exit that never ends costs no more"))
     cpu_time_s: int = Field(900, gt=0, description="RLIMIT_CPU of the sandbox")
     memory_bytes: int = Field(16 * GiB, gt=0,
                               description="bwrap: RLIMIT_AS on the interpreter, unset on GPU (CUDA reserves huge "

@@ -386,7 +386,11 @@ class SandboxRunner:
         mount = getattr(self.backend, "triton_cache", None)
         # Only where the sandbox's output comes straight through our pipe: a container's output is relayed
         # by `docker run`, and killing it at `done` lost the last of a flood's stdout (CI rehearsal).
-        early_end = not (mount is not None and mount.writable) and getattr(self.backend, "direct_output", False)
+        writable = mount is not None and mount.writable
+        early_end = not writable and getattr(self.backend, "direct_output", False)
+        # Where the output is relayed, the exit is waited for after `done`, but only for `exit_grace_s`: an
+        # exit that never ends (an atexit sleep) would otherwise hold the sandbox until the case timeout.
+        exit_by: float | None = None
         proc, read_fd, reader, log = sandbox.proc, sandbox.read_fd, sandbox.reader, sandbox.log
         result.process_limit = sandbox.process_limit
         result.memory_limit = sandbox.memory_limit
@@ -425,7 +429,12 @@ class SandboxRunner:
                     watch.sample()
                 budget = limits.case_timeout_s if ready else limits.startup_timeout_s
                 deadline = min(phase_started + budget, run_deadline)
+                if exit_by is not None and exit_by < deadline:
+                    deadline = exit_by
                 wait = deadline - time.monotonic()
+                if wait <= 0 and deadline == exit_by:
+                    stop_reason = "lingered"  # every phase is in and `done` said: its exit decides nothing
+                    break
                 if wait <= 0:
                     stop_reason = "timeout"
                     held_at_limit = ready and watch.held_at_limit()  # read before the kill
@@ -464,6 +473,9 @@ class SandboxRunner:
                     # (torch's teardown, seconds on a loaded CPU), which decides nothing. Kill it now.
                     stop_reason = "finished"
                     break
+                if (finished and exit_by is None and not early_end and not writable and current is None
+                        and _all_in(job, result, settled) and (job.speed is None or result.speed is not None)):
+                    exit_by = time.monotonic() + limits.exit_grace_s
         finally:
             if stop_reason == "detached":
                 result.speed_pending = SpeedPhase(sandbox, limits=limits, job_root=job_root, parse=_speed_run,
@@ -486,7 +498,7 @@ class SandboxRunner:
         if stop_reason == "stopped":
             result.infra_error = STOPPED
             return settled
-        if stop_reason == "finished":
+        if stop_reason in ("finished", "lingered"):
             return settled
 
         if stop_reason == "channel":
