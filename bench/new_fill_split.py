@@ -4,8 +4,10 @@
 
 One grader as the service builds it (warm pool of 2, no memo, the shared compile cache prewarmed
 with lesson 6's reference and mutants, as at the service's start). Each grading waits for the pool's
-refill first, then prints its wall time beside the report's `timing` (sandbox, cases, given check,
-start-up, kernels compiled here / found in the shared cache / compiled ahead):
+refill first, then prints its wall times beside the report's `timing` (sandbox, cases, given check,
+start-up, kernels compiled here / found in the shared cache / compiled ahead). As the service does, the
+speed card follows the grade (`on_speed`): `report_s` is the time until the final report (its speed card
+`pending`), `card_s` until the card came, `wall_s` the later of the two:
 - prewarmed programs under the prewarm's own seed (compile_parallel.COMPILE_SEED): nothing left to
   compile, so this is the floor of everything but the compiler;
 - the same programs under fresh secret seeds (what a student's grading is today: the drawn widths
@@ -23,6 +25,7 @@ import argparse
 import json
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -99,17 +102,38 @@ def main() -> None:
                 pool.wait_ready(2, 180)
             if grader.compile_cache is not None:
                 grader.compile_cache.wait_idle(120)  # the previous grading's background compile
+            card_came = threading.Event()
+            card_at: list[float] = []
+
+            def on_speed(_card: object, _others: object) -> None:
+                card_at.append(time.perf_counter())
+                card_came.set()
+
             t0 = time.perf_counter()
-            report = grader.grade(body(fill), secret_seed=seed)
-            wall = time.perf_counter() - t0
-            row = {"kind": kind, "fill": fill, "seed": seed, "wall_s": round(wall, 3), "total": report.score.total,
+            report = grader.grade(body(fill), secret_seed=seed, on_speed=on_speed)
+            report_s = time.perf_counter() - t0
+            pending = report.performance is not None and report.performance.status == "pending"
+            if pending and not card_came.wait(120):
+                print("  the speed card did not come in 120 s", flush=True)
+            card_s = card_at[0] - t0 if card_at else None
+            wall = max(report_s, card_s or 0.0)
+            row = {"kind": kind, "fill": fill, "seed": seed, "wall_s": round(wall, 3),
+                   "report_s": round(report_s, 3), "card_s": None if card_s is None else round(card_s, 3),
+                   "speed": None if report.performance is None else report.performance.status,
+                   "total": report.score.total,
                    **{k: report.timing[k] for k in KEYS if k in report.timing},
                    **{k: round(v, 4) for k, v in report.timing.items() if k.startswith(SPLIT_PREFIXES)}}
             rows.append(row)
             print(json.dumps(row), flush=True)
         for kind in dict.fromkeys(r["kind"] for r in rows):
-            walls = sorted(r["wall_s"] for r in rows if r["kind"] == kind)
-            print(f"{kind}: wall p50 {walls[len(walls) // 2]:.3f} s over {len(walls)}", flush=True)
+            kept = [r for r in rows[args.skip_first:] if r["kind"] == kind] or [r for r in rows if r["kind"] == kind]
+
+            def p50(key: str) -> str:
+                values = sorted(r[key] for r in kept if r.get(key) is not None)
+                return f"{values[len(values) // 2]:.3f} s" if values else "–"
+
+            print(f"{kind}: final report p50 {p50('report_s')}, speed card p50 {p50('card_s')}, "
+                  f"wall p50 {p50('wall_s')} over {len(kept)}", flush=True)
         print(split_table(rows, skip_first=args.skip_first), flush=True)
         grader.close()
         if args.out:
