@@ -76,6 +76,15 @@ PENALTY_SCALE = 2.0
 # ... but keeps at least this share of what the sentences stating no misconception earn
 # (MISCONCEPTION_SCOPE; off, of what the whole answer earned).
 MISCONCEPTION_KEEP = 0.25
+# ... and, on an item worth more than one point, at least the smallest unit (half a point) where the sentences
+# stating no misconception earn MISCONCEPTION_UNIT of the points or more: a misconception in one half of a
+# two-part answer does not wipe out the other half ("Using n_b = BLOCK is fine …; for M2_b you do need the
+# tl.where, because the pads turn into −mean_b" scored 0 of 2 where both readers gave 0.5 for the right
+# half; a quarter of it rounded to nothing). On a one-point item half a point is half the item: not there.
+# None: off. Measured on the calibration set's tuning part (2026-12-05, branch `recallC`): 215 -> 217/228
+# (two misconception answers into band, none out, every one still flagged); flat for 0.1 to 0.2, one fewer
+# from 0.25.
+MISCONCEPTION_UNIT: float | None = 0.2
 # A near-verbatim copy of the reference answer: this share of the answer's character 6-grams.
 COPY_GRAM = 6
 COPY_SHARE = 0.6
@@ -1630,13 +1639,18 @@ def _score_answer(question: Question, text: _Text, max_points: float,
                 if not any(cid in matches for cid in part):
                     left_out = sum(by_id[cid].weight for cid in set(part))
                     raw = min(raw, max_points * (1 - left_out / total_weight))
+    copied, share, copies = _copy_check(text, question.reference_answer, course_text)
+    if copies and not copied and COURSE_COPY_COST is not None and not stuffed:  # the course's words, not the reference's
+        raw = min(raw, max(raw - COURSE_COPY_COST, min(raw, 0.5)))
     share_before = raw / max_points if max_points else 0.0
     if misconceptions:  # the worst one counts: a TA sees them all
         worst = max(w.penalty for w in question.misconceptions if w.id in {m["misconception"] for m in misconceptions})
         raw -= max_points * PENALTY_SCALE * worst
         if MISCONCEPTION_SCOPE:
-            raw = max(raw, MISCONCEPTION_KEEP * _apart_from(question, text, spans, index, matches, chains, worked,
-                                                            stated_at, max_points))
+            apart = _apart_from(question, text, spans, index, matches, chains, worked, stated_at, max_points)
+            raw = max(raw, MISCONCEPTION_KEEP * apart)
+            if MISCONCEPTION_UNIT is not None and max_points > 1 and apart >= MISCONCEPTION_UNIT * max_points:
+                raw = max(raw, 0.5)
         else:
             raw = max(raw, MISCONCEPTION_KEEP * max_points * share_before)
     if misconceptions:
@@ -1660,7 +1674,6 @@ def _score_answer(question: Question, text: _Text, max_points: float,
         raw = max(raw - max_points * PENALTY_SCALE * worst, MISCONCEPTION_KEEP * earned)
     if suspected:  # "X is not needed / does not matter", or close to a known misconception's label: for a TA
         flags.append(_doubt_flag(suspected))
-    copied, share, copies = _copy_check(text, question.reference_answer, course_text)
     if copies:  # mostly the reference's or the course's words: a TA looks; the points stand
         flags.append(COPIED_TEXT)
     points = max(0.0, min(max_points, math.floor(raw * 2 + 0.5) / 2))  # nearest half point, halves up
@@ -2688,6 +2701,14 @@ def _copied(text: str, reference: str) -> bool:
 # to 1.0), the answers no reader flagged stay at 0.4 or below, and counting both sources together put
 # two example answers written from the reference (paraphrased, 0.54 and 0.59 of its grams) over the line.
 COPIED_TEXT_FLAG = True
+# A copy of the course text (not of the reference answer: that is the answer to this question, and readers
+# band a copy of it by what it states) tells the course's account of the topic, not the student's account of
+# this question: readers give it half a point less than what it states ("pasted from the article's
+# pitfalls: has accumulate, drift, first call passes, but not what drifts"), never below half a point where
+# it earned that. None: the points stand. Measured on the calibration set's tuning part (2026-12-05, branch
+# `recallC`): 217 -> 220/228 (three copies into band, l06-q3-zh-partial-1 2.0 -> 1.5 of band 1.0, none out);
+# dropping the links of a copy instead (its causal words are the course's) put three copies out of band.
+COURSE_COPY_COST: float | None = 0.5
 COPIED_TEXT = "copied_text"
 COPY_SOURCE_SHARE = 0.2  # a further source is named when it holds this share of the answer's grams
 COPY_QUOTE = 80  # characters of a copied stretch quoted (cut with …)

@@ -30,13 +30,14 @@ def _score(exercise: Exercise, question: str, answer: str, *, course: bool = Tru
                         course_text=exercise.spec.course_text if course else ())
 
 
-def test_a_paragraph_pasted_from_the_lesson_is_flagged_and_keeps_its_points():
+def test_a_paragraph_pasted_from_the_lesson_is_flagged_and_costs_half_a_point():
     pasted = _passage(LESSON, "l6_perf").split("\n")[1]  # 数值稳定性与 Welford 算法：本课的两遍算法……
     answer = "我的回答：\n" + pasted
     result = _score(LESSON, "q3", answer)
     alone = _score(LESSON, "q3", answer, course=False)  # the same answer, no course text given
     assert COPIED_TEXT in result.flags and COPIED_TEXT not in alone.flags
-    assert result.points == alone.points > 0  # the points stand: a TA decides
+    # the course's account, not the student's: half a point less than what it states (COURSE_COPY_COST)
+    assert result.points == alone.points - 0.5 > 0
     [main, *_] = result.copied
     assert main["source"] == "course" and main["passage"] == "l6_perf"
     assert main["where"] == "shared/seeds/000_bbd5487358501849.txt"
@@ -94,3 +95,12 @@ def test_the_longest_answer_allowed_is_checked_in_one_pass_and_quoted_briefly():
     result = _score(LESSON, "q1", answer)
     assert COPIED_TEXT in result.flags and result.copied[0]["passage"] == "l6_how"
     assert len(result.copied[0]["quote"]) <= COPY_QUOTE + 1
+
+
+def test_a_copy_of_the_course_text_keeps_its_smallest_unit(monkeypatch):
+    pasted = _passage(LESSON, "l6_perf").split("\n")[1]
+    off = _score(LESSON, "q3", pasted)
+    monkeypatch.setattr(freetext, "COURSE_COPY_COST", None)
+    assert _score(LESSON, "q3", pasted).points == off.points + 0.5
+    monkeypatch.setattr(freetext, "COURSE_COPY_COST", 5.0)  # a cost larger than the item: half a point stays
+    assert _score(LESSON, "q3", pasted).points == 0.5
