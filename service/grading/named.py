@@ -43,11 +43,20 @@ EFFECT = (
     r"\bmust\b|\bneeds?\b|\bhas to\b|\bhave to\b|\bshould\b|\brequire\w*|\bensur\w*|\bguarantee\w*|"
     r"\bprevent\w*|\bguard\w*|\botherwise\b|\belse\b"
 )
+# 提升/提高 buys speed, except where what is raised is the precision ("把累加提升到 float64", "精度提高"): that is
+# the correctness side, and a sentence naming fp64 as a remedy was read as a gain. And 两遍 is a cost, except as
+# the name of an algorithm ("两遍法", "两遍算法数值稳定"): a sentence naming the two-pass algorithm was read as
+# paying for a second pass. Off (NAMES_NOT_SIDES = False): both words as before.
+NAMES_NOT_SIDES = True
+_PRECISION = (r"\s*(到|为|成|至|成为)?\s*(fp\s*64|float\s*64|fp\s*32|float\s*32|double|双精度|单精度|高精度|"
+              r"更高(的)?精度|精度|位宽|64\s*位|32\s*位)")
+_RAISED = (rf"(?<!精度)(?<!精度\s)(提升|提高)(?!{_PRECISION})" if NAMES_NOT_SIDES else r"提升|提高")
+_NOT_A_NAME = r"(?!\s*(的)?\s*(法|算法|方法|公式|做法|写法|版本|方案|思路))" if NAMES_NOT_SIDES else ""
 # What a trade-off buys.
 GAIN = (
     r"少读|少写|少一(次|遍|趟|轮|个)|少了|省(掉|去|下|了)|免(去|掉)|节省|节约|减少|降低|减半|一半|"
     r"只(需要?)?(读|加载|写|扫描?|访问|launch|启动)(了)?(一|1)\s*(次|遍|趟)|(读|加载|扫描?)(一|1)\s*(次|遍|趟)|"
-    r"一次(读|加载|扫描|launch)|更快|加速|提速|快了|快\s*\d|\d\s*倍|提升|提高|复用|重用|"
+    r"一次(读|加载|扫描|launch)|更快|加速|提速|快了|快\s*\d|\d\s*倍|" + _RAISED + r"|复用|重用|"
     r"(不|无)(需要?|必|用)[^，。,.;；]{0,12}?(写回|写出|读回|来回|往返|同步|launch|启动|第二|额外|物化|中间|原子|atomic)|"
     r"避免.{0,16}(读|写|同步|launch|启动|往返|原子|atomic|物化|中间|显存|hbm|内核|kernel)|"
     r"(留|放|待)在(寄存器|片上)|不(落|写回)?(显存|hbm)|合并成|融合|吞吐|并行|"
@@ -65,7 +74,7 @@ COST = (
     r"(读|写|缩放|乘|同步|launch|启动|寄存器|program|内核|kernel|计算|atomic|原子|流量|循环|内存|显存|缓冲|buffer|"
     r"指令|开销)|增加|占用|浪费|白算|空转|溢出到|spill|放不下|放不进|装不下|容不下|(要|必须|得|需要)[^，。,.]{0,8}"
     r"(放进|放在|放得下|装进|装得下|容纳)|受限|限制|上限|更慢|变慢|慢了|争用|串行|两次\s*launch|两个(内核|kernel)|"
-    r"第二个(内核|kernel)|再(launch|启动)|(两|2)\s*(次|遍|趟)(全局)?(读|扫描|访存|显存|launch|启动)?|翻倍|两倍|"
+    r"第二个(内核|kernel)|再(launch|启动)|(两|2)\s*(次|遍|趟)(全局)?(读|扫描|访存|显存|launch|启动)?" + _NOT_A_NAME + r"|翻倍|两倍|"
     r"寄存器(压力|不够|有限|数量)|复杂|"
     r"\bcost\w*(?! (nothing|no\b|zero|little))|\boverhead\b(?! is (zero|negligible))|"
     r"\bprice\b|\bexpense\b|\bpenalt\w*|\bdownside\b|\bsacrific\w*|"

@@ -164,6 +164,9 @@ NOT_A_TRADEOFF = [
     ("lesson05_row_sum", "q1", "One program per row does not save any memory traffic and has no cost either.", None),
     ("lesson07_softmax", "q3", "The fused kernel reads x once, without any extra cost.", "no_cost"),
     ("lesson07_softmax", "q3", "融合后只读一次 x，代价为零。", "no_cost"),
+    # precision raised is no speed bought, and the two-pass algorithm's name is no second pass paid (NAMES_NOT_SIDES)
+    ("lesson06_mean_var", "q3", "还可以把累加提升到 float64，精度提高以后抵消就小了；两遍法先减均值，所以数值稳定。", None),
+    ("welford_merge", "q1", "两遍算法数值稳定，把累加器提高到双精度也能缓解抵消。", None),
 ]
 
 
@@ -251,3 +254,9 @@ def test_a_keyword_list_names_no_idea(exercise_id, question, text, kind):
     assert not found.met, found.message
     assert [r["why"] for r in found.evidence["rejected"]] == ["stuffing"], found.evidence
     assert ("罗列" if language == "zh" else "list of terms") in found.message
+
+
+@pytest.mark.parametrize("text", ["融合以后吞吐提升了一倍，代价是要读两遍显存。",
+                                  "片上两遍只读一次矩阵，省一半显存流量；两遍法的代价是整行要放进寄存器。"])
+def test_speed_raised_and_two_passes_paid_are_still_a_tradeoff(text):
+    assert graded("lesson06_mean_var", {"q3": text})[TRADEOFF].met
