@@ -63,6 +63,15 @@ CONCEPT_CAP = 0.5
 SHORT_OF_REFERENCE: float | None = 1 / 3
 SHORT_CONCEPTS = 0.15
 CJK_LETTERS = 2.0
+# ... and such a short answer that leaves SHORT_UNSAID or more of the concepts' weight unstated (on the chain
+# or off it) has said at most half of what is asked: it earns at most half the points, however well it links
+# what it says ("因为 variance 不是 linear 的 … 所以不能直接 atomic_add。Σx 和 Σx² 是 linear 的，可以 atomic_add。"
+# names two and a half of fused Q1's five concepts' weight, no between term, no host combine, and scored 1.5 of
+# 2 where both readers gave 1; a link over an unstated step counts as a link, which is right for a step left
+# implicit, not for half the question). None: off. Measured on the tuning part (2026-12-05, branch `recallC`):
+# 220 -> 222/228 (two partial answers into band, none out); 0.45 the same, 0.55 and above none in, 0.4 and
+# below two answers out.
+SHORT_UNSAID: float | None = 0.5
 # A question of several parts (`chain` and `more_chains`: "…? and what if …?") whose answer states none of one
 # part's concepts has left that part unanswered, however well it tells the rest: it earns at most the points
 # less that part's share of the concepts' weight (the share rule's slack is for a step left implicit, not for
@@ -1634,6 +1643,9 @@ def _score_answer(question: Question, text: _Text, max_points: float,
             unsaid = sum(c.weight for c in question.concepts if c.id not in matches and c.id not in on_chain)
             if unsaid >= SHORT_CONCEPTS * total_weight:
                 raw = min(raw, max_points - 0.5)
+            if SHORT_UNSAID is not None and sum(c.weight for c in question.concepts
+                                                if c.id not in matches) >= SHORT_UNSAID * total_weight:
+                raw = min(raw, max_points * 0.5)
         if UNANSWERED_PART and len(chains) > 1:
             for part in chains:
                 if not any(cid in matches for cid in part):

@@ -1,6 +1,7 @@
 """Written answers copied from the reference answer or from the course text an exercise draws on
 (exercises/<id>/course_text.yaml) are flagged `copied_text` for a TA, with the source named and the
-copied stretch quoted; the points stand. Real answers, real exercises, through score_answer and
+copied stretch quoted; a copy of the course text costs half a point (COURSE_COPY_COST), a copy of
+the reference answer keeps its points. Real answers, real exercises, through score_answer and
 through rubric.score_items (the pipeline's text step)."""
 from __future__ import annotations
 
