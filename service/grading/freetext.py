@@ -1652,7 +1652,7 @@ def _score_answer(question: Question, text: _Text, max_points: float,
                     left_out = sum(by_id[cid].weight for cid in set(part))
                     raw = min(raw, max_points * (1 - left_out / total_weight))
     copied, share, copies = _copy_check(text, question.reference_answer, course_text)
-    if copies and not copied and COURSE_COPY_COST is not None and not stuffed:  # the course's words, not the reference's
+    if copies and not copied and COURSE_COPY_COST is not None and not stuffed:  # the course text's words
         raw = min(raw, max(raw - COURSE_COPY_COST, min(raw, 0.5)))
     share_before = raw / max_points if max_points else 0.0
     if misconceptions:  # the worst one counts: a TA sees them all
