@@ -1888,6 +1888,7 @@ def _suspected(question: Question, text: str, spans: list[tuple[int, int]],
                         and not _supposed(text, hit) \
                         and not _refuted(text, hit[1], spans, hit[0]) \
                         and not _turned_around(text, hit, label, spans) \
+                        and not _order_unsaid(text, hit, label, spans) \
                         and _says_the_claim(text, hit, label, _topic(question, matches, spans, hit)) \
                         and not _reported(text, max(hit[0], hit[1] - 1), hit[1], spans) \
                         and not _as_the_reference_says(text, hit, question.reference_answer):
@@ -2022,6 +2023,29 @@ def _turned_around(text: str, hit: tuple[int, int, float], label: str, spans: li
     clause = text[hit[0]:min(spans[_sentence_of(spans, max(0, hit[1] - 1))][1], hit[1] + TURNED_REACH)]
     written = {(m[1], m[2]) for m in _DIFFERENCE.finditer(clause)}
     return any((b, a) in written and (a, b) not in written for a, b in pairs)
+
+
+# A label whose claim is the order of a difference, its correction the same difference turned around ("multiply
+# the old sum by exp(m_new − m_old) (the factor is exp(m_old − m_new) ≤ 1)"): a clause that writes no difference
+# of those operands, in either order, does not state it. The similarity of words found
+# "old sum terms = exp(x − m_old) → …" (the start of a right derivation that goes on to exp(m_old − m_new)) to be
+# rescale_inverted, and LIKE_COSTS took the answer's points. Only a difference written with a spaced or a
+# typeset minus (a hyphen in "per-program" or "one-pass" is a word). Off: the order is read only turned around.
+ORDER_CLAIM = True
+_SPACED_DIFFERENCE = re.compile(r"([a-zμσ_][\w.]*)(?:\s+[-−]\s*|\s*−\s*)([a-zμσ_][\w.]*)")
+
+
+def _order_unsaid(text: str, hit: tuple[int, int, float], label: str, spans: list[tuple[int, int]]) -> bool:
+    if not ORDER_CLAIM:
+        return False
+    said, *correction = re.split(r"（|(?<![a-z0-9_\]])\(", normalise(label), maxsplit=1)
+    corrected = {(m[2], m[1]) for m in _SPACED_DIFFERENCE.finditer("".join(correction))}
+    pairs = {(m[1], m[2]) for m in _SPACED_DIFFERENCE.finditer(said)} & corrected
+    if not pairs:
+        return False
+    clause = text[hit[0]:min(spans[_sentence_of(spans, max(0, hit[1] - 1))][1], hit[1] + TURNED_REACH)]
+    written = {(m[1], m[2]) for m in _DIFFERENCE.finditer(clause)}
+    return not any((a, b) in written or (b, a) in written for a, b in pairs)
 
 
 _CODE_WORD = re.compile(r"[._]|^(mask|load|store|lane|block|other|cols?|rows?|program|kernel|padd|x|y|z|n)$")

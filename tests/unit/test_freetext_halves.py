@@ -55,3 +55,21 @@ def test_terse_complete_chains_keep_their_points(answer):
     question = next(q for q in ("q1", "q2") if "mask" in str(exercise.question(q).reference_answer))
     result = _score("lesson06_mean_var", question, answer)
     assert result.points >= 1.5
+
+
+# Long Softmax Q1: the rescale derived right, read by word similarity as rescale_inverted (ORDER_CLAIM)
+DERIVED = ("old sum terms = exp(x − m_old) → the max moves to m_new → each term should now be exp(x − m_new) = "
+           "exp(x − m_old)·exp(m_old − m_new) → so the whole old sum gets multiplied by exp(m_old − m_new) before "
+           "adding the new block.")
+
+
+def test_a_right_derivation_is_not_the_turned_around_factor(monkeypatch):
+    result = _score("puzzle_long_softmax", "q1", DERIVED)
+    assert not result.flags and result.points >= 1.0
+    monkeypatch.setattr(freetext, "ORDER_CLAIM", False)
+    assert _score("puzzle_long_softmax", "q1", DERIVED).flags
+
+
+def test_the_turned_around_factor_is_still_flagged():
+    result = _score("puzzle_long_softmax", "q1", "m 变大以后旧的 sum 要乘 exp(m_new − m_old)，把它放大到新的尺度。")
+    assert result.flags
