@@ -71,7 +71,10 @@ CJK_LETTERS = 2.0
 # implicit, not for half the question). None: off. Measured on the tuning part (2026-12-05, branch `recallC`):
 # 220 -> 222/228 (two partial answers into band, none out); 0.45 the same, 0.55 and above none in, 0.4 and
 # below two answers out.
-SHORT_UNSAID: float | None = 0.5
+# Held out (2026-12-05, branch `recallC`, measured once with COURSE_COPY_COST, MISCONCEPTION_UNIT, SHORT_UNSAID and
+# ORDER_CLAIM on together): 92 -> 89/114 in band (copied answers 9/9 -> 6/9, full answers 35/38 -> 32/38) and
+# misconception and stuffed answers flagged 32 -> 31/35, so all four are off; tuning with them on: 229/238.
+SHORT_UNSAID: float | None = None
 # A question of several parts (`chain` and `more_chains`: "…? and what if …?") whose answer states none of one
 # part's concepts has left that part unanswered, however well it tells the rest: it earns at most the points
 # less that part's share of the concepts' weight (the share rule's slack is for a step left implicit, not for
@@ -93,7 +96,10 @@ MISCONCEPTION_KEEP = 0.25
 # None: off. Measured on the calibration set's tuning part (2026-12-05, branch `recallC`): 215 -> 217/228
 # (two misconception answers into band, none out, every one still flagged); flat for 0.1 to 0.2, one fewer
 # from 0.25.
-MISCONCEPTION_UNIT: float | None = 0.2
+# Held out (2026-12-05, branch `recallC`, measured once with COURSE_COPY_COST, MISCONCEPTION_UNIT, SHORT_UNSAID and
+# ORDER_CLAIM on together): 92 -> 89/114 in band (copied answers 9/9 -> 6/9, full answers 35/38 -> 32/38) and
+# misconception and stuffed answers flagged 32 -> 31/35, so all four are off; tuning with them on: 229/238.
+MISCONCEPTION_UNIT: float | None = None
 # A near-verbatim copy of the reference answer: this share of the answer's character 6-grams.
 COPY_GRAM = 6
 COPY_SHARE = 0.6
@@ -2031,7 +2037,10 @@ def _turned_around(text: str, hit: tuple[int, int, float], label: str, spans: li
 # "old sum terms = exp(x − m_old) → …" (the start of a right derivation that goes on to exp(m_old − m_new)) to be
 # rescale_inverted, and LIKE_COSTS took the answer's points. Only a difference written with a spaced or a
 # typeset minus (a hyphen in "per-program" or "one-pass" is a word). Off: the order is read only turned around.
-ORDER_CLAIM = True
+# Held out (2026-12-05, branch `recallC`, measured once with COURSE_COPY_COST, MISCONCEPTION_UNIT, SHORT_UNSAID and
+# ORDER_CLAIM on together): 92 -> 89/114 in band (copied answers 9/9 -> 6/9, full answers 35/38 -> 32/38) and
+# misconception and stuffed answers flagged 32 -> 31/35, so all four are off; tuning with them on: 229/238.
+ORDER_CLAIM = False
 _SPACED_DIFFERENCE = re.compile(r"([a-zμσ_][\w.]*)(?:\s+[-−]\s*|\s*−\s*)([a-zμσ_][\w.]*)")
 
 
@@ -2744,7 +2753,10 @@ COPIED_TEXT_FLAG = True
 # it earned that. None: the points stand. Measured on the calibration set's tuning part (2026-12-05, branch
 # `recallC`): 217 -> 220/228 (three copies into band, l06-q3-zh-partial-1 2.0 -> 1.5 of band 1.0, none out);
 # dropping the links of a copy instead (its causal words are the course's) put three copies out of band.
-COURSE_COPY_COST: float | None = 0.5
+# Held out (2026-12-05, branch `recallC`, measured once with COURSE_COPY_COST, MISCONCEPTION_UNIT, SHORT_UNSAID and
+# ORDER_CLAIM on together): 92 -> 89/114 in band (copied answers 9/9 -> 6/9, full answers 35/38 -> 32/38) and
+# misconception and stuffed answers flagged 32 -> 31/35, so all four are off; tuning with them on: 229/238.
+COURSE_COPY_COST: float | None = None
 COPIED_TEXT = "copied_text"
 COPY_SOURCE_SHARE = 0.2  # a further source is named when it holds this share of the answer's grams
 COPY_QUOTE = 80  # characters of a copied stretch quoted (cut with …)

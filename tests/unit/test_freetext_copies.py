@@ -1,7 +1,7 @@
 """Written answers copied from the reference answer or from the course text an exercise draws on
 (exercises/<id>/course_text.yaml) are flagged `copied_text` for a TA, with the source named and the
-copied stretch quoted; a copy of the course text costs half a point (COURSE_COPY_COST), a copy of
-the reference answer keeps its points. Real answers, real exercises, through score_answer and
+copied stretch quoted; the points stand (COURSE_COPY_COST, half a point off a copy of the course text,
+is off: it lost held-out answers). Real answers, real exercises, through score_answer and
 through rubric.score_items (the pipeline's text step)."""
 from __future__ import annotations
 
@@ -31,14 +31,13 @@ def _score(exercise: Exercise, question: str, answer: str, *, course: bool = Tru
                         course_text=exercise.spec.course_text if course else ())
 
 
-def test_a_paragraph_pasted_from_the_lesson_is_flagged_and_costs_half_a_point():
+def test_a_paragraph_pasted_from_the_lesson_is_flagged_and_keeps_its_points():
     pasted = _passage(LESSON, "l6_perf").split("\n")[1]  # 数值稳定性与 Welford 算法：本课的两遍算法……
     answer = "我的回答：\n" + pasted
     result = _score(LESSON, "q3", answer)
     alone = _score(LESSON, "q3", answer, course=False)  # the same answer, no course text given
     assert COPIED_TEXT in result.flags and COPIED_TEXT not in alone.flags
-    # the course's account, not the student's: half a point less than what it states (COURSE_COPY_COST)
-    assert result.points == alone.points - 0.5 > 0
+    assert result.points == alone.points > 0  # the points stand (COURSE_COPY_COST off): a TA decides
     [main, *_] = result.copied
     assert main["source"] == "course" and main["passage"] == "l6_perf"
     assert main["where"] == "shared/seeds/000_bbd5487358501849.txt"
@@ -98,10 +97,10 @@ def test_the_longest_answer_allowed_is_checked_in_one_pass_and_quoted_briefly():
     assert len(result.copied[0]["quote"]) <= COPY_QUOTE + 1
 
 
-def test_a_copy_of_the_course_text_keeps_its_smallest_unit(monkeypatch):
+def test_a_copy_of_the_course_text_costs_half_a_point_when_switched_on(monkeypatch):
     pasted = _passage(LESSON, "l6_perf").split("\n")[1]
     off = _score(LESSON, "q3", pasted)
-    monkeypatch.setattr(freetext, "COURSE_COPY_COST", None)
-    assert _score(LESSON, "q3", pasted).points == off.points + 0.5
+    monkeypatch.setattr(freetext, "COURSE_COPY_COST", 0.5)
+    assert _score(LESSON, "q3", pasted).points == off.points - 0.5
     monkeypatch.setattr(freetext, "COURSE_COPY_COST", 5.0)  # a cost larger than the item: half a point stays
     assert _score(LESSON, "q3", pasted).points == 0.5

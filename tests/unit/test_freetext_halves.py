@@ -1,6 +1,8 @@
 """Issue 15 item 6, branch `recallC`: a misconception in one half of a two-part answer leaves the other half
-some credit (MISCONCEPTION_UNIT), and a short answer that states half or less of what is asked earns at most
-half the points (SHORT_UNSAID). New answers written for these probes, not the calibration set's."""
+some credit (MISCONCEPTION_UNIT), a short answer that states half or less of what is asked earns at most
+half the points (SHORT_UNSAID), and a right derivation is not the turned-around factor (ORDER_CLAIM). All
+three are off (together they lost held-out answers, docs/grading.md "Calibration"): these probes switch
+each on and check it does what it says. New answers written for these probes, not the calibration set's."""
 from __future__ import annotations
 
 import pytest
@@ -25,13 +27,15 @@ HALF_WRONG = ("n_b 用 BLOCK 就行，padding 读进来是 0，不影响 tl.sum�
 
 
 def test_a_misconception_in_one_half_leaves_the_other_half_half_a_point(monkeypatch):
+    monkeypatch.setattr(freetext, "MISCONCEPTION_UNIT", 0.2)
     result = _score("welford_merge", "q3", HALF_WRONG)
     assert "misconception" in result.flags and result.points == 0.5
     monkeypatch.setattr(freetext, "MISCONCEPTION_UNIT", None)
     assert _score("welford_merge", "q3", HALF_WRONG).points == 0.0
 
 
-def test_a_misconception_alone_still_scores_nothing():
+def test_a_misconception_alone_still_scores_nothing(monkeypatch):
+    monkeypatch.setattr(freetext, "MISCONCEPTION_UNIT", 0.2)
     result = _score("welford_merge", "q3", "n_b 用 BLOCK 就行，padding 读进来是 0，不影响 tl.sum，块均值不会错。")
     assert "misconception" in result.flags and result.points == 0.0
 
@@ -41,6 +45,7 @@ SHORT_HALF = "方差不是线性的，Var(A∪B) ≠ Var(A)+Var(B)，所以不�
 
 
 def test_a_short_answer_stating_half_of_what_is_asked_earns_at_most_half(monkeypatch):
+    monkeypatch.setattr(freetext, "SHORT_UNSAID", 0.5)
     assert _score("fused_mean_var_atomic", "q1", SHORT_HALF).points <= 1.0
     monkeypatch.setattr(freetext, "SHORT_UNSAID", None)
     assert _score("fused_mean_var_atomic", "q1", SHORT_HALF).points > 1.0
@@ -50,7 +55,8 @@ def test_a_short_answer_stating_half_of_what_is_asked_earns_at_most_half(monkeyp
     "pad 0 → x−μ = −μ → μ² ≠ 0 → re-mask with tl.where",
     "padding 读成 0 → 减均值后是 −μ → 平方 μ² 加进方差 → 要用 tl.where 再 mask 一次",
 ])
-def test_terse_complete_chains_keep_their_points(answer):
+def test_terse_complete_chains_keep_their_points(answer, monkeypatch):
+    monkeypatch.setattr(freetext, "SHORT_UNSAID", 0.5)
     exercise = CATALOG.get("lesson06_mean_var")
     question = next(q for q in ("q1", "q2") if "mask" in str(exercise.question(q).reference_answer))
     result = _score("lesson06_mean_var", question, answer)
@@ -64,12 +70,14 @@ DERIVED = ("old sum terms = exp(x − m_old) → the max moves to m_new → each
 
 
 def test_a_right_derivation_is_not_the_turned_around_factor(monkeypatch):
+    monkeypatch.setattr(freetext, "ORDER_CLAIM", True)
     result = _score("puzzle_long_softmax", "q1", DERIVED)
     assert not result.flags and result.points >= 1.0
     monkeypatch.setattr(freetext, "ORDER_CLAIM", False)
     assert _score("puzzle_long_softmax", "q1", DERIVED).flags
 
 
-def test_the_turned_around_factor_is_still_flagged():
+def test_the_turned_around_factor_is_still_flagged(monkeypatch):
+    monkeypatch.setattr(freetext, "ORDER_CLAIM", True)
     result = _score("puzzle_long_softmax", "q1", "m 变大以后旧的 sum 要乘 exp(m_new − m_old)，把它放大到新的尺度。")
     assert result.flags
