@@ -30,12 +30,14 @@ def reference(x: np.ndarray, y: np.ndarray) -> kit.Arrays:
 
 def _simulate(x: np.ndarray, y: np.ndarray, b0: int, b1: int, y_step: int, row_stride: int | None = None,
               transposed: bool = False, x_step: int | None = None, rows_to: int | None = None,
-              cols_to: int | None = None, column_major: bool = False) -> tuple[np.ndarray, np.ndarray]:
+              cols_to: int | None = None, column_major: bool = False,
+              axes: tuple[int, int] = (0, 1)) -> tuple[np.ndarray, np.ndarray]:
     """Every store a kernel makes, as (flat addresses, values), whose y-tile offset is pid_1 * y_step
     (x's pid_0 * x_step, B0 unless given), row stride row_stride, and (transposed) that adds
     x[:, None] + y[None, :] (needs B0 == B1); loads are masked (other=0), the store's mask bounds
     rows by rows_to and columns by cols_to (N1, N0 unless given); column_major stores element (j, i)
-    at i * N1 + j (z laid out [N0, N1], a column-major habit). Where rows overlap, which
+    at i * N1 + j (z laid out [N0, N1], a column-major habit); axes names the grid axis whose
+    program id offsets x and the one that offsets y ((0, 1) as the grid is launched). Where rows overlap, which
     program's store lands last is a race on a GPU (grid order on the interpreter), so the stores are
     kept, not their last writer: _same accepts any of them (one diagnosis on every device)."""
     n0, n1 = x.size, y.size
@@ -44,8 +46,9 @@ def _simulate(x: np.ndarray, y: np.ndarray, b0: int, b1: int, y_step: int, row_s
     addresses, values = [], []
     for p0 in range(-(-n0 // b0)):
         for p1 in range(-(-n1 // b1)):
-            ox = p0 * x_step + np.arange(b0)
-            oy = p1 * y_step + np.arange(b1)
+            pid = (p0, p1)
+            ox = pid[axes[0]] * x_step + np.arange(b0)
+            oy = pid[axes[1]] * y_step + np.arange(b1)
             xv = np.where(ox < n0, x[np.minimum(ox, n0 - 1)], 0.0)
             yv = np.where(oy < n1, y[np.minimum(oy, n1 - 1)], 0.0)
             tile = (xv[:, None] + yv[None, :]) if transposed else (xv[None, :] + yv[:, None])
@@ -74,15 +77,27 @@ def _same(observed: np.ndarray, stores: tuple[np.ndarray, np.ndarray]) -> bool:
 # The simulated mistakes, most specific first. Two can coincide on one case (pid_1 * B0 and no y
 # offset at all when B0 >= N1; a row stride B0 and N1 when B0 == N1), so each failed case lists
 # every one it matches and _across keeps those that explain every failed case with outputs.
-_MISTAKES = ("y_offset_uses_b0", "block_offset_missing.y", "block_offset_missing.x", "row_stride_b0",
-             "row_stride_n1", "transposed", "column_major", "mask_bound_swapped.y", "mask_bound_swapped.x")
+_MISTAKES = ("y_offset_uses_b0", "block_offset_missing.y", "block_offset_missing.x", "program_id_same_axis",
+             "program_ids_swapped", "row_stride_b0", "row_stride_n1", "transposed", "column_major", "mask_bound_swapped.y", "mask_bound_swapped.x")
+
+
+# A program id taken from the wrong grid axis, as (x's axis, y's axis): both offsets from one axis
+# (offs_x from program_id(1), a copy of the y line, or offs_y from program_id(0): either way block k
+# of x meets only block k of y, the same z, so the evidence names no axis), or the two swapped.
+_AXES = {"program_id_same_axis": (1, 1), "program_ids_swapped": (1, 0)}
 
 
 def _matches(x: np.ndarray, y: np.ndarray, z: np.ndarray, n0: int, n1: int, b0: int, b1: int) -> list[str]:
+    grid = (-(-n0 // b0), -(-n1 // b1))
     tests = {
         "y_offset_uses_b0": lambda: b0 != b1 and _same(z, _simulate(x, y, b0, b1, y_step=b0)),
         "block_offset_missing.y": lambda: n1 > b1 and _same(z, _simulate(x, y, b0, b1, y_step=0)),
         "block_offset_missing.x": lambda: n0 > b0 and _same(z, _simulate(x, y, b0, b1, y_step=b1, x_step=0)),
+        # right on one program (both ids 0), and swapped on a square grid (block k of each axis)
+        "program_id_same_axis": lambda: max(grid) > 1 and _same(
+            z, _simulate(x, y, b0, b1, y_step=b1, axes=_AXES["program_id_same_axis"])),
+        "program_ids_swapped": lambda: grid[0] != grid[1] and _same(
+            z, _simulate(x, y, b0, b1, y_step=b1, axes=_AXES["program_ids_swapped"])),
         "row_stride_b0": lambda: b0 != n0 and _same(z, _simulate(x, y, b0, b1, y_step=b1, row_stride=b0)),
         "row_stride_n1": lambda: n1 != n0 and _same(z, _simulate(x, y, b0, b1, y_step=b1, row_stride=n1)),
         "transposed": lambda: b0 == b1 and _same(z, _simulate(x, y, b0, b1, y_step=b1, transposed=True)),
@@ -132,6 +147,9 @@ def _across(pending: list[kit.Numbers]) -> Iterator[kit.Found]:
         elif found.startswith("block_offset_missing"):
             axis, pid, block = _WORDS[found]
             yield "block_offset_missing", {**out, "axis": axis, "pid": pid, "block": block}
+        elif found in _AXES:
+            grid = {"grid0": -(-out["N0"] // out["B0"]), "grid1": -(-out["N1"] // out["B1"])}
+            yield found, {**out, **grid, "blocks": grid["grid0"] * grid["grid1"], "diagonal": min(grid.values())}
         elif found.startswith("mask_bound_swapped"):
             axis, used, right = _WORDS[found]
             yield "mask_bound_swapped", {**out, "axis": axis, "used": used, "right": right}
@@ -141,7 +159,7 @@ def _across(pending: list[kit.Numbers]) -> Iterator[kit.Found]:
 
 # The ids _across gives a simulated mistake under: one that explains every failed case with outputs
 # leads the report, before a case's own finding (a write past z is what the wrong stride did there).
-CAUSES = ("y_offset_uses_b0", "block_offset_missing", "row_stride_b0", "row_stride_n1", "transposed", "column_major",
-          "mask_bound_swapped")
+CAUSES = ("y_offset_uses_b0", "block_offset_missing", *_AXES, "row_stride_b0", "row_stride_n1", "transposed",
+          "column_major", "mask_bound_swapped")
 
 diagnose = kit.make_diagnose(_classify, with_outputs=False, across=_across, causes=CAUSES)

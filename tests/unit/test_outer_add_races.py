@@ -71,3 +71,35 @@ def test_a_column_major_z_is_named_and_nothing_else_is():
         if b0 == b1:
             transposed = _z(n0, n1, checks._simulate(x, y, b0, b1, y_step=b1, transposed=True), last_wins=True)
             assert "column_major" not in checks._matches(x, y, transposed, n0, n1, b0, b1)
+
+
+def test_a_program_id_from_the_wrong_axis_is_named_from_the_z_it_leaves():
+    """offs_x from program_id(1) (third-party kernels, fifth batch) and offs_y from program_id(0) (the
+    catalogue's wrong.same_program_id) leave the same z, the diagonal blocks alone: both are
+    program_id_same_axis; the two ids swapped is program_ids_swapped, wherever the grid is not square
+    (on a square one it is right). Neither is named for the right z or the other simulated tilings."""
+    for n0, n1, b0, b1 in ((100, 90, 32, 32), (32, 64, 16, 16), (40, 24, 32, 8), (64, 20, 32, 16), (113, 32, 32, 16)):
+        x, y = _case(n0, n1)
+        for axes in ((1, 1), (0, 0)):
+            stores = checks._simulate(x, y, b0, b1, y_step=b1, axes=axes)
+            for last_wins in (True, False):
+                z = _z(n0, n1, stores, last_wins=last_wins)
+                assert checks._matches(x, y, z, n0, n1, b0, b1) == ["program_id_same_axis"], (n0, n1, axes)
+        swapped = _z(n0, n1, checks._simulate(x, y, b0, b1, y_step=b1, axes=(1, 0)), last_wins=True)
+        square = -(-n0 // b0) == -(-n1 // b1)
+        assert ("program_ids_swapped" in checks._matches(x, y, swapped, n0, n1, b0, b1)) != square, (n0, n1)
+        if square:
+            assert np.allclose(swapped, x[None, :] + y[:, None])
+        right = x[None, :] + y[:, None]
+        others = [_z(n0, n1, checks._simulate(x, y, b0, b1, y_step=b1, **kw), last_wins=True)
+                  for kw in ({"x_step": 0}, {"row_stride": n1}, {"column_major": True})]
+        for z in (right, *others):
+            assert not {"program_id_same_axis", "program_ids_swapped"} & set(checks._matches(x, y, z, n0, n1, b0, b1))
+
+
+def test_one_program_per_axis_names_no_program_id_mistake():
+    """With one block each way both ids are 0: the same-axis simulation is the right z, and is not named."""
+    x, y = _case(5, 3)
+    z = _z(5, 3, checks._simulate(x, y, 16, 16, y_step=16, axes=(1, 1)), last_wins=True)
+    assert np.allclose(z, x[None, :] + y[:, None])
+    assert checks._matches(x, y, z, 5, 3, 16, 16) == []
