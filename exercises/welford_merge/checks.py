@@ -54,7 +54,7 @@ def _merge(x: np.ndarray, block: int, *, count: str = "valid", remask: bool = Tr
            chunk_m2: str = "sum") -> tuple[np.ndarray, np.ndarray]:
     """Chunked merge in float64, with one of the known mistakes switched on. count: n_b as the
     valid lanes, "block" (BLOCK), "stride" (the lanes below the row `stride`), "remaining"
-    (N − start) or "row" (N). center: M2_b's deviations about mean_b ("chunk"), about the running
+    (N − start), "row" (N) or "plus_one" (the valid lanes + 1). center: M2_b's deviations about mean_b ("chunk"), about the running
     mean before this merge ("running") or about 0 ("zero": Σx² of the valid lanes). chunk_m2:
     "mean" divides M2_b by n_b (the chunk's variance). delta_term: Chan's, "none", "no_division"
     (delta²·n·n_b), "linear" (delta·n·n_b/n', not squared), "updated" (delta taken again after
@@ -73,6 +73,8 @@ def _merge(x: np.ndarray, block: int, *, count: str = "valid", remask: bool = Tr
             n_b = float(n_total - start)
         elif count == "row":
             n_b = float(n_total)
+        elif count == "plus_one":
+            n_b = float(valid + 1)
         else:
             n_b = float(block if count == "block" else valid)
         mean_b = chunk.sum(axis=1) / n_b
@@ -115,6 +117,7 @@ _CANDIDATES: dict[str, dict[str, Any]] = {
 _ACROSS_CANDIDATES: dict[str, dict[str, Any]] = {
     "chunk_count_remaining": {"count": "remaining"},
     "chunk_count_is_row": {"count": "row"},
+    "chunk_count_plus_one": {"count": "plus_one"},
     "chunk_m2_about_running_mean": {"center": "running"},
     "chunk_m2_not_centred": {"center": "zero"},
     "chunk_m2_divided_by_count": {"chunk_m2": "mean"},
