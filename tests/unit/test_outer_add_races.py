@@ -103,3 +103,15 @@ def test_one_program_per_axis_names_no_program_id_mistake():
     z = _z(5, 3, checks._simulate(x, y, 16, 16, y_step=16, axes=(1, 1)), last_wins=True)
     assert np.allclose(z, x[None, :] + y[:, None])
     assert checks._matches(x, y, z, 5, 3, 16, 16) == []
+
+
+def test_where_a_row_mask_bounded_by_n0_leaves_the_same_z_it_is_named_first():
+    """On regular.tall (N0 = 32, N1 = 64, B0 = B1 = 16) the ids swapped leave the z a row mask bounded
+    by N0 leaves (rows 32.. never written); that kernel's other failed cases write past z (no outputs),
+    so the tall case alone decides, and the mask (the catalogue's wrong.mask_y_bound_n0) is named."""
+    x, y = _case(32, 64)
+    z = _z(32, 64, checks._simulate(x, y, 16, 16, y_step=16, rows_to=32), last_wins=True)
+    matches = checks._matches(x, y, z, 32, 64, 16, 16)
+    assert {"mask_bound_swapped.y", "program_ids_swapped"} <= set(matches)
+    pending = [{"case": "regular.tall", "N0": 32, "N1": 64, "B0": 16, "B1": 16, "matches": matches}]
+    assert [key for key, _ in checks._across(pending)] == ["mask_bound_swapped"]
