@@ -70,9 +70,9 @@ y = tl.load(y_ptr + offs_y, mask=offs_y < N1, other=0.0)
 tl.store(z_ptr + offs_y[:, None] * N0 + offs_x[None, :], x[None, :] + y[:, None],
          mask=(offs_y[:, None] < N1) & (offs_x[None, :] < N0))
 """,
-     "expect": {"code_points": 0},
+     "expect": {"code_points": 0, "diagnoses": ["program_ids_swapped"], "not_diagnosed": ["unexplained_outer_add"]},
      "judged": "wrong wherever the grid is not square in blocks (both regular cases); one_by_one and small_ragged "
-               "(one block each) pass"},
+               "(one block each) pass (first no diagnosis; now program_ids_swapped)"},
     {"id": "outer4.wrong.block_as_row_stride", "group": "wrong",
      "description": "stride mixup: offs_y[:, None] * B0 (the block width) as z's row stride",
      "fill": """offs_x = tl.program_id(0) * B0 + tl.arange(0, B0)

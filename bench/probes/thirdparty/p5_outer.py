@@ -90,9 +90,10 @@ y = tl.load(y_ptr + offs_y, mask=offs_y < N1, other=0.0)
 tl.store(z_ptr + offs_y[:, None] * N0 + offs_x[None, :], x[None, :] + y[:, None],
          mask=(offs_y[:, None] < N1) & (offs_x[None, :] < N0))
 """,
-     "expect": {"code_points": 0},
+     "expect": {"code_points": 0, "diagnoses": ["program_id_same_axis"],
+                "not_diagnosed": ["unexplained_outer_add", "block_offset_missing"]},
      "judged": "wrong wherever there is more than one block in either direction (the exercise's "
-               "wrong.same_program_id, no diagnosis there)"},
+               "wrong.same_program_id; first 'matches none', now program_id_same_axis: the diagonal blocks alone)"},
     {"id": "outer5.wrong.column_major_z", "group": "wrong",
      "description": "z written column-major: offs_x[None, :] * N1 + offs_y[:, None] (the [N0, N1] layout of a "
                     "Fortran / JAX-transposed habit)",
