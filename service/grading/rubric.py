@@ -10,8 +10,9 @@ from service.exercises import Exercise, Question, RubricItem
 from service.grading import host_blanks
 from service.grading.cases import GIVEN_CASE_ID
 from service.grading.extract import extract
-from service.grading.freetext import NOT_THE_FILL, TextScore, fill_scope, score_answer, score_text
+from service.grading.freetext import NOT_THE_FILL, TextScore, score_answer, score_text
 from service.grading.model_assist import ModelAssist
+from service.grading.stated_fill import fill_scope
 from service.messages import render
 from service.report import CaseReport, Diagnosis, EditReport, Item, Score, Veto, points_total
 from service.submission import Submission

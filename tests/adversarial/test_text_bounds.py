@@ -312,7 +312,7 @@ def test_a_long_block_fill_is_checked_against_the_explanation_in_bounded_time():
     """The explanation says both buffers are zeroed; the block fill (fill_policy any) is thousands
     of `sums` / `sumsqs` lines and no zeroing. The claim's `shown_by` pattern
     `(?s)\\bsums\\b.*\\bsumsqs\\b.*(zero|fill|= 0)` costs the cube of the fill: 3 s for 4.8 KB, hours
-    for 60 KB. Now a block fill is searched in at most freetext._SHOWN_SEARCH_MAX characters."""
+    for 60 KB. Now a block fill is searched in at most stated_fill._SHOWN_SEARCH_MAX characters."""
     block = "\n".join(["sums", "sumsqs"] * 2_600)  # 31 KB
     question = FUSED.question("explanation")
     started = time.thread_time()

@@ -16,8 +16,9 @@ import yaml
 
 from service.config import REPO_ROOT
 from service.exercises import Exercise, ExerciseCatalog
-from service.grading.freetext import TextScore, fill_scope, score_answer
+from service.grading.freetext import TextScore, score_answer
 from service.grading.rubric import EXPLANATION_QUESTION
+from service.grading.stated_fill import fill_scope
 
 ANSWERS_DIR = Path(__file__).parent / "answers"
 CATALOG = ExerciseCatalog(REPO_ROOT / "exercises")

@@ -8,9 +8,10 @@ import pytest
 
 from service.config import REPO_ROOT
 from service.exercises import ExerciseCatalog
-from service.grading import freetext, rubric
+from service.grading import freetext, rubric, stated_fill
 from service.grading.extract import extract
-from service.grading.freetext import NOT_THE_FILL, STATED_FILL_CLAIM, fill_scope, score_answer
+from service.grading.freetext import NOT_THE_FILL, score_answer
+from service.grading.stated_fill import STATED_FILL_CLAIM, fill_scope
 from service.submission import Submission
 
 CATALOG = ExerciseCatalog(REPO_ROOT / "exercises")
@@ -175,7 +176,7 @@ def test_the_catalogs_own_explanations_state_their_fills(exercise_id):
 
 def test_hostile_explanations_are_read_within_bounds():
     many = "我填的是 `cols < BLOCK`。" * 5000
-    assert len(freetext._stated_candidates(many)) <= freetext._STATED_CANDIDATES_MAX + 1
+    assert len(stated_fill._stated_candidates(many)) <= stated_fill._STATED_CANDIDATES_MAX + 1
     assert _stated(L6, many, ["mask"])  # still read: the first is a statement
     for said in ("我填的是 " + "(" * 5000 + "x" + ")" * 5000, "我填的是 `" + "a+" * 50_000 + "a`",
                  "我填的是 `" + "-" * 200 + "`", "The fill is " + "not " * 3000 + "mask",
