@@ -34,7 +34,7 @@ from sqlalchemy.orm import Session
 from service.db.models import Submission
 from service.exercises import ExerciseCatalog, ExerciseNotFound
 from service.grading.extract import MAX_SYNTAX_DEPTH, blank_positions, deeper_than, extract, is_block_blank
-from service.grading.freetext import normalise
+from service.grading.folding import normalise
 
 MAX_TEXT_CHARS = 4000  # normalised characters compared per answer: the cost of one signature is bounded
 MIN_TEXT_CHARS = 60  # normalised characters: below this, answers look alike by nature
@@ -53,7 +53,7 @@ _DROP = re.compile(r"[\W_]+", re.UNICODE)
 
 def normalise_text(text: str) -> str:
     """Compatibility forms folded (full-width letters, ligatures), lower case, blanks and punctuation gone;
-    folded as the rubric reads an answer (freetext.normalise), so Latin-looking Cyrillic letters or
+    folded as the rubric reads an answer (folding.normalise), so Latin-looking Cyrillic letters or
     zero-width characters in a copy hide nothing."""
     return _DROP.sub("", normalise(text).casefold())[:MAX_TEXT_CHARS]
 

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from service.grading.freetext import normalise
+from service.grading.folding import normalise
 from service.messages import render
 from service.report import Veto
 

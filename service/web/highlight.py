@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from markupsafe import Markup, escape
 
 from service.exercises import Question
-from service.grading.freetext import fold_char, fold_white_space, reads_homoglyphs
+from service.grading.folding import fold_char, fold_white_space, reads_homoglyphs
 
 
 @dataclass(frozen=True)

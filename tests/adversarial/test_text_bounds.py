@@ -245,7 +245,7 @@ WHITE_RUNS = {"spaces": " ", "newlines": "\n", "mixed": " \n\t", "ideographic": 
 def test_a_run_of_white_space_in_an_answer_is_read_in_bounded_time(kind):
     """welford_merge's rubric has `mask\\s*(里|中)?\\s*(为\\s*)?true\\s*的\\s*个数`: two `\\s*` around an
     optional word try every split of a run between them. "mask" then 16 000 spaces cost 9-10 s per
-    question (explanation, q3) before runs of white space were read as one (freetext._fold_markup)."""
+    question (explanation, q3) before runs of white space were read as one (folding._fold_markup)."""
     run = WHITE_RUNS[kind]
     answer = ("mask" + run * MAX_TEXT_CHARS)[:MAX_TEXT_CHARS - 1] + "x"
     for question in WELFORD.spec.questions:

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from service.config import REPO_ROOT
 from service.exercises import Exercise, ExerciseCatalog
 from service.exercises.spec import COURSE_MAX_CHARS
-from service.grading import freetext
+from service.grading import folding, freetext
 
 CATALOG = ExerciseCatalog(REPO_ROOT / "exercises")
 LESSON = CATALOG.get("lesson06_mean_var")
@@ -44,8 +44,8 @@ def test_the_passages_are_quoted_from_their_seed(exercise_id):
         seed = _seed(passage.source)
         if seed is None:
             pytest.skip(f"{passage.source} is not beside this checkout")
-        mine = freetext._grams(freetext._fold_answer(passage.text))
-        theirs = freetext._grams(freetext._fold_answer(seed.read_text(encoding="utf-8")))
+        mine = freetext._grams(folding._fold_answer(passage.text))
+        theirs = freetext._grams(folding._fold_answer(seed.read_text(encoding="utf-8")))
         assert len(mine & theirs) >= 0.7 * len(mine), passage.id
 
 

@@ -14,7 +14,8 @@ import pytest
 from service.config import REPO_ROOT
 from service.exercises import ExerciseCatalog
 from service.grading import freetext
-from service.grading.freetext import TextScore, normalise, score_answer
+from service.grading.folding import normalise
+from service.grading.freetext import TextScore, score_answer
 from service.grading.passrule import chain_requirement
 
 CATALOG = ExerciseCatalog(REPO_ROOT / "exercises")

@@ -10,8 +10,9 @@ import pytest
 
 from service.config import REPO_ROOT
 from service.exercises import ExerciseCatalog
-from service.grading import freetext
-from service.grading.freetext import normalise, score_answer
+from service.grading import folding, freetext
+from service.grading.folding import normalise
+from service.grading.freetext import score_answer
 
 LESSON = ExerciseCatalog(REPO_ROOT / "exercises").get("lesson06_mean_var")
 Q2 = LESSON.question("q2")
@@ -153,7 +154,7 @@ def test_a_misconception_the_student_holds_is_still_flagged(answer):
 
 
 def test_the_switches_restore_the_old_readings(monkeypatch):
-    monkeypatch.setattr(freetext, "INVISIBLE_FOLD", False)
+    monkeypatch.setattr(folding, "INVISIBLE_FOLD", False)
     assert score("\u200b".join(PLAIN["en"])).points == 0
     monkeypatch.setattr(freetext, "REPORTED_NOT_STATED", False)
     assert "misconception" in score("有人认为 other=0.0 就够了，这是错的。" + CORRECT_TAIL["zh"]).flags

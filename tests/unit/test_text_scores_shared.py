@@ -51,7 +51,7 @@ def test_a_shared_score_says_the_same_as_scoring_again(exercise_id):
 def test_ascii_answers_fold_and_quote_like_every_other_answer(answer):
     text = _Text.of(answer)
     # the per-character fold, as for non-ASCII text: character i of the answer stays character i,
-    # except that a run of white space is read as one space, or as one blank line (freetext._SPACE_RUN)
+    # except that a run of white space is read as one space, or as one blank line (folding._SPACE_RUN)
     runs = re.sub(r"[^\S\n]{2,}", " ", re.sub(r"\n(?:[^\S\n]*\n)+", "\n\n", answer.lower()))
     assert str(text) == runs.strip()
     assert text.offsets is not None and len(text.offsets) == len(text) + 1
