@@ -467,15 +467,16 @@ class SandboxRunner:
                 if detach_speed and current == "<speed>" and _all_in(job, result, settled):
                     stop_reason = "detached"  # every phase the grade needs is in: the caller goes on now
                     break
-                if (finished and early_end and current is None and _all_in(job, result, settled)
+                if (finished and current is None and _all_in(job, result, settled)
                         and (job.speed is None or result.speed is not None)):
                     # Every phase is in and the harness said `done`: what is left is its interpreter's exit
-                    # (torch's teardown, seconds on a loaded CPU), which decides nothing. Kill it now.
-                    stop_reason = "finished"
-                    break
-                if (finished and exit_by is None and not early_end and not writable and current is None
-                        and _all_in(job, result, settled) and (job.speed is None or result.speed is not None)):
-                    exit_by = time.monotonic() + limits.exit_grace_s
+                    # (torch's teardown, seconds on a loaded CPU), which decides nothing. Kill it now, or
+                    # (relayed output) once the exit grace is over.
+                    if early_end:
+                        stop_reason = "finished"
+                        break
+                    if exit_by is None and not writable:
+                        exit_by = time.monotonic() + limits.exit_grace_s
         finally:
             if stop_reason == "detached":
                 result.speed_pending = SpeedPhase(sandbox, limits=limits, job_root=job_root, parse=_speed_run,
