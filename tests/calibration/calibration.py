@@ -161,6 +161,14 @@ def main(argv: list[str]) -> None:
                   "mis:", [m["misconception"] for m in result.misconceptions])
             print("    why:", entry.data["reading_1"].get("why", "")[:300])
     table = figures(entries)
+    if only_tuning:  # the tuning part's figures only: who tunes never sees the held-out part's, even summed
+        print(f"{'exercise':24} {'in band: tuning':>16} {'misc./stuffed flagged: tuning':>30} "
+              f"{'unflagged left unflagged: tuning':>33}")
+        for key in sorted(table, key=lambda k: (k == "all", k)):
+            row = table[key]
+            print(f"{key:24} {_rate(row.get('tuning')):>16} {_rate(row.get('tuning_flagged')):>30} "
+                  f"{_rate(row.get('tuning_unflagged')):>33}")
+        return
     print(f"{'exercise':24} {'in band: tuning':>16} {'held-out':>12} {'misc./stuffed flagged: tuning':>30} "
           f"{'held-out':>10} {'reader-flagged flagged: held-out':>33} {'unflagged left unflagged: tuning':>33} "
           f"{'held-out':>10}")
