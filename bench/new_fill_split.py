@@ -3,11 +3,13 @@
     python bench/new_fill_split.py --device gpu [--out FILE.json]
 
 One grader as the service builds it (warm pool of 2, no memo, the shared compile cache prewarmed
-with lesson 6's reference and mutants, as at the service's start). Each grading waits for the pool's
-refill first, then prints its wall times beside the report's `timing` (sandbox, cases, given check,
-start-up, kernels compiled here / found in the shared cache / compiled ahead). As the service does, the
+with lesson 6's reference and mutants, as at the service's start). Each grading waits for the
+previous one's background compile (its runs take the pool's sandboxes), then for the pool's refill,
+then prints its wall times beside the report's `timing` (sandbox, cases, given check, start-up,
+kernels compiled here / found in the shared cache / compiled ahead). As the service does, the
 speed card follows the grade (`on_speed`): `report_s` is the time until the final report (its speed card
-`pending`), `card_s` until the card came, `wall_s` the later of the two:
+`pending`), `card_s` until the card came, `wall_s` the later of the two; `--profile FILE` writes a cProfile
+of the grading calls (the calling thread: the trusted side's own work, and its waits):
 - prewarmed programs under the prewarm's own seed (compile_parallel.COMPILE_SEED): nothing left to
   compile, so this is the floor of everything but the compiler;
 - the same programs under fresh secret seeds (what a student's grading is today: the drawn widths
@@ -22,7 +24,9 @@ gradings). On the interpreter (`--device interpreter`) "prewarmed" means nothing
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
+import pstats
 import sys
 import tempfile
 import threading
@@ -67,6 +71,8 @@ def main() -> None:
     parser.add_argument("--device", choices=["auto", "gpu", "interpreter"], default="auto")
     parser.add_argument("--repeat", type=int, default=3, help="gradings of each kind")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--profile", type=Path,
+                        help="cProfile the grading calls (the calling thread: the trusted side) into this text file")
     parser.add_argument("--skip-first", type=int, default=1,
                         help="leave the first N gradings out of the split table (the first run's cold caches)")
     args = parser.parse_args()
@@ -96,12 +102,14 @@ def main() -> None:
         runs = [("prewarmed, prewarm seed", fill, COMPILE_SEED) for fill in ("mask", "cols < N")] * args.repeat
         runs += [("prewarmed, fresh seed", "mask", 1000 + i) for i in range(args.repeat)]
         runs += [("never seen", f"cols < N + {k} - {k}", 2000 + k) for k in range(1, args.repeat + 1)]
-        rows = []
+        rows: list[dict] = []
+        profiler = cProfile.Profile() if args.profile else None
         for kind, fill, seed in runs:
+            if grader.compile_cache is not None:
+                # the previous grading's background compile first: its runs take the pool's sandboxes
+                grader.compile_cache.wait_idle(120)
             if pool is not None:
                 pool.wait_ready(2, 180)
-            if grader.compile_cache is not None:
-                grader.compile_cache.wait_idle(120)  # the previous grading's background compile
             card_came = threading.Event()
             card_at: list[float] = []
 
@@ -110,7 +118,12 @@ def main() -> None:
                 card_came.set()
 
             t0 = time.perf_counter()
+            profiled = profiler if len(rows) >= args.skip_first else None  # (not the first: cold caches)
+            if profiled is not None:
+                profiled.enable()
             report = grader.grade(body(fill), secret_seed=seed, on_speed=on_speed)
+            if profiled is not None:
+                profiled.disable()
             report_s = time.perf_counter() - t0
             pending = report.performance is not None and report.performance.status == "pending"
             if pending and not card_came.wait(120):
@@ -135,6 +148,10 @@ def main() -> None:
             print(f"{kind}: final report p50 {p50('report_s')}, speed card p50 {p50('card_s')}, "
                   f"wall p50 {p50('wall_s')} over {len(kept)}", flush=True)
         print(split_table(rows, skip_first=args.skip_first), flush=True)
+        if profiler is not None:  # the grading thread only: the trusted side's own work, and its waits
+            with args.profile.open("w", encoding="utf-8") as out:
+                for order in ("tottime", "cumulative"):
+                    pstats.Stats(profiler, stream=out).sort_stats(order).print_stats(45)
         grader.close()
         if args.out:
             args.out.write_text(json.dumps(rows, indent=1), encoding="utf-8")
