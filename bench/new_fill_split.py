@@ -81,8 +81,8 @@ def main() -> None:
                             compile_cache_prewarm=False)
         grader = build_grader(settings)
         grader.memo = None  # every grading runs
-        pool = grader.runner.pools.get((grader.mode, grader.device_index))
         grader.start()
+        pool = grader.runner.pools.get((grader.mode, grader.device_index))  # (made by start: before it, None)
         if pool is not None:
             pool.wait_ready(2, 180)
         if grader.compile_cache is not None:
@@ -110,6 +110,8 @@ def main() -> None:
                 grader.compile_cache.wait_idle(120)
             if pool is not None:
                 pool.wait_ready(2, 180)
+            if grader.compile_cache is not None and grader.compile_cache.parallel:
+                grader.compile_cache.wait_parallel_ready(180)  # the compile-ahead's own sandboxes
             card_came = threading.Event()
             card_at: list[float] = []
 
