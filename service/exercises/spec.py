@@ -332,12 +332,33 @@ class Concept(_Labelled):
         return _compiles(patterns)
 
 
+class ClauseTerms(_Strict):
+    """A misconception said in any order and wording within one clause: every one of `terms` (regexes, each a
+    set of synonyms: what is combined, how, into what) matches inside one clause of the answer (between
+    punctuation or a contrast word) and none of `not_with` does. Unless `negated`, a clause that holds a
+    negation, a condition or a correction word ("不", "not", "if", "wrong", "其实") states nothing."""
+    terms: list[str] = Field(min_length=2)
+    not_with: list[str] = Field(default_factory=list)
+    negated: bool = Field(False, description="the statement is itself a denial (\"no need to rescale\"): "
+                                             "the clause's negations do not cancel it")
+    sentence: bool = Field(False, description="the terms together in one sentence, not one clause (a reason "
+                                              "after a comma: \"不能加方差，因为 atomic 顺序不确定\")")
+
+    @field_validator("terms", "not_with")
+    @classmethod
+    def _valid_patterns(cls, patterns: list[str]) -> list[str]:
+        return _compiles(patterns)
+
+
 class Misconception(_Labelled):
     id: str = Field(pattern=_ID)
     label: Text = Field(description="the wrong idea, `{zh: …, en: …}`, its correction in parentheses: shown in the "
                                     "report's language, and both are matched (a clause close to either is flagged "
                                     "for a TA)")
     patterns: list[str] = Field(min_length=1)
+    clauses: list[ClauseTerms] = Field(default_factory=list,
+                                       description="the misconception's parts, each a synonym set, together in a "
+                                                   "clause in any order (ClauseTerms): what single patterns miss")
     penalty: float = Field(0.25, ge=0, le=1, description="share of the question's points taken off")
     negatable: bool = Field(True, description="'不能除以 BLOCK' does not state the misconception")
     unless: list[str] = Field(default_factory=list,

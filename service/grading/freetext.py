@@ -1771,7 +1771,61 @@ def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]],
                 if where is not None:
                     where.append(m.start())
                 break
+        else:
+            if CLAUSE_TERMS and wrong.clauses and not _excused(wrong, text) \
+                    and (at := _said_in_a_clause(wrong, text, spans)) is not None:
+                found.append({"misconception": wrong.id, **_labels(wrong.label), "quote": _quote(text, *at)})
+                if where is not None:
+                    where.append(at[0])
     return found
+
+
+# A misconception is also stated by its parts together in one clause, in any order and wording
+# (`clauses:` of a misconception, ClauseTerms: each part a synonym set): single patterns were written one
+# answer at a time and missed the next student's word order ("block variance → atomic_add → row
+# variance", "the sum of those is the total variance"). A clause holding a negation, a condition or a
+# correction states nothing (unless the statement is itself a denial: `negated`); a clause quoted as
+# someone else's or called wrong right after (_reported, _refuted) neither. Off: only `patterns` are read.
+CLAUSE_TERMS = True
+_CLAUSE_SPLIT = re.compile(r"[,，;；。！？!?:：\n]|\.(?=\s|$)|但是?|却|而是|其实|实际上|不过|"
+                           r"\b(but|however|instead|whereas|although|though|actually|rather)\b", re.IGNORECASE)
+_CLAUSE_DENIES = re.compile(r"不(?!同|断|少|仅|只|止|管|论|光|一样|久)|没|(?<!区)别(?!的)|非(?!常)|无法|未|"
+                            r"n't|\b(not|never|no|cannot|wrong|incorrect|unless|if|mistak\w*|misconception|fails?)\b|"
+                            r"错|≠|!=|以为|如果|若|假如|要是|倘若|"
+                            # what it loses: "直接把各块方差加起来就把这项丢了" says why it is wrong
+                            r"丢|漏|缺了|少了|忽略|\b(los(e|es|t|ing)|miss(es|ing|ed)?|drops?|ignor\w*)\b", re.IGNORECASE)
+
+
+def _clauses(text: str) -> list[tuple[int, int]]:
+    spans, start = [], 0
+    for m in _CLAUSE_SPLIT.finditer(text):
+        if m.start() > start:
+            spans.append((start, m.start()))
+        start = m.end()
+    if start < len(text):
+        spans.append((start, len(text)))
+    return spans
+
+
+def _said_in_a_clause(wrong: Misconception, text: str, spans: list[tuple[int, int]]) -> tuple[int, int] | None:
+    """Where a clause states `wrong` by its parts (CLAUSE_TERMS), or None."""
+    for rule in wrong.clauses:
+        terms = _rubric(tuple(rule.terms), text)
+        if not all(p.search(text) for p in terms):
+            continue
+        without = _rubric(tuple(rule.not_with), text) if rule.not_with else ()
+        for a, b in (spans if rule.sentence else _clauses(text)):
+            clause = text[a:b]
+            if not all(p.search(clause) for p in terms) or any(p.search(clause) for p in without):
+                continue
+            if not rule.negated and _CLAUSE_DENIES.search(clause):
+                continue
+            start = a + len(clause) - len(clause.lstrip())
+            if _reported(text, start, b, spans) or _refuted(text, b, spans) \
+                    or (not wrong.mechanism and _fails_after(text, b, spans, start=start)):
+                continue
+            return start, b
+    return None
 
 
 # A concept stated as false is not stated (probe sweep: "it is not the identity, the padding does not
