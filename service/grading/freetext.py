@@ -1517,7 +1517,9 @@ def _phrasings(question: Question, concept: Concept) -> list[similarity.Phrasing
 REFUTED_AFTER = True
 _REFUTED = re.compile(r"[\s,]*(这样|这么做|这|那|that|this|which)?\s*"
                       r"(其实|实际上|显然|当然|就|也|都|would be|is|are)?\s*(是)?\s*"
-                      r"(错的|错误的|不对|不正确|行不通|\bwrong\b|\bincorrect\b|not correct|not right|a mistake)")
+                      r"(错的|错误的|不对|不正确|行不通|\bwrong\b|\bincorrect\b|not correct|not right|a mistake|"
+                      # called too little: "只在分配时清零一次不够", "zeroing once is not enough"
+                      r"(还|是|并|远远)?不够|不足以|(is|are)(n't| not) (enough|sufficient)|insufficient)")
 
 
 def _refuted(text: str, end: int, spans: list[tuple[int, int]], start: int | None = None) -> bool:
