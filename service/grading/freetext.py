@@ -1809,7 +1809,9 @@ _CLAUSE_SPLIT = re.compile(r"[,，;；。！？!?:：\n]|\.(?=\s|$)|但是?|却|
                            r"\b(but|however|instead|whereas|although|though|actually|rather)\b", re.IGNORECASE)
 _CLAUSE_DENIES = re.compile(r"不(?!同|断|少|仅|只|止|管|论|光|一样|久)|没|(?<!区)别(?!的)|非(?!常)|无法|未|"
                             r"n't|\b(not|never|no|cannot|wrong|incorrect|unless|if|mistak\w*|misconception|fails?)\b|"
-                            r"错|≠|!=|以为|如果|若|假如|要是|倘若|"
+                            r"错|≠|!=|以为|如果|若|假如|要是|倘若|直觉上|乍一看|"
+                            # a belief told as past or as someone's: "I first thought you could average them"
+                            r"\b(thought|believed|assumed|tempting|naive\w*|might think)\b|"
                             # what it loses: "直接把各块方差加起来就把这项丢了" says why it is wrong
                             r"丢|漏|缺了|少了|忽略|\b(los(e|es|t|ing)|miss(es|ing|ed)?|drops?|ignor\w*)\b", re.IGNORECASE)
 
