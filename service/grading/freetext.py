@@ -1813,7 +1813,8 @@ _CLAUSE_DENIES = re.compile(r"不(?!同|断|少|仅|只|止|管|论|光|一样|�
                             # a belief told as past or as someone's: "I first thought you could average them"
                             r"\b(thought|believed|assumed|tempting|naive\w*|might think)\b|"
                             # what it loses: "直接把各块方差加起来就把这项丢了" says why it is wrong
-                            r"丢|漏|缺了|少了|忽略|\b(los(e|es|t|ing)|miss(es|ing|ed)?|drops?|ignor\w*)\b", re.IGNORECASE)
+                            r"丢|漏|缺了|少了|忽略|\b(los(e|es|t|ing)|miss(es|ing|ed)?|drops?|ignor\w*)\b",
+                            re.IGNORECASE)
 
 
 def _clauses(text: str) -> list[tuple[int, int]]:

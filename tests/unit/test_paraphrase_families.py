@@ -1,0 +1,584 @@
+"""Paraphrase families (issue 15 item 6): the ways students say each misconception and each chain link of the
+exercises that lose most on written answers (fused_mean_var_atomic, puzzle_long_softmax, then lesson07_softmax,
+lesson05_row_sum, welford_merge), in Chinese, English and mixed, terse, arrowed, hedged, in passing inside a
+right answer, with the word order changed; and near-misses that must not state it (the same words negated or
+corrected). Written by hand from the rubric labels (questions.yaml) and the seeds (shared/seeds/003_*, 000_*),
+not from the calibration answers, in four rounds: rounds 1 (fused_mean_var_atomic, puzzle_long_softmax) and 3
+(lesson07_softmax, lesson05_row_sum, welford_merge) before the clause rules (ClauseTerms) that cover them were
+written; rounds 2 (after round 1's rules) and 4 (after all of them: the last phrasings of each family) as checks
+of how the rules carry to phrasing they were not written from.
+Recall before the clause rules (commit 865b056) / after, misconception positives and negatives clean:
+round 1 51/84, 34/34 -> 82/84, 34/34; round 2 22/33, 30/33 -> 30/33, 33/33; round 3 32/45, 24/25 -> 45/45,
+25/25; round 4 (fresh) 12/29, 16/20 -> 23/29, 16/20. Known gaps are xfail (strict: one that starts to hold
+fails, to be moved out of GAPS)."""
+from __future__ import annotations
+
+import pytest
+
+from service.config import REPO_ROOT
+from service.exercises import ExerciseCatalog
+from service.grading.freetext import score_answer
+
+CATALOG = ExerciseCatalog(REPO_ROOT / "exercises")
+
+# (exercise, question, misconception, phrasings that state it, near-misses that must not)
+FAMILIES: list[tuple[str, str, str, tuple[str, ...], tuple[str, ...]]] = [
+    ("fused_mean_var_atomic", "q1", "add_variances", (
+        "每个 program 算出自己那块的方差，然后 atomic_add 到一起，就得到整行的方差",
+        "各块方差求个平均就是总方差吧",
+        "block variance → atomic_add → row variance",
+        "I think you could just average the variances of the blocks, since every block has the same number of elements.",
+        "Each program computes the var of its chunk and atomically adds it; the sum of those is the total variance.",
+        "方差直接加起来也行，最后除以块数就好",
+        "在 kernel 里每块算好 var，再用 atomic_add 合并成全局的 var",
+        "The variance of the whole row equals the sum of the chunk variances.",
+        "我的做法：kernel 里每个 program 先求出本块 var，atomic_add 进一个标量，host 再除以 program 数。",
+        "Just let every block atomic_add its own variance into var_buf; averaged over the blocks that's the answer.",
+        "方差可以分块算完再汇总，总方差 = 各块方差之和",
+        "Per-chunk variance, then atomic add: total var.",
+        "Σx 和 Σx² 可以 atomic_add 到缓冲区，host 上再算方差；当然每块的方差直接平均一下也能得到整体方差。",
+        "I guess the block variances could also just be averaged, the blocks are the same size anyway.",
+        "var_total = mean(var_block) 就可以",
+        "合并方差：把每个 program 的 var 累加起来。",
+    ), (
+        "不是说各块的方差可以直接相加，方差不是线性的",
+        "You can't just add the per-program variances: Var(A ∪ B) ≠ Var(A) + Var(B).",
+        "如果把每块的方差加起来，得到的不是整行的方差",
+        "每块各自的方差加起来并不是整体方差，因为块间均值差那一项没算进去；所以只累加 Σx 和 Σx²，最后在 host 上算方差。",
+        "Summing per-block variances gives the wrong total, since each is centred on its own block mean.",
+        "Each program atomically adds its Σx and Σx² into the two buffers, and the host computes the variance at the end.",
+        "各 program 把自己的 Σx、Σx² 原子加到缓冲区，合并完成后 host 算 E[x²] − mean² 得到总方差。",
+        "I first thought you could average the block variances, but that misses the spread between the block means.",
+        "方差不能平均，因为每块的均值不一样；所以 kernel 只累加 Σx 和 Σx²。",
+        "The host divides the two sums by N and then computes the variance; no per-block variance is ever added.",
+    )),
+    ("fused_mean_var_atomic", "q1", "order_blamed_for_variances", (
+        "不能累加各块方差，是因为 atomic_add 的顺序不确定",
+        "Variances can't be atomic-added because the programs race on the write.",
+        "atomic 的执行顺序是随机的，所以方差合并出来会不一样",
+        "The atomic order is nondeterministic, which is why per-block variances can't be merged.",
+        "多个 program 同时写同一个地址会冲突，所以不能加方差",
+        "方差之所以不能 atomic_add，是因为各 program 写入的先后不确定，结果会乱。",
+        "atomic adds of variances race with each other, that's the reason they can't be combined",
+    ), (
+        "和顺序没关系，加法满足交换律；问题是方差本身不可加",
+        "It's not about the atomic order — a sum doesn't depend on order; variance just isn't additive.",
+        "加法与顺序无关，atomic_add 的先后不影响 Σx；方差不能加是因为它不是线性的。",
+        "The order of the atomics doesn't matter for a sum (addition is commutative); variances fail because they aren't additive.",
+    )),
+    ("fused_mean_var_atomic", "q1", "bessel", (
+        "方差要除以 N-1",
+        "use the unbiased estimator, dividing by (N − 1)",
+        "var = (sumsq - n*mean^2)/(n-1)",
+        "样本方差，分母是 n−1",
+        "apply Bessel's correction on the host",
+    ), (
+        "这里是总体方差，分母是 N，不是 N−1",
+        "population variance divides by N, not N-1 (no Bessel correction)",
+    )),
+    ("fused_mean_var_atomic", "q2", "zero_once", (
+        "缓冲区在创建的时候 torch.zeros 一次就够了",
+        "用 torch.empty 分配就行",
+        "zero once at allocation, then reuse across calls",
+        "Zeroing the buffers when they're allocated is sufficient; no need to do it on every call.",
+        "只要初始化时清一次零，后面调用不用再管",
+        "sum_buf 和 sumsq_buf 在 __init__ 里置零，之后每次 launch 直接用就行",
+        "I'd allocate them with torch.zeros once and keep reusing them, that's enough.",
+        "缓冲区 torch.zeros 建一次就行了，以后每次调用复用。",
+        "Allocating with torch.zeros at startup is enough.",
+        "初始化的时候清零就够了",
+        "buffers 只需要在 allocate 的时候 zero 一次",
+        "清零在构造函数里做一次就可以了，launch 时不用再清",
+    ), (
+        "清零一次是不够的，每次 launch 前都要清零",
+        "Zeroing them only once at allocation is not enough; they must be zeroed before every launch.",
+        "Allocating with torch.zeros once is not enough: the second call adds onto the first call's sums, so zero them before every launch.",
+        "只在分配时清零一次不够，第二次调用就会在上次的和上继续累加，必须每次 launch 前清零。",
+        "第一次调用时缓冲区是刚分配的 0，所以能通过；第二次开始就漂移。",
+        "every launch must start from zero, so zero_() both buffers before each call; zeroing once at allocation only covers the first call",
+        "不是只清零一次，而是每次调用前都清零。",
+    )),
+    ("fused_mean_var_atomic", "q2", "kernel_overwrites", (
+        "kernel 会把结果直接写进缓冲区，覆盖掉原来的值",
+        "atomic_add overwrites whatever is in the buffer",
+        "Each launch writes fresh sums into the buffers, replacing the old contents.",
+        "atomic_add 写入的时候会替换旧值",
+        "the kernel stores the new totals over the old ones",
+        "kernel 每次都会重新写缓冲区，把旧的结果冲掉",
+        "atomic_add replaces the stored value with the new sum",
+        "the kernel writes its result into sum_buf, overwriting the previous value",
+        "atomic_add 会把 buffer 原来的内容覆盖掉",
+    ), (
+        "atomic_add 不会覆盖原值，而是在上面累加",
+        "atomic_add doesn't overwrite the buffer; it adds to what's there.",
+        "atomic_add reads the old value and writes old + x, so nothing is replaced; the previous call's sums stay.",
+        "清零是把旧的和替换成 0，之后 atomic_add 才在 0 上累加。",
+        "atomic_add never overwrites: it adds onto whatever the buffer already holds.",
+    )),
+    ("fused_mean_var_atomic", "q2", "garbage_not_leftover", (
+        "不清零的话缓冲区里是随机的垃圾值，结果不确定",
+        "Without zeroing the buffers contain uninitialised garbage, so the result is random.",
+        "没有清零 → 内存里是脏数据 → 每次结果随机",
+        "the output would be random noise from whatever memory was there",
+        "结果会是随机的，因为内存是未初始化的垃圾",
+        "不清零的话 buffer 里是随机值，每次跑结果都不一样",
+        "Without the zero the sums start from garbage memory.",
+    ), (
+        "不是随机垃圾，而是上一次调用留下的 Σx、Σx²，结果确定地漂移",
+        "It's not random garbage: the buffers hold the previous call's sums, so the drift is deterministic.",
+        "没清零时缓冲区里不是随机值，而是上一次调用的 Σx、Σx²，所以结果是确定地翻倍。",
+        "If you allocate with torch.empty, the first call already reads uninitialised memory.",
+    )),
+    ("fused_mean_var_atomic", "q3", "identity_is_stable", (
+        "E[x²] − E[x]² 即使均值很大也没问题，float32 精度足够",
+        "The identity stays accurate regardless of how big the mean is.",
+        "A large mean doesn't matter; the formula is exact.",
+        "均值大一点不影响，公式是数学上精确的，所以结果也准",
+        "fp32 gives plenty of precision here, so nothing goes wrong.",
+        "E[x²] − E[x]² 在 float32 下足够稳定，大均值也一样",
+        "The one-pass formula is numerically fine even for big means.",
+        "均值很大也没关系，结果照样准。",
+        "我觉得 E[x²] − mean² 在 fp32 下也足够精确，大均值不是问题",
+        "E[x^2] - mean^2 is stable enough in float32 even for large means",
+    ), (
+        "不是说恒等式在大均值时还稳定，它会灾难性抵消",
+        "The identity is not stable at a large mean: it cancels catastrophically.",
+        "E[x²] − E[x]² is exact in real arithmetic, but in fp32 the two terms cancel when the mean is large.",
+        "恒等式数学上没问题，但 float32 只有 7 位有效数字，大均值时相减会灾难性抵消。",
+        "Welford is numerically stable, so switch to it for near-constant data.",
+        "fp32 has plenty of range for 1e8; the trouble is precision, not overflow.",
+        "E[x²] − mean² is not stable when the mean is large: the two big terms cancel.",
+        "fp32 is enough for the sums themselves, but their difference cancels catastrophically.",
+    )),
+    ("fused_mean_var_atomic", "q3", "overflow_not_cancellation", (
+        "问题是 x² 太大，float32 溢出了",
+        "The squares overflow fp32 when the mean is large.",
+        "E[x²] 超出 float32 的表示范围变成 inf",
+        "mean 很大 → x² 溢出 → inf",
+        "the sum of squares exceeds the max float and overflows",
+    ), (
+        "不是溢出，1e8 远在 float32 范围内，问题是精度",
+        "It's not overflow — 1e8 fits easily in fp32; it's cancellation.",
+    )),
+    ("fused_mean_var_atomic", "q3", "eps_fixes_it", (
+        "加一个 eps 就能避免抵消",
+        "just add eps to the variance to make it stable",
+        "var + 1e-5 就不会出问题了",
+        "Adding a small epsilon fixes the negative variance.",
+        "在方差上加个 1e-6 就稳定了",
+        "Add an epsilon to var before the subtraction and it's safe.",
+    ), (
+        "加 eps 解决不了抵消，eps 只是防止除零",
+        "an eps only guards the division; it does not fix cancellation",
+        "eps only keeps rsqrt from dividing by zero; it can't bring back the lost digits.",
+    )),
+    ("fused_mean_var_atomic", "q3", "atomic_order_blamed", (
+        "误差来自 atomic_add 的顺序不确定",
+        "The error comes from the nondeterministic ordering of the atomic adds.",
+        "atomic 加法顺序每次不一样，所以大均值时结果有偏差",
+        "because atomics run in random order, the variance comes out wrong for large means",
+        "大均值时误差大是因为 atomic_add 累加顺序不固定。",
+        "The variance is off because the atomics land in a different order each run.",
+    ), (
+        "不是 atomic 顺序的问题，是相减抵消",
+        "It isn't the order of the atomic adds; it's catastrophic cancellation.",
+        "atomic 顺序带来的差别很小，真正的问题是 E[x²] 与 mean² 相减的灾难性抵消。",
+        "It's cancellation, not the atomic ordering.",
+    )),
+    ("fused_mean_var_atomic", "q3", "tolerance_fixes_it", (
+        "把容差放宽一点就解决了",
+        "just loosen the tolerance and the problem goes away",
+        "A larger rtol solves the cancellation.",
+        "容差调大就没问题了",
+        "放宽 rtol 就能解决这个抵消问题",
+        "Relaxing the tolerance fixes it.",
+        "rtol 放宽到 1e-1 就解决了",
+    ), (
+        "放宽容差并不能解决抵消，只是让检查不过于严格",
+        "Loosening the tolerance doesn't fix the cancellation; Welford does.",
+        "文章建议 atol=rtol=1e-2，这只是让检查别太严，抵消本身要用 Welford 解决。",
+        "a looser tolerance only hides the error; Welford fixes it",
+    )),
+    ("fused_mean_var_atomic", "q3", "tighten_tolerance", (
+        "应该把容差收紧到 1e-6 才能发现问题",
+        "use a tighter atol to catch the cancellation",
+        "rtol 应该更小一点",
+        "a stricter tolerance would expose the error",
+    ), (
+        "不要收紧容差，文章建议 atol = rtol = 1e-2",
+        "Don't tighten the tolerance; the article keeps 1e-2.",
+    )),
+    ("puzzle_long_softmax", "q1", "zero_padding_ok", (
+        "padding 读成 0 没关系，反正 store 的时候会被 mask 掉",
+        "other=0 is fine for the padding lanes",
+        "越界的位置填 0 不影响 softmax",
+        "Reading the out-of-bounds lanes as 0 doesn't change anything.",
+        "padding with zero is harmless",
+        "填 0 也行，最后不写回",
+        "padding 用 0 也可以，超出的部分不会被写回",
+        "other=0.0 works fine because the store is masked",
+        "Zero padding is harmless here.",
+        "OOB lanes read as 0.0 — harmless, they are masked on store anyway",
+        "越界位置读成 0 其实没什么影响",
+    ), (
+        "padding 不能读成 0，0 可能变成最大值，还会往 sum 里多加 exp(0 − m)",
+        "Zero padding is not harmless: it can become the max and adds exp(-m) to the sum.",
+        "padding 如果读成 0，全负的行里 0 会成为最大值，每个 pad 还往 sum 里加 exp(0 − m)，结果就错了。",
+        "Padding must be −inf: a 0 lane can become the row max and adds exp(−m) to the denominator.",
+        "other=-inf, so exp(−inf − m) = 0 and the padding adds nothing.",
+        "if the OOB lanes are read as 0, a row of negative logits gets 0 as its max and extra exp(0 − m) terms, so 0 is not harmless",
+    )),
+    ("puzzle_long_softmax", "q1", "no_rescale_needed", (
+        "旧的 sum 不用缩放，直接加新块的就行",
+        "no need to rescale the running sum",
+        "the old sum can stay as it is; just add the new block's exp sum",
+        "sum 直接累加就行，不用乘什么系数",
+        "m 变了也不需要改旧的 sum",
+        "旧的 sum 保持不变，直接加上新块的 Σexp 即可",
+        "The running sum doesn't need any correction when the max changes.",
+        "running sum 不需要乘任何因子，直接把新块的 exp 和加上去",
+        "No rescaling of the old sum is required.",
+    ), (
+        "旧的 sum 必须缩放，不能直接加",
+        "You can't just keep the old sum; it has to be rescaled by exp(m_old − m_new).",
+        "当最大值变大时，旧的 sum 必须乘 exp(m_old − m_new)，否则前面的块被高估。",
+        "Without rescaling, the earlier blocks are overestimated and the row doesn't sum to 1.",
+        "旧 sum 的每一项都是相对 m_old 算的，所以要乘 exp(m_old − m_new) 换到新最大值。",
+        "The old sum has to be multiplied by exp(m_old − m_new); otherwise its terms stay relative to the old max.",
+    )),
+    ("puzzle_long_softmax", "q1", "neg_inf_nan", (
+        "−inf 会让越界的 lane 变成 NaN，不过 store 的 mask 会把它们丢掉",
+        "the padding lanes become NaN, but they're never stored, so it doesn't matter",
+        "-inf → exp 得到 nan，由 mask 过滤",
+        "reading −inf makes those lanes NaN, which the store mask discards",
+        "用 −inf 填充后这些 lane 算出来是 NaN，store 时被 mask 掉了。",
+        "With -inf the out-of-range lanes turn into NaN, which the masked store simply drops.",
+        "-inf 的 lane 会得到 NaN，但 store 时 mask 掉了，所以没关系",
+    ), (
+        "−inf 不会产生 NaN：exp(−inf − m) = 0",
+        "The −inf lanes don't become NaN; exp(-inf - m) is exactly 0, so they drop out of the max and sum.",
+        "−inf 的 lane 里 exp(−inf − m) = 0，它们不会变成 NaN，也不影响 max 和 sum。",
+        "The store mask only keeps the padding from being written; exp(-inf - m) is 0, so no NaN appears.",
+        "exp(−inf − m) is 0, so the −inf lanes add nothing and never become NaN.",
+    )),
+    ("puzzle_long_softmax", "q1", "rescale_inverted", (
+        "旧 sum 乘 exp(m_new − m_old)",
+        "multiply the running sum by exp(m_new - m_old)",
+        "sum *= exp(new_max - old_max)",
+        "缩放因子是 e^(m_new−m_old)，大于 1",
+        "s = s * exp(m_new - m_old) + Σ exp(x − m_new)",
+        "旧 sum 要乘 exp(新max − 旧max)",
+        "the correction factor is exp(m_new − m_old)",
+    ), (
+        "乘 exp(m_old − m_new)，不是 exp(m_new − m_old)",
+        "s = s * exp(m_old - m_new) + Σ exp(x − m_new)，因为 m_new ≥ m_old，这个因子 ≤ 1。",
+        "multiply by exp(m_old − m_new), which is ≤ 1 since m_new − m_old ≥ 0",
+        "the factor exp(m_old − m_new) is at most 1 because m_new ≥ m_old",
+    )),
+    ("puzzle_long_softmax", "q1", "rescale_for_overflow", (
+        "乘 exp(m_old − m_new) 是为了防止溢出",
+        "the rescale factor is there to prevent overflow",
+        "rescaling keeps the sum from overflowing",
+        "缩放是为了让 exp 不爆",
+        "乘 exp(m_old − m_new) 主要是为了避免 sum 溢出",
+        "We rescale so the running sum never overflows.",
+    ), (
+        "缩放不是为了防溢出，而是把旧项换算到新的最大值",
+        "The rescale isn't about overflow; it converts the old terms to the new max.",
+        "乘 exp(m_old − m_new) 不是为了防溢出，而是把旧项从旧最大值换算到新最大值。",
+        "Subtracting the running max keeps exp from overflowing; the rescale converts the old terms to the new max.",
+    )),
+    ("lesson07_softmax", "q2", "padding_value_irrelevant", (
+        "store 有 mask，所以 padding 填什么都无所谓",
+        "Since the store is masked, the padding value doesn't matter; 0 works too.",
+        "padding 填 0 也可以，反正不会写回",
+        "other can be anything because masked lanes are never stored",
+        "填 0 → 不写回 → 没影响",
+        "Padding value is irrelevant: the masked store never writes those lanes.",
+        "用 0 填也没事，mask 会在 store 时挡住",
+    ), (
+        "store 的 mask 只挡写回，padding 仍然参与 tl.max 和 tl.sum，所以不能填 0。",
+        "The padding value matters: the store mask doesn't stop the pads from entering tl.max and tl.sum.",
+        "The masked store only keeps the pads from being written; they still go into tl.max and tl.sum, so 0 is wrong.",
+    )),
+    ("lesson07_softmax", "q1", "shift_changes_result", (
+        "减去最大值会改变 softmax 的结果，只是一个近似",
+        "Subtracting the max is an approximation; the output changes slightly.",
+        "减 max 之后结果和原来不完全一样",
+        "shifting by the max gives slightly different probabilities",
+        "减掉 max 之后的 softmax 只是近似值",
+        "the result changes a little after subtracting the max, but it avoids overflow",
+    ), (
+        "减去最大值不会改变结果：分子分母同乘 exp(−max)。",
+        "Subtracting the max doesn't change the softmax at all; it is exact.",
+        "subtracting the max leaves the result exactly the same",
+    )),
+    ("lesson07_softmax", "q1", "exp_sign", (
+        "exp(−1000) 是一个很小的正数，不会变成 0",
+        "After subtracting the max the exponents are all positive.",
+        "exp 负数会得到负数",
+        "减去最大值后指数都是正的",
+    ), (
+        "减去最大值后指数都 ≤ 0，最大的一项是 exp(0) = 1。",
+        "exp(−1000) underflows to exactly 0 in float32.",
+    )),
+    ("lesson05_row_sum", "q2", "sum_skips_masked", (
+        "tl.sum 会自动跳过被 mask 的位置，所以 other 填什么都行",
+        "the masked lanes aren't included in tl.sum",
+        "mask 为 False 的 lane 不参与求和",
+        "tl.sum only adds the lanes that were loaded",
+        "被 mask 掉的 lane 在 tl.sum 里会被忽略",
+        "tl.sum ignores lanes where the mask is false",
+    ), (
+        "tl.sum 会把每个 lane 都加进去，包括 mask 掉的，所以 other 必须是 0。",
+        "tl.sum doesn't skip masked lanes: it sums all BLOCK lanes, so other must be 0.",
+        "tl.sum adds all BLOCK lanes, masked ones included, which is why other must be 0",
+    )),
+    ("lesson05_row_sum", "q2", "max_zero", (
+        "求最大值的时候 other 也填 0",
+        "For a max the padding should also be 0.",
+        "max 归约用 0 填充就行",
+    ), (
+        "求最大值时 other 应该填 −inf，不能填 0。",
+        "For a max, pad with -inf, not 0.",
+    )),
+    ("lesson05_row_sum", "q3", "stride_is_n", (
+        "行地址就是 row * N，因为每行 N 个元素",
+        "The row stride is always N.",
+        "用 N 代替 stride 也一样",
+        "地址 = x_ptr + row * N，每行正好 N 个",
+    ), (
+        "视图的行步长大于 N，所以不能用 row * N，要用 row * stride。",
+        "The stride is not N for a view: big[:, :N] has stride > N.",
+        "row * N only works for a contiguous tensor; a view needs row * stride",
+    )),
+    ("lesson05_row_sum", "q3", "n_crashes", (
+        "用 N 会越界然后报错崩溃",
+        "Using N instead of the stride crashes with an illegal memory access.",
+        "给定的检查会发现这个错误",
+    ), (
+        "用 N 不会崩溃，它静默地读到别的数据，给定检查也发现不了。",
+        "It doesn't crash: it silently reads the wrong rows and the check passes.",
+    )),
+    ("welford_merge", "q2", "m2_just_add", (
+        "合并时把两个 M2 直接相加就行",
+        "M2 = M2_a + M2_b is enough to merge.",
+        "The chunks' M2 values simply add.",
+        "两块方差加起来就是合并后的方差",
+        "合并 M2 就是 M2_a + M2_b，直接加",
+        "the merged M2 is just the sum of the two M2s",
+    ), (
+        "不能只把两个 M2 相加，还要加上 delta² · n_a n_b/(n_a+n_b)。",
+        "Adding the two M2 misses the delta² term.",
+        "the merged M2 is M2_a + M2_b plus delta² · n_a n_b / n",
+    )),
+    ("welford_merge", "q2", "wrong_weight", (
+        "权重是 n_b",
+        "The delta² term is weighted by n_a * n_b.",
+        "合并项乘 n·n_b 就行",
+    ), (
+        "权重是 n_a·n_b/(n_a+n_b)，不是 n_b。",
+    )),
+    ("welford_merge", "q3", "block_count", (
+        "最后一块也按 BLOCK 个元素算就行",
+        "n_b = BLOCK for every chunk, including the last one.",
+        "每块元素个数都当成 BLOCK 也可以",
+        "n_b 一律用 BLOCK",
+        "count every chunk as BLOCK elements, that's fine",
+    ), (
+        "最后一块的 n_b 是 N − start，不能按 BLOCK 计。",
+        "n_b must be N - start for the last chunk, not BLOCK.",
+        "n_b is BLOCK for full chunks and N − start for the last one",
+    )),
+    ("welford_merge", "q1", "two_pass_also_cancels", (
+        "两遍算法也一样会发生灾难性抵消",
+        "The two-pass method suffers the same cancellation.",
+        "先减均值也解决不了抵消问题",
+        "two-pass 其实也会抵消，只是少一点",
+    ), (
+        "两遍算法先减均值，偏差很小，平方后不会抵消。",
+        "The two-pass method doesn't cancel: it squares the small deviations.",
+        "two-pass subtracts the mean first, so its squares are small and nothing cancels",
+    )),
+    ("welford_merge", "q1", "lower_precision", (
+        "换成 bf16 计算会更稳定",
+        "Using fp16 tensor cores makes it more stable.",
+        "把值 clamp 一下就稳定了",
+    ), (
+        "降低精度只会更糟，bf16 的有效位更少。",
+        "Lower precision like bf16 makes it worse, not better.",
+    )),
+    ("welford_merge", "q1", "one_pass_better", (
+        "单遍公式 E[x²] − E[x]² 更稳定",
+        "The one-pass formula is accurate enough here.",
+        "一遍算法比两遍更准",
+    ), (
+        "单遍公式不稳定，大均值时会抵消。",
+        "The one-pass formula is not stable for large means.",
+    )),
+]
+
+# (exercise, question, concept, phrasings that state it): the chain links of the questions above
+LINKS: list[tuple[str, str, str, tuple[str, ...]]] = [
+    ("fused_mean_var_atomic", "q1", "nonlinear", (
+        "方差不是线性的",
+        "variance isn't additive",
+        "Var(A∪B) ≠ Var(A)+Var(B)",
+        "方差没法直接相加",
+        "variances don't simply add up across blocks",
+        "var 不满足可加性",
+    )),
+    ("fused_mean_var_atomic", "q1", "between_term", (
+        "每块的均值不一样，合并时还差一个块间的项",
+        "the chunks have different means, so you'd miss the between-group term",
+        "各块 mean 不同，直接加会漏掉均值差带来的那部分",
+        "merging needs a correction for the difference between the block means",
+        "(ΣS1_p)² ≠ ΣS1_p²",
+        "block means differ, so the spread between blocks is lost",
+    )),
+    ("fused_mean_var_atomic", "q1", "linear", (
+        "Σx 和 Σx² 是线性的，可以跨 program 相加",
+        "sums are additive: the total sum is the sum of the partial sums",
+        "sum 和 sumsq 可以直接加起来",
+        "整行的和等于各块的和相加",
+        "Σx, Σx² just add up across programs",
+    )),
+    ("fused_mean_var_atomic", "q1", "host_combine", (
+        "最后在 host 上算 E[x²] − mean²",
+        "the host computes the variance after the kernel returns",
+        "kernel 结束后在 CPU 上合成方差",
+        "apply the identity on the host once all programs are done",
+        "等所有 program 都加完了再在 host 端算方差",
+    )),
+    ("fused_mean_var_atomic", "q2", "accumulates", (
+        "atomic_add 是在原值上加，不会覆盖",
+        "atomic_add adds onto whatever is already there",
+        "atomic_add 只会累加",
+        "atomics accumulate into the existing value",
+        "atomic_add does a read-modify-write: old + x",
+    )),
+    ("fused_mean_var_atomic", "q2", "leftover", (
+        "缓冲区里还是上一次调用的和",
+        "the buffers still hold the sums from the previous call",
+        "上次 launch 留下的 Σx 还在",
+        "stale sums from the last run remain in the buffers",
+        "the old totals are still there",
+    )),
+    ("fused_mean_var_atomic", "q2", "drift", (
+        "第二次调用的时候和会翻倍，均值也翻倍",
+        "from the second call on, the sums double",
+        "the mean comes out twice as big on the 2nd call",
+        "每调用一次结果就多加一份",
+        "the results keep growing call after call",
+    )),
+    ("fused_mean_var_atomic", "q2", "zero_each_launch", (
+        "每次 launch 前都要清零两个缓冲区",
+        "zero both buffers before every launch",
+        "each call: zero_() then launch",
+        "每次调用前 sum_buf.zero_()",
+        "the host must reset the buffers before each kernel call",
+    )),
+    ("fused_mean_var_atomic", "q2", "first_call_passes", (
+        "第一次调用缓冲区刚分配是 0，所以能通过",
+        "the first call passes because the freshly allocated buffers are zero",
+        "a single-call test won't catch it",
+        "只跑一次测试发现不了",
+        "the bug only shows up from the second call, so it depends on call order",
+    )),
+    ("puzzle_long_softmax", "q1", "relative_to_old", (
+        "旧 sum 里的每一项都是按旧的最大值算的 exp(x − m_old)",
+        "the old sum's terms were computed relative to the old max",
+        "之前累加的 exp 是以 m_old 为基准的",
+        "the accumulated terms are exp(x_i − m_old)",
+        "the old sum is in terms of the previous max",
+    )),
+    ("puzzle_long_softmax", "q1", "rescale", (
+        "乘 exp(m_old − m_new) 换算到新最大值",
+        "multiply it by exp(m_old - m_new)",
+        "l = l * exp(m_prev - m_cur)",
+        "用 e^(m_old−m_new) 把旧 sum 缩放",
+        "rescale the old sum to the new max",
+    )),
+    ("puzzle_long_softmax", "q1", "overestimate", (
+        "不缩放的话前面的块会被高估，和不为 1",
+        "otherwise the earlier blocks are overweighted and the row doesn't sum to 1",
+        "without it the denominator comes out too big",
+        "前面块的权重偏大，结果不对",
+        "the probabilities won't add up to 1",
+    )),
+    ("puzzle_long_softmax", "q1", "neg_inf", (
+        "padding 读成 -inf",
+        "other=-float('inf')",
+        "the out-of-bounds lanes are read as negative infinity",
+        "越界的填负无穷",
+        "other = float('-inf')",
+    )),
+    ("puzzle_long_softmax", "q1", "zero_effect", (
+        "如果读成 0，0 可能成为最大值，还会往 sum 里多加 exp(0 − m)",
+        "reading 0 would change the max and add exp(-m) to the sum",
+        "0 会变成最大值（行全是负数时）",
+        "a 0 lane contributes exp(0 − m) to the denominator",
+        "zeros would inflate the sum",
+    )),
+]
+
+# Phrasings the scorer does not read yet (a positive missed, a near-miss flagged, a link unfound).
+GAPS = frozenset({
+    "我的做法：kernel 里每个 program 先求出本块 var，atomic_add 进一个标量，host 再除以 program 数。",
+    "Per-chunk variance, then atomic add: total var.",
+    "var_total = mean(var_block) 就可以",
+    "sum_buf 和 sumsq_buf 在 __init__ 里置零，之后每次 launch 直接用就行",
+    "fp32 gives plenty of precision here, so nothing goes wrong.",
+    "越界位置读成 0 其实没什么影响",
+    "running sum 不需要乘任何因子，直接把新块的 exp 和加上去",
+    "We rescale so the running sum never overflows.",
+    "用 0 填也没事，mask 会在 store 时挡住",
+    "合并 M2 就是 M2_a + M2_b，直接加",
+    "n_b 一律用 BLOCK",
+    "every launch must start from zero, so zero_() both buffers before each call; zeroing once at allocation only covers the first call",
+    "fp32 is enough for the sums themselves, but their difference cancels catastrophically.",
+    "the merged M2 is M2_a + M2_b plus delta² · n_a n_b / n",
+    "n_b is BLOCK for full chunks and N − start for the last one",
+    "variances don't simply add up across blocks",
+    "各块 mean 不同，直接加会漏掉均值差带来的那部分",
+    "sum 和 sumsq 可以直接加起来",
+    "the old totals are still there",
+    "每调用一次结果就多加一份",
+    "the host must reset the buffers before each kernel call",
+    "a single-call test won't catch it",
+    "the old sum is in terms of the previous max",
+    "without it the denominator comes out too big",
+    "zeros would inflate the sum",
+})
+
+
+def _said(exercise: str, question: str, text: str) -> set[str]:
+    """The misconceptions stated: found by a pattern or a clause rule, or a clause in one's own words (it costs
+    the same: LIKE_COSTS)."""
+    result = score_answer(CATALOG.get(exercise).question(question), text, 2.0)
+    return {m["misconception"] for m in result.misconceptions} | \
+        {s["misconception"] for s in result.suspected if s.get("kind") == "misconception_like"}
+
+
+def _cases(items: list[tuple[str, str, str, str]]) -> list:
+    return [pytest.param(*item, marks=pytest.mark.xfail(strict=True, reason="a known gap")) if item[-1] in GAPS
+            else item for item in items]
+
+
+@pytest.mark.parametrize(("exercise", "question", "misconception", "text"),
+                         _cases([(e, q, m, t) for e, q, m, said, _ in FAMILIES for t in said]))
+def test_a_paraphrased_misconception_is_found(exercise, question, misconception, text):
+    assert misconception in _said(exercise, question, text)
+
+
+@pytest.mark.parametrize(("exercise", "question", "misconception", "text"),
+                         _cases([(e, q, m, t) for e, q, m, _, near in FAMILIES for t in near]))
+def test_a_near_miss_states_no_misconception(exercise, question, misconception, text):
+    assert not _said(exercise, question, text)
+
+
+@pytest.mark.parametrize(("exercise", "question", "concept", "text"),
+                         _cases([(e, q, c, t) for e, q, c, said in LINKS for t in said]))
+def test_a_paraphrased_chain_link_is_found(exercise, question, concept, text):
+    result = score_answer(CATALOG.get(exercise).question(question), text, 2.0)
+    assert concept in {f["concept"] for f in result.found}
