@@ -71,18 +71,6 @@ CONCEPT_CAP = 0.5
 SHORT_OF_REFERENCE: float | None = 1 / 3
 SHORT_CONCEPTS = 0.15
 CJK_LETTERS = 2.0
-# ... and such a short answer that leaves SHORT_UNSAID or more of the concepts' weight unstated (on the chain
-# or off it) has said at most half of what is asked: it earns at most half the points, however well it links
-# what it says ("因为 variance 不是 linear 的 … 所以不能直接 atomic_add。Σx 和 Σx² 是 linear 的，可以 atomic_add。"
-# names two and a half of fused Q1's five concepts' weight, no between term, no host combine, and scored 1.5 of
-# 2 where both readers gave 1; a link over an unstated step counts as a link, which is right for a step left
-# implicit, not for half the question). None: off. Measured on the tuning part (2026-12-05, branch `recallC`):
-# 220 -> 222/228 (two partial answers into band, none out); 0.45 the same, 0.55 and above none in, 0.4 and
-# below two answers out.
-# Held out (2026-12-05, branch `recallC`, measured once with COURSE_COPY_COST, MISCONCEPTION_UNIT, SHORT_UNSAID and
-# ORDER_CLAIM on together): 92 -> 89/114 in band (copied answers 9/9 -> 6/9, full answers 35/38 -> 32/38) and
-# misconception and stuffed answers flagged 32 -> 31/35, so all four are off; tuning with them on: 229/238.
-SHORT_UNSAID: float | None = None
 # A question of several parts (`chain` and `more_chains`: "…? and what if …?") whose answer states none of one
 # part's concepts has left that part unanswered, however well it tells the rest: it earns at most the points
 # less that part's share of the concepts' weight (the share rule's slack is for a step left implicit, not for
@@ -96,18 +84,6 @@ PENALTY_SCALE = 2.0
 # ... but keeps at least this share of what the sentences stating no misconception earn
 # (MISCONCEPTION_SCOPE; off, of what the whole answer earned).
 MISCONCEPTION_KEEP = 0.25
-# ... and, on an item worth more than one point, at least the smallest unit (half a point) where the sentences
-# stating no misconception earn MISCONCEPTION_UNIT of the points or more: a misconception in one half of a
-# two-part answer does not wipe out the other half ("Using n_b = BLOCK is fine …; for M2_b you do need the
-# tl.where, because the pads turn into −mean_b" scored 0 of 2 where both readers gave 0.5 for the right
-# half; a quarter of it rounded to nothing). On a one-point item half a point is half the item: not there.
-# None: off. Measured on the calibration set's tuning part (2026-12-05, branch `recallC`): 215 -> 217/228
-# (two misconception answers into band, none out, every one still flagged); flat for 0.1 to 0.2, one fewer
-# from 0.25.
-# Held out (2026-12-05, branch `recallC`, measured once with COURSE_COPY_COST, MISCONCEPTION_UNIT, SHORT_UNSAID and
-# ORDER_CLAIM on together): 92 -> 89/114 in band (copied answers 9/9 -> 6/9, full answers 35/38 -> 32/38) and
-# misconception and stuffed answers flagged 32 -> 31/35, so all four are off; tuning with them on: 229/238.
-MISCONCEPTION_UNIT: float | None = None
 # A near-verbatim copy of the reference answer: this share of the answer's character 6-grams.
 COPY_GRAM = 6
 COPY_SHARE = 0.6
@@ -1034,17 +1010,12 @@ def _score_answer(question: Question, text: _Text, max_points: float,
             unsaid = sum(c.weight for c in question.concepts if c.id not in matches and c.id not in on_chain)
             if unsaid >= SHORT_CONCEPTS * total_weight:
                 raw = min(raw, max_points - 0.5)
-            if SHORT_UNSAID is not None and sum(c.weight for c in question.concepts
-                                                if c.id not in matches) >= SHORT_UNSAID * total_weight:
-                raw = min(raw, max_points * 0.5)
         if UNANSWERED_PART and len(chains) > 1:
             for part in chains:
                 if not any(cid in matches for cid in part):
                     left_out = sum(by_id[cid].weight for cid in set(part))
                     raw = min(raw, max_points * (1 - left_out / total_weight))
     copied, share, copies = _copy_check(text, question.reference_answer, course_text)
-    if copies and not copied and COURSE_COPY_COST is not None and not stuffed:  # the course text's words
-        raw = min(raw, max(raw - COURSE_COPY_COST, min(raw, 0.5)))
     share_before = raw / max_points if max_points else 0.0
     if misconceptions:  # the worst one counts: a TA sees them all
         worst = max(w.penalty for w in question.misconceptions if w.id in {m["misconception"] for m in misconceptions})
@@ -1052,8 +1023,6 @@ def _score_answer(question: Question, text: _Text, max_points: float,
         if MISCONCEPTION_SCOPE:
             apart = _apart_from(question, text, spans, index, matches, chains, worked, stated_at, max_points)
             raw = max(raw, MISCONCEPTION_KEEP * apart)
-            if MISCONCEPTION_UNIT is not None and max_points > 1 and apart >= MISCONCEPTION_UNIT * max_points:
-                raw = max(raw, 0.5)
         else:
             raw = max(raw, MISCONCEPTION_KEEP * max_points * share_before)
     if misconceptions:
@@ -1279,7 +1248,6 @@ def _suspected(question: Question, text: str, spans: list[tuple[int, int]],
                         and not _supposed(text, hit) \
                         and not _refuted(text, hit[1], spans, hit[0]) \
                         and not _turned_around(text, hit, label, spans) \
-                        and not _order_unsaid(text, hit, label, spans) \
                         and _says_the_claim(text, hit, label, _topic(question, matches, spans, hit)) \
                         and not _reported(text, max(hit[0], hit[1] - 1), hit[1], spans) \
                         and not _as_the_reference_says(text, hit, question.reference_answer):
@@ -1416,30 +1384,6 @@ def _turned_around(text: str, hit: tuple[int, int, float], label: str, spans: li
     return any((b, a) in written and (a, b) not in written for a, b in pairs)
 
 
-# A label whose claim is the order of a difference, its correction the same difference turned around ("multiply
-# the old sum by exp(m_new − m_old) (the factor is exp(m_old − m_new) ≤ 1)"): a clause that writes no difference
-# of those operands, in either order, does not state it. The similarity of words found
-# "old sum terms = exp(x − m_old) → …" (the start of a right derivation that goes on to exp(m_old − m_new)) to be
-# rescale_inverted, and LIKE_COSTS took the answer's points. Only a difference written with a spaced or a
-# typeset minus (a hyphen in "per-program" or "one-pass" is a word). Off: the order is read only turned around.
-# Held out (2026-12-05, branch `recallC`, measured once with COURSE_COPY_COST, MISCONCEPTION_UNIT, SHORT_UNSAID and
-# ORDER_CLAIM on together): 92 -> 89/114 in band (copied answers 9/9 -> 6/9, full answers 35/38 -> 32/38) and
-# misconception and stuffed answers flagged 32 -> 31/35, so all four are off; tuning with them on: 229/238.
-ORDER_CLAIM = False
-_SPACED_DIFFERENCE = re.compile(r"([a-zμσ_][\w.]*)(?:\s+[-−]\s*|\s*−\s*)([a-zμσ_][\w.]*)")
-
-
-def _order_unsaid(text: str, hit: tuple[int, int, float], label: str, spans: list[tuple[int, int]]) -> bool:
-    if not ORDER_CLAIM:
-        return False
-    said, *correction = re.split(r"（|(?<![a-z0-9_\]])\(", normalise(label), maxsplit=1)
-    corrected = {(m[2], m[1]) for m in _SPACED_DIFFERENCE.finditer("".join(correction))}
-    pairs = {(m[1], m[2]) for m in _SPACED_DIFFERENCE.finditer(said)} & corrected
-    if not pairs:
-        return False
-    clause = text[hit[0]:min(spans[_sentence_of(spans, max(0, hit[1] - 1))][1], hit[1] + TURNED_REACH)]
-    written = {(m[1], m[2]) for m in _DIFFERENCE.finditer(clause)}
-    return not any((a, b) in written or (b, a) in written for a, b in pairs)
 
 
 _CODE_WORD = re.compile(r"[._]|^(mask|load|store|lane|block|other|cols?|rows?|program|kernel|padd|x|y|z|n)$")
@@ -2190,17 +2134,6 @@ def _copied(text: str, reference: str) -> bool:
 # to 1.0), the answers no reader flagged stay at 0.4 or below, and counting both sources together put
 # two example answers written from the reference (paraphrased, 0.54 and 0.59 of its grams) over the line.
 COPIED_TEXT_FLAG = True
-# A copy of the course text (not of the reference answer: that is the answer to this question, and readers
-# band a copy of it by what it states) tells the course's account of the topic, not the student's account of
-# this question: readers give it half a point less than what it states ("pasted from the article's
-# pitfalls: has accumulate, drift, first call passes, but not what drifts"), never below half a point where
-# it earned that. None: the points stand. Measured on the calibration set's tuning part (2026-12-05, branch
-# `recallC`): 217 -> 220/228 (three copies into band, l06-q3-zh-partial-1 2.0 -> 1.5 of band 1.0, none out);
-# dropping the links of a copy instead (its causal words are the course's) put three copies out of band.
-# Held out (2026-12-05, branch `recallC`, measured once with COURSE_COPY_COST, MISCONCEPTION_UNIT, SHORT_UNSAID and
-# ORDER_CLAIM on together): 92 -> 89/114 in band (copied answers 9/9 -> 6/9, full answers 35/38 -> 32/38) and
-# misconception and stuffed answers flagged 32 -> 31/35, so all four are off; tuning with them on: 229/238.
-COURSE_COPY_COST: float | None = None
 COPIED_TEXT = "copied_text"
 COPY_SOURCE_SHARE = 0.2  # a further source is named when it holds this share of the answer's grams
 COPY_QUOTE = 80  # characters of a copied stretch quoted (cut with …)

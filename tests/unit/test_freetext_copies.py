@@ -1,7 +1,7 @@
 """Written answers copied from the reference answer or from the course text an exercise draws on
 (exercises/<id>/course_text.yaml) are flagged `copied_text` for a TA, with the source named and the
-copied stretch quoted; the points stand (COURSE_COPY_COST, half a point off a copy of the course text,
-is off: it lost held-out answers). Real answers, real exercises, through score_answer and
+copied stretch quoted; the points stand (half a point off a copy of the course text lost held-out
+answers). Real answers, real exercises, through score_answer and
 through rubric.score_items (the pipeline's text step)."""
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def test_a_paragraph_pasted_from_the_lesson_is_flagged_and_keeps_its_points():
     result = _score(LESSON, "q3", answer)
     alone = _score(LESSON, "q3", answer, course=False)  # the same answer, no course text given
     assert COPIED_TEXT in result.flags and COPIED_TEXT not in alone.flags
-    assert result.points == alone.points > 0  # the points stand (COURSE_COPY_COST off): a TA decides
+    assert result.points == alone.points > 0  # the points stand: a TA decides
     [main, *_] = result.copied
     assert main["source"] == "course" and main["passage"] == "l6_perf"
     assert main["where"] == "shared/seeds/000_bbd5487358501849.txt"
@@ -95,12 +95,3 @@ def test_the_longest_answer_allowed_is_checked_in_one_pass_and_quoted_briefly():
     result = _score(LESSON, "q1", answer)
     assert COPIED_TEXT in result.flags and result.copied[0]["passage"] == "l6_how"
     assert len(result.copied[0]["quote"]) <= COPY_QUOTE + 1
-
-
-def test_a_copy_of_the_course_text_costs_half_a_point_when_switched_on(monkeypatch):
-    pasted = _passage(LESSON, "l6_perf").split("\n")[1]
-    off = _score(LESSON, "q3", pasted)
-    monkeypatch.setattr(freetext, "COURSE_COPY_COST", 0.5)
-    assert _score(LESSON, "q3", pasted).points == off.points - 0.5
-    monkeypatch.setattr(freetext, "COURSE_COPY_COST", 5.0)  # a cost larger than the item: half a point stays
-    assert _score(LESSON, "q3", pasted).points == 0.5
