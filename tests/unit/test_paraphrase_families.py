@@ -10,7 +10,9 @@ of how the rules carry to phrasing they were not written from.
 Recall before the clause rules (commit 865b056) / after, misconception positives and negatives clean:
 round 1 51/84, 34/34 -> 82/84, 34/34; round 2 22/33, 30/33 -> 30/33, 33/33; round 3 32/45, 24/25 -> 45/45,
 25/25; round 4 (fresh) 12/29, 16/20 -> 23/29, 16/20, and 28/29 once five of its misses widened the synonym sets (一律,
-任何因子, 没事, mean(var_block), M2_a + M2_b in one clause). Known gaps are xfail (strict: one that starts to hold
+任何因子, 没事, mean(var_block), M2_a + M2_b in one clause); round 5 (fresh, full right answers as near-misses)
+5/11, 14/16 -> 7/11, 13/16, and 16/16 once a label-like window was kept in one sentence (LIKE_IN_A_SENTENCE) and
+identity_is_stable's clause rule left "fine for a small mean" alone. Known gaps are xfail (strict: one that starts to hold
 fails, to be moved out of GAPS)."""
 from __future__ import annotations
 
@@ -417,6 +419,64 @@ FAMILIES: list[tuple[str, str, str, tuple[str, ...], tuple[str, ...]]] = [
         "单遍公式不稳定，大均值时会抵消。",
         "The one-pass formula is not stable for large means.",
     )),
+    # round 5: written after every rule, full right answers as near-misses
+    ("fused_mean_var_atomic", "q1", "add_variances", (
+        "每个块的 var 先算好，然后 atomic_add，全局 var 就出来了",
+        "honestly, averaging the chunk variances should be close enough to the real one",
+    ), (
+        "Variance isn't linear: each chunk's variance is measured about its own mean, so when you merge chunks with different means there is an extra between-chunk term. Σx and Σx² are plain sums, which add across programs in any order, so the kernel atomically adds those two, and once all programs are done the host computes Σx²/N − mean².",
+        "Var 不可加（Var(A∪B) ≠ Var(A)+Var(B)），每个 program 只 atomic_add 自己的 Σx 与 Σx²；加法交换律、结合律保证顺序无关；kernel 结束后 host 算 E[x²] − mean²。",
+        "block 0 的方差是 1，block 1 的方差也是 1，但合起来的方差是 26，所以方差相加是错的。",
+    )),
+    ("fused_mean_var_atomic", "q2", "zero_once", (
+        "zero the two buffers when you create them and you're done",
+    ), (
+        "atomic_add accumulates onto whatever is in the buffer, so the sums from the previous call are still there; the second call doubles them and the mean doubles. That's why both buffers are zeroed before every launch. The first call passes because freshly allocated torch.zeros buffers start at 0.",
+        "第一次调用时 buffer 是 torch.zeros 分配的，正好是 0，所以测试只跑一次看不出来；第二次就会翻倍。所以 host 每次 launch 前都要把 sum 和 sumsq 都 zero_()。",
+    )),
+    ("fused_mean_var_atomic", "q3", "identity_is_stable", (
+        "一遍公式在 fp32 下算大均值的数据也完全没问题",
+    ), (
+        "当数据围绕 1e4 波动 1e-2 时，E[x²] 和 mean² 都约为 1e8，float32 只有 7 位有效数字，相减后只剩舍入误差，这就是灾难性抵消。文章建议 atol=rtol=1e-2，数据接近常数时改用 Welford；恒等式在 GPU 上是简单快速的取舍。",
+        "The identity is fine for data with a small mean, and the article accepts it with atol = rtol = 1e-2; for near-constant data with a large mean it cancels, so use Welford.",
+    )),
+    ("puzzle_long_softmax", "q1", "zero_padding_ok", (
+        "pad with 0, no harm done since those lanes are not written back",
+    ), (
+        "每个 block 的 max 变大时，旧 sum 里每一项 exp(x − m_old) 都要换成 exp(x − m_new)，所以整体乘 exp(m_old − m_new)；不乘的话前面的块被高估，行和不为 1。越界 lane 读成 −inf，exp(−inf − m) = 0，对 max 和 sum 都没影响；读成 0 的话，全负的行 max 会变成 0，sum 还多出 exp(0 − m)。",
+        "Out-of-range lanes must be −inf. If they were 0, the store mask would still keep them out of the output, but they would already have entered the max and the sum.",
+    )),
+    ("puzzle_long_softmax", "q1", "no_rescale_needed", (
+        "I don't think the old sum needs adjusting when the max moves",
+    ), (
+        "The running sum l is rescaled: l = l * exp(m_old - m_new) + sum(exp(x - m_new)), because its terms were relative to m_old; without it the earlier blocks weigh too much.",
+    )),
+    ("lesson07_softmax", "q2", "padding_value_irrelevant", (
+        "其实 padding 是多少无所谓，store 会把它们屏蔽掉",
+    ), (
+        "store 的 mask 只管写回，padding 在 tl.max 和 tl.sum 里照样参与计算。全负的一行里 0 会变成最大值，而且每个 padding lane 往分母里加 exp(0 − max)。−inf 是 max 的单位元，exp(−inf) = 0 是加法的单位元，所以要填 −inf。",
+    )),
+    ("lesson07_softmax", "q1", "shift_changes_result", (
+        "subtracting the max slightly alters the probabilities but keeps them stable",
+    ), (
+        "softmax(x) = softmax(x − c) because exp(−c) multiplies numerator and denominator alike; with c = max every exponent is ≤ 0, the largest term is 1 and the denominator is at least 1, so nothing overflows. Without the shift, exp(1000) is inf and inf/inf is NaN.",
+    )),
+    ("lesson05_row_sum", "q2", "sum_skips_masked", (
+        "masked lanes are skipped by the reduction anyway",
+    ), (
+        "tl.sum 把 BLOCK 个 lane 全部加起来，mask 只决定 load 读不读内存，被 mask 的 lane 取 other 的值。所以 other 必须是加法单位元 0；求最大值时用 −inf。填错了（比如 1.0）结果就多加了 1。",
+    )),
+    ("welford_merge", "q2", "m2_just_add", (
+        "the two M2s just add up, nothing more to do",
+    ), (
+        "Each M2 is about its own block mean. When the means differ, the merged M2 is M2_a + M2_b + delta² · n_a·n_b/(n_a+n_b); adding the two M2 alone leaves out the spread between the two means and underestimates the variance.",
+        "合并时不能只把 M2_a 和 M2_b 相加，还要加上 δ²·n_a·n_b/(n_a+n_b)，因为两块的均值不一样。",
+    )),
+    ("welford_merge", "q3", "block_count", (
+        "可以把每块都看作 BLOCK 个元素",
+    ), (
+        "最后一块不满，n_b 要用 N − start（有效元素个数），不能用 BLOCK；padding lane 减去均值后是 −mean_b，平方后会加进 M2_b，所以要用 tl.where 重新 mask。",
+    )),
 ]
 
 # (exercise, question, concept, phrasings that state it): the chain links of the questions above
@@ -525,6 +585,10 @@ LINKS: list[tuple[str, str, str, tuple[str, ...]]] = [
 
 # Phrasings the scorer does not read yet (a positive missed, a near-miss flagged, a link unfound).
 GAPS = frozenset({
+    "每个块的 var 先算好，然后 atomic_add，全局 var 就出来了",
+    "zero the two buffers when you create them and you're done",
+    "I don't think the old sum needs adjusting when the max moves",
+    "可以把每块都看作 BLOCK 个元素",
     "我的做法：kernel 里每个 program 先求出本块 var，atomic_add 进一个标量，host 再除以 program 数。",
     "Per-chunk variance, then atomic add: total var.",
     "sum_buf 和 sumsq_buf 在 __init__ 里置零，之后每次 launch 直接用就行",
