@@ -1770,7 +1770,8 @@ _CLAUSE_DENIES = re.compile(r"不(?!同|断|少|仅|只|止|管|论|光|一样|�
                             # a belief told as past or as someone's: "I first thought you could average them"
                             r"\b(thought|believed|assumed|tempting|naive\w*|might think)\b|"
                             # what it loses: "直接把各块方差加起来就把这项丢了" says why it is wrong
-                            r"丢|漏|缺了|少了|忽略|\b(los(e|es|t|ing)|miss(es|ing|ed)?|drops?|ignor\w*)\b",
+                            r"丢|漏|缺了|少了|忽略|不计|\b(los(e|es|t|ing)|miss(es|ing|ed)?|drops?|ignor\w*|omit\w*|forg[eo]t\w*|"
+                            r"overlook\w*|neglect\w*)\b|\b(leaves?|leaving|left)\b[^,.;]{0,40}\bout\b",
                             re.IGNORECASE)
 
 

@@ -54,6 +54,10 @@ FAMILIES: list[tuple[str, str, str, tuple[str, ...], tuple[str, ...]]] = [
         "I first thought you could average the block variances, but that misses the spread between the block means.",
         "方差不能平均，因为每块的均值不一样；所以 kernel 只累加 Σx 和 Σx²。",
         "The host divides the two sums by N and then computes the variance; no per-block variance is ever added.",
+        # what a sum of block variances leaves out, said as its failure (leaves out, omits, forgets, overlooks)
+        "A sum of per-block variances simply leaves that between-block term out.",
+        "Adding the chunk variances omits the spread of the chunk means.",
+        "把各块方差加起来不计块间均值差那一项。",
     )),
     ("fused_mean_var_atomic", "q1", "order_blamed_for_variances", (
         "不能累加各块方差，是因为 atomic_add 的顺序不确定",
