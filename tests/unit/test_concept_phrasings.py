@@ -477,8 +477,9 @@ STATED += [(e, q, c, (t,)) for e, q, c, t in [
     ('fused_mean_var_atomic', 'q3', 'tolerance', 'the article uses atol=1e-2, rtol=1e-2'),
     ('fused_mean_var_atomic', 'q3', 'tolerance', '测试的误差容忍度设成 1e-2'),
     ('fused_mean_var_atomic', 'q3', 'tolerance', 'the check uses a loose 1e-2 tolerance'),
-    ('fused_mean_var_atomic', 'q3', 'welford', '换成 Welford'),
-    ('fused_mean_var_atomic', 'q3', 'welford', "use Welford's online algorithm"),
+    # the concept is Welford with its when or why (the bare name is not: tests/unit/test_concept_precision.py)
+    ('fused_mean_var_atomic', 'q3', 'welford', '数据接近常数时换成 Welford'),
+    ('fused_mean_var_atomic', 'q3', 'welford', "use Welford's online algorithm, which updates running deviations and stays stable"),
     ('fused_mean_var_atomic', 'q3', 'tradeoff', 'Welford 跨块合并麻烦，恒等式简单快'),
     ('fused_mean_var_atomic', 'q3', 'tradeoff', 'identity is cheaper and simpler to reduce across blocks; Welford needs a more complex merge'),
     ('fused_mean_var_atomic', 'q3', 'tradeoff', "it's a speed vs accuracy compromise"),
