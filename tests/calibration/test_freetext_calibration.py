@@ -60,7 +60,7 @@ def graded(entry: Entry) -> TextScore:
 # measured on, and the added ones have their own (6 of 10 in band, the rules off).
 HELD_OUT_IN_BAND = 92 / 114
 TUNING_IN_BAND = 215 / 228  # of the tuning answers before branch `recallC` (TUNING_BEFORE_RECALLC)
-TUNING_ADDED_RECALLC_IN_BAND = 7  # of the 10 tuning answers branch `recallC` added (6 before branch `precise6`)
+TUNING_ADDED_RECALLC_IN_BAND = 8  # of the 10 tuning answers branch `recallC` added (6 before branch `precise6`)
 HELD_OUT_MISCONCEPTION_FLAGGED = 32  # of the held-out part's 35 misconception and keyword-stuffed answers (19, 25, 28, then 31 before)
 # Held-out answers no reader flagged that the scorer flags (of 46; 1 on 2026-12-01): a TA looks at them.
 HELD_OUT_FALSE_FLAGS = 3

@@ -1,8 +1,9 @@
 """Concept precision (issue #15 item 6): a concept is credited for its content, not for its keyword. Each
 narrowed concept below has sentences that state it (they must still be found) and bare mentions that do
 not (a generic "写回" is not "stored to sums + row"; the value "other = 0" is not why 0 is right; a block's
-贡献 is not what the zero pads add; the name "Welford" is not when or why to switch to it). Written from the
-concepts' labels in exercises/*/questions.yaml, not from the calibration set's answers."""
+贡献 is not what the zero pads add; a bare 偏小 is not the old terms' overestimate; the name "Welford" is not
+when or why to switch to it). Written from the concepts' labels in exercises/*/questions.yaml, not from the
+calibration set's answers."""
 from __future__ import annotations
 
 import pytest
@@ -44,6 +45,17 @@ FAMILIES: list[tuple[str, str, str, tuple[str, ...], tuple[str, ...]]] = [
         "不缩放的话，前面几块的贡献就被高估了。",
         "每一块的贡献都要先乘上缩放因子再相加。",
         "旧的和多加了一些东西，所以结果偏大。",
+    )),
+    # Long Softmax Q1, overestimate: "without the rescale the earlier blocks are overestimated and the rows do not
+    # sum to 1" (a bare 偏小 / wrong says something is off, not what the missing rescale does)
+    ("puzzle_long_softmax", "q1", "overestimate", (
+        "不乘这个因子的话，前面块的项就被高估了。",
+        "Without the rescale the earlier blocks come out too large and the row no longer sums to 1.",
+        "不缩放的话，旧的和还是按旧最大值算的，结果偏大。",
+    ), (
+        "分母变大，softmax 整体偏小。",
+        "结果不对。",
+        "With 0 padding every output is too small.",
     )),
     # Fused mean/var Q3, welford: "switch to Welford for near-constant data"
     ("fused_mean_var_atomic", "q3", "welford", (
