@@ -97,3 +97,33 @@ def test_the_lane_walk_without_why_zero_or_where_stored_is_not_full():
             "0 是加法单位元，所以 tl.sum 把四个 lane 加起来结果不变；最后 tl.store 写回 sums + row。")
     assert score_answer(question, bare, 2.0).points < 2.0
     assert score_answer(question, told, 2.0).points == 2.0
+
+
+def _long_softmax_fills(other: str) -> list[str | None]:
+    from service.grading.extract import extract
+
+    exercise = CATALOG.get("puzzle_long_softmax")
+    code = exercise.solution.replace('other=float("-inf")', f"other={other}")
+    extraction = extract(exercise.template, code)
+    assert extraction.error is None
+    return extraction.fill_sources
+
+
+@pytest.mark.parametrize("said", [
+    "每个 program 处理 B0 行，两遍循环；越界的 lane 读成 −inf，它当不了最大值，exp 之后是 0。",
+    "Two passes over the row; the out-of-range lanes are loaded as −inf, so they never win the max and add 0.",
+])
+def test_padding_said_to_be_neg_inf_must_be_the_fills_other(said):
+    """Long Softmax's explanation: padding read as −inf is what the load's `other` must show (the running max
+    starting at −inf is another thing); over a fill that loads 0.0 it describes another fill."""
+    question = CATALOG.get("puzzle_long_softmax").question("explanation")
+    kept = score_answer(question, said, 2.0, fills=_long_softmax_fills('float("-inf")'))
+    other = score_answer(question, said, 2.0, fills=_long_softmax_fills("0.0"))
+    assert [c["claim"] for c in kept.not_the_fill] == []
+    assert [c["claim"] for c in other.not_the_fill] == ["neg_inf_padding"] and other.points == 0.0
+
+
+def test_the_running_max_starting_at_neg_inf_is_not_the_padding():
+    question = CATALOG.get("puzzle_long_softmax").question("explanation")
+    said = "m 从 −inf 开始，每块更新最大值，旧的 s 乘 exp(m_old − m_new)。"
+    assert score_answer(question, said, 2.0, fills=_long_softmax_fills("0.0")).not_the_fill == []
