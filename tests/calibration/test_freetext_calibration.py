@@ -83,7 +83,7 @@ HELD_OUT_READER_FLAGGED = 46  # 42 before the question-data pass of 2026-12-04, 
 # Branch `para6` (misconceptions stated by their parts in a clause, a step linked to the sentence before only by a
 # causal word): tuning 23/46 and 10/14 flagged (fmv-explanation-en-misconception-602 now flagged, its penalty
 # taking the item to 0 where the readers give 0.5).
-FRESH6_TUNING_IN_BAND = 23
+FRESH6_TUNING_IN_BAND = 26  # with branch `precise6` (concepts credited for their content, not a bare mention)
 FRESH6_TUNING_FLAGGED = 10
 FRESH6_HELD_OUT_IN_BAND = 7
 FRESH6_HELD_OUT_FLAGGED = 2
