@@ -1776,14 +1776,7 @@ _CLAUSE_DENIES = re.compile(r"不(?!同|断|少|仅|只|止|管|论|光|一样|�
 
 
 def _clauses(text: str) -> list[tuple[int, int]]:
-    spans, start = [], 0
-    for m in _CLAUSE_SPLIT.finditer(text):
-        if m.start() > start:
-            spans.append((start, m.start()))
-        start = m.end()
-    if start < len(text):
-        spans.append((start, len(text)))
-    return spans
+    return similarity.clauses(text, _CLAUSE_SPLIT)
 
 
 def _said_in_a_clause(wrong: Misconception, text: str, spans: list[tuple[int, int]]) -> tuple[int, int] | None:

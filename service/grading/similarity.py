@@ -61,10 +61,10 @@ def grams(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
-def clauses(text: str) -> list[tuple[int, int]]:
-    """(start, end) of the clauses of `text`: split at punctuation and arrows."""
+def clauses(text: str, split: re.Pattern[str] = _CLAUSE) -> list[tuple[int, int]]:
+    """(start, end) of the clauses of `text`: split at punctuation and arrows (or at `split`'s matches)."""
     spans, start = [], 0
-    for m in _CLAUSE.finditer(text):
+    for m in split.finditer(text):
         if m.start() > start:
             spans.append((start, m.start()))
         start = m.end()
