@@ -86,8 +86,8 @@ HELD_OUT_READER_FLAGGED = 46  # 42 before the question-data pass of 2026-12-04, 
 # Branch `para6` (misconceptions stated by their parts in a clause, a step linked to the sentence before only by a
 # causal word): tuning 23/46 and 10/14 flagged (fmv-explanation-en-misconception-602 now flagged, its penalty
 # taking the item to 0 where the readers give 0.5).
-FRESH6_TUNING_IN_BAND = 26  # with branch `precise6` (concepts credited for their content, not a bare mention)
-FRESH6_TUNING_FLAGGED = 10
+FRESH6_TUNING_IN_BAND = 27  # 26 with branch `precise6`; 27 with branch `para7`'s clause rules (one out: wsum explanation now flagged, its penalty to 0)
+FRESH6_TUNING_FLAGGED = 13  # 10 before branch `para7` (shift called approximate, range limit blamed, padding_option said to cover the columns)
 FRESH6_HELD_OUT_IN_BAND = 7
 FRESH6_HELD_OUT_FLAGGED = 2
 # fresh7, measured when they joined (after para6 and precise6): tuning 27/47 in band, 11 of its 14 flagged; held
