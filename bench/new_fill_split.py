@@ -48,6 +48,15 @@ KEYS = ("sandbox_s", "startup_s", "cases_s", "given_check_s", "kernels_compiled"
 SPLIT_PREFIXES = ("phase_", "harness_")
 
 
+WARM_HANDOVER_S = 0.01  # a grading whose sandbox was handed over within this found a warm one
+
+
+def median(values: list[float]) -> float | None:
+    """The p50 as the tables here take it (the upper middle), None for no values."""
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2] if ordered else None
+
+
 def split_table(rows: list[dict], *, skip_first: int = 0) -> str:
     """Markdown: the p50 of each phase (`timing.phase_*_s`, the trusted side's clock) and of the harness's
     own split (`timing.harness_*_s`) by kind of grading, in ms, the first `skip_first` gradings left out."""
@@ -58,8 +67,8 @@ def split_table(rows: list[dict], *, skip_first: int = 0) -> str:
             *sorted({k for r in kept for k in r if k.startswith("harness_")})]
 
     def p50(kind: str, key: str) -> str:
-        values = sorted(r[key] for r in kept if r["kind"] == kind and key in r)
-        return f"{1000 * values[len(values) // 2]:.0f}" if values else "–"
+        value = median([r[key] for r in kept if r["kind"] == kind and key in r])
+        return "–" if value is None else f"{1000 * value:.0f}"
 
     lines = ["| ms, p50 | " + " | ".join(kinds) + " |", "| --- |" + " --- |" * len(kinds)]
     lines += [f"| {key} | " + " | ".join(p50(kind, key) for kind in kinds) + " |" for key in keys]
@@ -143,12 +152,15 @@ def main() -> None:
         for kind in dict.fromkeys(r["kind"] for r in rows):
             kept = [r for r in rows[args.skip_first:] if r["kind"] == kind] or [r for r in rows if r["kind"] == kind]
 
-            def p50(key: str) -> str:
-                values = sorted(r[key] for r in kept if r.get(key) is not None)
-                return f"{values[len(values) // 2]:.3f} s" if values else "–"
+            warm = [r for r in kept if r.get("phase_handover_s", 1.0) < WARM_HANDOVER_S]
+
+            def p50(key: str, among: list[dict] = kept) -> str:
+                value = median([r[key] for r in among if r.get(key) is not None])
+                return "–" if value is None else f"{value:.3f} s"
 
             print(f"{kind}: final report p50 {p50('report_s')}, speed card p50 {p50('card_s')}, "
-                  f"wall p50 {p50('wall_s')} over {len(kept)}", flush=True)
+                  f"wall p50 {p50('wall_s')} over {len(kept)}; with a warm sandbox: final report p50 "
+                  f"{p50('report_s', warm)} over {len(warm)}", flush=True)
         print(split_table(rows, skip_first=args.skip_first), flush=True)
         if profiler is not None:  # the grading thread only: the trusted side's own work, and its waits
             with args.profile.open("w", encoding="utf-8") as out:
