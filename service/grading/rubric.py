@@ -148,11 +148,11 @@ def _reference_if_alike(exercise: Exercise, cases: list[CaseReport], diagnoses: 
     `cols < N` then describes the submitted `~(cols >= N)` (freetext._not_the_fill)."""
     if not_run_reason is not None or not cases or diagnoses or not all(c.passed for c in cases):
         return None
-    return _expression_fills(exercise.template, exercise.solution)
+    return expression_fills(exercise.template, exercise.solution)
 
 
 @functools.lru_cache(maxsize=64)
-def _expression_fills(template: str, solution: str) -> tuple[str | None, ...]:
+def expression_fills(template: str, solution: str) -> tuple[str | None, ...]:
     """Each blank's fill in the reference solution, canonical; None for a block blank."""
     return tuple(ast.unparse(f) if isinstance(f, ast.expr) else None for f in extract(template, solution).fills)
 

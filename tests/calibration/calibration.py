@@ -4,6 +4,7 @@ prints the in-band rate per exercise, tuning part and held-out part apart, and e
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import sys
 import textwrap
@@ -16,8 +17,9 @@ import yaml
 
 from service.config import REPO_ROOT
 from service.exercises import Exercise, ExerciseCatalog
+from service.grading.extract import extract
 from service.grading.freetext import TextScore, score_answer
-from service.grading.rubric import EXPLANATION_QUESTION
+from service.grading.rubric import EXPLANATION_QUESTION, expression_fills
 from service.grading.stated_fill import fill_scope
 
 ANSWERS_DIR = Path(__file__).parent / "answers"
@@ -73,14 +75,64 @@ def canonical(fill: str) -> str:
         return "\n".join(ast.unparse(stmt) for stmt in ast.parse(textwrap.dedent(fill)).body)
 
 
+# The answer files' `fill` lists in the order their header gives, where it is not the template's blank
+# order: {exercise: for each template blank, its place in the entry's list}. fused_mean_var_atomic's
+# header says [atomic_add operand, pre-launch statements, host variance]; its template's blanks are the
+# operand, the host variance, then the pre-launch statements.
+FILL_ORDER: dict[str, tuple[int, ...]] = {"fused_mean_var_atomic": (0, 2, 1)}
+
+
+def submitted_fills(entry: Entry) -> list[str] | None:
+    """The entry's fills as the pipeline passes them (extraction.fill_sources): canonical, in the
+    template's blank order."""
+    if not entry.data.get("fill"):
+        return None
+    fills = [canonical(f) for f in entry.data["fill"]]
+    order = FILL_ORDER.get(entry.exercise)
+    if order is not None and len(order) == len(fills):
+        fills = [fills[i] for i in order]
+    return fills
+
+
+@functools.lru_cache(maxsize=None)
+def correct_fills(exercise_id: str) -> frozenset[tuple[str | None, ...]]:
+    """The fills the exercise's data knows to be correct, canonical in blank order: the reference
+    solution's, and each `correct.*` mutant's that the grader passes outright (mutants.yaml: no failing
+    case, no diagnosis, no veto, not refused). An answer that submitted one of them is graded as the
+    pipeline grades a submission whose cases all pass: with the reference's expression fills."""
+    exercise = CATALOG.get(exercise_id)
+    known = {tuple(extract(exercise.template, exercise.solution).fill_sources)}
+    for mutant in exercise.mutants:
+        expect = mutant.expect
+        if not mutant.id.startswith("correct.") or expect.failing_cases or expect.diagnoses or expect.vetoes \
+                or expect.vetoes_may or expect.rejected:
+            continue
+        extraction = extract(exercise.template, exercise.mutant_code(mutant))
+        if extraction.error is None and not extraction.edits:
+            known.add(tuple(extraction.fill_sources))
+    return frozenset(known)
+
+
+def reference_fills(entry: Entry, fills: list[str] | None) -> tuple[str | None, ...] | None:
+    """What rubric.score_items passes as `reference_fills`: the reference solution's expression fills
+    where the submitted fills behave as them on every case (here: they are fills the exercise's data
+    knows to be correct, correct_fills), else None. A right fill the data does not list (another
+    spelling, a puzzle body with other names) is not known here: None, as for a wrong one."""
+    if fills is None or tuple(fills) not in correct_fills(entry.exercise):
+        return None
+    exercise = CATALOG.get(entry.exercise)
+    return expression_fills(exercise.template, exercise.solution)
+
+
 def grade(entry: Entry) -> TextScore:
     exercise = CATALOG.get(entry.exercise)
     question = entry.data["question"]
-    fills = [canonical(f) for f in entry.data["fill"]] if entry.data.get("fill") else None
+    fills = submitted_fills(entry)
     # as rubric.score_items does: the explanation is read against the template's scope (the stated fill)
     scope = fill_scope(exercise.template) if question == EXPLANATION_QUESTION else None
     return score_answer(exercise.question(question), entry.data.get("answer") or "", _points(exercise, question),
-                        fills=fills, course_text=exercise.spec.course_text, scope=scope)
+                        fills=fills, reference_fills=reference_fills(entry, fills),
+                        course_text=exercise.spec.course_text, scope=scope)
 
 
 def in_band(entry: Entry, result: TextScore) -> bool:
