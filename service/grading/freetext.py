@@ -84,17 +84,6 @@ PENALTY_SCALE = 2.0
 # ... but keeps at least this share of what the sentences stating no misconception earn
 # (MISCONCEPTION_SCOPE; off, of what the whole answer earned).
 MISCONCEPTION_KEEP = 0.25
-# ... or this share, in the code's explanation of fills that behave as the reference's on every case
-# (score_answer's `reference_fills` given): a wrong reason given for a right fill. Where the misconception
-# is the fill's own bug (the code does what the wrong belief leads to) readers keep about a quarter of the
-# rest; where the code is right and only the reason is wrong they keep half or more. The other questions
-# are read without the code (readers band them blind to the fill): MISCONCEPTION_KEEP there. None: off.
-# Measured on the calibration set's tuning part (2026-12-06, branch `miscfill`; the harness passes the
-# reference's fills where the submitted fills are the solution's or a passing `correct.*` mutant's, 52 of
-# the 82 tuning explanations): 277 -> 278/331 (one right-fill explanation into band, one from 0.5 to 1.0
-# still below its 1.5, none out), misconception/stuffed flagged 85/89 and unflagged left unflagged
-# 174/179 unchanged; 0.4 and 0.6 the same, 0.3 277, 0.75 276, 1.0 274.
-MISCONCEPTION_KEEP_RIGHT_FILL: float | None = 0.5
 # A near-verbatim copy of the reference answer: this share of the answer's character 6-grams.
 COPY_GRAM = 6
 COPY_SHARE = 0.6
@@ -684,11 +673,7 @@ def score_answer(question: Question, answer: str, max_points: float, *,
     `scope`: the exercise template's FillScope, given for the code's explanation: the fill the
     explanation says it wrote must be the submitted one (_stated_not_the_fill)."""
     text = _Text.of(answer)
-    # the explanation of fills that pass every case (see MISCONCEPTION_KEEP_RIGHT_FILL)
-    right_fill = bool(fills) and reference_fills is not None and (scope is not None or bool(question.describes))
-    keep = MISCONCEPTION_KEEP_RIGHT_FILL if right_fill and MISCONCEPTION_KEEP_RIGHT_FILL is not None \
-        else MISCONCEPTION_KEEP
-    result = _score_answer(question, text, max_points, course_text, keep=keep)
+    result = _score_answer(question, text, max_points, course_text)
     if result.kind != "scored" or not fills:
         return result
     if question.describes:
@@ -936,10 +921,8 @@ def _reference_letters(reference: str) -> float:
 
 
 def _score_answer(question: Question, text: _Text, max_points: float,
-                  course_text: Sequence[CoursePassage] = (), *, keep: float | None = None) -> TextScore:
-    """`text`: the answer as _Text.of reads it (once per answer: score_answer reads it again for the fills).
-    `keep`: the share a stated misconception keeps (MISCONCEPTION_KEEP unless given)."""
-    keep = MISCONCEPTION_KEEP if keep is None else keep
+                  course_text: Sequence[CoursePassage] = ()) -> TextScore:
+    """`text`: the answer as _Text.of reads it (once per answer: score_answer reads it again for the fills)."""
     if not text or len(text) < 3:
         return TextScore(0.0, 0.95, kind="empty",
                          missing=_missing(question.concepts))
@@ -1039,9 +1022,9 @@ def _score_answer(question: Question, text: _Text, max_points: float,
         raw -= max_points * PENALTY_SCALE * worst
         if MISCONCEPTION_SCOPE:
             apart = _apart_from(question, text, spans, index, matches, chains, worked, stated_at, max_points)
-            raw = max(raw, keep * apart)
+            raw = max(raw, MISCONCEPTION_KEEP * apart)
         else:
-            raw = max(raw, keep * max_points * share_before)
+            raw = max(raw, MISCONCEPTION_KEEP * max_points * share_before)
     if misconceptions:
         flags.append("misconception")
     like_at: list[int] = []
@@ -1060,7 +1043,7 @@ def _score_answer(question: Question, text: _Text, max_points: float,
         worst = next(w.penalty for w in question.misconceptions if w.id == suspected[0]["misconception"])
         earned = (_apart_from(question, text, spans, index, matches, chains, worked, like_at, max_points)
                   if MISCONCEPTION_SCOPE else max_points * share_before)
-        raw = max(raw - max_points * PENALTY_SCALE * worst, keep * earned)
+        raw = max(raw - max_points * PENALTY_SCALE * worst, MISCONCEPTION_KEEP * earned)
     if suspected:  # "X is not needed / does not matter", or close to a known misconception's label: for a TA
         flags.append(_doubt_flag(suspected))
     if copies:  # mostly the reference's or the course's words: a TA looks; the points stand
