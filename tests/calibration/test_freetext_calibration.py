@@ -16,7 +16,7 @@ ALL_ENTRIES = load()
 # another, split by the hash rule like the rest. Their figures have floors of their own (below): the floors
 # of the older set stay on the answers they were measured on.
 # The second such batch (`added_by: fresh7`, 64 more the same day, read the same way) has its own floors too.
-FRESH = {batch: [e for e in ALL_ENTRIES if e.data.get("added_by") == batch] for batch in ("fresh6", "fresh7")}
+FRESH = {batch: [e for e in ALL_ENTRIES if e.data.get("added_by") == batch] for batch in ("fresh6", "fresh7", "fresh8")}
 ENTRIES = [e for e in ALL_ENTRIES if e.data.get("added_by") not in FRESH]
 TUNING = [e for e in ENTRIES if not e.held_out]
 HELD_OUT = [e for e in ENTRIES if e.held_out]
@@ -96,10 +96,18 @@ FRESH7_TUNING_IN_BAND = 27
 FRESH7_TUNING_FLAGGED = 11
 FRESH7_HELD_OUT_IN_BAND = 12
 FRESH7_HELD_OUT_FLAGGED = 4
+# fresh8, measured when they joined (main 6de5c61): tuning 19/43 in band, 9 of its 10 flagged; held out 7/21, 8 of
+# its 8 flagged.
+FRESH8_TUNING_IN_BAND = 19
+FRESH8_TUNING_FLAGGED = 9
+FRESH8_HELD_OUT_IN_BAND = 7
+FRESH8_HELD_OUT_FLAGGED = 8
 FRESH_FLOORS = {("fresh6", "tuning"): (FRESH6_TUNING_IN_BAND, FRESH6_TUNING_FLAGGED),
                 ("fresh6", "held_out"): (FRESH6_HELD_OUT_IN_BAND, FRESH6_HELD_OUT_FLAGGED),
                 ("fresh7", "tuning"): (FRESH7_TUNING_IN_BAND, FRESH7_TUNING_FLAGGED),
-                ("fresh7", "held_out"): (FRESH7_HELD_OUT_IN_BAND, FRESH7_HELD_OUT_FLAGGED)}
+                ("fresh7", "held_out"): (FRESH7_HELD_OUT_IN_BAND, FRESH7_HELD_OUT_FLAGGED),
+                ("fresh8", "tuning"): (FRESH8_TUNING_IN_BAND, FRESH8_TUNING_FLAGGED),
+                ("fresh8", "held_out"): (FRESH8_HELD_OUT_IN_BAND, FRESH8_HELD_OUT_FLAGGED)}
 
 
 def _misconception_or_stuffed(entries: list[Entry]) -> list[Entry]:
