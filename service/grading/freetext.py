@@ -1579,6 +1579,43 @@ def _fails_after(text: str, end: int, spans: list[tuple[int, int]], start: int |
 _CLAUSE_STOP = re.compile(r"[;；。]|\b(but|however)\b|但是?|可是|不过")
 
 
+# What a statement loses, said after it in its clause, is the failure it causes: "a sum of per-block variances
+# simply leaves that term out", "adding the chunk variances omits the spread of the chunk means", "把各块方差加起来
+# 不计块间均值差那一项" (a right answer each, not add_variances). One list of loss words, read by the clause check
+# (_CLAUSE_DENIES) and after a pattern's match (_loses_after), for a misconception that is a choice (a wrong
+# mechanism's loss is part of it: "NaN that the mask drops"). Review of 5bb6af0: the words were in the clause check
+# and, by hand, in one pattern's lookahead only. After a match, a loss word negated between the two ("gives the
+# total variance and doesn't lose anything", "不会漏掉") states none, and one told as a later step or in the
+# passive ("masked lane 仍然从显存加载，然后再丢掉", "只是值被丢掉", "then the value is dropped") tells what
+# the stated mechanism does, not what the statement fails to count (masked_lane_allocates). Off: a pattern's
+# match is read without them.
+LOSS_AFTER = True
+_LOSS_WORDS = (r"丢|漏|缺了|少了|忽略|不计|"
+               r"\b(los(e|es|t|ing)|miss(es|ing|ed)?|drops?|ignor\w*|omit\w*|forg[eo]t\w*|overlook\w*|neglect\w*)\b|"
+               r"\b(leaves?|leaving|left)\b[^,.;]{0,40}\bout\b")
+_LOSES = re.compile(_LOSS_WORDS, re.IGNORECASE)
+_LOSS_AS_A_STEP = re.compile(r"然后|之后|随后|接着|再|\b(then|afterwards|later)\b|"
+                             r"(被[\u4e00-\u9fff]{0,3}|\b(is|are|was|were|be|been|being|gets?|got|gotten)\s+(\w+\s+)?)$",
+                             re.IGNORECASE)
+
+
+def _loses_after(text: str, end: int, spans: list[tuple[int, int]]) -> bool:
+    """A loss word (_LOSS_WORDS) starting within FAILS_AFTER_REACH after `end`, in its clause (_CLAUSE_STOP),
+    with no negation between, not told as a later step or in the passive (LOSS_AFTER)."""
+    if not LOSS_AFTER:
+        return False
+    sentence_end = spans[_sentence_of(spans, max(0, end - 1))][1]
+    stop = _CLAUSE_STOP.search(text, end, sentence_end)
+    loss = _LOSES.search(text, end, stop.start() if stop else max(sentence_end, end))
+    if loss is None or loss.start() > end + FAILS_AFTER_REACH:
+        return False
+    between = text[end:loss.start()]
+    if _LOSS_AS_A_STEP.search(between):
+        return False
+    compounds = [m.span() for m in _NOT_NEGATING.finditer(between)]
+    return not any(not any(a <= n.start() < b for a, b in compounds) for n in _NEGATIONS.finditer(between))
+
+
 # A misconception's words said under a prohibition in the match itself ("个数用 mask 数，不能用
 # BLOCK"): the answer forbids it. Only for a label that says no negation itself.
 _PROHIBITION = re.compile(r"(不能|不可以|不应该?|不要|不得|不可)\s*(再)?\s*(用|取|按|填|写|当|设)|"
@@ -1736,6 +1773,7 @@ def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]],
                       and not _refuted(text, m.end(), spans, m.start())
                       and not (wrong.negatable and _forbidden(text, m.start(), m.end(), wrong.label.lesson))
                       and not (not wrong.mechanism and (_fails_after(text, m.end(), spans, choice_from=m.start())
+                                                         or _loses_after(text, m.end(), spans)
                                                          or _supposed_omission(text, m.start(), m.end(), spans,
                                                                                matches)))
                       and not _reported(text, m.start(), m.end(), spans)),
@@ -1769,10 +1807,8 @@ _CLAUSE_DENIES = re.compile(r"不(?!同|断|少|仅|只|止|管|论|光|一样|�
                             r"错|≠|!=|以为|如果|若|假如|要是|倘若|直觉上|乍一看|"
                             # a belief told as past or as someone's: "I first thought you could average them"
                             r"\b(thought|believed|assumed|tempting|naive\w*|might think)\b|"
-                            # what it loses: "直接把各块方差加起来就把这项丢了" says why it is wrong
-                            r"丢|漏|缺了|少了|忽略|不计|\b(los(e|es|t|ing)|miss(es|ing|ed)?|drops?|ignor\w*|omit\w*|forg[eo]t\w*|"
-                            r"overlook\w*|neglect\w*)\b|\b(leaves?|leaving|left)\b[^,.;]{0,40}\bout\b",
-                            re.IGNORECASE)
+                            # what it loses (_LOSS_WORDS): "直接把各块方差加起来就把这项丢了" says why it is wrong
+                            + _LOSS_WORDS, re.IGNORECASE)
 
 
 def _clauses(text: str) -> list[tuple[int, int]]:
