@@ -1587,8 +1587,9 @@ _CLAUSE_STOP = re.compile(r"[;；。]|\b(but|however)\b|但是?|可是|不过")
 # and, by hand, in one pattern's lookahead only. After a match, a loss word negated between the two ("gives the
 # total variance and doesn't lose anything", "不会漏掉") states none, and one told as a later step or in the
 # passive ("masked lane 仍然从显存加载，然后再丢掉", "只是值被丢掉", "then the value is dropped") tells what
-# the stated mechanism does, not what the statement fails to count (masked_lane_allocates). Off: a pattern's
-# match is read without them.
+# the stated mechanism does, not what the statement fails to count (masked_lane_allocates). A match that says
+# itself what is left out ("修正项可以忽略", "the correction can be omitted") is a choice to leave it out, and a
+# loss word after it restates that choice ("…，忽略它几乎不影响结果"). Off: a pattern's match is read without them.
 LOSS_AFTER = True
 _LOSS_WORDS = (r"丢|漏|缺了|少了|忽略|不计|"
                r"\b(los(e|es|t|ing)|miss(es|ing|ed)?|drops?|ignor\w*|omit\w*|forg[eo]t\w*|overlook\w*|neglect\w*)\b|"
@@ -1597,12 +1598,15 @@ _LOSES = re.compile(_LOSS_WORDS, re.IGNORECASE)
 _LOSS_AS_A_STEP = re.compile(r"然后|之后|随后|接着|再|\b(then|afterwards|later)\b|"
                              r"(被[\u4e00-\u9fff]{0,3}|\b(is|are|was|were|be|been|being|gets?|got|gotten)\s+(\w+\s+)?)$",
                              re.IGNORECASE)
+_LEFT_OUT = re.compile(r"省略|去掉|删掉|删去|舍去|舍弃|不要|不用|不需要|无需|不必|"
+                       r"\b(skip\w*|remov\w*|without|no need)\b", re.IGNORECASE)
 
 
-def _loses_after(text: str, end: int, spans: list[tuple[int, int]]) -> bool:
-    """A loss word (_LOSS_WORDS) starting within FAILS_AFTER_REACH after `end`, in its clause (_CLAUSE_STOP),
-    with no negation between, not told as a later step or in the passive (LOSS_AFTER)."""
-    if not LOSS_AFTER:
+def _loses_after(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> bool:
+    """A loss word (_LOSS_WORDS) starting within FAILS_AFTER_REACH after the match text[start:end], in its
+    clause (_CLAUSE_STOP), with no negation between, not told as a later step or in the passive, after a match
+    that leaves nothing out itself (LOSS_AFTER)."""
+    if not LOSS_AFTER or _LOSES.search(text, start, end) or _LEFT_OUT.search(text, start, end):
         return False
     sentence_end = spans[_sentence_of(spans, max(0, end - 1))][1]
     stop = _CLAUSE_STOP.search(text, end, sentence_end)
@@ -1773,7 +1777,7 @@ def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]],
                       and not _refuted(text, m.end(), spans, m.start())
                       and not (wrong.negatable and _forbidden(text, m.start(), m.end(), wrong.label.lesson))
                       and not (not wrong.mechanism and (_fails_after(text, m.end(), spans, choice_from=m.start())
-                                                         or _loses_after(text, m.end(), spans)
+                                                         or _loses_after(text, m.start(), m.end(), spans)
                                                          or _supposed_omission(text, m.start(), m.end(), spans,
                                                                                matches)))
                       and not _reported(text, m.start(), m.end(), spans)),
