@@ -1762,6 +1762,8 @@ def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]],
     found = []
     swapped, screen_text = _screen_text(text)
     screened = _screened_groups([wrong.patterns for wrong in question.misconceptions], screen_text)
+    # the answer's clauses, split once for every clause rule of every misconception (CLAUSE_TERMS)
+    clauses = _clauses(text) if CLAUSE_TERMS and any(wrong.clauses for wrong in question.misconceptions) else []
     for wrong, patterns in zip(question.misconceptions, screened):
         if patterns and _excused(wrong, text):
             continue
@@ -1790,7 +1792,7 @@ def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]],
                 break
         else:
             if CLAUSE_TERMS and wrong.clauses and not _excused(wrong, text) \
-                    and (at := _said_in_a_clause(wrong, text, spans)) is not None:
+                    and (at := _said_in_a_clause(wrong, text, spans, clauses)) is not None:
                 found.append({"misconception": wrong.id, **_labels(wrong.label), "quote": _quote(text, *at)})
                 if where is not None:
                     where.append(at[0])
@@ -1819,14 +1821,16 @@ def _clauses(text: str) -> list[tuple[int, int]]:
     return similarity.clauses(text, _CLAUSE_SPLIT)
 
 
-def _said_in_a_clause(wrong: Misconception, text: str, spans: list[tuple[int, int]]) -> tuple[int, int] | None:
-    """Where a clause states `wrong` by its parts (CLAUSE_TERMS), or None."""
+def _said_in_a_clause(wrong: Misconception, text: str, spans: list[tuple[int, int]],
+                      clauses: list[tuple[int, int]]) -> tuple[int, int] | None:
+    """Where a clause of `clauses` (_clauses(text)) or, for a rule of one sentence, a sentence of `spans`
+    states `wrong` by its parts (CLAUSE_TERMS), or None."""
     for rule in wrong.clauses:
         terms = _rubric(tuple(rule.terms), text)
         if not all(p.search(text) for p in terms):
             continue
         without = _rubric(tuple(rule.not_with), text) if rule.not_with else ()
-        for a, b in (spans if rule.sentence else _clauses(text)):
+        for a, b in (spans if rule.sentence else clauses):
             clause = text[a:b]
             if not all(p.search(clause) for p in terms) or any(p.search(clause) for p in without):
                 continue
