@@ -3,6 +3,7 @@ grading one answer as the pipeline does, and the figures. `python -m tests.calib
 prints the in-band rate per exercise, tuning part and held-out part apart, and every miss."""
 from __future__ import annotations
 
+import argparse
 import ast
 import functools
 import hashlib
@@ -192,13 +193,19 @@ def by_style(entries: list[Entry], grader: Callable[[Entry], TextScore] | None =
 
 
 def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m tests.calibration.calibration", description=__doc__)
+    parser.add_argument("--tuning", action="store_true",
+                        help="the tuning part only: no held-out figure is printed, even summed (for whoever tunes)")
+    parser.add_argument("--misses", action="store_true", help="also list each miss (with --tuning: the tuning part's)")
+    parser.add_argument("--styles", action="store_true",
+                        help="also the rates per style, kind and language (both parts)")
+    args = parser.parse_args(argv)  # an unknown option stops here: it must not fall through to the full table
     entries = load()
-    if "--styles" in argv:  # aggregated per style, kind and language: no answer text is shown
+    if args.styles and not args.tuning:  # aggregated per style, kind and language: no answer text is shown
         for key, row in sorted(by_style(entries).items()):
             print(f"{key:24} {_rate(row.get('tuning')):>16} {_rate(row.get('held_out')):>12} "
                   f"{_rate(row.get('tuning_flagged')):>30} {_rate(row.get('held_out_flagged')):>10}")
-    show = "--misses" in argv
-    only_tuning = "--tuning" in argv
+    show, only_tuning = args.misses, args.tuning
     for entry in entries:
         if not show or (only_tuning and entry.held_out):
             continue
