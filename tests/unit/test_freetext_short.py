@@ -79,3 +79,44 @@ def test_a_plain_negation_still_denies(text, word):
     start = text.index(word)
     spans = freetext._sentences(text)
     assert freetext._denied(text, start, start + len(word), spans) is not None
+
+
+# SHORT_STEP_AND_PART (branch `partial8`): a short answer has room for one omission, a chain step left
+# implicit or a minor part unsaid, not both. Written from lesson 5 Q3's and lesson 7 Q3's prompts, reference
+# answers and concepts (not from the calibration set). Lesson 5 Q3: the address (outside the chains), the
+# unit column stride (outside, weight 0.5), and the chain stride > N → wrong rows → contiguous check passes.
+L05_Q3_STEP_AND_PART = "地址是 x + row * stride_m + cols。用 N 的话从第 1 行起都读错位置。给定检查用的是连续张量，行距刚好等于 N，所以看不出来。"
+L07_Q3_STEP_AND_PART = "不融合时每一步都要读写 HBM，约 5 次读 3 次写，8·M·N。融合后只读一次 x、写一次 y，2·M·N。softmax 是访存受限的，所以大约快 4 倍。"
+
+
+@pytest.mark.parametrize(("exercise", "question", "answer"), [
+    ("lesson05_row_sum", "q3", L05_Q3_STEP_AND_PART),  # stride > N (the chain's cause) and the unit column stride
+    ("lesson07_softmax", "q3", L07_Q3_STEP_AND_PART),  # registers (why fused reads once) and the register limit
+])
+def test_a_short_answer_leaving_a_chain_step_and_a_minor_part_unsaid_is_not_full(exercise, question, answer,
+                                                                                 monkeypatch):
+    result = _scored(exercise, question, answer)
+    assert result.points == 1.5 and result.flags == [], (result.points, result.flags)
+    monkeypatch.setattr(freetext, "SHORT_STEP_AND_PART", False)  # each omission alone is forgiven
+    assert _scored(exercise, question, answer).points == 2.0
+
+
+@pytest.mark.parametrize("answer", [
+    # the chain step left implicit, every part said (列是连续的: the unit column stride)
+    "地址是 x + row * stride_m + cols，列是连续的。用 N 的话从第 1 行起都读错位置。给定检查用的是连续张量，行距刚好等于 N，所以看不出来。",
+    # the whole chain, only the minor part (weight 0.5, under SHORT_CONCEPTS) unsaid
+    "地址是 x + row * stride_m + cols。视图的行距大于 N，用 N 的话从第 1 行起都读错位置。给定检查用的是连续张量，行距刚好等于 N，所以看不出来。",
+    # both left unsaid, but at a third of the reference's length or more: room for words the patterns miss
+    "Row row starts at x + row * stride_m, then + cols. With N instead, every row after row 0 starts at the wrong "
+    "place and sums the wrong elements. The given check uses a contiguous tensor, where the stride happens to "
+    "equal N, so it cannot notice.",
+])
+def test_one_omission_or_room_for_it_keeps_full_points(answer):
+    result = _scored("lesson05_row_sum", "q3", answer)
+    assert result.points == 2.0 and result.flags == [], (result.points, [f["concept"] for f in result.found])
+
+
+def test_a_terse_chain_of_a_question_without_other_parts_keeps_full_points():
+    # Lesson 6 Q2's concepts are all steps of its chain: two steps implicit, nothing outside to leave unsaid.
+    result = _scored("lesson06_mean_var", "q2", "pad 0 → x−μ = −μ → μ² ≠ 0 → re-mask")
+    assert result.points == 2.0, (result.points, [f["concept"] for f in result.found])
