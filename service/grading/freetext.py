@@ -76,15 +76,18 @@ CJK_LETTERS = 2.0
 # Q2, whose concepts are all steps of its chain), or a minor part outside the chains left unsaid (under
 # SHORT_CONCEPTS of the weight: a concept of weight 0.5, which the patterns may simply not read). One that
 # leaves a chain step *and* any concept outside the chains unsaid has told neither the whole chain nor the
-# whole question, and earns at most the points less half a point, as above. "Var(A∪B) ≠ Var(A)+Var(B) → Σx、Σx²
-# linear → atomic_add → host 上 E[x²] − mean²" (fused Q1: the between-chunk term, the why, and the order-free
-# addition left out) earned 2 of 2, readers 1 to 1.5. Measured on the calibration set's tuning part
-# (2026-12-06, branch `partial8`): 277 -> 280/331 (three partial answers into band, one closer, no other
-# answer moved; misconception/stuffed flagged 85/89 and no-reader-flagged left unflagged 174/179 unchanged).
-# Tried: a short answer leaving any two concepts unsaid, one a chain step (the same 280, but it caps the
-# phrasing-sweep tests' terse lesson 6 Q2 chains, three of five steps); a longer SHORT_OF_REFERENCE (0.5: 283,
-# a threshold fitted to the tuning part, not taken). False: only the rule above.
-SHORT_STEP_AND_PART = True
+# whole question: each omission costs the smallest unit, half a point, so it earns at most the points less
+# SHORT_STEP_AND_PART. "Var(A∪B) ≠ Var(A)+Var(B) → Σx、Σx² linear → atomic_add → host 上 E[x²] − mean²" (fused
+# Q1: the between-chunk term, the why, and the order-free addition left out) earned 2 of 2. On the tuning part
+# no short answer so told has a readers' band reaching more than the points less half a point, and the seven
+# the cap moves (all on 2-point questions) have 1.0 in their band (four 1.5 too). Measured on the calibration
+# set's tuning part (2026-12-06, branch `partial8`): 277 -> 283/331 (six partial answers into band, one moved
+# inside its band, no answer out; misconception/stuffed flagged 85/89 and no-reader-flagged left unflagged
+# 174/179 unchanged); 280 at 0.5 (half a point for both). Tried: a short answer leaving any two concepts
+# unsaid, one a chain step (280 at 0.5, but it caps the phrasing-sweep tests' terse lesson 6 Q2 chains, three
+# of five steps); a longer SHORT_OF_REFERENCE (0.5: +3 more, a threshold fitted to the tuning part, not
+# taken). None: off, only the rule above.
+SHORT_STEP_AND_PART: float | None = 1.0
 # A question of several parts (`chain` and `more_chains`: "…? and what if …?") whose answer states none of one
 # part's concepts has left that part unanswered, however well it tells the rest: it earns at most the points
 # less that part's share of the concepts' weight (the share rule's slack is for a step left implicit, not for
@@ -1022,9 +1025,10 @@ def _score_answer(question: Question, text: _Text, max_points: float,
                 question.reference_answer):
             on_chain = {cid for chain in chains for cid in chain}
             unsaid = sum(c.weight for c in question.concepts if c.id not in matches and c.id not in on_chain)
-            if unsaid >= SHORT_CONCEPTS * total_weight or (
-                    SHORT_STEP_AND_PART and unsaid > 0 and any(cid not in matches for cid in on_chain)):
+            if unsaid >= SHORT_CONCEPTS * total_weight:
                 raw = min(raw, max_points - 0.5)
+            if SHORT_STEP_AND_PART is not None and unsaid > 0 and any(cid not in matches for cid in on_chain):
+                raw = min(raw, max_points - SHORT_STEP_AND_PART)
         if UNANSWERED_PART and len(chains) > 1:
             for part in chains:
                 if not any(cid in matches for cid in part):

@@ -82,7 +82,7 @@ def test_a_plain_negation_still_denies(text, word):
 
 
 # SHORT_STEP_AND_PART (branch `partial8`): a short answer has room for one omission, a chain step left
-# implicit or a minor part unsaid, not both. Written from lesson 5 Q3's and lesson 7 Q3's prompts, reference
+# implicit or a minor part unsaid, not both (then half a point for each). Written from lesson 5 Q3's and lesson 7 Q3's prompts, reference
 # answers and concepts (not from the calibration set). Lesson 5 Q3: the address (outside the chains), the
 # unit column stride (outside, weight 0.5), and the chain stride > N → wrong rows → contiguous check passes.
 L05_Q3_STEP_AND_PART = "地址是 x + row * stride_m + cols。用 N 的话从第 1 行起都读错位置。给定检查用的是连续张量，行距刚好等于 N，所以看不出来。"
@@ -96,8 +96,8 @@ L07_Q3_STEP_AND_PART = "不融合时每一步都要读写 HBM，约 5 次读 3 �
 def test_a_short_answer_leaving_a_chain_step_and_a_minor_part_unsaid_is_not_full(exercise, question, answer,
                                                                                  monkeypatch):
     result = _scored(exercise, question, answer)
-    assert result.points == 1.5 and result.flags == [], (result.points, result.flags)
-    monkeypatch.setattr(freetext, "SHORT_STEP_AND_PART", False)  # each omission alone is forgiven
+    assert result.points == 1.0 and result.flags == [], (result.points, result.flags)  # half a point each
+    monkeypatch.setattr(freetext, "SHORT_STEP_AND_PART", None)  # each omission alone is forgiven
     assert _scored(exercise, question, answer).points == 2.0
 
 
