@@ -385,6 +385,8 @@ class FillClaim(_Strict):
     says: list[str] = Field(min_length=1, description="regexes on the explanation (NFKC, lower-case)")
     shown_by: list[str] = Field(min_length=1, description="regexes on the fill's canonical source (ast.unparse)")
     blank: int | None = Field(None, ge=1, description="the blank (1-based) it is about; none: every fill joined")
+    said_by: list[str] = Field([], description="the question's concept ids that also state it, as what the code "
+                                               "does (freetext.DESCRIBES_BY_CONCEPTS)")
 
     @field_validator("says", "shown_by")
     @classmethod
@@ -408,6 +410,8 @@ class Question(_Strict):
         known = {c.id for c in self.concepts}
         if unknown := [c for chain in (self.chain, *self.more_chains) for c in chain if c not in known]:
             raise ValueError(f"question {self.id}: chain names unknown concepts {unknown}")
+        if unknown := [c for claim in self.describes for c in claim.said_by if c not in known]:
+            raise ValueError(f"question {self.id}: describes' said_by names unknown concepts {unknown}")
         return self
 
 

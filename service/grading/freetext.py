@@ -690,11 +690,13 @@ def score_answer(question: Question, answer: str, max_points: float, *,
     `scope`: the exercise template's FillScope, given for the code's explanation: the fill the
     explanation says it wrote must be the submitted one (_stated_not_the_fill)."""
     text = _Text.of(answer)
-    result = _score_answer(question, text, max_points, course_text)
+    matches: dict[str, list[_Match]] = {}
+    result = _score_answer(question, text, max_points, course_text, matches)
     if result.kind != "scored" or not fills:
         return result
     if question.describes:
-        result.not_the_fill = _not_the_fill(question.describes, text, _sentences(text), fills, reference_fills)
+        result.not_the_fill = _not_the_fill(question.describes, text, _sentences(text), fills, reference_fills,
+                                            matches if DESCRIBES_BY_CONCEPTS else None)
     if not result.not_the_fill and scope is not None:
         result.not_the_fill = _stated_not_the_fill(answer, fills, reference_fills, scope)
     if result.not_the_fill:
@@ -707,8 +709,46 @@ def score_answer(question: Question, answer: str, max_points: float, *,
 NOT_THE_FILL = "explanation_not_fill"
 
 
+# A `describes` claim is also said by the question's own concepts it lists (`said_by`: lesson 6's
+# keeps_padding_out and remask state its position mask), read as the score reads them (negations and
+# conditions dropped), where they state what the code does: not in a sentence that puts them under a
+# condition, a negation or "without …" (_said_plainly), not a bare name of code (`tl.where`), and not in
+# an explanation that quotes its own submitted fill (it describes that fill; a wrong reason for it is a
+# misconception's business). Answers written blind to the scorer explain the right fill over a wrong one
+# in words no `says` pattern holds ("My condition keeps only the real elements, the first N lanes").
+# Tuning part (2026-12-06, --tuning): in band 298/374 off -> 300/374 on (lesson 6's `values != 0.0` and
+# `cols >= 0` explained as the position mask: 1.0 -> 0, flagged; no answer moved out); misconception/
+# stuffed flagged 94/99 and answers no reader flagged left unflagged 200/207, both unchanged. (296 -> 298
+# of the same commit: the fused `zero_both` phrasings and Long Sum's `col_mask` claim, `says` only.)
+DESCRIBES_BY_CONCEPTS = True
+_CODE_NAME = re.compile(r"[._(]")
+_NOT_PLAIN = re.compile(r"\bwithout\b|\bif\b|\bunless\b|\botherwise\b|\bwere\b|\bwould\b|\bno\b|\bnot\b|n't\b|"
+                        r"\bnever\b|如果|若|要是|否则|不然|假如|假设|没有|不加|不用|去掉|少了|会|不", re.IGNORECASE)
+_CLAUSE_END = re.compile(r"[,，:：、]")
+_SPACES = re.compile(r"\s+")
+
+
+def _said_plainly(text: str, match: _Match, spans: list[tuple[int, int]]) -> bool:
+    """Whether a concept's match states what the code does: no condition, negation or "without" in its
+    sentence before it (nor a would/会 after it in its clause), and more than a name of code."""
+    if _CODE_NAME.search(text, match.start, match.end):
+        return False
+    sentence = spans[_sentence_of(spans, match.start)] if spans else (0, len(text))
+    clause = _CLAUSE_END.search(text, match.end, sentence[1])
+    return _NOT_PLAIN.search(text, sentence[0], match.start) is None \
+        and _NOT_PLAIN.search(text, match.end, clause.start() if clause else sentence[1]) is None
+
+
+def _quotes_fill(text: str, code: str) -> bool:
+    """Whether the explanation gives the submitted expression fill itself (spaces aside)."""
+    if not code or "\n" in code or len(code) > 80:
+        return False
+    return _SPACES.sub("", code.lower()) in _SPACES.sub("", text)
+
+
 def _not_the_fill(claims: list[FillClaim], text: str, spans: list[tuple[int, int]],
-                  fills: Sequence[str | None], reference: Sequence[str | None] | None = None) -> list[dict]:
+                  fills: Sequence[str | None], reference: Sequence[str | None] | None = None,
+                  matches: dict[str, list[_Match]] | None = None) -> list[dict]:
     found = []
     for claim in claims:
         # `alike`: the reference's fill for the same blank(s), where the submitted one behaves as it
@@ -734,11 +774,15 @@ def _not_the_fill(claims: list[FillClaim], text: str, spans: list[tuple[int, int
                     break
             if said:
                 break
+        span = said.span() if said is not None else None
+        if span is None and matches and claim.said_by and not _quotes_fill(text, code):
+            span = next(((m.start, m.end) for cid in claim.said_by for m in matches.get(cid, ())
+                         if _said_plainly(text, m, spans)), None)
         shown_by = _compiled(tuple(claim.shown_by), 0)
-        if said is None or shows(shown_by, code) or (alike is not None and shows(shown_by, alike)):
+        if span is None or shows(shown_by, code) or (alike is not None and shows(shown_by, alike)):
             continue
         found.append({"claim": claim.id, **_labels(claim.label),
-                      "quote": _quote(text, said.start(), said.end()), "blank": claim.blank, "fill": code[:600]})
+                      "quote": _quote(text, *span), "blank": claim.blank, "fill": code[:600]})
     return found
 
 
@@ -938,8 +982,10 @@ def _reference_letters(reference: str) -> float:
 
 
 def _score_answer(question: Question, text: _Text, max_points: float,
-                  course_text: Sequence[CoursePassage] = ()) -> TextScore:
-    """`text`: the answer as _Text.of reads it (once per answer: score_answer reads it again for the fills)."""
+                  course_text: Sequence[CoursePassage] = (),
+                  counted: dict[str, list[_Match]] | None = None) -> TextScore:
+    """`text`: the answer as _Text.of reads it (once per answer: score_answer reads it again for the fills).
+    `counted`: filled with the concept matches the score counts (for _not_the_fill's `said_by`)."""
     if not text or len(text) < 3:
         return TextScore(0.0, 0.95, kind="empty",
                          missing=_missing(question.concepts))
@@ -984,6 +1030,8 @@ def _score_answer(question: Question, text: _Text, max_points: float,
                          copied=copies, copied_share=share)
 
     by_id = {c.id: c for c in question.concepts}
+    if counted is not None:
+        counted.update(matches)
     total_weight = sum(c.weight for c in question.concepts)
     found = [{"concept": cid, **_labels(by_id[cid].label),
               "quote": _quote(text, ms[0].start, ms[0].end)} for cid, ms in matches.items()]
