@@ -1,0 +1,217 @@
+"""The explanation against the fill, by the question's own concepts (freetext.DESCRIBES_BY_CONCEPTS,
+a `describes` claim's `said_by`), and the claims' `shown_by` against every exercise's known fills: a
+right fill written otherwise is still shown; the known wrong fills a claim is about are not."""
+from __future__ import annotations
+
+import pytest
+
+from service.config import REPO_ROOT
+from service.exercises import ExerciseCatalog
+from service.exercises.spec import Question
+from service.grading import freetext
+from service.grading.extract import extract
+from service.grading.freetext import NOT_THE_FILL, _compiled, score_answer
+from service.grading.stated_fill import shows
+
+CATALOG = ExerciseCatalog(REPO_ROOT / "exercises")
+
+# A claim about another way to write the fill, which the reference solution does not take.
+ALTERNATIVE_WAYS = {("puzzle_outer_add", "block_pointer")}
+
+
+def _fills(exercise_id: str, code: str) -> list[str | None]:
+    extraction = extract(CATALOG.get(exercise_id).template, code)
+    assert extraction.error is None
+    return extraction.fill_sources
+
+
+def _claim_code(claim, fills: list[str | None]) -> str | None:
+    if claim.blank is not None:
+        return fills[claim.blank - 1]
+    return None if any(f is None for f in fills) else "\n".join(fills)
+
+
+def _shown(claim, fills: list[str | None]) -> bool:
+    code = _claim_code(claim, fills)
+    return code is not None and shows(_compiled(tuple(claim.shown_by), 0), code)
+
+
+def _mutant_fills(exercise_id: str, prefix: str) -> list[tuple[str, list[str | None]]]:
+    exercise = CATALOG.get(exercise_id)
+    found = []
+    for mutant in exercise.mutants:
+        if not mutant.id.startswith(prefix):
+            continue
+        extraction = extract(exercise.template, exercise.mutant_code(mutant))
+        if extraction.error is None and not extraction.edits:
+            found.append((mutant.id, extraction.fill_sources))
+    return found
+
+
+@pytest.mark.parametrize("exercise_id", CATALOG.ids())
+def test_every_claim_is_shown_by_the_solution_and_every_correct_fill(exercise_id):
+    """Checked on the fill itself (no reference fill alongside): a right fill written otherwise, which
+    the pipeline may not know to be right, must still show what a right explanation says of it."""
+    exercise = CATALOG.get(exercise_id)
+    claims = exercise.question("explanation").describes
+    solution = _fills(exercise_id, exercise.solution)
+    for claim in claims:
+        if (exercise_id, claim.id) in ALTERNATIVE_WAYS:
+            assert not _shown(claim, solution)
+            continue
+        assert _shown(claim, solution), claim.id
+        for mutant_id, fills in _mutant_fills(exercise_id, "correct."):
+            assert _shown(claim, fills), (claim.id, mutant_id, _claim_code(claim, fills))
+
+
+# The known wrong fills (mutants.yaml) of the blanks a claim is about: none shows the claim, so an
+# explanation of the right fill over them is caught.
+NOT_SHOWN = [
+    ("lesson05_row_sum", "position_mask", ["wrong.mask_uses_stride", "wrong.hardcoded_17", "wrong.drops_last_lane"]),
+    ("lesson05_row_sum", "other_zero", ["wrong.other_one", "wrong.other_nan", "wrong.other_neg_inf_float_call"]),
+    ("lesson06_mean_var", "position_mask", [m for m, _ in _mutant_fills("lesson06_mean_var", "wrong.")
+                                            if m != "wrong.unfilled"]),
+    ("fused_mean_var_atomic", "zero_both", ["wrong.no_zero", "wrong.zero_sums_only", "wrong.zero_sumsqs_only"]),
+    ("puzzle_long_sum", "col_mask", ["wrong.no_col_mask", "wrong.col_mask_le"]),
+    ("puzzle_long_sum", "other_zero", ["wrong.other_one"]),
+    ("welford_merge", "m2_remasked", ["wrong.naive_chunk_m2", "wrong.m2_not_remasked"]),
+    ("weighted_sum_fwd_bwd", "both_dims", ["wrong.boundary_check_rows_only", "wrong.boundary_check_removed"]),
+]
+
+
+@pytest.mark.parametrize(("exercise_id", "claim_id", "mutant_ids"), NOT_SHOWN)
+def test_the_known_wrong_fills_do_not_show_the_claim(exercise_id, claim_id, mutant_ids):
+    claim = next(c for c in CATALOG.get(exercise_id).question("explanation").describes if c.id == claim_id)
+    wrong = dict(_mutant_fills(exercise_id, "wrong.") + _mutant_fills(exercise_id, "cheat."))
+    assert mutant_ids
+    for mutant_id in mutant_ids:
+        assert not _shown(claim, wrong[mutant_id]), mutant_id
+
+
+def _explain(exercise_id: str, answer: str, fills: list[str], known_correct: bool = False):
+    exercise = CATALOG.get(exercise_id)
+    question = exercise.question("explanation")
+    points = next(i.points for i in exercise.spec.rubric if i.source == "text" and i.question == "explanation")
+    reference = _fills(exercise_id, exercise.solution) if known_correct else None
+    return score_answer(question, answer, points, fills=fills, reference_fills=reference)
+
+
+def _l06(fill: str) -> list[str]:
+    return [fill]
+
+
+# The right fill's explanation, in words no `says` pattern holds.
+RIGHT_FILL_WORDS = [
+    "My condition for the tl.where keeps only the lanes that are real elements of the row, and sets everything "
+    "past N to 0.0, because after centring the padding lanes hold -mean and squared they are mean^2.",
+    "The condition keeps the padding lanes out of the variance sum: centred, they are -mean, and mean^2 once squared.",
+    "我的条件在第二次求和前把越界的 lane 清零：中心化后它们是 −mean，平方后是 mean²，会多出 (BLOCK − N)·mean²。",
+    "这样只有前 N 个真实元素参与方差的求和；padding lane 减去均值后是 −mean，平方是 mean²。",
+]
+
+
+@pytest.mark.parametrize("answer", RIGHT_FILL_WORDS)
+@pytest.mark.parametrize("fill", ["cols >= 0", "values != 0.0", "cols < BLOCK", "True"])
+def test_lesson6_the_right_fills_words_over_a_wrong_fill_describe_a_different_fill(answer, fill):
+    result = _explain("lesson06_mean_var", answer, _l06(fill))
+    assert NOT_THE_FILL in result.flags and result.points == 0
+    assert result.not_the_fill[0]["claim"] == "position_mask"
+
+
+@pytest.mark.parametrize("answer", RIGHT_FILL_WORDS)
+@pytest.mark.parametrize(("fill", "known"), [("mask", True), ("cols < N", True), ("N > cols", False),
+                                             ("mask & (cols >= 0)", True), ("tl.arange(0, BLOCK) <= N - 1", False)])
+def test_lesson6_the_right_fills_words_over_a_right_fill_stand(answer, fill, known):
+    result = _explain("lesson06_mean_var", answer, _l06(fill), known_correct=known)
+    assert result.not_the_fill == [] and NOT_THE_FILL not in result.flags
+
+
+# What the wrong fill really does, a condition or "without …": not the right fill's description.
+HONEST = [
+    ("values != 0.0", "I wrote values != 0.0 so that only the real elements count; the where keeps only the "
+                      "nonzero lanes and sets the rest to 0."),
+    ("cols < BLOCK", "cols < BLOCK keeps only the lanes that belong to the block, so only the N real lanes "
+                     "count toward the variance."),
+    ("cols >= 0", "我填的是 cols >= 0：只有前 N 个真实元素参与求和，越界的 lane 清零。"),
+    ("True", "Without the where, the padding lanes would count toward the variance: each adds mean^2."),
+    ("True", "如果不把 padding 清零，平方后会多出 mean²。"),
+    ("True", "Lanes past N are padding; if they were not zeroed again they would be counted in the sum."),
+    ("cols >= 0", "The padding lanes become -mean after centring and mean^2 once squared."),
+]
+
+
+@pytest.mark.parametrize(("fill", "answer"), HONEST)
+def test_lesson6_what_the_wrong_fill_does_or_a_condition_is_not_flagged(fill, answer):
+    result = _explain("lesson06_mean_var", answer, _l06(fill))
+    assert result.not_the_fill == [] and NOT_THE_FILL not in result.flags
+
+
+def test_lesson6_the_switch_off_reads_the_says_patterns_only(monkeypatch):
+    monkeypatch.setattr(freetext, "DESCRIBES_BY_CONCEPTS", False)
+    result = _explain("lesson06_mean_var", RIGHT_FILL_WORDS[0], _l06("cols >= 0"))
+    assert result.not_the_fill == []
+
+
+def test_a_concept_that_names_only_code_does_not_say_the_claim():
+    # `tl.where` (a remask match) names the code the template already holds; it says nothing of the fill.
+    result = _explain("lesson06_mean_var", "The tl.where keeps what my condition keeps; "
+                                           "after centring the padding is -mean, squared mean^2.", _l06("cols >= 0"))
+    assert result.not_the_fill == []
+
+
+FUSED_ZERO_SUMS_ONLY = ["tl.sum(values * values, axis=0)", "sumsqs / N - mean * mean", "sums.zero_()"]
+FUSED_RIGHT = ["tl.sum(values * values, axis=0)", "sumsqs / N - mean * mean", "sums.zero_()\nsumsqs.zero_()"]
+
+
+@pytest.mark.parametrize("answer", ["Before launching I zero both scratch buffers, because atomic_add adds on top.",
+                                    "launch 前 sums 和 sumsqs 都清零，因为 atomic_add 是在原值上累加。"])
+def test_fused_zeroing_both_over_a_fill_that_zeroes_one(answer):
+    assert NOT_THE_FILL in _explain("fused_mean_var_atomic", answer, FUSED_ZERO_SUMS_ONLY).flags
+    assert NOT_THE_FILL not in _explain("fused_mean_var_atomic", answer, FUSED_RIGHT).flags
+
+
+@pytest.mark.parametrize("answer", ["I zero sums before the launch because atomic_add adds on top of it.",
+                                    "If you don't zero both buffers, the second call drifts.",
+                                    "只清零了 sums，没有把两个缓冲区都清零。"])
+def test_fused_what_the_one_buffer_fill_does_is_not_flagged(answer):
+    assert NOT_THE_FILL not in _explain("fused_mean_var_atomic", answer, FUSED_ZERO_SUMS_ONLY).flags
+
+
+def _long_sum(column: str) -> list[str]:
+    solution = _fills("puzzle_long_sum", CATALOG.get("puzzle_long_sum").solution)
+    return [solution[0].replace("cols[None, :] < T", column)]
+
+
+@pytest.mark.parametrize("answer", ["每一块用二维 mask：行方向 rows < N0，列方向 cols < T，越过行尾的列被挡住。",
+                                    "The load mask is rows < N0 and cols < T, so the last block stops at the row end."])
+def test_long_sum_a_column_mask_the_kernel_lacks(answer):
+    assert NOT_THE_FILL in _explain("puzzle_long_sum", answer, _long_sum("cols[None, :] >= 0")).flags
+    assert NOT_THE_FILL in _explain("puzzle_long_sum", answer, _long_sum("cols[None, :] <= T")).flags
+    assert NOT_THE_FILL not in _explain("puzzle_long_sum", answer, _long_sum("cols[None, :] < T")).flags
+    assert NOT_THE_FILL not in _explain("puzzle_long_sum", answer, _long_sum("T > cols[None, :]")).flags
+
+
+@pytest.mark.parametrize("answer", ["列方向我写的是 cols <= T，行方向 rows < N0。",
+                                    "列方向没有用 cols < T，只用了 rows < N0。",
+                                    "The column mask is cols < T - 1 and the row mask rows < N0."])
+def test_long_sum_a_column_mask_told_as_it_is_is_not_flagged(answer):
+    fills = _long_sum("cols[None, :] <= T") if "<=" in answer else _long_sum("cols[None, :] >= 0")
+    if "T - 1" in answer:
+        fills = _long_sum("cols[None, :] < T - 1")
+    assert NOT_THE_FILL not in _explain("puzzle_long_sum", answer, fills).flags
+
+
+def test_lesson5_the_position_mask_over_a_wrong_mask():
+    answer = "stride_m 是行距；mask 是 cols < N，只有前 N 个 lane 是这一行的；other 填 0.0 不改变求和。"
+    assert NOT_THE_FILL in _explain("lesson05_row_sum", answer, ["stride_m", "cols < 17", "0.0"]).flags
+    assert NOT_THE_FILL not in _explain("lesson05_row_sum", answer, ["stride_m", "cols < N", "0.0"]).flags
+    told = "stride_m 是行距；mask 是 cols < N - 1；other 填 0.0 不改变求和。"
+    assert NOT_THE_FILL not in _explain("lesson05_row_sum", told, ["stride_m", "cols < N - 1", "0.0"]).flags
+
+
+def test_said_by_names_the_questions_concepts():
+    question = CATALOG.get("lesson06_mean_var").question("explanation")
+    data = question.model_dump()
+    data["describes"][0]["said_by"] = ["no_such_concept"]
+    with pytest.raises(ValueError, match="said_by"):
+        Question.model_validate(data)
