@@ -508,3 +508,54 @@ def _in_blank_place(node: ast.expr, target: str | None, scope: FillScope) -> lis
                         out += [(blank, k.value) for k in sub.keywords if k.arg == key[3:]]
                     break
     return out
+
+
+# The explanation quoting its own submitted expression fill (freetext's `said_by` is not read over an
+# explanation that does): spaces aside first, then, where that fails, any stretch of the explanation
+# that parses to the same expression once spelled alike (canonical source, operand order, numbers by
+# value: `values!=0` is `values != 0.0`, `N > cols` is `cols < N`). Both lower-cased (the explanation
+# is read lower-case). Bounded: stretches of at most twice the fill's length plus 8, starting and
+# ending at a token, holding every name of the fill, _QUOTE_TRIES parses per explanation.
+_QUOTE_TRIES = 600
+_QUOTE_TOKEN = re.compile(r"[A-Za-z_][A-Za-z_0-9]*|\d+(?:\.\d*)?(?:e[+-]?\d+)?|[^\sA-Za-z_0-9]")
+_QUOTE_SEGMENT = re.compile(r"[\x20-\x5f\x61-\x7e]+")  # printable ASCII, no backtick
+_QUOTE_GOES_ON = re.compile(r"\s*[-+*/%<>=!&|^.(\[@]")
+_QUOTE_CAME_ON = re.compile(r"[-+*/%<>=!&|^~.@]\s*$")
+
+
+def quotes_expression(text: str, code: str) -> bool:
+    """Whether `text` (lower-case) gives the expression fill `code` (see the note above)."""
+    code = code.strip().lower()
+    if not code or "\n" in code or len(code) > _STATED_CODE_MAX:
+        return False
+    if re.sub(r"\s+", "", code) in re.sub(r"\s+", "", text):
+        return True
+    fill = _parse_expression(code)
+    if fill is None:
+        return False
+    want = _spelt(ast.unparse(fill), ())
+    if not want:
+        return False
+    names = {n.id for n in ast.walk(fill) if isinstance(n, ast.Name)}
+    limit = 2 * len(code) + 8
+    tries = 0
+    for segment in _QUOTE_SEGMENT.finditer(text):
+        tokens = [(m.start(), m.end()) for m in _QUOTE_TOKEN.finditer(segment.group())]
+        words = segment.group()
+        for i, (a, _) in enumerate(tokens):
+            for _, b in tokens[i:]:
+                if b - a > limit:
+                    break
+                piece = words[a:b]
+                # the whole expression there, not a part of a longer one (`cols < n` of `cols < n - 1`)
+                if _QUOTE_GOES_ON.match(words, b) or _QUOTE_CAME_ON.search(words, 0, a):
+                    continue
+                if not names <= set(re.findall(r"[a-z_][a-z_0-9]*", piece)):
+                    continue
+                tries += 1
+                if tries > _QUOTE_TRIES:
+                    return False
+                node = _parse_expression(piece)
+                if node is not None and _spelt(ast.unparse(node), ()) == want:
+                    return True
+    return False
