@@ -387,6 +387,10 @@ class FillClaim(_Strict):
     blank: int | None = Field(None, ge=1, description="the blank (1-based) it is about; none: every fill joined")
     said_by: list[str] = Field([], description="the question's concept ids that also state it, as what the code "
                                                "does (freetext.DESCRIBES_BY_CONCEPTS)")
+    in_each: str | None = Field(None, description="a call (tl.load, tl.store): shown_by must hold in each of the "
+                                                  "fill's calls of it (fill_sites.py)")
+    argument: str | None = Field(None, description="with in_each: the call's argument shown_by is read on (mask, "
+                                                   "other), its names read through their definitions")
 
     @field_validator("says", "shown_by")
     @classmethod

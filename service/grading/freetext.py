@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from service.exercises import Concept, CoursePassage, FillClaim, Misconception, Question, Text
-from service.grading import similarity, stated_fill
+from service.grading import fill_sites, similarity, stated_fill
 from service.grading.folding import (
     _INVISIBLE,
     _fold_answer,
@@ -721,6 +721,15 @@ NOT_THE_FILL = "explanation_not_fill"
 # stuffed flagged 94/99 and answers no reader flagged left unflagged 200/207, both unchanged. (296 -> 298
 # of the same commit: the fused `zero_both` phrasings and Long Sum's `col_mask` claim, `says` only.)
 DESCRIBES_BY_CONCEPTS = True
+# The explanation quoting its own fill is recognised in another spelling of it (`values!=0` for a
+# submitted `values != 0.0`, `N > cols` for `cols < N`): canonical ASTs, numbers by value
+# (stated_fill.quotes_expression). Without it such an explanation's concept matches said a claim its
+# fill does not show, and an honest explanation was flagged. Tuning: see docs/grading.md.
+QUOTE_BY_AST = True
+# A claim may say where in a block fill it must hold (`in_each: tl.load`, `argument: other`: each load's
+# padding value; fill_sites.py): a puzzle's whole body with one load reading 0.0 and one -inf no longer
+# shows "the padding is read as -inf". Off: the whole body is searched, as before. Tuning: docs/grading.md.
+CLAIM_SITES = True
 _CODE_NAME = re.compile(r"[._(]")
 _NOT_PLAIN = re.compile(r"\bwithout\b|\bif\b|\bunless\b|\botherwise\b|\bwere\b|\bwould\b|\bno\b|\bnot\b|n't\b|"
                         r"\bnever\b|如果|若|要是|否则|不然|假如|假设|没有|不加|不用|去掉|少了|会|不", re.IGNORECASE)
@@ -740,10 +749,20 @@ def _said_plainly(text: str, match: _Match, spans: list[tuple[int, int]]) -> boo
 
 
 def _quotes_fill(text: str, code: str) -> bool:
-    """Whether the explanation gives the submitted expression fill itself (spaces aside)."""
+    """Whether the explanation gives the submitted expression fill itself (spaces aside, or, with
+    QUOTE_BY_AST, the same expression spelled otherwise: stated_fill.quotes_expression)."""
     if not code or "\n" in code or len(code) > 80:
         return False
-    return _SPACES.sub("", code.lower()) in _SPACES.sub("", text)
+    if _SPACES.sub("", code.lower()) in _SPACES.sub("", text):
+        return True
+    return QUOTE_BY_AST and stated_fill.quotes_expression(text, code)
+
+
+def _claim_shown(claim: FillClaim, shown_by: tuple[re.Pattern[str], ...], code: str) -> bool:
+    """Whether the fill shows the claim: over the whole fill, or where the claim says (CLAIM_SITES)."""
+    if CLAIM_SITES and claim.in_each:
+        return fill_sites.claim_shown(shown_by, code, claim.in_each, claim.argument)
+    return shows(shown_by, code)
 
 
 def _not_the_fill(claims: list[FillClaim], text: str, spans: list[tuple[int, int]],
@@ -779,8 +798,15 @@ def _not_the_fill(claims: list[FillClaim], text: str, spans: list[tuple[int, int
             span = next(((m.start, m.end) for cid in claim.said_by for m in matches.get(cid, ())
                          if _said_plainly(text, m, spans)), None)
         shown_by = _compiled(tuple(claim.shown_by), 0)
-        if span is None or shows(shown_by, code) or (alike is not None and shows(shown_by, alike)):
+        if span is None or _claim_shown(claim, shown_by, code) \
+                or (alike is not None and _claim_shown(claim, shown_by, alike)):
             continue
+        if CLAIM_SITES and claim.in_each and claim.argument:
+            # the explanation quotes what the failing call has (`other=0.0`, `cols2 < T - 1`): it describes
+            # its own fill, a part of which it may state rightly ("the first pass reads -inf")
+            quoted = _SPACES.sub("", text)
+            if any(part in quoted for part in fill_sites.failing_parts(code, claim.in_each, claim.argument, shown_by)):
+                continue
         found.append({"claim": claim.id, **_labels(claim.label),
                       "quote": _quote(text, *span), "blank": claim.blank, "fill": code[:600]})
     return found
