@@ -91,8 +91,26 @@ def submitted_fills(entry: Entry) -> list[str] | None:
     fills = [canonical(f) for f in entry.data["fill"]]
     order = FILL_ORDER.get(entry.exercise)
     if order is not None and len(order) == len(fills):
-        fills = [fills[i] for i in order]
+        reordered = [fills[i] for i in order]
+        # an entry written in the template's order already (a statement where the header puts the host
+        # variance, an expression where it puts the statements) keeps its order
+        if _fits_blanks(entry.exercise, reordered) or not _fits_blanks(entry.exercise, fills):
+            fills = reordered
     return fills
+
+
+def _fits_blanks(exercise_id: str, fills: list[str]) -> bool:
+    """Whether each expression blank of the template gets a fill that parses as an expression."""
+    scope = fill_scope(CATALOG.get(exercise_id).template)
+    if scope is None or len(scope.expression) != len(fills):
+        return True
+    for expression, fill in zip(scope.expression, fills):
+        try:
+            if expression:
+                ast.parse(fill, mode="eval")
+        except SyntaxError:
+            return False
+    return True
 
 
 @functools.lru_cache(maxsize=None)

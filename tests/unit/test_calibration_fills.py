@@ -27,6 +27,13 @@ def test_fills_in_the_template_blank_order() -> None:
     assert submitted_fills(_entry("lesson05_row_sum", None)) is None
 
 
+def test_an_entry_already_in_the_template_order_keeps_it() -> None:
+    # a few entries list the host variance second: reordered, the statements would land in its blank
+    in_order = ["tl.sum(values * values, axis=0)", "sumsqs / N - mean * mean", "sums.zero_(); sumsqs.zero_()"]
+    assert submitted_fills(_entry("fused_mean_var_atomic", in_order)) == [
+        "tl.sum(values * values, axis=0)", "sumsqs / N - mean * mean", "sums.zero_()\nsumsqs.zero_()"]
+
+
 def test_every_fill_order_is_a_permutation_of_the_blanks() -> None:
     for exercise, order in calibration.FILL_ORDER.items():
         ex = CATALOG.get(exercise)

@@ -10,8 +10,7 @@ from service.exercises import ExerciseCatalog
 from service.exercises.spec import Question
 from service.grading import freetext
 from service.grading.extract import extract
-from service.grading.freetext import NOT_THE_FILL, _compiled, score_answer
-from service.grading.stated_fill import shows
+from service.grading.freetext import NOT_THE_FILL, _claim_shown, _compiled, score_answer
 
 CATALOG = ExerciseCatalog(REPO_ROOT / "exercises")
 
@@ -33,7 +32,7 @@ def _claim_code(claim, fills: list[str | None]) -> str | None:
 
 def _shown(claim, fills: list[str | None]) -> bool:
     code = _claim_code(claim, fills)
-    return code is not None and shows(_compiled(tuple(claim.shown_by), 0), code)
+    return code is not None and _claim_shown(claim, _compiled(tuple(claim.shown_by), 0), code)
 
 
 def _mutant_fills(exercise_id: str, prefix: str) -> list[tuple[str, list[str | None]]]:
@@ -74,6 +73,16 @@ NOT_SHOWN = [
     ("fused_mean_var_atomic", "zero_both", ["wrong.no_zero", "wrong.zero_sums_only", "wrong.zero_sumsqs_only"]),
     ("puzzle_long_sum", "col_mask", ["wrong.no_col_mask", "wrong.col_mask_le"]),
     ("puzzle_long_sum", "other_zero", ["wrong.other_one"]),
+    ("puzzle_long_sum", "store_row_mask", ["wrong.no_store_mask"]),
+    ("puzzle_long_softmax", "neg_inf_padding", ["wrong.zero_padding"]),
+    ("puzzle_long_softmax", "load_mask_both", ["wrong.tail_mask_short"]),
+    ("puzzle_long_softmax", "store_mask_both", ["wrong.tail_mask_short", "wrong.store_mask_cols_only",
+                                                "wrong.store_mask_rows_only"]),
+    ("puzzle_outer_add", "mask2d_store", ["wrong.store_mask_x_only", "wrong.store_mask_y_only", "wrong.mask_y_bound_n0"]),
+    ("fused_mean_var_atomic", "population_var", ["wrong.mean_not_squared", "wrong.bessel", "wrong.std_not_var",
+                                                 "wrong.sums_squared_undivided", "wrong.squared_sum_divided_once",
+                                                 "wrong.mean_sq_divided", "wrong.combine_reads_global_x"]),
+    ("welford_merge", "m2_chunk_mean", ["wrong.m2_about_running_mean", "wrong.m2_not_centred"]),
     ("welford_merge", "m2_remasked", ["wrong.naive_chunk_m2", "wrong.m2_not_remasked"]),
     ("weighted_sum_fwd_bwd", "both_dims", ["wrong.boundary_check_rows_only", "wrong.boundary_check_removed"]),
 ]
@@ -215,3 +224,151 @@ def test_said_by_names_the_questions_concepts():
     data["describes"][0]["said_by"] = ["no_such_concept"]
     with pytest.raises(ValueError, match="said_by"):
         Question.model_validate(data)
+
+
+def _mutant(exercise_id: str, mutant_id: str) -> list[str | None]:
+    return dict(_mutant_fills(exercise_id, mutant_id))[mutant_id]
+
+
+# Long Softmax: the blank is the whole kernel body, so a claim says where it must hold (fill_sites.py):
+# each load's `other`, each load's and store's mask.
+LONG_SOFTMAX_WRONG = [
+    ("wrong.zero_padding", "padding 读成 -inf：它不会成为最大值，exp(-inf - m) = 0 不进入求和。"),
+    ("wrong.zero_padding", "The out-of-range lanes are read as -inf, so they never win the max."),
+    ("wrong.tail_mask_short", "load 和 store 的 mask 都是 (rows < N0) & (cols < T)。"),
+    ("wrong.tail_mask_short", "Both passes mask with rows < N0 and cols < T."),
+    ("wrong.store_mask_cols_only", "第二遍 tl.store 带同样的 mask，越界的行列都不写。"),
+    ("wrong.store_mask_rows_only", "The store uses the same mask, so nothing past the row end is written."),
+]
+
+
+@pytest.mark.parametrize(("mutant_id", "answer"), LONG_SOFTMAX_WRONG)
+def test_long_softmax_what_one_load_or_store_lacks(mutant_id, answer):
+    assert NOT_THE_FILL in _explain("puzzle_long_softmax", answer, _mutant("puzzle_long_softmax", mutant_id)).flags
+    solution = _fills("puzzle_long_softmax", CATALOG.get("puzzle_long_softmax").solution)
+    assert NOT_THE_FILL not in _explain("puzzle_long_softmax", answer, solution).flags
+
+
+LONG_SOFTMAX_HONEST = [
+    ("wrong.zero_padding", "第一遍的 load 用 other=0.0，第二遍用 -inf。"),
+    ("wrong.zero_padding", "If the padding were not read as -inf, a 0 could become the max."),
+    ("wrong.zero_padding", "如果不读成 -inf，0 会成为最大值。"),
+    ("wrong.tail_mask_short", "第二遍的 mask 是 cols2 < T - 1。"),
+    ("wrong.store_mask_cols_only", "The store is masked by columns only: cols2 < T."),
+    ("wrong.store_mask_rows_only", "store 没有用同样的 mask，只有行方向的 row_mask。"),
+]
+
+
+@pytest.mark.parametrize(("mutant_id", "answer"), LONG_SOFTMAX_HONEST)
+def test_long_softmax_what_the_kernel_really_does_is_not_flagged(mutant_id, answer):
+    assert NOT_THE_FILL not in _explain("puzzle_long_softmax", answer, _mutant("puzzle_long_softmax", mutant_id)).flags
+
+
+def test_long_softmax_a_where_after_a_zero_load_reads_minus_inf():
+    body = _fills("puzzle_long_softmax", CATALOG.get("puzzle_long_softmax").solution)[0]
+    load = "x = tl.load(x_ptr + rows[:, None] * T + cols[None, :], mask=mask, other=float('-inf'))"
+    assert load in body
+    indent = body[:body.index(load)].rsplit("\n", 1)[1]
+    body = body.replace(load, load.replace("other=float('-inf')", "other=0.0")
+                        + f'\n{indent}x = tl.where(mask, x, float("-inf"))')
+    assert NOT_THE_FILL not in _explain("puzzle_long_softmax", "padding 读成 -inf。", [body]).flags
+
+
+@pytest.mark.parametrize("answer", ["The store is masked by rows and columns: mask_y[:, None] & mask_x[None, :].",
+                                    "store 用二维 mask，行和列都挡住。"])
+def test_outer_add_a_store_mask_bounding_one_direction(answer):
+    for mutant_id in ("wrong.store_mask_x_only", "wrong.mask_y_bound_n0"):
+        assert NOT_THE_FILL in _explain("puzzle_outer_add", answer, _mutant("puzzle_outer_add", mutant_id)).flags
+    solution = _fills("puzzle_outer_add", CATALOG.get("puzzle_outer_add").solution)
+    assert NOT_THE_FILL not in _explain("puzzle_outer_add", answer, solution).flags
+
+
+FUSED_VAR = ["var = Σx²/N − mean², the population variance over N.", "host 上 sumsqs / N - mean * mean 得到总体方差。"]
+
+
+@pytest.mark.parametrize("answer", FUSED_VAR)
+@pytest.mark.parametrize("mutant_id", ["wrong.mean_not_squared", "wrong.bessel", "wrong.std_not_var"])
+def test_fused_the_host_variance_over_a_wrong_formula(answer, mutant_id):
+    result = _explain("fused_mean_var_atomic", answer, _mutant("fused_mean_var_atomic", mutant_id))
+    assert NOT_THE_FILL in result.flags and result.not_the_fill[0]["claim"] == "population_var"
+
+
+@pytest.mark.parametrize("answer", FUSED_VAR)
+@pytest.mark.parametrize("mutant_id", ["correct.fill_and_centered_combine", "correct.split_divides_in_kernel"])
+def test_fused_the_host_variance_over_a_right_formula(answer, mutant_id):
+    result = _explain("fused_mean_var_atomic", answer, _mutant("fused_mean_var_atomic", mutant_id))
+    assert NOT_THE_FILL not in result.flags
+
+
+@pytest.mark.parametrize(("mutant_id", "answer"), [
+    ("wrong.bessel", "I divide (sumsqs - sums*mean) by N - 1 for the unbiased variance, not sumsqs / N - mean²."),
+    ("wrong.mean_not_squared", "var = sumsqs / N - mean，直接减去均值。"),
+    ("wrong.std_not_var", "如果不开根号就是 sumsqs / N - mean * mean，我开了根号。"),
+])
+def test_fused_the_host_formula_told_as_it_is_is_not_flagged(mutant_id, answer):
+    assert NOT_THE_FILL not in _explain("fused_mean_var_atomic", answer, _mutant("fused_mean_var_atomic", mutant_id)).flags
+
+
+WELFORD_CHUNK = ["M2_b is Σ(x − mean_b)², each value minus the chunk's own mean, squared, padding zeroed by tl.where.",
+                 "M2_b 先减去本块的均值 mean_b 再平方求和（values - mean_b），padding 用 tl.where 清零。"]
+
+
+@pytest.mark.parametrize("answer", WELFORD_CHUNK)
+@pytest.mark.parametrize("mutant_id", ["wrong.m2_about_running_mean", "wrong.m2_not_centred"])
+def test_welford_m2_about_the_chunk_mean_over_a_fill_that_is_not(answer, mutant_id):
+    result = _explain("welford_merge", answer, _mutant("welford_merge", mutant_id))
+    assert NOT_THE_FILL in result.flags and result.not_the_fill[0]["claim"] == "m2_chunk_mean"
+    solution = _fills("welford_merge", CATALOG.get("welford_merge").solution)
+    assert NOT_THE_FILL not in _explain("welford_merge", answer, solution).flags
+
+
+@pytest.mark.parametrize(("mutant_id", "answer"), [
+    ("wrong.m2_about_running_mean", "M2_b subtracts the running mean, not the chunk mean, before squaring."),
+    ("wrong.m2_about_running_mean", "M2_b 用的是 values - mean（当前的累计均值），没有减 mean_b。"),
+    ("wrong.m2_not_centred", "M2_b just sums values * values under tl.where; without subtracting mean_b first."),
+])
+def test_welford_what_the_m2_fill_does_is_not_flagged(mutant_id, answer):
+    assert NOT_THE_FILL not in _explain("welford_merge", answer, _mutant("welford_merge", mutant_id)).flags
+
+
+@pytest.mark.parametrize("answer", ["I wrote values!=0 so only the real elements count; the padding lanes are zeroed.",
+                                    "我写的是 (values!=0)，只有前 N 个真实元素参与求和。"])
+def test_a_quote_of_the_own_fill_in_another_spelling(answer):
+    assert NOT_THE_FILL not in _explain("lesson06_mean_var", answer, _l06("values != 0.0")).flags
+
+
+def test_the_switches_off_read_the_whole_body_and_exact_quotes(monkeypatch):
+    monkeypatch.setattr(freetext, "CLAIM_SITES", False)
+    answer = LONG_SOFTMAX_WRONG[0][1]
+    assert NOT_THE_FILL not in _explain("puzzle_long_softmax", answer, _mutant("puzzle_long_softmax",
+                                                                                "wrong.zero_padding")).flags
+
+
+# An explanation that quotes what the failing call has (fill_sites.failing_parts) describes its own fill.
+@pytest.mark.parametrize(("mutant_id", "answer"), [
+    ("wrong.zero_padding", "第二遍 padding 读成 -inf；第一遍的 load 写的是 other=0.0。"),
+    ("wrong.zero_padding", "The out-of-range lanes are read as -inf in the output pass, other=0.0 in the first."),
+    ("wrong.tail_mask_short", "第一遍 mask 是 (rows < N0) & (cols < T)，第二遍用 cols2 < T - 1。"),
+    ("wrong.tail_mask_short", "The first pass masks rows < N0 and cols < T; the second pass uses cols2 < T - 1."),
+])
+def test_long_softmax_the_failing_call_quoted_is_not_flagged(mutant_id, answer):
+    assert NOT_THE_FILL not in _explain("puzzle_long_softmax", answer, _mutant("puzzle_long_softmax", mutant_id)).flags
+
+
+def test_long_softmax_what_other_calls_hold_excuses_no_store():
+    # `rows < N0` is the loads' (their masks hold it); the store's row_mask-only mask is not quoted by it
+    answer = "mask = (rows < N0) & (cols < T)；tl.store 带同样的 mask，越界的行和列都不会写。"
+    fills = _mutant("puzzle_long_softmax", "wrong.store_mask_rows_only")
+    result = _explain("puzzle_long_softmax", answer, fills)
+    assert NOT_THE_FILL in result.flags and result.not_the_fill[0]["claim"] == "store_mask_both"
+
+
+def test_fill_sites_reads_positional_arguments_and_falls_back_on_unreadable_code():
+    from service.grading.fill_sites import claim_shown
+    minus_inf = _compiled(("^float\\('-inf'\\)$",), 0)
+    assert claim_shown(minus_inf, "x = tl.load(p, m, float('-inf'))", "tl.load", "other")
+    assert not claim_shown(minus_inf, "NEG = 0.0\nx = tl.load(p, mask=m, other=NEG)", "tl.load", "other")
+    assert claim_shown(minus_inf, "NEG = float('-inf')\nx = tl.load(p, mask=m, other=NEG)", "tl.load", "other")
+    # no such call, or code that does not parse: the whole fill searched, as without in_each
+    assert claim_shown(_compiled(("inf",), 0), "y = float('-inf')", "tl.load", "other")
+    assert claim_shown(_compiled(("inf",), 0), "x = tl.load(p, other=-inf", "tl.load", "other")

@@ -160,10 +160,11 @@ TERSE = [
     ("lesson07_softmax", ['-float("inf")', "tl.max(logits, axis=0)"],
      "空1 填 -inf，max 的单位元，exp 后是 0；空2 减 tl.max，指数 ≤ 0，不会溢出。"),
     ("lesson07_softmax", ['-float("inf")', "tl.max(logits, axis=0)"], "空1 -inf，不影响 max，exp 后为 0；空2 tl.max，防止溢出。"),
-    ("fused_mean_var_atomic", ["tl.sum(values * values, axis=0)", "sums.zero_()\nsumsqs.zero_()", "sumsqs / N - mean * mean"],
+    # the template's blank order (the pipeline's): the operand, the host variance, the pre-launch statements
+    ("fused_mean_var_atomic", ["tl.sum(values * values, axis=0)", "sumsqs / N - mean * mean", "sums.zero_()\nsumsqs.zero_()"],
      "空1 tl.sum(values*values)，本块平方和，可以线性相加；空2 两个缓冲区都 zero_()，atomic_add 会累加旧值；"
      "空3 sumsqs/N − mean²，host 上合成方差。"),
-    ("fused_mean_var_atomic", ["tl.sum(values * values, axis=0)", "sums.zero_()\nsumsqs.zero_()", "sumsqs / N - mean * mean"],
+    ("fused_mean_var_atomic", ["tl.sum(values * values, axis=0)", "sumsqs / N - mean * mean", "sums.zero_()\nsumsqs.zero_()"],
      "空1 本块 Σx²，线性；空2 清零，防止累加上次的值；空3 E[x²]−mean²。"),
     ("welford_merge", ["tl.sum(tl.where(mask, 1.0, 0.0), axis=0)",
                        "tl.sum(tl.where(mask, (values - mean_b) * (values - mean_b), 0.0), axis=0)",
