@@ -724,11 +724,15 @@ DESCRIBES_BY_CONCEPTS = True
 # The explanation quoting its own fill is recognised in another spelling of it (`values!=0` for a
 # submitted `values != 0.0`, `N > cols` for `cols < N`): canonical ASTs, numbers by value
 # (stated_fill.quotes_expression). Without it such an explanation's concept matches said a claim its
-# fill does not show, and an honest explanation was flagged. Tuning: see docs/grading.md.
+# fill does not show, and an honest explanation was flagged. Tuning (2026-12-06, --tuning): in band
+# 306/374 on and off, flag rates 94/99 and 200/207 unchanged (no tuning answer quotes its fill so).
 QUOTE_BY_AST = True
 # A claim may say where in a block fill it must hold (`in_each: tl.load`, `argument: other`: each load's
 # padding value; fill_sites.py): a puzzle's whole body with one load reading 0.0 and one -inf no longer
-# shows "the padding is read as -inf". Off: the whole body is searched, as before. Tuning: docs/grading.md.
+# shows "the padding is read as -inf". Off: the whole body is searched with the claims' patterns (written
+# for the call's argument: Outer Add's store-mask claim then misses a kernel masking columns only).
+# Tuning (2026-12-06, --tuning): in band 306/374 before this change, 306 on, 305 off (poa zh wrong-1 not
+# caught); misconception/stuffed flagged 94/99 and unflagged left unflagged 200/207, unchanged.
 CLAIM_SITES = True
 _CODE_NAME = re.compile(r"[._(]")
 _NOT_PLAIN = re.compile(r"\bwithout\b|\bif\b|\bunless\b|\botherwise\b|\bwere\b|\bwould\b|\bno\b|\bnot\b|n't\b|"
