@@ -12,7 +12,9 @@ the names it uses read through their definitions before the call: `mask=mask2` r
 A call whose own argument does not show it is still counted when the name its result is assigned to
 goes through another call that does (`x = tl.where(mask, x, float('-inf'))` after a load reading 0.0).
 A fill that does not parse, or makes no such call, is read as before: the whole fill searched
-(stated_fill.shows), so a claim is never stricter than it was on code this module cannot read.
+(stated_fill.shows), so a claim is never stricter than it was on code this module cannot read; an
+argument that is a name the fill does not define (a constexpr parameter, a global) is not read and
+counts as shown.
 """
 from __future__ import annotations
 
@@ -89,8 +91,9 @@ def _sites(code: str, call: str, argument: str | None) -> tuple[tuple[str, tuple
             if len(targets) == 1 and isinstance(targets[0], ast.Name):
                 at = (node.end_lineno or node.lineno, node.end_col_offset or 0)
                 definitions.setdefault(targets[0].id, []).append((at, node.value))
-                if isinstance(node.value, ast.Call):
-                    results[id(node.value)] = targets[0].id
+                for inner in ast.walk(node.value):  # `x = tl.load(…).to(tl.float32)` too
+                    if isinstance(inner, ast.Call):
+                        results[id(inner)] = targets[0].id
         if isinstance(node, ast.Call):
             calls.append(node)
     found = []
@@ -105,6 +108,9 @@ def _sites(code: str, call: str, argument: str | None) -> tuple[tuple[str, tuple
                 value = node.args[position]
         if value is None:
             source = ""
+        elif isinstance(value, ast.Name) and value.id not in definitions:
+            found.append((_UNKNOWN, ()))  # a name from outside the fill (a parameter, a global): not read
+            continue
         else:
             try:
                 expanded = _Expand(definitions, (node.lineno, node.col_offset), _DEPTH).visit(_copy(value))
@@ -122,6 +128,9 @@ def _sites(code: str, call: str, argument: str | None) -> tuple[tuple[str, tuple
     return tuple(found)
 
 
+_UNKNOWN = "\x00unknown"
+
+
 def claim_shown(patterns: Sequence[re.Pattern[str]], code: str, in_each: str | None = None,
                 argument: str | None = None) -> bool:
     """Whether the fill `code` shows a claim: its `shown_by` patterns over the whole fill
@@ -131,8 +140,8 @@ def claim_shown(patterns: Sequence[re.Pattern[str]], code: str, in_each: str | N
     sites = _sites(code, in_each, argument)
     if not sites:
         return shows(patterns, code)
-    return all(any(p.search(source) for p in patterns) or any(p.search(t) for p in patterns for t in through)
-               for source, through in sites)
+    return all(source == _UNKNOWN or any(p.search(source) for p in patterns)
+               or any(p.search(t) for p in patterns for t in through) for source, through in sites)
 
 
 class _Unsubscripted(ast.NodeTransformer):

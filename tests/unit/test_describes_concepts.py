@@ -372,3 +372,12 @@ def test_fill_sites_reads_positional_arguments_and_falls_back_on_unreadable_code
     # no such call, or code that does not parse: the whole fill searched, as without in_each
     assert claim_shown(_compiled(("inf",), 0), "y = float('-inf')", "tl.load", "other")
     assert claim_shown(_compiled(("inf",), 0), "x = tl.load(p, other=-inf", "tl.load", "other")
+
+
+def test_fill_sites_a_name_from_outside_the_fill_and_a_converted_load():
+    from service.grading.fill_sites import claim_shown
+    minus_inf = _compiled(("^float\\('-inf'\\)$", "tl\\.where\\(.*float\\('-inf'\\)"), 0)
+    # NEG_INF: a constexpr parameter or a global, not the fill's: not read, so not held against it
+    assert claim_shown(minus_inf, "x = tl.load(p, mask=m, other=NEG_INF)", "tl.load", "other")
+    converted = "x = tl.load(p, mask=m, other=0.0).to(tl.float32)\nx = tl.where(m, x, float('-inf'))"
+    assert claim_shown(minus_inf, converted, "tl.load", "other")
