@@ -96,7 +96,7 @@ def _sites(code: str, call: str, argument: str | None) -> tuple[tuple[str, tuple
                         results[id(inner)] = targets[0].id
         if isinstance(node, ast.Call):
             calls.append(node)
-    found = []
+    found: list[tuple[str, tuple[str, ...]]] = []
     for node in calls:
         if _name(node.func) != call:
             continue
