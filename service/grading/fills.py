@@ -145,6 +145,9 @@ def _refusal(fill: ast.expr, source: str, allowed_names: AbstractSet[str]) -> tu
     math = {id(part) for node in nodes if _is_tl_math(node) for part in (node, node.value)}
     methods = {id(call.func) for call in nodes if _is_tensor_method_call(call, allowed_names)}
     builtin = {id(call.func) for call in nodes if _is_builtin_call(call)}
+    called = {id(call.func) for call in nodes if isinstance(call, ast.Call)}
+    dtypes = {id(part) for node in nodes if id(node) not in called and _is_dtype_of_name(node, allowed_names)
+              for part in ast.walk(node) if isinstance(part, ast.Attribute)}
     for node in nodes:
         if id(node) not in literal and isinstance(node, ast.Call):
             refused = None if id(node.func) in math else _method_refusal(node, methods)
@@ -164,7 +167,7 @@ def _refusal(fill: ast.expr, source: str, allowed_names: AbstractSet[str]) -> tu
                 return "fills.private_attribute", {"attr": node.attr[:40]}
             # One level, from a fixed list: tl's submodules re-export the standard library
             # (tl.core.builtins, tl.core.inspect.os, ...), so no deeper chain may be followed.
-            if id(node) in methods or id(node) in math:
+            if id(node) in methods or id(node) in math or id(node) in dtypes:
                 continue
             if not (isinstance(node.value, ast.Name) and node.value.id == "tl" and node.attr in TL_ALLOWED):
                 return "fills.attribute", {"expr": ast.unparse(node)[:60]}
@@ -192,6 +195,16 @@ def _is_tl_math(node: ast.AST) -> TypeGuard[ast.Attribute]:
             and isinstance(node.value.value, ast.Name) and node.value.value.id == "tl")
 
 
+def _is_dtype_of_name(node: ast.AST, allowed_names: AbstractSet[str]) -> bool:
+    """`x.dtype` or `x.dtype.element_ty` of a name in scope (not `tl`): a tensor's or a pointer's dtype,
+    as third-party kernels pass it (`tl.zeros([BLOCK], dtype=x.dtype.element_ty)`, `.to(z.dtype.element_ty)`).
+    A dtype object, never called (the caller leaves out a call's function) and nothing deeper."""
+    if isinstance(node, ast.Attribute) and node.attr == "element_ty":
+        node = node.value
+    return (isinstance(node, ast.Attribute) and node.attr == "dtype" and isinstance(node.value, ast.Name)
+            and node.value.id != "tl" and node.value.id in allowed_names)
+
+
 def _is_tensor_method_call(node: ast.AST, allowed_names: AbstractSet[str]) -> TypeGuard[ast.Call]:
     """`receiver.method(...)` with `method` in TENSOR_METHODS and a receiver that is a tensor (_is_receiver)."""
     return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in TENSOR_METHODS
@@ -214,6 +227,13 @@ def _is_receiver(node: ast.expr, allowed_names: AbstractSet[str]) -> bool:
     return isinstance(node, (ast.Compare, ast.BinOp, ast.UnaryOp))
 
 
+def _is_dotted(node: ast.expr) -> bool:
+    """A dotted name, `a.b.c`: a module path or an object's attribute, not a call's result."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
+
+
 def _method_refusal(call: ast.Call, methods: AbstractSet[int]) -> tuple[str, dict[str, object]] | None:
     """Why a method call on something other than a name may not run, said as such: a method off the
     list (`tl.arange(0, BLOCK).data_ptr()`) or a listed one on what is not a tensor (`tl.float32.to(...)`).
@@ -224,6 +244,8 @@ def _method_refusal(call: ast.Call, methods: AbstractSet[int]) -> tuple[str, dic
             or isinstance(func.value, ast.Name):
         return None
     if func.attr not in TENSOR_METHODS:
+        if _is_dotted(func.value):  # a module's function (`tl.extra.cuda.libdevice.pow`), not a method
+            return "fills.attribute", {"expr": ast.unparse(func)[:60]}
         return "fills.method", {"method": func.attr[:40], "expr": ast.unparse(func)[:60],
                                 "methods": ", ".join(sorted(TENSOR_METHODS))}
     return "fills.method_receiver", {"method": func.attr, "expr": ast.unparse(func.value)[:60]}

@@ -293,3 +293,35 @@ def test_the_installed_triton_is_read_right_from_threads_at_once():
     alone = run(_ALONE)
     for _ in range(3):
         assert run(_AT_ONCE) == alone
+
+
+# A tensor's or a pointer's dtype (third-party kernels: `tl.zeros([BLOCK], dtype=x.dtype.element_ty)`,
+# sixth probe batch, `l5_6.right.numpy_zeros_block_other`): `name.dtype` and `name.dtype.element_ty` only.
+@pytest.mark.parametrize("source", [
+    "tl.zeros([BLOCK], dtype=x.dtype.element_ty) == 0",
+    "cols.to(x.dtype.element_ty) < N",
+    "tl.full([BLOCK], 1, values.dtype) > 0",
+])
+def test_dtype_of_a_name_in_scope(source):
+    assert verdict(source) is None
+
+
+@pytest.mark.parametrize(("source", "words"), [
+    ("x.dtype.element_ty(1) == 0", "x.dtype.element_ty"),
+    ("x.dtype.element_ty.name == 0", "x.dtype.element_ty.name"),
+    ("x.dtype.element_ty.to(tl.int1)", "不是张量"),
+    ("x.dtype.__class__ == 0", "下划线"),
+    ("secret.dtype == 0", "secret"),
+    ("tl.dtype == 0", "tl.dtype"),
+    ("x.shape == 0", "x.shape"),
+])
+def test_other_dtype_walks_stay_refused(source, words):
+    message = verdict(source)
+    assert message is not None and words in message, message
+
+
+def test_a_module_function_is_not_called_a_method():
+    message = check_fill(ast.parse(source := "tl.extra.cuda.libdevice.pow(values, 2.0) > 0", mode="eval").body,
+                         source, allowed_names=SCOPE, language="en")
+    assert message is not None and "`tl.extra.cuda.libdevice.pow` is not allowed" in message, message
+    assert "the method" not in message
