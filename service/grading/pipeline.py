@@ -275,14 +275,17 @@ class Grader:
             return self._not_gradable(exercise, submission_id, None, started, language,
                                       message=lambda lang: render("grading.block_pointers_removed", lang,
                                                                   triton=triton_version()))
-        gaps = [gap for gap in interpreter_gaps() if gap.used_by(extraction.fills)] \
-            if self.mode is DeviceMode.interpreter and extraction.error is None else []
-        if (static_gap := next((gap for gap in gaps if gap.error is None and not gap.on_pass), None)) is not None:
-            return self._not_gradable(exercise, submission_id, None, started, language,
-                                      message=self._gap_message(static_gap))
         not_run_reason, host_refusal = extraction.error, None
         if not_run_reason is None:
             not_run_reason, host_refusal = fill_refusal(exercise, extraction, language)
+        # A fill the blank's rules refuse is refused on a GPU too: the student's to fix, not a gap of this
+        # interpreter's (`tl.extra.cuda.libdevice.pow` in an expression blank was "not gradable here,
+        # submit where a GPU grades", sixth probe batch, wf6.right.libdevice_pow).
+        gaps = [gap for gap in interpreter_gaps() if gap.used_by(extraction.fills)] \
+            if self.mode is DeviceMode.interpreter and not_run_reason is None else []
+        if (static_gap := next((gap for gap in gaps if gap.error is None and not gap.on_pass), None)) is not None:
+            return self._not_gradable(exercise, submission_id, None, started, language,
+                                      message=self._gap_message(static_gap))
 
         def drawn() -> tuple[list[CaseSpec], Seeds]:
             """The cases as graded under the secret seed (drawn shapes resolved: replay with the seed gives

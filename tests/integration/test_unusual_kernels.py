@@ -119,6 +119,17 @@ def test_what_only_the_interpreter_cannot_run_is_not_the_students_fail(grader, e
         assert report.status == "graded" and all(c.passed for c in report.cases)
 
 
+def test_a_libdevice_call_the_blank_refuses_is_refused_not_a_gap(grader):
+    # An expression blank admits tl.* functions only: a GPU refuses this fill as well, so the interpreter's
+    # libdevice gap must not call it "not your mistake, submit where a GPU grades" (sixth probe batch).
+    code = _edit(grader, "welford_merge", ("m2 = m2 + m2_b + delta * delta * n * n_b / n_new",
+                                           "m2 = m2 + m2_b + tl.extra.cuda.libdevice.pow(delta, 2.0) * n * n_b / n_new"))
+    report = grader.grade(Submission(exercise="welford_merge", code=code, language="en"), secret_seed=SEED)
+    assert report.status == "graded", report.message
+    assert not report.program.ran
+    assert "`tl.extra.cuda.libdevice.pow` is not allowed" in report.program.not_run_reason
+
+
 def test_an_integer_atomic_xchg_still_runs_on_the_interpreter(grader):
     # the runtime gap needs the interpreter's own error: the name alone refuses nothing
     code = _edit(grader, "puzzle_long_sum", ("    tl.store(z_ptr + rows, acc, mask=row_mask)",
