@@ -205,9 +205,32 @@ def _told_padding(findings: dict[str, list[kit.Numbers]], evidence: list[kit.Cas
             del findings["padding_zero"]
 
 
+def _no_max_contradicted(findings: dict[str, list[kit.Numbers]], evidence: list[kit.CaseEvidence]) -> None:
+    """"The row maximum was not subtracted" predicts NaN on every row beyond exp's range, in every case: a
+    case that passed with such a row (probe.large_logits passing) says the kernel does shift, by something
+    other than the max (`tl.max(tl.abs(x))`: right on rows near +500, 0/0 on rows near -150, sixth probe
+    batch, l7_6.wrong.shift_max_abs). Its NaN cases go under nonfinite_output, which names the shift among
+    the causes without claiming it is missing."""
+    if not any(ev.passed and (_overflow_rows(ev.inputs) or _underflow_rows(ev.inputs)) for ev in evidence):
+        return
+    cases = {ev.case.id: ev for ev in evidence}
+    for key in ("no_max_overflow", "no_max_underflow"):
+        for where in findings.pop(key, []):
+            ev = cases.get(where["case"])
+            if ev is None or ev.observed is None:
+                continue
+            if any(w["case"] == where["case"] for w in findings.get("nonfinite_output", [])):
+                continue
+            y_obs = ev.observed["y"].astype(np.float64)
+            bad = [int(r) for r in np.flatnonzero(~np.all(np.isfinite(y_obs), axis=1))]
+            base = {k: where[k] for k in ("case", "N", "BLOCK") if k in where}
+            findings.setdefault("nonfinite_output", []).append({**base, "rows": ev.case.rows, "rows_bad": bad[:12]})
+
+
 def diagnose(evidence: list[kit.CaseEvidence]) -> list[kit.Finding]:
-    """kit.make_diagnose's, with one rule across cases (_told_padding)."""
+    """kit.make_diagnose's, with two rules across cases (_told_padding, _no_max_contradicted)."""
     evidence = list(evidence)
     findings = kit.collect(evidence, _classify)
     _told_padding(findings, evidence)
+    _no_max_contradicted(findings, evidence)
     return kit.report(findings, _words)
