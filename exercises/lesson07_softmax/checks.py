@@ -223,7 +223,7 @@ def _no_max_contradicted(findings: dict[str, list[kit.Numbers]], evidence: list[
                 continue
             y_obs = ev.observed["y"].astype(np.float64)
             bad = [int(r) for r in np.flatnonzero(~np.all(np.isfinite(y_obs), axis=1))]
-            base = {k: where[k] for k in ("case", "N", "BLOCK") if k in where}
+            base: kit.Numbers = {k: where[k] for k in ("case", "N", "BLOCK") if k in where}
             findings.setdefault("nonfinite_output", []).append({**base, "rows": ev.case.rows, "rows_bad": bad[:12]})
 
 
