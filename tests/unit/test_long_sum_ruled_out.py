@@ -55,3 +55,23 @@ def test_a_dropped_tail_is_still_named():
 def test_first_block_only_is_still_named():
     found = _ids(lambda x, b1: x[:, :b1].sum(axis=1))
     assert "first_block_only" in found, found
+
+
+def test_a_mask_hoisted_out_of_the_loop_is_still_next_row_leak():
+    # cols < T computed once for the first block: a one-block row (boundary.t_short) passes, and the last
+    # block of a longer ragged row reads the next row's first elements (lsum5.wrong.col_mask_hoisted)
+    def hoisted(x: np.ndarray, b1: int) -> np.ndarray:
+        n0, t = x.shape
+        flat = x.ravel()
+        pad = -t % b1
+        if t <= b1:
+            return x.sum(axis=1)
+        return np.array([flat[r * t: r * t + t + pad].sum() if (r + 1) * t + pad <= flat.size else np.nan
+                         for r in range(n0)])
+
+    evidence = _evidence(hoisted)
+    assert any(e.passed and e.case.id == "boundary.t_short" for e in evidence)
+    failed = {e.case.id for e in evidence if not e.passed}
+    if not failed:  # every fixed case here has T a multiple of B1 or T <= B1: nothing to name
+        return
+    assert "next_row_leak" in _ids(hoisted), _ids(hoisted)
