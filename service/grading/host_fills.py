@@ -12,7 +12,12 @@ kernel may read (`inputs`). In the program the template and the fills make toget
    `globals()`/`vars()`/`getattr`, frames (`f_locals`, `currentframe`), the garbage collector,
    attributes that start with `_`, the cell's kernels' own attributes (`kernel.src`, `kernel.fn`),
    Triton's knobs (launch hooks), file loaders, classes (a torch function mode is handed every
-   tensor of the calls it sees). These read an input by another route (the caller's frame) or tell
+   tensor of the calls it sees), `type` (a class by another name, `type(name, bases, namespace)`,
+   and an object's class, whose methods are every instance's), assignments to an attribute
+   (monkeypatching: `type(kernel).run = spy` replaces the launch, `torch.Tensor.stride = spy` a
+   call the template makes with the input), and the APIs that register code torch calls later with
+   the tensors it sees (`torch.library`, `torch.overrides`, `register_*`, `*_hook(s)`). These read an
+   input by another route (the caller's frame, a replaced call the template makes with it) or tell
    the graded run from another (item 4: the kernel's source).
 2. `reads_input`: an input's values may only be handed to a launch of the cell's kernels. Host
    code may read its metadata (`x.shape`, `x.stride(0)`, `x.dtype`, `x.device`, `x.numel()`),
@@ -87,6 +92,9 @@ INTROSPECTION_ATTRS = INTROSPECTION_NAMES | frozenset({
     "exc_info", "load", "from_file", "fromfile", "load_file", "read_text", "read_bytes", "loadtxt", "memmap",
     "data_ptr", "untyped_storage", "storage", "knobs", "threading", "multiprocessing", "subprocess", "signal",
     "atexit", "pickle", "marshal", "dis", "linecache",
+    # code that torch runs with the tensors of calls it sees: a torch function or dispatch mode, an operator's
+    # implementation registered anew, autograd's hooks on saved tensors (registration APIs: _is_hook below)
+    "overrides", "library", "hooks",
 })
 
 # In-place methods that overwrite their receiver whatever it held (rule 3).
@@ -96,6 +104,12 @@ OVERWRITING_METHODS = frozenset({"zero_", "fill_", "copy_", "normal_", "uniform_
 # nothing changes) and on calls; past it, rule 3 says nothing (the runs still grade the program).
 STEP_BUDGET = 20_000
 CALL_DEPTH = 4
+
+
+def _is_hook(attr: str) -> bool:
+    """A registration API: a function handed to torch (or Triton) that it calls later with the tensors it
+    sees (`register_forward_hook`, `Tensor.register_hook`, `saved_tensors_hooks`, `launch_enter_hook`)."""
+    return attr.startswith("register") or attr.endswith(("_hook", "_hooks"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -243,7 +257,17 @@ class _Cell:
                 what = node.name
             elif isinstance(node, ast.Name) and (node.id in INTROSPECTION_NAMES or node.id.startswith("__")):
                 what = node.id
-            elif isinstance(node, ast.Attribute) and (node.attr.startswith("_") or node.attr in INTROSPECTION_ATTRS):
+            elif isinstance(node, ast.Name) and node.id == "type":
+                # type(name, bases, namespace) is a class statement by another name (a torch function mode that
+                # torch.empty_like(x) hands x), and type(obj) is the class whose methods every instance shares
+                # (type(kernel).run: the launch itself)
+                what = "type"
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                # monkeypatching: a module's function or a class's method replaced (the launch, a torch method the
+                # template calls with the input) runs the fill's code where the template calls the original
+                what = f"{_clip(ast.unparse(node), 40)} = …"
+            elif isinstance(node, ast.Attribute) and (node.attr.startswith("_") or node.attr in INTROSPECTION_ATTRS
+                                                       or _is_hook(node.attr)):
                 what = "." + node.attr
             elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in self.kernels:
                 what = ast.unparse(node)  # kernel.src, kernel.fn: its source tells one run from another

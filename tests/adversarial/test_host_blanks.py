@@ -63,7 +63,15 @@ def program(atomic: str, combine: str, block: str) -> str:
 # Host code that calibrates itself to its wrong kernel (one per block): it uses the kernel's contribution.
 CALIBRATED = ("1.0", RIGHT_COMBINE,
               "sums.zero_()\nsumsqs.copy_((x.double() ** 2).sum(1).float() - triton.cdiv(N, block))")
-REFUSED = {**ATTACKS, "item5-launch-then-torch": ITEM5, "calibrated-to-its-kernel": CALIBRATED}
+# Red team 8: the right kernel fill (so no kernel-alone run), a junk combine (`var = sumsqs`), and a block
+# that replaces the launch through the kernel's class (not an attribute of the kernel's own name, no import,
+# no underscore, no class statement): the real launch runs, then torch's variance of x lands in sumsqs.
+MONKEYPATCHED_LAUNCH = (RIGHT_ATOMIC, "sumsqs",
+                        "sums.zero_()\nsumsqs.zero_()\nK = type(sum_sumsq_kernel)\nrun = K.run\n"
+                        "K.run = lambda self, *a, **k: (run(self, *a, **k), "
+                        "a[2].copy_(a[0].double().var(1, unbiased=False).float()))[0]")
+REFUSED = {**ATTACKS, "item5-launch-then-torch": ITEM5, "calibrated-to-its-kernel": CALIBRATED,
+           "monkeypatched-launch": MONKEYPATCHED_LAUNCH}
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +99,8 @@ def code_points(report) -> tuple[float, float]:
                                             ("return-torch-answer", "host_reads_input"),
                                             ("host-fills-the-accumulator", "host_reads_input"),
                                             ("combine-reads-the-callers-frame", "host_introspects"),
-                                            ("calibrated-to-its-kernel", "host_reads_input")])
+                                            ("calibrated-to-its-kernel", "host_reads_input"),
+                                            ("monkeypatched-launch", "host_introspects")])
 def test_host_code_that_computes_the_result_is_refused_before_it_runs(grader, host, name, rule):
     """Through the real pipeline: refused like an expression outside the allow-list (nothing runs, no
     code point, the given check not run), the statement quoted, in zh and en, with its diagnosis."""
@@ -120,6 +129,19 @@ def test_without_the_rule_item5_earns_every_code_point(runs_grader, host):
     assert "kernel_alone_sandbox_s" not in report.timing, report.timing
     points, most = code_points(report)
     assert points == most == 3 and not report.score.provisional, [(i.id, i.points) for i in report.items]
+    host.assert_untouched()
+
+
+def test_without_the_rule_a_monkeypatched_launch_earns_every_code_point(runs_grader, host):
+    """Why rule 1 refuses `type` and assignments to attributes (red team 8): the launch replaced through
+    the kernel's class writes torch's variance where the junk combine reads it; with the kernel fill the
+    solution's, no kernel-alone run follows, and every case passed with no diagnosis and no veto."""
+    report = runs_grader.grade(Submission(exercise=EXERCISE, code=program(*MONKEYPATCHED_LAUNCH)),
+                               secret_seed=SECRET_SEED)
+    assert report.status == "graded" and report.program.ran, report.to_json()[:2000]
+    assert "kernel_alone_sandbox_s" not in report.timing, report.timing
+    points, most = code_points(report)
+    assert points == most == 3 and report.given_check.status == "passed", [(i.id, i.points) for i in report.items]
     host.assert_untouched()
 
 

@@ -129,6 +129,35 @@ CHEATS = {
                                    ("introspects", "import inspect")),
     "the-kernels-src": (("0.0", RIGHT_COMBINE, "if '* 0' in sum_sumsq_kernel.src:\n    sums.fill_(float('nan'))\n"
                          + RIGHT_ZEROING), ("introspects", "sum_sumsq_kernel.src")),
+    # A class made without a class statement: type(name, bases, namespace) is a torch function mode all
+    # the same, handed x by the allowed torch.empty_like(x) (red team 8: 2/2 regular points for a junk combine).
+    "a-torch-function-mode-made-by-type": (
+        ("0.0", RIGHT_COMBINE,
+         "keep = []\nSpy = type('Spy', (torch.overrides.TorchFunctionMode,), {'__torch_function__': "
+         "lambda self, func, types, args=(), kwargs=None: (keep.append(args), func(*args, **(kwargs or {})))[1]})\n"
+         "with Spy():\n    torch.empty_like(x)\nsums.zero_()\nsumsqs.copy_((keep[-1][0] ** 2).sum(1))"),
+        ("introspects", "Spy = type(")),
+    # Monkeypatching: the launch itself replaced (the class of the kernel, not the kernel's own attribute), so
+    # that it writes torch's variance into the buffer the junk combine returns (red team 8: every case passed).
+    "the-launch-monkeypatched": (
+        (RIGHT_ATOMIC, "sumsqs",
+         "sums.zero_()\nsumsqs.zero_()\nK = type(sum_sumsq_kernel)\nrun = K.run\n"
+         "K.run = lambda self, *a, **k: (run(self, *a, **k), a[2].copy_(a[0].var(1, unbiased=False)))[0]"),
+        ("introspects", "K.run = lambda self")),
+    "a-library-function-monkeypatched": (
+        (RIGHT_ATOMIC, "sumsqs", RIGHT_ZEROING + "\ncdiv = triton.cdiv\ntriton.cdiv = lambda a, b: cdiv(a, b)"),
+        ("introspects", "triton.cdiv = lambda a, b: cdiv(a, b)")),
+    "a-tensor-method-monkeypatched": (
+        (RIGHT_ATOMIC, "sumsqs", RIGHT_ZEROING + "\ntorch.Tensor.stride = torch.Tensor.size"),
+        ("introspects", "torch.Tensor.stride = torch.Tensor.size")),
+    "an-operator-implementation-registered": (
+        (RIGHT_ATOMIC, RIGHT_COMBINE, RIGHT_ZEROING + "\nlib = torch.library.Library('aten', 'IMPL')\n"
+         "lib.impl('empty_like', lambda t, **k: t, 'CPU')"),
+        ("introspects", "torch.library")),
+    "a-saved-tensors-hook": (
+        (RIGHT_ATOMIC, RIGHT_COMBINE, "with torch.autograd.graph.saved_tensors_hooks(print, print):\n"
+         "    sums.zero_()\nsumsqs.zero_()"),
+        ("introspects", "saved_tensors_hooks")),
     "getattr": ((RIGHT_ATOMIC, RIGHT_COMBINE, "getattr(sums, 'zero_')()\nsumsqs.zero_()"), ("introspects", "getattr(")),
     "globals": ((RIGHT_ATOMIC, "globals()['x'].var(1, unbiased=False)", RIGHT_ZEROING), ("introspects", "globals()")),
     "the-garbage-collector-through-tl": ((RIGHT_ATOMIC, RIGHT_COMBINE,
