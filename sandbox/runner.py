@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import logging
 import os
 import re
@@ -29,7 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
-from safetensors.numpy import load as load_tensors
+from safetensors.numpy import load as _load_safetensors
 from safetensors.numpy import save_file
 
 from sandbox.backends.base import SandboxBackend, SandboxUnavailable
@@ -694,6 +695,30 @@ class SandboxRunner:
 SPLIT_PARTS = ("warm_up", "job", "program", "inputs", "compile_ahead", "sweep", "send", "given_calls",
                "given_record", "case_setup", "case_calls", "case_evidence")
 _PHASE_FRAMES = frozenset({"given_start", "case_start", "load_error", "given", "case", "speed_start", "speed"})
+
+
+# What one blob from the sandbox may hold (a case's outputs, guards, inputs after the call and allocations; the
+# given check's recorded calls): the harness sends a few hundred tensors at most. The channel's byte caps
+# alone let a forged blob of 16 MiB name 270 000 empty tensors, each a numpy array on the trusted side
+# (red team 8: 8 s of the worker's CPU and 480 MiB of its memory per attempt, for 48 MiB of frames).
+MAX_BLOB_TENSORS = 2048
+MAX_BLOB_HEADER_BYTES = 256 << 10
+
+
+def load_tensors(blob: bytes) -> dict[str, np.ndarray]:
+    """A safetensors blob from the sandbox (no pickle), refused before any array is made when its header
+    is over MAX_BLOB_HEADER_BYTES or names more than MAX_BLOB_TENSORS tensors (ValueError)."""
+    if len(blob) < 8:
+        raise ValueError("a safetensors blob shorter than its header's length")
+    size = int.from_bytes(blob[:8], "little")
+    if size > MAX_BLOB_HEADER_BYTES:
+        raise ValueError(f"a safetensors header of {size} bytes (at most {MAX_BLOB_HEADER_BYTES})")
+    header = json.loads(blob[8:8 + size])
+    if not isinstance(header, dict):
+        raise ValueError("a safetensors header that is not an object")
+    if len(header) > MAX_BLOB_TENSORS + 1:  # and __metadata__
+        raise ValueError(f"a safetensors blob of {len(header)} tensors (at most {MAX_BLOB_TENSORS})")
+    return _load_safetensors(blob)
 
 
 def _lap(phases: dict[str, float], name: str, since: float) -> float:

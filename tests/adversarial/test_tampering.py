@@ -294,3 +294,35 @@ def test_forged_marks_do_not_inflate_the_report(host):
     assert len(report.to_json()) < 200_000, len(report.to_json())
     host.assert_untouched()
     assert_graded_normally()
+
+
+# Blobs within the channel's byte caps (16 MiB a case, 64 MiB in all) that name as many tensors as their
+# bytes allow: empty ones, about 60 bytes of header each.
+MANY_TENSORS = '''
+def attack(x, y):
+    if in_given_check():
+        import numpy as np
+        from safetensors.numpy import save
+        wire, fd = sys.modules["wire"], int(sys.argv[2])
+        def blob():
+            return save({f"t{i:07d}": np.zeros((0,), np.float32) for i in range(40_000)})
+        wire.write_frame(fd, {"type": "given", "status": "failed", "output": "forged"}, blob())
+        for case_id in ("regular.n32", "regular.n17"):
+            wire.write_frame(fd, {"type": "case_start", "id": case_id})
+            wire.write_frame(fd, {"type": "case", "id": case_id, "status": "ok", "guards": []}, blob())
+        sys.stdout.flush()
+        os._exit(0)
+    return False, 13
+'''
+
+
+def test_blobs_of_a_hundred_thousand_tensors_are_refused_unread(host):
+    """Each forged blob names 40 000 empty tensors (2.4 MB; 270 000 fit in a case's 16 MiB): the trusted
+    side made a numpy array of each before looking at any (15 MB blobs: 8 s of the worker's CPU, 480 MiB of
+    its memory). A blob naming more tensors than the harness ever sends is now unparsable, unread."""
+    report = grade(guarded(MANY_TENSORS))
+    assert_failed(report)
+    for case_id in REGULAR_CASES:
+        error = case(report, case_id).error or ""
+        assert "输出无法解析" in error and "a safetensors header of" in error, error
+    host.assert_untouched()
