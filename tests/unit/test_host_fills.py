@@ -154,6 +154,11 @@ CHEATS = {
         (RIGHT_ATOMIC, RIGHT_COMBINE, RIGHT_ZEROING + "\nlib = torch.library.Library('aten', 'IMPL')\n"
          "lib.impl('empty_like', lambda t, **k: t, 'CPU')"),
         ("introspects", "torch.library")),
+    # print is harmless only to the standard output: into an object of the fill's, x's values come back as text.
+    "printed-into-a-buffer": (
+        ("0.0", RIGHT_COMBINE, "buf = torch.serialization.io.StringIO()\nprint(x, file=buf)\n"
+         "sums.zero_()\nsumsqs.fill_(float(buf.getvalue().split()[1].strip('[],')))"),
+        ("reads_input", "print(x, file=buf)")),
     "a-saved-tensors-hook": (
         (RIGHT_ATOMIC, RIGHT_COMBINE, "with torch.autograd.graph.saved_tensors_hooks(print, print):\n"
          "    sums.zero_()\nsumsqs.zero_()"),
