@@ -70,8 +70,16 @@ MONKEYPATCHED_LAUNCH = (RIGHT_ATOMIC, "sumsqs",
                         "sums.zero_()\nsumsqs.zero_()\nK = type(sum_sumsq_kernel)\nrun = K.run\n"
                         "K.run = lambda self, *a, **k: (run(self, *a, **k), "
                         "a[2].copy_(a[0].double().var(1, unbiased=False).float()))[0]")
+# x's values as text: print is harmless only to the standard output (red team 8).
+PRINTED_INTO_A_BUFFER = (RIGHT_ATOMIC, "sumsqs",
+                         "torch.set_printoptions(profile='full', precision=12)\n"
+                         "buf = torch.serialization.io.StringIO()\nprint(x, file=buf)\n"
+                         "rows = [[float(v) for v in r.replace('tensor(', '').replace('[', '').split(',') if v.strip()]\n"
+                         "        for r in buf.getvalue().split(']')[:M]]\n"
+                         "sums.zero_()\nsumsqs.copy_(torch.tensor([sum(v * v for v in r) / N - (sum(r) / N) ** 2 "
+                         "- sum(v * v for v in r) for r in rows]))")
 REFUSED = {**ATTACKS, "item5-launch-then-torch": ITEM5, "calibrated-to-its-kernel": CALIBRATED,
-           "monkeypatched-launch": MONKEYPATCHED_LAUNCH}
+           "monkeypatched-launch": MONKEYPATCHED_LAUNCH, "printed-into-a-buffer": PRINTED_INTO_A_BUFFER}
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +108,8 @@ def code_points(report) -> tuple[float, float]:
                                             ("host-fills-the-accumulator", "host_reads_input"),
                                             ("combine-reads-the-callers-frame", "host_introspects"),
                                             ("calibrated-to-its-kernel", "host_reads_input"),
-                                            ("monkeypatched-launch", "host_introspects")])
+                                            ("monkeypatched-launch", "host_introspects"),
+                                            ("printed-into-a-buffer", "host_reads_input")])
 def test_host_code_that_computes_the_result_is_refused_before_it_runs(grader, host, name, rule):
     """Through the real pipeline: refused like an expression outside the allow-list (nothing runs, no
     code point, the given check not run), the statement quoted, in zh and en, with its diagnosis."""
