@@ -16,7 +16,8 @@ kernel may read (`inputs`). In the program the template and the fills make toget
    and an object's class, whose methods are every instance's), assignments to an attribute
    (monkeypatching: `type(kernel).run = spy` replaces the launch, `torch.Tensor.stride = spy` a
    call the template makes with the input), and the APIs that register code torch calls later with
-   the tensors it sees (`torch.library`, `torch.overrides`, `register_*`, `*_hook(s)`). These read an
+   the tensors it sees (`torch.library`, `torch.overrides`, `register_*`, `*_hook(s)`), and a standard
+   library module reached as an attribute (`torch.serialization.io.FileIO`). These read an
    input by another route (the caller's frame, a replaced call the template makes with it) or tell
    the graded run from another (item 4: the kernel's source).
 2. `reads_input`: an input's values may only be handed to a launch of the cell's kernels. Host
@@ -45,6 +46,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import TypeAlias
 
@@ -96,7 +98,14 @@ INTROSPECTION_ATTRS = INTROSPECTION_NAMES | frozenset({
     # code that torch runs with the tensors of calls it sees: a torch function or dispatch mode, an operator's
     # implementation registered anew, autograd's hooks on saved tensors (registration APIs: _is_hook below)
     "overrides", "library", "hooks",
+    # file readers that no module name above reaches (numpy's text loaders, io's raw file)
+    "FileIO", "genfromtxt", "fromregex",
 })
+# A standard-library module reached as another module's attribute (`torch.serialization.io.FileIO(path)` reads
+# the job's input file; `torch.functools`, `torch.threading`): refused by its name, as an import would be,
+# except the names that are also honest torch or Triton attributes (`x.chunk`, `x.select`, `torch.random`,
+# `tl.math`). Python >= 3.10 lists them (sys.stdlib_module_names).
+STDLIB_ATTRS = frozenset(sys.stdlib_module_names) - {"chunk", "select", "math", "random"}
 
 # In-place methods that overwrite their receiver whatever it held (rule 3).
 OVERWRITING_METHODS = frozenset({"zero_", "fill_", "copy_", "normal_", "uniform_", "random_", "bernoulli_",
@@ -278,7 +287,7 @@ class _Cell:
                 # template calls with the input) runs the fill's code where the template calls the original
                 what = f"{_clip(ast.unparse(node), 40)} = …"
             elif isinstance(node, ast.Attribute) and (node.attr.startswith("_") or node.attr in INTROSPECTION_ATTRS
-                                                       or _is_hook(node.attr)):
+                                                       or node.attr in STDLIB_ATTRS or _is_hook(node.attr)):
                 what = "." + node.attr
             elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in self.kernels:
                 what = ast.unparse(node)  # kernel.src, kernel.fn: its source tells one run from another

@@ -70,7 +70,8 @@ MONKEYPATCHED_LAUNCH = (RIGHT_ATOMIC, "sumsqs",
                         "sums.zero_()\nsumsqs.zero_()\nK = type(sum_sumsq_kernel)\nrun = K.run\n"
                         "K.run = lambda self, *a, **k: (run(self, *a, **k), "
                         "a[2].copy_(a[0].double().var(1, unbiased=False).float()))[0]")
-# x's values as text: print is harmless only to the standard output (red team 8).
+# x's values as text, through a StringIO of the io module that torch imported (red team 8): print is harmless only
+# to the standard output, and a standard-library module is not reached through torch's attributes.
 PRINTED_INTO_A_BUFFER = (RIGHT_ATOMIC, "sumsqs",
                          "torch.set_printoptions(profile='full', precision=12)\n"
                          "buf = torch.serialization.io.StringIO()\nprint(x, file=buf)\n"
@@ -109,7 +110,7 @@ def code_points(report) -> tuple[float, float]:
                                             ("combine-reads-the-callers-frame", "host_introspects"),
                                             ("calibrated-to-its-kernel", "host_reads_input"),
                                             ("monkeypatched-launch", "host_introspects"),
-                                            ("printed-into-a-buffer", "host_reads_input")])
+                                            ("printed-into-a-buffer", "host_introspects")])
 def test_host_code_that_computes_the_result_is_refused_before_it_runs(grader, host, name, rule):
     """Through the real pipeline: refused like an expression outside the allow-list (nothing runs, no
     code point, the given check not run), the statement quoted, in zh and en, with its diagnosis."""

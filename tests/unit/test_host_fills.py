@@ -154,11 +154,18 @@ CHEATS = {
         (RIGHT_ATOMIC, RIGHT_COMBINE, RIGHT_ZEROING + "\nlib = torch.library.Library('aten', 'IMPL')\n"
          "lib.impl('empty_like', lambda t, **k: t, 'CPU')"),
         ("introspects", "torch.library")),
-    # print is harmless only to the standard output: into an object of the fill's, x's values come back as text.
+    # print is harmless only to the standard output: into an object of the fill's, x's values come back as text
+    # (a StringIO reached through torch.serialization.io, refused now by rule 1 as well: here any writer).
     "printed-into-a-buffer": (
-        ("0.0", RIGHT_COMBINE, "buf = torch.serialization.io.StringIO()\nprint(x, file=buf)\n"
+        ("0.0", RIGHT_COMBINE, "buf = writer\nprint(x, file=buf)\n"
          "sums.zero_()\nsumsqs.fill_(float(buf.getvalue().split()[1].strip('[],')))"),
         ("reads_input", "print(x, file=buf)")),
+    # The job's input file, read through a standard-library module that torch imported (red team 8).
+    "the-input-file-through-io": (
+        (RIGHT_ATOMIC, "sumsqs", "data = torch.serialization.io.FileIO('/job/inputs.safetensors').readall()\n"
+         + RIGHT_ZEROING), ("introspects", "torch.serialization.io")),
+    "a-module-through-torch": (
+        (RIGHT_ATOMIC, "sumsqs", "caller = torch.functools.partial\n" + RIGHT_ZEROING), ("introspects", "torch.functools")),
     "a-saved-tensors-hook": (
         (RIGHT_ATOMIC, RIGHT_COMBINE, "with torch.autograd.graph.saved_tensors_hooks(print, print):\n"
          "    sums.zero_()\nsumsqs.zero_()"),
