@@ -1165,9 +1165,15 @@ def restrict_compile_time_calls() -> bool:
         code generator binds it (BoundJITMethod). Under TRITON_INTERPRET=1 the @jit function was an
         InterpretedFunction when the class got it, so the class holds a plain wrapper calling the
         interpreter's version, which the compile would run on IR values ("'value' object has no
-        attribute 'data'"). Bound here to the function's JITFunction twin, as on a GPU."""
-        func = getattr(value, "__func__", None)
-        if (getattr(value, "__self__", None) is not lhs or getattr(func, "__qualname__", "") != MEMBER_WRAPPER
+        attribute 'data'"). Bound here to the function's JITFunction twin, as on a GPU. Only a bound method
+        is looked into: any other value is left as it is without asking it for an attribute, since a
+        Triton value's own `__getattr__` may raise other than AttributeError (Triton 3.6's tl.tuple, which
+        `x.shape` is, raises ValueError for `__func__`: every `len(x.shape)` in tl.sort and tl.flip failed
+        the compile on a GPU too, where this hook is installed as well)."""
+        if not isinstance(value, types.MethodType):
+            return value
+        func = value.__func__
+        if (value.__self__ is not lhs or getattr(func, "__qualname__", "") != MEMBER_WRAPPER
                 or getattr(func, "__module__", "") != "triton.language.core"):
             return value
         for cell in func.__closure__ or ():
