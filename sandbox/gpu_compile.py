@@ -182,21 +182,45 @@ def _ptxas_errors(text: str) -> str:
     return "ptxas: " + "; ".join(dict.fromkeys(said)) if said else text
 
 
+def _words(exc: BaseException) -> str:
+    """What `exc` says, not where: a Triton CompilationError's message (`error_message`, None when it
+    was raised only to point at a call whose callee failed), not its source excerpt and caret."""
+    if hasattr(exc, "error_message") and hasattr(exc, "src"):
+        return str(exc.error_message or "").strip()
+    return str(exc).strip()
+
+
 def _cause(exc: BaseException) -> str:
     """What the compiler's message leaves out. Triton raises `CompilationError(src, node, None) from`
     the real error, so a bare assertion in its semantics (`boundary_check=(ROWS, D)`: `assert
     isinstance(dim, int) and 0 <= dim < len(block_shape)`) showed only the source and a caret: the
-    cause's type and words, or, when it has none, the assertion's own line and function."""
-    cause = exc.__cause__
-    if cause is None:
+    cause's type and words, or, when it has none, the assertion's own line and function. The cause
+    is the innermost of the chain: an error in a @jit function that the kernel calls (tl.sort calls
+    sort_impl) is a CompilationError at the call from one at the callee from the real error, and
+    the two outer ones say only where (Triton 3.6 on a GPU: `srt = tl.sort(x, dim=1)` and a caret)."""
+    chain: list[BaseException] = []
+    current = exc.__cause__
+    while current is not None and current is not exc and current not in chain and len(chain) < 32:
+        chain.append(current)
+        current = current.__cause__
+    if not chain:
         return ""
-    said = str(cause).strip()
+    cause = chain[-1]
+    said = _words(cause)
+    if not said:  # an innermost CompilationError without words: the deepest one that has some
+        said, cause = next(((_words(c), c) for c in reversed(chain) if _words(c)), ("", cause))
     if said:
         return "" if said in str(exc) else f"\n{type(cause).__name__}: {said}"
     frames = traceback.extract_tb(cause.__traceback__)
     if frames and frames[-1].line:
         return f"\n{type(cause).__name__} in Triton's {frames[-1].name}: {frames[-1].line}"
     return f"\n{type(cause).__name__}"
+
+
+def compile_cause(exc: BaseException) -> str:
+    """`_cause` for a Triton compile error raised where no gate words it (a GPU's own compile in the
+    harness): "" for any other exception, whose traceback is the student's to read as Python shows it."""
+    return _cause(exc) if type(exc).__module__.startswith("triton") else ""
 
 
 # An MLIR diagnostic as its default handler prints it: `<file>:<line>:<col>: error: <words>`.

@@ -127,11 +127,18 @@ def _raised(exc: BaseException) -> dict:
 
 
 def _student_traceback(exc: BaseException) -> str:
-    """The exception and only the frames in the student's program (not the harness, not torch)."""
+    """The exception and only the frames in the student's program (not the harness, not torch). A
+    Triton compile error (a GPU's own compile: no gate words it there) with the real error it was
+    raised from, which its own text leaves out (`CompilationError(src, node, None) from ...` says
+    only the source line and a caret), last: the line a case's summary shows."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
               if f.filename.startswith(_JOB_DIR) and os.path.basename(f.filename) in _STUDENT_FILES]
     lines = traceback.format_list(frames[-6:]) if frames else []
     lines += traceback.format_exception_only(type(exc), exc)
+    compile_cause = getattr(sys.modules.get("gpu_compile"), "compile_cause", None)
+    cause = compile_cause(exc).strip("\n") if compile_cause is not None else ""
+    if cause:
+        lines.append(cause + "\n")
     return _truncate("".join(lines))
 
 

@@ -62,8 +62,9 @@ def _case_failure(case: CaseReport, language: str) -> str:
     if case.out_of_bounds and case.error:  # one line, worded in full by service/grading/bounds.py
         return case.error.strip()
     if case.error:
-        return (case.error.strip().splitlines()[-1][:300] if case.error.strip()
-                else render("rubric.case_error", language))
+        # the last line that says something: a compile error's caret line (`          ^`) says nothing
+        said = [line for line in case.error.strip().splitlines() if line.strip().strip("^~ ")]
+        return said[-1].strip()[:300] if said else render("rubric.case_error", language)
     m = case.first_mismatch
     if m is None:
         return render("rubric.case_failed", language)
