@@ -1192,7 +1192,7 @@ def restrict_compile_time_calls() -> bool:
         attribute 'data'"). Bound here to the function's JITFunction twin, as on a GPU. Only a bound method
         is looked into: any other value is left as it is without asking it for an attribute, since a
         Triton value's own `__getattr__` may raise other than AttributeError (Triton 3.6's tl.tuple, which
-        `x.shape` is, raises ValueError for `__func__`: every `len(x.shape)` in tl.sort and tl.flip failed
+        `x.shape` is, raises ValueError for `__func__`: every `x.shape` of a tensor, a kernel's own or tl.sort's, failed
         the compile on a GPU too, where this hook is installed as well)."""
         if not isinstance(value, types.MethodType):
             return value

@@ -240,7 +240,8 @@ def test_tensor_methods_from_jit_functions_compile(tmp_path):
 # tl.sort reads `len(x.shape)`; Triton 3.6's code generator makes `x.shape` a tl.tuple, whose `__getattr__`
 # raises ValueError (not AttributeError) for a name it lacks. The hook on attributes (installed on a GPU
 # too) asked every tensor attribute's value for `__func__` and so failed every tl.sort: the third-party
-# probe lsm6.right.sort_last_column_max scored 0 on an H100 with only `srt = tl.sort(x, dim=1)` said.
+# probe lsm6.right.sort_last_column_max scored 0 on an H100 with only `srt = tl.sort(x, dim=1)` said. A
+# kernel's own `x.shape` failed the same way.
 KERNELS_SORT = '''
 import torch
 import triton
@@ -254,7 +255,7 @@ def row_max_by_sort(x_ptr, out_ptr, B0: tl.constexpr, B1: tl.constexpr):
     x = tl.load(x_ptr + rows[:, None] * B1 + cols[None, :])
     srt = tl.sort(x, dim=1)
     last = cols[None, :] == B1 - 1
-    tl.store(out_ptr + rows, tl.max(tl.where(last, srt, -float("inf")), axis=1))
+    tl.store(out_ptr + tl.arange(0, x.shape[0]), tl.max(tl.where(last, srt, -float("inf")), axis=1))
 
 
 def launch(name):
