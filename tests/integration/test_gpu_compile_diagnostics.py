@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -105,9 +106,9 @@ def test_an_mlir_verifier_error_is_in_the_students_message(tmp_path):
     assert said["copy"] is None  # compiled (and the capture of the compile before took nothing with it)
     reduce_message = said["max_by_comparison"]
     assert "assert reduce_op.verify()" in reduce_message  # what the exception says
-    assert reduce_message.rstrip().endswith(  # and why: the verifier's line, with the file's name and place
-        "kernels.py:15:23: error: 'tt.reduce' op type mismatch on combine operation. "
-        "Expected argument 0 to have type 'f32' but got 'i1'"), reduce_message
+    # and why: the verifier's line, with the file's name and place (the column is 23 on Triton 3.9, 38 on 3.6)
+    assert re.search(r"kernels\.py:15:\d+: error: 'tt\.reduce' op type mismatch on combine operation\. "
+                     r"Expected argument 0 to have type 'f32' but got 'i1'$", reduce_message.rstrip()), reduce_message
     fma_message = said["fma_offsets"]
     assert "RuntimeError: error encountered during parsing" in fma_message
     assert "kernels.py:21:12: error: 'math.fma' op operand #0 must be floating-point-like" in fma_message
