@@ -1118,11 +1118,21 @@ def _outside_triton(filename: str) -> bool:
     return not os.path.realpath(filename).startswith(package)
 
 
+def _attribute(value, name: str, default=None):
+    """`getattr(value, name, default)` for a value the student's code reaches at compile time: the
+    default also when the value's own `__getattr__` raises other than AttributeError (Triton 3.6's
+    tl.tuple raises ValueError), so the compile hooks refuse or pass it instead of failing on it."""
+    try:
+        return getattr(value, name, default)
+    except Exception:  # noqa: BLE001  (whatever a value's __getattr__ raises)
+        return default
+
+
 def _student_function(fn) -> bool:
     """`fn` (a function, or a JITFunction/InterpretedFunction around one) is defined outside Triton's
     own package: the cell's kernels and helpers (and the harness's canary), not triton.language's."""
-    inner = getattr(fn, "fn", fn)
-    code = getattr(inner, "__code__", None)
+    inner = _attribute(fn, "fn", fn)
+    code = _attribute(inner, "__code__", None)
     return code is not None and _outside_triton(code.co_filename)
 
 
@@ -1161,26 +1171,31 @@ def restrict_compile_time_calls() -> bool:
     def is_allowed(fn) -> bool:
         from triton import language
 
-        inner = getattr(fn, "__func__", fn)
-        if isinstance(fn, jit_callable) or language.core.is_builtin(fn) or any(fn is b for b in allowed_builtins):
+        inner = _attribute(fn, "__func__", fn)
+        try:
+            builtin = bool(language.core.is_builtin(fn))  # getattr(fn, "__triton_builtin__", False)
+        except Exception:  # noqa: BLE001  (the value's own __getattr__, as in _attribute)
+            builtin = False
+        if isinstance(fn, jit_callable) or builtin or any(fn is b for b in allowed_builtins):
             return True
         if type(fn).__name__ in ("BoundJITMethod", "BoundConstexprFunction", "ConstexprFunction"):
             return True
-        owner = getattr(fn, "__self__", None)
+        owner = _attribute(fn, "__self__", None)
         if owner is not None and not isinstance(owner, types.ModuleType) and (
                 is_triton_value(owner) or isinstance(owner, (*plain, language.dtype, language.constexpr))):
             return True
-        module = getattr(inner, "__module__", None) or ""
+        module = _attribute(inner, "__module__", None)
+        module = module if isinstance(module, str) else ""
         if isinstance(fn, type) and (module.startswith("triton.language") or fn in plain):
             return True  # tl.constexpr(...), tl.tuple(...), dtype constructors, int(...)
-        helper = inner.__qualname__ in ("cdiv", "next_power_of_2") and module.startswith("triton")
+        helper = _attribute(inner, "__qualname__", None) in ("cdiv", "next_power_of_2") and module.startswith("triton")
         return isinstance(inner, types.FunctionType) and (module.startswith("triton.language") or helper)
 
     def twin(value):
         return _GATE.jit_twin(value) if _GATE is not None else value
 
     def refuse_attribute(self, attr) -> None:
-        if isinstance(attr, str) and _forbidden_attribute(attr) and _student_function(getattr(self, "jit_fn", None)):
+        if isinstance(attr, str) and _forbidden_attribute(attr) and _student_function(_attribute(self, "jit_fn", None)):
             raise unsupported(self.jit_fn.src, self.cur_node, mark(PYTHON_ATTRIBUTE_CODE, name=attr[:80]))
 
     def member_twin(lhs, value):
@@ -1218,12 +1233,12 @@ def restrict_compile_time_calls() -> bool:
     def call_Function(self, node, fn, args, kws):
         fn = twin(fn)
         if not is_allowed(fn):
-            name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
-            module = getattr(fn, "__module__", None) or ""
+            name = _attribute(fn, "__qualname__", None) or _attribute(fn, "__name__", None) or type(fn).__name__
+            module = _attribute(fn, "__module__", None) or ""
             shown = f"{module}.{name}" if module and module != "builtins" else str(name)
             raise unsupported(self.jit_fn.src, node, mark(PYTHON_CALL_CODE, name=shown[:80]))
         if (fn is getattr or fn is hasattr) and len(args) >= 2:
-            refuse_attribute(self, getattr(args[1], "value", args[1]))
+            refuse_attribute(self, _attribute(args[1], "value", args[1]))
         return original(self, node, fn, args, kws)
 
     generator.call_Function = call_Function
