@@ -275,6 +275,14 @@ class Server:
         return result
 
 
+def last_said_line(text: str) -> str:
+    """The last line of `text` that says something: not blank, not a compile error's caret line
+    (`          ^`). The rule of service.grading.rubric._case_failure (a copy: the kit runs without
+    the service); "" when no line does."""
+    said = [line for line in text.strip().splitlines() if line.strip().strip("^~ ")]
+    return said[-1].strip() if said else ""
+
+
 def grade_locally(body: dict[str, Any], *, command: str, result_format: str, veto_policy: str,
                   timeout_s: float) -> dict[str, Any]:
     """Grade with the `kernelgrade` command on this machine (its sandbox, the Triton interpreter)."""
@@ -290,8 +298,7 @@ def grade_locally(body: dict[str, Any], *, command: str, result_format: str, vet
         except subprocess.TimeoutExpired:
             raise KitError("timeout", submission="local") from None
     if done.returncode == 2:  # kernelgrade grade: input it cannot read
-        raise KitError("invalid",
-                       error=done.stderr.strip().splitlines()[-1][:500] if done.stderr.strip() else "refused")
+        raise KitError("invalid", error=last_said_line(done.stderr)[:500] or "refused")
     if done.returncode != 0:
         raise KitError("config", error=f"kernelgrade exited with {done.returncode}: {done.stderr.strip()[-500:]}")
     return json.loads(done.stdout)
