@@ -16,6 +16,7 @@ decision replaces it. Empty and off-topic answers score 0 with high confidence a
 """
 from __future__ import annotations
 
+import ast
 import bisect
 import functools
 import importlib
@@ -769,6 +770,16 @@ def _claim_shown(claim: FillClaim, shown_by: tuple[re.Pattern[str], ...], code: 
     return shows(shown_by, code)
 
 
+def _spilled(code: str) -> bool:
+    """A fill that spilled past its blank (`mask, 0.0` in `tl.where(______, …)`, refused before it ran): a
+    tuple. The concepts' words (`said_by`) cannot tell which of its parts they describe, so they claim nothing
+    of it; the explanation is read against the refusal (rubric._over_refused_fill)."""
+    try:
+        return isinstance(ast.parse(code.strip(), mode="eval").body, ast.Tuple)
+    except (SyntaxError, ValueError):
+        return False
+
+
 def _not_the_fill(claims: list[FillClaim], text: str, spans: list[tuple[int, int]],
                   fills: Sequence[str | None], reference: Sequence[str | None] | None = None,
                   matches: dict[str, list[_Match]] | None = None) -> list[dict]:
@@ -798,7 +809,7 @@ def _not_the_fill(claims: list[FillClaim], text: str, spans: list[tuple[int, int
             if said:
                 break
         span = said.span() if said is not None else None
-        if span is None and matches and claim.said_by and not _quotes_fill(text, code):
+        if span is None and matches and claim.said_by and not _quotes_fill(text, code) and not _spilled(code):
             span = next(((m.start, m.end) for cid in claim.said_by for m in matches.get(cid, ())
                          if _said_plainly(text, m, spans)), None)
         shown_by = _compiled(tuple(claim.shown_by), 0)

@@ -73,7 +73,7 @@ REFUSED = [
     ("listed-method-on-a-dtype", "tl.float32.to(tl.int1) == (cols < N)", "不是张量"),
     ("listed-method-on-a-function", "tl.sum.to(cols) < N", "不是张量"),
     ("listed-method-on-a-module", "tl.core.to(cols) < N", "不是张量"),
-    ("stdlib-through-a-module-chain", "tl.core.inspect.os.getpid() > 0", "不允许调用方法 .getpid"),
+    ("stdlib-through-a-module-chain", "tl.core.inspect.os.getpid() > 0", "不允许 `tl.core.inspect.os.getpid`"),
     ("torch-call-on-a-result", "(cols < N).to(tl.int1) == torch.ones(1)", "torch"),
     ("builtin-in-a-method-argument", "(cols < N).to(eval('tl.int1'))", "eval"),
     ("private-keyword-to-a-method", "(cols < N).to(tl.int1, _semantic=mask)", "_semantic"),

@@ -155,6 +155,15 @@ def test_lesson6_what_the_wrong_fill_does_or_a_condition_is_not_flagged(fill, an
     assert result.not_the_fill == [] and NOT_THE_FILL not in result.flags
 
 
+@pytest.mark.parametrize("answer", RIGHT_FILL_WORDS)
+def test_lesson6_the_concepts_claim_nothing_of_a_spilled_fill(answer):
+    """`mask, 0.0` in `tl.where(______, …)` spilled past its blank (refused before it ran): the concepts'
+    words cannot tell which part they describe (the rehearsal of 2026-12-06: its explanation's points as
+    written fell to 0)."""
+    result = _explain("lesson06_mean_var", answer, _l06("mask, 0.0"))
+    assert result.not_the_fill == [] and NOT_THE_FILL not in result.flags
+
+
 def test_lesson6_the_switch_off_reads_the_says_patterns_only(monkeypatch):
     monkeypatch.setattr(freetext, "DESCRIBES_BY_CONCEPTS", False)
     result = _explain("lesson06_mean_var", RIGHT_FILL_WORDS[0], _l06("cols >= 0"))
