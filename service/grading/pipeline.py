@@ -313,6 +313,8 @@ class Grader:
         other_given: dict[str, str] = {}
         performance: Performance | None = None  # exercises with `speed:` only
         environment = self._environment(None)
+        text_scores: dict[str, TextScore] = {}  # the written answers' scores, said again in the other language
+        answers_ahead: threading.Thread | None = None  # scoring them while a new program runs
         if not_run_reason is None:
             program = assemble(exercise.template, extraction.fill_sources)
             memo_key = self._memo_key(exercise, program, self._environment_seen or self._pool_environment())
@@ -342,6 +344,7 @@ class Grader:
             else:
                 graded, seeds = drawn()
                 arrays = {c.id: exercise.make_inputs(c, seeds.cases[c.id]) for c in graded}
+                answers_ahead = _answers_ahead(exercise, submission, text_scores, name=submission_id)
                 # Host blanks beside kernel blanks: the kernel's fills run once more
                 # with the solution's host code, before the program itself (whose speed phase may
                 # still be timing on the device after it returns). host_blanks.py says why.
@@ -455,7 +458,8 @@ class Grader:
                            for lang in other_languages(language)}
             performance = self._performance(exercise, None, cases, language)
 
-        text_scores: dict[str, TextScore] = {}  # the written answers' scores, said again in the other language
+        if answers_ahead is not None:
+            answers_ahead.join()
         items = rubric.score_items(exercise, submission, cases, not_run_reason=not_run_reason, diagnoses=diagnoses,
                                    assist=self.assist, fills=extraction.fill_sources, language=language,
                                    text_scores=text_scores,
@@ -721,6 +725,23 @@ class Grader:
             max_points=spec.max_points, pass_threshold=spec.pass_threshold, language=language,
             reason=(run.infra_error or "") if run is not None else "", message=message,
             environment=self._environment(run), timing=run_timing(run, started))
+
+
+def _answers_ahead(exercise: Exercise, submission: Submission, text_scores: dict[str, TextScore], *,
+                   name: str) -> threading.Thread:
+    """The written answers that do not depend on the run, scored in a thread while the sandbox runs
+    (rubric.score_answers_ahead): the grading thread only waits there (a select on the sandbox's channel),
+    so on a GPU host a new program's report is ready ~10-15 ms sooner (docs/benchmarks.md). A failure
+    here costs nothing: score_items scores whatever is missing."""
+    def score() -> None:
+        try:
+            rubric.score_answers_ahead(exercise, submission, text_scores)
+        except Exception:  # noqa: BLE001 - score_items scores it again and says what failed
+            log.exception("could not score the written answers of %s ahead of the run", name)
+
+    thread = threading.Thread(target=score, name=f"answers-{name[:12]}", daemon=True)
+    thread.start()
+    return thread
 
 
 def _gap_shown(gaps: list[InterpreterGap], run: RunResult) -> InterpreterGap | None:

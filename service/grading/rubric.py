@@ -121,6 +121,23 @@ def score_items(exercise: Exercise, submission: Submission, cases: list[CaseRepo
     return items
 
 
+def score_answers_ahead(exercise: Exercise, submission: Submission, text_scores: dict[str, TextScore]) -> None:
+    """Score, into `text_scores`, the written answers whose score cannot depend on the run: not the
+    code's explanation (read against the fill and, when every case passed, the reference's) and no
+    question with a `describes` claim. score_answer reads `fills` and `reference_fills` for those
+    only, so the score here is the one score_items would give. The pipeline calls this in a thread
+    while a new program's sandbox runs (issue #20: the report no longer waits for the answers after
+    the run); score_items reuses what is there and scores the rest."""
+    for item in exercise.spec.rubric:
+        if item.source == "cases" or item.question is None or item.question == EXPLANATION_QUESTION:
+            continue
+        question = exercise.question(item.question)
+        if question.describes:
+            continue
+        text_scores[item.id] = score_answer(question, submission.answer(item.question), item.points,
+                                            course_text=exercise.spec.course_text)
+
+
 def _over_refused_fill(item: RubricItem, question: Question, answer: str, result: TextScore, *,
                        fills: list[str | None] | None, refusal: str, language: str) -> Item:
     """The code's explanation where the fill was refused and did not run. The rubric's explanation

@@ -69,3 +69,57 @@ def test_a_shared_score_is_not_changed_by_the_report_that_used_it():
     for item in items:
         item.evidence.get("flags", []).append("written-by-a-later-step")
     assert result.flags == flags
+
+
+def _calibration_submissions(exercise_id: str) -> list[Submission]:
+    """Submissions built from the calibration answers of the exercise's questions (tuning part: a
+    third of the held-out rule's ids), each once with the reference solution's code and once with
+    the first wrong mutant's: whatever the answers say, scoring them ahead must not change a point."""
+    from tests.calibration.calibration import load
+
+    exercise = CATALOG.get(exercise_id)
+    example = json.loads((exercise.root / "example_submission.json").read_text(encoding="utf-8"))
+    wrong = next((m for m in exercise.mutants if m.id.startswith("wrong.")), None)
+    codes = [exercise.solution] + ([exercise.mutant_code(wrong)] if wrong is not None else [])
+    entries = [e for e in load() if e.exercise == exercise_id and not e.held_out and e.data.get("answer")]
+    submissions = []
+    for index, entry in enumerate(entries[::4]):  # every fourth: each question and kind, in a few seconds
+        answers = {**example["answers"]}
+        explanation = example["explanation"]
+        if entry.data["question"] == rubric.EXPLANATION_QUESTION:
+            explanation = entry.data["answer"]
+        else:
+            answers[entry.data["question"]] = entry.data["answer"]
+        submissions.append(Submission(exercise=exercise_id, code=codes[index % len(codes)], answers=answers,
+                                      explanation=explanation, claimed_output=""))
+    return submissions
+
+
+@pytest.mark.parametrize("exercise_id", CATALOG.ids())
+def test_answers_scored_ahead_of_the_run_score_as_after_it(exercise_id):
+    """pipeline._answers_ahead scores, while the sandbox runs, the answers whose score cannot depend on
+    the run (rubric.score_answers_ahead); score_items then reuses them. They must be exactly what
+    score_items gives without them, with the run's fills and with the reference's (a passing run)."""
+    exercise = CATALOG.get(exercise_id)
+    submissions = _calibration_submissions(exercise_id) + _submissions(exercise_id)
+    ahead_items = 0
+    for submission in submissions:
+        fills = extract(exercise.template, submission.code).fill_sources
+        ahead: dict = {}
+        rubric.score_answers_ahead(exercise, submission, ahead)
+        ahead_items = max(ahead_items, len(ahead))
+        assert rubric.EXPLANATION_QUESTION not in {i.question for i in exercise.spec.rubric if i.id in ahead}
+        for reference in (None, rubric.expression_fills(exercise.template, exercise.solution)):
+            for item in exercise.spec.rubric:
+                if item.id not in ahead:
+                    continue
+                question = exercise.question(item.question)
+                after = score_answer(question, submission.answer(item.question), item.points, fills=fills,
+                                     reference_fills=reference, course_text=exercise.spec.course_text)
+                assert ahead[item.id] == after, (item.id, submission.answer(item.question)[:80])
+        with_ahead = rubric.score_items(exercise, submission, [], not_run_reason=None, diagnoses=[], fills=fills,
+                                        language="zh", text_scores=dict(ahead))
+        without = rubric.score_items(exercise, submission, [], not_run_reason=None, diagnoses=[], fills=fills,
+                                     language="zh")
+        assert [i.model_dump() for i in with_ahead] == [i.model_dump() for i in without]
+    assert ahead_items >= 1, "every exercise has a written answer whose score does not depend on the run"
