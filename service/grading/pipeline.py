@@ -314,7 +314,8 @@ class Grader:
         performance: Performance | None = None  # exercises with `speed:` only
         environment = self._environment(None)
         text_scores: dict[str, TextScore] = {}  # the written answers' scores, said again in the other language
-        answers_ahead: threading.Thread | None = None  # scoring them while a new program runs
+        answers_ahead: threading.Thread | None = None  # scoring them while a new program runs, into:
+        scored_ahead = rubric.AnswersAhead()
         if not_run_reason is None:
             program = assemble(exercise.template, extraction.fill_sources)
             memo_key = self._memo_key(exercise, program, self._environment_seen or self._pool_environment())
@@ -344,7 +345,8 @@ class Grader:
             else:
                 graded, seeds = drawn()
                 arrays = {c.id: exercise.make_inputs(c, seeds.cases[c.id]) for c in graded}
-                answers_ahead = _answers_ahead(exercise, submission, text_scores, name=submission_id)
+                answers_ahead = _answers_ahead(exercise, submission, extraction.fill_sources, scored_ahead,
+                                               name=submission_id)
                 # Host blanks beside kernel blanks: the kernel's fills run once more
                 # with the solution's host code, before the program itself (whose speed phase may
                 # still be timing on the device after it returns). host_blanks.py says why.
@@ -462,7 +464,7 @@ class Grader:
             answers_ahead.join()
         items = rubric.score_items(exercise, submission, cases, not_run_reason=not_run_reason, diagnoses=diagnoses,
                                    assist=self.assist, fills=extraction.fill_sources, language=language,
-                                   text_scores=text_scores,
+                                   text_scores=text_scores, ahead=scored_ahead,
                                    fill_refusal=not_run_reason if extraction.error is None else None)
         if reused is not None:
             items = [_mark_reused(item, language) if _is_cases_item(item, spec) else item for item in items]
@@ -727,15 +729,15 @@ class Grader:
             environment=self._environment(run), timing=run_timing(run, started))
 
 
-def _answers_ahead(exercise: Exercise, submission: Submission, text_scores: dict[str, TextScore], *,
-                   name: str) -> threading.Thread:
-    """The written answers that do not depend on the run, scored in a thread while the sandbox runs
-    (rubric.score_answers_ahead): the grading thread only waits there (a select on the sandbox's channel),
-    so on a GPU host a new program's report is ready ~10-15 ms sooner (docs/benchmarks.md). A failure
-    here costs nothing: score_items scores whatever is missing."""
+def _answers_ahead(exercise: Exercise, submission: Submission, fills: list[str | None],
+                   ahead: rubric.AnswersAhead, *, name: str) -> threading.Thread:
+    """The written answers scored in a thread while the sandbox runs (rubric.score_answers_ahead): the
+    grading thread only waits there (a select on the sandbox's channel), so a new program's report does
+    not wait for them after its run (docs/benchmarks.md). A failure here costs nothing: score_items
+    scores whatever is missing."""
     def score() -> None:
         try:
-            rubric.score_answers_ahead(exercise, submission, text_scores)
+            rubric.score_answers_ahead(exercise, submission, fills, ahead)
         except Exception:  # noqa: BLE001 - score_items scores it again and says what failed
             log.exception("could not score the written answers of %s ahead of the run", name)
 

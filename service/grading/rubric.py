@@ -82,7 +82,8 @@ FILL_REFUSED = "fill_refused"
 def score_items(exercise: Exercise, submission: Submission, cases: list[CaseReport], *,
                 not_run_reason: str | None, diagnoses: list[Diagnosis], assist: ModelAssist | None = None,
                 fills: list[str | None] | None = None, language: str | None = None,
-                text_scores: dict[str, TextScore] | None = None, fill_refusal: str | None = None) -> list[Item]:
+                text_scores: dict[str, TextScore] | None = None, fill_refusal: str | None = None,
+                ahead: AnswersAhead | None = None) -> list[Item]:
     """`fills`: the submitted fills' canonical sources; explanations are scored against them.
     `language`: the report's (default: the exercise's). `text_scores`: one grading's written-answer
     scores by item id, filled by its first call and reused by the next (the report said in another
@@ -90,7 +91,8 @@ def score_items(exercise: Exercise, submission: Submission, cases: list[CaseRepo
     `fill_refusal`: why the fills were refused before they ran (fills.fill_refusal: a spilled fill, an
     expression outside the allowed set, an unfilled blank, host code that computes the result), in
     `language`: the code's explanation then explains code that was not accepted and earns nothing
-    (_over_refused_fill)."""
+    (_over_refused_fill). `ahead`: answers scored while the run went on (score_answers_ahead), reused
+    where they are what this would score."""
     items = []
     lang = language or exercise.spec.language
     reference = _reference_if_alike(exercise, cases, diagnoses, not_run_reason)
@@ -104,6 +106,8 @@ def score_items(exercise: Exercise, submission: Submission, cases: list[CaseRepo
             raise ValueError(f"rubric item {item.id}: a text item needs the question it grades")
         question, answer = exercise.question(item.question), submission.answer(item.question)
         result = text_scores.get(item.id) if text_scores is not None else None
+        if result is None and (result := _ahead(ahead, item.id, reference)) is not None and text_scores is not None:
+            text_scores[item.id] = result
         if result is None:
             # the code's explanation is also read for the fill it says it wrote (freetext._stated_not_the_fill)
             scope = fill_scope(exercise.template) if item.question == EXPLANATION_QUESTION else None
@@ -121,21 +125,48 @@ def score_items(exercise: Exercise, submission: Submission, cases: list[CaseRepo
     return items
 
 
-def score_answers_ahead(exercise: Exercise, submission: Submission, text_scores: dict[str, TextScore]) -> None:
-    """Score, into `text_scores`, the written answers whose score cannot depend on the run: not the
-    code's explanation (read against the fill and, when every case passed, the reference's) and no
-    question with a `describes` claim. score_answer reads `fills` and `reference_fills` for those
-    only, so the score here is the one score_items would give. The pipeline calls this in a thread
-    while a new program's sandbox runs (issue #20: the report no longer waits for the answers after
-    the run); score_items reuses what is there and scores the rest."""
+@dataclasses.dataclass
+class AnswersAhead:
+    """Written answers scored while a new program's sandbox runs (pipeline._answers_ahead), by item id.
+    An answer no run can change (not the code's explanation, no `describes` claim: score_answer reads
+    `fills` and `reference_fills` for those only) is in `scores`; one that the run can change is in
+    `guessed` with the `reference_fills` it was read with, and score_items reuses it only where the run
+    gave the same (_reference_if_alike)."""
+
+    scores: dict[str, TextScore] = dataclasses.field(default_factory=dict)
+    guessed: dict[str, tuple[tuple[str | None, ...] | None, TextScore]] = dataclasses.field(default_factory=dict)
+
+
+def score_answers_ahead(exercise: Exercise, submission: Submission, fills: list[str | None],
+                        ahead: AnswersAhead) -> None:
+    """Score the written answers before the run ends, into `ahead` (issue #20: a new program's report
+    no longer waits for them after its run; the code's explanation is the dearest, 10-25 ms). Where the
+    run decides the reference (every case passed: _reference_if_alike), the guess is the one a class
+    mostly needs: the reference's expression fills when the submitted ones are those, else none."""
+    reference = expression_fills(exercise.template, exercise.solution)
+    same = len(reference) == len(fills) and all(r is None or r == f for r, f in zip(reference, fills))
+    guess = reference if same else None
     for item in exercise.spec.rubric:
-        if item.source == "cases" or item.question is None or item.question == EXPLANATION_QUESTION:
+        if item.source == "cases" or item.question is None:
             continue
-        question = exercise.question(item.question)
-        if question.describes:
+        question, answer = exercise.question(item.question), submission.answer(item.question)
+        if item.question != EXPLANATION_QUESTION and not question.describes:
+            ahead.scores[item.id] = score_answer(question, answer, item.points, course_text=exercise.spec.course_text)
             continue
-        text_scores[item.id] = score_answer(question, submission.answer(item.question), item.points,
-                                            course_text=exercise.spec.course_text)
+        scope = fill_scope(exercise.template) if item.question == EXPLANATION_QUESTION else None
+        ahead.guessed[item.id] = (guess, score_answer(question, answer, item.points, fills=fills,
+                                                      reference_fills=guess, course_text=exercise.spec.course_text,
+                                                      scope=scope))
+
+
+def _ahead(ahead: AnswersAhead | None, item_id: str, reference: tuple[str | None, ...] | None) -> TextScore | None:
+    """What score_answers_ahead scored for the item, where it is what score_items would score now."""
+    if ahead is None:
+        return None
+    if item_id in ahead.scores:
+        return ahead.scores[item_id]
+    guessed = ahead.guessed.get(item_id)
+    return guessed[1] if guessed is not None and guessed[0] == reference else None
 
 
 def _over_refused_fill(item: RubricItem, question: Question, answer: str, result: TextScore, *,

@@ -83,7 +83,7 @@ def _calibration_submissions(exercise_id: str) -> list[Submission]:
     codes = [exercise.solution] + ([exercise.mutant_code(wrong)] if wrong is not None else [])
     entries = [e for e in load() if e.exercise == exercise_id and not e.held_out and e.data.get("answer")]
     submissions = []
-    for index, entry in enumerate(entries[::4]):  # every fourth: each question and kind, in a few seconds
+    for index, entry in enumerate(entries[::8]):  # every eighth: each question and kind, in a few seconds
         answers = {**example["answers"]}
         explanation = example["explanation"]
         if entry.data["question"] == rubric.EXPLANATION_QUESTION:
@@ -97,29 +97,37 @@ def _calibration_submissions(exercise_id: str) -> list[Submission]:
 
 @pytest.mark.parametrize("exercise_id", CATALOG.ids())
 def test_answers_scored_ahead_of_the_run_score_as_after_it(exercise_id):
-    """pipeline._answers_ahead scores, while the sandbox runs, the answers whose score cannot depend on
-    the run (rubric.score_answers_ahead); score_items then reuses them. They must be exactly what
-    score_items gives without them, with the run's fills and with the reference's (a passing run)."""
+    """pipeline._answers_ahead scores the written answers while the sandbox runs
+    (rubric.score_answers_ahead); score_items reuses each where it is what it would score now. The
+    reused items must be exactly what score_items gives without them, whether the run passed (the
+    reference's fills) or not, for the reference's code and a wrong mutant's."""
+    from service.grading.stated_fill import fill_scope
+
     exercise = CATALOG.get(exercise_id)
-    submissions = _calibration_submissions(exercise_id) + _submissions(exercise_id)
-    ahead_items = 0
-    for submission in submissions:
+    reference = rubric.expression_fills(exercise.template, exercise.solution)
+    reused = {"no run can change it": 0, "the run's reference as guessed": 0}
+    for submission in _calibration_submissions(exercise_id) + _submissions(exercise_id):
         fills = extract(exercise.template, submission.code).fill_sources
-        ahead: dict = {}
-        rubric.score_answers_ahead(exercise, submission, ahead)
-        ahead_items = max(ahead_items, len(ahead))
-        assert rubric.EXPLANATION_QUESTION not in {i.question for i in exercise.spec.rubric if i.id in ahead}
-        for reference in (None, rubric.expression_fills(exercise.template, exercise.solution)):
+        ahead = rubric.AnswersAhead()
+        rubric.score_answers_ahead(exercise, submission, fills, ahead)
+        for run_reference in (None, reference):
             for item in exercise.spec.rubric:
-                if item.id not in ahead:
+                if item.question is None or item.source == "cases":
                     continue
                 question = exercise.question(item.question)
+                scope = fill_scope(exercise.template) if item.question == rubric.EXPLANATION_QUESTION else None
                 after = score_answer(question, submission.answer(item.question), item.points, fills=fills,
-                                     reference_fills=reference, course_text=exercise.spec.course_text)
-                assert ahead[item.id] == after, (item.id, submission.answer(item.question)[:80])
+                                     reference_fills=run_reference, course_text=exercise.spec.course_text,
+                                     scope=scope)
+                if item.id in ahead.scores:
+                    assert ahead.scores[item.id] == after, (item.id, submission.answer(item.question)[:80])
+                    reused["no run can change it"] += 1
+                elif ahead.guessed[item.id][0] == run_reference:
+                    assert ahead.guessed[item.id][1] == after, (item.id, submission.answer(item.question)[:80])
+                    reused["the run's reference as guessed"] += 1
         with_ahead = rubric.score_items(exercise, submission, [], not_run_reason=None, diagnoses=[], fills=fills,
-                                        language="zh", text_scores=dict(ahead))
+                                        language="zh", ahead=ahead)
         without = rubric.score_items(exercise, submission, [], not_run_reason=None, diagnoses=[], fills=fills,
                                      language="zh")
         assert [i.model_dump() for i in with_ahead] == [i.model_dump() for i in without]
-    assert ahead_items >= 1, "every exercise has a written answer whose score does not depend on the run"
+    assert all(reused.values()), reused
