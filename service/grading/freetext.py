@@ -389,7 +389,7 @@ def _conditional(text: str, start: int, spans: list[tuple[int, int]], end: int |
     the clause's comma, 就 or then) states the consequence (CONDITION_CLAUSE)."""
     sentence_start = spans[_sentence_of(spans, start)][0]
     condition = _CONDITIONAL.search(text[max(sentence_start, start - 10):start])
-    if condition is None:
+    if condition is None and not (CONDITION_WHOLE_CLAUSE and _in_condition(text, start, spans)):
         return False
     if CONDITION_CLAUSE and end is not None:
         consequence = _CONSEQUENCE.search(text, start, end)
@@ -405,6 +405,31 @@ def _conditional(text: str, start: int, spans: list[tuple[int, int]], end: int |
 
 # See _conditional. Off, a match after a conditional word is never a statement.
 CONDITION_CLAUSE = True
+# A condition is read to its end, however long: in "如果 padding lane 在第二次求和之前没有被重新 mask，…" or
+# "if the padding lanes that the load filled with zeros are summed, …" the match is in the condition, though
+# its opener lies more than ten characters back (_in_condition). The condition ends at its clause's end
+# (a comma, 就, 则, 那么, 的话, then, an arrow); what follows is the consequence, read as before. Off: only a
+# conditional word in the ten characters before the match.
+CONDITION_WHOLE_CLAUSE = True
+_SUPPOSITION = re.compile(r"如果|假如|假设|假使|倘若|要是|若(?!干)|万一|"
+                          r"\b(if|suppose|supposing|assuming|when|whenever)\b", re.IGNORECASE)
+_CONDITION_END = re.compile(r"[,，;；:：]|就|则|那么|的话|\bthen\b|→|->|=>|⇒", re.IGNORECASE)
+
+
+def _in_condition(text: str, start: int, spans: list[tuple[int, int]]) -> bool:
+    """Whether `start` lies in the condition clause of a supposition (if/when/suppose/如果/假如/若/要是 …):
+    after the opener, in its sentence, with no end of the condition between them."""
+    sentence_start = spans[_sentence_of(spans, start)][0]
+    openers = list(_SUPPOSITION.finditer(text, sentence_start, start))
+    return bool(openers) and _CONDITION_END.search(text, openers[-1].end(), start) is None
+
+
+def _in_supposition(text: str, start: int, spans: list[tuple[int, int]]) -> bool:
+    """Whether `start` lies in a supposition's sentence after its opener, in the condition or in its
+    consequence: "如果不开根号，var 就是 sumsqs / N - mean * mean" supposes the formula, it does not give it."""
+    sentence_start = spans[_sentence_of(spans, start)][0]
+    return any(m.group().lower() not in ("when", "whenever")
+               for m in _SUPPOSITION.finditer(text, sentence_start, start))
 # A condition whose consequence says the trouble is gone ("if you add eps …, the cancellation goes away",
 # "放宽容差的话就没问题了") recommends what the condition names: a match in it is stated, whatever the
 # misconception (a fix that does not fix). Off: every condition is hypothetical (2026-12-05, recall10).
@@ -803,7 +828,8 @@ def _not_the_fill(claims: list[FillClaim], text: str, spans: list[tuple[int, int
         said = None
         for pattern in _screened(claim.says, text):
             for m in pattern.finditer(text):
-                if not _negated(text, m.start(), spans) and not _conditional(text, m.start(), spans):
+                if not _negated(text, m.start(), spans) and not _conditional(text, m.start(), spans) \
+                        and not (CONDITION_WHOLE_CLAUSE and _in_supposition(text, m.start(), spans)):
                     said = m
                     break
             if said:
@@ -850,6 +876,7 @@ def _said_before(text: str, said: int, start: int, spans: list[tuple[int, int]])
     sentence = spans[_sentence_of(spans, start)] if spans else (0, len(text))
     before = text[max(sentence[0], min(said, start - 30)):start]
     if any(_negated(text, at, spans) or _conditional(text, at, spans) for at in {said, start}) \
+            or (CONDITION_WHOLE_CLAUSE and _in_supposition(text, said, spans)) \
             or _NEGATIONS.search(text, max(sentence[0], start - 8), start):
         return True
     if _EARLIER.search(before) or _HYPOTHETICAL.search(before):
