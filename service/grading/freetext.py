@@ -1076,6 +1076,8 @@ def _score_answer(question: Question, text: _Text, max_points: float,
                                                                          _sentence_of(spans, m.start())))
             if concept.id in matches:
                 matches[concept.id].sort(key=lambda k: k.start)
+    if SUBTRACTION_NOT_NEGATIVE:
+        _drop_subtractions(text, matches, {c.id for c in question.concepts if _a_negative_value(c)})
     denied = _drop_denied(text, spans, matches) if NEGATED_CONCEPTS else []
     if FUZZY:
         _fuzzy_concepts(question, text, spans, matches)
@@ -2069,6 +2071,47 @@ def _drop_denied(text: str, spans: list[tuple[int, int]], matches: dict[str, lis
         if negation is not None and not _NOT_NEEDED.match(negation) and _negated(text, first.start, spans):
             denied.append((cid, _quote(text, first.start, first.end)))
     return denied
+
+
+# A concept told as a negative value ("the pads become −mean", "−μ", "-m_old") is not said by a
+# subtraction: in "(x − mean)²" or "(values - mean)^2" the minus takes the mean from a value (the centring
+# every lane goes through), it does not say the padding lane *is* −mean. A match that opens with a minus
+# sign after an operand (a name, a closing bracket, a number other than 0: "0 − mean" is the pad's own
+# value) is such a subtraction; a concept every match of which is one is missing (one also said as a value
+# keeps its matches, where it is told). Off: any "− mean" says it.
+SUBTRACTION_NOT_NEGATIVE = True
+_MINUS_FIRST = re.compile(r"\s*[-−]")
+# the operand: a closing bracket, a number other than 0, a name written as code (a letter or two, or with
+# `_`, `.` or a digit: x, xi, x_i, vals2, self.x) or a value's usual name; an English word before the sign
+# ("gives −mean", "is -mu") is prose, and the sign a negative's
+_PROSE_PAIR = r"(?:is|be|to|of|so|as|at|by|in|it|on|or|an|we|me|my|do|go|no|up)\b"
+_LEFT_OPERAND = re.compile(r"(?:(?<![\w.])(?:(?!" + _PROSE_PAIR + r")[A-Za-z]{1,2}|[A-Za-z_]*[_.\d][\w.]*|"
+                           r"values?|vals?|data|inputs?|elements?|entries|diffs?|centered|centred|xs)|[)\]]|"
+                           r"(?<![\w.])(?!0(?:\.0*)?\s*$)\d+(?:\.\d+)?)\s*$", re.IGNORECASE)
+
+
+def _subtraction(text: str, start: int) -> bool:
+    """text[start:] opens with a minus sign that subtracts from the operand before it (a binary minus)."""
+    if _MINUS_FIRST.match(text, start) is None:
+        return False
+    return _LEFT_OPERAND.search(text[max(0, start - 24):start]) is not None
+
+
+# a concept whose label tells a value as a negative ("the padding lanes become −μ", "are −mean_b", "变成
+# −mean"), not one that subtracts ("subtract the row max": "x − max" is it)
+_NEGATIVE_VALUE = re.compile(r"(\b(become|becomes|are|is)|变成|变为|成为)\s*[-−]\s*[\w(μσ]", re.IGNORECASE)
+
+
+def _a_negative_value(concept: Concept) -> bool:
+    return any(_NEGATIVE_VALUE.search(label or "") for label in (concept.label.en, concept.label.zh))
+
+
+def _drop_subtractions(text: str, matches: dict[str, list[_Match]], negatives: set[str]) -> None:
+    """Drops a concept told as a negative value (`negatives`) every match of which is a subtraction; one
+    said as a value too keeps all its matches (where it is told, for its links)."""
+    for cid in list(matches):
+        if cid in negatives and all(_subtraction(text, m.start) for m in matches[cid]):
+            del matches[cid]
 
 
 # A step of the right mechanism stated as false ("the padding lanes do not become -mean; they stay

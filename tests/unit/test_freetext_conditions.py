@@ -100,3 +100,42 @@ def test_a_formula_in_a_suppositions_consequence_is_not_given_as_the_fill(answer
 def test_the_formula_given_plainly_over_the_square_root_is_still_another_fill():
     mutant = _mutant("fused_mean_var_atomic", "wrong.std_not_var")
     assert NOT_THE_FILL in _explain("fused_mean_var_atomic", "var 就是 sumsqs / N - mean * mean。", mutant).flags
+
+
+# A concept told as a negative value ("the padding lanes become −μ") is not said by the subtraction that
+# centres every lane ("(x − mean)²"): the minus after an operand subtracts (SUBTRACTION_NOT_NEGATIVE).
+CENTRING_ONLY = [
+    "先算 diff = x - mean，再 tl.sum(diff * diff) / N，最后用 tl.where 把它包一下。",
+    "The kernel computes (values - mean)^2 over the row, then tl.where and a second tl.sum.",
+    "方差是 (x_i − μ)² 的平均，第二次 tl.sum 前用 tl.where。",
+]
+
+
+@pytest.mark.parametrize("answer", CENTRING_ONLY)
+def test_the_centring_subtraction_does_not_say_the_pads_become_minus_mean(answer, monkeypatch):
+    assert "padding_neg_mean" not in [f["concept"] for f in _scored("lesson06_mean_var", "q2", answer).found]
+    monkeypatch.setattr(freetext, "SUBTRACTION_NOT_NEGATIVE", False)
+    assert "padding_neg_mean" in [f["concept"] for f in _scored("lesson06_mean_var", "q2", answer).found]
+
+
+NEGATIVE_SAID = [
+    "padding lane 是 0，0 − mean = −mean，平方后 mean²，所以要 tl.where 重新 mask。",
+    "The pads hold 0, so x - mean gives -mean there; squared it is mean^2, so mask again with tl.where.",
+    "A pad is - mean after centring, so it is -mu; squared mu^2; re-mask.",
+    "pads: x_i - mu for x_i = 0 is -mu, squared mu^2, so re-mask",
+    "centred, a pad becomes 0 - mu = -mu; squared mu^2; re-mask.",
+]
+
+
+@pytest.mark.parametrize("answer", NEGATIVE_SAID)
+def test_the_pads_said_to_become_minus_mean_keep_it(answer):
+    result = _scored("lesson06_mean_var", "q2", answer)
+    assert "padding_neg_mean" in [f["concept"] for f in result.found]
+    assert ("padding_neg_mean", "mean_squared") in [(k["from"], k["to"]) for k in result.links]
+
+
+def test_a_subtraction_that_is_the_concept_is_kept():
+    # lesson 7's subtract_max is the subtraction itself ("subtract the row max"): "x - max" states it
+    result = _scored("lesson07_softmax", "explanation", "I fill in x - max before the exp, so no exponent is "
+                                                        "above 0 and exp cannot overflow.")
+    assert "subtract_max" in [f["concept"] for f in result.found]
