@@ -1078,6 +1078,8 @@ def _score_answer(question: Question, text: _Text, max_points: float,
                 matches[concept.id].sort(key=lambda k: k.start)
     if SUBTRACTION_NOT_NEGATIVE:
         _drop_subtractions(text, matches, {c.id for c in question.concepts if _a_negative_value(c)})
+    if WIDER_MATCH_CLAIMS:
+        _drop_inside_wider(text, matches)
     denied = _drop_denied(text, spans, matches) if NEGATED_CONCEPTS else []
     if FUZZY:
         _fuzzy_concepts(question, text, spans, matches)
@@ -2111,6 +2113,31 @@ def _drop_subtractions(text: str, matches: dict[str, list[_Match]], negatives: s
     said as a value too keeps all its matches (where it is told, for its links)."""
     for cid in list(matches):
         if cid in negatives and all(_subtraction(text, m.start) for m in matches[cid]):
+            del matches[cid]
+
+
+# Words one concept's match reads whole are that concept's, not a part of them another concept's: in
+# "n_b 要数 mask 里 True 的个数（tl.sum(tl.where(mask, 1.0, 0.0))）" the call counts the valid lanes (Welford's
+# valid_count reads it whole) and re-masks nothing (remask's bare `tl.where` read it too). A match lying
+# strictly inside another concept's match of a whole call (`name(…)`, its brackets balanced) is dropped; a
+# concept left with none is missing. Off: every concept keeps every match.
+WIDER_MATCH_CLAIMS = True
+
+
+_WHOLE_CALL = re.compile(r"[A-Za-z_][\w.]*\s*\([^()]*(\([^()]*\)[^()]*)*\)")
+
+
+def _drop_inside_wider(text: str, matches: dict[str, list[_Match]]) -> None:
+    """Drops the matches inside another concept's match that reads a whole call (`name(…)`)."""
+    spans = [(m.start, m.end, cid) for cid, ms in matches.items() for m in ms
+             if _WHOLE_CALL.fullmatch(text, m.start, m.end)]
+    for cid in list(matches):
+        kept = [m for m in matches[cid]
+                if not any(other != cid and a <= m.start and m.end <= b and b - a > m.end - m.start
+                           for a, b, other in spans)]
+        if kept:
+            matches[cid] = kept
+        else:
             del matches[cid]
 
 

@@ -139,3 +139,28 @@ def test_a_subtraction_that_is_the_concept_is_kept():
     result = _scored("lesson07_softmax", "explanation", "I fill in x - max before the exp, so no exponent is "
                                                         "above 0 and exp cannot overflow.")
     assert "subtract_max" in [f["concept"] for f in result.found]
+
+
+# A call one concept reads whole is that concept's: Welford's n_b counted with tl.where(mask, 1.0, 0.0)
+# re-masks nothing (WIDER_MATCH_CLAIMS).
+COUNT_ONLY = [
+    "最后一块只有 N − start 个有效元素，n_b 要用 tl.sum(tl.where(mask, 1.0, 0.0)) 数出来，不能写 BLOCK，"
+    "否则 mean_b 被拉小。",
+    "In the last chunk only N - start lanes are real, so n_b = tl.sum(tl.where(mask, 1.0, 0.0)) rather than "
+    "BLOCK; with BLOCK the chunk mean comes out too small.",
+]
+
+
+@pytest.mark.parametrize("answer", COUNT_ONLY)
+def test_a_count_with_tl_where_is_no_remask(answer, monkeypatch):
+    found = [f["concept"] for f in _scored("welford_merge", "q3", answer).found]
+    assert "valid_count" in found and "remask" not in found, found
+    monkeypatch.setattr(freetext, "WIDER_MATCH_CLAIMS", False)
+    assert "remask" in [f["concept"] for f in _scored("welford_merge", "q3", answer).found]
+
+
+def test_a_remask_beside_the_count_is_still_a_remask():
+    answer = ("n_b = tl.sum(tl.where(mask, 1.0, 0.0)), not BLOCK. For M2_b the pads become −mean_b after "
+              "centring, so tl.where(mask, diff * diff, 0.0) zeroes them before the sum.")
+    found = [f["concept"] for f in _scored("welford_merge", "q3", answer).found]
+    assert {"valid_count", "remask", "padding_mean_sq"} <= set(found), found
