@@ -16,7 +16,6 @@ decision replaces it. Empty and off-topic answers score 0 with high confidence a
 """
 from __future__ import annotations
 
-import ast
 import bisect
 import functools
 import importlib
@@ -24,7 +23,7 @@ import itertools
 import math
 import operator
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from service.exercises import Concept, CoursePassage, FillClaim, Misconception, Question, Text
@@ -706,7 +705,8 @@ def _scan(regex: re.Pattern[str], text: str) -> bool:
 def score_answer(question: Question, answer: str, max_points: float, *,
                  fills: Sequence[str | None] | None = None,
                  reference_fills: Sequence[str | None] | None = None,
-                 course_text: Sequence[CoursePassage] = (), scope: FillScope | None = None) -> TextScore:
+                 course_text: Sequence[CoursePassage] = (), scope: FillScope | None = None,
+                 spilled: Collection[int] = ()) -> TextScore:
     """`fills`: the submitted fills' canonical sources, in blank order (explanation items): an
     explanation of something the fill does not do earns nothing and is flagged. `reference_fills`:
     the reference solution's expression fills (None for a block blank), given only when the submitted
@@ -714,7 +714,8 @@ def score_answer(question: Question, answer: str, max_points: float, *,
     shown (an explanation of `cols < N` describes `~(cols >= N)`). `course_text`: the passages of the
     course text the exercise draws on (course_text.yaml): an answer made mostly of them is flagged.
     `scope`: the exercise template's FillScope, given for the code's explanation: the fill the
-    explanation says it wrote must be the submitted one (_stated_not_the_fill)."""
+    explanation says it wrote must be the submitted one (_stated_not_the_fill). `spilled`: the blanks (by
+    index) whose fill spilled past the blank (the extraction's `spills`: _spilled)."""
     text = _Text.of(answer)
     matches: dict[str, list[_Match]] = {}
     result = _score_answer(question, text, max_points, course_text, matches)
@@ -722,7 +723,7 @@ def score_answer(question: Question, answer: str, max_points: float, *,
         return result
     if question.describes:
         result.not_the_fill = _not_the_fill(question.describes, text, _sentences(text), fills, reference_fills,
-                                            matches if DESCRIBES_BY_CONCEPTS else None)
+                                            matches if DESCRIBES_BY_CONCEPTS else None, spilled)
     if not result.not_the_fill and scope is not None:
         result.not_the_fill = _stated_not_the_fill(answer, fills, reference_fills, scope)
     if result.not_the_fill:
@@ -795,19 +796,18 @@ def _claim_shown(claim: FillClaim, shown_by: tuple[re.Pattern[str], ...], code: 
     return shows(shown_by, code)
 
 
-def _spilled(code: str) -> bool:
-    """A fill that spilled past its blank (`mask, 0.0` in `tl.where(______, …)`, refused before it ran): a
-    tuple. The concepts' words (`said_by`) cannot tell which of its parts they describe, so they claim nothing
-    of it; the explanation is read against the refusal (rubric._over_refused_fill)."""
-    try:
-        return isinstance(ast.parse(code.strip(), mode="eval").body, ast.Tuple)
-    except (SyntaxError, ValueError):
-        return False
+def _spilled(claim: FillClaim, spilled: Collection[int]) -> bool:
+    """Whether the fill the claim is about spilled past its blank (`mask, 0.0` in `tl.where(______, …)`,
+    refused before it ran; `spilled`: the blanks by index, the extraction's own `spills`). The concepts'
+    words (`said_by`) cannot tell which of its parts they describe, so they claim nothing of it; the
+    explanation is read against the refusal (rubric._over_refused_fill). A fill that is a tuple as written
+    (`(0, D_TILE_SIZE)` in `advance(______)`) did not spill."""
+    return (claim.blank - 1 in spilled) if claim.blank is not None else bool(spilled)
 
 
 def _not_the_fill(claims: list[FillClaim], text: str, spans: list[tuple[int, int]],
                   fills: Sequence[str | None], reference: Sequence[str | None] | None = None,
-                  matches: dict[str, list[_Match]] | None = None) -> list[dict]:
+                  matches: dict[str, list[_Match]] | None = None, spilled: Collection[int] = ()) -> list[dict]:
     found = []
     for claim in claims:
         # `alike`: the reference's fill for the same blank(s), where the submitted one behaves as it
@@ -835,7 +835,8 @@ def _not_the_fill(claims: list[FillClaim], text: str, spans: list[tuple[int, int
             if said:
                 break
         span = said.span() if said is not None else None
-        if span is None and matches and claim.said_by and not _quotes_fill(text, code) and not _spilled(code):
+        if span is None and matches and claim.said_by and not _quotes_fill(text, code) \
+                and not _spilled(claim, spilled):
             span = next(((m.start, m.end) for cid in claim.said_by for m in matches.get(cid, ())
                          if _said_plainly(text, m, spans)), None)
         shown_by = _compiled(tuple(claim.shown_by), 0)

@@ -346,7 +346,7 @@ class Grader:
                 graded, seeds = drawn()
                 arrays = {c.id: exercise.make_inputs(c, seeds.cases[c.id]) for c in graded}
                 answers_ahead = _answers_ahead(exercise, submission, extraction.fill_sources, scored_ahead,
-                                               name=submission_id)
+                                               spilled=tuple(extraction.spills), name=submission_id)
                 # Host blanks beside kernel blanks: the kernel's fills run once more
                 # with the solution's host code, before the program itself (whose speed phase may
                 # still be timing on the device after it returns). host_blanks.py says why.
@@ -465,7 +465,8 @@ class Grader:
         items = rubric.score_items(exercise, submission, cases, not_run_reason=not_run_reason, diagnoses=diagnoses,
                                    assist=self.assist, fills=extraction.fill_sources, language=language,
                                    text_scores=text_scores, ahead=scored_ahead,
-                                   fill_refusal=not_run_reason if extraction.error is None else None)
+                                   fill_refusal=not_run_reason if extraction.error is None else None,
+                                   spilled=tuple(extraction.spills))
         if reused is not None:
             items = [_mark_reused(item, language) if _is_cases_item(item, spec) else item for item in items]
         vetoes = rubric.edit_vetoes(extraction.edits, language=language)
@@ -730,14 +731,14 @@ class Grader:
 
 
 def _answers_ahead(exercise: Exercise, submission: Submission, fills: list[str | None],
-                   ahead: rubric.AnswersAhead, *, name: str) -> threading.Thread:
+                   ahead: rubric.AnswersAhead, *, spilled: tuple[int, ...], name: str) -> threading.Thread:
     """The written answers scored in a thread while the sandbox runs (rubric.score_answers_ahead): the
     grading thread only waits there (a select on the sandbox's channel), so a new program's report does
     not wait for them after its run (docs/benchmarks.md). A failure here costs nothing: score_items
     scores whatever is missing."""
     def score() -> None:
         try:
-            rubric.score_answers_ahead(exercise, submission, fills, ahead)
+            rubric.score_answers_ahead(exercise, submission, fills, ahead, spilled=spilled)
         except Exception:  # noqa: BLE001 - score_items scores it again and says what failed
             log.exception("could not score the written answers of %s ahead of the run", name)
 

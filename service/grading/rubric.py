@@ -5,6 +5,7 @@ import ast
 import dataclasses
 import functools
 import math
+from collections.abc import Collection
 
 from service.exercises import Exercise, Question, RubricItem
 from service.grading import host_blanks
@@ -83,7 +84,7 @@ def score_items(exercise: Exercise, submission: Submission, cases: list[CaseRepo
                 not_run_reason: str | None, diagnoses: list[Diagnosis], assist: ModelAssist | None = None,
                 fills: list[str | None] | None = None, language: str | None = None,
                 text_scores: dict[str, TextScore] | None = None, fill_refusal: str | None = None,
-                ahead: AnswersAhead | None = None) -> list[Item]:
+                spilled: Collection[int] = (), ahead: AnswersAhead | None = None) -> list[Item]:
     """`fills`: the submitted fills' canonical sources; explanations are scored against them.
     `language`: the report's (default: the exercise's). `text_scores`: one grading's written-answer
     scores by item id, filled by its first call and reused by the next (the report said in another
@@ -91,8 +92,9 @@ def score_items(exercise: Exercise, submission: Submission, cases: list[CaseRepo
     `fill_refusal`: why the fills were refused before they ran (fills.fill_refusal: a spilled fill, an
     expression outside the allowed set, an unfilled blank, host code that computes the result), in
     `language`: the code's explanation then explains code that was not accepted and earns nothing
-    (_over_refused_fill). `ahead`: answers scored while the run went on (score_answers_ahead), reused
-    where they are what this would score."""
+    (_over_refused_fill). `spilled`: the blanks (by index) whose fill spilled past the blank (the
+    extraction's `spills`; freetext._spilled). `ahead`: answers scored while the run went on
+    (score_answers_ahead), reused where they are what this would score."""
     items = []
     lang = language or exercise.spec.language
     reference = _reference_if_alike(exercise, cases, diagnoses, not_run_reason)
@@ -112,7 +114,7 @@ def score_items(exercise: Exercise, submission: Submission, cases: list[CaseRepo
             # the code's explanation is also read for the fill it says it wrote (freetext._stated_not_the_fill)
             scope = fill_scope(exercise.template) if item.question == EXPLANATION_QUESTION else None
             result = score_answer(question, answer, item.points, fills=fills, reference_fills=reference,
-                                  course_text=exercise.spec.course_text, scope=scope)
+                                  course_text=exercise.spec.course_text, scope=scope, spilled=spilled)
             if text_scores is not None:
                 text_scores[item.id] = result
         if fill_refusal is not None and item.question == EXPLANATION_QUESTION:
@@ -138,7 +140,7 @@ class AnswersAhead:
 
 
 def score_answers_ahead(exercise: Exercise, submission: Submission, fills: list[str | None],
-                        ahead: AnswersAhead) -> None:
+                        ahead: AnswersAhead, *, spilled: Collection[int] = ()) -> None:
     """Score the written answers before the run ends, into `ahead` (issue #20: a new program's report
     no longer waits for them after its run; the code's explanation is the dearest, 10-25 ms). Where the
     run decides the reference (every case passed: _reference_if_alike), the guess is the one a class
@@ -156,7 +158,7 @@ def score_answers_ahead(exercise: Exercise, submission: Submission, fills: list[
         scope = fill_scope(exercise.template) if item.question == EXPLANATION_QUESTION else None
         ahead.guessed[item.id] = (guess, score_answer(question, answer, item.points, fills=fills,
                                                       reference_fills=guess, course_text=exercise.spec.course_text,
-                                                      scope=scope))
+                                                      scope=scope, spilled=spilled))
 
 
 def _ahead(ahead: AnswersAhead | None, item_id: str, reference: tuple[str | None, ...] | None) -> TextScore | None:

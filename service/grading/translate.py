@@ -53,7 +53,8 @@ def report_texts(report: Report, *, exercise: Exercise, submission: Submission, 
     diagnoses = [diagnosis_in(d, language) for d in report.diagnoses]
     said = rubric.score_items(exercise, submission, case_reports, not_run_reason=not_run_reason, diagnoses=diagnoses,
                               fills=extraction.fill_sources, language=language, text_scores=text_scores,
-                              fill_refusal=not_run_reason if extraction.error is None else None)
+                              fill_refusal=not_run_reason if extraction.error is None else None,
+                              spilled=tuple(extraction.spills))
     by_id = {i.id: i for i in said}
     items: dict[str, ItemTexts] = {}
     for item in report.items:  # the report's own points and statuses; only the words are new

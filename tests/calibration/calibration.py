@@ -18,6 +18,7 @@ import yaml
 
 from service.config import REPO_ROOT
 from service.exercises import Exercise, ExerciseCatalog
+from service.grading.assemble import assemble
 from service.grading.extract import extract
 from service.grading.freetext import TextScore, score_answer
 from service.grading.rubric import EXPLANATION_QUESTION, expression_fills
@@ -89,14 +90,34 @@ def submitted_fills(entry: Entry) -> list[str] | None:
     if not entry.data.get("fill"):
         return None
     fills = [canonical(f) for f in entry.data["fill"]]
+    return [fills[i] for i in _blank_order(entry, fills)]
+
+
+def _blank_order(entry: Entry, fills: list[str]) -> list[int]:
+    """For each template blank, the place of its fill in the entry's list (FILL_ORDER)."""
     order = FILL_ORDER.get(entry.exercise)
     if order is not None and len(order) == len(fills):
         reordered = [fills[i] for i in order]
         # an entry written in the template's order already (a statement where the header puts the host
         # variance, an expression where it puts the statements) keeps its order
         if _fits_blanks(entry.exercise, reordered) or not _fits_blanks(entry.exercise, fills):
-            fills = reordered
-    return fills
+            return list(order)
+    return list(range(len(fills)))
+
+
+def spilled_blanks(entry: Entry) -> tuple[int, ...]:
+    """The blanks whose fill, as the entry wrote it, spills past the blank (`mask, 0.0` in
+    `tl.where(______, …)`): the extraction's own `spills`, which rubric.score_items passes as `spilled`."""
+    if not entry.data.get("fill"):
+        return ()
+    raw = [textwrap.dedent(f).strip() for f in entry.data["fill"]]
+    order = _blank_order(entry, [canonical(f) for f in entry.data["fill"]])
+    template = CATALOG.get(entry.exercise).template
+    try:
+        program = assemble(template, [raw[i] for i in order])
+    except (ValueError, SyntaxError):
+        return ()
+    return tuple(extract(template, program.source).spills)
 
 
 def _fits_blanks(exercise_id: str, fills: list[str]) -> bool:
@@ -151,7 +172,7 @@ def grade(entry: Entry) -> TextScore:
     scope = fill_scope(exercise.template) if question == EXPLANATION_QUESTION else None
     return score_answer(exercise.question(question), entry.data.get("answer") or "", _points(exercise, question),
                         fills=fills, reference_fills=reference_fills(entry, fills),
-                        course_text=exercise.spec.course_text, scope=scope)
+                        course_text=exercise.spec.course_text, scope=scope, spilled=spilled_blanks(entry))
 
 
 def in_band(entry: Entry, result: TextScore) -> bool:

@@ -80,3 +80,31 @@ def test_grade_passes_the_fills_and_the_reference(monkeypatch) -> None:
     assert seen[0]["reference_fills"] == rubric.expression_fills(fmv.template, fmv.solution)
     assert seen[1]["reference_fills"] is None
     assert seen[2]["fills"] is None and seen[2]["reference_fills"] is None
+
+
+def test_spilled_blanks_are_the_extractions_own() -> None:
+    # `mask, 0.0` in lesson 6's `tl.where(______, …)` spills past its blank; `cols < N` does not, and
+    # neither does a tuple written in parentheses, which is one argument
+    assert calibration.spilled_blanks(_entry("lesson06_mean_var", ["mask, 0.0"])) == (0,)
+    assert calibration.spilled_blanks(_entry("lesson06_mean_var", ["cols < N"])) == ()
+    assert calibration.spilled_blanks(_entry("lesson06_mean_var", ["(mask, 0.0)"])) == ()
+    assert calibration.spilled_blanks(_entry("lesson06_mean_var", None)) == ()
+
+
+def test_rubric_passes_the_spilled_blanks_to_the_scorer(monkeypatch) -> None:
+    from service.submission import Submission
+
+    seen: list[dict] = []
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs)
+        return original(*args, **kwargs)
+
+    original = rubric.score_answer
+    monkeypatch.setattr(rubric, "score_answer", spy)
+    exercise = CATALOG.get("lesson06_mean_var")
+    submission = Submission(exercise="lesson06_mean_var", code=exercise.template.replace("______", "mask, 0.0"),
+                            explanation="The mask keeps the padding lanes out of the second sum.")
+    rubric.score_items(exercise, submission, [], not_run_reason="refused", diagnoses=[], fills=["mask, 0.0"],
+                       spilled=(0,))
+    assert seen and all(kwargs["spilled"] == (0,) for kwargs in seen)

@@ -97,12 +97,13 @@ def test_the_known_wrong_fills_do_not_show_the_claim(exercise_id, claim_id, muta
         assert not _shown(claim, wrong[mutant_id]), mutant_id
 
 
-def _explain(exercise_id: str, answer: str, fills: list[str], known_correct: bool = False):
+def _explain(exercise_id: str, answer: str, fills: list[str], known_correct: bool = False,
+             spilled: tuple[int, ...] = ()):
     exercise = CATALOG.get(exercise_id)
     question = exercise.question("explanation")
     points = next(i.points for i in exercise.spec.rubric if i.source == "text" and i.question == "explanation")
     reference = _fills(exercise_id, exercise.solution) if known_correct else None
-    return score_answer(question, answer, points, fills=fills, reference_fills=reference)
+    return score_answer(question, answer, points, fills=fills, reference_fills=reference, spilled=spilled)
 
 
 def _l06(fill: str) -> list[str]:
@@ -160,8 +161,19 @@ def test_lesson6_the_concepts_claim_nothing_of_a_spilled_fill(answer):
     """`mask, 0.0` in `tl.where(______, …)` spilled past its blank (refused before it ran): the concepts'
     words cannot tell which part they describe (the rehearsal of 2026-12-06: its explanation's points as
     written fell to 0)."""
-    result = _explain("lesson06_mean_var", answer, _l06("mask, 0.0"))
+    template = CATALOG.get("lesson06_mean_var").template
+    extraction = extract(template, template.replace("______", "mask, 0.0"))
+    assert list(extraction.spills) == [0]  # the extraction's own spills, as the pipeline passes them
+    result = _explain("lesson06_mean_var", answer, extraction.fill_sources, spilled=tuple(extraction.spills))
     assert result.not_the_fill == [] and NOT_THE_FILL not in result.flags
+
+
+@pytest.mark.parametrize("answer", RIGHT_FILL_WORDS[:1])
+def test_lesson6_a_fill_not_spilled_is_read_by_the_concepts(answer):
+    """Without the extraction's spills the same words claim the fill (`said_by`): `_spilled` reads the
+    blanks the extraction found spilled, it does not guess from the fill's text."""
+    result = _explain("lesson06_mean_var", answer, ["mask, 0.0"])
+    assert NOT_THE_FILL in result.flags
 
 
 def test_lesson6_the_switch_off_reads_the_says_patterns_only(monkeypatch):
