@@ -92,7 +92,7 @@ FRESH6_HELD_OUT_IN_BAND = 8  # 7 when they joined; 8 with branch `para7` (measur
 FRESH6_HELD_OUT_FLAGGED = 2
 # fresh7, measured when they joined (after para6 and precise6): tuning 27/47 in band, 11 of its 14 flagged; held
 # out 12/17, 4 of its 4 flagged.
-FRESH7_TUNING_IN_BAND = 31  # 27 when they joined; 31 with partial8 and describes8
+FRESH7_TUNING_IN_BAND = 32  # 27 when they joined; 31 with partial8 and describes8; 32 with recall9 (a count is no re-mask)
 FRESH7_TUNING_FLAGGED = 11
 FRESH7_HELD_OUT_IN_BAND = 12
 FRESH7_HELD_OUT_FLAGGED = 4
