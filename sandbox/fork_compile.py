@@ -244,6 +244,9 @@ class ForkCompiles(Executor):
         """Kill the children still running (and their process groups: ptxas), and end the queued compiles."""
         self._closed = True
         for child in list(self.running):
+            if self._read(child):  # it ended by itself (not seen yet): its kernel is there
+                self._ended(child)
+                continue
             try:
                 os.killpg(child.pid, signal.SIGKILL)  # with its ptxas
             except OSError:  # its own group not made yet: the child alone
