@@ -15,7 +15,8 @@ harness's canary pays the compiler's cold start the same way), with the harness'
   compiling into the on-disk cache, then this process loading each kernel from it
   (KERNELGRADE_COMPILE_AHEAD_MODE=fork).
 Each line: the mode's wall time per trial (from the first request to every kernel usable in this process's
-kernel cache), and the p50/min/max; the modes alternate within a trial, so a noisy neighbour hits them alike.
+kernel cache), and the p50/min/max, with the CPU time spent (this process's and its children's: ptxas, the
+forks); the modes alternate within a trial, so a noisy neighbour hits them alike.
 """
 from __future__ import annotations
 
@@ -150,6 +151,7 @@ def main() -> None:
     modes = args.modes.split(",")
     driver.set_active(CPUCompileDriver())
     times: dict[str, list[float]] = {m: [] for m in modes}
+    cpu: dict[str, list[float]] = {m: [] for m in modes}  # this process's CPU and its waited-for children's (ptxas, forks)
     with tempfile.TemporaryDirectory() as tmp:
         path = kernel_file(Path(tmp))
         serial = 0
@@ -162,19 +164,20 @@ def main() -> None:
                 serial += 1
                 os.environ["TRITON_CACHE_DIR"] = str(Path(tmp) / f"cache{serial}")  # fresh and empty
                 kernel = fresh_kernel(path, serial)
-                started = time.perf_counter()
+                started, cpu_before = time.perf_counter(), sum(os.times()[:4])
                 MODES[mode](kernel, widths, args.threads)
                 usable(kernel, len(widths))
                 times[mode].append(time.perf_counter() - started)
+                cpu[mode].append(sum(os.times()[:4]) - cpu_before)
             print(f"trial {trial + 1}: " + ", ".join(f"{m} {times[m][-1]:.3f} s" for m in modes), flush=True)
-    summary = {m: {"p50_s": statistics.median(v), "min_s": min(v), "max_s": max(v), "runs_s": v}
-               for m, v in times.items()}
+    summary = {m: {"p50_s": statistics.median(v), "min_s": min(v), "max_s": max(v), "runs_s": v,
+                   "cpu_p50_s": statistics.median(cpu[m])} for m, v in times.items()}
     print(f"python {platform.python_version()} torch {torch.__version__} triton {triton.__version__}, "
           f"{os.cpu_count()} CPUs, widths {widths}, {args.threads} threads/children, {args.trials} trials, "
-          f"compile-time hooks {'off' if args.no_hooks else 'on'}")
-    print("| mode | p50 s | min s | max s |\n| --- | --- | --- | --- |")
+          f"compile-time hooks {'off' if args.no_hooks else 'on'}, load average {os.getloadavg()[0]:.2f}")
+    print("| mode | p50 s | min s | max s | CPU s p50 |\n| --- | --- | --- | --- | --- |")
     for mode, row in summary.items():
-        print(f"| {mode} | {row['p50_s']:.3f} | {row['min_s']:.3f} | {row['max_s']:.3f} |")
+        print(f"| {mode} | {row['p50_s']:.3f} | {row['min_s']:.3f} | {row['max_s']:.3f} | {row['cpu_p50_s']:.3f} |")
     if args.out:
         args.out.write_text(json.dumps({"triton": triton.__version__, "widths": widths, "threads": args.threads,
                                         "modes": summary}, indent=1), encoding="utf-8")

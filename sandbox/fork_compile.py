@@ -25,6 +25,7 @@ what it would have without the phase.
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import json
 import os
@@ -299,6 +300,7 @@ def _child(fn, read_fd: int, write_fd: int, target, sigmask) -> None:
     (no exit handlers, no flushing of the parent's buffers, nothing of CUDA's)."""
     code = 1
     try:
+        gc.disable()  # a collection would touch every object the parent has, copying its pages: it leaves soon anyway
         os.close(read_fd)
         with contextlib.suppress(OSError):
             os.setpgid(0, 0)  # its own process group: a kill at the deadline ends its ptxas too
