@@ -234,3 +234,27 @@ def test_the_killed_child_and_its_process_group_are_gone(program):
     # Never finalised: no CompiledKernel (Triton 3.9 keeps an unfinished placeholder, which the harness removes).
     assert all(isinstance(k, _async_compile.FutureKernel) and k.kernel is None for k in kernels(module.slow))
     assert compiled == []
+
+
+def test_a_kernel_the_cache_holds_is_loaded_without_a_fork(program):
+    """The cache key Triton's AsyncCompileMode passes names the folder triton.compile writes: a kernel
+    already in the cache (the shared one, or compiled before) costs no child."""
+    import fork_compile
+    from triton.runtime import _async_compile
+
+    load, compiled = program
+    assert ahead(load(), ("scale", 64)) == 1
+    module = load()  # a fresh JITFunction: its kernel cache is empty, the disk cache is not
+    forks = fork_compile.ForkCompiles(2, TARGET)
+    mode = forks.mode()
+    _async_compile.active_mode.set(mode)
+    try:
+        case(module, "scale", 64)
+        case(module, "scale", 128)
+    finally:
+        _async_compile.active_mode.set(None)
+    assert forks.forked == 1, "only the width the cache lacks"
+    hit, new = mode.raw_futures
+    assert hit.done() and hit.result().asm["cubin"]
+    forks.wait(time.monotonic() + 60)
+    assert new.result().asm["cubin"] and children() == []
