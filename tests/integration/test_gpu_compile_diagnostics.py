@@ -111,7 +111,9 @@ def test_an_mlir_verifier_error_is_in_the_students_message(tmp_path):
                      r"Expected argument 0 to have type 'f32' but got 'i1'$", reduce_message.rstrip()), reduce_message
     fma_message = said["fma_offsets"]
     assert "RuntimeError: error encountered during parsing" in fma_message
-    assert "kernels.py:21:12: error: 'math.fma' op operand #0 must be floating-point-like" in fma_message
+    # (the column is 12 on Triton 3.9, 27 on 3.6: the H100's run, 2026-12-06)
+    assert re.search(r"kernels\.py:21:\d+: error: 'math\.fma' op operand #0 must be floating-point-like", fma_message), \
+        fma_message
     assert str(tmp_path) not in reduce_message + fma_message  # no paths
     assert "'tt.reduce' op" not in stderr  # the compiler's output went to the message, not the log
 
