@@ -20,9 +20,6 @@ Each row also carries the run's time split (`timing.phase_*_s`: the trusted side
 the next, sandbox/runner.py; `timing.harness_*_s`: the harness's own split of its work, told in its `done`
 frame), and the end prints their p50 by kind of grading, in ms (`--skip-first N` leaves out the first N
 gradings). On the interpreter (`--device interpreter`) "prewarmed" means nothing: no shared compile cache.
-The compile-ahead phase runs as KERNELGRADE_COMPILE_AHEAD and KERNELGRADE_COMPILE_AHEAD_MODE say (printed first):
-`KERNELGRADE_COMPILE_AHEAD_MODE=fork` against `thread` compares its forked compiles with its threads
-(`bench/gpu_speed/run split` with SPLIT_AHEAD_MODES="thread fork" runs both in each round).
 """
 from __future__ import annotations
 
@@ -93,8 +90,6 @@ def main() -> None:
                             compile_cache_prewarm=False)
         grader = build_grader(settings)
         grader.memo = None  # every grading runs
-        # KERNELGRADE_COMPILE_AHEAD (threads) and KERNELGRADE_COMPILE_AHEAD_MODE (thread | fork), as the runner read them
-        print(f"compile-ahead: {getattr(grader.runner, 'compile_ahead', None)}", flush=True)
         grader.start()
         pool = grader.runner.pools.get((grader.mode, grader.device_index))  # (made by start: before it, None)
         if pool is not None:

@@ -161,9 +161,6 @@ class CompileAhead(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     threads: int = Field(4, ge=1, le=16, description="compiles at the same time")
-    mode: Literal["thread", "fork"] = Field("thread", description=(
-        "where they compile: threads of the harness (Triton's AsyncCompileMode), or children forked from it that "
-        "compile into Triton's on-disk cache, each kernel then loaded by the harness (sandbox/fork_compile.py)"))
     wait_s: float = Field(10.0, gt=0, le=60, description="the most the phase waits (later kernels: in their case)")
 
 

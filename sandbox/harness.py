@@ -885,23 +885,20 @@ def _stop_ahead(signum, frame) -> None:
 
 
 def _compile_ahead(job: dict, inputs: dict, module, entry, torch, device, *, threads: int,
-                   wait_s: float, mode: str = "thread") -> int:
+                   wait_s: float) -> int:
     """GPU: compile the kernels of every case at once, before the given check and the cases run;
     returns how many compiled (the report's `timing.kernels_compiled_ahead`).
 
     Each case's entry point is called once with Triton's launches turned into compile requests
     (`JITFunction.run` with warmup=True, under Triton's own AsyncCompileMode): nothing launches,
-    and each new specialisation compiles in one of `threads` threads (`mode` "thread"), or in one of
-    at most `threads` children forked from this process (`mode` "fork", sandbox/fork_compile.py: each
-    compiles into Triton's on-disk cache and this process loads the kernel from there), so a drawn
-    width's compile (a constexpr width is a kernel of its own) overlaps the others' instead of running
-    one after another inside the cases (docs/benchmarks.md, issue #20). Only a speed-up: a case whose
-    call fails here, or a kernel that fails to compile, is left to the case itself, which compiles it
+    and each new specialisation compiles in one of `threads` threads, so a drawn width's compile
+    (a constexpr width is a kernel of its own) overlaps the others' instead of running one after
+    another inside the cases (docs/benchmarks.md, issue #20). Only a speed-up: a case whose call
+    fails here, or a kernel that fails to compile, is left to the case itself, which compiles it
     again and reports exactly what it would have; a call still running after `wait_s` (the calls
     and the wait for their compiles share it) is stopped, and kernels still compiling then are
-    dropped from the cache for the cases to compile (a forked child still compiling is killed). The
-    arguments are placed in guarded buffers as the cases place them, so the pointers' alignment
-    (part of the specialisation) is the same.
+    dropped from the cache for the cases to compile. The arguments are placed in guarded buffers
+    as the cases place them, so the pointers' alignment (part of the specialisation) is the same.
     """
     global _ABANDONED_COMPILES
     try:
@@ -923,11 +920,10 @@ def _compile_ahead(job: dict, inputs: dict, module, entry, torch, device, *, thr
         return real_run(self, *args, grid=grid, warmup=True, **kwargs)
 
     deadline = time.monotonic() + wait_s  # the calls and the wait for their compiles, together
-    forks = _fork_compiles(threads) if mode == "fork" else None  # None: threads (also where no fork can be)
-    pool = forks if forks is not None else ThreadPoolExecutor(max(1, threads), thread_name_prefix="compile-ahead")
-    compiling = forks.mode() if forks is not None else _async_compile.AsyncCompileMode(pool, ignore_errors=True)
+    pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="compile-ahead")
+    mode = _async_compile.AsyncCompileMode(pool, ignore_errors=True)
     JITFunction.run = compile_only
-    _async_compile.active_mode.set(compiling)  # not `with compiling`: its exit waits for every compile, unbounded
+    _async_compile.active_mode.set(mode)  # not `with mode`: its exit waits for every compile, unbounded
     # Student code runs here (the entry point), before the given check and in its time budget: a
     # call that hangs (an endless loop on one shape) is stopped at the deadline, and the given check
     # and the cases run as they would without this phase. (Code that swallows the stop ends the
@@ -952,19 +948,14 @@ def _compile_ahead(job: dict, inputs: dict, module, entry, torch, device, *, thr
         signal.signal(signal.SIGALRM, earlier)
         _async_compile.active_mode.set(None)
         JITFunction.run = real_run
-    if forks is not None:
-        forks.wait(deadline)  # children still compiling at the deadline are killed; the rest loaded here
-        cache = sys.modules.get("shared_triton_cache")
-        if cache is not None and forks.compiled:  # the children's compiles, counted where the report reads them
-            cache.counts["compiled"] = cache.counts.get("compiled", 0) + forks.compiled
-    futures = list(compiling.raw_futures)
+    futures = list(mode.raw_futures)
     done, _ = wait_for(futures, timeout=max(0.0, deadline - time.monotonic()))
     compiled = 0
     for future in futures:
         if future not in done:
             _ABANDONED_COMPILES = True
         elif future.exception() is None:
-            compiling.future_kernels[future._key].result()  # Triton's own finalize: into the kernel cache
+            mode.future_kernels[future._key].result()  # Triton's own finalize: into the kernel cache
             compiled += 1
     # A failed or unfinished kernel may sit in its JITFunction's kernel cache as a placeholder
     # (newer Tritons put one there; 3.6 does not): remove it, so that its case compiles the kernel itself and
@@ -978,23 +969,6 @@ def _compile_ahead(job: dict, inputs: dict, module, entry, torch, device, *, thr
                     del kernel_cache[key]
     pool.shutdown(wait=False)
     return compiled
-
-
-def _fork_compiles(children: int):
-    """The compile-ahead phase's forked compiles (sandbox/fork_compile.py), or None where they cannot
-    be (no fork_compile next to the harness, not the main thread, Triton's cache not writable, no
-    active driver's target): the phase then compiles in threads."""
-    import threading
-
-    try:
-        import fork_compile  # from the job folder
-        from triton.runtime.driver import driver
-
-        if threading.current_thread() is not threading.main_thread() or not fork_compile.cache_writable():
-            return None
-        return fork_compile.ForkCompiles(children, driver.active.get_current_target())
-    except Exception:  # noqa: BLE001 - only a speed-up: threads do the same work
-        return None
 
 
 def _warm_up(torch, device: str, save) -> None:

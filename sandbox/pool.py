@@ -39,8 +39,7 @@ from sandbox.wire import FrameError, FrameReader
 
 log = logging.getLogger("kernelgrade.sandbox.pool")
 
-HARNESS_FILES = ("harness.py", "wire.py", "exits.py", "shared_triton_cache.py", "gpu_compile.py", "launch_hook.py",
-                 "fork_compile.py")
+HARNESS_FILES = ("harness.py", "wire.py", "exits.py", "shared_triton_cache.py", "gpu_compile.py", "launch_hook.py")
 JOB_PREFIX = "kg-job-"
 NO_FOLDER = "kg-forked-no-folder"  # a forked warm sandbox's job_dir until an attempt takes it: never made
 FORK_RETRY_S = 60.0  # a warm pool whose template could not fork starts fresh sandboxes this long

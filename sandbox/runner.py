@@ -100,14 +100,10 @@ def _signal_name(returncode: int) -> str:
 
 
 COMPILE_AHEAD_ENV = "KERNELGRADE_COMPILE_AHEAD"
-COMPILE_AHEAD_MODE_ENV = "KERNELGRADE_COMPILE_AHEAD_MODE"
-COMPILE_AHEAD_MODES = ("thread", "fork")
 
 
 def compile_ahead_setting() -> CompileAhead | None:
-    """KERNELGRADE_COMPILE_AHEAD: compile threads (default 4); 0 turns the phase off.
-    KERNELGRADE_COMPILE_AHEAD_MODE: `thread` (default) or `fork` (that many forked children at once,
-    sandbox/fork_compile.py; docs/benchmarks.md, 2026-12-06: forks did not beat threads on the CPU)."""
+    """KERNELGRADE_COMPILE_AHEAD: compile threads (default 4); 0 turns the phase off."""
     raw = os.environ.get(COMPILE_AHEAD_ENV, "").strip() or "4"
     try:
         threads = int(raw)
@@ -115,11 +111,7 @@ def compile_ahead_setting() -> CompileAhead | None:
         raise SandboxUnavailable(f"{COMPILE_AHEAD_ENV} must be a number of threads (0: off), not {raw!r}") from None
     if not 0 <= threads <= 16:
         raise SandboxUnavailable(f"{COMPILE_AHEAD_ENV} must be between 0 (off) and 16, not {threads}")
-    mode = os.environ.get(COMPILE_AHEAD_MODE_ENV, "").strip().lower() or "thread"
-    if mode not in COMPILE_AHEAD_MODES:
-        raise SandboxUnavailable(f"{COMPILE_AHEAD_MODE_ENV} must be one of {', '.join(COMPILE_AHEAD_MODES)}, "
-                                 f"not {mode!r}")
-    return CompileAhead(threads=threads, mode=mode) if threads else None
+    return CompileAhead(threads=threads) if threads else None
 
 
 def compile_ahead_for(setting: CompileAhead | None, *, in_flight: int, cpus: int) -> CompileAhead | None:

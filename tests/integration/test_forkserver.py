@@ -42,7 +42,7 @@ def probe_processes():
 
 
 def probe_job_files():
-    return outcome(sorted(os.listdir("/job")) == sorted(["exits.py", "fork_compile.py", "given_check.py", "gpu_compile.py", "harness.py",
+    return outcome(sorted(os.listdir("/job")) == sorted(["exits.py", "given_check.py", "gpu_compile.py", "harness.py",
                                                           "inputs.safetensors", "job.json", "launch_hook.py",
                                                           "shared_triton_cache.py", "submission.py", "wire.py"]))
 

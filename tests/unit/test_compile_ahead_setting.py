@@ -6,7 +6,7 @@ import pytest
 
 from sandbox.backends.base import SandboxUnavailable
 from sandbox.contract import CompileAhead, DeviceMode, Job
-from sandbox.runner import COMPILE_AHEAD_ENV, COMPILE_AHEAD_MODE_ENV, compile_ahead_for, compile_ahead_setting
+from sandbox.runner import COMPILE_AHEAD_ENV, compile_ahead_for, compile_ahead_setting
 
 
 def test_on_with_four_threads_by_default(monkeypatch):
@@ -31,32 +31,10 @@ def test_a_bad_value_names_the_variable(monkeypatch, value):
     assert "\n" not in str(raised.value)
 
 
-@pytest.mark.parametrize("value, mode", [(None, "thread"), (" ", "thread"), ("thread", "thread"), ("fork", "fork"),
-                                         (" Fork ", "fork")])
-def test_the_mode_is_threads_unless_fork_is_asked(monkeypatch, value, mode):
-    monkeypatch.setenv(COMPILE_AHEAD_ENV, "3")
-    if value is None:
-        monkeypatch.delenv(COMPILE_AHEAD_MODE_ENV, raising=False)
-    else:
-        monkeypatch.setenv(COMPILE_AHEAD_MODE_ENV, value)
-    assert compile_ahead_setting() == CompileAhead(threads=3, mode=mode)
-    assert compile_ahead_for(compile_ahead_setting(), in_flight=1, cpus=16) == CompileAhead(threads=3, mode=mode)
-
-
-@pytest.mark.parametrize("value", ["forks", "process", "1"])
-def test_a_bad_mode_names_the_variable(monkeypatch, value):
-    monkeypatch.setenv(COMPILE_AHEAD_MODE_ENV, value)
-    with pytest.raises(SandboxUnavailable, match=COMPILE_AHEAD_MODE_ENV) as raised:
-        compile_ahead_setting()
-    assert "\n" not in str(raised.value)
-
-
 def test_the_job_carries_it_and_an_old_job_has_none():
     job = Job(mode=DeviceMode.gpu, entry_point="f", run_given_check=False, given_seed=0, cases=[],
               compile_ahead=CompileAhead(threads=2))
     assert Job.model_validate_json(job.model_dump_json()).compile_ahead == CompileAhead(threads=2, wait_s=10.0)
-    forked = job.model_copy(update={"compile_ahead": CompileAhead(threads=2, mode="fork")})
-    assert Job.model_validate_json(forked.model_dump_json()).compile_ahead.mode == "fork"
     assert Job(mode=DeviceMode.gpu, entry_point="f", run_given_check=False, given_seed=0, cases=[]).compile_ahead is None
     with pytest.raises(ValueError):
         CompileAhead(threads=0)
