@@ -1013,6 +1013,28 @@ def _apart_from(question: Question, text: str, spans: list[tuple[int, int]], ind
     return max_points * min(1.0, max(0.0, (share - SHARE_FLOOR) / (SHARE_FULL - SHARE_FLOOR)))
 
 
+# A misconception answer whose sentences stating no misconception name at least this share of the concepts
+# (by weight) keeps at least the smallest unit (half a point), as MIN_CREDIT gives a clean correct fragment:
+# readers credit the right part told beside one wrong claim ("the first blank sums the squares…, the second
+# zeroes both buffers because atomic_add adds on top; for the last I used N − 1 because N underestimates" is
+# 0.5 of 1 for both readers), where MISCONCEPTION_KEEP of that part's points rounds to 0 unless the part alone
+# would earn nearly full points (a quarter of 1.0 is the first to round up to 0.5). An answer with two
+# misconceptions gets no floor (both parts of a two-part question wrong: "nothing creditable"). None: off.
+MISCONCEPTION_MIN_CREDIT: float | None = 1 / 3
+
+
+def _right_part_beside(question: Question, spans: list[tuple[int, int]], matches: dict[str, list[_Match]],
+                       stated_at: list[int], misconceptions: list[dict]) -> bool:
+    """Whether a misconception answer's other sentences state MISCONCEPTION_MIN_CREDIT of the concepts."""
+    if MISCONCEPTION_MIN_CREDIT is None or len({m["misconception"] for m in misconceptions}) != 1:
+        return False
+    wrong = {_sentence_of(spans, at) for at in stated_at}
+    apart = {cid for cid, ms in matches.items() if any(m.sentence not in wrong for m in ms)}
+    total_weight = sum(c.weight for c in question.concepts)
+    return bool(total_weight) and sum(c.weight for c in question.concepts
+                                      if c.id in apart) / total_weight >= MISCONCEPTION_MIN_CREDIT - 1e-9
+
+
 # A comparison written with its operands swapped is the same comparison (honest probes, 2026-12-04:
 # "空2 N > cols，只让前 N 个 lane 读内存" missed the concept `cols < N` and its explanation scored 0 of 1):
 # the rubric's patterns (concepts and misconceptions) are also matched against the answer with every
@@ -1189,6 +1211,9 @@ def _score_answer(question: Question, text: _Text, max_points: float,
     if copies:  # mostly the reference's or the course's words: a TA looks; the points stand
         flags.append(COPIED_TEXT)
     points = max(0.0, min(max_points, math.floor(raw * 2 + 0.5) / 2))  # nearest half point, halves up
+    if points == 0 and misconceptions and not stuffed and _right_part_beside(question, spans, matches, stated_at,
+                                                                            misconceptions):
+        points = min(max_points, 0.5)
     if points == 0 and MIN_CREDIT is not None and concept_share >= MIN_CREDIT and not stuffed \
             and not misconceptions and not suspected and not denied:
         points = min(max_points, 0.5)
