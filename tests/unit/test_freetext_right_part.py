@@ -58,3 +58,43 @@ def test_two_misconceptions_keep_nothing():
                      "The old sum must be multiplied by exp(m_new - m_old) so that it grows with the new max. "
                      "Padding can be read as 0: those lanes are never stored, so it does not matter.")
     assert result.points == 0.0 and len(_wrong(result)) == 2, (result.points, _wrong(result))
+
+
+# fused_mean_var_atomic: the right part in words its patterns lacked.
+RIGHT_PART_PHRASINGS = [
+    ("q1", "host_combine", "Σx and Σx² are linear, so they are what the programs atomic_add; the variance is computed "
+                           "afterwards from the two sums."),
+    ("q1", "host_combine", "kernel 里只累加 Σx 和 Σx²，等所有 program 都加完之后再算方差。"),
+    ("explanation", "accumulates", "The second blank zeroes sums and sumsqs, because atomic_add adds its value on top of "
+                                   "whatever the buffer holds."),
+    ("explanation", "accumulates", "第二个空清零两个缓冲区：atomic_add 是在缓冲区原来的数的基础上累加的。"),
+    ("q2", "zero_each_launch", "第二次调用会把上一次的和也加进去，所以每次 launch 之前都要把 sums 和 sumsqs 清零。"),
+    ("q2", "both_buffers", "两次调用之间得把 sums 与 sumsqs 一起清零，不然上次的和还留在里面。"),
+]
+
+
+@pytest.mark.parametrize(("question", "concept", "answer"), RIGHT_PART_PHRASINGS)
+def test_the_right_part_is_read_in_these_words(question, concept, answer):
+    assert concept in _concepts(_scored("fused_mean_var_atomic", question, answer))
+
+
+ORDER_BLAMED = [
+    "方差不能 atomic_add：每块先算方差再 atomic_add 的话，执行顺序一变，结果就跟着变。",
+    "If the programs atomic_add their variances, the variances land in a different order on every run and you get a "
+    "different result each time.",
+]
+ORDER_CLEARED = [
+    "方差不是线性的。顺序变了结果也不变，加法与顺序无关，问题在于各块均值不同。",
+    "Adding the variances in a different order gives the same total; the trouble is that each chunk's variance is "
+    "about its own mean.",
+]
+
+
+@pytest.mark.parametrize("answer", ORDER_BLAMED)
+def test_variances_said_to_change_with_the_order_are_flagged(answer):
+    assert "order_blamed_for_variances" in _wrong(_scored("fused_mean_var_atomic", "q1", answer))
+
+
+@pytest.mark.parametrize("answer", ORDER_CLEARED)
+def test_an_order_said_not_to_change_the_result_is_not_blamed(answer):
+    assert "order_blamed_for_variances" not in _wrong(_scored("fused_mean_var_atomic", "q1", answer))
