@@ -1973,7 +1973,7 @@ def _misconceptions(question: Question, text: str, spans: list[tuple[int, int]],
 CLAUSE_TERMS = True
 _CLAUSE_SPLIT = re.compile(r"[,，;；。！？!?:：\n]|\.(?=\s|$)|但是?|却|而是|其实|实际上|不过|"
                            r"\b(but|however|instead|whereas|although|though|actually|rather)\b", re.IGNORECASE)
-_CLAUSE_DENIES = re.compile(r"不(?!同|断|少|仅|只|止|管|论|光|一样|久)|没|(?<!区)别(?!的)|非(?!常)|无法|未|"
+_CLAUSE_DENIES = re.compile(r"不(?!同|断|少|仅|只|止|管|论|光|一样|久)|没|(?<!区)别(?!的)|非(?!常|法)|无法|未|"
                             r"n't|\b(not|never|no|cannot|wrong|incorrect|unless|if|mistak\w*|misconception|fails?)\b|"
                             r"错|≠|!=|以为|如果|若|假如|要是|倘若|直觉上|乍一看|"
                             # a belief told as past or as someone's: "I first thought you could average them"

@@ -98,3 +98,25 @@ def test_variances_said_to_change_with_the_order_are_flagged(answer):
 @pytest.mark.parametrize("answer", ORDER_CLEARED)
 def test_an_order_said_not_to_change_the_result_is_not_blamed(answer):
     assert "order_blamed_for_variances" not in _wrong(_scored("fused_mean_var_atomic", "q1", answer))
+
+
+# weighted_sum_fwd_bwd overrun_faults: the overrun said as "past D", and 非法 ("illegal") negates nothing.
+OVERRUN_CRASHES = [
+    "With boundary_check=(0,) only, the columns past D are an illegal memory access, so the kernel crashes.",
+    "只检查第 0 维的话，超出 D 的列会非法访问内存，kernel 直接崩溃。",
+]
+OVERRUN_READS_ON = [
+    "Without checking dim 1 the columns past D read the next row's values; nothing crashes, the zero-padded weight "
+    "hides it.",
+    "不检查第 1 维时，超出 D 的列读到的是下一行的数据，不会非法访问内存，只是被补 0 的权重掩盖了。",
+]
+
+
+@pytest.mark.parametrize("answer", OVERRUN_CRASHES)
+def test_columns_past_d_said_to_crash_are_flagged(answer):
+    assert "overrun_faults" in _wrong(_scored("weighted_sum_fwd_bwd", "q1", answer))
+
+
+@pytest.mark.parametrize("answer", OVERRUN_READS_ON)
+def test_columns_past_d_said_to_read_the_next_row_are_not_flagged(answer):
+    assert _wrong(_scored("weighted_sum_fwd_bwd", "q1", answer)) == []
