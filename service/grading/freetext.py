@@ -1738,7 +1738,19 @@ def _fails_after(text: str, end: int, spans: list[tuple[int, int]], start: int |
         failure = _CHOICE_FAILS.search(text, start, stop.start() if stop else max(far, end))
         if failure is not None and failure.start() > end + FAILS_AFTER_REACH:
             failure = None
-    return failure is not None and not _FAILS_NEGATED.search(text[max(start, failure.start() - 8):failure.start()])
+    return failure is not None and not _FAILS_NEGATED.search(text[max(start, failure.start() - 8):failure.start()]) \
+        and not (REASON_NOT_FAILURE and _REASON.search(text, start, failure.start()))
+
+
+# A failure told after a reason word that names another choice is what that alternative would do, the reason
+# for the choice, not its own failure: "第三个空除以 N − 1，因为样本方差要无偏，除以 N 会偏小", "I divide by N - 1
+# because dividing by N underestimates the variance" state Bessel's correction (both went unflagged, the failure
+# read as the statement refuted), where "dividing by N - 1 overestimates it" and "不能写 BLOCK，因为均值会偏小"
+# (no other choice named after the reason) still refute it. Off: any failure after it.
+REASON_NOT_FAILURE = True
+_REASON = re.compile(r"(因为|由于|\b(because|since)\b)[^。;；\n]{0,30}?"
+                     r"(除以|(?<![作有费信])用|(?<![读获提选])填|(?<![读获提选])取|换成|\b(divid\w*|using|uses?|pad\w*|fill\w*) )",
+                     re.IGNORECASE)
 
 
 _CLAUSE_STOP = re.compile(r"[;；。]|\b(but|however)\b|但是?|可是|不过")

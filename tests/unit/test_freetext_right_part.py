@@ -120,3 +120,30 @@ def test_columns_past_d_said_to_crash_are_flagged(answer):
 @pytest.mark.parametrize("answer", OVERRUN_READS_ON)
 def test_columns_past_d_said_to_read_the_next_row_are_not_flagged(answer):
     assert _wrong(_scored("weighted_sum_fwd_bwd", "q1", answer)) == []
+
+
+# REASON_NOT_FAILURE: a failure after "because" that names another choice is the reason for this one.
+BESSEL_WITH_ITS_REASON = [
+    "第三个空我除以 N − 1，因为样本方差要做无偏估计，除以 N 会偏小。",
+    "The host divides by N - 1 because dividing by N underestimates the variance.",
+]
+
+
+@pytest.mark.parametrize("answer", BESSEL_WITH_ITS_REASON)
+def test_a_choice_argued_by_its_alternatives_failure_is_stated(answer, monkeypatch):
+    assert _wrong(_scored("fused_mean_var_atomic", "explanation", answer)) == ["bessel"]
+    monkeypatch.setattr(freetext, "REASON_NOT_FAILURE", False)  # the failure read as the choice refuted
+    assert _wrong(_scored("fused_mean_var_atomic", "explanation", answer)) == []
+
+
+@pytest.mark.parametrize("answer", [
+    "The host divides by N; dividing by N - 1 would overestimate the population variance.",
+    "分母用 N，除以 N − 1 会偏大，题目要的是总体方差。",
+])
+def test_a_choice_followed_by_its_own_failure_is_refuted(answer):
+    assert _wrong(_scored("fused_mean_var_atomic", "explanation", answer)) == []
+
+
+def test_a_prohibition_with_its_failure_after_because_is_not_stated():
+    result = _scored("welford_merge", "q3", "n_b 不能直接写 BLOCK，因为最后一块的均值会偏小；要数有效元素 N − start。")
+    assert "block_count" not in _wrong(result), _wrong(result)
