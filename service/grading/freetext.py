@@ -1749,7 +1749,8 @@ def _fails_after(text: str, end: int, spans: list[tuple[int, int]], start: int |
 # (no other choice named after the reason) still refute it. Off: any failure after it.
 REASON_NOT_FAILURE = True
 _REASON = re.compile(r"(因为|由于|\b(because|since)\b)[^。;；\n]{0,30}?"
-                     r"(除以|(?<![作有费信])用|(?<![读获提选])填|(?<![读获提选])取|换成|\b(divid\w*|using|uses?|pad\w*|fill\w*) )",
+                     r"(除以|(?<![作有费信])用|(?<![读获提选])填|(?<![读获提选])取|换成|"
+                     r"\b(divid\w*|using|uses?|pad\w*|fill\w*) )",
                      re.IGNORECASE)
 
 
