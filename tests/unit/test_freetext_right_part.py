@@ -147,3 +147,22 @@ def test_a_choice_followed_by_its_own_failure_is_refuted(answer):
 def test_a_prohibition_with_its_failure_after_because_is_not_stated():
     result = _scored("welford_merge", "q3", "n_b 不能直接写 BLOCK，因为最后一块的均值会偏小；要数有效元素 N − start。")
     assert "block_count" not in _wrong(result), _wrong(result)
+
+
+# puzzle_outer_add load_mask_enough: "the store needs no mask" said with masked loads; its correction is not it.
+@pytest.mark.parametrize("answer", [
+    "2D grid from two program ids, x[None, :] + y[:, None] broadcast, address offs_y * N0 + offs_x. Since the loads "
+    "are masked, the store needs no mask.",
+    "load 都带了 mask，所以 store 不必再加 mask。",
+])
+def test_masked_loads_said_to_spare_the_store_mask_are_flagged(answer):
+    assert "load_mask_enough" in _wrong(_scored("puzzle_outer_add", "explanation", answer))
+
+
+@pytest.mark.parametrize("answer", [
+    "Masking the loads does not make the store safe: without a store mask the lanes past N0 are written into the "
+    "next row.",
+    "load 带了 mask 也不能让 store 安全：越界的 lane 还是 x + 0，会写到下一行。",
+])
+def test_masked_loads_said_not_to_cover_the_store_are_not_flagged(answer):
+    assert _wrong(_scored("puzzle_outer_add", "explanation", answer)) == []

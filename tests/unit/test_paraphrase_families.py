@@ -1017,7 +1017,6 @@ GAPS = GAPS | {
     'number of iterations: T // B1',
     'past the end of the row you get whatever junk is in memory',
     'NaNs are left out of tl.sum',
-    'x 和 y 读的时候都 mask 了，z 写的时候就不必再 mask',
     'Masking the two loads suffices; z can be written unmasked.',
     '超出 z 范围的写会被 GPU 自动丢掉',
     'padding_option zero alone makes the out-of-range columns 0.',
