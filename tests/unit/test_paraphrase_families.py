@@ -1017,7 +1017,6 @@ GAPS = GAPS | {
     'number of iterations: T // B1',
     'past the end of the row you get whatever junk is in memory',
     'NaNs are left out of tl.sum',
-    'Masking the two loads suffices; z can be written unmasked.',
     '超出 z 范围的写会被 GPU 自动丢掉',
     'padding_option zero alone makes the out-of-range columns 0.',
     '方差合并出错，是因为 atomic_add 有竞态',
