@@ -1699,7 +1699,8 @@ _FAILS = re.compile(r"偏小|偏大|出错|会错|就错|错了|漏掉|漏了|�
                     r"\b((drops?|miss(es)?|loses?|omits?|leaves? out) (the |a )?[\w-]+ "
                     r"(term|part|contribution|component)|"
                     r"underestimat\w*|overestimat\w*|fail(s|ed)\b|"
-                    r"(is|are|comes? out|ends? up) (too|much too) (small|large|big|low|high))\b")
+                    r"(is|are|comes? out|ends? up) (too|much too) (small|large|big|low|high)|"
+                    r"(makes?|making|made) (it|them|the (\w+ )?\w+) (too|much too) (small|large|big|low|high))\b")
 # A wrong choice's consequence told after an arrow or a consequence word, in the clause that states the choice
 # (FAILS_CONSEQUENCE, branch `ordered`): a result changed to a value, or something added or polluted ("最大值填 0 →
 # 全负行最大值成 0", "求和填 1 → 每个 padding 多加 1", "max pads with 0 → an all-negative row's max becomes 0") is the
@@ -2016,10 +2017,26 @@ def _said_in_a_clause(wrong: Misconception, text: str, spans: list[tuple[int, in
                 continue
             start = a + len(clause) - len(clause.lstrip())
             if _reported(text, start, b, spans) or _refuted(text, b, spans) \
-                    or (not wrong.mechanism and _fails_after(text, b, spans, start=start)):
+                    or (not wrong.mechanism and _fails_after(text, b, spans, start=_told_from(terms, clause, a, start))):
                 continue
             return start, b
     return None
+
+
+# A clause's failure is what its statement causes only where it follows the statement: from where the last of the
+# rule's terms begins. Before it, the failure is the premise the statement answers ("the old sum is too small
+# compared to them and has to be scaled up by exp(m_new − m_old)" states rescale_inverted, and was read as
+# refuted by its own "is too small"). Off: from the clause's start.
+FAILURE_AFTER_TERMS = True
+
+
+def _told_from(terms: Sequence[re.Pattern[str]], clause: str, a: int, start: int) -> int:
+    """Where a clause (at `a` in the answer) has said every term of its rule: the start of the last term's first
+    match (FAILURE_AFTER_TERMS), else `start`."""
+    if not FAILURE_AFTER_TERMS:
+        return start
+    firsts = [m.start() for p in terms if (m := p.search(clause))]
+    return max(start, a + max(firsts)) if firsts else start
 
 
 # A concept stated as false is not stated (probe sweep: "it is not the identity, the padding does not

@@ -166,3 +166,17 @@ def test_masked_loads_said_to_spare_the_store_mask_are_flagged(answer):
 ])
 def test_masked_loads_said_not_to_cover_the_store_are_not_flagged(answer):
     assert _wrong(_scored("puzzle_outer_add", "explanation", answer)) == []
+
+
+# FAILURE_AFTER_TERMS: a failure before a clause's statement is its premise, not its refutation.
+def test_a_failure_told_before_the_statement_does_not_refute_it(monkeypatch):
+    answer = ("Once a bigger max shows up, the old sum is too small next to the new terms and has to be scaled up "
+              "by exp(m_new - m_old).")
+    assert "rescale_inverted" in _wrong(_scored("puzzle_long_softmax", "q1", answer))
+    monkeypatch.setattr(freetext, "FAILURE_AFTER_TERMS", False)  # "is too small" read as the statement's failure
+    assert "rescale_inverted" not in _wrong(_scored("puzzle_long_softmax", "q1", answer))
+
+
+def test_a_failure_told_after_the_statement_still_refutes_it():
+    answer = "Multiplying the old sum by exp(m_new - m_old) would make it too large; the factor is exp(m_old - m_new)."
+    assert "rescale_inverted" not in _wrong(_scored("puzzle_long_softmax", "q1", answer))

@@ -1007,7 +1007,6 @@ GAPS = GAPS | {
     'padding 的 0 在第一次求和里不影响，减去均值后就不再是 0 了。',
     '我原以为最后一块不用 mask，其实会把下一行的数加进来',
     "The partial buffer costs memory; it exists because programs can't sum across row tiles.",
-    'the one-pass formula fails because 1e8 overflows fp32',
     'mask 加在 load 上、越界补 0，这一步就已经保证方差是对的',
     'The zero fill from the masked load is all the protection the variance needs.',
     '只需要 load 的 other=0.0，方差那步什么都不用加',
@@ -1019,7 +1018,6 @@ GAPS = GAPS | {
     'NaNs are left out of tl.sum',
     '超出 z 范围的写会被 GPU 自动丢掉',
     'padding_option zero alone makes the out-of-range columns 0.',
-    '方差合并出错，是因为 atomic_add 有竞态',
 }
 
 
