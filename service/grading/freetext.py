@@ -2016,8 +2016,9 @@ def _said_in_a_clause(wrong: Misconception, text: str, spans: list[tuple[int, in
             if not rule.negated and _CLAUSE_DENIES.search(clause):
                 continue
             start = a + len(clause) - len(clause.lstrip())
+            told = _told_from(terms, clause, a, start)
             if _reported(text, start, b, spans) or _refuted(text, b, spans) \
-                    or (not wrong.mechanism and _fails_after(text, b, spans, start=_told_from(terms, clause, a, start))):
+                    or (not wrong.mechanism and _fails_after(text, b, spans, start=told)):
                 continue
             return start, b
     return None
