@@ -180,3 +180,33 @@ def test_a_failure_told_before_the_statement_does_not_refute_it(monkeypatch):
 def test_a_failure_told_after_the_statement_still_refutes_it():
     answer = "Multiplying the old sum by exp(m_new - m_old) would make it too large; the factor is exp(m_old - m_new)."
     assert "rescale_inverted" not in _wrong(_scored("puzzle_long_softmax", "q1", answer))
+
+
+# Misconceptions told with the names of the code: lanes named by their mask value, the weight written n_b first.
+@pytest.mark.parametrize(("exercise", "answer"), [
+    ("lesson06_mean_var", "填 mask。tl.sum 会自动跳过 mask=False 的 lane，所以 padding 不会进方差。"),
+    ("lesson05_row_sum", "The sum ignores the lanes where mask == 0, so other can be anything."),
+])
+def test_a_sum_said_to_skip_the_lanes_by_their_mask_value_is_flagged(exercise, answer):
+    assert "sum_skips_masked" in _wrong(_scored(exercise, "explanation", answer))
+
+
+@pytest.mark.parametrize("exercise", ["lesson06_mean_var", "lesson05_row_sum"])
+@pytest.mark.parametrize("answer", ["tl.sum 不会跳过 mask=False 的 lane，每个 lane 都会被加进去。",
+                                    "tl.sum does not skip lanes where mask is False; every lane is added."])
+def test_a_sum_said_not_to_skip_them_is_not_flagged(exercise, answer):
+    assert "sum_skips_masked" not in _wrong(_scored(exercise, "explanation", answer))
+
+
+def test_a_merge_weighted_by_n_b_first_is_flagged():
+    answer = "M2_b 是相对 mean_b 算的，合并时 Chan 要加 n_b·delta²，每个新元素一个 delta²。"
+    result = _scored("welford_merge", "q2", answer)
+    assert "wrong_weight" in _wrong(result) and "own_mean" in _concepts(result), (_wrong(result), _concepts(result))
+
+
+@pytest.mark.parametrize("answer", [
+    "The correction is delta² * n_a * n_b / (n_a + n_b); without it the variance is too small.",
+    "M2 = M2_a + M2_b + n_a*n_b*delta2/(n_a+n_b)",
+])
+def test_the_right_weight_is_not_flagged(answer):
+    assert "wrong_weight" not in _wrong(_scored("welford_merge", "q2", answer))
