@@ -1653,11 +1653,22 @@ def _phrasings(question: Question, concept: Concept) -> list[similarity.Phrasing
 # "computing the variance in the kernel and atomic-adding it is wrong" (a correct answer refuting the
 # misconception in its own words). Off, such a match states the misconception.
 REFUTED_AFTER = True
-_REFUTED = re.compile(r"[\s,]*(这样|这么做|这|那|that|this|which)?\s*"
+# A statement whose result the next words deny is refuted too: "把各块方差相加，加出来的不是整行方差". Off: only
+# a statement called wrong, or too little.
+RESULT_DENIED = True
+_REFUTED = re.compile(r"[\s,，]*(这样|这么做|这|那|that|this|which)?\s*"
                       r"(其实|实际上|显然|当然|就|也|都|would be|is|are)?\s*(是)?\s*"
                       r"(错的|错误的|不对|不正确|行不通|\bwrong\b|\bincorrect\b|not correct|not right|a mistake|"
                       # called too little: "只在分配时清零一次不够", "zeroing once is not enough"
-                      r"(还|是|并|远远)?不够|不足以|(is|are)(n't| not) (enough|sufficient)|insufficient)")
+                      r"(还|是|并|远远)?不够|不足以|(is|are)(n't| not) (enough|sufficient)|insufficient)"
+                      # its result denied (RESULT_DENIED): "把各块方差相加，加出来的不是整行方差", "adding the chunk
+                      # variances, you do not get the row's variance" (right answers, flagged add_variances)
+                      + (r"|[\s,，]*((加|算|合|求|得)出来的\s*(结果|值|数)?\s*(并|却)?\s*(不是|不等于|≠)|"
+                         r"得到的\s*(结果|值)?\s*(并|却)?\s*(不是|不等于)|"
+                         r"(you |it |that |this |which |they )?(do not|don't|does not|doesn't|won't|will not|wouldn't|"
+                         r"would not|cannot|can't|never) (get|give|yield|produce|equal)s? (you )?(the )?"
+                         r"(right|correct|true|real|actual|whole|row's|overall|total|combined|merged)\b)"
+                         if RESULT_DENIED else ""))
 
 
 def _refuted(text: str, end: int, spans: list[tuple[int, int]], start: int | None = None) -> bool:

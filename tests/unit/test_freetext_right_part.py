@@ -210,3 +210,17 @@ def test_a_merge_weighted_by_n_b_first_is_flagged():
 ])
 def test_the_right_weight_is_not_flagged(answer):
     assert "wrong_weight" not in _wrong(_scored("welford_merge", "q2", answer))
+
+
+# RESULT_DENIED: a statement whose result the next words deny is refuted, not stated.
+@pytest.mark.parametrize("answer", [
+    "把各块方差相加，加出来的不是整行方差：缺块间项。",
+    "Adding the chunk variances, you do not get the row's variance: the between-chunk term is missing.",
+])
+def test_a_statement_whose_result_is_denied_is_not_stated(answer):
+    assert _wrong(_scored("fused_mean_var_atomic", "q1", answer)) == []
+
+
+def test_a_statement_whose_result_is_affirmed_is_stated():
+    answer = "每个 program 算自己的方差然后 atomic_add 到一起，就是整行的方差。"
+    assert "add_variances" in _wrong(_scored("fused_mean_var_atomic", "q1", answer))
