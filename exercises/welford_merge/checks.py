@@ -162,11 +162,40 @@ def _refuted(evidence: list[kit.CaseEvidence]) -> set[str]:
     return out
 
 
+def _contradicted(evidence: list[kit.CaseEvidence]) -> set[str]:
+    """The catalogue's mistakes (_CANDIDATES) a failed case contradicts: the mistake changes that case's
+    outputs, and they miss its replay by ten times the exercise's declared tolerances or more (as
+    _refuted holds a passed case to; the match itself is tighter, and a kernel's own float32 rounding can
+    leave a large-mean case outside it, as the catalogue's wrong.delta_weight_no_division on
+    probe.large_mean). A mistake is one kernel's behaviour on every input: Welford's one-element
+    correction delta * (mean_b - mean_new) applied to a chunk is the right term over n_b, within the
+    match's slack of "no correction" where BLOCK = 128 (regular.n1000), 72 tolerances from it on
+    probe.chunk_steps; "the correction term missing" was named on the first cases alone (seventh probe
+    batch, wf7.wrong.per_element_welford_correction)."""
+    out = set()
+    for ev in evidence:
+        outputs = None if ev.passed else kit.outputs(ev, "mean", "var")
+        if outputs is None:
+            continue
+        (mean_obs, var_obs), (mean_true, var_true) = outputs
+        if not (np.all(np.isfinite(mean_obs)) and np.all(np.isfinite(var_obs))):
+            continue
+        block = int(ev.case.kwargs.get("block", DEFAULT_BLOCK))
+        for name, switches in _CANDIDATES.items():
+            mean_pred, var_pred = _merge(ev.inputs, block, **switches)
+            if not _unchanged(mean_pred, var_pred, mean_true, var_true) and \
+                    (kit.off_by_tolerances(ev, "mean", mean_pred, mean_obs, 10)
+                     or kit.off_by_tolerances(ev, "var", var_pred, var_obs, 10)):
+                out.add(name)
+    return out
+
+
 def _classify(ev: kit.CaseEvidence, *, block_count_refuted: bool = False,
               refuted: frozenset[str] = frozenset()) -> Iterator[kit.Found]:
     """One failed case's finding. `block_count_refuted`: a contiguous case with a partial last
     chunk passed, so "every chunk counted as BLOCK" is not the bug (it would have failed there).
-    `refuted`: the across candidates a passed case rules out."""
+    `refuted`: the across candidates a passed case rules out, and the catalogue's mistakes a failed
+    case contradicts (_contradicted)."""
     outputs = kit.outputs(ev, "mean", "var")
     if outputs is None:
         return
@@ -199,6 +228,8 @@ def _classify(ev: kit.CaseEvidence, *, block_count_refuted: bool = False,
                                             "mean_pred": float(mean_pred[row]), "var_pred": float(var_pred[row])}
             return
     for name, switches in _CANDIDATES.items():
+        if name in refuted:
+            continue
         mean_pred, var_pred = _merge(x, block, **switches)
         if _unchanged(mean_pred, var_pred, mean_true, var_true):
             continue
@@ -268,7 +299,7 @@ def diagnose(evidence: list[kit.CaseEvidence]) -> list[kit.Finding]:
     reaches past the last chunk, counting to the stride and counting BLOCK give the same numbers)."""
     block_refuted = any(ev.passed and ev.case.stride is None
                         and ev.case.cols % int(ev.case.kwargs.get("block", DEFAULT_BLOCK)) for ev in evidence)
-    refuted = frozenset(_refuted(evidence))
+    refuted = frozenset(_refuted(evidence) | _contradicted(evidence))
     return kit.report(kit.collect(evidence, lambda ev: _classify(ev, block_count_refuted=block_refuted,
                                                                  refuted=refuted),
                                   across=_across, causes=tuple(_ACROSS_CANDIDATES)), _words)
