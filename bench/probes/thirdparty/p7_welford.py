@@ -39,5 +39,5 @@ PROBES = [
      "edits": [{"old": C, "new": "m2 = m2 + m2_b + delta * (mean_b - mean)"}],
      "expect": {"code_points": 0, "not_diagnosed": ["delta_term_missing"]},
      "judged": "wrong wherever a row has two chunks or more (the correction n_b times too small): every multi-chunk "
-               "case, the given check among them; only one-chunk rows (regular.one_chunk, n1, short_row) pass. Not 'the correction term missing': there is one, n_b times too small (at main named on regular.n1000 and n2048, where 1/128 of the term is within the match's slack, while regular.n256 (1/64) contradicts it)"},
+               "case, the given check among them; only one-chunk rows (regular.one_chunk, n1, short_row) pass. Not 'the correction term missing': there is one, n_b times too small (at main named on regular.n1000 and n2048, where 1/128 of the term is within the match's slack, while probe.chunk_steps, 72 tolerances from it, contradicts it; unexplained now)"},
 ]
