@@ -26,7 +26,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -61,6 +61,7 @@ from sandbox.text import clean_text, hello_environment
 from sandbox.wire import FrameError
 
 log = logging.getLogger("kernelgrade.sandbox.runner")
+_LOG = log  # for _attempt, whose `log` is the sandbox's own
 
 
 def remove_stale_jobs(work_root: Path | None = None) -> int:
@@ -210,13 +211,17 @@ class SandboxRunner:
         speed: SpeedJob | None = None,
         deterministic: bool = False,
         detach_speed: bool = False,
+        meanwhile: Callable[[], None] | None = None,
     ) -> RunResult:
         """`speed` (GPU): after the cases, time the entry point on one large input; asked again of a
         fresh sandbox only while it has not come back (a crash or timeout in it is its result).
         `deterministic` (a program whose every run is the same, such as whitelisted fills): the
         first timeout ends the run, since a fresh sandbox would only spend the same time again.
         `detach_speed`: return as soon as the sandbox starts its speed phase, every case result in
-        hand; the phase goes on in `result.speed_pending` (sandbox/speed_phase.py)."""
+        hand; the phase goes on in `result.speed_pending` (sandbox/speed_phase.py). `meanwhile`: the
+        caller's own work, done once in this thread as soon as the first sandbox has its job (it runs while
+        the sandbox does; its frames wait in the pipe): the grader's written answers. What it raises is
+        logged, never the run's."""
         result = RunResult(backend=self.backend.name, mode=mode)
         started = time.monotonic()
         try:
@@ -264,7 +269,8 @@ class SandboxRunner:
                           cases=pending, speed=speed if result.speed is None else None, compile_ahead=ahead,
                           inline_asm=inline_asm)
                 done_ids = self._attempt(job_root, files, job, result, device_index=device_index,
-                                         run_deadline=run_deadline, inputs=sizes, detach_speed=detach_speed)
+                                         run_deadline=run_deadline, inputs=sizes, detach_speed=detach_speed,
+                                         meanwhile=meanwhile if result.attempts == 0 else None)
                 # An attempt that ended before the given check came back (a hang or a crash while
                 # the program loaded or compiled ahead) leaves it to the next one, as it leaves its cases.
                 run_given = run_given and result.given is None
@@ -371,7 +377,8 @@ class SandboxRunner:
             return self.forks.get(key)
 
     def _attempt(self, job_root: Path, files: list[str], job: Job, result: RunResult, *, device_index: int,
-                 run_deadline: float, inputs: dict[str, int], detach_speed: bool = False) -> set[str]:
+                 run_deadline: float, inputs: dict[str, int], detach_speed: bool = False,
+                 meanwhile: Callable[[], None] | None = None) -> set[str]:
         """One sandbox process. Returns the ids of cases that are settled (passed, failed, crashed)."""
         limits = self.limits
         result.attempts += 1
@@ -382,6 +389,12 @@ class SandboxRunner:
             result.infra_error = f"could not start the sandbox ({self.backend.name}): {exc}"
             return set()
         mark = _lap(result.phases, "handover", attempt_started)  # the time split (RunResult.phases)
+        if meanwhile is not None:  # the sandbox has its job: the caller's own work overlaps it
+            try:
+                meanwhile()
+            except Exception:  # noqa: BLE001 - the caller's, not the run's: it does it again later
+                _LOG.exception("the caller's work during the run failed")  # (`log` is the sandbox's here)
+            mark = _lap(result.phases, "meanwhile", mark)
         began = finished = False  # a phase frame came / the `done` frame came
         # A compile run (a writable cache mount: compile_warm.py) lets its harness end by itself.
         mount = getattr(self.backend, "triton_cache", None)

@@ -158,8 +158,10 @@ def name_input(name: str) -> np.ndarray:
     return np.frombuffer(name.encode(), dtype=np.uint8).copy()
 
 
-def run_probes(runner: SandboxRunner, body: str, names: list[str]) -> tuple[RunResult, dict[str, CaseRun]]:
-    """Run `PROBE_PRELUDE + body` with one case per name (each calls `probe_<name>()`)."""
+def run_probes(runner: SandboxRunner, body: str, names: list[str], *,
+               meanwhile: Callable[[], None] | None = None) -> tuple[RunResult, dict[str, CaseRun]]:
+    """Run `PROBE_PRELUDE + body` with one case per name (each calls `probe_<name>()`); `meanwhile`: as
+    SandboxRunner.run's."""
     result = runner.run(
         program=PROBE_PRELUDE + body,
         given_check=None,
@@ -168,6 +170,7 @@ def run_probes(runner: SandboxRunner, body: str, names: list[str]) -> tuple[RunR
         cases=[CaseJob(id=name, args=[TensorArg(key=name)], outputs=["out"]) for name in names],
         inputs={name: name_input(name) for name in names},
         mode=DeviceMode.interpreter,
+        meanwhile=meanwhile,
     )
     assert result.infra_error is None, f"the sandbox itself failed: {result.infra_error}"
     cases = {case.id: case for case in result.cases}

@@ -6,6 +6,7 @@ run is run.py, case comparison cases.py; the grader is wired from settings in se
 """
 from __future__ import annotations
 
+import functools
 import logging
 import secrets
 import threading
@@ -235,7 +236,7 @@ class Grader:
         return run_program(runner or self.runner, step.exercise, step.program, step.arrays, mode=self.mode,
                            device_index=self.device_index if device_index is None else device_index,
                            cases=step.cases, language=step.language, detach_speed=True,
-                           cpu_timer=self.cpu_speed_timer, with_speed=step.with_speed)
+                           cpu_timer=self.cpu_speed_timer, with_speed=step.with_speed, meanwhile=step.meanwhile)
 
     def wait_step(self, step: ParkStep) -> None:
         """Block this thread until the claim `step` waits on is gone (or its lifetime passed)."""
@@ -314,8 +315,7 @@ class Grader:
         performance: Performance | None = None  # exercises with `speed:` only
         environment = self._environment(None)
         text_scores: dict[str, TextScore] = {}  # the written answers' scores, said again in the other language
-        answers_ahead: threading.Thread | None = None  # scoring them while a new program runs, into:
-        scored_ahead = rubric.AnswersAhead()
+        scored_ahead = rubric.AnswersAhead()  # scored while a new program runs (RunStep.meanwhile)
         if not_run_reason is None:
             program = assemble(exercise.template, extraction.fill_sources)
             memo_key = self._memo_key(exercise, program, self._environment_seen or self._pool_environment())
@@ -345,8 +345,6 @@ class Grader:
             else:
                 graded, seeds = drawn()
                 arrays = {c.id: exercise.make_inputs(c, seeds.cases[c.id]) for c in graded}
-                answers_ahead = _answers_ahead(exercise, submission, extraction.fill_sources, scored_ahead,
-                                               spilled=tuple(extraction.spills), name=submission_id)
                 # Host blanks beside kernel blanks: the kernel's fills run once more
                 # with the solution's host code, before the program itself (whose speed phase may
                 # still be timing on the device after it returns). host_blanks.py says why.
@@ -358,7 +356,10 @@ class Grader:
                 self.counts.add(sandbox_runs=1, ran_after_wait=int(waited_s is not None))
                 # A new program: on a GPU its kernels compile in parallel into the shared cache
                 # first (run_step, in the sandbox part: it may wait), then it runs.
-                step = RunStep(exercise=exercise, program=program, arrays=arrays, cases=graded, language=language)
+                step = RunStep(exercise=exercise, program=program, arrays=arrays, cases=graded, language=language,
+                               meanwhile=functools.partial(rubric.score_answers_ahead, exercise, submission,
+                                                           extraction.fill_sources, scored_ahead,
+                                                           spilled=tuple(extraction.spills)))
                 run = yield step
                 assert run is not None  # the driver sends the sandbox's result back
                 compiled_first = step.compiled_first
@@ -460,8 +461,6 @@ class Grader:
                            for lang in other_languages(language)}
             performance = self._performance(exercise, None, cases, language)
 
-        if answers_ahead is not None:
-            answers_ahead.join()
         items = rubric.score_items(exercise, submission, cases, not_run_reason=not_run_reason, diagnoses=diagnoses,
                                    assist=self.assist, fills=extraction.fill_sources, language=language,
                                    text_scores=text_scores, ahead=scored_ahead,
@@ -728,23 +727,6 @@ class Grader:
             max_points=spec.max_points, pass_threshold=spec.pass_threshold, language=language,
             reason=(run.infra_error or "") if run is not None else "", message=message,
             environment=self._environment(run), timing=run_timing(run, started))
-
-
-def _answers_ahead(exercise: Exercise, submission: Submission, fills: list[str | None],
-                   ahead: rubric.AnswersAhead, *, spilled: tuple[int, ...], name: str) -> threading.Thread:
-    """The written answers scored in a thread while the sandbox runs (rubric.score_answers_ahead): the
-    grading thread only waits there (a select on the sandbox's channel), so a new program's report does
-    not wait for them after its run (docs/benchmarks.md). A failure here costs nothing: score_items
-    scores whatever is missing."""
-    def score() -> None:
-        try:
-            rubric.score_answers_ahead(exercise, submission, fills, ahead, spilled=spilled)
-        except Exception:  # noqa: BLE001 - score_items scores it again and says what failed
-            log.exception("could not score the written answers of %s ahead of the run", name)
-
-    thread = threading.Thread(target=score, name=f"answers-{name[:12]}", daemon=True)
-    thread.start()
-    return thread
 
 
 def _gap_shown(gaps: list[InterpreterGap], run: RunResult) -> InterpreterGap | None:

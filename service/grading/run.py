@@ -5,6 +5,7 @@ The grader and the compile-cache warmer (compile_warm.py) both run programs thro
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -21,14 +22,16 @@ from service.grading.speed import speed_inputs, speed_job
 def run_program(runner: SandboxRunner, exercise: Exercise, program: Program,
                 arrays: dict[str, dict[str, np.ndarray]], *, mode: DeviceMode, device_index: int,
                 cases: list[CaseSpec] | None = None, language: str | None = None, with_given: bool = True,
-                with_speed: bool = True, detach_speed: bool = False, cpu_timer: bool = False) -> RunResult:
+                with_speed: bool = True, detach_speed: bool = False, cpu_timer: bool = False,
+                meanwhile: Callable[[], None] | None = None) -> RunResult:
     """One sandbox run of `program`: the given check, every case on its drawn inputs (`arrays`,
     by case id), and on a GPU the speed phase of an exercise with `speed:` (its input drawn here,
     on the trusted side). The grader and the compile-cache warmer both run programs this way. The
     runner's message codes come back said in `language` (default: the exercise's). `with_given`,
     `with_speed`: False leaves that phase out (a parallel compile run of some of the cases, compile_parallel.py).
     `detach_speed`: the speed phase comes back unread in `speed_pending` (service/grading/speed_card.py);
-    `cpu_timer` (tests only): the interpreter runs it too, with a plain clock."""
+    `cpu_timer` (tests only): the interpreter runs it too, with a plain clock. `meanwhile`: the caller's
+    work done while the sandbox runs (SandboxRunner.run)."""
     spec = exercise.spec
     cases = spec.cases if cases is None else cases  # the cases as graded (drawn shapes resolved)
     speed, speed_in = None, {}
@@ -39,7 +42,8 @@ def run_program(runner: SandboxRunner, exercise: Exercise, program: Program,
     run = runner.run(program=program.module, given_check=given_check, given_seed=spec.given_check.seed,
                      entry_point=spec.entry_point, cases=[_case_job(spec, c, arrays[c.id]) for c in cases],
                      inputs={**sandbox_inputs(cases, spec, arrays), **speed_in}, mode=mode, device_index=device_index,
-                     speed=speed, deterministic=memoisable(exercise), detach_speed=detach_speed and speed is not None)
+                     speed=speed, deterministic=memoisable(exercise), detach_speed=detach_speed and speed is not None,
+                     meanwhile=meanwhile)
     return render_run(run, language or spec.language)  # the runner's codes in words (grading/sandbox_text.py)
 
 

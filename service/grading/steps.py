@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from service.exercises import Exercise
     from service.exercises.spec import CaseSpec
     from service.grading.assemble import Program
@@ -31,6 +33,7 @@ class RunStep:
     language: Language
     with_speed: bool = True  # False: no speed phase (a second run of the same grading: host_blanks.py)
     compiled_first: ParallelCompile | None = None  # set by run_step: the parallel compile before the run (GPU)
+    meanwhile: Callable[[], None] | None = None  # the grading's own work while the sandbox runs (its written answers)
 
 
 @dataclass(frozen=True)

@@ -123,6 +123,42 @@ def test_each_warm_sandbox_runs_one_submission_and_is_killed(warm_runner):
     assert pool.started_total >= 3
 
 
+SLOW_BODY = '''
+import time
+
+
+def probe_slow():
+    time.sleep(1.0)  # longer than the caller's work below: the two overlap
+    return outcome(True)
+'''
+
+
+def test_the_callers_work_runs_once_while_the_sandbox_runs_and_its_failure_is_not_the_runs(warm_runner):
+    """SandboxRunner.run's `meanwhile` (the grader's written answers, RunStep.meanwhile): called once, in the
+    running thread, after the sandbox took its job and before its result; what it raises is logged, never the
+    run's; its time is `phases["meanwhile"]`."""
+    pool = warm_runner.pools[(DeviceMode.interpreter, 0)]
+    assert pool.wait_ready(1, READY_S)
+    [pid] = pool.pids()
+    calls: list[tuple[str, bool]] = []
+
+    def meanwhile():
+        calls.append((threading.current_thread().name, pid in pool.pids()))
+        time.sleep(0.3)
+        raise RuntimeError("the caller's own failure")
+
+    started = time.monotonic()
+    result, cases = run_probes(warm_runner, SLOW_BODY, ["slow"], meanwhile=meanwhile)
+    elapsed = time.monotonic() - started
+    assert calls == [(threading.current_thread().name, False)], calls  # once, here, the sandbox already taken
+    assert cases["slow"].status == "ok" and result.attempts == 1
+    assert 0.3 <= result.phases["meanwhile"] < elapsed, result.phases
+    # overlapped, not added: the sandbox slept 1 s while the caller worked 0.3 s (it would be >= 1.3 s otherwise,
+    # less the warm sandbox's start-up; its load, the case and the kill are on top of both)
+    assert result.phases["meanwhile"] + sum(v for k, v in result.phases.items() if k in ("cases", "load")) \
+        < elapsed + 0.05, result.phases
+
+
 def test_a_sandbox_that_dies_while_waiting_is_replaced(warm_runner):
     pool = warm_runner.pools[(DeviceMode.interpreter, 0)]
     [pid] = pool.pids()
