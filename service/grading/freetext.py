@@ -101,6 +101,18 @@ PENALTY_SCALE = 2.0
 # ... but keeps at least this share of what the sentences stating no misconception earn
 # (MISCONCEPTION_SCOPE; off, of what the whole answer earned).
 MISCONCEPTION_KEEP = 0.25
+# A minor misconception (penalty under 1 / PENALTY_SCALE: a wrong side claim beside a right mechanism) costs
+# its share of what the sentences stating no misconception earn, not of the whole question's points: the
+# answer keeps (1 - PENALTY_SCALE * penalty) of its right part's points where that is more than
+# MISCONCEPTION_KEEP leaves it. Off: the penalty comes off the whole answer's points (floored as above).
+# Measured on the tuning part (2026-12-06, branch `misc10`): 315 -> 317/374 (Long Softmax Q1, padding half
+# beside the rescale inverted or given for overflow: 0.5 -> 1.0; no answer out, flag rates unchanged).
+PENALTY_OF_RIGHT_PART = True
+# An explanation whose submitted fills are known right (`reference_fills` given) and that states a
+# misconception gives a wrong reason for right code ("other 我填的 −inf，不过填 0 其实也一样"): for
+# PENALTY_OF_RIGHT_PART its misconception costs at most this penalty (a minor one). None: off.
+# Tuning: 317 -> 318/374 (a Long Softmax explanation: 0.5 -> 1.0; no answer out).
+RIGHT_FILLS_PENALTY: float | None = 0.25
 # A near-verbatim copy of the reference answer: this share of the answer's character 6-grams.
 COPY_GRAM = 6
 COPY_SHARE = 0.6
@@ -718,7 +730,8 @@ def score_answer(question: Question, answer: str, max_points: float, *,
     index) whose fill spilled past the blank (the extraction's `spills`: _spilled)."""
     text = _Text.of(answer)
     matches: dict[str, list[_Match]] = {}
-    result = _score_answer(question, text, max_points, course_text, matches)
+    result = _score_answer(question, text, max_points, course_text, matches,
+                           right_fills=bool(fills) and reference_fills is not None)
     if result.kind != "scored" or not fills:
         return result
     if question.describes:
@@ -1074,9 +1087,10 @@ def _reference_letters(reference: str) -> float:
 
 def _score_answer(question: Question, text: _Text, max_points: float,
                   course_text: Sequence[CoursePassage] = (),
-                  counted: dict[str, list[_Match]] | None = None) -> TextScore:
+                  counted: dict[str, list[_Match]] | None = None, right_fills: bool = False) -> TextScore:
     """`text`: the answer as _Text.of reads it (once per answer: score_answer reads it again for the fills).
-    `counted`: filled with the concept matches the score counts (for _not_the_fill's `said_by`)."""
+    `counted`: filled with the concept matches the score counts (for _not_the_fill's `said_by`).
+    `right_fills`: the answer explains submitted fills known right (RIGHT_FILLS_PENALTY)."""
     if not text or len(text) < 3:
         return TextScore(0.0, 0.95, kind="empty",
                          missing=_missing(question.concepts))
@@ -1185,6 +1199,9 @@ def _score_answer(question: Question, text: _Text, max_points: float,
         if MISCONCEPTION_SCOPE:
             apart = _apart_from(question, text, spans, index, matches, chains, worked, stated_at, max_points)
             raw = max(raw, MISCONCEPTION_KEEP * apart)
+            if PENALTY_OF_RIGHT_PART:
+                minor = min(worst, RIGHT_FILLS_PENALTY) if right_fills and RIGHT_FILLS_PENALTY is not None else worst
+                raw = max(raw, (1 - PENALTY_SCALE * minor) * apart)
         else:
             raw = max(raw, MISCONCEPTION_KEEP * max_points * share_before)
     if misconceptions:
