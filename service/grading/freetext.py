@@ -110,7 +110,9 @@ MISCONCEPTION_KEEP = 0.25
 PENALTY_OF_RIGHT_PART = True
 # An explanation whose submitted fills are known right (`reference_fills` given) and that states a
 # misconception gives a wrong reason for right code ("other 我填的 −inf，不过填 0 其实也一样"): for
-# PENALTY_OF_RIGHT_PART its misconception costs at most this penalty (a minor one). None: off.
+# PENALTY_OF_RIGHT_PART its misconception costs at most this penalty (a minor one). Only where the fills are
+# read at all (the code's explanation, given `scope`, and `describes` questions), so that an answer no run can
+# change scores the same before the run ends (rubric.score_answers_ahead). None: off.
 # Tuning: 317 -> 318/374 (a Long Softmax explanation: 0.5 -> 1.0; no answer out).
 RIGHT_FILLS_PENALTY: float | None = 0.25
 # A near-verbatim copy of the reference answer: this share of the answer's character 6-grams.
@@ -731,7 +733,8 @@ def score_answer(question: Question, answer: str, max_points: float, *,
     text = _Text.of(answer)
     matches: dict[str, list[_Match]] = {}
     result = _score_answer(question, text, max_points, course_text, matches,
-                           right_fills=bool(fills) and reference_fills is not None)
+                           right_fills=bool(fills) and reference_fills is not None
+                           and (scope is not None or bool(question.describes)))
     if result.kind != "scored" or not fills:
         return result
     if question.describes:

@@ -11,7 +11,8 @@ from service.exercises import ExerciseCatalog
 from service.grading import freetext
 from service.grading.extract import extract
 from service.grading.freetext import score_answer
-from service.grading.rubric import expression_fills
+from service.grading.rubric import EXPLANATION_QUESTION, expression_fills
+from service.grading.stated_fill import fill_scope
 
 CATALOG = ExerciseCatalog(REPO_ROOT / "exercises")
 
@@ -22,7 +23,8 @@ def _scored(exercise: str, question: str, answer: str, *, right_fills: bool = Fa
     fills: dict = {}
     if right_fills:  # the reference solution's own fills, as rubric.score_items passes them for passing code
         fills = {"fills": list(extract(ex.template, ex.solution).fill_sources),
-                 "reference_fills": expression_fills(ex.template, ex.solution)}
+                 "reference_fills": expression_fills(ex.template, ex.solution),
+                 "scope": fill_scope(ex.template) if question == EXPLANATION_QUESTION else None}
     return score_answer(ex.question(question), answer, points, course_text=ex.spec.course_text, **fills)
 
 
@@ -50,12 +52,16 @@ def test_a_minor_misconception_costs_half_of_the_right_part(answer, monkeypatch)
     assert _scored("puzzle_long_softmax", "q1", answer).points == 0.5
 
 
+RESCALE_HALF_BESIDE_A_MAJOR_MISCONCEPTION = (
+    "Each old term is exp(x - m_old); when the max grows to m_new it must become exp(x - m_new), "
+    "so the whole old sum is multiplied by exp(m_old - m_new) before the new block is added. "
+    "The padding can be read as 0: zero padding doesn't change the softmax, those lanes are never stored.")
+
+
 def test_a_major_misconception_keeps_a_quarter(monkeypatch):
     # the rescale half told whole beside the padding called harmless (zero_padding_ok, penalty 0.5): a quarter
     # of the right part, as before
-    answer = ("Each old term is exp(x - m_old); when the max grows to m_new it must become exp(x - m_new), so the "
-              "whole old sum is multiplied by exp(m_old - m_new) before the new block is added. "
-              "The padding can be read as 0: zero padding doesn't change the softmax, those lanes are never stored.")
+    answer = RESCALE_HALF_BESIDE_A_MAJOR_MISCONCEPTION
     result = _scored("puzzle_long_softmax", "q1", answer)
     assert _wrong(result) == ["zero_padding_ok"] and result.points == 0.5, (result.points, _wrong(result))
     monkeypatch.setattr(freetext, "PENALTY_OF_RIGHT_PART", False)
@@ -81,3 +87,13 @@ def test_a_misconception_beside_right_fills_is_minor(answer, monkeypatch):
     assert _scored("puzzle_long_softmax", "explanation", answer).points == 0.5
     monkeypatch.setattr(freetext, "RIGHT_FILLS_PENALTY", None)
     assert _scored("puzzle_long_softmax", "explanation", answer, right_fills=True).points == 0.5
+
+
+def test_fills_do_not_move_an_answer_no_run_can_change():
+    # Long Softmax Q1 reads no fills (no `describes`): with the fills known right it scores as without them, as
+    # rubric.score_answers_ahead scores it before the run ends
+    ex = CATALOG.get("puzzle_long_softmax")
+    assert not ex.question("q1").describes
+    for answer in [RESCALE_HALF_BESIDE_A_MAJOR_MISCONCEPTION, *PADDING_HALF_BESIDE_A_MINOR_MISCONCEPTION]:
+        assert _scored("puzzle_long_softmax", "q1", answer, right_fills=True).points \
+            == _scored("puzzle_long_softmax", "q1", answer).points
