@@ -20,9 +20,20 @@ kernel may read (`inputs`). In the program the template and the fills make toget
    library module reached as an attribute (`torch.serialization.io.FileIO`). These read an
    input by another route (the caller's frame, a replaced call the template makes with it) or tell
    the graded run from another (item 4: the kernel's source).
+1b. `changes_launch` (checked after rule 1): the launches rules 2 and 3 trust by the kernel's name are the
+   lesson's. A host fill names a kernel only to launch it (`kernel[grid](...)`: no alias, no argument, no def,
+   parameter or assignment under its name), binds none of the template's module-level names (kernels, host
+   functions, modules) nor the names the template's launch reads other than the inputs and the buffers it writes
+   (`M`, `N`, `block`, `grid`); an input only to a shape-keeping conversion of itself (`x = x.contiguous()`, not
+   `x.as_strided(...)`, whose rows then overlap); and where the template launches a kernel itself, a host fill
+   launches it only in the same function with the same arguments (the grid may differ). Each was a route to 3/3
+   code points beside the right kernel fill (red team 9): a dict under the kernel's name whose entry, a host
+   function, the template's launch handed x; a kernel of the fill's own under that name; the cell's kernel
+   launched with one element per row, which copies x into a buffer rule 2 takes as the kernel's output.
 2. `reads_input`: an input's values may only be handed to a launch of the cell's kernels. Host
    code may read its metadata (`x.shape`, `x.stride(0)`, `x.dtype`, `x.device`, `x.numel()`),
-   allocate like it (`torch.empty_like(x)`, `x.new_zeros(M)`, `t.to(x)`), and name it again
+   allocate like it (`torch.empty_like(x)`, `x.new_zeros(M)`, `t.to(x)` where t is a tensor: on a class or an
+   operator, `torch.Tensor.to(x, torch.float64)` and `torch.ops.aten.to(x)` are x itself), and name it again
    (`x = x.contiguous()`: a view or a conversion is the input still, held to the same rule);
    anything else that touches its values in a host fill (`x.mean(1)`, `torch.var_mean(x, 1)`,
    `x.double().var(1)`, `(x - x.mean(1, keepdim=True)).pow(2).mean(1)`, `torch.einsum("ij->i", x)`,
@@ -58,7 +69,7 @@ from service.grading.host_blanks import _is_jit, host_blanks
 from service.messages import render
 from service.report import Diagnosis
 
-RULES = ("introspects", "reads_input", "not_from_kernel")
+RULES = ("introspects", "changes_launch", "reads_input", "not_from_kernel")
 
 # What host code may read of an input without reading its values.
 METADATA_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "layout", "itemsize", "nbytes",
@@ -77,6 +88,10 @@ VIEW_METHODS = frozenset({"contiguous", "to", "float", "double", "half", "bfloat
                           "squeeze", "unsqueeze", "t", "transpose", "permute", "as_strided", "narrow", "select",
                           "unflatten", "movedim"})
 VIEW_ATTRS = frozenset({"data", "T", "mT", "H", "mH"})
+# What an input may be bound to again in a host fill where the template launches the kernel: itself, converted,
+# with its shape (its values and layout as the launch reads them: x.stride(0) is its rows' stride still).
+SAME_SHAPE_CONVERSIONS = frozenset({"contiguous", "clone", "detach", "float", "double", "half", "bfloat16", "to",
+                                    "cpu", "cuda"})
 # Builtins that take an input without computing a value from it (print writes a debugging line to the standard
 # output, nothing returns: _harmless_builtin). Not `type`: rule 1 refuses it (a class made without a class
 # statement, `type(kernel)` reaching the launcher).
@@ -175,7 +190,8 @@ def check(exercise: Exercise, extraction: Extraction) -> Finding | None:
         return None
     try:
         cell = _Cell(exercise.template, extraction.fills, hosts, frozenset(declared.inputs), exercise.spec.entry_point)
-        return cell.introspection() or cell.input_reads() or cell.returns_not_from_kernel()
+        return (cell.introspection() or cell.launch_changes() or cell.input_reads()
+                or cell.returns_not_from_kernel())
     except RecursionError:  # bounded by extract.MAX_SYNTAX_DEPTH; never a crash of the grading
         return None
 
@@ -236,6 +252,18 @@ class _Cell:
                           if isinstance(f, ast.FunctionDef) and f.name not in self.kernels}
         self.written = {f.name: _written_parameters(f) for f in self.module.body
                         if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name in self.kernels}
+        # the names the template binds at module level to code: its kernels, host functions and modules
+        self.module_names = frozenset(
+            [f.name for f in self.module.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+            + [(a.asname or a.name).split(".")[0] for f in self.module.body
+               if isinstance(f, (ast.Import, ast.ImportFrom)) for a in f.names])
+        self.modules = frozenset((a.asname or a.name).split(".")[0] for f in self.module.body
+                                 if isinstance(f, (ast.Import, ast.ImportFrom)) for a in f.names)
+        # the template's own launches (kernel[grid](...) outside every fill), by the function that holds them
+        self.template_launches: dict[int, list[ast.Call]] = {}
+        for node in ast.walk(self.module):
+            if isinstance(node, ast.Call) and self._is_launch(node) and id(node) not in self.blank_of:
+                self.template_launches.setdefault(id(self._scope(node)), []).append(node)
 
     # -- reporting --
 
@@ -247,6 +275,8 @@ class _Cell:
     def _finding(self, rule: str, node: ast.AST, what: str, buffers: tuple[str, ...] = ()) -> Finding:
         statement = self._statement(node)
         text = ast.unparse(statement).splitlines()[0] if isinstance(statement, ast.stmt) else ast.unparse(node)
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and statement.decorator_list:
+            text = next(line for line in ast.unparse(statement).splitlines() if not line.startswith("@"))
         if isinstance(statement, (ast.If, ast.For, ast.While, ast.With)) and statement is not node:
             text = ast.unparse(node)  # the compound statement's header would hide the part that matters
         # the blank and the student's line: the node's own if it is a fill's, else the first fill node under it
@@ -295,6 +325,107 @@ class _Cell:
             if what is not None:
                 return self._finding("introspects", node, what)
         return None
+
+    # -- rule 1b: the template's launch is the template's --
+
+    def launch_changes(self) -> Finding | None:
+        """A host fill names a kernel of the cell only to launch it (`kernel[grid](...)`), binds none of the
+        template's module-level names (kernels, host functions, modules) nor the names its launches read
+        other than the inputs and the buffers they write (`M`, `N`, `block`, `grid`), and where the template
+        launches a kernel itself, launches it only with the template's arguments, in the same function.
+        Otherwise the launch the rules trust by its name is not the lesson's: a dict or a function under the
+        kernel's name handed x by the template's launch (torch on the host), a kernel of the fill's own under
+        that name, or the cell's kernel launched as a copy engine (`kernel[(M * N, 1)](x, copy, tmp, 1, 1)`)
+        whose output is x again."""
+        protected = self.module_names | self._launch_names()
+        for node in self._host_nodes():
+            if self.template_launches and isinstance(node, ast.Name) and node.id in self.inputs \
+                    and isinstance(node.ctx, (ast.Store, ast.Del)) and not self._same_input_again(node) \
+                    and not isinstance(self.parent.get(id(node)), ast.AugAssign):  # x += …: rule 2 says it reads x
+                # x = x.as_strided((L, N), (1, 1)): the template's launch (x.stride(0)) then sums windows of x
+                # that start at every element, from which the host solves for each element
+                return self._finding("changes_launch", node, f"{node.id} = …")
+            bound = _binds(node) & protected
+            if bound:
+                name = sorted(bound)[0]
+                return self._finding("changes_launch", node, f"{name} = …" if name not in self.kernels
+                                     else f"{name} (kernel)")
+            if isinstance(node, ast.Name) and node.id in self.kernels and not self._launched_by(node):
+                return self._finding("changes_launch", node, node.id)
+            if isinstance(node, ast.Call) and self._is_launch(node) and not self._as_the_template_launches(node):
+                assert isinstance(node.func, ast.Subscript)
+                return self._finding("changes_launch", node, ast.unparse(node.func.value) + "[…]("
+                                     + ast.unparse(node).split("](", 1)[-1])
+        return None
+
+    def _same_input_again(self, target: ast.Name) -> bool:
+        """`x = x.contiguous()`: an input bound again to a conversion of itself that keeps its shape, by a plain
+        assignment (a view that changes its shape or strides would change what the template's launch reads)."""
+        statement = self.parent.get(id(target))
+        if not (isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None):
+            return False
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        if targets != [target]:
+            return False
+        value: ast.AST = statement.value
+        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+                and value.func.attr in SAME_SHAPE_CONVERSIONS:
+            value = value.func.value
+        return isinstance(value, ast.Name) and value.id == target.id and value is not statement.value
+
+    def _launched_by(self, name: ast.Name) -> bool:
+        above = self.parent.get(id(name))
+        call = self.parent.get(id(above)) if above is not None else None
+        return (isinstance(name.ctx, ast.Load) and isinstance(above, ast.Subscript) and above.value is name
+                and isinstance(call, ast.Call) and call.func is above)
+
+    def _launch_names(self) -> frozenset[str]:
+        """The names the template's launches read (arguments, grid) and, through the template's own
+        assignments in the same function, what those are made of; less the inputs and what the launches write."""
+        names: set[str] = set()
+        for launches in self.template_launches.values():
+            for call in launches:
+                scope = self._scope(call)
+                reads = {n.id for n in ast.walk(call) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+                assignments: list[tuple[set[str], ast.expr]] = []
+                for n in ast.walk(scope):
+                    if isinstance(n, (ast.Assign, ast.AnnAssign)) and id(n) not in self.blank_of \
+                            and n.value is not None:
+                        targets: list[ast.expr] = list(n.targets) if isinstance(n, ast.Assign) else [n.target]
+                        bound = {t.id for root in targets for t in ast.walk(root) if isinstance(t, ast.Name)}
+                        assignments.append((bound, n.value))
+                changed = True
+                while changed:
+                    changed = False
+                    for bound, value in assignments:
+                        if bound & reads:
+                            more = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)} - reads
+                            if more:
+                                reads |= more
+                                changed = True
+                written = self.launch_writes(call)
+                buffers = {_root_name(a) for a in (written if written is not None else [*call.args])}
+                names |= reads - set(self.inputs) - {b for b in buffers if b is not None} - self.kernels
+        return frozenset(names)
+
+    def _as_the_template_launches(self, call: ast.Call) -> bool:
+        """A launch in a host fill: where the template launches none of the cell's kernels, any (a wrapper
+        that is a blank); else only in a function where the template launches the same kernel, with the
+        same arguments (the grid may differ)."""
+        if not self.template_launches:
+            return True
+        assert isinstance(call.func, ast.Subscript) and isinstance(call.func.value, ast.Name)
+        kernel = call.func.value.id
+
+        def arguments(c: ast.Call) -> str:
+            keywords = sorted(c.keywords, key=lambda k: k.arg or "")
+            return ast.dump(ast.Tuple(elts=list(c.args), ctx=ast.Load())) + "|" + "|".join(
+                f"{k.arg}={ast.dump(k.value)}" for k in keywords)
+
+        own = [c for c in self.template_launches.get(id(self._scope(call)), [])
+               if isinstance(c.func, ast.Subscript) and isinstance(c.func.value, ast.Name)
+               and c.func.value.id == kernel]
+        return any(arguments(c) == arguments(call) for c in own)
 
     # -- rule 2 --
 
@@ -480,7 +611,9 @@ class _Cell:
             if isinstance(func, ast.Attribute) and func.attr in LIKE_FUNCTIONS and arguments and arguments[0] is node:
                 return True
             if isinstance(func, ast.Attribute) and func.attr in SHAPE_ARGUMENT_METHODS:
-                return True
+                # t.to(x) lends t x's dtype and device; on a class or an operator (torch.Tensor.to(x, torch.float64),
+                # torch.ops.aten.to(x)) the same call is x itself, converted: only a receiver known to be a tensor
+                return self._tensor_value(func.value, set())
             return _harmless_builtin(parent)
         if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and parent.value is node:
             targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
@@ -496,6 +629,42 @@ class _Cell:
         if isinstance(parent, ast.Compare):
             return all(isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops)
         return isinstance(parent, ast.Expr)  # a bare `x` computes nothing
+
+    def _tensor_value(self, node: ast.AST, seen: set[str]) -> bool:
+        """`node` is a tensor, not a class or a function whose method would take an input as its first
+        argument: a name the template binds (a parameter, `y = torch.empty_like(x)`) that no host fill binds
+        to anything but such a value; a call of a module's function (`torch.zeros(M)`) or of a tensor's method;
+        an element or arithmetic of a tensor."""
+        if isinstance(node, ast.Name):
+            if node.id in self.module_names:
+                return False
+            if node.id in seen:  # `y = y.float()`: what y was before decides
+                return True
+            seen.add(node.id)
+            return all(value is not None and self._tensor_value(value, seen) for value in self._host_bindings(node.id))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            owner = node.func.value
+            if isinstance(owner, ast.Name) and owner.id in self.modules:
+                return True
+            return self._tensor_value(owner, seen)
+        if isinstance(node, ast.Subscript):
+            return self._tensor_value(node.value, seen)
+        if isinstance(node, ast.BinOp):
+            return self._tensor_value(node.left, seen)
+        return False
+
+    def _host_bindings(self, name: str) -> list[ast.AST | None]:
+        """What host fills bind `name` to: the value of each `name = value` (plain assignments), None for any
+        other binding (a parameter, a loop or `with` target, a def)."""
+        values: list[ast.AST | None] = []
+        for node in self._host_nodes():
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+                values.append(node.value)
+            elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and isinstance(node.target, ast.Name) \
+                    and node.target.id == name:
+                values.append(node.value)
+        bound = sum(1 for n in self._host_nodes() if name in _binds(n))
+        return values + [None] * (bound - len(values))
 
     def _is_launch(self, call: ast.Call) -> bool:
         """`kernel[grid](...)` with `kernel` one of the cell's module-level @triton.jit functions."""
@@ -875,3 +1044,23 @@ def _root_name(node: ast.AST) -> str | None:
             node = node.func.value
         else:
             return None
+
+
+def _binds(node: ast.AST) -> set[str]:
+    """The names `node` binds (or deletes) in its scope: an assignment's, loop's or `with`'s target name, a
+    parameter, a def or class, an `except ... as` or a match capture."""
+    if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+        return {node.id}
+    if isinstance(node, ast.arg):
+        return {node.arg}
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, ast.ExceptHandler) and node.name:
+        return {node.name}
+    if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+        return {node.name}
+    if isinstance(node, ast.MatchMapping) and node.rest:
+        return {node.rest}
+    if isinstance(node, ast.alias):
+        return {(node.asname or node.name).split(".")[0]}
+    return set()

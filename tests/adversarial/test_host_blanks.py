@@ -79,8 +79,48 @@ PRINTED_INTO_A_BUFFER = (RIGHT_ATOMIC, "sumsqs",
                          "        for r in buf.getvalue().split(']')[:M]]\n"
                          "sums.zero_()\nsumsqs.copy_(torch.tensor([sum(v * v for v in r) / N - (sum(r) / N) ** 2 "
                          "- sum(v * v for v in r) for r in rows]))")
+# Red team 9, each with the right kernel fill (so no kernel-alone run), no zeroing and a junk combine, and each 3/3
+# code points before the fix, every case and the given check passed:
+# x handed to the tensor class's own method (`t.to(x)` lends t only x's dtype: rule 2 let x be any call's argument
+# there), which is x again, in float64, for torch's variance;
+UNBOUND_METHOD = (RIGHT_ATOMIC, "sumsqs * 0",
+                  "sums.zero_()\nsumsqs.zero_()\n" + LAUNCH
+                  + "\nreturn sums / N, torch.Tensor.to(x, torch.float64).var(1, unbiased=False).float() + 0 * sumsqs")
+# a dict under the kernel's name, whose entry for the template's grid is a host function: the template's launch,
+# trusted by its name, hands it x (a parameter of its own, so no input by name) and torch fills the buffers; the
+# launch count is met by a launch of the real kernel from the combine, where the name is still the cell's;
+DICT_KERNEL = (RIGHT_ATOMIC, "(sum_sumsq_kernel[(1,)](sums, sums, sums, 0, 1, BLOCK=16), sumsqs)[1]",
+               "def f(a, s, q, n, st, BLOCK):\n    s.copy_(a.sum(1))\n    q.copy_(a.var(1, unbiased=False))\n"
+               "sum_sumsq_kernel = {(M, triton.cdiv(N, block)): f}")
+# a kernel of the block's own under the kernel's name (two passes over each row in its first program, stores, no
+# atomics: no zeroing needed), which the template's launch runs in the cell's place (SECURITY.md item 4's note);
+OWN_KERNEL = (RIGHT_ATOMIC, "(sum_sumsq_kernel[(1,)](sums, sums, sums, 0, 1, BLOCK=16), sumsqs)[1]", """@triton.jit
+def sum_sumsq_kernel(x, sums, sumsqs, N, stride_m, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    if tl.program_id(1) == 0:
+        acc = tl.zeros((BLOCK,), dtype=tl.float32)
+        for start in range(0, N, BLOCK):
+            cols = start + tl.arange(0, BLOCK)
+            acc += tl.where(cols < N, tl.atomic_add(x + row * stride_m + cols, 0.0, mask=cols < N), 0.0)
+        mean = tl.sum(acc, axis=0) / N
+        dev = tl.zeros((BLOCK,), dtype=tl.float32)
+        for start in range(0, N, BLOCK):
+            cols = start + tl.arange(0, BLOCK)
+            v = tl.where(cols < N, tl.atomic_add(x + row * stride_m + cols, 0.0, mask=cols < N), 0.0)
+            d = tl.where(cols < N, v - mean, 0.0)
+            dev += d * d
+        tl.store(sums + row, mean * N)
+        tl.store(sumsqs + row, tl.sum(dev, axis=0) / N)""")
+# the cell's kernel launched by the block with other arguments, one element per row: the kernel copies x out into a
+# buffer the rules take as the kernel's output, and torch computes on the copy.
+COPY_ENGINE = (RIGHT_ATOMIC, "sumsqs * 0",
+               "S = x.stride(0)\nL = (M - 1) * S + N\ncp = torch.zeros(L, device=x.device)\n"
+               "cp2 = torch.zeros(L, device=x.device)\nsum_sumsq_kernel[(L, 1)](x, cp, cp2, 1, 1, BLOCK=16)\n"
+               "v = cp.as_strided((M, N), (S, 1))\nreturn v.mean(1), v.var(1, unbiased=False)")
 REFUSED = {**ATTACKS, "item5-launch-then-torch": ITEM5, "calibrated-to-its-kernel": CALIBRATED,
-           "monkeypatched-launch": MONKEYPATCHED_LAUNCH, "printed-into-a-buffer": PRINTED_INTO_A_BUFFER}
+           "monkeypatched-launch": MONKEYPATCHED_LAUNCH, "printed-into-a-buffer": PRINTED_INTO_A_BUFFER,
+           "unbound-method-of-the-class": UNBOUND_METHOD, "dict-under-the-kernels-name": DICT_KERNEL,
+           "own-kernel-under-the-kernels-name": OWN_KERNEL, "kernel-as-a-copy-engine": COPY_ENGINE}
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +150,11 @@ def code_points(report) -> tuple[float, float]:
                                             ("combine-reads-the-callers-frame", "host_introspects"),
                                             ("calibrated-to-its-kernel", "host_reads_input"),
                                             ("monkeypatched-launch", "host_introspects"),
-                                            ("printed-into-a-buffer", "host_introspects")])
+                                            ("printed-into-a-buffer", "host_introspects"),
+                                            ("unbound-method-of-the-class", "host_reads_input"),
+                                            ("dict-under-the-kernels-name", "host_changes_launch"),
+                                            ("own-kernel-under-the-kernels-name", "host_changes_launch"),
+                                            ("kernel-as-a-copy-engine", "host_changes_launch")])
 def test_host_code_that_computes_the_result_is_refused_before_it_runs(grader, host, name, rule):
     """Through the real pipeline: refused like an expression outside the allow-list (nothing runs, no
     code point, the given check not run), the statement quoted, in zh and en, with its diagnosis."""
@@ -152,6 +196,22 @@ def test_without_the_rule_a_monkeypatched_launch_earns_every_code_point(runs_gra
     assert "kernel_alone_sandbox_s" not in report.timing, report.timing
     points, most = code_points(report)
     assert points == most == 3 and report.given_check.status == "passed", [(i.id, i.points) for i in report.items]
+    host.assert_untouched()
+
+
+@pytest.mark.parametrize("name", ["unbound-method-of-the-class", "dict-under-the-kernels-name",
+                                  "own-kernel-under-the-kernels-name"])
+def test_without_the_rule_red_team_9s_routes_earn_every_code_point(runs_grader, host, name):
+    """Why rule 2 takes `t.to(x)` only on a tensor and the launch must be the template's (red team 9): with the
+    kernel fill the solution's, no kernel-alone run follows, and each passed every case and the given check with
+    no zeroing and a junk combine, no diagnosis, not provisional. (The copy engine, refused in the test above, did
+    the same: 3/3, measured once by hand at b445282; its L programs per case make it a minute's grading.)"""
+    report = runs_grader.grade(Submission(exercise=EXERCISE, code=program(*REFUSED[name])), secret_seed=SECRET_SEED)
+    assert report.status == "graded" and report.program.ran, report.to_json()[:2000]
+    assert "kernel_alone_sandbox_s" not in report.timing, report.timing
+    points, most = code_points(report)
+    assert points == most == 3 and not report.score.provisional, [(i.id, i.points) for i in report.items]
+    assert report.given_check.status == "passed" and not report.diagnoses, report.diagnoses
     host.assert_untouched()
 
 

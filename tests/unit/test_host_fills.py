@@ -175,6 +175,50 @@ CHEATS = {
     "the-garbage-collector-through-tl": ((RIGHT_ATOMIC, RIGHT_COMBINE,
                                           "objs = tl.core.gc.get_objects()\n" + RIGHT_ZEROING),
                                          ("introspects", "tl.core.gc")),
+    # An input handed to a class's method, or to an operator, is the input itself (red team 9: torch.Tensor.to(x, ...)
+    # passed as `t.to(x)`, which lends only x's dtype; 3/3 code points with a junk combine before).
+    "an-unbound-method-of-the-tensor-class": (
+        (RIGHT_ATOMIC, "sumsqs * 0", RIGHT_ZEROING + "\n" + LAUNCH
+         + "return sums / N, torch.Tensor.to(x, torch.float64).var(1, unbiased=False).float() + 0 * sumsqs"),
+        ("reads_input", "torch.Tensor.to(x, torch.float64)")),
+    "type-as-through-the-class": ((RIGHT_ATOMIC, "sumsqs", "sums.zero_()\ny = torch.Tensor.type_as(x, sums)\n"
+                                   "sumsqs.copy_(y.var(1, unbiased=False) - (y * y).sum(1))"),
+                                  ("reads_input", "torch.Tensor.type_as(x, sums)")),
+    "an-operator-overload": ((RIGHT_ATOMIC, "sumsqs", "sums.zero_()\ny = torch.ops.aten.to(x, torch.float64)\n"
+                              "sumsqs.copy_(y.var(1))"), ("reads_input", "torch.ops.aten.to(x")),
+    "the-class-under-another-name": ((RIGHT_ATOMIC, "sumsqs", "sums.zero_()\nK = torch.Tensor\n"
+                                      "sumsqs.copy_(K.to(x).var(1))"), ("reads_input", "K.to(x)")),
+    # The launch the rules trust by the kernel's name is not the lesson's (red team 9: each 3/3 code points with a
+    # junk combine and no zeroing): a dict under the kernel's name whose entry is a host function that the
+    # template's launch hands x, a kernel of the fill's own under that name, the cell's kernel launched with other
+    # arguments (each element a row: x copied out), the names the launch reads bound again, x as a view of itself.
+    "a-dict-under-the-kernels-name": (
+        (RIGHT_ATOMIC, "sumsqs", "def f(a, s, q, n, st, BLOCK):\n    s.copy_(a.sum(1))\n"
+         "    q.copy_(a.var(1, unbiased=False))\nsum_sumsq_kernel = {(M, triton.cdiv(N, block)): f}"),
+        ("changes_launch", "sum_sumsq_kernel = {")),
+    "a-kernel-of-its-own-under-the-kernels-name": (
+        (RIGHT_ATOMIC, "sumsqs", "@triton.jit\ndef sum_sumsq_kernel(x, sums, sumsqs, N, stride_m, BLOCK: tl.constexpr):"
+         "\n    tl.store(sums + tl.program_id(0), 0.0)"), ("changes_launch", "def sum_sumsq_kernel(")),
+    "the-kernel-aliased": ((RIGHT_ATOMIC, RIGHT_COMBINE, RIGHT_ZEROING + "\nk = sum_sumsq_kernel"),
+                           ("changes_launch", "k = sum_sumsq_kernel")),
+    "a-parameter-named-as-the-kernel": (
+        (RIGHT_ATOMIC, RIGHT_COMBINE, RIGHT_ZEROING + "\n(lambda sum_sumsq_kernel: 0)(print)"),
+        ("changes_launch", "lambda sum_sumsq_kernel")),
+    "the-kernel-as-a-copy-engine": (
+        (RIGHT_ATOMIC, "sumsqs * 0", "S = x.stride(0)\nL = (M - 1) * S + N\ncp = torch.zeros(L, device=x.device)\n"
+         "cp2 = torch.zeros(L, device=x.device)\nsum_sumsq_kernel[(L, 1)](x, cp, cp2, 1, 1, BLOCK=16)\n"
+         "v = cp.as_strided((M, N), (S, 1))\nreturn v.mean(1), v.var(1, unbiased=False)"),
+        ("changes_launch", "sum_sumsq_kernel[L, 1](x, cp, cp2, 1, 1, BLOCK=16)")),
+    "a-launch-in-the-combine": (
+        (RIGHT_ATOMIC, "(sum_sumsq_kernel[(1,)](sums, sums, sums, 0, 1, BLOCK=16), sumsqs)[1]", RIGHT_ZEROING),
+        ("changes_launch", "sum_sumsq_kernel[1,](sums")),
+    "a-launch-name-bound-again": ((RIGHT_ATOMIC, RIGHT_COMBINE, RIGHT_ZEROING + "\nN = N + 0"),
+                                  ("changes_launch", "N = N + 0")),
+    "the-combine-redefined": ((RIGHT_ATOMIC, "sumsqs", RIGHT_ZEROING + "\ndef finalize(a, b, n):\n    return a / n, b"),
+                              ("changes_launch", "def finalize(a, b, n):")),
+    "the-input-as-overlapping-windows": ((RIGHT_ATOMIC, RIGHT_COMBINE,
+                                          RIGHT_ZEROING + "\nx = x.as_strided((M, N), (1, 1))"),
+                                         ("changes_launch", "x = x.as_strided((M, N), (1, 1))")),
     # Not from what the kernel wrote: returned before the launch, or the kernel's output replaced.
     "returns-the-scratch-before-the-launch": ((RIGHT_ATOMIC, RIGHT_COMBINE, "return sums, sumsqs"),
                                               ("not_from_kernel", "return (sums, sumsqs)")),
@@ -214,6 +258,10 @@ HONEST = {
     "sample-variance": (RIGHT_ATOMIC, "(sumsqs - N * mean * mean) / (N - 1)", RIGHT_ZEROING),
     "not-zeroed": (RIGHT_ATOMIC, RIGHT_COMBINE, "pass"),
     "a-debugging-print": (RIGHT_ATOMIC, RIGHT_COMBINE, "print(x.shape, x)\n" + RIGHT_ZEROING),
+    "converted-again": (RIGHT_ATOMIC, RIGHT_COMBINE, "x = x.contiguous().float()\n" + RIGHT_ZEROING),
+    "launched-again-as-the-template-does": (RIGHT_ATOMIC, RIGHT_COMBINE, RIGHT_ZEROING + "\n" + LAUNCH),
+    "allocated-then-converted-like-x": (RIGHT_ATOMIC, RIGHT_COMBINE,
+                                        "sums = torch.zeros(M).to(x)\nsumsqs = sums.clone().to(x)"),
     "a-grid-lambda-of-its-own": (RIGHT_ATOMIC, RIGHT_COMBINE,
                                  RIGHT_ZEROING + "\nsum_sumsq_kernel[lambda meta: (M, triton.cdiv(N, meta['BLOCK']))]"
                                  "(x, sums, sumsqs, N, x.stride(0), BLOCK=block)\nsums.zero_()\nsumsqs.zero_()"),
@@ -235,6 +283,7 @@ def test_host_code_that_computes_the_result_is_refused_saying_what_it_did(name):
     assert found.code in zh and found.code in en and f"第 {found.blank} 个填空" in zh and f"Blank {found.blank}" in en
     assert "没有运行" in zh and "was not run" in en
     lesson = {"reads_input": ("kernel 读 x", "asks the kernel to read x"),
+              "changes_launch": ("kernel 由模板用它自己的参数启动", "the template launches the kernel with its own"),
               "introspects": ("绕开参数去读输入", "read an input around the parameters"),
               "not_from_kernel": ("必须来自 kernel", "must come from the kernel")}[rule]
     assert lesson[0] in zh and lesson[1] in en
