@@ -345,6 +345,13 @@ class _Cell:
                 # x = x.as_strided((L, N), (1, 1)): the template's launch (x.stride(0)) then sums windows of x
                 # that start at every element, from which the host solves for each element
                 return self._finding("changes_launch", node, f"{node.id} = …")
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id in self._launch_buffers():
+                # sumsqs = x.view(-1): the template then hands the input to the combine as the kernel's output
+                statement = self.parent.get(id(node))
+                value = getattr(statement, "value", None)
+                scope = self._scope(node)
+                if isinstance(value, ast.AST) and self._carries(value, self._tainted(scope)):
+                    return self._finding("changes_launch", node, f"{node.id} = {_clip(ast.unparse(value), 40)}")
             bound = _binds(node) & protected
             if bound:
                 name = sorted(bound)[0]
@@ -406,6 +413,15 @@ class _Cell:
                 written = self.launch_writes(call)
                 buffers = {_root_name(a) for a in (written if written is not None else [*call.args])}
                 names |= reads - set(self.inputs) - {b for b in buffers if b is not None} - self.kernels
+        return frozenset(names)
+
+    def _launch_buffers(self) -> frozenset[str]:
+        """The names of the buffers the template's launches write (sums, sumsqs)."""
+        names: set[str] = set()
+        for launches in self.template_launches.values():
+            for call in launches:
+                written = self.launch_writes(call)
+                names |= {n for n in (_root_name(a) for a in (written if written is not None else [])) if n is not None}
         return frozenset(names)
 
     def _as_the_template_launches(self, call: ast.Call) -> bool:

@@ -219,6 +219,8 @@ CHEATS = {
     "the-input-as-overlapping-windows": ((RIGHT_ATOMIC, RIGHT_COMBINE,
                                           RIGHT_ZEROING + "\nx = x.as_strided((M, N), (1, 1))"),
                                          ("changes_launch", "x = x.as_strided((M, N), (1, 1))")),
+    "a-buffer-bound-to-the-input": ((RIGHT_ATOMIC, "sumsqs.view(-1)[:5].var()", "sums.zero_()\nsumsqs = x.view(-1)"),
+                                    ("changes_launch", "sumsqs = x.view(-1)")),
     # Not from what the kernel wrote: returned before the launch, or the kernel's output replaced.
     "returns-the-scratch-before-the-launch": ((RIGHT_ATOMIC, RIGHT_COMBINE, "return sums, sumsqs"),
                                               ("not_from_kernel", "return (sums, sumsqs)")),
