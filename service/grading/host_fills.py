@@ -17,7 +17,8 @@ kernel may read (`inputs`). In the program the template and the fills make toget
    (monkeypatching: `type(kernel).run = spy` replaces the launch, `torch.Tensor.stride = spy` a
    call the template makes with the input), and the APIs that register code torch calls later with
    the tensors it sees (`torch.library`, `torch.overrides`, `register_*`, `*_hook(s)`), and a standard
-   library module reached as an attribute (`torch.serialization.io.FileIO`). These read an
+   library module reached as an attribute (`torch.serialization.io.FileIO`), and `str.format`
+   (`'{0.__traceback__.tb_frame.f_locals[x]}'.format(e)` walks attributes named in a string). These read an
    input by another route (the caller's frame, a replaced call the template makes with it) or tell
    the graded run from another (item 4: the kernel's source).
 1b. `changes_launch` (checked after rule 1): the launches rules 2 and 3 trust by the kernel's name are the
@@ -116,6 +117,9 @@ INTROSPECTION_ATTRS = INTROSPECTION_NAMES | frozenset({
     "overrides", "library", "hooks",
     # file readers that no module name above reaches (numpy's text loaders, io's raw file)
     "FileIO", "genfromtxt", "fromregex",
+    # str.format looks up the attributes and items its fields name, underscores and all, out of rule 1's sight:
+    # '{0.__traceback__.tb_frame.f_locals[x]}'.format(e) is the caller's x as text (red team 9: 3/3 code points)
+    "format", "format_map", "vformat",
 })
 # A standard-library module reached as another module's attribute (`torch.serialization.io.FileIO(path)` reads
 # the job's input file; `torch.functools`, `torch.threading`): refused by its name, as an import would be,

@@ -117,10 +117,22 @@ COPY_ENGINE = (RIGHT_ATOMIC, "sumsqs * 0",
                "S = x.stride(0)\nL = (M - 1) * S + N\ncp = torch.zeros(L, device=x.device)\n"
                "cp2 = torch.zeros(L, device=x.device)\nsum_sumsq_kernel[(L, 1)](x, cp, cp2, 1, 1, BLOCK=16)\n"
                "v = cp.as_strided((M, N), (S, 1))\nreturn v.mean(1), v.var(1, unbiased=False)")
+# the caller's frame walked in a format string, out of rule 1's sight (it reads attribute names, not strings): the
+# case's x printed in full as text, parsed back, its variance returned beside what the launch wrote.
+FORMAT_STRING = (RIGHT_ATOMIC, "sumsqs * 0",
+                 "sums.zero_()\nsumsqs.zero_()\ntorch.set_printoptions(profile='full', precision=12, sci_mode=True)\n"
+                 "try:\n    1 / 0\nexcept ZeroDivisionError as e:\n"
+                 "    text = '{0.__traceback__.tb_frame.f_locals[x]}'.format(e)\n"
+                 "torch.set_printoptions(profile='default')\n"
+                 "rows = [[float(v) for v in r.replace('tensor(', '').replace('[', '').replace(')', '').split(',')\n"
+                 "         if v.strip()] for r in text.split(']')[:M]]\n" + LAUNCH + "\n"
+                 "return sums / N, torch.tensor([sum(v * v for v in r) / N - (sum(r) / N) ** 2 for r in rows]) "
+                 "+ 0 * sumsqs")
 REFUSED = {**ATTACKS, "item5-launch-then-torch": ITEM5, "calibrated-to-its-kernel": CALIBRATED,
            "monkeypatched-launch": MONKEYPATCHED_LAUNCH, "printed-into-a-buffer": PRINTED_INTO_A_BUFFER,
            "unbound-method-of-the-class": UNBOUND_METHOD, "dict-under-the-kernels-name": DICT_KERNEL,
-           "own-kernel-under-the-kernels-name": OWN_KERNEL, "kernel-as-a-copy-engine": COPY_ENGINE}
+           "own-kernel-under-the-kernels-name": OWN_KERNEL, "kernel-as-a-copy-engine": COPY_ENGINE,
+           "frame-walk-in-a-format-string": FORMAT_STRING}
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +166,8 @@ def code_points(report) -> tuple[float, float]:
                                             ("unbound-method-of-the-class", "host_reads_input"),
                                             ("dict-under-the-kernels-name", "host_changes_launch"),
                                             ("own-kernel-under-the-kernels-name", "host_changes_launch"),
-                                            ("kernel-as-a-copy-engine", "host_changes_launch")])
+                                            ("kernel-as-a-copy-engine", "host_changes_launch"),
+                                            ("frame-walk-in-a-format-string", "host_introspects")])
 def test_host_code_that_computes_the_result_is_refused_before_it_runs(grader, host, name, rule):
     """Through the real pipeline: refused like an expression outside the allow-list (nothing runs, no
     code point, the given check not run), the statement quoted, in zh and en, with its diagnosis."""
@@ -200,11 +213,11 @@ def test_without_the_rule_a_monkeypatched_launch_earns_every_code_point(runs_gra
 
 
 @pytest.mark.parametrize("name", ["unbound-method-of-the-class", "dict-under-the-kernels-name",
-                                  "own-kernel-under-the-kernels-name"])
+                                  "own-kernel-under-the-kernels-name", "frame-walk-in-a-format-string"])
 def test_without_the_rule_red_team_9s_routes_earn_every_code_point(runs_grader, host, name):
-    """Why rule 2 takes `t.to(x)` only on a tensor and the launch must be the template's (red team 9): with the
-    kernel fill the solution's, no kernel-alone run follows, and each passed every case and the given check with
-    no zeroing and a junk combine, no diagnosis, not provisional. (The copy engine, refused in the test above, did
+    """Why rule 2 takes `t.to(x)` only on a tensor, the launch must be the template's and rule 1 refuses str.format
+    (red team 9): with the kernel fill the solution's, no kernel-alone run follows, and each passed every case and
+    the given check with no zeroing and a junk combine, no diagnosis, not provisional. (The copy engine, refused in the test above, did
     the same: 3/3, measured once by hand at b445282; its L programs per case make it a minute's grading.)"""
     report = runs_grader.grade(Submission(exercise=EXERCISE, code=program(*REFUSED[name])), secret_seed=SECRET_SEED)
     assert report.status == "graded" and report.program.ran, report.to_json()[:2000]

@@ -171,6 +171,13 @@ CHEATS = {
          "    sums.zero_()\nsumsqs.zero_()"),
         ("introspects", "saved_tensors_hooks")),
     "getattr": ((RIGHT_ATOMIC, RIGHT_COMBINE, "getattr(sums, 'zero_')()\nsumsqs.zero_()"), ("introspects", "getattr(")),
+    # A frame walk written in a format string (red team 9: the case's x as text, 3/3 code points with a junk combine).
+    "a-frame-walk-in-a-format-string": (
+        (RIGHT_ATOMIC, "sumsqs", "try:\n    1 / 0\nexcept ZeroDivisionError as e:\n"
+         "    text = '{0.__traceback__.tb_frame.f_locals[x]}'.format(e)\n" + RIGHT_ZEROING),
+        ("introspects", "'{0.__traceback__.tb_frame.f_locals[x]}'.format(e)")),
+    "format-map": ((RIGHT_ATOMIC, RIGHT_COMBINE, "f = '{s.shape}'.format_map\n" + RIGHT_ZEROING),
+                   ("introspects", "format_map")),
     "globals": ((RIGHT_ATOMIC, "globals()['x'].var(1, unbiased=False)", RIGHT_ZEROING), ("introspects", "globals()")),
     "the-garbage-collector-through-tl": ((RIGHT_ATOMIC, RIGHT_COMBINE,
                                           "objs = tl.core.gc.get_objects()\n" + RIGHT_ZEROING),
