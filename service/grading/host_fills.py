@@ -17,7 +17,8 @@ kernel may read (`inputs`). In the program the template and the fills make toget
    (monkeypatching: `type(kernel).run = spy` replaces the launch, `torch.Tensor.stride = spy` a
    call the template makes with the input), and the APIs that register code torch calls later with
    the tensors it sees (`torch.library`, `torch.overrides`, `register_*`, `*_hook(s)`), and a standard
-   library module reached as an attribute (`torch.serialization.io.FileIO`), and `str.format`
+   library module reached as an attribute (`torch.serialization.io.FileIO`), a builtin that rule 2 trusts
+   with an input bound again (`len = lambda t: t.var(1)`), and `str.format`
    (`'{0.__traceback__.tb_frame.f_locals[x]}'.format(e)` walks attributes named in a string). These read an
    input by another route (the caller's frame, a replaced call the template makes with it) or tell
    the graded run from another (item 4: the kernel's source).
@@ -312,6 +313,9 @@ class _Cell:
                 what = node.name
             elif isinstance(node, ast.Name) and (node.id in INTROSPECTION_NAMES or node.id.startswith("__")):
                 what = node.id
+            elif _binds(node) & HARMLESS_BUILTINS:
+                # len = lambda t: t.var(1): rule 2 trusts these names with an input (red team 9: 2/2 regular points)
+                what = f"{sorted(_binds(node) & HARMLESS_BUILTINS)[0]} = …"
             elif isinstance(node, ast.Name) and node.id == "type":
                 # type(name, bases, namespace) is a class statement by another name (a torch function mode that
                 # torch.empty_like(x) hands x), and type(obj) is the class whose methods every instance shares

@@ -128,11 +128,15 @@ FORMAT_STRING = (RIGHT_ATOMIC, "sumsqs * 0",
                  "         if v.strip()] for r in text.split(']')[:M]]\n" + LAUNCH + "\n"
                  "return sums / N, torch.tensor([sum(v * v for v in r) / N - (sum(r) / N) ** 2 for r in rows]) "
                  "+ 0 * sumsqs")
+# a builtin that rule 2 trusts with x (len, print, isinstance) bound to a lambda of the block's own.
+TRUSTED_BUILTIN = (RIGHT_ATOMIC, "sumsqs * 0", "sums.zero_()\nsumsqs.zero_()\n"
+                   "len = lambda t: t.double().var(1, unbiased=False).float()\n" + LAUNCH
+                   + "\nreturn sums / N, len(x) + 0 * sumsqs")
 REFUSED = {**ATTACKS, "item5-launch-then-torch": ITEM5, "calibrated-to-its-kernel": CALIBRATED,
            "monkeypatched-launch": MONKEYPATCHED_LAUNCH, "printed-into-a-buffer": PRINTED_INTO_A_BUFFER,
            "unbound-method-of-the-class": UNBOUND_METHOD, "dict-under-the-kernels-name": DICT_KERNEL,
            "own-kernel-under-the-kernels-name": OWN_KERNEL, "kernel-as-a-copy-engine": COPY_ENGINE,
-           "frame-walk-in-a-format-string": FORMAT_STRING}
+           "frame-walk-in-a-format-string": FORMAT_STRING, "a-trusted-builtin-rebound": TRUSTED_BUILTIN}
 
 
 @pytest.fixture(scope="module")
@@ -167,7 +171,8 @@ def code_points(report) -> tuple[float, float]:
                                             ("dict-under-the-kernels-name", "host_changes_launch"),
                                             ("own-kernel-under-the-kernels-name", "host_changes_launch"),
                                             ("kernel-as-a-copy-engine", "host_changes_launch"),
-                                            ("frame-walk-in-a-format-string", "host_introspects")])
+                                            ("frame-walk-in-a-format-string", "host_introspects"),
+                                            ("a-trusted-builtin-rebound", "host_introspects")])
 def test_host_code_that_computes_the_result_is_refused_before_it_runs(grader, host, name, rule):
     """Through the real pipeline: refused like an expression outside the allow-list (nothing runs, no
     code point, the given check not run), the statement quoted, in zh and en, with its diagnosis."""
@@ -213,7 +218,8 @@ def test_without_the_rule_a_monkeypatched_launch_earns_every_code_point(runs_gra
 
 
 @pytest.mark.parametrize("name", ["unbound-method-of-the-class", "dict-under-the-kernels-name",
-                                  "own-kernel-under-the-kernels-name", "frame-walk-in-a-format-string"])
+                                  "own-kernel-under-the-kernels-name", "frame-walk-in-a-format-string",
+                                  "a-trusted-builtin-rebound"])
 def test_without_the_rule_red_team_9s_routes_earn_every_code_point(runs_grader, host, name):
     """Why rule 2 takes `t.to(x)` only on a tensor, the launch must be the template's and rule 1 refuses str.format
     (red team 9): with the kernel fill the solution's, no kernel-alone run follows, and each passed every case and

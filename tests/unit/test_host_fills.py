@@ -178,6 +178,13 @@ CHEATS = {
         ("introspects", "'{0.__traceback__.tb_frame.f_locals[x]}'.format(e)")),
     "format-map": ((RIGHT_ATOMIC, RIGHT_COMBINE, "f = '{s.shape}'.format_map\n" + RIGHT_ZEROING),
                    ("introspects", "format_map")),
+    # A builtin that rule 2 trusts with x, bound to a lambda of the fill's (red team 9: 2/2 regular points).
+    "a-trusted-builtin-rebound": ((RIGHT_ATOMIC, "sumsqs * 0", "len = lambda t: t.var(1, unbiased=False)\n"
+                                   + RIGHT_ZEROING + "\n" + LAUNCH + "return sums / N, len(x) + 0 * sumsqs"),
+                                  ("introspects", "len = lambda t")),
+    "a-trusted-builtin-as-a-parameter": ((RIGHT_ATOMIC, RIGHT_COMBINE, RIGHT_ZEROING
+                                          + "\n(lambda print: print(x))(lambda t: sumsqs.copy_(t.sum(1)))"),
+                                         ("introspects", "lambda print")),
     "globals": ((RIGHT_ATOMIC, "globals()['x'].var(1, unbiased=False)", RIGHT_ZEROING), ("introspects", "globals()")),
     "the-garbage-collector-through-tl": ((RIGHT_ATOMIC, RIGHT_COMBINE,
                                           "objs = tl.core.gc.get_objects()\n" + RIGHT_ZEROING),
