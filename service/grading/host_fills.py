@@ -134,6 +134,11 @@ OVERWRITING_METHODS = frozenset({"zero_", "fill_", "copy_", "normal_", "uniform_
 # Work the dependence analysis may do on one fill set: a bound on loops within loops (each runs until
 # nothing changes) and on calls; past it, rule 3 says nothing (the runs still grade the program).
 STEP_BUDGET = 20_000
+# Steps of one `t.to(x)` receiver's check (rule 2): names followed through their host bindings; past it, not a
+# tensor (refused). It recurses along a chain of names, which the syntax tree's depth does not bound: a budget far
+# below Python's recursion limit, since check() takes a RecursionError for "nothing found" (a 700-name chain read
+# as no finding at all before the budget was lowered).
+TENSOR_STEPS = 64
 CALL_DEPTH = 4
 
 
@@ -264,6 +269,10 @@ class _Cell:
                if isinstance(f, (ast.Import, ast.ImportFrom)) for a in f.names])
         self.modules = frozenset((a.asname or a.name).split(".")[0] for f in self.module.body
                                  if isinstance(f, (ast.Import, ast.ImportFrom)) for a in f.names)
+        self._bindings: dict[str, list[ast.AST | None]] | None = None  # _host_bindings, made once
+        self._steps_left = 0  # _tensor_receiver's budget
+        self._taint_cache: dict[int, set[str]] = {}
+        self._grid_index: dict[int, dict[str, list[ast.AST]]] = {}  # _grids: a scope's definitions by name
         # the template's own launches (kernel[grid](...) outside every fill), by the function that holds them
         self.template_launches: dict[int, list[ast.Call]] = {}
         for node in ast.walk(self.module):
@@ -346,6 +355,7 @@ class _Cell:
         that name, or the cell's kernel launched as a copy engine (`kernel[(M * N, 1)](x, copy, tmp, 1, 1)`)
         whose output is x again."""
         protected = self.module_names | self._launch_names()
+        buffers = self._launch_buffers()
         for node in self._host_nodes():
             if self.template_launches and isinstance(node, ast.Name) and node.id in self.inputs \
                     and isinstance(node.ctx, (ast.Store, ast.Del)) and not self._same_input_again(node) \
@@ -353,12 +363,12 @@ class _Cell:
                 # x = x.as_strided((L, N), (1, 1)): the template's launch (x.stride(0)) then sums windows of x
                 # that start at every element, from which the host solves for each element
                 return self._finding("changes_launch", node, f"{node.id} = …")
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id in self._launch_buffers():
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id in buffers:
                 # sumsqs = x.view(-1): the template then hands the input to the combine as the kernel's output
                 statement = self.parent.get(id(node))
                 value = getattr(statement, "value", None)
                 scope = self._scope(node)
-                if isinstance(value, ast.AST) and self._carries(value, self._tainted(scope)):
+                if isinstance(value, ast.AST) and self._carries(value, self._scope_taint(self._taint_cache, scope)):
                     return self._finding("changes_launch", node, f"{node.id} = {_clip(ast.unparse(value), 40)}")
             bound = _binds(node) & protected
             if bound:
@@ -478,6 +488,13 @@ class _Cell:
             return self._carries(node.value, tainted)
         return False
 
+    def _scope_taint(self, taints: dict[int, set[str]], scope: ast.AST) -> set[str]:
+        """`_tainted(scope)`, made once per scope (a setdefault(…, self._tainted(scope)) made it again for every
+        name of a fill: 800 assignments and as many reads cost the worker 86 s before any sandbox, red team 9)."""
+        if id(scope) not in taints:
+            taints[id(scope)] = self._tainted(scope)
+        return taints[id(scope)]
+
     def _tainted(self, scope: ast.AST) -> set[str]:
         """The names that hold an input somewhere in `scope` (flow-insensitive: a name that ever holds
         one holds it everywhere), from the declared inputs through every assignment, the template's too."""
@@ -492,14 +509,19 @@ class _Cell:
                 pairs.append((node.target, node.iter))
             elif isinstance(node, ast.withitem) and node.optional_vars is not None:
                 pairs.append((node.optional_vars, node.context_expr))
-        changed = True
-        while changed:
-            changed = False
-            for target, value in pairs:
-                for name in _bound(target, value, lambda v: self._carries(v, tainted)):
-                    if name not in tainted:
-                        tainted.add(name)
-                        changed = True
+        # a worklist: a pair is looked at again only when a name its value reads has just become an input's
+        # (linear in the pairs' names; a pass over every pair until nothing changed was quadratic in a chain)
+        readers: dict[str, list[int]] = {}
+        for index, (_, value) in enumerate(pairs):
+            for name in {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}:
+                readers.setdefault(name, []).append(index)
+        pending = sorted({i for name in tainted for i in readers.get(name, [])})
+        while pending:
+            target, value = pairs[pending.pop()]
+            for name in _bound(target, value, lambda v: self._carries(v, tainted)):
+                if name not in tainted:
+                    tainted.add(name)
+                    pending += readers.get(name, [])
         return tainted
 
     def _shadowed(self) -> set[int]:
@@ -530,7 +552,7 @@ class _Cell:
             if not isinstance(node, ast.Name) or id(node) in shadowed:
                 continue
             scope = self._scope(node)
-            tainted = taints.setdefault(id(scope), self._tainted(scope))
+            tainted = self._scope_taint(taints, scope)
             if isinstance(node.ctx, ast.Store):
                 parent = self.parent.get(id(node))
                 if isinstance(parent, ast.AugAssign) and node.id in tainted:  # x += ...: reads x too
@@ -552,7 +574,7 @@ class _Cell:
             if not (isinstance(call, ast.Call) and self._is_launch(call)):
                 continue
             scope = self._scope(call)
-            tainted = taints.setdefault(id(scope), self._tainted(scope))
+            tainted = self._scope_taint(taints, scope)
             carried = self._carried_parameters(call, tainted)
             if not carried:
                 continue
@@ -599,15 +621,17 @@ class _Cell:
         """What a launch's grid may be: the expression, or each value its name is bound to in the scope."""
         if not isinstance(grid, ast.Name):
             return [grid]
-        found: list[ast.AST] = []
-        for node in ast.walk(scope):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == grid.id:
-                found.append(node)
-            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                if any(isinstance(t, ast.Name) and t.id == grid.id for t in targets):
-                    found.append(node.value)
-        return found
+        if id(scope) not in self._grid_index:  # one walk per scope, not one per launch (700 launches: 7 s)
+            index: dict[str, list[ast.AST]] = {}
+            for node in ast.walk(scope):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    index.setdefault(node.name, []).append(node)
+                elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    for name in {t.id for t in targets if isinstance(t, ast.Name)}:
+                        index.setdefault(name, []).append(node.value)
+            self._grid_index[id(scope)] = index
+        return list(self._grid_index[id(scope)].get(grid.id, []))
 
     def _allowed(self, node: ast.AST, tainted: set[str]) -> bool:
         """Whether an input's value at `node` goes only where host code may take it (rule 2)."""
@@ -637,7 +661,7 @@ class _Cell:
             if isinstance(func, ast.Attribute) and func.attr in SHAPE_ARGUMENT_METHODS:
                 # t.to(x) lends t x's dtype and device; on a class or an operator (torch.Tensor.to(x, torch.float64),
                 # torch.ops.aten.to(x)) the same call is x itself, converted: only a receiver known to be a tensor
-                return self._tensor_value(func.value, set())
+                return self._tensor_receiver(func.value)
             return _harmless_builtin(parent)
         if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and parent.value is node:
             targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
@@ -654,11 +678,22 @@ class _Cell:
             return all(isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops)
         return isinstance(parent, ast.Expr)  # a bare `x` computes nothing
 
+    def _tensor_receiver(self, node: ast.AST) -> bool:
+        """`_tensor_value` of a call's receiver, within a budget of steps (past it: not known to be a tensor)."""
+        self._steps_left = TENSOR_STEPS
+        try:
+            return self._tensor_value(node, set())
+        except (_OverBudget, RecursionError):
+            return False
+
     def _tensor_value(self, node: ast.AST, seen: set[str]) -> bool:
         """`node` is a tensor, not a class or a function whose method would take an input as its first
         argument: a name the template binds (a parameter, `y = torch.empty_like(x)`) that no host fill binds
         to anything but such a value; a call of a module's function (`torch.zeros(M)`) or of a tensor's method;
         an element or arithmetic of a tensor."""
+        self._steps_left -= 1
+        if self._steps_left < 0:
+            raise _OverBudget
         if isinstance(node, ast.Name):
             if node.id in self.module_names:
                 return False
@@ -680,15 +715,20 @@ class _Cell:
     def _host_bindings(self, name: str) -> list[ast.AST | None]:
         """What host fills bind `name` to: the value of each `name = value` (plain assignments), None for any
         other binding (a parameter, a loop or `with` target, a def)."""
-        values: list[ast.AST | None] = []
-        for node in self._host_nodes():
-            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-                values.append(node.value)
-            elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and isinstance(node.target, ast.Name) \
-                    and node.target.id == name:
-                values.append(node.value)
-        bound = sum(1 for n in self._host_nodes() if name in _binds(n))
-        return values + [None] * (bound - len(values))
+        if self._bindings is None:
+            values: dict[str, list[ast.AST | None]] = {}
+            counts: dict[str, int] = {}
+            for node in self._host_nodes():
+                if isinstance(node, ast.Assign):
+                    for t in node.targets:
+                        if isinstance(t, ast.Name):
+                            values.setdefault(t.id, []).append(node.value)
+                elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and isinstance(node.target, ast.Name):
+                    values.setdefault(node.target.id, []).append(node.value)
+                for bound in _binds(node):
+                    counts[bound] = counts.get(bound, 0) + 1
+            self._bindings = {n: values.get(n, []) + [None] * (c - len(values.get(n, []))) for n, c in counts.items()}
+        return self._bindings.get(name, [])
 
     def _is_launch(self, call: ast.Call) -> bool:
         """`kernel[grid](...)` with `kernel` one of the cell's module-level @triton.jit functions."""

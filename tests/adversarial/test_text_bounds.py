@@ -364,3 +364,42 @@ def test_the_highlight_still_marks_words_apart_by_a_run_of_white_space():
             assert re.sub(r"\s+", " ", spread[y.start:y.end]) == plain[x.start:x.end], question.id
         marked += len(a)
     assert marked >= 2
+
+
+# Host fills that the host rule (service/grading/host_fills.py) reads before anything runs, on the trusted side:
+# a chain of assignments with as many reads (the rule's input tracking was made again for every name: 86 s for
+# 28 KB at b445282, minutes at the 64 KB cap, before any sandbox and again on every retry of the grading), and
+# hundreds of launches through a named grid (each walked the whole function again: 7 s).
+HOST_FILL_SHAPES = {
+    "chain-and-reads": "\n".join(["a0 = sums", *(f"a{i} = a{i - 1}.float()" for i in range(1, 1800)),
+                                  *("b = x" for _ in range(1800))]),
+    "reverse-chain": "\n".join([*(f"a{i} = a{i + 1}" for i in range(1800)), "a1800 = x"]),
+    "launches-through-a-named-grid": "g = (M, 1)\n" + "\n".join(
+        ["sum_sumsq_kernel[g](x, sums, sumsqs, N, x.stride(0), BLOCK=block)"] * 700),
+    "long-receiver-chain": "\n".join(["a0 = sums", *(f"a{i} = a{i - 1}.float()" for i in range(1, 1200)),
+                                      *("b = a1199.to(x)" for _ in range(1200))]),
+}
+# Past the receiver check's budget (host_fills.TENSOR_STEPS) `a1199.to(x)` is not known to take x's dtype from a
+# tensor: refused, never read as nothing found (a RecursionError there made check() say None).
+REFUSED_SHAPES = {"long-receiver-chain"}
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("shape", list(HOST_FILL_SHAPES))
+def test_the_longest_host_fill_is_checked_by_the_host_rule_in_bounded_time(shape):
+    from service.grading import host_fills
+    from service.grading.extract import extract
+
+    parts = FUSED.template.split("______")
+    code = (parts[0] + "tl.sum(values * values, axis=0)" + parts[1] + "sumsqs / N - mean * mean" + parts[2]
+            + (HOST_FILL_SHAPES[shape] + "\nsums.zero_()\nsumsqs.zero_()").replace("\n", "\n    ") + parts[3])
+    assert len(code) <= 65_536  # within the code cap
+    extraction = extract(FUSED.template, code)
+    assert extraction.error is None and not extraction.edits
+    started = time.thread_time()
+    found = host_fills.check(FUSED, extraction)
+    assert time.thread_time() - started < 2.0
+    if shape in REFUSED_SHAPES:
+        assert found is not None and found.rule == "reads_input" and found.code == "b = a1199.to(x)", found
+    else:
+        assert found is None, found  # honest, if odd: read to the end, not refused
