@@ -4,6 +4,7 @@ The grader and the compile-cache warmer (compile_warm.py) both run programs thro
 """
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 
@@ -36,7 +37,7 @@ def run_program(runner: SandboxRunner, exercise: Exercise, program: Program,
     cases = spec.cases if cases is None else cases  # the cases as graded (drawn shapes resolved)
     speed, speed_in = None, {}
     if with_speed and (mode is DeviceMode.gpu or cpu_timer) and spec.speed is not None:
-        speed, speed_in = speed_job(spec), speed_inputs(exercise.make_inputs(spec.speed.case(), spec.speed.seed))
+        speed, speed_in = speed_job(spec), speed_inputs(speed_arrays(exercise))
         speed.cpu_timer = cpu_timer
     given_check = program.given_check if with_given else None
     run = runner.run(program=program.module, given_check=given_check, given_seed=spec.given_check.seed,
@@ -45,6 +46,32 @@ def run_program(runner: SandboxRunner, exercise: Exercise, program: Program,
                      speed=speed, deterministic=memoisable(exercise), detach_speed=detach_speed and speed is not None,
                      meanwhile=meanwhile)
     return render_run(run, language or spec.language)  # the runner's codes in words (grading/sandbox_text.py)
+
+
+SPEED_INPUTS_KEPT = 16  # exercises whose speed input one process keeps (8 MiB each in the catalogue)
+_speed_inputs: dict[tuple[str, str, str], dict[str, np.ndarray]] = {}
+_speed_inputs_lock = threading.Lock()
+
+
+def speed_arrays(exercise: Exercise) -> dict[str, np.ndarray]:
+    """The speed phase's input: drawn from the exercise's fixed public seed (never the secret one), so
+    the same for every run; drawn once per process and kept read-only. Drawing it cost 25-45 ms of
+    every new program's GPU grading before its sandbox could start (cProfile on an H100, 2026-12-06;
+    lesson 6: 512 x 4096 rows). Keyed by the exercise's version and speed spec: an edited exercise draws anew."""
+    spec = exercise.spec
+    assert spec.speed is not None
+    key = (exercise.id, str(spec.version), spec.speed.model_dump_json())
+    with _speed_inputs_lock:
+        kept = _speed_inputs.get(key)
+    if kept is not None:
+        return kept
+    drawn = exercise.make_inputs(spec.speed.case(), spec.speed.seed)
+    for array in drawn.values():
+        array.setflags(write=False)  # shared by every run: nothing may change it
+    with _speed_inputs_lock:
+        if len(_speed_inputs) >= SPEED_INPUTS_KEPT:
+            _speed_inputs.pop(next(iter(_speed_inputs)))
+        return _speed_inputs.setdefault(key, drawn)
 
 
 def _case_job(spec: ExerciseSpec, case: CaseSpec, arrays: dict[str, np.ndarray]) -> CaseJob:
