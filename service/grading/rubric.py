@@ -111,10 +111,7 @@ def score_items(exercise: Exercise, submission: Submission, cases: list[CaseRepo
         if result is None and (result := _ahead(ahead, item.id, reference)) is not None and text_scores is not None:
             text_scores[item.id] = result
         if result is None:
-            # the code's explanation is also read for the fill it says it wrote (freetext._stated_not_the_fill)
-            scope = fill_scope(exercise.template) if item.question == EXPLANATION_QUESTION else None
-            result = score_answer(question, answer, item.points, fills=fills, reference_fills=reference,
-                                  course_text=exercise.spec.course_text, scope=scope, spilled=spilled)
+            result = _score_item_answer(exercise, item, answer, fills=fills, reference=reference, spilled=spilled)
             if text_scores is not None:
                 text_scores[item.id] = result
         if fill_refusal is not None and item.question == EXPLANATION_QUESTION:
@@ -127,9 +124,19 @@ def score_items(exercise: Exercise, submission: Submission, cases: list[CaseRepo
     return items
 
 
+def _score_item_answer(exercise: Exercise, item: RubricItem, answer: str, *, fills: list[str | None] | None,
+                       reference: tuple[str | None, ...] | None, spilled: Collection[int]) -> TextScore:
+    """score_answer for a text item of the rubric; the code's explanation is also read for the fill it says
+    it wrote (freetext._stated_not_the_fill)."""
+    assert item.question is not None
+    scope = fill_scope(exercise.template) if item.question == EXPLANATION_QUESTION else None
+    return score_answer(exercise.question(item.question), answer, item.points, fills=fills, reference_fills=reference,
+                        course_text=exercise.spec.course_text, scope=scope, spilled=spilled)
+
+
 @dataclasses.dataclass
 class AnswersAhead:
-    """Written answers scored while a new program's sandbox runs (pipeline._answers_ahead), by item id.
+    """Written answers scored while a new program's sandbox runs (RunStep.meanwhile), by item id.
     An answer no run can change (not the code's explanation, no `describes` claim: score_answer reads
     `fills` and `reference_fills` for those only) is in `scores`; one that the run can change is in
     `guessed` with the `reference_fills` it was read with, and score_items reuses it only where the run
@@ -151,14 +158,13 @@ def score_answers_ahead(exercise: Exercise, submission: Submission, fills: list[
     for item in exercise.spec.rubric:
         if item.source == "cases" or item.question is None:
             continue
-        question, answer = exercise.question(item.question), submission.answer(item.question)
-        if item.question != EXPLANATION_QUESTION and not question.describes:
-            ahead.scores[item.id] = score_answer(question, answer, item.points, course_text=exercise.spec.course_text)
-            continue
-        scope = fill_scope(exercise.template) if item.question == EXPLANATION_QUESTION else None
-        ahead.guessed[item.id] = (guess, score_answer(question, answer, item.points, fills=fills,
-                                                      reference_fills=guess, course_text=exercise.spec.course_text,
-                                                      scope=scope, spilled=spilled))
+        answer = submission.answer(item.question)
+        if item.question != EXPLANATION_QUESTION and not exercise.question(item.question).describes:
+            ahead.scores[item.id] = _score_item_answer(exercise, item, answer, fills=fills, reference=None,
+                                                       spilled=spilled)
+        else:
+            ahead.guessed[item.id] = (guess, _score_item_answer(exercise, item, answer, fills=fills, reference=guess,
+                                                                spilled=spilled))
 
 
 def _ahead(ahead: AnswersAhead | None, item_id: str, reference: tuple[str | None, ...] | None) -> TextScore | None:

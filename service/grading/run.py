@@ -4,7 +4,7 @@ The grader and the compile-cache warmer (compile_warm.py) both run programs thro
 """
 from __future__ import annotations
 
-import threading
+import functools
 import time
 from collections.abc import Callable
 
@@ -49,29 +49,25 @@ def run_program(runner: SandboxRunner, exercise: Exercise, program: Program,
 
 
 SPEED_INPUTS_KEPT = 16  # exercises whose speed input one process keeps (8 MiB each in the catalogue)
-_speed_inputs: dict[tuple[str, str, str], dict[str, np.ndarray]] = {}
-_speed_inputs_lock = threading.Lock()
 
 
 def speed_arrays(exercise: Exercise) -> dict[str, np.ndarray]:
     """The speed phase's input: drawn from the exercise's fixed public seed (never the secret one), so
     the same for every run; drawn once per process and kept read-only. Drawing it cost 25-45 ms of
     every new program's GPU grading before its sandbox could start (cProfile on an H100, 2026-12-06;
-    lesson 6: 512 x 4096 rows). Keyed by the exercise's version and speed spec: an edited exercise draws anew."""
-    spec = exercise.spec
-    assert spec.speed is not None
-    key = (exercise.id, str(spec.version), spec.speed.model_dump_json())
-    with _speed_inputs_lock:
-        kept = _speed_inputs.get(key)
-    if kept is not None:
-        return kept
-    drawn = exercise.make_inputs(spec.speed.case(), spec.speed.seed)
+    lesson 6: 512 x 4096 rows). Keyed by the exercise and its speed spec: an edited exercise draws anew."""
+    assert exercise.spec.speed is not None
+    return _speed_draw(exercise, exercise.spec.speed.model_dump_json())
+
+
+@functools.lru_cache(maxsize=SPEED_INPUTS_KEPT)
+def _speed_draw(exercise: Exercise, speed_spec: str) -> dict[str, np.ndarray]:
+    speed = exercise.spec.speed
+    assert speed is not None
+    drawn = exercise.make_inputs(speed.case(), speed.seed)
     for array in drawn.values():
         array.setflags(write=False)  # shared by every run: nothing may change it
-    with _speed_inputs_lock:
-        if len(_speed_inputs) >= SPEED_INPUTS_KEPT:
-            _speed_inputs.pop(next(iter(_speed_inputs)))
-        return _speed_inputs.setdefault(key, drawn)
+    return drawn
 
 
 def _case_job(spec: ExerciseSpec, case: CaseSpec, arrays: dict[str, np.ndarray]) -> CaseJob:
