@@ -263,12 +263,10 @@ class _Cell:
         self.written = {f.name: _written_parameters(f) for f in self.module.body
                         if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name in self.kernels}
         # the names the template binds at module level to code: its kernels, host functions and modules
-        self.module_names = frozenset(
-            [f.name for f in self.module.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
-            + [(a.asname or a.name).split(".")[0] for f in self.module.body
-               if isinstance(f, (ast.Import, ast.ImportFrom)) for a in f.names])
         self.modules = frozenset((a.asname or a.name).split(".")[0] for f in self.module.body
                                  if isinstance(f, (ast.Import, ast.ImportFrom)) for a in f.names)
+        self.module_names = self.modules | frozenset(
+            f.name for f in self.module.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
         self._bindings: dict[str, list[ast.AST | None]] | None = None  # _host_bindings, made once
         self._steps_left = 0  # _tensor_receiver's budget
         self._taint_cache: dict[int, set[str]] = {}
@@ -368,7 +366,7 @@ class _Cell:
                 statement = self.parent.get(id(node))
                 value = getattr(statement, "value", None)
                 scope = self._scope(node)
-                if isinstance(value, ast.AST) and self._carries(value, self._scope_taint(self._taint_cache, scope)):
+                if isinstance(value, ast.AST) and self._carries(value, self._scope_taint(scope)):
                     return self._finding("changes_launch", node, f"{node.id} = {_clip(ast.unparse(value), 40)}")
             bound = _binds(node) & protected
             if bound:
@@ -488,12 +486,12 @@ class _Cell:
             return self._carries(node.value, tainted)
         return False
 
-    def _scope_taint(self, taints: dict[int, set[str]], scope: ast.AST) -> set[str]:
+    def _scope_taint(self, scope: ast.AST) -> set[str]:
         """`_tainted(scope)`, made once per scope (a setdefault(…, self._tainted(scope)) made it again for every
         name of a fill: 800 assignments and as many reads cost the worker 86 s before any sandbox, red team 9)."""
-        if id(scope) not in taints:
-            taints[id(scope)] = self._tainted(scope)
-        return taints[id(scope)]
+        if id(scope) not in self._taint_cache:  # (the same for every rule: the syntax and the inputs decide it)
+            self._taint_cache[id(scope)] = self._tainted(scope)
+        return self._taint_cache[id(scope)]
 
     def _tainted(self, scope: ast.AST) -> set[str]:
         """The names that hold an input somewhere in `scope` (flow-insensitive: a name that ever holds
@@ -547,12 +545,11 @@ class _Cell:
 
     def input_reads(self) -> Finding | None:
         shadowed = self._shadowed()
-        taints: dict[int, set[str]] = {}
         for node in self._host_nodes():
             if not isinstance(node, ast.Name) or id(node) in shadowed:
                 continue
             scope = self._scope(node)
-            tainted = self._scope_taint(taints, scope)
+            tainted = self._scope_taint(scope)
             if isinstance(node.ctx, ast.Store):
                 parent = self.parent.get(id(node))
                 if isinstance(parent, ast.AugAssign) and node.id in tainted:  # x += ...: reads x too
@@ -560,12 +557,12 @@ class _Cell:
                 continue
             if node.id in tainted and not self._allowed(node, tainted):
                 return self._finding("reads_input", node, self._named(node.id))
-        return self._grid_reads(taints)
+        return self._grid_reads()
 
     def _named(self, name: str) -> str:
         return name if name in self.inputs else f"{name} (= {', '.join(sorted(self.inputs))})"
 
-    def _grid_reads(self, taints: dict[int, set[str]]) -> Finding | None:
+    def _grid_reads(self) -> Finding | None:
         """A callable grid gets the launch's arguments (Triton calls `grid(bound_args)`): `meta['x']` is
         the input under another name. Where a launch passes an input, a host fill's grid may read only
         `meta['NAME']` of the kernel's other parameters (`meta['BLOCK']`), and must be a tuple, a lambda
@@ -574,7 +571,7 @@ class _Cell:
             if not (isinstance(call, ast.Call) and self._is_launch(call)):
                 continue
             scope = self._scope(call)
-            tainted = self._scope_taint(taints, scope)
+            tainted = self._scope_taint(scope)
             carried = self._carried_parameters(call, tainted)
             if not carried:
                 continue
