@@ -155,13 +155,14 @@ class SpeedJob(BaseModel):
 
 
 class CompileAhead(BaseModel):
-    """GPU: before the given check and the cases, the harness compiles every case's kernels at once
-    (sandbox/harness.py `_compile_ahead`): a speed-up only, never a change in what a case reports."""
+    """GPU: before the given check and the cases, the harness starts compiling every case's kernels at once
+    (sandbox/harness.py `_compile_ahead`); they run on beside the given check and the cases, each launch
+    waiting for its own kernel only: a speed-up only, never a change in what a case reports."""
 
     model_config = ConfigDict(extra="forbid")
 
     threads: int = Field(4, ge=1, le=16, description="compiles at the same time")
-    wait_s: float = Field(10.0, gt=0, le=60, description="the most the phase waits (later kernels: in their case)")
+    wait_s: float = Field(10.0, gt=0, le=60, description="the most the phase's calls of the entry point take")
 
 
 class Job(BaseModel):
@@ -299,7 +300,9 @@ class RunResult:
     # (`done` -> the channel closed), kill (the sandbox killed and its confinement undone), cleanup.
     phases: dict[str, float] = field(default_factory=dict)
     # The harness's own split of its work (the `done` frame's `split`: warm_up, job, program, inputs,
-    # compile_ahead (GPU), sweep, send, given_calls, given_record, case_setup, case_calls, case_evidence).
+    # compile_ahead (GPU: the phase's calls), sweep, send, given_calls, given_record, case_setup, case_calls,
+    # case_evidence; GPU: compile_wait, the launches' waits for the phase's compiles, and compile_ahead_done, from the
+    # phase's start until its last compile ended, beside the given check and the cases).
     # Told by the sandbox: shown in timing, never graded.
     split: dict[str, float] = field(default_factory=dict)
     # `run(detach_speed=True)`: the sandbox still timing the kernel after it sent every case result

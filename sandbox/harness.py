@@ -70,6 +70,10 @@ def _sweep_stray_processes() -> int:
                 pid = int(fh.read().rsplit(")", 1)[1].split()[1])  # ppid: the field after the state
         except (OSError, ValueError, IndexError):
             break
+    # The compile-ahead phase's compiles run on beside the given check and the cases (_AheadCompiles): the
+    # processes they started (Triton's ptxas) are the harness's own and live until their compile ends.
+    spared = _AHEAD.spared() if _AHEAD is not None else set()
+    keep |= spared
     killed = []
     for entry in os.listdir("/proc"):
         if entry.isdigit() and int(entry) not in keep:
@@ -79,9 +83,10 @@ def _sweep_stray_processes() -> int:
     for pid in killed:  # our own children: reap them (a zombie still counts against the cap)
         with contextlib.suppress(ChildProcessError, OSError):
             os.waitpid(pid, 0)
-    with contextlib.suppress(ChildProcessError, OSError):
-        while os.waitpid(-1, os.WNOHANG)[0] > 0:
-            pass
+    if not spared:  # (reaping any child would take a running compile's ptxas exit status from its thread)
+        with contextlib.suppress(ChildProcessError, OSError):
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                pass
     return len(killed)
 
 
@@ -244,6 +249,8 @@ def main() -> int:
         except Exception:  # noqa: BLE001 - any failure here means the context is gone
             return True
 
+    if mode == "gpu" and job.get("compile_ahead"):
+        _resolve_compiles_ahead()  # under the announcement: a launch that waits for one is said as its compile
     _announce_compiles(send, gate)
 
     import importlib.util
@@ -408,7 +415,12 @@ def main() -> int:
     # `done` (the graded phases' compile counts) before the speed phase: the trusted side may stop
     # reading at `speed_start` (sandbox/speed_phase.py), and the grade's timing still has them.
     cache = sys.modules.get("shared_triton_cache")  # loaded by Triton only when the shared cache is mounted
-    counts = {**(cache.counts if cache is not None else {}), **({"compiled_ahead": ahead} if ahead is not None else {})}
+    if ahead is not None:
+        done_s = ahead.done_s()
+        if done_s is not None:
+            _SPLIT["compile_ahead_done"] = done_s
+    counts = {**(cache.counts if cache is not None else {}),
+              **({"compiled_ahead": ahead.compiled()} if ahead is not None else {})}
     send({"type": "done", "split": dict(_SPLIT), **({"triton_cache": counts} if counts else {}),
           **({"gpu_compile": {"compiles": gate.compiles, "seconds": gate.compile_s}} if gate else {})})
     speed_job = job.get("speed")
@@ -872,9 +884,6 @@ def _announce_compiles(send, gate) -> None:
     JITFunction._do_compile = announced
 
 
-_ABANDONED_COMPILES = False  # a compile-ahead thread outlived its wait (see __main__)
-
-
 class _AheadStopped(BaseException):
     """The compile-ahead phase's deadline: a BaseException, so that `except Exception` in student
     code does not swallow it."""
@@ -884,34 +893,147 @@ def _stop_ahead(signum, frame) -> None:
     raise _AheadStopped
 
 
+AHEAD_THREAD_PREFIX = "compile-ahead"
+
+
+class _AheadCompiles:
+    """The compile-ahead phase's compiles, which run on in their threads while the given check and the
+    cases run (issue #20: a new fill's drawn widths compiled before anything else ran, so every case
+    waited for the last of them). A launch whose specialisation one of them compiles takes it from
+    here (`take`, from the resolver `_resolve_compiles_ahead` puts under Triton's `_do_compile`): it
+    waits for that compile alone, or compiles the kernel itself where no thread has begun it yet; a
+    compile that failed is compiled again by its launch, which raises and reports exactly what a run
+    without the phase does. The cases run in their order, each as soon as its own kernels are ready."""
+
+    def __init__(self, mode, pool, started: float) -> None:
+        import threading
+
+        self.mode = mode  # the phase's AsyncCompileMode (its raw_futures: every compile it began)
+        self.pool = pool
+        self.started = started  # perf_counter at the phase's start
+        # (id(JITFunction), device, kernel cache key) -> (the JITFunction, its FutureKernel), not yet in its cache
+        self.pending: dict[tuple, tuple] = {}
+        self.finished: list[float] = []  # perf_counter when each compile ended (its thread appends)
+        self.pids: set[int] = set()  # processes the compile threads started (ptxas): spared by the sweeps
+        self._lock = threading.Lock()
+
+    def began(self, fn, device, key, future_kernel) -> None:
+        """A compile request of the phase (a FutureKernel from the mode, a new one or a shared one)."""
+        self.pending.setdefault((id(fn), device, key), (fn, future_kernel))
+        future = getattr(future_kernel, "future", None)
+        if future is not None and not getattr(future, "_kernelgrade_timed", False):
+            future._kernelgrade_timed = True
+            future.add_done_callback(lambda _: self.finished.append(time.perf_counter()))
+
+    def take(self, fn, device, key):
+        """The compiled kernel for a launch, finalised into its kernel cache (Triton's own finalize); None
+        when the launch must compile it itself (not one of the phase's, not begun, or failed)."""
+        from concurrent.futures import wait as wait_for
+
+        held = self.pending.pop((id(fn), device, key), None)
+        if held is None:
+            return None
+        future_kernel = held[1]
+        future = future_kernel.future
+        if future is None:  # finalised already (a shared request): Triton keeps the kernel, or None if it failed
+            return future_kernel.kernel
+        if future.cancel():  # still queued behind other compiles: this thread compiles it now instead
+            return None
+        waited = time.perf_counter()
+        wait_for([future])  # bounded by the phase's time limit on the trusted side, as a compile of its own is
+        _lap("compile_wait", waited)
+        if future.exception() is not None:
+            return None
+        return future_kernel.result()
+
+    def running(self) -> bool:
+        return any(not f.done() for f in self.mode.raw_futures)
+
+    def spared(self) -> set[int]:
+        """The compile threads' processes while a compile runs (none once every compile has ended)."""
+        with self._lock:
+            if not self.running():
+                self.pids.clear()
+            return set(self.pids)
+
+    def compiled(self) -> int:
+        """Compiles of the phase that have succeeded so far (the report's `timing.kernels_compiled_ahead`)."""
+        return sum(1 for f in self.mode.raw_futures if f.done() and not f.cancelled() and f.exception() is None)
+
+    def done_s(self) -> float | None:
+        """From the phase's start until its last compile ended (None: none ended), beside the cases."""
+        return max(self.finished) - self.started if self.finished else None
+
+
+_AHEAD: _AheadCompiles | None = None  # the compile-ahead phase's compiles, once it ran (GPU)
+
+
+def _resolve_compiles_ahead() -> None:
+    """Put the compile-ahead phase's bookkeeping under Triton's `JITFunction._do_compile` (a GPU job with
+    the phase, before `_announce_compiles` wraps it, so that a launch waiting for a compile of the phase
+    is announced as that compile): during the phase, each compile request is noted (`_AheadCompiles.began`);
+    after it, a launch whose kernel is not in its kernel cache takes the phase's compile of it, if any.
+    The threads' processes (Triton's ptxas, through subprocess) are noted too, for the sweeps to spare."""
+    import subprocess
+    import threading
+
+    from triton.runtime import _async_compile
+    from triton.runtime.jit import JITFunction
+
+    compile_one = JITFunction._do_compile
+
+    def resolved(self, key, signature, device, *args, **kwargs):
+        ahead = _AHEAD
+        active = _async_compile.active_mode.get()
+        if ahead is not None and active is None:
+            kernel = ahead.take(self, device, key)
+            if kernel is not None:
+                return kernel
+        kernel = compile_one(self, key, signature, device, *args, **kwargs)
+        if ahead is not None and active is ahead.mode and isinstance(kernel, _async_compile.FutureKernel):
+            ahead.began(self, device, key, kernel)
+        return kernel
+
+    JITFunction._do_compile = resolved
+    popen_init = subprocess.Popen.__init__
+
+    def noted(self, *args, **kwargs):
+        popen_init(self, *args, **kwargs)
+        ahead = _AHEAD
+        if ahead is not None and threading.current_thread().name.startswith(AHEAD_THREAD_PREFIX):
+            with ahead._lock:
+                ahead.pids.add(self.pid)
+
+    subprocess.Popen.__init__ = noted  # type: ignore[method-assign]
+
+
 def _compile_ahead(job: dict, inputs: dict, module, entry, torch, device, *, threads: int,
-                   wait_s: float) -> int:
-    """GPU: compile the kernels of every case at once, before the given check and the cases run;
-    returns how many compiled (the report's `timing.kernels_compiled_ahead`).
+                   wait_s: float) -> _AheadCompiles | None:
+    """GPU: start compiling the kernels of every case at once, before the given check and the cases run;
+    returns the compiles (`_AheadCompiles`), which run on beside them (None: the phase did not run).
 
     Each case's entry point is called once with Triton's launches turned into compile requests
     (`JITFunction.run` with warmup=True, under Triton's own AsyncCompileMode): nothing launches,
     and each new specialisation compiles in one of `threads` threads, so a drawn width's compile
     (a constexpr width is a kernel of its own) overlaps the others' instead of running one after
-    another inside the cases (docs/benchmarks.md, issue #20). Only a speed-up: a case whose call
-    fails here, or a kernel that fails to compile, is left to the case itself, which compiles it
-    again and reports exactly what it would have; a call still running after `wait_s` (the calls
-    and the wait for their compiles share it) is stopped, and kernels still compiling then are
-    dropped from the cache for the cases to compile. The arguments are placed in guarded buffers
-    as the cases place them, so the pointers' alignment (part of the specialisation) is the same.
+    another inside the cases (docs/benchmarks.md, issue #20), and overlaps the given check and the cases
+    whose kernels are ready: each launch waits only for its own kernel (`_AheadCompiles.take`). Only a
+    speed-up: a case whose call fails here, or a kernel that fails to compile, is left to the case
+    itself, which compiles it again and reports exactly what it would have; a call still running after
+    `wait_s` is stopped. The arguments are placed in guarded buffers as the cases place them, so the
+    pointers' alignment (part of the specialisation) is the same.
     """
-    global _ABANDONED_COMPILES
+    global _AHEAD
     try:
         from concurrent.futures import ThreadPoolExecutor
-        from concurrent.futures import wait as wait_for
 
         from triton.runtime import _async_compile
         from triton.runtime.autotuner import Autotuner
         from triton.runtime.jit import JITFunction
     except ImportError:  # a Triton without async compile: the cases compile as before
-        return 0
+        return None
     if any(isinstance(value, Autotuner) for value in vars(module).values()):
-        return 0  # an autotuner's choice must come from real launches
+        return None  # an autotuner's choice must come from real launches
     real_run = JITFunction.run
     called: dict[int, object] = {}  # the JITFunctions the entry point launched, by id
 
@@ -919,9 +1041,12 @@ def _compile_ahead(job: dict, inputs: dict, module, entry, torch, device, *, thr
         called[id(self)] = self
         return real_run(self, *args, grid=grid, warmup=True, **kwargs)
 
-    deadline = time.monotonic() + wait_s  # the calls and the wait for their compiles, together
-    pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="compile-ahead")
+    started = time.perf_counter()
+    deadline = time.monotonic() + wait_s  # the calls
+    pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix=AHEAD_THREAD_PREFIX)
     mode = _async_compile.AsyncCompileMode(pool, ignore_errors=True)
+    ahead = _AheadCompiles(mode, pool, started)
+    _AHEAD = ahead
     JITFunction.run = compile_only
     _async_compile.active_mode.set(mode)  # not `with mode`: its exit waits for every compile, unbounded
     # Student code runs here (the entry point), before the given check and in its time budget: a
@@ -948,27 +1073,18 @@ def _compile_ahead(job: dict, inputs: dict, module, entry, torch, device, *, thr
         signal.signal(signal.SIGALRM, earlier)
         _async_compile.active_mode.set(None)
         JITFunction.run = real_run
-    futures = list(mode.raw_futures)
-    done, _ = wait_for(futures, timeout=max(0.0, deadline - time.monotonic()))
-    compiled = 0
-    for future in futures:
-        if future not in done:
-            _ABANDONED_COMPILES = True
-        elif future.exception() is None:
-            mode.future_kernels[future._key].result()  # Triton's own finalize: into the kernel cache
-            compiled += 1
-    # A failed or unfinished kernel may sit in its JITFunction's kernel cache as a placeholder
-    # (newer Tritons put one there; 3.6 does not): remove it, so that its case compiles the kernel itself and
-    # reports exactly what a run without this phase reports (an unfinished compile's ptxas may be
-    # ended between the phases, and its thread outlives its wait: see __main__).
+    # Newer Tritons put each request in its JITFunction's kernel cache as a placeholder (3.6 does not):
+    # removed, so that a launch goes through `_do_compile`, which takes the phase's compile of it
+    # (`_AheadCompiles.take`) or compiles the kernel itself and reports exactly what a run without this
+    # phase reports (a failed compile's placeholder would raise its thread's error instead).
     for fn in called.values():
         for caches in getattr(fn, "device_caches", {}).values():
             kernel_cache = caches[0]
             for key, value in list(kernel_cache.items()):
                 if isinstance(value, _async_compile.FutureKernel) and getattr(value, "kernel", None) is None:
                     del kernel_cache[key]
-    pool.shutdown(wait=False)
-    return compiled
+    pool.shutdown(wait=False)  # the queued compiles still run; nothing more is asked of the pool
+    return ahead
 
 
 def _warm_up(torch, device: str, save) -> None:
@@ -1005,8 +1121,8 @@ def _arg_name(case_id: str, key: str) -> str:
 
 if __name__ == "__main__":
     status = main()
-    if _ABANDONED_COMPILES:
-        # A compile-ahead thread still runs (a compile past its wait): the interpreter's exit would
+    if _AHEAD is not None and _AHEAD.running():
+        # A compile-ahead thread still runs (a kernel no launch waited for): the interpreter's exit would
         # join it. Nothing of it is needed any more; the verdict channel has everything.
         sys.stdout.flush()
         sys.stderr.flush()

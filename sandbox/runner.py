@@ -705,8 +705,10 @@ class SandboxRunner:
 
 
 # The harness's time split (its `done` frame's `split`): the only parts read from it
+# (compile_wait: the given check's and the cases' launches waiting for the compile-ahead phase's compiles, inside
+# given_calls/case_calls; compile_ahead_done: from that phase's start until its last compile ended, beside the cases)
 SPLIT_PARTS = ("warm_up", "job", "program", "inputs", "compile_ahead", "sweep", "send", "given_calls",
-               "given_record", "case_setup", "case_calls", "case_evidence")
+               "given_record", "case_setup", "case_calls", "case_evidence", "compile_wait", "compile_ahead_done")
 _PHASE_FRAMES = frozenset({"given_start", "case_start", "load_error", "given", "case", "speed_start", "speed"})
 
 
