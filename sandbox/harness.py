@@ -977,9 +977,11 @@ def _resolve_compiles_ahead() -> None:
     import subprocess
     import threading
 
-    from triton.runtime import _async_compile
-    from triton.runtime.jit import JITFunction
-
+    try:
+        from triton.runtime import _async_compile
+        from triton.runtime.jit import JITFunction
+    except ImportError:  # a Triton without async compile: no phase either (_compile_ahead)
+        return
     compile_one = JITFunction._do_compile
 
     def resolved(self, key, signature, device, *args, **kwargs):
