@@ -50,6 +50,7 @@ from service.grading.speed_card import SPEED_IN_FLIGHT, OnSpeed, follow, follow_
 from service.grading.steps import ParkStep, RunStep, Step
 from service.grading.translate import other_languages, translated
 from service.grading.uninit import uninitialised_reads
+from service.grading.warm import start_warming
 from service.messages import Language, render, report_language
 from service.report import (
     CaseReport,
@@ -124,9 +125,18 @@ class Grader:
     counts: GradeCounts = field(default_factory=GradeCounts, repr=False)
     _followers: list[threading.Thread] = field(default_factory=list, repr=False)  # speed cards still to come
     _followers_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    warm_first_use: bool = True  # start(): pay a first grading's once-per-process costs in the background (warm.py)
+    warming: threading.Thread | None = field(default=None, repr=False)  # that warm-up, once started
+    _stop_warming: threading.Event = field(default_factory=threading.Event, repr=False)
 
     def start(self) -> None:
-        """Start the warm sandbox pool (the service's workers; one-off graders never do)."""
+        """Start the warm sandbox pool (the service's workers; one-off graders never do), and pay what a
+        first grading pays once per process in a thread of its own (service/grading/warm.py)."""
+        if self.warm_first_use and self.warming is None:
+            try:
+                self.warming = start_warming(self.catalog, mode=self.mode, stop=self._stop_warming)
+            except Exception:  # noqa: BLE001 - a speed-up only: never the start's failure
+                log.exception("could not start the first-use warm-up")
         if self.compile_cache is not None:
             self.compile_cache.start()
             if self.prewarm:
@@ -177,6 +187,7 @@ class Grader:
 
     def close(self) -> None:
         """Kill the waiting sandboxes, after the speed cards still to come (each bounded by its budget)."""
+        self._stop_warming.set()
         deadline = time.monotonic() + self._speed_wait_s()
         with self._followers_lock:
             followers = list(self._followers)
