@@ -20,6 +20,11 @@ Each row also carries the run's time split (`timing.phase_*_s`: the trusted side
 the next, sandbox/runner.py; `timing.harness_*_s`: the harness's own split of its work, told in its `done`
 frame), and the end prints their p50 by kind of grading, in ms (`--skip-first N` leaves out the first N
 gradings). On the interpreter (`--device interpreter`) "prewarmed" means nothing: no shared compile cache.
+Each row's `trusted_s` is `report_s − sandbox_s` (the trusted side's own time around the run); the end also
+prints, on a GPU, the compile-ahead's calls, the launches' waits for its compiles and its last compile's end
+(`harness_compile_ahead_s`, `harness_compile_wait_s`, `harness_compile_ahead_done_s`: its compiles run beside
+the given check and the cases, sandbox/harness.py `_AheadCompiles`), and what the process's first grading paid
+(`--cold-first` stops the grader's first-use warm-up at its start, service/grading/warm.py, as before it).
 """
 from __future__ import annotations
 
@@ -84,6 +89,9 @@ def main() -> None:
                         help="cProfile the grading calls (the calling thread: the trusted side) into this text file")
     parser.add_argument("--skip-first", type=int, default=1,
                         help="leave the first N gradings out of the split table (the first run's cold caches)")
+    parser.add_argument("--cold-first", action="store_true",
+                        help="stop the start's first-use warm-up (service/grading/warm.py) at once: the first "
+                             "grading pays what a process pays once, as before it")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(device=args.device, warm_pool=2, data_dir=Path(tmp), compile_cache=True,
@@ -91,6 +99,8 @@ def main() -> None:
         grader = build_grader(settings)
         grader.memo = None  # every grading runs
         grader.start()
+        if args.cold_first:
+            grader._stop_warming.set()  # (stops between its steps: the first grading pays the rest, as before)
         pool = grader.runner.pools.get((grader.mode, grader.device_index))  # (made by start: before it, None)
         if pool is not None:
             pool.wait_ready(2, 180)
@@ -145,6 +155,9 @@ def main() -> None:
                    "report_s": round(report_s, 3), "card_s": None if card_s is None else round(card_s, 3),
                    "speed": None if report.performance is None else report.performance.status,
                    "total": report.score.total,
+                   # the trusted side's own time around the run (the first grading: what a process pays once)
+                   "trusted_s": (round(report_s - report.timing["sandbox_s"], 4)
+                                 if "sandbox_s" in report.timing else None),
                    **{k: report.timing[k] for k in KEYS if k in report.timing},
                    **{k: round(v, 4) for k, v in report.timing.items() if k.startswith(SPLIT_PREFIXES)}}
             rows.append(row)
@@ -160,7 +173,18 @@ def main() -> None:
 
             print(f"{kind}: final report p50 {p50('report_s')}, speed card p50 {p50('card_s')}, "
                   f"wall p50 {p50('wall_s')} over {len(kept)}; with a warm sandbox: final report p50 "
-                  f"{p50('report_s', warm)} over {len(warm)}", flush=True)
+                  f"{p50('report_s', warm)} over {len(warm)}; trusted side (report_s - sandbox_s) p50 "
+                  f"{p50('trusted_s')}", flush=True)
+            if any("harness_compile_ahead_done_s" in r for r in kept):
+                # GPU: the compile-ahead's compiles beside the given check and the cases (sandbox/harness.py
+                # _AheadCompiles): its calls, the launches' waits for them, and its last compile's end
+                print(f"  compile-ahead: calls p50 {p50('harness_compile_ahead_s')}, launches waited p50 "
+                      f"{p50('harness_compile_wait_s')}, last compile ended p50 {p50('harness_compile_ahead_done_s')} "
+                      f"after the phase's start", flush=True)
+        first = rows[0] if rows else None
+        if first is not None:  # what the first grading of the process paid (service/grading/warm.py warms it)
+            print(f"first grading: final report {first['report_s']:.3f} s, trusted side {first['trusted_s']} s, "
+                  f"its run's phase_meanwhile_s {first.get('phase_meanwhile_s')}", flush=True)
         print(split_table(rows, skip_first=args.skip_first), flush=True)
         if profiler is not None:  # the grading thread only: the trusted side's own work, and its waits
             with args.profile.open("w", encoding="utf-8") as out:
