@@ -232,3 +232,24 @@ def test_processes_the_compile_threads_start_are_spared_while_a_compile_runs(pro
             proc.kill()
             proc.wait()
         mode.executor.shutdown()
+
+
+def test_a_compile_threads_prints_stay_out_of_the_given_checks_output(program):
+    """The given check's output (shown in the report, compared with a claimed output) holds what the check
+    printed, not a kernel's static_print from a compile-ahead thread compiling beside it."""
+    import contextlib
+    import io
+
+    captured, aside = io.StringIO(), io.StringIO()
+    assert harness._AheadAside.around(captured, aside) is captured  # no phase ran: the plain capture
+    load, _ = program
+    ahead(load(), ("scale", 64))
+    proxy = harness._AheadAside.around(captured, aside)
+    with contextlib.redirect_stdout(proxy):
+        print("the check's own line")
+        worker = threading.Thread(target=print, args=("static_print from a compile",),
+                                  name=f"{harness.AHEAD_THREAD_PREFIX}_1")
+        worker.start()
+        worker.join()
+    assert captured.getvalue() == "the check's own line\n"
+    assert aside.getvalue() == "static_print from a compile\n"
