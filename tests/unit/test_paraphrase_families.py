@@ -1005,7 +1005,6 @@ FAMILIES += PARA7_ROUND_A + PARA7_ROUND_B
 # what the rules of branch para7 do not read (round A's last misses and pattern false flags, round B's misses)
 GAPS = GAPS | {
     'padding 的 0 在第一次求和里不影响，减去均值后就不再是 0 了。',
-    '我原以为最后一块不用 mask，其实会把下一行的数加进来',
     "The partial buffer costs memory; it exists because programs can't sum across row tiles.",
     'mask 加在 load 上、越界补 0，这一步就已经保证方差是对的',
     'The zero fill from the masked load is all the protection the variance needs.',
