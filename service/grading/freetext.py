@@ -1563,21 +1563,27 @@ def _topic_grams(texts: tuple[str, ...]) -> frozenset[str]:
 # compares are the same, the order is not (honest probe, 2026-12-04: a correct online-softmax answer
 # was flagged rescale_inverted). The label's own words are read up to its correction, which a
 # parenthesis opens unless it is a call's ("exp(" is not). Off (with SWAPPED_COMPARISONS), the order
-# is not read.
-TURNED_REACH = 40
+# is not read. The difference is read to the end of the clause's sentence (TURNED_REACH None): a chain told with
+# arrows is one sentence, and its window close to the label ("old sum terms = exp(x − m_old) → the max moves to
+# m_new") lies steps before the factor it derives ("… → multiply the old sum by exp(m_old − m_new)"), which 40
+# characters did not reach: a right rescale half was flagged rescale_inverted and scored 0 of 3 (branch misc11,
+# tuning: psm-q1-en-partial-11 unflagged, 0 -> 1.5, band 1.0-1.25). A number: at most that many characters after
+# the window (40 before).
+TURNED_REACH: int | None = None
 _DIFFERENCE = re.compile(r"([a-zμσ_][\w.]*)\s*[-−]\s*([a-zμσ_][\w.]*)")
 
 
 def _turned_around(text: str, hit: tuple[int, int, float], label: str, spans: list[tuple[int, int]]) -> bool:
     """The clause found (and what follows it in its sentence, a call's arguments being a clause of
-    their own: TURNED_REACH characters at most) holds a difference of the label turned around."""
+    their own; TURNED_REACH characters at most where it is a number) holds a difference of the label turned around."""
     if not SWAPPED_COMPARISONS:
         return False
     said = re.split(r"（|(?<![\w\]])\(", normalise(label), maxsplit=1)[0]
     pairs = {(m[1], m[2]) for m in _DIFFERENCE.finditer(said)}
     if not pairs:
         return False
-    clause = text[hit[0]:min(spans[_sentence_of(spans, max(0, hit[1] - 1))][1], hit[1] + TURNED_REACH)]
+    end = spans[_sentence_of(spans, max(0, hit[1] - 1))][1]
+    clause = text[hit[0]:end if TURNED_REACH is None else min(end, hit[1] + TURNED_REACH)]
     written = {(m[1], m[2]) for m in _DIFFERENCE.finditer(clause)}
     return any((b, a) in written and (a, b) not in written for a, b in pairs)
 
