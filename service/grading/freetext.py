@@ -148,9 +148,9 @@ _COMPUTATION = re.compile(r"[=≠<>≈]|μ2|mu\^?2|" + _LEFT + r"\s*([-−+*/^]|
 # lesson's probes target; flagged for a TA (no points taken) when no known misconception matched.
 # 其实 ("actually") only where it opens a clause ("其实每个 program 算自己的方差…", correcting the question)
 # or comes before a denial or a shortcut (其实不/没/也/只/就/可以): in the middle of an explanation ("s 里的每一项
-# 其实都是 exp(x − m_old)") it explains, and a verbose correct answer was flagged (probe, 2026-12-05). 其实就是 ("is in
-# fact") identifies one thing with another ("第 i 行的“第 200 列”其实就是第 i+1 行的第 0 列"), as 其实都是 does: no shortcut
-# (branch misc11: a full Long Sum Q1 was flagged dismissal).
+# 其实都是 exp(x − m_old)") it explains, and a verbose correct answer was flagged (probe, 2026-12-05).
+# 其实就是 ("is in fact") identifies one thing with another ("第 i 行的“第 200 列”其实就是第 i+1 行的第 0 列"), as
+# 其实都是 does: no shortcut (branch misc11: a full Long Sum Q1 was flagged dismissal).
 _DISMISSAL = re.compile(
     r"(不需要|无需|没必要|不必|不用(再)?(加|管|担心)|无所谓|(填|用|取)什么都(行|可以|一样)|就够了?|足够了|"
     r"(?<![^\s。，,；;：:!！?？(（])其实|其实(?=\s*(不|没|无|也|只|就(?!是)|可以))|反而|多余(?=了|的?\s*([。，,.;；!！？?)）\n]|$))|"
