@@ -88,6 +88,28 @@ _LATEX_SIGN = re.compile(r"\\(mu|sigma|cdot|times|to|rightarrow|longrightarrow|i
 _LATEX_SIGNS = {"mu": "μ", "sigma": "σ", "cdot": "·", "times": "×", "to": "→", "rightarrow": "→",
                 "longrightarrow": "→", "implies": "→", "neq": "≠", "ne": "≠", "approx": "≈"}
 _LATEX_BRACES = re.compile(r"(?<=[\^_])\{([^{}\n]{1,12})\}")
+# More of LaTeX, as students type it in markdown answers (branch misc11): a fraction is a division
+# ("\frac{n_a n_b}{n_a + n_b}" is n_a n_b/(n_a + n_b): the numerator bracketed only where it is a sum or a
+# difference), \bar{x} is the mean ("\bar x_b" is mean_b), \text{…} and \mathrm{…} are their words, and
+# the named signs and functions are the rubric's (\infty inf, \sum Σ, \delta δ, \le ≤, \ll ≪, \max max, …);
+# \left, \right and LaTeX's spaces go. Off: only the signs above.
+LATEX_FOLD = True
+_LATEX_NAMED = re.compile(r"(?:\\(infty|sum|delta|Delta|lambda|epsilon|varepsilon|leq?|geq?|ll|gg|max|min|exp|log|"
+                          r"sqrt|left|right|quad|qquad)(?![a-zA-Z])|\\([,;!]))")
+_LATEX_NAMES = {"infty": "inf", "sum": "Σ", "delta": "δ", "Delta": "Δ", "lambda": "λ", "epsilon": "ε",
+                "varepsilon": "ε", "le": "≤", "leq": "≤", "ge": "≥", "geq": "≥", "ll": "≪", "gg": "≫", "max": "max",
+                "min": "min", "exp": "exp", "log": "log", "sqrt": "sqrt", "left": "", "right": "", "quad": " ",
+                "qquad": " ", ",": " ", ";": " ", "!": ""}
+_LATEX_WORDS = re.compile(r"\\(?:text|mathrm|mathit|mathbf|operatorname)\s*\{([^{}\n]{0,40})\}")
+_LATEX_BAR = re.compile(r"\\(?:bar|overline)\s*(?:\{\s*([a-z])\s*\}|([a-z])(?![a-z]))")
+_LATEX_FRAC = re.compile(r"\\[dt]?frac\s*\{([^{}\n]{1,60})\}\s*\{([^{}\n]{1,60})\}")
+
+
+def _fraction(m: re.Match[str]) -> str:
+    top, bottom = m.group(1).strip(), m.group(2).strip()
+    return (f"({top})" if re.search(r"[-+−]", top) else top) + f"/({bottom})"
+
+
 # e to a power is exp of it ("e^(0−3)", "e**(x − m)", "e^{x-m}"): the rubric writes exp(…) (2026-12-05, recall10).
 EXP_FOLD = True
 _EXP_POWER = re.compile(r"(?<![a-z0-9_.])e\s*(?:\^|\*\*)\s*(?:\(([^()\n]{1,40})\)|\{([^{}\n]{1,40})\})")
@@ -141,9 +163,16 @@ def _fold_markup(text: str) -> tuple[str, list[int]]:
     text, index = _substitute(_BACKTICKS, lambda m: "", text, index)
     text, index = _substitute(_DASH_ARROW, lambda m: "→", text, index)
     text, index = _substitute(_LATEX_SIGN, lambda m: _LATEX_SIGNS[m.group(1)], text, index)
+    if LATEX_FOLD:
+        text, index = _substitute(_LATEX_NAMED, lambda m: _LATEX_NAMES[m.group(1) or m.group(2)], text, index)
+        text, index = _substitute(_LATEX_WORDS, lambda m: m.group(1), text, index)
+        text, index = _substitute(_LATEX_BAR, lambda m: "mean", text, index)
     if EXP_FOLD:
         text, index = _substitute(_EXP_POWER, lambda m: f"exp({m.group(1) or m.group(2)})", text, index)
-    return _substitute(_LATEX_BRACES, lambda m: m.group(1), text, index)
+    text, index = _substitute(_LATEX_BRACES, lambda m: m.group(1), text, index)
+    if LATEX_FOLD:
+        text, index = _substitute(_LATEX_FRAC, _fraction, text, index)
+    return text, index
 
 
 @functools.lru_cache(maxsize=8192)  # a class writes in a few thousand distinct characters
