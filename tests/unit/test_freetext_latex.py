@@ -59,3 +59,13 @@ def test_latex_scores_as_the_plain_text(monkeypatch: pytest.MonkeyPatch) -> None
     assert _scored("lesson07_softmax", "q2", latex)[0].points == _scored("lesson07_softmax", "q2", plain)[0].points > 0
     monkeypatch.setattr(folding, "LATEX_FOLD", False)
     assert "weight" not in {f["concept"] for f in _scored("welford_merge", "q2", WELFORD)[0].found}
+
+
+@pytest.mark.parametrize("answer", [
+    "padding lane 照样参与归约，值就是 other，所以 other 要取单位元：求和：0；求最大值：-inf。填错 c 会让和多出 (BLOCK − N)·c。",
+    "The masked lanes still go into the reduction with the value of other, so other must be the identity e with "
+    "f(a, e) = a: for sum $e = 0$ since $a + 0 = a$, for max $e = -\\infty$ since $\\max(a, -\\infty) = a$.",
+])
+def test_the_identities_written_as_math_or_headings(answer: str) -> None:
+    result, _ = _scored("lesson05_row_sum", "q2", answer)
+    assert {"sum_zero", "max_neg_inf"} <= {f["concept"] for f in result.found}
