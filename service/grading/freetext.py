@@ -3007,16 +3007,16 @@ def _step_points(step: str) -> float:
 
 # Terms strung together with causal connectives ("Because catastrophic cancellation, so Welford. Because float32 7
 # significant digits, so tolerance 1e-2. Because large mean small variance, so trade-off.", "因为 B1 < T，所以 for
-# 循环，所以 cdiv(T, B1)，因此越界，所以下一行，…"): every step holds a linking word, so the list readings, which
-# take a linking word for a relation, read it as a terse chain or as prose, and it scored full points (probes
-# for issue 15 item 6, 2026-12-06: six of sixteen such bags over five exercises, zh and en, 2 of 2 or 3 of 3,
-# unflagged). A connective joins two statements; between bare names it joins nothing, as an arrow between
-# names does. The answer is read step by step (_read_steps' cuts) with the connective that opens a step taken
-# away (_CONNECTIVE_LEAD); where at least CONNECTIVE_BAG_STEPS steps are left, at least half of them opened by
-# a connective, and they earn at most CONNECTIVE_BAG_POINTS of a point on average (a bare name 0, a setting, a
-# number with a word or a one-sided predicate 0.5), it is a keyword list. The tuning part's answers with half
-# their steps so opened earn 0.5 a step or more once the connectives are gone (a verb, a comparison, a
-# predicate on both sides of it: "so the sum is wrong", "因此每个 padding lane 多加 exp(0 − max)"). None: off.
+# 循环，所以 cdiv(T, B1)，因此越界，所以下一行，…"): every step holds a linking word, so the list readings, which take
+# a linking word for a relation, read it as a terse chain or as prose, and it scored full points (probes for issue 15
+# item 6, 2026-12-06: of sixteen such bags over five exercises, zh and en, fourteen went unflagged, eleven at full
+# points). A connective joins two statements; between bare names it joins nothing, as an arrow between names does. The
+# answer is read step by step (_read_steps' cuts) with the connective that opens a step taken away (_CONNECTIVE_LEAD);
+# where at least CONNECTIVE_BAG_STEPS steps are left, at least half of them opened by a connective, and they earn at
+# most CONNECTIVE_BAG_POINTS of a point on average (a bare name 0, a setting, a number with a word or a one-sided
+# predicate 0.5), it is a keyword list. The tuning part's answers with half their steps so opened earn 0.5 a step or
+# more once the connectives are gone (a verb, a comparison, a predicate on both sides of it: "so the sum is wrong",
+# "因此每个 padding lane 多加 exp(0 − max)"). None: off.
 CONNECTIVE_BAG_POINTS: float | None = 1 / 3
 CONNECTIVE_BAG_STEPS = 5
 _CONNECTIVE_LEAD = re.compile(
