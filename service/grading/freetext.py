@@ -96,6 +96,28 @@ SHORT_STEP_AND_PART: float | None = 1.0
 # first link). Measured on the tuning part (2026-12-05, branch `recallA`, CAUSE_FIRST on): 211 -> 212/228 (that
 # answer back into band, no answer out); with fused Q2's and Q3's parts declared, 213. Off: only the share rule.
 UNANSWERED_PART = True
+# Two consecutive steps inside a chain unsaid are a gap in the causal story, not a step left implicit: the share
+# rule's slack (full points from SHARE_FULL) forgives one step a terse answer leaves to the reader, and an answer
+# that states steps before and after two unsaid neighbours ("input: masked load …; state: mean over N, then
+# re-mask with tl.where …; output: the stores" never says the pads become −μ and square to μ², the middle of lesson
+# 6 Q1's chain) told the ends and not the link between them. A chain's head or tail left off is not such a gap
+# (terse answers end at "… so squared they are mean^2", readers give them full points). On an item of two points or
+# more, with no misconception (whose own cost reads the right part), such an answer earns at most the points less
+# CHAIN_GAP (one point: half a point for each step). None: off.
+CHAIN_GAP: float | None = 1.0
+
+
+def _chain_gap(chains: list[list[str]], matches: dict[str, list[_Match]]) -> bool:
+    """Two consecutive concepts of a chain (`chain` or one of `more_chains`) are both unsaid, with a concept of the
+    chain stated before them and one after them (a gap inside the chain, not its head or its tail left off)."""
+    for chain in chains:
+        said = [cid in matches for cid in chain]
+        for i in range(1, len(chain) - 2):
+            if not said[i] and not said[i + 1] and any(said[:i]) and any(said[i + 2:]):
+                return True
+    return False
+
+
 # A stated misconception costs its penalty (a share of the points) times this.
 PENALTY_SCALE = 2.0
 # ... but keeps at least this share of what the sentences stating no misconception earn
@@ -1191,6 +1213,8 @@ def _score_answer(question: Question, text: _Text, max_points: float,
                 raw = min(raw, max_points - 0.5)
             if SHORT_STEP_AND_PART is not None and unsaid > 0 and any(cid not in matches for cid in on_chain):
                 raw = min(raw, max_points - SHORT_STEP_AND_PART)
+        if CHAIN_GAP is not None and max_points >= 2 and not misconceptions and _chain_gap(chains, matches):
+            raw = min(raw, max_points - CHAIN_GAP)
         if UNANSWERED_PART and len(chains) > 1:
             for part in chains:
                 if not any(cid in matches for cid in part):

@@ -42,7 +42,7 @@ GIVEN_UP = [
 def test_a_first_idea_taken_back_is_not_the_students(answer: str) -> None:
     result, _ = _scored(answer)
     assert "misconception" not in result.flags, result.misconceptions
-    assert result.points >= 1.5
+    assert result.points >= 1.0  # the second leaves the between-chunk term and the linearity half said (CHAIN_GAP)
 
 
 def test_the_first_idea_kept_or_told_plainly_is_still_stated() -> None:
