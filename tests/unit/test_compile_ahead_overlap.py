@@ -10,7 +10,8 @@ from __future__ import annotations
 import importlib.util
 import subprocess
 import threading
-from concurrent.futures import Future
+import time
+from concurrent.futures import Future, wait
 from pathlib import Path
 
 import pytest
@@ -128,6 +129,16 @@ def ahead(module, *cases: tuple, threads: int = 2, wait_s: float = 60.0):
                                   threads=threads, wait_s=wait_s)
 
 
+def begun(phase, *, within_s: float = 60.0):
+    """Wait until each of the phase's compiles has left the pool's queue (a thread runs it or it ended): on a
+    loaded machine a pool thread may pick its job after the test's launch, which then (rightly) cancels the
+    queued compile and compiles it itself, not what these tests are about."""
+    deadline = time.monotonic() + within_s
+    while any(not (f.running() or f.done()) for f in phase.mode.raw_futures) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return phase
+
+
 def launch(module, kernel: str, block: int):
     """A case's launch of `kernel`: the compile request a real launch makes first (warmup=True)."""
     x = torch.arange(200, dtype=torch.float32)
@@ -146,7 +157,7 @@ def kernels(jit) -> list:
 def test_a_case_takes_its_kernel_while_another_still_compiles(program):
     load, compiled = program
     module = load()
-    phase = ahead(module, ("slow", 300), ("scale", 64))
+    phase = begun(ahead(module, ("slow", 300), ("scale", 64)))
     assert phase is harness._AHEAD and phase.running(), "the phase returns before its compiles end"
     assert kernels(module.slow) == [] and kernels(module.scale) == []  # no placeholder left (Triton 3.9)
     kernel = launch(module, "scale", 64)  # waits for scale's compile alone
@@ -183,6 +194,7 @@ def test_a_kernel_that_fails_to_compile_is_left_to_its_case(program):
         launch(fresh, "broken", 24)
     module = load()
     phase = ahead(module, ("broken", 24), ("scale", 64))
+    wait(phase.mode.raw_futures)  # the phase's compile of broken failed before its launch
     with pytest.raises(Exception) as after_phase:
         launch(module, "broken", 24)  # the phase's compile failed: the launch compiles it itself
     assert kernels(module.broken) == []
