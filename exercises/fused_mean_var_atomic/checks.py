@@ -103,12 +103,49 @@ def _refuted(evidence: list[kit.CaseEvidence]) -> set[str]:
     return out
 
 
+FP16_MAX = 65504.0  # the largest finite float16
+
+
+def _half_overflow(x: np.ndarray, block: int, mean_obs: np.ndarray, var_obs: np.ndarray) -> kit.Numbers | None:
+    """Evidence that a program's partial sums went through float16 (a `.to(tl.float16)` of the block's Σx²,
+    or of the squares before tl.sum) and overflowed: every row with a non-finite variance has some program
+    whose Σx² (or one square) passes 65504, the largest float16, and every row with a non-finite mean one
+    whose |Σx| does (seventh and eighth probe batches, fused7.wrong.fp16_squares, fused8.wrong.fp16_block_sum:
+    256 squares near 1600 sum past it on probe.large_mean). None where a non-finite row has no such program."""
+    chunks = _chunks(np.asarray(x, dtype=np.float64), block)
+    sumsq = np.max([(c * c).sum(axis=1) for c in chunks], axis=0)
+    sums = np.max([np.abs(c.sum(axis=1)) for c in chunks], axis=0)
+    bad_var, bad_mean = ~np.isfinite(var_obs), ~np.isfinite(mean_obs)
+    if not (bad_var.any() or bad_mean.any()) or np.any(bad_var & (sumsq <= FP16_MAX)) \
+            or np.any(bad_mean & (sums <= FP16_MAX)):
+        return None
+    row = int(np.flatnonzero(bad_var | bad_mean)[0])
+    return {"row": row, "chunk_sumsq": float(sumsq[row]), "chunk_sum": float(sums[row]),
+            "square_max": float(np.max(np.asarray(x, dtype=np.float64)[row] ** 2)), "fp16_max": FP16_MAX,
+            "rows_bad": int((bad_var | bad_mean).sum())}
+
+
 def _close(observed: np.ndarray, predicted: np.ndarray, floor: np.ndarray) -> bool:
     return bool(np.all(np.abs(observed - predicted) <= 1e-3 * (np.abs(observed) + np.abs(predicted)) + floor))
 
 
-def _classify(ev: kit.CaseEvidence, refuted: frozenset[str] = frozenset()) -> Iterator[kit.Found]:
-    """One failed case's findings; `refuted`: the across candidates a passed case rules out."""
+def _overflow_explains_all(evidence: list[kit.CaseEvidence]) -> bool:
+    """Whether every failed case with a NaN or inf output shows a float16 overflow (_half_overflow): a
+    non-finite case it does not explain says the inf came from elsewhere, and none is named so."""
+    for ev in evidence:
+        outputs = None if ev.passed else kit.outputs(ev, "mean", "var")
+        if outputs is None:
+            continue
+        (mean_obs, var_obs), _ = outputs
+        if not (np.all(np.isfinite(mean_obs)) and np.all(np.isfinite(var_obs))) and \
+                _half_overflow(ev.inputs, int(ev.case.kwargs.get("block", DEFAULT_BLOCK)), mean_obs, var_obs) is None:
+            return False
+    return True
+
+
+def _classify(ev: kit.CaseEvidence, refuted: frozenset[str] = frozenset(), overflow: bool = True) -> Iterator[kit.Found]:
+    """One failed case's findings; `refuted`: the across candidates a passed case rules out; `overflow`:
+    whether a float16 overflow may be named (_overflow_explains_all)."""
     outputs = kit.outputs(ev, "mean", "var")
     if outputs is None:
         return
@@ -117,7 +154,8 @@ def _classify(ev: kit.CaseEvidence, refuted: frozenset[str] = frozenset()) -> It
     n = x.shape[1]  # the row width (x: rows x cols)
     where = {"case": case.id, "N": n, "BLOCK": block, "programs_per_row": -(-n // block), "calls": case.calls}
     if not (np.all(np.isfinite(mean_obs)) and np.all(np.isfinite(var_obs))):
-        yield "nonfinite_output", where
+        over = _half_overflow(x, block, mean_obs, var_obs) if overflow else None
+        yield ("half_overflow", {**where, **over}) if over else ("nonfinite_output", where)
         return
     ex2 = (x * x).mean(axis=1)
     floor_mean = 1e-5 * np.sqrt(ex2) + 1e-6
@@ -186,6 +224,8 @@ CAUSES = ("sumsq_accumulates_sum", "sum_squared_per_program", "std_not_var", "co
 
 def diagnose(evidence: list[kit.CaseEvidence]) -> list[kit.Finding]:
     """The kit's skeleton, with the across candidates that a passed case refutes left out."""
+    evidence = list(evidence)
     refuted = frozenset(_refuted(evidence))
-    return kit.report(kit.collect(evidence, lambda ev: _classify(ev, refuted), across=_across, causes=CAUSES),
+    overflow = _overflow_explains_all(evidence)
+    return kit.report(kit.collect(evidence, lambda ev: _classify(ev, refuted, overflow), across=_across, causes=CAUSES),
                       _words)

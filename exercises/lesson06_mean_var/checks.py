@@ -71,6 +71,30 @@ def _value_mask(x: np.ndarray, mean: np.ndarray, var_obs: np.ndarray, block: int
     return None
 
 
+def _lanes_per_row(x: np.ndarray, mean: np.ndarray, var_obs: np.ndarray, block: int) -> list[int] | None:
+    """Each row's own count of lanes counted ([0, k), as _lanes_counted, one k per row), where every row is
+    explained so and the counts differ between rows: a mask that changes with the row (eighth probe batch:
+    `row * stride_m + cols < N`, a CUDA global index compared with the row length, keeps row 0 alone;
+    `... < (row + 1) * N` keeps N − r·(stride_m − N) lanes of row r on a strided view)."""
+    rows, n = x.shape
+    if rows < 2:
+        return None
+    sq = (x - mean[:, None]) ** 2
+    prefix = np.concatenate([np.zeros((rows, 1)), np.cumsum(sq, axis=1)], axis=1)
+    ks = np.arange(block + 1)
+    table = prefix[:, np.minimum(ks, n)] + np.maximum(0, np.minimum(ks, block) - n)[None, :] * (mean**2)[:, None]
+    s_obs = (var_obs * n)[:, None]
+    residual = np.abs(s_obs - table) / (np.abs(s_obs) + np.abs(table) + 1e-12)
+    counts = [int(k) for k in np.argmin(residual, axis=1)]
+    best = table[np.arange(rows), counts]
+    # held tighter than _matches (1e-3): on a wide row one lane moves the sum by about 1/N of it, and a
+    # loose match would find some count for any variance below the right one
+    s = var_obs * n
+    if len(set(counts)) < 2 or not np.all(np.abs(s - best) <= 2e-5 * (np.abs(s) + np.abs(best)) + 1e-6 * prefix[:, -1]):
+        return None
+    return counts
+
+
 def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
     """One failed case's finding; a case explained by a count of lanes waits under kit.ACROSS (what
     that count means depends on the other cases: the same count across widths is a hard-coded width)."""
@@ -117,6 +141,11 @@ def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
     label = _value_mask(x, mean_obs, var_obs, block)
     if label is not None:
         yield "value_based_mask", {**where, "mask": label}
+        return
+    counts = _lanes_per_row(x, mean_obs, var_obs, block)
+    if counts is not None:
+        shown = ", ".join(f"row {r}: {k}" for r, k in enumerate(counts[:4]))
+        yield "row_dependent_mask", {**where, "counts": shown, "stride": case.stride if case.stride is not None else n}
         return
     yield "unexplained_variance", {**where, "max_abs_err": float(np.max(np.abs(var_obs - var_true)))}
 

@@ -99,6 +99,35 @@ def _close(observed: np.ndarray, predicted: np.ndarray) -> bool:
     return bool(np.all(np.abs(observed[ok] - predicted[ok]) <= 1e-3 * np.abs(predicted[ok]) + 1e-7))
 
 
+def _half_sum(x: np.ndarray, z: np.ndarray) -> kit.Numbers | None:
+    """Evidence that each row's sum s was kept in a 16-bit float (s = tl.zeros(..., tl.float16), each update
+    cast back; seventh probe batch, lsm7.wrong.fp16_running_sum): every row is exp(x - max) / s_h, and the s_h
+    each row implies (1 / z at the row's maximum) is a float16 (bfloat16) number to float32's rounding, off the
+    true sum by more than the tolerance. A float32 value lies so close to a float16 one by chance once in a
+    few hundred rows."""
+    if x.shape != z.shape or x.shape[1] < 2 or not np.all(np.isfinite(z)):
+        return None
+    x = np.asarray(x, dtype=np.float64)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    s_true = e.sum(axis=1)
+    top = np.argmax(x, axis=1)
+    zt = z[np.arange(z.shape[0]), top]
+    if np.any(zt <= 0):
+        return None
+    s_h = 1.0 / zt
+    if not np.all(np.abs(z - e / s_h[:, None]) <= 1e-5 * np.abs(z) + 1e-7):  # one factor per row
+        return None
+    for dtype, rnd, bits in (("float16", lambda a: a.astype(np.float16).astype(np.float64), 11),
+                             ("bfloat16", lambda a: kit._to_bfloat16(a).astype(np.float64), 8)):
+        with np.errstate(over="ignore"):
+            near = np.abs(rnd(s_h.astype(np.float32)) - s_h) <= 4e-6 * s_h
+        off = np.abs(s_h - s_true) > 1e-4 * s_true
+        if np.all(near) and np.any(off):
+            r = int(np.argmax(np.abs(s_h - s_true)))
+            return {"dtype": dtype, "bits": bits, "sum_row": r, "sum_true": float(s_true[r]), "sum_kept": float(s_h[r])}
+    return None
+
+
 def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
     where = kit.case_numbers(ev.case, params=("N0", "T"), kwargs={"B0": 4, "B1": 32})
     n0, t, b0, b1 = where["N0"], where["T"], where["B0"], where["B1"]
@@ -150,6 +179,18 @@ def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
             yield "nonfinite_output", {**where, "nonfinite": int(bad.sum())}
         return
     row_sums = z.sum(axis=1)
+    half = kit.half_rounded(z, ref)
+    if half is not None:  # every value a float16 (bfloat16) number: the result went through it (kit.half_rounded)
+        r, c = np.unravel_index(int(np.argmax(np.abs(z - ref))), z.shape)
+        yield "half_precision_output", {**where, "row": int(r), "col": int(c), "observed": float(z[r, c]),
+                                        "expected": float(ref[r, c]), **half}
+        return
+    sum_half = _half_sum(x, z)
+    if sum_half is not None:
+        r, c = np.unravel_index(int(np.argmax(np.abs(z - ref))), z.shape)
+        yield "half_precision_sum", {**where, "row": int(r), "col": int(c), "observed": float(z[r, c]),
+                                     "expected": float(ref[r, c]), "row_sum": float(row_sums[r]), **sum_half}
+        return
     candidates = {
         "no_rescale": (_no_rescale(x, b1), t > b1),
         "zero_padding": (_zero_padding(x, b1), -t % b1 != 0),

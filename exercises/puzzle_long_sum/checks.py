@@ -158,6 +158,19 @@ def _matches(x: np.ndarray, z: np.ndarray, ref: np.ndarray,
             pred = ref + pad * float(np.median(v))
             if _fits(pred, every):
                 found.append(("padding_not_zero", "padding_not_zero", numbers(pred, every, value=float(np.median(v)))))
+    if n0 > 1 and t > 1:  # x read column-major (a Fortran habit): element (i, j) at i + j * N0, not i * T + j
+        pred = flat.reshape(t, n0).sum(axis=0)
+        if _fits(pred, every):
+            found.append(("column_major", "column_major", numbers(pred, every)))
+    for shift in (1, -1):  # row r's sum in z[r + 1] (the store one row off), or z[r] = row r + 1's (the next row read)
+        pred = np.full(n0, np.nan)
+        if shift == 1:
+            pred[1:] = ref[:-1]
+        else:
+            pred[:-1] = ref[1:]
+        rows = np.isfinite(pred)
+        if rows.sum() >= 2 and _fits(pred, rows):
+            found.append((f"rows_shifted:{shift}", "rows_shifted", numbers(pred, rows, shift=shift)))
     blocks = -(-t // b1)
     for kept in range(blocks - 1, -1, -1):  # whole blocks from the start, the loop ending early
         pred = x[:, :kept * b1].sum(axis=1)
@@ -200,6 +213,37 @@ def _ruled_out(evidence: list[kit.CaseEvidence]) -> frozenset[str]:
     return frozenset(out)
 
 
+# Whether NaN rows may be named rows_not_written: every failed case with outputs has each row right or NaN.
+# A case whose other rows are wrong says the NaN came from elsewhere: an unmasked load with T = 1 < B1 reads
+# past x, into the NaN around it, on every row (lsum7.wrong.store_mask_only, next_row_leak on its other cases).
+_UNWRITTEN: ContextVar[bool] = ContextVar("long_sum_unwritten", default=True)
+
+
+# Whether an infinite padding may be named: no failed case without padding lanes is all infinite (an
+# accumulator started at -inf is -inf on every case, padded or not).
+_PADDING_INF: ContextVar[bool] = ContextVar("long_sum_padding_inf", default=True)
+
+
+def _infinite_only_with_padding(evidence: list[kit.CaseEvidence]) -> bool:
+    for ev in evidence:
+        if ev.passed or ev.observed is None or "z" not in ev.observed or "x" not in ev.arrays:
+            continue
+        b1 = kit.case_numbers(ev.case, kwargs={"B1": 32})["B1"]
+        if ev.arrays["x"].shape[1] % b1 == 0 and np.all(np.isinf(ev.observed["z"].astype(np.float64))):
+            return False
+    return True
+
+
+def _right_or_nan(evidence: list[kit.CaseEvidence]) -> bool:
+    for ev in evidence:
+        if ev.passed or ev.observed is None or "z" not in ev.observed or "z" not in ev.expected:
+            continue
+        z, ref = ev.observed["z"].astype(np.float64), np.asarray(ev.expected["z"], dtype=np.float64)
+        if z.shape != ref.shape or not np.all(np.isnan(z) | (np.abs(z - ref) <= 1e-3 * (np.abs(ref) + 1.0))):
+            return False
+    return True
+
+
 def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
     where = kit.case_numbers(ev.case, params=("N0", "T"), kwargs={"B0": 4, "B1": 32})
     n0, t, b0 = where["N0"], where["T"], where["B0"]
@@ -214,6 +258,21 @@ def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
     ignored = kit.row_block_ignored(correct, np.isnan(z), rows=n0, block=b0)
     if ignored is not None:
         yield kit.ROW_BLOCK_IGNORED, {**where, **ignored}
+        return
+    pad = -t % where["B1"]
+    if pad and np.all(np.isinf(z)) and len(set(np.sign(z).tolist())) == 1 and _PADDING_INF.get():
+        # every row's last block has `pad` padding lanes, and every sum is the same infinity: the
+        # padding was filled with it (other=float("-inf"), copied from a softmax; eighth probe batch)
+        yield "padding_infinite", {**where, "pad": pad, "value": float(z[0]), "row": 0, "expected": float(ref[0])}
+        return
+    nan = np.isnan(z)
+    if nan.any() and np.all(correct | nan) and _UNWRITTEN.get():
+        # the rows that are not NaN are right: the NaN rows hold what the host filled z with before the
+        # launch, never stored (rows = pid + tl.arange(0, B0) leaves rows past cdiv(N0, B0) + B0 - 1; seventh
+        # batch) or added to without being written first (tl.atomic_add into z, which the host does not zero)
+        unwritten = np.flatnonzero(nan)
+        yield "rows_not_written", {**where, "rows_unwritten": int(unwritten.size), "first_unwritten": int(unwritten[0]),
+                                   "rows_right": int(n0 - unwritten.size)}
         return
     if not np.any(np.isfinite(z)):
         yield "nonfinite_output", where
@@ -249,13 +308,19 @@ def _words(key: str, cases: list[kit.Numbers]) -> kit.Say:
         return kit.say_about(key, cases, full_cols=c["T"] // c["B1"] * c["B1"])
     if key == "store_out_of_bounds":
         return kit.say_about(key, cases, position=c["first_past_end"] + 1)
+    if key == "rows_shifted":
+        return kit.say_about(key, cases, shift_said=kit.Say(f"part.shift.{'store' if c['shift'] == 1 else 'read'}", c))
+    if key == "rows_not_written":
+        every = all(n["rows_right"] == 0 for n in cases)
+        return kit.say_about(key, cases, which_said=kit.Say("part.unwritten.all" if every else "part.unwritten.some", c))
     return kit.say_about(key, cases)
 
 
 # The mistakes _matches names: one that _across gives every failed case with outputs leads the
 # report, before a case's own finding (a write past z, a row of NaN).
 CAUSES = ("dropped_tail", "first_block_only", "last_block_only", "next_row_leak", "col_mask_too_wide",
-          "padding_not_zero", "loop_stops_early", "half_precision_accumulator", "row_stride_wrong")
+          "padding_not_zero", "loop_stops_early", "half_precision_accumulator", "row_stride_wrong", "column_major",
+          "rows_shifted")
 
 
 
@@ -263,7 +328,11 @@ def diagnose(evidence: list[kit.CaseEvidence]) -> list[kit.Finding]:
     """kit.make_diagnose's, less the mistakes a passed case rules out (_ruled_out)."""
     evidence = list(evidence)
     token = _RULED_OUT.set(_ruled_out(evidence))
+    unwritten = _UNWRITTEN.set(_right_or_nan(evidence))
+    padding_inf = _PADDING_INF.set(_infinite_only_with_padding(evidence))
     try:
         return kit.report(kit.collect(evidence, _classify, with_outputs=False, across=_across, causes=CAUSES), _words)
     finally:
+        _PADDING_INF.reset(padding_inf)
+        _UNWRITTEN.reset(unwritten)
         _RULED_OUT.reset(token)

@@ -81,13 +81,25 @@ _MISTAKES = ("y_offset_uses_b0", "block_offset_missing.y", "block_offset_missing
              "row_stride_n1", "transposed", "column_major", "mask_bound_swapped.y", "mask_bound_swapped.x",
              # last: on a tall case (N0 = 32, N1 = 64, B 16) the ids swapped leave what a row mask bounded
              # by N0 does, and that kernel's other failed cases write past z, which leaves no outputs
-             "program_id_same_axis", "program_ids_swapped")
+             "program_id_same_axis", "program_ids_swapped",
+             # the right sums, each rounded to a 16-bit float (a .to(tl.float16) before the store; kit.half_rounded)
+             "half_precision_output",
+             # last, the least specific: right wherever written, NaN (the host's fill) elsewhere; the tiles the
+             # programs store miss part of z (seventh batch, outer7.wrong.flat_index_wrong_divisor: a flattened
+             # index split by B1 where the tile is B0 wide writes B1 of each block's B0 columns)
+             "cells_not_written")
 
 
 # A program id taken from the wrong grid axis, as (x's axis, y's axis): both offsets from one axis
 # (offs_x from program_id(1), a copy of the y line, or offs_y from program_id(0): either way block k
 # of x meets only block k of y, the same z, so the evidence names no axis), or the two swapped.
 _AXES = {"program_id_same_axis": (1, 1), "program_ids_swapped": (1, 0)}
+
+
+def _right_where_written(z: np.ndarray, ref: np.ndarray) -> bool:
+    """Some element still NaN, every other one right."""
+    unwritten = np.isnan(z)
+    return bool(unwritten.any() and np.all(unwritten | (np.abs(z - ref) <= 1e-5 * (np.abs(ref) + 1.0))))
 
 
 def _matches(x: np.ndarray, y: np.ndarray, z: np.ndarray, n0: int, n1: int, b0: int, b1: int) -> list[str]:
@@ -107,8 +119,39 @@ def _matches(x: np.ndarray, y: np.ndarray, z: np.ndarray, n0: int, n1: int, b0: 
         "column_major": lambda: min(n0, n1) > 1 and _same(z, _simulate(x, y, b0, b1, y_step=b1, column_major=True)),
         "mask_bound_swapped.y": lambda: n0 < n1 and _same(z, _simulate(x, y, b0, b1, y_step=b1, rows_to=n0)),
         "mask_bound_swapped.x": lambda: n1 < n0 and _same(z, _simulate(x, y, b0, b1, y_step=b1, cols_to=n1)),
+        "half_precision_output": lambda: kit.half_rounded(z, y[:, None] + x[None, :]) is not None,
+        "cells_not_written": lambda: _right_where_written(z, y[:, None] + x[None, :]),
     }
     return [name for name in _MISTAKES if tests[name]()]
+
+
+def _valid_lanes_past_end(ev: kit.CaseEvidence, n0: int, n1: int, total_len: int) -> kit.Numbers | None:
+    """Evidence that what went past z came from lanes inside N1 x N0 (a wrong address), not from lanes a
+    missing mask lets through: every value written in the sentinel tail after z is a sum x[i] + y[j] of a valid
+    (i, j) in float32, bit for bit, while a lane past N0 or N1 loads other=0.0 and writes y[j] or x[i] alone
+    (eighth probe batch, outer8.wrong.pitched_row_stride: rows cdiv(N0, B0)·B0 apart, the mask complete, was
+    told its mask is incomplete). None where any value is not such a sum, or the tail is not in the evidence."""
+    if "x" not in ev.arrays or "y" not in ev.arrays:
+        return None
+    want = np.array([SENTINEL], dtype=np.float32).view(np.int32)[0]
+    total = n1 * n0
+    for alloc in ev.allocations:  # the wrapper's buf: z, then the sentinel tail (kit.sentinel_breach)
+        data = alloc.get("data")
+        if alloc.get("dtype") != "float32" or data is None or data.size != total_len:
+            continue
+        tail = np.asarray(data[total:], dtype=np.float32)
+        written = tail[tail.view(np.int32) != want]
+        if not written.size:
+            continue
+        x32 = np.asarray(ev.arrays["x"], dtype=np.float32)[:n0]
+        y32 = np.asarray(ev.arrays["y"], dtype=np.float32)[:n1]
+        sums = (y32[:, None] + x32[None, :])
+        hits = np.isin(written.view(np.int32), sums.reshape(-1).view(np.int32))
+        if not hits.all():
+            return None
+        j, i = np.argwhere(sums.view(np.int32) == written[:1].view(np.int32)[0])[0]
+        return {"lane_i": int(i), "lane_j": int(j), "lanes_past_end": int(written.size)}
+    return None
 
 
 def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
@@ -120,7 +163,11 @@ def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
                                                     total_len=n1 * n0 + b1 * n0 + b0, sentinel=SENTINEL):
             # No lane of this case lies outside N1 x N0: a write past z came from the addresses (a
             # row stride, a block offset), not from a missing mask.
-            yield ("store_address_out_of_bounds" if not any(ragged.values()) else key), numbers
+            if not any(ragged.values()):
+                key = "store_address_out_of_bounds"
+            elif (lane := _valid_lanes_past_end(ev, n0, n1, n1 * n0 + b1 * n0 + b0)) is not None:
+                key, numbers = "valid_lanes_out_of_bounds", {**numbers, **lane}
+            yield key, numbers
         return
     x, y = ev.arrays["x"], ev.arrays["y"]
     z = ev.observed["z"].astype(np.float64)
@@ -128,7 +175,11 @@ def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
     unwritten = int(np.isnan(z).sum())
     bad_rows = np.where(np.any(~np.isclose(z, ref, rtol=1e-5, atol=1e-5), axis=1))[0]
     r, c = np.unravel_index(int(np.nanargmax(np.where(np.isnan(z), np.inf, np.abs(z - ref)))), z.shape)
-    yield kit.ACROSS, {**where, "matches": _matches(x, y, z, n0, n1, b0, b1), "unwritten": unwritten,
+    first = np.argwhere(np.isnan(z))
+    yield kit.ACROSS, {**where, **(kit.half_rounded(z, ref) or {}),
+                       **({"first_unwritten_row": int(first[0][0]), "first_unwritten_col": int(first[0][1])}
+                          if first.size else {}),
+                       "matches": _matches(x, y, z, n0, n1, b0, b1), "unwritten": unwritten,
                        "first_bad_row": int(bad_rows[0]) if bad_rows.size else 0, "bad_rows": int(bad_rows.size),
                        "row": int(r), "col": int(c), "observed": float(z[r, c]), "expected": float(ref[r, c])}
 
@@ -163,6 +214,6 @@ def _across(pending: list[kit.Numbers]) -> Iterator[kit.Found]:
 # The ids _across gives a simulated mistake under: one that explains every failed case with outputs
 # leads the report, before a case's own finding (a write past z is what the wrong stride did there).
 CAUSES = ("y_offset_uses_b0", "block_offset_missing", *_AXES, "row_stride_b0", "row_stride_n1", "transposed",
-          "column_major", "mask_bound_swapped")
+          "column_major", "mask_bound_swapped", "half_precision_output", "cells_not_written")
 
 diagnose = kit.make_diagnose(_classify, with_outputs=False, across=_across, causes=CAUSES)

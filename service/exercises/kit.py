@@ -296,6 +296,42 @@ ROW_BLOCK_IGNORED = "one_row_per_program"  # its message is the kit's (messages.
 _ROW_BLOCK_OFF: ContextVar[bool] = ContextVar("row_block_off", default=False)  # collect's second reading
 
 
+def _to_bfloat16(a: np.ndarray) -> np.ndarray:
+    """float32 values rounded to bfloat16 (to nearest, ties to even), as float32."""
+    bits = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return np.asarray(rounded, dtype=np.uint64).astype(np.uint32).view(np.float32)
+
+
+# (dtype, rounding of float32 values to it, significant bits, the smallest spacing: its subnormals')
+_HALVES = (("float16", lambda a: a.astype(np.float16).astype(np.float32), 11, 2.0 ** -24),
+           ("bfloat16", _to_bfloat16, 8, 2.0 ** -133))
+
+
+def half_rounded(observed: np.ndarray, expected: np.ndarray) -> Numbers | None:
+    """Evidence that an output went through a 16-bit float (a `.to(tl.float16)` before the store): every
+    finite observed value is a number of that dtype, each within one of its steps of the right value, while
+    the right values are mostly not such numbers (eighth probe batch: lsm8.wrong.fp16_store,
+    outer8.wrong.fp16_store). A random float32 value is a float16 one with probability 2^-13: a 1 x 1 case
+    can be a coincidence once in 8192, a larger one not (Outer Add names it only where every failed case
+    shows it). {"dtype", "bits", "relative"} or None."""
+    obs = np.asarray(observed, dtype=np.float64).ravel()
+    ref = np.asarray(expected, dtype=np.float64).ravel()
+    keep = np.isfinite(obs) & np.isfinite(ref)
+    if obs.shape != ref.shape or not keep.any() or not np.all(np.isfinite(obs)):
+        return None
+    obs, ref = obs[keep], ref[keep]
+    o32, r32 = obs.astype(np.float32), ref.astype(np.float32)
+    for dtype, rnd, bits, tiny in _HALVES:
+        with np.errstate(over="ignore", invalid="ignore"):
+            if not np.array_equal(rnd(o32), o32) or np.mean(rnd(r32) == r32) > 0.5:
+                continue
+        step = np.maximum(2.0 ** (np.floor(np.log2(np.maximum(np.abs(ref), tiny))) - (bits - 1)), tiny)
+        if np.all(np.abs(obs - ref) <= 1.01 * step):
+            return {"dtype": dtype, "bits": bits, "relative": 2.0 ** -bits}
+    return None
+
+
 def row_block_ignored(correct: np.ndarray, unwritten: np.ndarray, *, rows: int, block: int) -> Numbers | None:
     """Evidence that a kernel handles one row per program and ignores the block of `block` rows
     each program owns: with cdiv(rows, block) programs, exactly the rows one program per row would
