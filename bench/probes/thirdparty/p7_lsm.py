@@ -93,6 +93,6 @@ PROBES = [
     {"id": "lsm7.wrong.fp16_running_sum", "group": "wrong",
      "description": "the running sum kept in fp16: s = tl.zeros((B0,), dtype=tl.float16), each update cast .to(tl.float16)",
      "fill": online(s_init="tl.zeros((B0,), dtype=tl.float16)", s_cast=".to(tl.float16)"),
-     "expect": {"code_points": 0},
+     "expect": {"code_points": 0, "diagnoses": ["half_precision_sum"]},
      "judged": "wrong everywhere: fp16 keeps 11 significant bits (relative 5e-4 per update) against rtol 1e-4"},
 ]

@@ -85,7 +85,7 @@ tl.store(z_ptr + rows, acc, mask=rows < N0)
     {"id": "lsum7.wrong.rows_without_block_dim", "group": "wrong",
      "description": "rows = pid + tl.arange(0, B0) (CUDA's blockIdx.x + threadIdx.x, the blockDim left out)",
      "fill": body(head="pid = tl.program_id(0)\nrows = pid + tl.arange(0, B0)\n"),
-     "expect": {"code_points": 1.5, "vetoes": ["coincidental_pass"]},
+     "expect": {"code_points": 1.5, "vetoes": ["coincidental_pass"], "diagnoses": ["rows_not_written"]},
      "judged": "(first judged without the veto: the given check passes only because it launches B0 = 1, a coincidence) wrong for B0 > 1: programs overlap and rows past cdiv(N0, B0) + B0 - 1 are never written; "
                "right for B0 = 1 (the given check and regular.b0_1): 2 of 4 regular-item cases, boundary fails"},
 ]

@@ -33,7 +33,8 @@ xv = tl.load(x_ptr + i, mask=m, other=0.0)
 yv = tl.load(y_ptr + j, mask=m, other=0.0)
 tl.store(z_ptr + j * N0 + i, xv + yv, mask=m)
 """,
-     "expect": {"code_points": 3, "vetoes": ["coincidental_pass"], "failing_cases": ["probe.rect_blocks"]},
+     "expect": {"code_points": 3, "vetoes": ["coincidental_pass"], "failing_cases": ["probe.rect_blocks"],
+                "diagnoses": ["cells_not_written"]},
      "judged": "wrong where B0 != B1 (columns B1..B0-1 of each block never written, rows past the block written "
                "by the wrong program); right on square blocks: the given check and the regular cases (32/32, 16/16) "
                "pass, the boundary cases too (16/16); probe.rect_blocks (32/8) and the other probes (32/16) fail"},

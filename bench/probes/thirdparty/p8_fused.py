@@ -24,13 +24,13 @@ PROBES = [
     {"id": "fused8.wrong.sumsq_minus_sum_sq_over_n", "group": "wrong",
      "description": "host: var = sumsqs / N - sums * sums / N ((Σx)² divided by N once, not N²)",
      "edits": [{"old": V, "new": "var = sumsqs / N - sums * sums / N"}],
-     "expect": {"code_points": 0},
+     "expect": {"code_points": 0, "diagnoses": ["combine_scale_wrong"]},
      "judged": "wrong wherever N > 1 (var = E[x²] − N·mean²); N = 1 gives 0, right, but the given check fails"},
     {"id": "fused8.wrong.fp16_block_sum", "group": "wrong",
      "description": "kernel: tl.sum(values * values, axis=0).to(tl.float16) (each program's sum of squares in fp16)",
      "edits": [{"old": K, "new": "tl.atomic_add(sumsqs + row, tl.sum(values * values, axis=0).to(tl.float16))"}],
      "expect": {"code_points": 2, "code_points_min": 0, "vetoes_may": ["coincidental_pass"],
-                "failing_cases": ["probe.large_mean"]},
+                "failing_cases": ["probe.large_mean"], "diagnoses": ["half_overflow"]},
      "judged": "wrong: a block of 256 squares near 1600 sums past 65504 (inf in fp16) in probe.large_mean; elsewhere "
                "the fp16 rounding of a block's sum (relative 5e-4) is amplified by E[x²] - mean² and may fail "
                "regular cases too"},

@@ -23,7 +23,8 @@ PROBES = [
     {"id": "l5_8.wrong.mask_max_stride", "group": "wrong",
      "description": "mask=cols < tl.maximum(N, stride_m) (the larger of width and stride: 'never too few lanes')",
      "edits": [{"old": LD, "new": "mask=cols < tl.maximum(N, stride_m), other=0.0)"}],
-     "expect": {"code_points": 2, "vetoes": ["coincidental_pass"], "failing_cases": ["probe.strided"]},
+     "expect": {"code_points": 2, "vetoes": ["coincidental_pass"], "failing_cases": ["probe.strided"],
+                "diagnoses": ["mask_too_wide"]},
      "judged": "wrong on a strided view (stride 40 > N = 33: lanes 33..39 read the gap between rows); right wherever "
                "stride = N (the given check, every regular and boundary case): probe.strided alone fails"},
 ]

@@ -24,12 +24,13 @@ PROBES = [
      "judged": "right: a dropped valid lane contributes (mean - mean)^2 = 0, padding lanes stay out"},
     {"id": "l6_8.wrong.global_offset_vs_n", "group": "wrong",
      "description": "row * stride_m + cols < N (a CUDA global index compared with the row length)",
-     "edits": [fill("row * stride_m + cols < N")], "expect": {"code_points": 0},
+     "edits": [fill("row * stride_m + cols < N")], "expect": {"code_points": 0, "diagnoses": ["row_dependent_mask"]},
      "judged": "wrong on every row but the first (no lane kept: var 0); the given check fails"},
     {"id": "l6_8.wrong.global_offset_vs_row_end", "group": "wrong",
      "description": "row * stride_m + cols < (row + 1) * N (the row's end as (row + 1) * N, a contiguous assumption)",
      "edits": [fill("row * stride_m + cols < (row + 1) * N")],
-     "expect": {"code_points": 2, "vetoes": ["coincidental_pass"], "failing_cases": ["boundary.strided", "probe.strided_pad"]},
+     "expect": {"code_points": 2, "vetoes": ["coincidental_pass"], "failing_cases": ["boundary.strided", "probe.strided_pad"],
+                "diagnoses": ["row_dependent_mask"]},
      "judged": "wrong on strided views: with stride > N row r keeps N - r(stride - N) lanes; right where stride = N "
                "(the given check, the regular cases)"},
 ]

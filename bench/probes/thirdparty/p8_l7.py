@@ -24,7 +24,7 @@ PROBES = [
      "description": 'other=0.0 with the shift tl.max(tl.where(mask, logits, float("-inf")), axis=0) (the max '
                     "fixed, the padding's exp(0 - max) still summed)",
      "edits": [{"old": OT, "new": "other=0.0)"}, shift('tl.max(tl.where(mask, logits, float("-inf")), axis=0)')],
-     "expect": {"code_points": 1.5},
+     "expect": {"code_points": 1.5, "diagnoses": ["padding_zero"]},
      "judged": "wrong wherever N < BLOCK: each padding lane adds exp(-max) to the denominator (e^-max is large on "
                "negative rows, about e^-2..e^+3 on regular ones); the given check (N = 17) fails, the power-of-2 "
                "regular cases pass"},

@@ -59,12 +59,12 @@ tl.store(ptrs, tl.broadcast_to(x[None, :], (B1, B0)) + tl.broadcast_to(y[:, None
     {"id": "outer8.wrong.pitched_row_stride", "group": "wrong",
      "description": "row stride tl.num_programs(0) * B0 (the padded width of a pitched allocation)",
      "fill": plain(stride="(tl.num_programs(0) * B0)"),
-     "expect": {"code_points": 2},
+     "expect": {"code_points": 2, "diagnoses": ["valid_lanes_out_of_bounds"], "not_diagnosed": ["store_out_of_bounds"]},
      "judged": "wrong wherever N0 is not a multiple of B0 (rows placed cdiv(N0, B0)·B0 apart: past z's end too); "
                "the regular cases (64/32, 32/16) pass, the given check (100, B0 = 32) fails: 2 of 3, 2"},
     {"id": "outer8.wrong.fp16_store", "group": "wrong",
      "description": "z stored through fp16 (z.to(tl.float16))",
      "fill": plain(value="z.to(tl.float16)"),
-     "expect": {"code_points": 0},
+     "expect": {"code_points": 0, "diagnoses": ["half_precision_output"]},
      "judged": "wrong everywhere: sums of two randn values rounded to 11 bits (~1e-3 absolute) against 1e-5"},
 ]

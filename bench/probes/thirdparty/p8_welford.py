@@ -28,7 +28,8 @@ PROBES = [
     {"id": "wf8.wrong.shifted_by_running_mean", "group": "wrong",
      "description": "m2_b = Σ(x − mean)² − n_b(mean_b − mean)² with the running mean as the shift (0 on the first chunk)",
      "edits": [{"old": M2, "new": "m2_b = tl.sum(tl.where(mask, (values - mean) * (values - mean), 0.0), axis=0) - n_b * (mean_b - mean) * (mean_b - mean)"}],
-     "expect": {"code_points": 2, "vetoes": ["coincidental_pass"], "failing_cases": ["probe.large_mean"]},
+     "expect": {"code_points": 2, "vetoes": ["coincidental_pass"], "failing_cases": ["probe.large_mean"],
+                "diagnoses": ["cancellation"]},
      "judged": "wrong near a large mean: the first chunk's shift is 0 (mean starts at 0), so it is Σx² − n_b·mean_b², "
                "the cancellation (probe.large_mean); exact in real arithmetic, right on the regular cases"},
     {"id": "wf8.wrong.one_pass_normalised", "group": "wrong",
