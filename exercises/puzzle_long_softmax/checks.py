@@ -195,6 +195,9 @@ def _classify(ev: kit.CaseEvidence) -> Iterator[kit.Found]:
         "no_rescale": (_no_rescale(x, b1), t > b1),
         "zero_padding": (_zero_padding(x, b1), -t % b1 != 0),
         "exp2_without_log2e": (_base2(x), True),
+        # x read column-major (element (i, j) at i + j * N0; eighth probe batch, lsm8.wrong.x_column_major),
+        # z stored row-major: each row is the softmax of a column-major walk of x
+        "column_major": (_softmax(np.asarray(x, dtype=np.float64).ravel().reshape(t, n0).T), n0 > 1 and t > 1),
     }
     for key, (pred, applies) in candidates.items():
         if applies and _close(z, pred):

@@ -251,3 +251,15 @@ def test_tiles_that_miss_part_of_z_are_named():
         out.append(CaseEvidence(case, arrays["x"], {"z": z}, expected, passed, arrays))
     found = {f.id: [c["case"] for c in f.cases] for f in checks.diagnose(out)}
     assert list(found) == ["cells_not_written"] and "probe.rect_blocks" in found["cells_not_written"], found
+
+
+def test_a_long_softmax_reading_x_column_major_is_named():
+    # lsm8.wrong.x_column_major: x_ptr + rows[:, None] + cols[None, :] * N0 in both passes, z row-major
+    def column_major(arrays, expected):
+        x = arrays["x"]
+        cm = x.ravel().reshape(x.shape[1], x.shape[0]).T
+        e = np.exp(cm - cm.max(axis=1, keepdims=True))
+        return {"z": e / e.sum(axis=1, keepdims=True)}
+
+    found = _replayed(CATALOG.get("puzzle_long_softmax"), column_major)
+    assert "column_major" in found and "unexplained_softmax" not in found, found

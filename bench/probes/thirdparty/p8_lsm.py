@@ -90,7 +90,7 @@ for start3 in range(0, T, B1):
     {"id": "lsm8.wrong.x_column_major", "group": "wrong",
      "description": "x addressed column-major in both passes (x_ptr + rows[:, None] + cols[None, :] * N0), z row-major",
      "fill": online(addr="rows[:, None] + cols[None, :] * N0"),
-     "expect": {"code_points": 0},
+     "expect": {"code_points": 0, "diagnoses": ["column_major"]},
      "judged": "wrong wherever T > 1 and N0 > 1 (each row's softmax taken over a column-major walk of x)"},
     {"id": "lsm8.wrong.fp16_store", "group": "wrong",
      "description": "the result cast to fp16 before the store ((exp(x - m) / s).to(tl.float16))",
