@@ -668,6 +668,13 @@ def extract(template_src: str, submission_src: str, *, language: str = "zh") -> 
     fills = [matcher.fills.get(spot) for spot in spots]
     spills = {i: matcher.spills[spot] for i, spot in enumerate(spots) if spot in matcher.spills}
     extraction = Extraction(fills=fills, edits=matcher.edits, spills=spills)
+    try:
+        # Unparsed here, where the stack is the extraction's: every later step reads these. ast.unparse takes up
+        # to six frames a level (a dict within a dict), so a fill within MAX_SYNTAX_DEPTH could still raise
+        # RecursionError out of the grading's first read of them (red team 10: 170 nested dicts in the combine).
+        extraction.fill_sources  # noqa: B018 - computed for its cache
+    except RecursionError:
+        return Extraction(fills=[None] * len(spots), error=render("extract.error.too_deep", language))
     missing = [i + 1 for i, f in enumerate(fills) if f is None]
     if missing:
         extraction.error = render("extract.error.blank_missing", language, blanks=", ".join(map(str, missing)))

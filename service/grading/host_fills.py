@@ -19,7 +19,10 @@ kernel may read (`inputs`). In the program the template and the fills make toget
    the tensors it sees (`torch.library`, `torch.overrides`, `register_*`, `*_hook(s)`), and a standard
    library module reached as an attribute (`torch.serialization.io.FileIO`), a builtin that rule 2 trusts
    with an input bound again (`len = lambda t: t.var(1)`), and `str.format`
-   (`'{0.__traceback__.tb_frame.f_locals[x]}'.format(e)` walks attributes named in a string). These read an
+   (`'{0.__traceback__.tb_frame.f_locals[x]}'.format(e)` walks attributes named in a string) and operator's
+   getters (`attrgetter`), a `match` statement (its class patterns read attributes by name), and any module of
+   torch or Triton reached as an attribute other than the namespaces an honest combine uses (MODULE_ATTRS:
+   `torch.autograd.profiler_util.attrgetter`). These read an
    input by another route (the caller's frame, a replaced call the template makes with it) or tell
    the graded run from another (item 4: the kernel's source).
 1b. `changes_launch` (checked after rule 1): the launches rules 2 and 3 trust by the kernel's name are the
@@ -71,7 +74,9 @@ from service.grading.host_blanks import _is_jit, host_blanks
 from service.messages import render
 from service.report import Diagnosis
 
-RULES = ("introspects", "changes_launch", "reads_input", "not_from_kernel")
+# `too_complex`: the rules could not follow the host code to its end (Python's recursion limit, or rule 3's
+# STEP_BUDGET): refused, never read as "nothing found" (red team 10).
+RULES = ("introspects", "changes_launch", "reads_input", "not_from_kernel", "too_complex")
 
 # What host code may read of an input without reading its values.
 METADATA_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "layout", "itemsize", "nbytes",
@@ -121,25 +126,83 @@ INTROSPECTION_ATTRS = INTROSPECTION_NAMES | frozenset({
     # str.format looks up the attributes and items its fields name, underscores and all, out of rule 1's sight:
     # '{0.__traceback__.tb_frame.f_locals[x]}'.format(e) is the caller's x as text (red team 9: 3/3 code points)
     "format", "format_map", "vformat",
+    # the same lookup by a dotted string, in operator's getters (torch.autograd.profiler_util.attrgetter; red team 10)
+    "attrgetter", "itemgetter", "methodcaller",
 })
 # A standard-library module reached as another module's attribute (`torch.serialization.io.FileIO(path)` reads
 # the job's input file; `torch.functools`, `torch.threading`): refused by its name, as an import would be,
 # except the names that are also honest torch or Triton attributes (`x.chunk`, `x.select`, `torch.random`,
 # `tl.math`). Python >= 3.10 lists them (sys.stdlib_module_names).
 STDLIB_ATTRS = frozenset(sys.stdlib_module_names) - {"chunk", "select", "math", "random"}
+# The same for the modules of torch and Triton themselves: every name under which one is a public attribute of
+# torch, triton or triton.language or of their modules two levels down (torch 2.13, triton 3.9; the unit test
+# test_module_attrs_cover_torch_and_triton walks the installed packages and fails on a name missing here). Rule 1
+# listed routes by what they do, and `torch.autograd.profiler_util.attrgetter('__traceback__.tb_frame.f_locals')`
+# passed every one (red team 10: 3/3 code points for torch's answer, x read from the frame): a module reached as an
+# attribute is a door to whatever it imported, so host code may reach only the namespaces an honest combine uses,
+# allow-list style: torch.<function>, torch.cuda, torch.linalg, torch.special, torch.fft, torch.nn.functional,
+# torch.testing, triton.language, tl.math, torch.random (MODULE_NAMESPACES). A name that is also a tensor's method
+# or a torch function (x.cpu(), torch.flatten(…), t.data) is not listed: reaching a module needs a listed name first.
+MODULE_ATTRS = frozenset({
+    "F", "accelerator", "activation", "adaptive", "algorithms", "amd", "amp", "analyze", "annotations",
+    "anomaly_mode", "ao", "api", "aten", "attention", "autocast_mode", "autograd", "autotuner", "backcompat",
+    "backend_registration", "backend_registry", "backends", "batchnorm", "beta", "binary", "build", "c10d_logger",
+    "cache", "categorical", "cauchy", "channelshuffle", "checkpoint", "chi2", "classes", "clip_grad", "collect_env",
+    "comm", "common", "common_types", "compiler", "config", "const_fold", "constants", "constraint_registry",
+    "constraints", "container", "continuous_bernoulli", "conv", "convert_parameters", "core", "cpp", "cpp_backtrace",
+    "creation", "cudnn", "cusparselt", "custom_ops", "dataloader", "datapipes", "dataset", "debug_mode_ops",
+    "debugprims", "decomp_utils", "deterministic", "device_mesh", "dirichlet", "disasm", "dist_autograd",
+    "dist_config", "distance", "distributed", "distributed_c10d", "distribution", "distributions", "dlpack",
+    "driver", "dynamic", "dynamic_shapes", "errors", "event", "exp_family", "experimental", "exponential", "export",
+    "exported_program", "extra", "fake_quantize", "file_structure_representation", "find_file_dependencies",
+    "fishersnedecor", "fold", "forward_ad", "frontend", "func", "function", "functions", "fuser_method_mappings",
+    "fusion", "futures", "fwAD", "fx", "fx_experimental_config", "fx_pytree", "fx_traceback", "gamma", "gdc", "gds",
+    "generalized_pareto", "geometric", "glob_group", "grad_mode", "grad_scaler", "graph", "graph_drawer",
+    "graph_manipulation", "graph_module", "graph_settings", "graph_signature", "graphs", "green_contexts", "gumbel",
+    "half_cauchy", "half_normal", "higher_order", "hip", "hooks", "hub", "immutable_collections", "importer",
+    "independent", "inductor", "infra", "init", "instancenorm", "internal", "interpreter", "intrinsic",
+    "inverse_gamma", "ir", "is_from_package", "itt", "jiterator", "join", "kl", "kleidiai", "knobs",
+    "kumaraswamy", "laplace", "lazy", "libdevice", "library", "linear", "linear_cross_entropy_options",
+    "lkj_cholesky", "log_normal", "logging_handlers", "logistic_normal", "loss", "lowrank_multivariate_normal",
+    "lr_scheduler", "m", "masked", "maskedtensor", "memory", "mha", "miopen", "mixture_same_family", "mkl", "mkldnn",
+    "module", "modules", "monitor", "mp", "mps", "mtia_graph", "multivariate_normal", "nccl", "negative_binomial",
+    "nested", "net_min_base", "nnpack", "node", "normalization", "np", "nvidia", "nvtx", "observer",
+    "one_hot_categorical", "onednn", "openmp", "operator_schemas", "operator_support", "ops", "opt_einsum", "optim",
+    "options", "overrides", "package", "package_exporter", "package_importer", "padding", "parallel", "param_fetch",
+    "parameter", "parametrizations", "parametrize", "pareto", "passes", "passthrough", "pixelshuffle", "pooling",
+    "prim", "prims", "prof", "profiler", "profiler_legacy", "profiler_util", "proxy", "proxy_tensor",
+    "python_native", "pytree", "qat", "qconfig", "qconfig_mapping", "quant_type", "quantizable", "quantization",
+    "quantization_mappings", "quantized", "quasirandom", "reducer", "reduction", "reductions", "regional_inductor",
+    "reinplace", "relaxed_bernoulli", "relaxed_categorical", "remote_device", "return_types", "rngprims", "rnn",
+    "rpc", "runtime", "runtime_assert", "sampler", "scatter_gather", "semi_structured", "serialization",
+    "server_process_global_profiler", "shape_prop", "sparse", "split_module", "split_utils", "splitter_base",
+    "standard", "stateless", "storage", "streams", "stubs", "studentT", "subgraph_rewriter", "swa_utils", "sym_node",
+    "target_info", "tensor_type", "throughput_benchmark", "tl", "tools", "tools_common", "torch", "torch_version",
+    "transformed_distribution", "transformer", "transforms", "tunable", "unary", "unification", "uniform",
+    "upsampling", "utils", "version", "von_mises", "weak", "weibull", "windows", "wishart",
+}) - STDLIB_ATTRS
+# Module names that host code may step through (torch.cuda.synchronize(), torch.nn.functional.relu(t)) or that are
+# also a tensor's method or attribute, or a torch function (kept out of MODULE_ATTRS; the unit test reads both).
+MODULE_NAMESPACES = frozenset({"cuda", "linalg", "special", "fft", "nn", "functional", "language", "math", "random",
+                               "testing"})
+MODULE_NAME_COLLISIONS = frozenset({"cpu", "flatten", "normal", "dist", "bernoulli", "multinomial", "xpu", "mtia",
+                                    "binomial", "dropout", "poisson", "memory_format", "data", "grad", "jit"})
 
 # In-place methods that overwrite their receiver whatever it held (rule 3).
 OVERWRITING_METHODS = frozenset({"zero_", "fill_", "copy_", "normal_", "uniform_", "random_", "bernoulli_",
                                  "exponential_", "geometric_", "cauchy_", "log_normal_"})
 # Work the dependence analysis may do on one fill set: a bound on loops within loops (each runs until
-# nothing changes) and on calls; past it, rule 3 says nothing (the runs still grade the program).
+# nothing changes) and on calls; past it, the fills are refused as too complex to check (`too_complex`): a rule that
+# gives up must not let the code run unchecked. The catalogue's fills take a few hundred steps.
 STEP_BUDGET = 20_000
 # Steps of one `t.to(x)` receiver's check (rule 2): names followed through their host bindings; past it, not a
 # tensor (refused). It recurses along a chain of names, which the syntax tree's depth does not bound: a budget far
-# below Python's recursion limit, since check() takes a RecursionError for "nothing found" (a 700-name chain read
-# as no finding at all before the budget was lowered).
+# below Python's recursion limit (a 700-name chain raised RecursionError, which check() once took for "nothing
+# found"; it now refuses, `too_complex`).
 TENSOR_STEPS = 64
 CALL_DEPTH = 4
+# What the too_complex message names as the nesting bound (fills.MAX_ANY_FILL_DEPTH; not imported: fills imports this)
+ANY_FILL_DEPTH = 64
 
 
 def _harmless_builtin(call: ast.Call) -> bool:
@@ -179,7 +242,8 @@ class Finding:
                  else render("host_fills.blank", language, blank=self.blank) if self.blank
                  else render("host_fills.host_code", language))
         return render(f"host_fills.{self.rule}", language, which=which, code=self.code, what=self.what,
-                      inputs=", ".join(self.inputs), buffers=", ".join(self.buffers) or "—")
+                      inputs=", ".join(self.inputs), buffers=", ".join(self.buffers) or "—",
+                      steps=f"{STEP_BUDGET:,}", depth=ANY_FILL_DEPTH)
 
     def diagnosis(self, language: str) -> Diagnosis:
         messages = {lang: self.message(lang) for lang in ("zh", "en")}
@@ -198,12 +262,17 @@ def check(exercise: Exercise, extraction: Extraction) -> Finding | None:
     hosts = host_blanks(exercise.template)
     if not any(hosts):
         return None
+    inputs = tuple(sorted(declared.inputs))
     try:
         cell = _Cell(exercise.template, extraction.fills, hosts, frozenset(declared.inputs), exercise.spec.entry_point)
         return (cell.introspection() or cell.launch_changes() or cell.input_reads()
                 or cell.returns_not_from_kernel())
-    except RecursionError:  # bounded by extract.MAX_SYNTAX_DEPTH; never a crash of the grading
-        return None
+    except (RecursionError, _OverBudget):
+        # Fail closed: a rule that could not follow the code to its end found nothing only because it stopped.
+        # (RecursionError was taken for "no finding": a finding quoting a statement that held 160 dicts within dicts
+        # exhausted the recursion limit in ast.unparse, and every host rule was skipped: red team 10, 3/3 code points
+        # for torch's answer.) fills.MAX_ANY_FILL_DEPTH keeps honest code far from the limit.
+        return Finding(rule="too_complex", blank=0, line=0, code="", what="recursion", inputs=inputs)
 
 
 # --- the cell: template and fills in one tree ------------------------------------------------------
@@ -316,6 +385,11 @@ class _Cell:
                 what = "global" if isinstance(node, ast.Global) else "nonlocal"
             elif isinstance(node, ast.ClassDef):  # a torch function mode, __del__, __eq__: code run by others
                 what = "class"
+            elif isinstance(node, ast.Match):
+                # a class pattern reads the attributes it names as identifiers no Attribute node holds:
+                # `case object(__traceback__=object(tb_frame=object(f_locals=loc)))` is the caller's frame (red
+                # team 10: 3/3 code points), and a capture pattern binds any name, an input's too (`case x:`)
+                what = "match"
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("__"):
                 what = node.name
             elif isinstance(node, ast.Name) and (node.id in INTROSPECTION_NAMES or node.id.startswith("__")):
@@ -333,7 +407,8 @@ class _Cell:
                 # template calls with the input) runs the fill's code where the template calls the original
                 what = f"{_clip(ast.unparse(node), 40)} = …"
             elif isinstance(node, ast.Attribute) and (node.attr.startswith("_") or node.attr in INTROSPECTION_ATTRS
-                                                       or node.attr in STDLIB_ATTRS or _is_hook(node.attr)):
+                                                       or node.attr in STDLIB_ATTRS or node.attr in MODULE_ATTRS
+                                                       or _is_hook(node.attr)):
                 what = "." + node.attr
             elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in self.kernels:
                 what = ast.unparse(node)  # kernel.src, kernel.fn: its source tells one run from another
@@ -757,8 +832,9 @@ class _Cell:
         flow = _Flow(self)
         try:
             returns = flow.run(entry, {})
-        except _OverBudget:
-            return None
+        except _OverBudget:  # refused (check): past the budget nothing says the result comes from the kernel
+            return Finding(rule="too_complex", blank=0, line=0, code="", what="steps",
+                           inputs=tuple(sorted(self.inputs)))
         buffers = tuple(sorted(flow.buffers))
         for returned in returns:
             parts = returned.value if isinstance(returned.value, tuple) else (returned.value,)

@@ -132,11 +132,26 @@ FORMAT_STRING = (RIGHT_ATOMIC, "sumsqs * 0",
 TRUSTED_BUILTIN = (RIGHT_ATOMIC, "sumsqs * 0", "sums.zero_()\nsumsqs.zero_()\n"
                    "len = lambda t: t.double().var(1, unbiased=False).float()\n" + LAUNCH
                    + "\nreturn sums / N, len(x) + 0 * sumsqs")
+# Red team 10, each with the right kernel fill (so no kernel-alone run), and each 3/3 code points at aed9969, every
+# case and the given check passed: the caller's frame reached by attribute names in a string through operator's
+# attrgetter, which torch.autograd.profiler_util imported (no name rule 1 listed: a module of torch as an attribute);
+ATTRGETTER = (RIGHT_ATOMIC, "sumsqs * 0",
+              "try:\n    1 / 0\nexcept ZeroDivisionError as e:\n"
+              "    loc = torch.autograd.profiler_util.attrgetter('__traceback__.tb_frame.f_locals')(e)\n"
+              "v = loc['x'].double()\n" + LAUNCH
+              + "\nreturn v.mean(1).float() + 0 * sums, v.var(1, unbiased=False).float() + 0 * sumsqs")
+# the same frame through a match statement's class patterns, whose attribute names are no Attribute nodes.
+MATCH_PATTERN = (RIGHT_ATOMIC, "sumsqs * 0",
+                 "try:\n    1 / 0\nexcept ZeroDivisionError as e:\n    err = e\n"
+                 "match err:\n    case object(__traceback__=object(tb_frame=object(f_locals=loc))):\n        pass\n"
+                 "v = loc['x'].double()\n" + LAUNCH
+                 + "\nreturn v.mean(1).float() + 0 * sums, v.var(1, unbiased=False).float() + 0 * sumsqs")
 REFUSED = {**ATTACKS, "item5-launch-then-torch": ITEM5, "calibrated-to-its-kernel": CALIBRATED,
            "monkeypatched-launch": MONKEYPATCHED_LAUNCH, "printed-into-a-buffer": PRINTED_INTO_A_BUFFER,
            "unbound-method-of-the-class": UNBOUND_METHOD, "dict-under-the-kernels-name": DICT_KERNEL,
            "own-kernel-under-the-kernels-name": OWN_KERNEL, "kernel-as-a-copy-engine": COPY_ENGINE,
-           "frame-walk-in-a-format-string": FORMAT_STRING, "a-trusted-builtin-rebound": TRUSTED_BUILTIN}
+           "frame-walk-in-a-format-string": FORMAT_STRING, "a-trusted-builtin-rebound": TRUSTED_BUILTIN,
+           "attrgetter-through-a-torch-module": ATTRGETTER, "frame-walk-in-match-patterns": MATCH_PATTERN}
 
 
 @pytest.fixture(scope="module")
@@ -172,7 +187,9 @@ def code_points(report) -> tuple[float, float]:
                                             ("own-kernel-under-the-kernels-name", "host_changes_launch"),
                                             ("kernel-as-a-copy-engine", "host_changes_launch"),
                                             ("frame-walk-in-a-format-string", "host_introspects"),
-                                            ("a-trusted-builtin-rebound", "host_introspects")])
+                                            ("a-trusted-builtin-rebound", "host_introspects"),
+                                            ("attrgetter-through-a-torch-module", "host_introspects"),
+                                            ("frame-walk-in-match-patterns", "host_introspects")])
 def test_host_code_that_computes_the_result_is_refused_before_it_runs(grader, host, name, rule):
     """Through the real pipeline: refused like an expression outside the allow-list (nothing runs, no
     code point, the given check not run), the statement quoted, in zh and en, with its diagnosis."""
@@ -231,6 +248,54 @@ def test_without_the_rule_red_team_9s_routes_earn_every_code_point(runs_grader, 
     points, most = code_points(report)
     assert points == most == 3 and not report.score.provisional, [(i.id, i.points) for i in report.items]
     assert report.given_check.status == "passed" and not report.diagnoses, report.diagnoses
+    host.assert_untouched()
+
+
+@pytest.mark.parametrize("name", ["attrgetter-through-a-torch-module", "frame-walk-in-match-patterns"])
+def test_without_the_rule_red_team_10s_routes_earn_every_code_point(runs_grader, host, name):
+    """Why rule 1 refuses torch's modules as attributes, attrgetter and match (red team 10): with the kernel fill the
+    solution's, no kernel-alone run follows, and each passed every case and the given check with torch's mean and
+    variance of x, read from the frame, no zeroing and a junk combine; not provisional."""
+    report = runs_grader.grade(Submission(exercise=EXERCISE, code=program(*REFUSED[name])), secret_seed=SECRET_SEED)
+    assert report.status == "graded" and report.program.ran, report.to_json()[:2000]
+    assert "kernel_alone_sandbox_s" not in report.timing, report.timing
+    points, most = code_points(report)
+    assert points == most == 3 and not report.score.provisional, [(i.id, i.points) for i in report.items]
+    assert report.given_check.status == "passed", report.given_check
+    host.assert_untouched()
+
+
+# Red team 10: host_fills.check took a RecursionError for "nothing found". A combine that reads x in a branch never
+# taken, beside dicts within dicts, made the finding's quote (ast.unparse, six frames a dict) exhaust the recursion
+# limit, every host rule was skipped, and the block returned torch's answer after the right kernel's launch: 3/3
+# code points at aed9969 where the depth met the stack (one or two of these; deeper ones raised RecursionError out
+# of Grader.grade instead, in the extraction's unparse: a crash). Both depend on the stack the grading runs on, so
+# the test sweeps the depths: each must be refused before anything runs.
+DEEP_DICTS = [(depth, minuses) for depth in range(150, 171) for minuses in range(3)]
+
+
+def deep_dict_attack(depth: int, minuses: int) -> str:
+    deep = "-" * minuses + "{0: " * depth + "0" + "}" * depth
+    return program(RIGHT_ATOMIC, f"sumsqs / N - mean * mean if True else [x, {deep}]",
+                   LAUNCH + "\nreturn x.mean(1), x.var(1, unbiased=False)")
+
+
+def test_host_code_too_deep_to_check_is_refused_not_run_unchecked(grader, host):
+    """Every depth is refused before it runs (nested past fills.MAX_ANY_FILL_DEPTH, or too deep to compare), says
+    so in zh and en, and earns no code point; none crashes the grading."""
+    reports, crashed = {}, {}
+    for depth, minuses in DEEP_DICTS:
+        try:
+            reports[depth, minuses] = grader.grade(Submission(exercise=EXERCISE, code=deep_dict_attack(depth, minuses)),
+                                                   secret_seed=SECRET_SEED)
+        except RecursionError as exc:  # (at aed9969: out of Grader.grade, the extraction's unparse)
+            crashed[depth, minuses] = repr(exc)[:80]
+    ran = {key: code_points(r) for key, r in reports.items() if r.program is None or r.program.ran}
+    assert not ran and not crashed, (ran, crashed)
+    for (depth, minuses), report in reports.items():
+        assert report.status == "graded" and code_points(report)[0] == 0, (depth, minuses)
+        zh, en = report.program.not_run_reason or "", report.translations["en"].not_run_reason or ""
+        assert ("嵌套太深" in zh or "嵌套过深" in zh) and "nested too deeply" in en, (depth, minuses, zh, en)
     host.assert_untouched()
 
 

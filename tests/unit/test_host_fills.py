@@ -199,7 +199,7 @@ CHEATS = {
                                    "sumsqs.copy_(y.var(1, unbiased=False) - (y * y).sum(1))"),
                                   ("reads_input", "torch.Tensor.type_as(x, sums)")),
     "an-operator-overload": ((RIGHT_ATOMIC, "sumsqs", "sums.zero_()\ny = torch.ops.aten.to(x, torch.float64)\n"
-                              "sumsqs.copy_(y.var(1))"), ("reads_input", "torch.ops.aten.to(x")),
+                              "sumsqs.copy_(y.var(1))"), ("introspects", "torch.ops.aten.to(x")),  # `.ops`: a module
     "the-class-under-another-name": ((RIGHT_ATOMIC, "sumsqs", "sums.zero_()\nK = torch.Tensor\n"
                                       "sumsqs.copy_(K.to(x).var(1))"), ("reads_input", "K.to(x)")),
     # The launch the rules trust by the kernel's name is not the lesson's (red team 9: each 3/3 code points with a
@@ -415,10 +415,58 @@ def test_a_whole_host_body_keeps_to_the_rule(tmp_path):
 
 
 def test_deep_loops_stay_within_the_budget():
-    """Rule 3 runs loops until nothing changes; 24 loops within loops stop at STEP_BUDGET and rule 3
-    then says nothing (the runs still grade it), while rules 1 and 2 still apply."""
+    """Rule 3 runs loops until nothing changes: 24 loops within loops take about 1 400 steps, far below STEP_BUDGET,
+    and rules 1 and 2 still apply."""
     nest = "".join("    " * i + f"for i{i} in range(2):\n" for i in range(24))
     deep = nest + "    " * 24 + "sums.zero_()\n" + RIGHT_ZEROING
     assert finding(FUSED, fused(RIGHT_ATOMIC, RIGHT_COMBINE, deep)) is None
     found = finding(FUSED, fused(RIGHT_ATOMIC, RIGHT_COMBINE, deep + "\nreturn x.mean(1), sumsqs"))
     assert found is not None and found.rule == "reads_input"
+
+
+def _relayed(chain: int) -> str:
+    """A launch's output passed down a chain of names written backwards in a loop: each pass of the loop carries
+    it one name further, so rule 3 runs the loop `chain` times over `chain` statements."""
+    names = "".join(f"a{j} = 0\n" for j in range(1, chain + 1))
+    body = "".join(f"    a{j} = a{j - 1}\n" for j in range(chain, 1, -1)) + "    a1 = sums\n"
+    return RIGHT_ZEROING + "\n" + LAUNCH + names + "for i in range(2):\n" + body + "return finalize(sums, sumsqs, N)"
+
+
+def _says_too_complex(found: host_fills.Finding | None) -> None:
+    assert found is not None and found.rule == "too_complex" and found.diagnosis_id == "host_too_complex", found
+    zh, en = found.message("zh"), found.message("en")
+    assert "嵌套太深或太复杂" in zh and "64" in zh and "20,000" in zh and "没有运行" in zh, zh
+    assert "too complex to be checked" in en and "64 levels" in en and "20,000 steps" in en, en
+    assert "was not run" in en
+
+
+def test_host_code_past_the_step_budget_is_refused_not_passed_unchecked():
+    """Past STEP_BUDGET rule 3 stopped and said nothing, so the code ran with the rule skipped (fail open; red
+    team 10). Now it is refused as too complex to check, naming the bounds; 20 names still pass."""
+    assert finding(FUSED, fused(RIGHT_ATOMIC, RIGHT_COMBINE, _relayed(20))) is None
+    _says_too_complex(finding(FUSED, fused(RIGHT_ATOMIC, RIGHT_COMBINE, _relayed(100))))
+
+
+def test_a_recursion_error_in_the_rules_refuses_the_fills():
+    """check() took a RecursionError for "nothing found": a combine holding dicts within dicts, quoted by a
+    finding (ast.unparse takes six frames a dict), exhausted the recursion limit and skipped every host rule,
+    and the block's `return x.mean(1), x.var(1)` earned 3/3 code points (red team 10; the pipeline's end of it is
+    tests/adversarial/test_host_blanks.py). Called near the recursion limit, the same fills are refused now."""
+    import sys
+
+    deep = "{0: " * 40 + "0" + "}" * 40
+    code = fused(RIGHT_ATOMIC, f"sumsqs / N - mean * mean if True else [x, {deep}]",
+                 LAUNCH + "return x.mean(1), x.var(1, unbiased=False)")
+    extraction = extract(FUSED.template, code)
+    assert extraction.error is None
+    extraction.fill_sources  # noqa: B018 - unparsed here, as extract() does, not near the limit
+
+    def near_the_limit(depth: int) -> host_fills.Finding | None:
+        return near_the_limit(depth + 1) if depth < sys.getrecursionlimit() - 120 else host_fills.check(FUSED, extraction)
+
+    frames = 0
+    frame = sys._getframe()
+    while frame is not None:
+        frames, frame = frames + 1, frame.f_back
+    _says_too_complex(near_the_limit(frames))
+    assert host_fills.check(FUSED, extraction).rule == "reads_input"  # with room to follow it, the finding itself
