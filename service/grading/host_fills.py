@@ -893,6 +893,27 @@ def _clip(text: str, limit: int = 160) -> str:
 Val: TypeAlias = bool | tuple["Val", ...]
 
 
+# The most a tuple value may hold: elements, and tuples within it. Values were unbounded: `a1 = (a0, a0)`,
+# `a2 = (a1, a1)`, … shares one object per level, and _flat or _join walk it as a tree, 2**k leaves: 22 such lines
+# cost the worker 13 s of CPU before any sandbox, 40 would have held it for days (red team 10). Past the bound the
+# tuple is one value, any of its elements' (lenient, as everywhere in rule 3: "depends" where it cannot tell).
+# `return mean, var` is one level of two.
+VAL_WIDTH = 16
+VAL_DEPTH = 2
+
+
+def _val_depth(value: Val) -> int:
+    """The depth of a value made by _bounded (at most VAL_DEPTH, so this reads at most VAL_WIDTH ** VAL_DEPTH)."""
+    return 1 + max((_val_depth(v) for v in value), default=0) if isinstance(value, tuple) else 0
+
+
+def _bounded(value: tuple[Val, ...]) -> Val:
+    """`value`, or its _flat where it is wider than VAL_WIDTH or deeper than VAL_DEPTH (its elements are bounded)."""
+    if len(value) > VAL_WIDTH or _val_depth(value) > VAL_DEPTH:
+        return _flat(value)
+    return value
+
+
 def _flat(value: Val) -> bool:
     return any(_flat(v) for v in value) if isinstance(value, tuple) else value
 
@@ -1053,8 +1074,8 @@ class _Flow:
         if isinstance(node, ast.Constant):
             return False
         if isinstance(node, (ast.Tuple, ast.List)):
-            return tuple(_flat(self._eval(e, env)) if isinstance(e, ast.Starred) else self._eval(e, env)
-                         for e in node.elts)
+            return _bounded(tuple(_flat(self._eval(e, env)) if isinstance(e, ast.Starred) else self._eval(e, env)
+                                  for e in node.elts))
         if isinstance(node, ast.Attribute):
             value = self._eval(node.value, env)
             return False if node.attr in METADATA_ATTRS else _flat(value)

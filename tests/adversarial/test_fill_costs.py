@@ -7,6 +7,7 @@ resubmitting it costs no second run; but only when the sandbox used the CPU over
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import pytest
 
@@ -90,3 +91,30 @@ def test_a_timeout_without_cpu_time_is_not_memoised(host):
     solution = grader.grade(Submission(exercise="adv_sleep", code=grader.catalog.get("adv_sleep").solution),
                             secret_seed=SECRET_SEED)
     assert solution.score.passed and solution.score.total == 10, solution.to_json()[:2000]
+
+
+# Red team 10: rule 3 of the host rules (service/grading/host_fills.py) keeps a tuple's value element by element, and
+# a line per level of `a{i} = (a{i-1}, a{i-1})` shares one object per level that it walked as a tree: 2**k leaves
+# for k lines, on the worker, before any sandbox and past every step budget (22 lines: 13 s of CPU; 40 lines would
+# have held a worker for days). The fills are otherwise the solution's, so the grading goes on as usual.
+DOUBLINGS = 40
+
+
+@pytest.mark.timeout(300)
+def test_host_code_that_doubles_a_tuple_per_line_costs_the_worker_little(host):
+    from sandbox.contract import Limits
+    from service.bootstrap import build_grader
+    from service.config import Settings
+    from tests.adversarial.kit import QUICK
+    from tests.adversarial.test_host_blanks import RIGHT_ATOMIC, RIGHT_COMBINE, RIGHT_ZEROING, code_points, program
+
+    block = "a0 = (0, 0)\n" + "".join(f"a{i} = (a{i - 1}, a{i - 1})\n" for i in range(1, DOUBLINGS + 1)) + RIGHT_ZEROING
+    grader = build_grader(Settings(limits=Limits(**QUICK)))
+    started = time.thread_time()  # this thread's CPU: the trusted side's work, not the sandbox's
+    report = grader.grade(Submission(exercise="fused_mean_var_atomic", code=program(RIGHT_ATOMIC, RIGHT_COMBINE, block)),
+                          secret_seed=SECRET_SEED)
+    spent = time.thread_time() - started
+    assert report.status == "graded" and report.program.ran, report.to_json()[:2000]
+    assert code_points(report) == (3, 3), [(i.id, i.points) for i in report.items]
+    assert spent < 30, spent
+    host.assert_untouched()

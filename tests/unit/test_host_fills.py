@@ -470,3 +470,69 @@ def test_a_recursion_error_in_the_rules_refuses_the_fills():
         frames, frame = frames + 1, frame.f_back
     _says_too_complex(near_the_limit(frames))
     assert host_fills.check(FUSED, extraction).rule == "reads_input"  # with room to follow it, the finding itself
+
+
+def test_module_attrs_cover_torch_and_triton():
+    """Rule 1's MODULE_ATTRS is a list written out (the trusted side imports neither torch nor Triton): every
+    public attribute of torch, triton and triton.language that is a module, and those of their modules two levels
+    down, must be refused by name (MODULE_ATTRS, or the standard library's), or be one of the namespaces host code
+    may use or a name that is also a function or a tensor's method (MODULE_NAMESPACES, MODULE_NAME_COLLISIONS).
+    A new torch or Triton that adds a module fails here until the list has it."""
+    import types
+    import warnings
+
+    torch = pytest.importorskip("torch")
+    triton = pytest.importorskip("triton")
+    import triton.language as tl
+
+    found: set[str] = set()
+
+    def walk(obj: object, depth: int) -> None:
+        for name in dir(obj):
+            if name.startswith("_"):
+                continue
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # deprecated aliases (torch.distributed.reduce_op) warn on use
+                    value = getattr(obj, name)
+                    module = isinstance(value, types.ModuleType)
+            except Exception:  # noqa: BLE001 - a lazy attribute that fails to load is no door
+                continue
+            if module:
+                found.add(name)
+                if depth < 2 and value.__name__.startswith(("torch", "triton")):
+                    walk(value, depth + 1)
+
+    for root in (torch, triton, tl):
+        walk(root, 0)
+    known = (host_fills.MODULE_ATTRS | host_fills.STDLIB_ATTRS | host_fills.MODULE_NAMESPACES
+             | host_fills.MODULE_NAME_COLLISIONS | {"math", "random"})
+    assert not found - known, sorted(found - known)
+
+
+@pytest.mark.parametrize("fill", ["v = torch.autograd.profiler_util.defaultdict(list)\n",
+                                  "m = torch.get_device_module('cpu').amp\n",
+                                  "f = torch.fx\n", "o = torch.ops.aten\n"])
+def test_a_module_of_torch_is_no_attribute_of_host_code(fill):
+    found = finding(FUSED, fused(RIGHT_ATOMIC, RIGHT_COMBINE, fill + RIGHT_ZEROING))
+    assert found is not None and found.rule == "introspects", found
+
+
+@pytest.mark.parametrize("fill", ["torch.cuda.synchronize() if torch.cuda.is_available() else None\n",
+                                  "dt = torch.float32\nsums = torch.zeros(M, dtype=dt).to(x)\n",
+                                  "sums = x.new_zeros(M).cpu().flatten().to(x)\n"])
+def test_namespaces_an_honest_host_uses_stay_open(fill):
+    assert finding(FUSED, fused(RIGHT_ATOMIC, RIGHT_COMBINE, fill + RIGHT_ZEROING)) is None
+
+
+def test_tuples_of_tuples_cost_little():
+    """`a{i} = (a{i-1}, a{i-1})` line after line: rule 3 walked the shared tuples as a tree, 2**k leaves (22 lines:
+    13 s of CPU, red team 10). Values are bounded now (VAL_WIDTH, VAL_DEPTH); `return mean, var` keeps its two."""
+    import time
+
+    block = "a0 = (0, 0)\n" + "".join(f"a{i} = (a{i - 1}, a{i - 1})\n" for i in range(1, 61)) + RIGHT_ZEROING
+    started = time.thread_time()
+    assert finding(FUSED, fused(RIGHT_ATOMIC, RIGHT_COMBINE, block)) is None
+    assert time.thread_time() - started < 1.0
+    found = finding(FUSED, fused(RIGHT_ATOMIC, RIGHT_COMBINE, block + "\n" + LAUNCH + "return sums / N, a60"))
+    assert found is not None and found.rule == "not_from_kernel" and found.what == "a60", found
