@@ -619,6 +619,15 @@ def _notebook_line(source: str, lineno: int, language: str) -> str | None:
 # as `-` 700 times before an expression parses, but raised RecursionError out of the pipeline (the
 # grading crashed instead of saying why). Honest code is a few dozen levels deep.
 MAX_SYNTAX_DEPTH = 200
+# The deepest one blank's fill may nest (levels of its syntax tree, as deeper_than counts them), whatever the
+# exercise's fill policy. Within MAX_SYNTAX_DEPTH a fill could still exhaust the recursion limit later: ast.unparse
+# takes up to six frames a level (a dict within a dict), and the host rules, the written answers' reading of the
+# fill (stated_fill, fill_sites) and the report unparse it again from deeper stacks. A combine 154 dicts deep made
+# host_fills.check's quote fail, and check() took that for "nothing found" (red team 10: 3/3 code points for
+# torch's answer); 155 deep raised RecursionError out of Grader.grade. 64 levels is six times the catalogue's
+# deepest fill (9: puzzle_long_softmax's body) and leaves every walk far from the limit; an expression blank of
+# fill_policy expression is held to fills.MAX_FILL_DEPTH (24) besides.
+MAX_FILL_NESTING = 64
 
 
 def deeper_than(tree: ast.AST, limit: int) -> bool:
@@ -666,14 +675,16 @@ def extract(template_src: str, submission_src: str, *, language: str = "zh") -> 
     except RecursionError:
         return Extraction(fills=[None] * len(spots), error=render("extract.error.too_deep", language))
     fills = [matcher.fills.get(spot) for spot in spots]
+    for number, fill in enumerate(fills, start=1):
+        if fill is not None and any(deeper_than(root, MAX_FILL_NESTING) for root in (fill if isinstance(fill, list)
+                                                                                   else [fill])):
+            return Extraction(fills=[None] * len(spots),
+                              error=render("fills.too_deep", language, blank=number, limit=MAX_FILL_NESTING))
     spills = {i: matcher.spills[spot] for i, spot in enumerate(spots) if spot in matcher.spills}
     extraction = Extraction(fills=fills, edits=matcher.edits, spills=spills)
     try:
-        # Unparsed here, where the stack is the extraction's: every later step reads these. ast.unparse takes up
-        # to six frames a level (a dict within a dict), so a fill within MAX_SYNTAX_DEPTH could still raise
-        # RecursionError out of the grading's first read of them (red team 10: 170 nested dicts in the combine).
-        extraction.fill_sources  # noqa: B018 - computed for its cache
-    except RecursionError:
+        extraction.fill_sources  # noqa: B018 - unparsed once, here (every later step reads the cache)
+    except RecursionError:  # (not with MAX_FILL_NESTING; kept so that no bound change can crash a grading)
         return Extraction(fills=[None] * len(spots), error=render("extract.error.too_deep", language))
     missing = [i + 1 for i, f in enumerate(fills) if f is None]
     if missing:

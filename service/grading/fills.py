@@ -21,7 +21,7 @@ from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, TypeGuard
 
 from service.grading import host_fills
-from service.grading.extract import BLANK, Extraction, Spill, deeper_than
+from service.grading.extract import BLANK, Extraction, Spill
 from service.messages import render, service_catalogue
 
 if TYPE_CHECKING:
@@ -98,13 +98,6 @@ _NAMES: dict[type, str] = {
 
 MAX_BLOCK_CHARS = 20_000
 MAX_BLOCK_STATEMENTS = 400
-# The deepest a fill of a `fill_policy: any` exercise (a block, or an expression in host code) may nest, in levels
-# of its syntax tree (extract.deeper_than). The trusted side walks such a fill recursively (ast.unparse, the host
-# rules of host_fills.py) at up to six Python frames a level (a dict within a dict); extract.MAX_SYNTAX_DEPTH (200)
-# let a fill 160 dicts deep pass the extraction and then exhaust the recursion limit in the host rules, which took
-# that for "nothing found" (red team 10: 3/3 code points for torch's answer). The catalogue's deepest fill is 9
-# levels (puzzle_long_softmax's body); Python's parser stops indentation at 100.
-MAX_ANY_FILL_DEPTH = host_fills.ANY_FILL_DEPTH  # 64
 
 
 def check_block_fill(fill: list[ast.stmt], source: str, *, blank_number: int = 1, language: str = "zh") -> str | None:
@@ -269,11 +262,6 @@ def _is_float_literal(node: ast.AST) -> bool:
             and isinstance(node.args[0].value, str) and node.args[0].value.strip().lower() in _FLOAT_WORDS)
 
 
-def _any_fill_too_deep(fill: ast.expr | list[ast.stmt]) -> bool:
-    """Whether a `fill_policy: any` fill nests deeper than MAX_ANY_FILL_DEPTH (walked without recursion)."""
-    return any(deeper_than(root, MAX_ANY_FILL_DEPTH) for root in (fill if isinstance(fill, list) else [fill]))
-
-
 def _depth(node: ast.AST) -> int:
     children = list(ast.iter_child_nodes(node))
     return 1 + (max(map(_depth, children)) if children else 0)
@@ -339,8 +327,6 @@ def fill_refusal(exercise: Exercise, extraction: Extraction,
         else:
             message = check_fill(fill, source, allowed_names=exercise.blank_scopes[index], blank_number=index + 1,
                                  language=language)
-        if message is None and exercise.spec.fill_policy == "any" and _any_fill_too_deep(fill):
-            message = render("fills.too_deep", language, blank=index + 1, limit=MAX_ANY_FILL_DEPTH)
         if message is not None:
             return message, None
     finding = host_fills.check(exercise, extraction)

@@ -69,7 +69,7 @@ from typing import TypeAlias
 from service.exercises import Exercise
 from service.exercises.blanks import BLANK
 from service.grading import syntax
-from service.grading.extract import Extraction
+from service.grading.extract import MAX_FILL_NESTING, Extraction
 from service.grading.host_blanks import _is_jit, host_blanks
 from service.messages import render
 from service.report import Diagnosis
@@ -201,8 +201,6 @@ STEP_BUDGET = 20_000
 # found"; it now refuses, `too_complex`).
 TENSOR_STEPS = 64
 CALL_DEPTH = 4
-# What the too_complex message names as the nesting bound (fills.MAX_ANY_FILL_DEPTH; not imported: fills imports this)
-ANY_FILL_DEPTH = 64
 
 
 def _harmless_builtin(call: ast.Call) -> bool:
@@ -243,7 +241,7 @@ class Finding:
                  else render("host_fills.host_code", language))
         return render(f"host_fills.{self.rule}", language, which=which, code=self.code, what=self.what,
                       inputs=", ".join(self.inputs), buffers=", ".join(self.buffers) or "—",
-                      steps=f"{STEP_BUDGET:,}", depth=ANY_FILL_DEPTH)
+                      steps=f"{STEP_BUDGET:,}", depth=MAX_FILL_NESTING)
 
     def diagnosis(self, language: str) -> Diagnosis:
         messages = {lang: self.message(lang) for lang in ("zh", "en")}
@@ -271,7 +269,7 @@ def check(exercise: Exercise, extraction: Extraction) -> Finding | None:
         # Fail closed: a rule that could not follow the code to its end found nothing only because it stopped.
         # (RecursionError was taken for "no finding": a finding quoting a statement that held 160 dicts within dicts
         # exhausted the recursion limit in ast.unparse, and every host rule was skipped: red team 10, 3/3 code points
-        # for torch's answer.) fills.MAX_ANY_FILL_DEPTH keeps honest code far from the limit.
+        # for torch's answer.) extract.MAX_FILL_NESTING keeps honest code far from the limit.
         return Finding(rule="too_complex", blank=0, line=0, code="", what="recursion", inputs=inputs)
 
 

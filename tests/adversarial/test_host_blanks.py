@@ -281,7 +281,7 @@ def deep_dict_attack(depth: int, minuses: int) -> str:
 
 
 def test_host_code_too_deep_to_check_is_refused_not_run_unchecked(grader, host):
-    """Every depth is refused before it runs (nested past fills.MAX_ANY_FILL_DEPTH, or too deep to compare), says
+    """Every depth is refused before it runs (nested past extract.MAX_FILL_NESTING, or too deep to compare), says
     so in zh and en, and earns no code point; none crashes the grading."""
     reports, crashed = {}, {}
     for depth, minuses in DEEP_DICTS:

@@ -287,6 +287,34 @@ def test_a_deeply_nested_fill_is_refused_not_a_crash():
         assert "nested too deeply" in (report.translations["en"].not_run_reason or ""), report.translations["en"]
 
 
+def test_a_fill_of_dicts_within_dicts_is_refused_not_a_crash():
+    """Within extract.MAX_SYNTAX_DEPTH, a fill of dicts within dicts (ast.unparse takes six frames a level) raised
+    RecursionError out of Grader.grade from 162 levels on, in lesson06's expression blank (red team 10, at aed9969:
+    the extraction's unparse, read first in the fills' check). Now a fill nests at most extract.MAX_FILL_NESTING
+    levels, refused in the extraction with the bound; every depth is graded, nothing runs."""
+    from sandbox.contract import Limits
+    from service.bootstrap import build_grader
+    from service.config import Settings
+    from tests.adversarial.kit import QUICK, SECRET_SEED
+
+    grader = build_grader(Settings(limits=Limits(**QUICK)))
+    lesson = grader.catalog.get("lesson06_mean_var")
+    outcomes = {}
+    for depth in range(150, 171):
+        code = lesson.template.replace("______", "{0: " * depth + "0" + "}" * depth + " and mask", 1)
+        try:
+            report = grader.grade(Submission(exercise=lesson.id, code=code, explanation="我填的是 mask。"),
+                                  secret_seed=SECRET_SEED)
+        except RecursionError:
+            outcomes[depth] = "RecursionError"
+            continue
+        outcomes[depth] = "refused" if (report.status == "graded" and not report.program.ran
+                                        and "嵌套太深" in (report.program.not_run_reason or "")
+                                        and "nested too deeply" in (report.translations["en"].not_run_reason or "")
+                                        ) else report.program.not_run_reason
+    assert set(outcomes.values()) == {"refused"}, outcomes
+
+
 def test_a_deeply_nested_body_does_not_break_the_copies_report():
     """The TA's copy report parses every whole-body fill of the class itself; two puzzle bodies
     nested 700 deep made its unparse raise RecursionError, and the course's report failed."""
