@@ -49,12 +49,25 @@ def _name(func: ast.expr) -> str:
     return text
 
 
+# Syntax nodes one expansion may copy in all. A definition that names the next one n times, four levels down
+# (`a = b + b + …`, `b = c + c + …`), expands into n**4 copies: 495 characters of a puzzle's body cost the worker
+# 15 s of CPU, and the 20 000 a block may hold days and gigabytes, each time an explanation said a claim of the
+# fill (red team 10). Past the budget the argument is read unexpanded, as a longer source than _SOURCE_MAX is.
+_EXPAND_NODES = 4000
+
+
+class _TooLarge(ValueError):
+    """An expansion past _EXPAND_NODES (a ValueError: every caller reads the argument unexpanded then)."""
+
+
 class _Expand(ast.NodeTransformer):
-    """Names replaced by their latest definition before `before` (line, column), `depth` levels."""
+    """Names replaced by their latest definition before `before` (line, column), `depth` levels, copying at
+    most `budget[0]` syntax nodes in all (shared by the levels; past it _TooLarge)."""
 
     def __init__(self, definitions: dict[str, list[tuple[tuple[int, int], ast.expr]]],
-                 before: tuple[int, int], depth: int) -> None:
+                 before: tuple[int, int], depth: int, budget: list[int] | None = None) -> None:
         self.definitions, self.before, self.depth = definitions, before, depth
+        self.budget = budget if budget is not None else [_EXPAND_NODES]
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
         if self.depth <= 0 or not isinstance(node.ctx, ast.Load):
@@ -63,7 +76,10 @@ class _Expand(ast.NodeTransformer):
         if not earlier:
             return node
         at, value = max(earlier, key=lambda d: d[0])
-        inner = _Expand(self.definitions, at, self.depth - 1).visit(_copy(value))
+        self.budget[0] -= sum(1 for _ in ast.walk(value))
+        if self.budget[0] < 0:
+            raise _TooLarge(node.id)
+        inner = _Expand(self.definitions, at, self.depth - 1, self.budget).visit(_copy(value))
         return ast.copy_location(inner, node) if isinstance(inner, ast.expr) else node
 
 

@@ -431,3 +431,30 @@ def test_the_longest_host_fill_is_checked_by_the_host_rule_in_bounded_time(shape
         assert found is not None and found.rule == "reads_input" and found.code == "b = a1199.to(x)", found
     else:
         assert found is None, found  # honest, if odd: read to the end, not refused
+
+
+SOFTMAX = ExerciseCatalog(REPO_ROOT / "exercises").get("puzzle_long_softmax")
+
+
+@pytest.mark.timeout(120)
+def test_names_read_through_their_definitions_cost_the_worker_little():
+    """The explanation says the padding lanes read -inf; the claim is checked on each tl.load's `other`, its names
+    read through their definitions four levels down (fill_sites.py). A body whose load reads `other=a`, with
+    `a = b + b + …` 30 times down to `e`, expanded into 30**4 copies: 45 s of the worker's CPU for 1.4 KB of the
+    body at aed9969 (40 times: 148 s; the 20 KB a block may hold: days), on every grading whose explanation says
+    it (red team 10). An expansion now copies at most fill_sites._EXPAND_NODES nodes, else the argument is read
+    as written; the claim is still checked, and the fill does not show it."""
+    from service.grading.extract import extract
+
+    body = extract(SOFTMAX.template, SOFTMAX.solution).fill_sources[0]
+    assert body is not None and "other=float('-inf')" in body
+    decoy = "e = 1.0\n" + "".join(f"{a} = " + " + ".join([b] * 30) + "\n"
+                                  for a, b in (("d", "e"), ("c", "d"), ("b", "c"), ("a", "b")))
+    code = decoy + body.replace("other=float('-inf')", "other=a", 1)
+    explanation = "越界的 lane 读成 -inf（load 的 other = -inf），所以 max 不受 padding 影响。"
+    started = time.thread_time()
+    result = score_answer(SOFTMAX.question("explanation"), explanation, 2.0, fills=[code])
+    assert time.thread_time() - started < 2.0
+    assert "explanation_not_fill" in result.flags  # one load reads `a` (1.0 + …), not -inf: said, not shown
+    honest = score_answer(SOFTMAX.question("explanation"), explanation, 2.0, fills=[body])
+    assert "explanation_not_fill" not in honest.flags

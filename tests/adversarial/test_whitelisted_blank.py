@@ -78,7 +78,8 @@ REFUSED = [
     ("builtin-in-a-method-argument", "(cols < N).to(eval('tl.int1'))", "eval"),
     ("private-keyword-to-a-method", "(cols < N).to(tl.int1, _semantic=mask)", "_semantic"),
     ("long-method-chain", "cols" + ".to(tl.int32)" * 30 + " < N", "太"),
-    ("too-long", "cols < N" + " + 0" * 110, "太长"),
+    # (flat: `+ 0` 110 times nests 110 deep, past extract.MAX_FILL_NESTING, refused for that first since red team 10)
+    ("too-long", "(cols < N)" + " & (cols < N)" * 40, "太长"),
     ("too-many-nodes", " & ".join(["(cols < N)"] * 30), "太复杂"),
     ("too-deep", "-" * 40 + "(cols < N)", "嵌套太深"),
     ("nul-byte", "cols < N\x00", "NUL"),
