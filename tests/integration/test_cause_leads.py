@@ -45,7 +45,8 @@ def _grade(grader, exercise_id: str, code: str, language: str) -> Report:
 # those writes landed in the interpreter's heap and aborted the sandbox in 6 of 20 gradings (no
 # evidence, no store_address_out_of_bounds); the guard is now as wide as the data (sandbox/harness.py).
 KERNELS = {
-    "row_stride_b0": ((STORE, STORE.replace("* N0", "* B0")), "row_stride_b0", "store_out_of_bounds", True),
+    # (every value it writes past z is a valid x[i] + y[j]: the addresses are wrong, not the mask)
+    "row_stride_b0": ((STORE, STORE.replace("* N0", "* B0")), "row_stride_b0", "valid_lanes_out_of_bounds", True),
     "row_stride_n1": ((STORE, STORE.replace("* N0", "* N1")), "row_stride_n1", "store_address_out_of_bounds", True),
     "mask_y_bound_n0": (("mask_y = offs_y < N1", "mask_y = offs_y < N0"), "mask_bound_swapped",
                         "store_out_of_bounds", False),
